@@ -1,0 +1,145 @@
+import { Ajv } from 'ajv';
+import Type, { type Static, type TSchema } from 'typebox';
+
+/**
+ * Every setting of rowi, as one schema. Each property names its environment variable and,
+ * for the common ones, its `rowi serve` flag; `loadConfig` reads them in that order of
+ * precedence (flag, environment, default), checks them against the schema, and freezes the
+ * result. Names are part of the contract (SPEC §11): scripts and deployments rely on them.
+ */
+const setting = <T extends TSchema>(schema: T, env: string, flag?: string) =>
+  Object.assign(schema, { 'x-env': env, ...(flag ? { 'x-flag': flag } : {}) });
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const ConfigSchema = Type.Object({
+  host: setting(
+    Type.String({
+      pattern: '^[A-Za-z0-9.:%_-]{1,253}$',
+      default: '127.0.0.1',
+      description: 'address to listen on (an IP address or a host name)',
+    }),
+    'ROWI_HOST',
+    'host',
+  ),
+  port: setting(
+    Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }),
+    'ROWI_PORT',
+    'port',
+  ),
+  data: setting(
+    Type.String({ minLength: 1, default: './data/rowi.db', description: 'SQLite database file' }),
+    'ROWI_DATA',
+    'data',
+  ),
+  logLevel: setting(
+    Type.Union(
+      LOG_LEVELS.map((level) => Type.Literal(level)),
+      { default: 'info', description: 'pino log level' },
+    ),
+    'ROWI_LOG_LEVEL',
+    'log-level',
+  ),
+  bodyLimit: setting(
+    Type.Integer({
+      minimum: 1024,
+      maximum: 100 * 1024 * 1024,
+      default: 1024 * 1024,
+      description: 'largest request body accepted, in bytes (413 above it)',
+    }),
+    'ROWI_BODY_LIMIT',
+  ),
+  shutdownTimeout: setting(
+    Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      default: 10_000,
+      description: 'milliseconds in-flight requests get to finish after SIGTERM/SIGINT',
+    }),
+    'ROWI_SHUTDOWN_TIMEOUT',
+  ),
+  sqliteSynchronous: setting(
+    Type.Union([Type.Literal('full'), Type.Literal('normal')], {
+      default: 'full',
+      description:
+        'SQLite synchronous mode: full survives power loss; normal survives a process crash only',
+    }),
+    'ROWI_SQLITE_SYNCHRONOUS',
+  ),
+});
+
+export type Config = Readonly<Static<typeof ConfigSchema>>;
+export type ConfigKey = keyof Config;
+
+/** A bad setting: the program stops before it listens and exits with code 2 (SPEC §11). */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type SettingSchema = TSchema & { 'x-env': string; 'x-flag'?: string; default: unknown; type?: string; description?: string };
+
+const settings = ConfigSchema.properties as unknown as Record<ConfigKey, SettingSchema>;
+
+/** The command-line flags of `rowi serve`, for `node:util` parseArgs. */
+export const CONFIG_FLAGS: Record<string, { type: 'string' }> = Object.fromEntries(
+  Object.values(settings)
+    .filter((schema) => schema['x-flag'])
+    .map((schema) => [schema['x-flag'] as string, { type: 'string' as const }]),
+);
+
+/** One line per setting, for `rowi --help` and the README's configuration table. */
+export function describeSettings(): { env: string; flag?: string; default: unknown; description: string }[] {
+  return Object.values(settings).map((schema) => ({
+    env: schema['x-env'],
+    ...(schema['x-flag'] ? { flag: `--${schema['x-flag']}` } : {}),
+    default: schema.default,
+    description: String(schema.description ?? ''),
+  }));
+}
+
+const validator = new Ajv({ allErrors: false, strict: false });
+
+/**
+ * Reads every setting from flags (already parsed, by flag name) and the environment. Throws
+ * ConfigError naming the first bad setting, its source and the rule it breaks.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  flags: Record<string, string | undefined> = {},
+): Config {
+  const config: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(settings)) {
+    const flag = schema['x-flag'];
+    const fromFlag = flag === undefined ? undefined : flags[flag];
+    const fromEnv = env[schema['x-env']];
+    const source = fromFlag !== undefined ? `--${flag}` : schema['x-env'];
+    const raw = fromFlag ?? (fromEnv === '' ? undefined : fromEnv);
+    if (raw === undefined) {
+      config[key] = schema.default;
+      continue;
+    }
+    const value = schema.type === 'integer' ? parseInteger(raw) : raw;
+    const check = validator.compile(schema);
+    if (!check(value)) {
+      throw new ConfigError(
+        `${source}=${JSON.stringify(raw)} is not a valid setting: ${explain(schema)}`,
+      );
+    }
+    config[key] = value;
+  }
+  return Object.freeze(config) as Config;
+}
+
+function parseInteger(raw: string): number | string {
+  return /^-?\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+}
+
+function explain(schema: SettingSchema): string {
+  const rule = schema as unknown as Record<string, unknown>;
+  if (schema.type === 'integer') return `expected an integer from ${rule.minimum} to ${rule.maximum}`;
+  if (Array.isArray(rule.anyOf)) {
+    const choices = (rule.anyOf as { const: string }[]).map((option) => option.const);
+    return `expected one of ${choices.join(', ')}`;
+  }
+  return String(schema.description ?? 'invalid value');
+}

@@ -1,0 +1,37 @@
+import type { Kysely } from 'kysely';
+import { addIdColumn } from './portable.js';
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('users')
+    .$call((table) => addIdColumn(db, table))
+    .addColumn('name', 'text', (column) => column.notNull())
+    .addColumn('email', 'text', (column) => column.notNull())
+    .addColumn('email_key', 'text', (column) => column.notNull())
+    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
+    .addColumn('created_at', 'text', (column) => column.notNull())
+    .addColumn('updated_at', 'text', (column) => column.notNull())
+    .execute();
+  await db.schema.createIndex('users_email_key_unique').on('users').column('email_key').unique().execute();
+  // Keyset paging sorts by a field and then by id: these indexes serve the sortable fields.
+  await db.schema.createIndex('users_name_id').on('users').columns(['name', 'id']).execute();
+  await db.schema.createIndex('users_created_at_id').on('users').columns(['created_at', 'id']).execute();
+  await db.schema.createIndex('users_updated_at_id').on('users').columns(['updated_at', 'id']).execute();
+
+  await db.schema
+    .createTable('idempotency_keys')
+    .addColumn('scope', 'text', (column) => column.notNull())
+    .addColumn('key', 'text', (column) => column.notNull())
+    .addColumn('fingerprint', 'text', (column) => column.notNull())
+    .addColumn('response', 'text', (column) => column.notNull())
+    .addColumn('created_at', 'text', (column) => column.notNull())
+    .addColumn('expires_at', 'text', (column) => column.notNull())
+    .addPrimaryKeyConstraint('idempotency_keys_pk', ['scope', 'key'])
+    .execute();
+  await db.schema.createIndex('idempotency_keys_expires_at').on('idempotency_keys').column('expires_at').execute();
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('idempotency_keys').execute();
+  await db.schema.dropTable('users').execute();
+}

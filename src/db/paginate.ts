@@ -1,0 +1,51 @@
+import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { Database } from './database.js';
+
+/**
+ * Keyset paging in SQL, for any collection: filters, a total order (the sort keys, ending with
+ * the unique id) and "after this row" expressed as a comparison on those keys, so a page costs
+ * one index range scan however deep it is, and rows inserted meanwhile never shift a page.
+ */
+export interface SortKey {
+  column: string;
+  direction: 'asc' | 'desc';
+}
+
+export interface ListQuery {
+  limit: number;
+  order: SortKey[];
+  conditions: { column: string; operator: '=' | '>' | '<'; value: string | number }[];
+  /** Sort-key values of the last row of the previous page. */
+  after: (string | number)[] | undefined;
+}
+
+export async function fetchPage<TB extends keyof Database, Row extends Record<string, unknown>>(
+  query: SelectQueryBuilder<Database, TB, Row>,
+  list: ListQuery,
+): Promise<{ rows: Row[]; nextAfter: (string | number)[] | undefined }> {
+  let page = query;
+  for (const condition of list.conditions) {
+    page = page.where(sql<SqlBool>`${sql.ref(condition.column)} ${sql.raw(condition.operator)} ${condition.value}`);
+  }
+  if (list.after) page = page.where(after(list.order, list.after));
+  for (const key of list.order) page = page.orderBy(sql.ref(key.column), key.direction);
+  const rows = await page.limit(list.limit + 1).execute();
+  if (rows.length <= list.limit) return { rows, nextAfter: undefined };
+  rows.length = list.limit;
+  const last = rows[rows.length - 1]!;
+  return { rows, nextAfter: list.order.map((key) => last[key.column] as string | number) };
+}
+
+/**
+ * (k1, k2, …) strictly after (v1, v2, …) in the given directions:
+ *   k1 ▷ v1  OR  (k1 = v1 AND k2 ▷ v2)  OR  …   where ▷ is > for asc and < for desc.
+ * Written out rather than as a row-value comparison because directions may differ per key.
+ */
+function after(order: SortKey[], values: (string | number)[]): RawBuilder<SqlBool> {
+  const alternatives = order.map((key, index) => {
+    const equalities = order.slice(0, index).map((previous, at) => sql`${sql.ref(previous.column)} = ${values[at]}`);
+    const step = sql`${sql.ref(key.column)} ${sql.raw(key.direction === 'asc' ? '>' : '<')} ${values[index]}`;
+    return sql`(${sql.join([...equalities, step], sql` and `)})`;
+  });
+  return sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`;
+}
