@@ -1,0 +1,121 @@
+/**
+ * Typed errors that services and HTTP plumbing throw, and the catalogue of problem types they
+ * belong to. Each problem type has one status, one title and a description, served to callers
+ * at GET /problems/{type}; only http/problem.ts turns an error into a response.
+ */
+export const PROBLEM_TYPES = {
+  'bad-request': { status: 400, title: 'Bad request', description: 'The request is malformed in a way that has no more specific problem type.' },
+  'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, or is empty while Content-Type announces one.' },
+  'body-too-deep': { status: 400, title: 'Body nested too deeply', description: 'The body nests objects, arrays or elements deeper than rowi accepts (32 levels).' },
+  'xml-doctype-refused': { status: 400, title: 'XML DOCTYPE refused', description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.' },
+  'invalid-query': { status: 400, title: 'Invalid query parameter', description: 'A query parameter is unknown, malformed or out of range; `errors` points at each one.' },
+  'invalid-header': { status: 400, title: 'Invalid header', description: 'A request header rowi reads (Idempotency-Key, If-Match…) is malformed.' },
+  'not-found': { status: 404, title: 'Not found', description: 'No resource exists at this path, or the id names no record.' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed', description: 'The path exists but does not support this method; Allow lists the methods it does support.' },
+  'not-acceptable': { status: 406, title: 'Not acceptable', description: 'Accept allows none of the media types the resource is available in (JSON and XML).' },
+  'email-taken': { status: 409, title: 'Email already in use', description: 'Another user has this email address; emails are compared without regard to case.' },
+  'precondition-failed': { status: 412, title: 'Precondition failed', description: 'If-Match does not name the current ETag: the record changed since it was read. GET it again and retry.' },
+  'body-too-large': { status: 413, title: 'Body too large', description: 'The body is larger than the configured limit (ROWI_BODY_LIMIT, 1 MiB by default).' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type', description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.' },
+  'validation-failed': { status: 422, title: 'Validation failed', description: 'The body is well-formed but breaks the schema; `errors` has a JSON Pointer and a reason for each violation.' },
+  'read-only-field': { status: 422, title: 'Read-only field', description: 'A PUT or PATCH body gives a read-only field (id, created_at, updated_at) a value other than the stored one.' },
+  'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', description: 'The Idempotency-Key was already used with a different request (method, path or body); use a new key.' },
+  'internal-error': { status: 500, title: 'Internal error', description: 'An unexpected fault; it is logged with the request id.' },
+} as const satisfies Record<string, { status: number; title: string; description: string }>;
+
+export type ProblemType = keyof typeof PROBLEM_TYPES;
+
+/** One offending location in a request: a JSON Pointer (RFC 6901, fragment form) and why. */
+export interface FieldError {
+  /** Where the pointer points: the request body, the query string, a header or the path. */
+  in: 'body' | 'query' | 'header' | 'path';
+  pointer: string;
+  detail: string;
+}
+
+export interface AppErrorOptions {
+  errors?: FieldError[];
+  /** Extra members of the problem object (RFC 9457 §3.2 extensions). */
+  extensions?: Record<string, unknown>;
+  /** Response headers that belong to this error (Allow on 405, Retry-After on 503…). */
+  headers?: Record<string, string>;
+  /** Only for relaying a client error whose status the catalogue does not fix. */
+  status?: number;
+}
+
+export class AppError extends Error {
+  readonly type: ProblemType;
+  readonly status: number;
+  readonly title: string;
+  readonly errors: FieldError[] | undefined;
+  readonly extensions: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(type: ProblemType, detail: string, options: AppErrorOptions = {}) {
+    super(detail);
+    this.name = new.target.name;
+    this.type = type;
+    this.status = options.status ?? PROBLEM_TYPES[type].status;
+    this.title = PROBLEM_TYPES[type].title;
+    this.errors = options.errors;
+    this.extensions = options.extensions;
+    this.headers = options.headers;
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(detail: string, errors?: FieldError[], type: ProblemType = 'bad-request') {
+    super(type, detail, errors ? { errors } : {});
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(detail: string) {
+    super('not-found', detail);
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(method: string, path: string, allowed: string[]) {
+    super('method-not-allowed', `${method} is not supported on ${path}; use ${allowed.join(', ')}.`, {
+      headers: { allow: allowed.join(', ') },
+      extensions: { allowed_methods: allowed },
+    });
+  }
+}
+
+export class NotAcceptableError extends AppError {
+  constructor(accept: string, available: string[]) {
+    super('not-acceptable', `None of the media types in Accept (${accept}) can be produced; this resource is available as ${available.join(', ')}.`, {
+      extensions: { available_media_types: available },
+    });
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(type: ProblemType, detail: string, extensions?: Record<string, unknown>) {
+    super(type, detail, extensions ? { extensions } : {});
+  }
+}
+
+export class PreconditionFailedError extends AppError {
+  constructor(detail: string) {
+    super('precondition-failed', detail);
+  }
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(contentType: string, accepted: string[]) {
+    super('unsupported-media-type', `A body of type ${contentType || '(none)'} is not accepted here; send one of ${accepted.join(', ')} (UTF-8).`, {
+      // RFC 9110 §12.5.1: Accept in a 415 response lists the media types that would be taken.
+      headers: accepted.length > 0 ? { accept: accepted.join(', ') } : {},
+      extensions: { accepted_media_types: accepted },
+    });
+  }
+}
+
+export class UnprocessableError extends AppError {
+  constructor(detail: string, errors: FieldError[], type: ProblemType = 'validation-failed') {
+    super(type, detail, { errors });
+  }
+}

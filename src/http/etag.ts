@@ -1,0 +1,44 @@
+import type { Format } from './negotiate.js';
+
+/**
+ * Strong entity tags (RFC 9110 §8.8.3) derived from a record's stored version. A strong tag
+ * names one exact representation, so the XML representation of a version has its own tag;
+ * for If-Match both tags of the current version are current (they validate the same state).
+ */
+export function etagFor(version: number, format: Format): string {
+  return format === 'json' ? `"v${version}"` : `"v${version}-xml"`;
+}
+
+interface EntityTags {
+  any: boolean;
+  tags: { weak: boolean; opaque: string }[];
+}
+
+function parseEntityTags(header: string): EntityTags {
+  if (header.trim() === '*') return { any: true, tags: [] };
+  const tags: EntityTags['tags'] = [];
+  for (const match of header.matchAll(/(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"/g)) {
+    tags.push({ weak: match[1] !== undefined, opaque: match[2]! });
+  }
+  return { any: false, tags };
+}
+
+/** If-None-Match on GET/HEAD: true when the client's copy is current (answer 304). Weak comparison. */
+export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const { any, tags } = parseEntityTags(header);
+  const opaque = etag.slice(1, -1);
+  return any || tags.some((tag) => tag.opaque === opaque);
+}
+
+/**
+ * If-Match on a write: true when the write may proceed. Strong comparison (RFC 9110 §13.1.1):
+ * a weak tag never matches. No header means no condition.
+ */
+export function ifMatchAllows(header: string | undefined, version: number): boolean {
+  if (header === undefined) return true;
+  const { any, tags } = parseEntityTags(header);
+  if (any) return true;
+  const current = [etagFor(version, 'json'), etagFor(version, 'xml')].map((tag) => tag.slice(1, -1));
+  return tags.some((tag) => !tag.weak && current.includes(tag.opaque));
+}

@@ -1,0 +1,133 @@
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { nowTimestamp } from '../db/clock.js';
+import type { Db, Trx } from '../db/database.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { UnprocessableError } from '../errors.js';
+
+/**
+ * Idempotency-Key on POST (SPEC §4, draft-ietf-httpapi-idempotency-key-header): a retry with the
+ * same key and the same request replays the first response; the same key with a different
+ * request is refused with 422.
+ *
+ * The key is claimed inside the same transaction as the write it protects, so the write and the
+ * record of its response commit or vanish together: a request that failed leaves no key behind
+ * and may be retried. Concurrent requests with one key serialize on the key's row (SQLite's
+ * write lock; PostgreSQL's unique-index wait), so exactly one does the work and the others replay
+ * its committed response. Keys are scoped per caller and kept for KEY_LIFETIME_MS.
+ */
+export const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7E]+$',
+      'x-error': 'must be 1–255 visible ASCII characters (a UUID is a good choice)',
+      description: 'makes the POST safe to retry: the same key and body replay the first response for 24 hours',
+    }),
+  ),
+});
+
+/** What is stored and replayed: everything a route needs to send the response again. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+  location?: string;
+  /** The record's stored version, from which the ETag of the replayed representation is made. */
+  version?: number;
+}
+
+export interface IdempotentResult extends StoredResponse {
+  replayed: boolean;
+}
+
+/** Whose keys: until callers are authenticated, every request shares one scope. */
+export function idempotencyScope(_request: FastifyRequest): string {
+  return 'anonymous';
+}
+
+export async function runIdempotent(
+  db: Db,
+  request: FastifyRequest,
+  work: (trx: Trx) => Promise<StoredResponse>,
+): Promise<IdempotentResult> {
+  const key = request.headers['idempotency-key'];
+  if (typeof key !== 'string') {
+    return { ...(await db.transaction().execute(work)), replayed: false };
+  }
+  const scope = idempotencyScope(request);
+  const fingerprint = fingerprintOf(request);
+  // One retry covers the race where another instance claims the key between our look and our
+  // claim; the second pass then finds its committed response.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(async (trx) => {
+        const existing = await trx
+          .selectFrom('idempotency_keys')
+          .select(['fingerprint', 'response', 'expires_at'])
+          .where('scope', '=', scope)
+          .where('key', '=', key)
+          .executeTakeFirst();
+        const now = nowTimestamp();
+        if (existing && existing.expires_at > now) {
+          if (existing.fingerprint !== fingerprint) throw keyReused(key);
+          return { ...(JSON.parse(existing.response) as StoredResponse), replayed: true };
+        }
+        if (existing) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+        const response = await work(trx);
+        if (response.status >= 200 && response.status < 300) {
+          await trx
+            .insertInto('idempotency_keys')
+            .values({
+              scope,
+              key,
+              fingerprint,
+              response: JSON.stringify(response),
+              created_at: now,
+              expires_at: new Date(Date.now() + KEY_LIFETIME_MS).toISOString(),
+            })
+            .execute();
+        }
+        return { ...response, replayed: false };
+      });
+    } catch (error) {
+      if (attempt >= 2 || !isUniqueViolation(error, 'idempotency_keys.key')) throw error;
+    }
+  }
+}
+
+/** Deletes keys past their lifetime; run periodically. */
+export async function deleteExpiredKeys(db: Db): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', nowTimestamp()).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Same method, same target, same body (whatever its media type, compared as parsed data). */
+function fingerprintOf(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(`${request.method} ${request.url}\n`)
+    .update(canonicalJson(request.body))
+    .digest('base64url');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function keyReused(key: string): UnprocessableError {
+  return new UnprocessableError(
+    `Idempotency-Key ${key} was already used with a different request; use a new key for a new request.`,
+    [{ in: 'header', pointer: '#/idempotency-key', detail: 'was used with a different request' }],
+    'idempotency-key-reused',
+  );
+}

@@ -1,0 +1,154 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type, { type TSchema } from 'typebox';
+import { toTimestamp } from '../db/clock.js';
+import type { ListQuery, SortKey } from '../db/paginate.js';
+import { BadRequestError } from '../errors.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { Timestamp } from './schemas.js';
+
+/**
+ * Collections (SPEC §3): keyset cursor paging, equality and time-range filters and `sort`, all
+ * declared per resource in a CollectionSpec and enforced here. The same declaration produces
+ * the query-string schema (validation and OpenAPI) and the ListQuery the repository runs.
+ */
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 500;
+
+export interface FilterSpec {
+  schema: TSchema;
+  /** The column compared, and how. */
+  column: string;
+  operator: '=' | '>' | '<';
+  /** Turns the parameter into the stored form (lower-cased email, normalised timestamp…). */
+  normalize?: (value: never) => string | number;
+}
+
+export interface CollectionSpec {
+  /** Fields callers may sort by, with their JSON type; each is a non-null column of that name. */
+  sortable: Record<string, 'string' | 'integer'>;
+  filters: Record<string, FilterSpec>;
+}
+
+/** created_after / created_before, exclusive bounds on created_at. */
+export const CREATED_RANGE_FILTERS: Record<string, FilterSpec> = {
+  created_after: {
+    schema: Type.String({ ...Timestamp, description: 'only records created strictly after this instant (RFC 3339)' }),
+    column: 'created_at',
+    operator: '>',
+    normalize: (value: string) => toTimestamp(value) ?? value,
+  },
+  created_before: {
+    schema: Type.String({ ...Timestamp, description: 'only records created strictly before this instant (RFC 3339)' }),
+    column: 'created_at',
+    operator: '<',
+    normalize: (value: string) => toTimestamp(value) ?? value,
+  },
+};
+
+/** The query-string schema of a collection: paging, sort and its filters, nothing else (400). */
+export function listQuerySchema(spec: CollectionSpec) {
+  const sortFields = Object.keys(spec.sortable);
+  const filters = Object.fromEntries(Object.entries(spec.filters).map(([name, filter]) => [name, Type.Optional(filter.schema)]));
+  return Type.Object(
+    {
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: `page size, 1–${MAX_LIMIT}` })),
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'next_cursor of the previous page' })),
+      sort: Type.Optional(
+        Type.String({
+          pattern: `^-?(?:${sortFields.join('|')})(?:,-?(?:${sortFields.join('|')}))*$`,
+          'x-error': `must be a comma-separated list of ${sortFields.join(', ')}, each optionally prefixed with - for descending order`,
+          description: `comma-separated sort fields (${sortFields.join(', ')}); prefix - for descending; ties are broken by id`,
+        }),
+      ),
+      ...filters,
+    },
+    { additionalProperties: false },
+  );
+}
+
+/** Validated query string → the ListQuery a repository runs. Throws 400 for a bad sort or cursor. */
+export function parseListQuery(spec: CollectionSpec, query: Record<string, unknown>): ListQuery {
+  const order = parseSort(spec, typeof query.sort === 'string' ? query.sort : 'id');
+  const conditions = Object.entries(spec.filters)
+    .filter(([name]) => query[name] !== undefined)
+    .map(([name, filter]) => ({
+      column: filter.column,
+      operator: filter.operator,
+      value: filter.normalize ? filter.normalize(query[name] as never) : (query[name] as string | number),
+    }));
+  return {
+    limit: typeof query.limit === 'number' ? query.limit : DEFAULT_LIMIT,
+    order,
+    conditions,
+    after: typeof query.cursor === 'string' ? parseCursor(spec, query.cursor, order) : undefined,
+  };
+}
+
+function parseSort(spec: CollectionSpec, sort: string): SortKey[] {
+  const order: SortKey[] = [];
+  for (const term of sort.split(',')) {
+    const descending = term.startsWith('-');
+    const field = descending ? term.slice(1) : term;
+    if (!(field in spec.sortable)) throw badQuery('sort', `cannot sort by ${field}; sortable fields are ${Object.keys(spec.sortable).join(', ')}`);
+    if (order.some((key) => key.column === field)) throw badQuery('sort', `names ${field} twice`);
+    order.push({ column: field, direction: descending ? 'desc' : 'asc' });
+  }
+  // id is unique, so it makes every sort total: the keyset needs a strict order.
+  if (!order.some((key) => key.column === 'id')) order.push({ column: 'id', direction: 'asc' });
+  return order;
+}
+
+function signature(order: SortKey[]): string {
+  return order.map((key) => (key.direction === 'desc' ? `-${key.column}` : key.column)).join(',');
+}
+
+function parseCursor(spec: CollectionSpec, cursor: string, order: SortKey[]): (string | number)[] {
+  const position = decodeCursor(cursor);
+  if (!position) throw badQuery('cursor', 'is not a cursor this API issued (it may be truncated or altered); start again without it');
+  if (position.sort !== signature(order)) {
+    throw badQuery('cursor', `was issued for sort=${position.sort}; repeat that sort, or start again without the cursor`);
+  }
+  const typesMatch =
+    position.values.length === order.length &&
+    order.every((key, index) => {
+      const value = position.values[index];
+      return spec.sortable[key.column] === 'integer' ? Number.isSafeInteger(value) : typeof value === 'string';
+    });
+  if (!typesMatch) throw badQuery('cursor', 'is not a cursor this API issued; start again without it');
+  return position.values;
+}
+
+function badQuery(parameter: string, detail: string): BadRequestError {
+  return new BadRequestError(`Query parameter ${parameter} ${detail}.`, [{ in: 'query', pointer: `#/${parameter}`, detail }], 'invalid-query');
+}
+
+/** The collection envelope's schema: `{data: [...], next_cursor}` (SPEC §3). */
+export function pageSchema(item: TSchema & { xml?: { name?: string } }, rootName: string) {
+  return Type.Object(
+    {
+      data: Type.Array(item, { xml: { wrapped: true } }),
+      next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as cursor to get the next page; null on the last page' }),
+    },
+    { additionalProperties: false, xml: { name: rootName } },
+  );
+}
+
+export interface Page<Row> {
+  rows: Row[];
+  /** Sort-key values of the last row when another page follows. */
+  nextAfter: (string | number)[] | undefined;
+}
+
+/**
+ * Sends a page: the envelope, and a Link header (RFC 8288) to the next page that repeats the
+ * request's own query with the new cursor.
+ */
+export function sendPage<Row>(request: FastifyRequest, reply: FastifyReply, page: Page<Row>, query: ListQuery) {
+  const nextCursor = page.nextAfter ? encodeCursor({ sort: signature(query.order), values: page.nextAfter }) : null;
+  if (nextCursor) {
+    const target = new URL(request.url, 'http://rowi.invalid');
+    target.searchParams.set('cursor', nextCursor);
+    reply.header('link', `<${target.pathname}${target.search}>; rel="next"`);
+  }
+  return reply.send({ data: page.rows, next_cursor: nextCursor });
+}

@@ -1,0 +1,106 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, BadRequestError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
+import { MEDIA_TYPES } from './negotiate.js';
+import type { RouteTable } from './not-allowed.js';
+import { ProblemSchema } from './schemas.js';
+import { validationError } from './validation.js';
+import { compileXmlSerializer } from './xml.js';
+
+/**
+ * The only place where anything thrown becomes a response: an RFC 9457 problem in the format
+ * the client negotiated. Unknown errors are logged in full and answered as a bare 500; stack
+ * traces and SQL never reach a caller.
+ */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  request_id: string;
+  [extension: string]: unknown;
+}
+
+/** Problem types are relative URIs served by rowi itself (GET /problems/{type}). */
+export const PROBLEM_TYPE_BASE = '/problems/';
+
+const toXml = compileXmlSerializer(ProblemSchema);
+
+export function problemFor(error: AppError, request: FastifyRequest): Problem {
+  return {
+    type: `${PROBLEM_TYPE_BASE}${error.type}`,
+    title: error.title,
+    status: error.status,
+    detail: error.message,
+    instance: pathOf(request),
+    request_id: request.id,
+    ...error.extensions,
+    ...(error.errors ? { errors: error.errors } : {}),
+  };
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  const format = request.format ?? 'json';
+  for (const [name, value] of Object.entries(error.headers ?? {})) reply.header(name, value);
+  // The route's ETag or Location describe a success that did not happen.
+  reply.removeHeader('etag');
+  reply.removeHeader('location');
+  return reply
+    .code(error.status)
+    .type(`${MEDIA_TYPES[format].problem}; charset=utf-8`)
+    .serializer(format === 'xml' ? toXml : JSON.stringify)
+    .send(problemFor(error, request));
+}
+
+/** Maps Fastify's own errors (body parsing, limits, validation) onto rowi's problem types. */
+export function toAppError(error: FastifyError, request: FastifyRequest): AppError | undefined {
+  if (error instanceof AppError) return error;
+  if (error.validation) return validationError(error.validation as never, error.validationContext ?? 'body', pathOf(request)) as AppError;
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('body-too-large', `The body is larger than the limit of ${request.routeOptions.bodyLimit} bytes.`, {
+        extensions: { limit_bytes: request.routeOptions.bodyLimit },
+      });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new UnsupportedMediaTypeError(request.headers['content-type'] ?? '', (request.routeOptions.schema?.consumes as string[] | undefined) ?? []);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new BadRequestError('The body is empty but Content-Type says it is JSON.', undefined, 'malformed-body');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new BadRequestError('The body does not match its Content-Length.', undefined, 'malformed-body');
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    // Fastify's client errors (a bad URL encoding, an aborted body…) carry safe messages.
+    return new AppError('bad-request', error.message, { status });
+  }
+  return undefined;
+}
+
+export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = toAppError(error, request);
+    if (known) {
+      if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+      return sendProblem(request, reply, known);
+    }
+    request.log.error({ err: error }, 'unexpected error');
+    return sendProblem(
+      request,
+      reply,
+      new AppError('internal-error', `Something went wrong on our side. Quote request id ${request.id} when reporting it.`),
+    );
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = pathOf(request);
+    const allowed = routes.allowedMethods(path);
+    if (allowed.length === 0) return sendProblem(request, reply, new NotFoundError(`Nothing is found at ${path}.`));
+    if (request.method === 'OPTIONS') return reply.code(204).header('allow', allowed.join(', ')).send();
+    return sendProblem(request, reply, new MethodNotAllowedError(request.method, path, allowed));
+  });
+}
+
+export function pathOf(request: FastifyRequest): string {
+  const query = request.url.indexOf('?');
+  return query === -1 ? request.url : request.url.slice(0, query);
+}

@@ -1,0 +1,36 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { VersionCondition } from '../resources/versioned.js';
+import { etagFor, ifMatchAllows, ifNoneMatchHits } from './etag.js';
+import type { IdempotentResult } from './idempotency.js';
+
+/**
+ * Sending one record, with the conditional-request rules of RFC 9110 §13: a strong ETag on every
+ * representation, 304 when the client's If-None-Match copy is current, and If-Match turned into
+ * the condition a service checks against the stored version before it writes.
+ */
+export function sendRecord(request: FastifyRequest, reply: FastifyReply, record: { version: number }, status = 200) {
+  const etag = etagFor(record.version, request.format);
+  reply.header('etag', etag);
+  if ((request.method === 'GET' || request.method === 'HEAD') && ifNoneMatchHits(request.headers['if-none-match'], etag)) {
+    return reply.code(304).removeHeader('content-type').send();
+  }
+  return reply.code(status).send(record);
+}
+
+export function conditionOf(request: FastifyRequest): VersionCondition {
+  const header = request.headers['if-match'];
+  return header === undefined ? () => true : (version) => ifMatchAllows(header, version);
+}
+
+/** 201 Created (or its replay): Location, ETag and the record. */
+export function sendCreated(request: FastifyRequest, reply: FastifyReply, result: IdempotentResult) {
+  if (result.location) reply.header('location', result.location);
+  if (result.version !== undefined) reply.header('etag', etagFor(result.version, request.format));
+  if (result.replayed) reply.header('idempotent-replayed', 'true');
+  return reply.code(result.status).send(result.body);
+}
+
+/** A response without content (204 after a delete, 308 redirects). */
+export function sendEmpty(reply: FastifyReply, status: number) {
+  return reply.code(status).send();
+}

@@ -1,0 +1,140 @@
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import secureJson from 'secure-json-parse';
+import { BadRequestError, NotAcceptableError, UnsupportedMediaTypeError } from '../errors.js';
+import { BOTH_FORMATS, MEDIA_TYPES, charsetOf, chooseFormat, mediaTypeOf, type Format } from './negotiate.js';
+import { compileXmlSerializer, parseXmlBody, type XmlSchema } from './xml.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The representation negotiated for the response (and for a problem, should one occur). */
+    format: Format;
+  }
+  interface FastifyContextConfig {
+    /** Formats the route's success responses come in; derived from its response schemas. */
+    formats?: readonly Format[];
+    /** XML writers of the route's success responses, by status. */
+    xmlSerializers?: Record<string, (value: unknown) => string>;
+  }
+}
+
+/** Deepest JSON nesting accepted in a body; rowi's documents are a few levels deep. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Representations, in both directions: the response format negotiated from Accept (406 when
+ * none fits), and request bodies parsed from JSON or XML by Content-Type (415 for anything
+ * else, or for a media type the route does not take).
+ */
+export function registerRepresentations(app: FastifyInstance): void {
+  app.decorateRequest('format', 'json');
+  app.addHook('onRoute', describeRepresentations);
+
+  app.addHook('onRequest', (request, reply, done) => {
+    const formats = request.routeOptions.config.formats ?? BOTH_FORMATS;
+    reply.header('vary', 'Accept');
+    const format = chooseFormat(request.headers.accept, formats);
+    if (format === undefined) {
+      done(new NotAcceptableError(request.headers.accept ?? '', formats.map((available) => MEDIA_TYPES[available].data)));
+      return;
+    }
+    request.format = format;
+    if (format === 'xml') {
+      const serializers = request.routeOptions.config.xmlSerializers ?? {};
+      reply.type(`${MEDIA_TYPES.xml.data}; charset=utf-8`);
+      reply.serializer((payload) => (serializers[reply.statusCode] ?? genericXml)(payload));
+    }
+    done();
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (request, body, done) => {
+    try {
+      done(null, parseJsonBody(request, body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+  app.addContentTypeParser(['application/xml', 'text/xml'], { parseAs: 'string' }, (request, body, done) => {
+    try {
+      checkMediaType(request);
+      const text = body as string;
+      if (text.trim() === '') {
+        done(null, emptyBody(request));
+        return;
+      }
+      done(null, parseXmlBody(text, request.routeOptions.schema?.body as XmlSchema | undefined));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}
+
+const genericXml = compileXmlSerializer({}, 'response');
+
+function describeRepresentations(route: RouteOptions): void {
+  const responses = (route.schema?.response ?? {}) as Record<string, { content?: Record<string, { schema: XmlSchema }> }>;
+  const formats = new Set<Format>();
+  const xmlSerializers: Record<string, (value: unknown) => string> = {};
+  for (const [status, response] of Object.entries(responses)) {
+    if (!response.content || Number(status) >= 400) continue;
+    if (response.content[MEDIA_TYPES.json.data]) formats.add('json');
+    const xml = response.content[MEDIA_TYPES.xml.data];
+    if (xml) {
+      formats.add('xml');
+      xmlSerializers[status] = compileXmlSerializer(xml.schema);
+    }
+  }
+  route.config = {
+    ...route.config,
+    formats: formats.size === 0 ? BOTH_FORMATS : BOTH_FORMATS.filter((format) => formats.has(format)),
+    xmlSerializers,
+  };
+}
+
+function parseJsonBody(request: FastifyRequest, text: string): unknown {
+  checkMediaType(request);
+  if (text.trim() === '') return emptyBody(request);
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    throw new BadRequestError(`The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels.`, undefined, 'body-too-deep');
+  }
+  try {
+    // secure-json-parse refuses __proto__ and constructor.prototype keys (prototype poisoning).
+    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    throw new BadRequestError(`The body is not valid JSON: ${(error as Error).message}.`, undefined, 'malformed-body');
+  }
+}
+
+/** A body with no content is no body for routes that take none, and malformed for the rest. */
+function emptyBody(request: FastifyRequest): undefined {
+  if (request.routeOptions.schema?.body === undefined) return undefined;
+  throw new BadRequestError(`The body is empty but Content-Type says it is ${mediaTypeOf(request.headers['content-type'])}.`, undefined, 'malformed-body');
+}
+
+/** A route takes only the media types its schema lists in `consumes`, and only as UTF-8. */
+function checkMediaType(request: FastifyRequest): void {
+  const consumes = request.routeOptions.schema?.consumes as readonly string[] | undefined;
+  const contentType = request.headers['content-type'] ?? '';
+  const charset = charsetOf(contentType);
+  const mediaTypeTaken = consumes === undefined || consumes.includes(mediaTypeOf(contentType));
+  if (!mediaTypeTaken || (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')) {
+    throw new UnsupportedMediaTypeError(contentType, consumes ? [...consumes] : []);
+  }
+}
+
+/** Counts bracket nesting outside strings in one pass, without recursion or allocation. */
+export function jsonDepthExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 92 /* \ */) index++;
+      else if (char === 34 /* " */) inString = false;
+    } else if (char === 34) inString = true;
+    else if (char === 123 /* { */ || char === 91 /* [ */) {
+      if (++depth > limit) return true;
+    } else if (char === 125 /* } */ || char === 93 /* ] */) depth--;
+  }
+  return false;
+}

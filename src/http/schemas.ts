@@ -1,0 +1,145 @@
+import Type, { type TSchema } from 'typebox';
+import { MEDIA_TYPES } from './negotiate.js';
+
+/**
+ * Schema pieces every resource shares, and `operation()`, which turns a route's declaration
+ * into the Fastify schema that validates it, serialises it and documents it in OpenAPI.
+ */
+
+/** Ids are positive integers that JavaScript and JSON clients can hold exactly. */
+export const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'server-assigned identifier' });
+
+export const IdParams = Type.Object({ id: Id });
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' });
+
+/** The fields every stored record has; read-only. */
+export const RecordFields = {
+  id: Id,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+/** RFC 9457 problem details, with rowi's request id and field errors. */
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ format: 'uri-reference', description: 'problem type; dereference it for documentation' }),
+    title: Type.String({ description: 'short summary of the problem type' }),
+    status: Type.Integer({ minimum: 100, maximum: 599 }),
+    detail: Type.String({ description: 'what went wrong in this occurrence' }),
+    instance: Type.String({ format: 'uri-reference', description: 'the path the request addressed' }),
+    request_id: Type.String({ description: 'the X-Request-Id of the request; quote it when asking for help' }),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            in: Type.Union([Type.Literal('body'), Type.Literal('query'), Type.Literal('header'), Type.Literal('path')]),
+            pointer: Type.String({ description: 'JSON Pointer (RFC 6901, URI fragment form) to the offending value' }),
+            detail: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+  },
+  {
+    $id: 'Problem',
+    title: 'Problem',
+    additionalProperties: true,
+    xml: { name: 'problem', namespace: 'urn:ietf:rfc:7807' },
+  },
+);
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed body, bad query parameter or header',
+  401: 'Missing or invalid credentials',
+  403: 'The caller may not do this',
+  404: 'No such resource',
+  406: 'Accept allows neither JSON nor XML',
+  409: 'Conflicts with the stored state',
+  412: 'If-Match does not match the current ETag',
+  413: 'Body larger than the limit',
+  415: 'Body media type not accepted here',
+  422: 'Well-formed body that breaks the schema or a rule',
+  500: 'Unexpected fault (logged with the request id)',
+};
+
+const problemRef = { $ref: 'Problem#' };
+
+function problemResponse(status: number) {
+  return {
+    description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
+    content: {
+      [MEDIA_TYPES.json.problem]: { schema: problemRef },
+      [MEDIA_TYPES.xml.problem]: { schema: problemRef },
+    },
+  };
+}
+
+const header = (description: string, schema: TSchema = Type.String()) => ({ ...schema, description });
+
+export const RESPONSE_HEADERS = {
+  requestId: { 'X-Request-Id': header('the request id (the caller\'s when it sent a sane one)') },
+  etag: { ETag: header('strong entity tag of this representation; send it in If-Match / If-None-Match') },
+  location: { Location: header('path of the created resource') },
+  link: { Link: header('RFC 8288 links; rel="next" when there is a next page') },
+  replayed: { 'Idempotent-Replayed': header('"true" when the response replays an earlier one with the same Idempotency-Key') },
+};
+
+/** A success response available as JSON and XML (or only the formats given). */
+export function representation(
+  schema: TSchema,
+  description: string,
+  headers: Record<string, unknown> = {},
+  formats: readonly ('json' | 'xml')[] = ['json', 'xml'],
+) {
+  return {
+    description,
+    headers: { ...RESPONSE_HEADERS.requestId, ...headers },
+    content: Object.fromEntries(formats.map((format) => [MEDIA_TYPES[format].data, { schema }])),
+  };
+}
+
+/** A response without a body (204, 304). */
+export function noContent(description: string, headers: Record<string, unknown> = {}) {
+  return { description, type: 'null', headers: { ...RESPONSE_HEADERS.requestId, ...headers } } as const;
+}
+
+export const REQUEST_BODY_TYPES = {
+  write: ['application/json', 'application/xml'],
+  patch: ['application/merge-patch+json', 'application/json', 'application/xml'],
+} as const;
+
+interface OperationSpec {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  params?: TSchema;
+  querystring?: TSchema;
+  headers?: TSchema;
+  body?: TSchema;
+  consumes?: readonly string[];
+  response: Record<number, unknown>;
+  /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */
+  problems?: number[];
+}
+
+/**
+ * A route's schema. The problems every client can meet on it are derived from what it takes,
+ * so the OpenAPI document lists them without anyone having to remember: 406 and 500 always; 404
+ * with an id in the path; 400 with a query or headers; 400, 413, 415 and 422 with a body.
+ */
+export function operation<const S extends OperationSpec>(spec: S) {
+  const statuses = new Set([406, 500, ...(spec.problems ?? [])]);
+  if (spec.params) statuses.add(404);
+  if (spec.querystring || spec.headers) statuses.add(400);
+  if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);
+  const problems = Object.fromEntries([...statuses].sort().map((status) => [status, problemResponse(status)]));
+  const { problems: _problems, response, ...rest } = spec;
+  return {
+    ...rest,
+    ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
+    response: { ...response, ...problems },
+  } as Omit<S, 'problems'> & { response: S['response'] };
+}

@@ -1,0 +1,144 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import { BadRequestError, NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
+
+/**
+ * Request validation. One Ajv per kind of input, because they must differ:
+ * - bodies are never coerced ("5" is not a number, 5 is not a name) and every violation is
+ *   reported, each with a JSON Pointer;
+ * - query strings and path parameters arrive as text and are coerced to the declared types;
+ *   a path id must also be written canonically ("007", "1e3" and "0x10" name no record).
+ */
+function createAjv(options: { coerce: boolean }) {
+  const ajv = new Ajv({
+    allErrors: !options.coerce,
+    coerceTypes: options.coerce,
+    useDefaults: options.coerce,
+    removeAdditional: false,
+    strict: false,
+    verbose: true,
+  });
+  addFormats.default(ajv);
+  ajv.addKeyword({ keyword: 'xml' });
+  return ajv;
+}
+
+const bodyAjv = createAjv({ coerce: false });
+const textAjv = createAjv({ coerce: true });
+
+/** Shared schemas (the Problem schema) must be known to every Ajv that may meet a $ref. */
+export function addSharedSchema(schema: { $id: string }) {
+  for (const ajv of [bodyAjv, textAjv]) if (!ajv.getSchema(schema.$id)) ajv.addSchema(schema);
+}
+
+const CANONICAL_INTEGER = /^(?:0|[1-9]\d*)$/;
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(schema as object);
+  const validate = textAjv.compile(schema as object);
+  if (httpPart !== 'params') return validate;
+  const integers = Object.entries((schema as { properties?: Record<string, { type?: string }> }).properties ?? {})
+    .filter(([, property]) => property.type === 'integer')
+    .map(([name]) => name);
+  const checkParams = ((data: Record<string, unknown>) => {
+    const bad = integers.find((name) => typeof data[name] === 'string' && !CANONICAL_INTEGER.test(data[name] as string));
+    if (bad !== undefined) {
+      checkParams.errors = [{ instancePath: `/${bad}`, keyword: 'type', params: { type: 'integer' }, schemaPath: '', message: 'must be an integer' }];
+      return false;
+    }
+    const valid = validate(data);
+    checkParams.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  return checkParams;
+};
+
+/**
+ * Turns Fastify's validation failure into rowi's error: a bad body is 422, a bad query string
+ * or header is 400, and a bad path parameter is 404 (a URL that cannot name a record names
+ * no record).
+ */
+export function validationError(errors: ErrorObject[], context: string, url: string): Error {
+  if (context === 'params') return new NotFoundError(`Nothing is found at ${url}.`);
+  const where: FieldError['in'] = context === 'body' ? 'body' : context === 'querystring' ? 'query' : 'header';
+  const fieldErrors = uniqueErrors(errors.filter((error) => error.keyword !== 'anyOf').map((error) => describe(error, where)));
+  if (where === 'body') {
+    return new UnprocessableError(
+      fieldErrors.length === 1 ? `The body is invalid: ${fieldErrors[0]!.pointer} ${fieldErrors[0]!.detail}.` : `The body has ${fieldErrors.length} invalid fields.`,
+      fieldErrors,
+    );
+  }
+  const [first] = fieldErrors;
+  return new BadRequestError(
+    first ? `${where === 'query' ? 'Query parameter' : 'Header'} ${first.pointer.slice(2) || '(all)'} ${first.detail}.` : 'The request is invalid.',
+    fieldErrors,
+    where === 'query' ? 'invalid-query' : 'invalid-header',
+  );
+}
+
+function describe(error: ErrorObject, where: FieldError['in']): FieldError {
+  const params = error.params as Record<string, unknown>;
+  const member = error.keyword === 'required' ? params.missingProperty : error.keyword === 'additionalProperties' ? params.additionalProperty : undefined;
+  const path = member === undefined ? error.instancePath : `${error.instancePath}/${escapePointer(String(member))}`;
+  return { in: where, pointer: `#${path}`, detail: explain(error, where) };
+}
+
+function explain(error: ErrorObject, where: FieldError['in']): string {
+  const params = error.params as Record<string, unknown>;
+  const custom = (error.parentSchema as { 'x-error'?: string } | undefined)?.['x-error'];
+  switch (error.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return where === 'query' ? 'is not a known query parameter' : 'is not a known field';
+    case 'type':
+      return `must be ${article(String(params.type))}`;
+    case 'minLength':
+      return params.limit === 1 ? 'must not be empty' : `must be at least ${params.limit} characters long`;
+    case 'maxLength':
+      return `must be at most ${params.limit} characters long`;
+    case 'minimum':
+      return `must be at least ${params.limit}`;
+    case 'maximum':
+      return `must be at most ${params.limit}`;
+    case 'minItems':
+      return `must have at least ${params.limit} items`;
+    case 'maxItems':
+      return `must have at most ${params.limit} items`;
+    case 'format':
+      return custom ?? `must be a valid ${FORMAT_NAMES[String(params.format)] ?? String(params.format)}`;
+    case 'pattern':
+      return custom ?? `must match the pattern ${String(params.pattern)}`;
+    case 'const':
+    case 'enum':
+      return `must be one of ${JSON.stringify(params.allowedValues ?? params.allowedValue)}`;
+    default:
+      return custom ?? error.message ?? 'is invalid';
+  }
+}
+
+const FORMAT_NAMES: Record<string, string> = {
+  email: 'email address',
+  'date-time': 'RFC 3339 date-time with a time zone',
+  'uri-reference': 'URI reference',
+};
+
+function article(type: string): string {
+  const name = type === 'object' ? 'an object' : type === 'array' ? 'an array' : type === 'integer' ? 'an integer' : `a ${type}`;
+  return type === 'null' ? 'null' : name;
+}
+
+function escapePointer(segment: string): string {
+  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/** One reason per location: the first rule a value breaks is the one worth fixing first. */
+function uniqueErrors(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((error) => {
+    if (seen.has(error.pointer)) return false;
+    seen.add(error.pointer);
+    return true;
+  });
+}
