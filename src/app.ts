@@ -1,0 +1,85 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import type { Db } from './db/database.js';
+import { deleteExpiredKeys } from './http/idempotency.js';
+import { RouteTable } from './http/not-allowed.js';
+import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
+import { pathOf, registerProblemHandlers } from './http/problem.js';
+import { registerRepresentations } from './http/representation.js';
+import { registerRequestId, requestIdOf } from './http/request-id.js';
+import { validatorCompiler } from './http/validation.js';
+import rootRoutes from './resources/root.routes.js';
+import usersRoutes from './resources/users/users.routes.js';
+import { VERSION } from './version.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config;
+    db: Db;
+    /** Every registered route, for 405/Allow and for checking the OpenAPI document. */
+    routeTable: RouteTable;
+  }
+}
+
+export interface AppDependencies {
+  config: Config;
+  db: Db;
+  logger: FastifyBaseLogger;
+}
+
+const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
+
+/**
+ * The whole HTTP application, wired in the order it must be: cross-cutting concerns first
+ * (request id, representations, problems, OpenAPI), then the resources. The caller owns the
+ * database and closes it after the app.
+ */
+export async function buildApp({ config, db, logger }: AppDependencies): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger,
+    // Fastify's two lines per request are replaced by one access-log line (registerAccessLog).
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: requestIdOf,
+    bodyLimit: config.bodyLimit,
+    exposeHeadRoutes: true,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 256 },
+  });
+
+  const routeTable = new RouteTable();
+  app.decorate('config', config);
+  app.decorate('db', db);
+  app.decorate('routeTable', routeTable);
+  app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onRoute', (route) => routeTable.add(route));
+
+  registerRequestId(app);
+  registerRepresentations(app);
+  registerProblemHandlers(app, routeTable);
+  registerAccessLog(app);
+  await registerOpenApi(app, VERSION);
+
+  await app.register(rootRoutes, { version: VERSION });
+  await app.register(usersRoutes);
+  registerOpenApiRoute(app);
+
+  const sweep = setInterval(() => {
+    deleteExpiredKeys(db).catch((error: unknown) => app.log.warn({ err: error }, 'could not delete expired idempotency keys'));
+  }, EXPIRED_KEYS_SWEEP_MS);
+  sweep.unref();
+  app.addHook('onClose', async () => clearInterval(sweep));
+
+  return app;
+}
+
+/** One line per request, written when the response is done; the path only (no query string). */
+function registerAccessLog(app: FastifyInstance): void {
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info(
+      { method: request.method, path: pathOf(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      'request completed',
+    );
+    done();
+  });
+}

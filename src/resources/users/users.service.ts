@@ -1,0 +1,84 @@
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, Trx } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import type { ListQuery } from '../../db/paginate.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import {
+  deleteUserAtVersion,
+  emailKey,
+  findUserById,
+  findUsers,
+  insertUser,
+  updateUserAtVersion,
+  type StoredUser,
+} from './users.repository.js';
+import type { UserCreate, UserPatch, UserReplace } from './users.schema.js';
+
+export type { StoredUser };
+
+export async function getUser(db: Executor, id: number): Promise<StoredUser> {
+  const user = await findUserById(db, id);
+  if (!user) throw userNotFound(id);
+  return user;
+}
+
+export function listUsers(db: Executor, query: ListQuery) {
+  return findUsers(db, query);
+}
+
+export async function createUser(trx: Trx, input: UserCreate): Promise<StoredUser> {
+  return withEmailUniqueness(input.email, () => insertUser(trx, { name: input.name, email: input.email, now: nowTimestamp() }));
+}
+
+export function replaceUser(trx: Trx, id: number, input: UserReplace, condition: VersionCondition): Promise<StoredUser> {
+  return changeUser(trx, id, condition, input, () => ({ name: input.name, email: input.email }));
+}
+
+/** JSON Merge Patch: members present replace stored values; absent members stay. */
+export function patchUser(trx: Trx, id: number, patch: UserPatch, condition: VersionCondition): Promise<StoredUser> {
+  return changeUser(trx, id, condition, patch, (stored) => ({ name: patch.name ?? stored.name, email: patch.email ?? stored.email }));
+}
+
+export async function deleteUser(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  await withVersionRetry(async () => {
+    const stored = await getUser(trx, id);
+    assertCondition(condition, stored.version, `User ${id}`);
+    return (await deleteUserAtVersion(trx, id, stored.version)) ? true : undefined;
+  }, `User ${id}`);
+}
+
+async function changeUser(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  body: UserReplace | UserPatch,
+  next: (stored: StoredUser) => { name: string; email: string },
+): Promise<StoredUser> {
+  return withVersionRetry(async () => {
+    const stored = await getUser(trx, id);
+    assertCondition(condition, stored.version, `User ${id}`);
+    assertReadOnlyEchoes(stored, body);
+    const wanted = next(stored);
+    // A write that changes nothing keeps the version, so ETags held by clients stay valid.
+    if (wanted.name === stored.name && wanted.email === stored.email) return stored;
+    return withEmailUniqueness(wanted.email, () => updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
+  }, `User ${id}`);
+}
+
+async function withEmailUniqueness<T>(email: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isUniqueViolation(error, 'users.email_key')) {
+      throw new ConflictError('email-taken', `Another user already has the email ${emailKey(email)} (emails are compared without regard to case).`, {
+        conflicting_field: 'email',
+      });
+    }
+    throw error;
+  }
+}
+
+function userNotFound(id: number): NotFoundError {
+  return new NotFoundError(`There is no user ${id}.`);
+}

@@ -1,0 +1,57 @@
+import { PreconditionFailedError, UnprocessableError, type FieldError } from '../errors.js';
+
+/**
+ * What every versioned record shares: the check a conditional request makes against the stored
+ * version (If-Match, evaluated by the route into this predicate), and the rule for read-only
+ * fields echoed back in a PUT or PATCH body.
+ */
+export type VersionCondition = (storedVersion: number) => boolean;
+
+export const UNCONDITIONAL: VersionCondition = () => true;
+
+export function assertCondition(condition: VersionCondition, storedVersion: number, what: string): void {
+  if (!condition(storedVersion)) {
+    throw new PreconditionFailedError(`${what} has changed since the ETag in If-Match was issued; GET it again and retry with the new ETag.`);
+  }
+}
+
+interface ReadOnlyFields {
+  id: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * SPEC §4: a read-only field in a PUT/PATCH body is ignored when it equals the stored value
+ * (so a client may send back what it read), and refused with 422 otherwise. Timestamps are
+ * compared as instants, so "…:00Z" equals "…:00.000Z".
+ */
+export function assertReadOnlyEchoes(stored: ReadOnlyFields, body: Partial<ReadOnlyFields>): void {
+  const errors: FieldError[] = [];
+  if (body.id !== undefined && body.id !== stored.id) {
+    errors.push({ in: 'body', pointer: '#/id', detail: 'is read-only and differs from the stored value' });
+  }
+  for (const field of ['created_at', 'updated_at'] as const) {
+    const echoed = body[field];
+    if (echoed !== undefined && Date.parse(echoed) !== Date.parse(stored[field])) {
+      errors.push({ in: 'body', pointer: `#/${field}`, detail: 'is read-only and differs from the stored value' });
+    }
+  }
+  if (errors.length > 0) {
+    throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
+  }
+}
+
+/**
+ * Runs read-check-write until the write lands on the version that was checked. On SQLite the
+ * write transaction holds the lock, so the first attempt always lands; on PostgreSQL a
+ * concurrent commit can move the version between read and write, and the next attempt
+ * re-evaluates If-Match against the new version (failing with 412 if it was the old one).
+ */
+export async function withVersionRetry<T>(attempt: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let round = 0; round < 3; round++) {
+    const result = await attempt();
+    if (result !== undefined) return result;
+  }
+  throw new PreconditionFailedError(`${what} is being changed concurrently; retry.`);
+}

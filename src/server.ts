@@ -1,0 +1,64 @@
+import closeWithGrace from 'close-with-grace';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from './app.js';
+import { ConfigError, type Config } from './config.js';
+import { openSqlite, type Storage } from './db/connect.js';
+import { migrateToLatest } from './db/migrate.js';
+import { createLogger } from './logger.js';
+
+/** Opens the configured database; a file that cannot be opened is a bad setting (exit 2). */
+export function openStorage(config: Config): Storage {
+  try {
+    return openSqlite(config);
+  } catch (error) {
+    throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
+ * on SIGTERM/SIGINT — stop accepting, let in-flight requests finish within the shutdown timeout,
+ * close the database, exit 0 (1 if the timeout had to cut requests off).
+ */
+export async function serve(config: Config): Promise<void> {
+  const logger = createLogger(config);
+  const storage = openStorage(config);
+  const migrations = await migrateToLatest(storage.db);
+  if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
+
+  const app = await buildApp({ config, db: storage.db, logger });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+
+  const baseUrl = `${publicOrigin(app.server.address() as AddressInfo)}/v1`;
+  logger.info({ url: baseUrl, storage: storage.describe }, `listening on ${baseUrl}`);
+  process.stderr.write(
+    `\nrowi is serving ${baseUrl} (${storage.describe})\n` +
+      `Try it:\n` +
+      `  curl -s -X POST ${baseUrl}/users -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'\n` +
+      `  curl -s ${baseUrl}/users\n` +
+      `API description: ${baseUrl}/openapi.json\n\n`,
+  );
+
+  closeWithGrace(
+    { delay: config.shutdownTimeout, logger: { error: (message: unknown) => logger.error(message) } },
+    async ({ signal, err }) => {
+      if (err) logger.error({ err }, 'fatal error, shutting down');
+      else logger.info({ signal }, 'shutting down: finishing in-flight requests');
+      await app.close();
+      await storage.close();
+      logger.info('stopped');
+      logger.flush();
+    },
+  );
+}
+
+/** The address to tell people: a wildcard listen address is reachable on loopback. */
+function publicOrigin(address: AddressInfo): string {
+  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+  return `http://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
+}
