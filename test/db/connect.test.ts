@@ -1,0 +1,62 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqlite, type Storage } from '../../src/db/connect.js';
+
+const opened: { storage: Storage; folder: string }[] = [];
+afterEach(async () => {
+  for (const { storage, folder } of opened.splice(0)) {
+    await storage.close();
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+function open(sqliteSynchronous: 'full' | 'normal') {
+  const folder = mkdtempSync(join(tmpdir(), 'rowi-db-'));
+  const storage = openSqlite({ data: join(folder, 'nested', 'rowi.db'), sqliteSynchronous });
+  opened.push({ storage, folder });
+  return storage;
+}
+
+async function pragma(storage: Storage, name: string): Promise<unknown> {
+  const { rows } = await sql<Record<string, unknown>>`${sql.raw(`pragma ${name}`)}`.execute(storage.db);
+  return Object.values(rows[0]!)[0];
+}
+
+describe('openSqlite', () => {
+  it('openSqlite: WAL journal, synchronous FULL, foreign keys on and a busy timeout by default', async () => {
+    const storage = open('full');
+    expect(await pragma(storage, 'journal_mode')).toBe('wal');
+    // 2 = FULL: a commit is on disk before it is acknowledged, so it survives a crash or power loss.
+    expect(await pragma(storage, 'synchronous')).toBe(2);
+    expect(await pragma(storage, 'foreign_keys')).toBe(1);
+    expect(await pragma(storage, 'busy_timeout')).toBe(5000);
+  });
+
+  it('openSqlite: synchronous NORMAL (1) when ROWI_SQLITE_SYNCHRONOUS=normal', async () => {
+    expect(await pragma(open('normal'), 'synchronous')).toBe(1);
+  });
+
+  it('openSqlite: a transaction holds the write lock from BEGIN (BEGIN IMMEDIATE), before its first write', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'rowi-db-'));
+    const file = join(folder, 'rowi.db');
+    const storage = openSqlite({ data: file, sqliteSynchronous: 'full' });
+    opened.push({ storage, folder });
+    await sql`create table t (v integer)`.execute(storage.db);
+    const other = new SqliteDatabase(file, { timeout: 0 });
+    try {
+      await storage.db.transaction().execute(async (trx) => {
+        await sql`select count(*) from t`.execute(trx);
+        // Under a deferred BEGIN this would succeed: the first transaction has only read so far.
+        expect(() => other.exec('begin immediate')).toThrow(/database is locked/);
+      });
+      other.exec('begin immediate');
+      other.exec('rollback');
+    } finally {
+      other.close();
+    }
+  });
+});

@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import pino from 'pino';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { openSqlite, type Storage } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  storage: Storage;
+  config: Config;
+  /** One request through the real app (in-process HTTP injection). */
+  call(options: CallOptions): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  method?: InjectOptions['method'];
+  url: string;
+  headers?: Record<string, string>;
+  /** An object is sent as JSON; a string is sent as is (set content-type yourself). */
+  body?: unknown;
+}
+
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  text: string;
+  /** The body parsed as JSON when it is JSON, else undefined. */
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  mediaType: string;
+}
+
+/** A fresh SQLite file per call, migrated, with the real app on it. */
+export async function startApp(settings: Record<string, string> = {}): Promise<TestApp> {
+  const folder = mkdtempSync(join(tmpdir(), 'rowi-test-'));
+  const config = loadConfig({ ROWI_DATA: join(folder, 'rowi.db'), ROWI_LOG_LEVEL: 'silent', ...settings });
+  const storage = openSqlite(config);
+  await migrateToLatest(storage.db);
+  const app = await buildApp({ config, db: storage.db, logger: pino({ level: 'silent' }) });
+  await app.ready();
+  return {
+    app,
+    storage,
+    config,
+    call: (options) => call(app, options),
+    async close() {
+      await app.close();
+      await storage.close();
+      rmSync(folder, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function call(app: FastifyInstance, options: CallOptions): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.headers };
+  let payload: string | undefined;
+  if (typeof options.body === 'string') payload = options.body;
+  else if (options.body !== undefined) {
+    payload = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await app.inject({ method: options.method ?? 'GET', url: options.url, headers, ...(payload !== undefined ? { payload } : {}) });
+  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();
+  let json: unknown;
+  if (mediaType.endsWith('json') && response.body !== '') json = JSON.parse(response.body);
+  return { status: response.statusCode, headers: response.headers, text: response.body, json, mediaType };
+}
+
+let sequence = 0;
+
+/** A valid user body; every call gets a distinct email. */
+export function buildUser(overrides: Record<string, unknown> = {}) {
+  sequence++;
+  return { name: `User ${sequence}`, email: `user${sequence}.${process.pid}@example.com`, ...overrides };
+}
+
+/** Creates a user through the API and returns its body and ETag. */
+export async function createUser(test: TestApp, overrides: Record<string, unknown> = {}) {
+  const reply = await test.call({ method: 'POST', url: '/v1/users', body: buildUser(overrides) });
+  if (reply.status !== 201) throw new Error(`could not create user: ${reply.status} ${reply.text}`);
+  return { user: reply.json as { id: number; name: string; email: string; created_at: string; updated_at: string }, etag: String(reply.headers.etag) };
+}
+
+/** Every stored user row, in id order: what "nothing stored changed" is checked against. */
+export function storedUsers(test: TestApp) {
+  return test.storage.db.selectFrom('users').selectAll().orderBy('id').execute();
+}
+
+/** Asserts an RFC 9457 problem of the given status and type, in JSON. */
+export function expectProblem(reply: Reply, status: number, type: string) {
+  const problem = reply.json as Record<string, unknown>;
+  const failures: string[] = [];
+  if (reply.status !== status) failures.push(`status ${reply.status} ≠ ${status}`);
+  if (reply.mediaType !== 'application/problem+json') failures.push(`media type ${reply.mediaType}`);
+  if (problem?.type !== `/problems/${type}`) failures.push(`type ${String(problem?.type)} ≠ /problems/${type}`);
+  if (problem?.status !== status) failures.push(`problem status ${String(problem?.status)}`);
+  for (const member of ['title', 'detail', 'instance', 'request_id']) {
+    if (typeof problem?.[member] !== 'string' || problem[member] === '') failures.push(`missing ${member}`);
+  }
+  if (problem?.request_id !== reply.headers['x-request-id']) failures.push('request_id ≠ X-Request-Id');
+  if (failures.length > 0) throw new Error(`not the expected problem (${failures.join('; ')}): ${reply.text}`);
+  return problem as { type: string; title: string; status: number; detail: string; instance: string; request_id: string; errors?: { in: string; pointer: string; detail: string }[] } & Record<string, unknown>;
+}

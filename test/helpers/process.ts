@@ -1,0 +1,82 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/** The built CLI; `npm test` builds before it runs the tests. */
+export const CLI = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../dist/src/cli.js');
+
+export interface RunningServer {
+  child: ChildProcessWithoutNullStreams;
+  baseUrl: string;
+  dataFile: string;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function tempDataFile(): string {
+  return join(mkdtempSync(join(tmpdir(), 'rowi-proc-')), 'rowi.db');
+}
+
+/** Starts `rowi serve` as a child process on a free loopback port and waits until it listens. */
+export async function startServer(options: { dataFile?: string; env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<RunningServer> {
+  const dataFile = options.dataFile ?? tempDataFile();
+  const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
+    env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: dataFile, ROWI_LOG_LEVEL: 'info', ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolveExit) => child.on('exit', (code) => resolveExit(code)));
+  const baseUrl = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`rowi did not start within ${options.timeoutMs ?? 15_000} ms:\n${out}\n${err}`)), options.timeoutMs ?? 15_000);
+    const look = () => {
+      const match = /"msg":"listening on (http:\/\/[^"]+)\/v1"/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolveUrl(match[1]!);
+      }
+    };
+    child.stdout.on('data', look);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`rowi exited with ${code} before listening:\n${out}\n${err}`));
+    });
+  });
+  return {
+    child,
+    baseUrl,
+    dataFile,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs the CLI to completion (for commands that exit) and collects its output. */
+export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ROWI_LOG_LEVEL: 'silent', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`rowi ${args.join(' ')} did not exit within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolveRun({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,105 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+
+interface Operation {
+  operationId?: string;
+  parameters?: { name: string; in: string; required?: boolean }[];
+  requestBody?: { content: Record<string, { schema: unknown }> };
+  responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }>;
+}
+type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
+
+let test: TestApp;
+let document: Document;
+beforeAll(async () => {
+  test = await startApp();
+  const reply = await test.call({ url: '/v1/openapi.json' });
+  expect(reply.status).toBe(200);
+  expect(reply.mediaType).toBe('application/json');
+  document = reply.json as Document;
+});
+afterAll(() => test.close());
+
+function operations(): [string, string, Operation][] {
+  return Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]): [string, string, Operation] => [path, method, operation]));
+}
+
+describe('GET /v1/openapi.json', () => {
+  it('GET /v1/openapi.json: a valid OpenAPI 3.1 document according to a standard validator, with resolvable $refs', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(document));
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(document.openapi).toBe('3.1.0');
+    expect(() => validator.resolveRefs()).not.toThrow();
+  });
+
+  it('GET /v1/openapi.json: every registered route (method and path) is in the document', () => {
+    const missing = test.app.routeTable
+      .list()
+      .map(({ method, url }) => [method.toLowerCase(), url.replace(/:([A-Za-z_]+)/g, '{$1}')] as const)
+      .filter(([method, path]) => document.paths[path]?.[method] === undefined);
+    expect(missing).toEqual([]);
+    expect(test.app.routeTable.list().length).toBeGreaterThanOrEqual(14);
+  });
+
+  it('GET /v1/openapi.json: operation ids are unique', () => {
+    const ids = operations().map(([, , operation]) => operation.operationId);
+    expect(ids.every((id) => typeof id === 'string')).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('GET /v1/openapi.json: every operation documents 406 and 500 as RFC 9457 problems in JSON and XML', () => {
+    for (const [path, method, operation] of operations()) {
+      for (const status of ['406', '500']) {
+        const content = operation.responses[status]?.content;
+        expect(Object.keys(content ?? {}), `${method} ${path} ${status}`).toEqual(['application/problem+json', 'application/problem+xml']);
+        expect(content!['application/problem+json']!.schema).toEqual({ $ref: '#/components/schemas/Problem' });
+      }
+    }
+    expect(document.components.schemas.Problem).toMatchObject({ xml: { name: 'problem', namespace: 'urn:ietf:rfc:7807' } });
+  });
+
+  it('GET /v1/openapi.json: operations with a body document 400, 413, 415 and 422 and take JSON and XML', () => {
+    for (const [path, method, operation] of operations().filter(([, , operation]) => operation.requestBody)) {
+      for (const status of ['400', '413', '415', '422']) expect(operation.responses[status], `${method} ${path} ${status}`).toBeDefined();
+      expect(Object.keys(operation.requestBody!.content), `${method} ${path}`).toEqual(expect.arrayContaining(['application/json', 'application/xml']));
+    }
+    const patch = document.paths['/v1/users/{id}']!.patch!;
+    expect(Object.keys(patch.requestBody!.content)).toEqual(['application/merge-patch+json', 'application/json', 'application/xml']);
+  });
+
+  it('GET /v1/openapi.json: operations on /v1/users/{id} declare the id and document 404', () => {
+    for (const method of ['get', 'put', 'patch', 'delete']) {
+      const operation = document.paths['/v1/users/{id}']![method]!;
+      expect(operation.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'id', in: 'path', required: true })]));
+      expect(operation.responses['404']).toBeDefined();
+    }
+  });
+
+  it('GET /v1/openapi.json: success responses offer the XML alternative, with the XML element names', () => {
+    const read = document.paths['/v1/users/{id}']!.get!.responses['200']!;
+    expect(Object.keys(read.content!)).toEqual(['application/json', 'application/xml']);
+    expect(read.content!['application/xml']!.schema).toMatchObject({ xml: { name: 'user' } });
+    expect(read.headers).toHaveProperty('ETag');
+    const list = document.paths['/v1/users']!.get!;
+    expect(list.responses['200']!.content!['application/xml']!.schema).toMatchObject({ xml: { name: 'users' }, properties: { data: { xml: { wrapped: true } } } });
+    expect(list.responses['200']!.headers).toHaveProperty('Link');
+    expect(list.parameters!.map((parameter) => parameter.name)).toEqual(expect.arrayContaining(['limit', 'cursor', 'sort', 'email', 'name', 'created_after', 'created_before']));
+  });
+
+  it('GET /v1/openapi.json: POST /v1/users documents Idempotency-Key, 201 with Location, 409 and 422', () => {
+    const create = document.paths['/v1/users']!.post!;
+    expect(create.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'idempotency-key', in: 'header' })]));
+    expect(create.responses['201']!.headers).toHaveProperty('Location');
+    expect(create.responses['409']).toBeDefined();
+    expect(create.responses['422']).toBeDefined();
+  });
+
+  it('GET /v1/openapi.json: 406 when only XML is acceptable (the document exists as JSON only)', async () => {
+    const reply = await test.call({ url: '/v1/openapi.json', headers: { accept: 'application/xml' } });
+    expect(reply.status).toBe(406);
+    expect(reply.json.available_media_types).toEqual(['application/json']);
+  });
+});

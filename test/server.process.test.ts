@@ -1,0 +1,204 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
+
+/** These tests run the built CLI (`npm test` builds first) over real loopback sockets. */
+describe('rowi serve, over a real socket', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('creates and migrates the database on first start, logs "listening" with the base URL and prints a curl line', () => {
+    expect(existsSync(server.dataFile)).toBe(true);
+    expect(server.stdout()).toMatch(/"msg":"database migrated"/);
+    expect(server.stdout()).toMatch(new RegExp(`"msg":"listening on ${server.baseUrl}/v1"`));
+    expect(server.stderr()).toContain(`curl -s -X POST ${server.baseUrl}/v1/users -H 'Content-Type: application/json'`);
+  });
+
+  it('POST then GET /v1/users/{id} over HTTP/1.1 with keep-alive', async () => {
+    const created = await fetch(`${server.baseUrl}/v1/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Socket User', email: 'socket@example.com' }),
+    });
+    expect(created.status).toBe(201);
+    const location = created.headers.get('location')!;
+    const read = await fetch(`${server.baseUrl}${location}`, { headers: { accept: 'application/xml' } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get('content-type')).toBe('application/xml; charset=utf-8');
+    expect(await read.text()).toContain('<name>Socket User</name>');
+  });
+
+  it('a duplicate email under concurrent POSTs: exactly one 201, the rest 409', async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, (_, index) =>
+        fetch(`${server.baseUrl}/v1/users`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `Concurrent ${index}`, email: 'same.socket@example.com' }),
+        }),
+      ),
+    );
+    const statuses = replies.map((reply) => reply.status).sort();
+    expect(statuses.filter((status) => status === 201)).toHaveLength(1);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(29);
+    const list = (await (await fetch(`${server.baseUrl}/v1/users?email=same.socket@example.com`)).json()) as { data: unknown[] };
+    expect(list.data).toHaveLength(1);
+  });
+
+  it('413 as soon as Content-Length announces a body over the limit, without waiting for (or reading) the body', async () => {
+    const { port } = new URL(server.baseUrl);
+    const answer = await new Promise<string>((resolveAnswer, reject) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let received = '';
+      const timer = setTimeout(() => reject(new Error(`no answer while the body was being withheld; got ${received}`)), 5000);
+      socket.on('data', (chunk) => {
+        received += chunk.toString();
+        if (received.includes('\r\n\r\n') && received.includes('}')) {
+          clearTimeout(timer);
+          socket.destroy();
+          resolveAnswer(received);
+        }
+      });
+      socket.on('error', () => undefined);
+      // Announce 50 MiB, send 1 KiB, then withhold the rest: only an early 413 can answer this.
+      socket.write('POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n');
+      socket.write('{"name":"' + 'x'.repeat(1024));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer).toContain('content-type: application/problem+json');
+    expect(answer).toContain('"type":"/problems/body-too-large"');
+  });
+
+  it('413 for a chunked body once it grows past the limit, while the client is still sending', async () => {
+    const { port } = new URL(server.baseUrl);
+    const answer = await new Promise<string>((resolveAnswer, reject) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let received = '';
+      let sent = 0;
+      const timer = setTimeout(() => reject(new Error(`no 413 after ${sent} bytes; got ${received}`)), 5000);
+      socket.on('data', (chunk) => {
+        received += chunk.toString();
+        if (received.includes('}')) {
+          clearTimeout(timer);
+          socket.destroy();
+          resolveAnswer(received);
+        }
+      });
+      socket.on('error', () => undefined);
+      socket.write('POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      const chunk = 'x'.repeat(64 * 1024);
+      // Bounded: at most 4 MiB, one 64 KiB chunk per tick, stopping as soon as an answer arrives.
+      const pump = () => {
+        if (received !== '' || sent >= 4 * 1024 * 1024 || socket.destroyed) return;
+        socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+        sent += chunk.length;
+        setImmediate(pump);
+      };
+      pump();
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer).toContain('"type":"/problems/body-too-large"');
+  });
+});
+
+describe('rowi serve, graceful shutdown', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('on %s during a stream of writes: every acknowledged write is stored, none is cut off with a 5xx, exit code 0', async (signal) => {
+    const server = await startServer();
+    const results: { status: number; email: string }[] = [];
+    let signalled = false;
+    let counter = 0;
+    // Four writers post one user after another (bounded in count) until the server is gone.
+    const writer = async () => {
+      for (let round = 0; round < 200; round++) {
+        const email = `drain${counter++}@example.com`;
+        try {
+          const reply = await fetch(`${server.baseUrl}/v1/users`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ name: 'Drain', email }),
+          });
+          results.push({ status: reply.status, email });
+          await reply.arrayBuffer();
+        } catch {
+          results.push({ status: 0, email });
+          return;
+        }
+        if (!signalled && results.filter((result) => result.status === 201).length >= 10) {
+          signalled = true;
+          server.child.kill(signal);
+        }
+      }
+    };
+    await Promise.all([writer(), writer(), writer(), writer()]);
+    const code = await server.exited;
+
+    expect(signalled).toBe(true);
+    expect(code).toBe(0);
+    expect(server.stdout()).toContain('shutting down');
+    expect(server.stdout()).toContain('"msg":"stopped"');
+    // A request was either answered in full, refused at the door (503 / connection closed), never half-done.
+    expect(results.filter((result) => ![201, 503, 0].includes(result.status))).toEqual([]);
+    const acknowledged = results.filter((result) => result.status === 201).map((result) => result.email);
+    const database = new SqliteDatabase(server.dataFile, { readonly: true });
+    const stored = (database.prepare('select email from users').all() as { email: string }[]).map((row) => row.email);
+    database.close();
+    expect(acknowledged.length).toBeGreaterThanOrEqual(10);
+    expect(stored).toEqual(expect.arrayContaining(acknowledged));
+  });
+});
+
+describe('rowi command line', () => {
+  it.each([
+    [['serve'], { ROWI_PORT: 'abc' }, 'ROWI_PORT'],
+    [['serve', '--port', '70000'], {}, '--port'],
+    [['serve'], { ROWI_LOG_LEVEL: 'loud' }, 'ROWI_LOG_LEVEL'],
+    [['serve'], { ROWI_HOST: 'not a host' }, 'ROWI_HOST'],
+    [['serve'], { ROWI_BODY_LIMIT: '12' }, 'ROWI_BODY_LIMIT'],
+    [['serve', '--nope'], {}, '--nope'],
+    [['frobnicate'], {}, 'frobnicate'],
+  ])('rowi %j with %j: exit code 2 and a message naming %s, before listening', async (args, env, named) => {
+    const result = await runCli(args, { ROWI_DATA: tempDataFile(), ...env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(named);
+    expect(result.stdout).not.toContain('listening');
+  });
+
+  it('rowi serve: exit code 2 when ROWI_DATA cannot be opened as a database', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'rowi-bad-data-'));
+    const notADatabase = join(folder, 'file');
+    writeFileSync(notADatabase, 'plain text, not SQLite '.repeat(100));
+    try {
+      const result = await runCli(['serve', '--port', '0'], { ROWI_DATA: notADatabase });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('ROWI_DATA');
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('rowi migrate: applies the migrations once, then reports the database up to date', async () => {
+    const dataFile = tempDataFile();
+    const first = await runCli(['migrate', '--data', dataFile]);
+    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users\n' });
+    const second = await runCli(['migrate', '--data', dataFile]);
+    expect(second).toMatchObject({ code: 0, stdout: 'database is up to date\n' });
+  });
+
+  it('rowi --version and rowi --help: exit code 0', async () => {
+    const version = await runCli(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    const help = await runCli(['--help']);
+    expect(help.code).toBe(0);
+    for (const name of ['ROWI_HOST', 'ROWI_PORT', 'ROWI_DATA', 'ROWI_LOG_LEVEL', '--port']) expect(help.stdout).toContain(name);
+  });
+});
