@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
+import { registerDraining } from './http/draining.js';
 import { deleteExpiredKeys } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
@@ -42,7 +43,8 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
     genReqId: requestIdOf,
     bodyLimit: config.bodyLimit,
     exposeHeadRoutes: true,
-    return503OnClosing: true,
+    // registerDraining answers requests that arrive while closing with a 503 problem instead.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256 },
   });
@@ -57,6 +59,7 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   registerRequestId(app);
   registerRepresentations(app);
   registerProblemHandlers(app, routeTable);
+  registerDraining(app);
   registerAccessLog(app);
   await registerOpenApi(app, VERSION);
 

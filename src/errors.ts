@@ -21,6 +21,7 @@ export const PROBLEM_TYPES = {
   'read-only-field': { status: 422, title: 'Read-only field', description: 'A PUT or PATCH body gives a read-only field (id, created_at, updated_at) a value other than the stored one.' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', description: 'The Idempotency-Key was already used with a different request (method, path or body); use a new key.' },
   'internal-error': { status: 500, title: 'Internal error', description: 'An unexpected fault; it is logged with the request id.' },
+  'service-unavailable': { status: 503, title: 'Service unavailable', description: 'rowi cannot take the request now (shutting down, overloaded or without its database); retry after Retry-After seconds.' },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
 export type ProblemType = keyof typeof PROBLEM_TYPES;

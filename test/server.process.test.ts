@@ -156,6 +156,41 @@ describe('rowi serve, graceful shutdown', () => {
   });
 });
 
+describe('rowi serve, draining a kept-alive connection', () => {
+  it('on SIGTERM: a request in flight completes (201), the next one on the same connection gets a 503 problem with Connection: close, exit code 0', async () => {
+    const server = await startServer();
+    const { port } = new URL(server.baseUrl);
+    const socket = connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('error', () => undefined);
+    const pause = (ms: number) => new Promise((resolvePause) => setTimeout(resolvePause, ms));
+    const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com' });
+
+    // The request is in flight (headers and half its body sent) when the signal arrives.
+    socket.write(`POST /v1/users HTTP/1.1\r\nHost: rowi\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    await pause(200);
+    server.child.kill('SIGTERM');
+    await pause(300);
+    socket.write(body.slice(10));
+    for (let waited = 0; !received.includes('}') && waited < 5000; waited += 20) await pause(20);
+    socket.write('GET /v1/users HTTP/1.1\r\nHost: rowi\r\n\r\n');
+    const code = await server.exited;
+    socket.destroy();
+
+    const [first, second] = received.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 201 /);
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(second).toMatch(/\r\nConnection: close\r\n/i);
+    expect(second).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(second).toContain('"type":"/problems/service-unavailable"');
+    expect(code).toBe(0);
+    const database = new SqliteDatabase(server.dataFile, { readonly: true });
+    expect(database.prepare('select count(*) as n from users where email = ?').get('in.flight@example.com')).toEqual({ n: 1 });
+    database.close();
+  });
+});
+
 describe('rowi command line', () => {
   it.each([
     [['serve'], { ROWI_PORT: 'abc' }, 'ROWI_PORT'],
