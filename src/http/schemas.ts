@@ -15,9 +15,9 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 33
 
 /** The fields every stored record has; read-only. */
 export const RecordFields = {
-  id: Id,
-  created_at: Timestamp,
-  updated_at: Timestamp,
+  id: Type.Integer({ ...Id, readOnly: true }),
+  created_at: Type.String({ ...Timestamp, readOnly: true, description: 'when the record was created (RFC 3339, UTC)' }),
+  updated_at: Type.String({ ...Timestamp, readOnly: true, description: 'when the record last changed (RFC 3339, UTC)' }),
 };
 
 /** RFC 9457 problem details, with rowi's request id and field errors. */

@@ -27,11 +27,6 @@ function createAjv(options: { coerce: boolean }) {
 const bodyAjv = createAjv({ coerce: false });
 const textAjv = createAjv({ coerce: true });
 
-/** Shared schemas (the Problem schema) must be known to every Ajv that may meet a $ref. */
-export function addSharedSchema(schema: { $id: string }) {
-  for (const ajv of [bodyAjv, textAjv]) if (!ajv.getSchema(schema.$id)) ajv.addSchema(schema);
-}
-
 const CANONICAL_INTEGER = /^(?:0|[1-9]\d*)$/;
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
