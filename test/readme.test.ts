@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from './helpers/process.js';
+import { tempFolder } from './helpers/temp.js';
 
 const run = promisify(execFile);
 const README = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8');
@@ -38,7 +38,7 @@ describe('README examples', () => {
   let folder: string;
   beforeAll(async () => {
     server = await startServer();
-    folder = mkdtempSync(join(tmpdir(), 'rowi-readme-'));
+    folder = tempFolder('readme');
   });
   afterAll(async () => {
     await server.stop();

@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
+import { tempFolder } from './helpers/temp.js';
 
 /** These tests run the built CLI (`npm test` builds first) over real loopback sockets. */
 describe('rowi serve, over a real socket', () => {
@@ -208,7 +208,7 @@ describe('rowi command line', () => {
   });
 
   it('rowi serve: exit code 2 when ROWI_DATA cannot be opened as a database', async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'rowi-bad-data-'));
+    const folder = tempFolder('bad-data');
     const notADatabase = join(folder, 'file');
     writeFileSync(notADatabase, 'plain text, not SQLite '.repeat(100));
     try {

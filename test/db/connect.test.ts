@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
+import { tempFolder } from '../helpers/temp.js';
 
 const opened: { storage: Storage; folder: string }[] = [];
 afterEach(async () => {
@@ -15,7 +15,7 @@ afterEach(async () => {
 });
 
 function open(sqliteSynchronous: 'full' | 'normal') {
-  const folder = mkdtempSync(join(tmpdir(), 'rowi-db-'));
+  const folder = tempFolder('db');
   const storage = openSqlite({ data: join(folder, 'nested', 'rowi.db'), sqliteSynchronous });
   opened.push({ storage, folder });
   return storage;
@@ -41,7 +41,7 @@ describe('openSqlite', () => {
   });
 
   it('openSqlite: a transaction holds the write lock from BEGIN (BEGIN IMMEDIATE), before its first write', async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'rowi-db-'));
+    const folder = tempFolder('db');
     const file = join(folder, 'rowi.db');
     const storage = openSqlite({ data: file, sqliteSynchronous: 'full' });
     opened.push({ storage, folder });

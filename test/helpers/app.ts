@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import pino from 'pino';
@@ -7,6 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { tempFolder } from './temp.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -36,7 +36,7 @@ export interface Reply {
 
 /** A fresh SQLite file per call, migrated, with the real app on it. */
 export async function startApp(settings: Record<string, string> = {}): Promise<TestApp> {
-  const folder = mkdtempSync(join(tmpdir(), 'rowi-test-'));
+  const folder = tempFolder('app');
   const config = loadConfig({ ROWI_DATA: join(folder, 'rowi.db'), ROWI_LOG_LEVEL: 'silent', ...settings });
   const storage = openSqlite(config);
   await migrateToLatest(storage.db);

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { tempFolder } from './temp.js';
 
 /** The built CLI; `npm test` builds before it runs the tests. */
 export const CLI = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../dist/src/cli.js');
@@ -17,8 +16,9 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** A data file in a folder of its own, inside the test run's temporary root. */
 export function tempDataFile(): string {
-  return join(mkdtempSync(join(tmpdir(), 'rowi-proc-')), 'rowi.db');
+  return join(tempFolder('server'), 'rowi.db');
 }
 
 /** Starts `rowi serve` as a child process on a free loopback port and waits until it listens. */
