@@ -1,12 +1,16 @@
 import type { Executor, UserRow } from '../../db/database.js';
+import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
 
 /** The columns a user is read with: the API fields and the version its ETag comes from. */
 const USER_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at', 'version'] as const;
 export type StoredUser = Pick<UserRow, (typeof USER_COLUMNS)[number]>;
 
-export function findUserById(db: Executor, id: number): Promise<StoredUser | undefined> {
-  return db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+const selectUserById = compiledQuery((db, id: number) => db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id));
+
+export async function findUserById(db: Executor, id: number): Promise<StoredUser | undefined> {
+  const [user] = await selectUserById(db, id);
+  return user;
 }
 
 export function findUsers(db: Executor, query: ListQuery) {
