@@ -52,7 +52,7 @@ export async function serve(config: Config): Promise<void> {
       await app.close();
       await storage.close();
       logger.info('stopped');
-      logger.flush();
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
   );
 }
