@@ -10,6 +10,9 @@ import { registerRepresentations } from './http/representation.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
 import { validatorCompiler } from './http/validation.js';
 import rootRoutes from './resources/root.routes.js';
+import itemsRoutes from './resources/items/items.routes.js';
+import stockRoutes from './resources/items/stock.routes.js';
+import ordersRoutes from './resources/orders/orders.routes.js';
 import usersRoutes from './resources/users/users.routes.js';
 import { VERSION } from './version.js';
 
@@ -65,6 +68,9 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(usersRoutes);
+  await app.register(itemsRoutes);
+  await app.register(stockRoutes);
+  await app.register(ordersRoutes);
   registerOpenApiRoute(app);
 
   const sweep = setInterval(() => {

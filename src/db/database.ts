@@ -9,6 +9,11 @@ import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction
 export interface Database {
   users: UsersTable;
   idempotency_keys: IdempotencyKeysTable;
+  items: ItemsTable;
+  stock: StockTable;
+  stock_movements: StockMovementsTable;
+  orders: OrdersTable;
+  order_lines: OrderLinesTable;
 }
 
 export interface UsersTable {
@@ -41,3 +46,71 @@ export interface IdempotencyKeysTable {
 export type Db = Kysely<Database>;
 export type Trx = Transaction<Database>;
 export type Executor = Db | Trx;
+
+/** Money is stored as integer minor units (cents); the API shows it as a decimal string. */
+export interface ItemsTable {
+  id: Generated<number>;
+  name: string;
+  sku: string;
+  price: number;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+export type ItemRow = Selectable<ItemsTable>;
+
+/** One row per item. quantity + reserved + fulfilled is everything ever put in. */
+export interface StockTable {
+  item_id: number;
+  /** On hand and unreserved. */
+  quantity: number;
+  /** Held by placed orders. */
+  reserved: number;
+  /** Left inventory with fulfilled orders. */
+  fulfilled: number;
+  version: number;
+  updated_at: string;
+}
+export type StockRow = Selectable<StockTable>;
+
+export type MovementKind = 'set' | 'reserve' | 'release' | 'fulfil';
+
+/** The stock ledger: every change of quantity or reserved, with the order that caused it. */
+export interface StockMovementsTable {
+  id: Generated<number>;
+  item_id: number;
+  kind: MovementKind;
+  quantity_change: number;
+  reserved_change: number;
+  quantity_after: number;
+  reserved_after: number;
+  order_id: number | null;
+  created_at: string;
+}
+export type StockMovementRow = Selectable<StockMovementsTable>;
+
+export type OrderStatus = 'placed' | 'fulfilled' | 'cancelled';
+
+export interface OrdersTable {
+  id: Generated<number>;
+  name: string;
+  /** Null once the user has been deleted (only possible when none of their orders is placed). */
+  user_id: number | null;
+  status: OrderStatus;
+  total: number;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+export type OrderRow = Selectable<OrdersTable>;
+
+export interface OrderLinesTable {
+  order_id: number;
+  item_id: number;
+  /** Where the line stands in the order as the caller wrote it (first appearance of the item). */
+  position: number;
+  quantity: number;
+  /** The item's price when the line was first ordered. */
+  unit_price: number;
+}
+export type OrderLineRow = Selectable<OrderLinesTable>;

@@ -1,6 +1,7 @@
 import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Db } from './database.js';
 import * as m0001 from './migrations/0001-users.js';
+import * as m0002 from './migrations/0002-inventory-orders.js';
 
 /**
  * Migrations are imported explicitly (not read from a folder), so the built package and the
@@ -8,6 +9,7 @@ import * as m0001 from './migrations/0001-users.js';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '0001-users': m0001,
+  '0002-inventory-orders': m0002,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

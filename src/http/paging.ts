@@ -27,6 +27,8 @@ export interface CollectionSpec {
   /** Fields callers may sort by, with their JSON type; each is a non-null column of that name. */
   sortable: Record<string, 'string' | 'integer'>;
   filters: Record<string, FilterSpec>;
+  /** The order when the caller gives no sort; `id` (oldest first) unless said otherwise. */
+  defaultSort?: string;
 }
 
 /** created_after / created_before, exclusive bounds on created_at. */
@@ -68,7 +70,7 @@ export function listQuerySchema(spec: CollectionSpec) {
 
 /** Validated query string → the ListQuery a repository runs. Throws 400 for a bad sort or cursor. */
 export function parseListQuery(spec: CollectionSpec, query: Record<string, unknown>): ListQuery {
-  const order = parseSort(spec, typeof query.sort === 'string' ? query.sort : 'id');
+  const order = parseSort(spec, typeof query.sort === 'string' ? query.sort : (spec.defaultSort ?? 'id'));
   const conditions = Object.entries(spec.filters)
     .filter(([name]) => query[name] !== undefined)
     .map(([name, filter]) => ({

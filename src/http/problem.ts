@@ -27,14 +27,15 @@ export const PROBLEM_TYPE_BASE = '/problems/';
 const toXml = compileXmlSerializer(ProblemSchema);
 
 export function problemFor(error: AppError, request: FastifyRequest): Problem {
+  // Extensions come first: RFC 9457's own members (and rowi's) can never be overwritten by one.
   return {
+    ...error.extensions,
     type: `${PROBLEM_TYPE_BASE}${error.type}`,
     title: error.title,
     status: error.status,
     detail: error.message,
     instance: pathOf(request),
     request_id: request.id,
-    ...error.extensions,
     ...(error.errors ? { errors: error.errors } : {}),
   };
 }

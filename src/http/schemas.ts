@@ -20,6 +20,28 @@ export const RecordFields = {
   updated_at: Type.String({ ...Timestamp, readOnly: true, description: 'when the record last changed (RFC 3339, UTC)' }),
 };
 
+/** A display name: 1–200 characters with at least one visible one and no control characters. */
+export const DisplayName = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  // No control characters: they cannot travel in XML.
+  pattern: '^(?=.*\\S)[^\\u0000-\\u001F\\u007F]*$',
+  'x-error': 'must contain a visible character and no control characters',
+  description: 'display name, 1–200 characters',
+});
+
+export const IfMatchHeaders = Type.Object({ 'if-match': Type.Optional(Type.String({ description: 'ETag the change is conditional on (412 when stale)' })) });
+export const IfNoneMatchHeaders = Type.Object({
+  'if-none-match': Type.Optional(Type.String({ description: 'ETag of the copy the client holds (304 when current)' })),
+});
+
+/** Read-only fields a PUT or PATCH body may echo back; they must equal the stored values (SPEC §4). */
+export const EchoedReadOnly = {
+  id: Type.Optional(Id),
+  created_at: Type.Optional(Timestamp),
+  updated_at: Type.Optional(Timestamp),
+};
+
 /** RFC 9457 problem details, with rowi's request id and field errors. */
 export const ProblemSchema = Type.Object(
   {

@@ -15,6 +15,8 @@ const IndexSchema = Type.Object(
         self: Type.String(),
         openapi: Type.String({ description: 'the OpenAPI 3.1 document' }),
         users: Type.String(),
+        items: Type.String(),
+        orders: Type.String(),
       },
       { additionalProperties: false },
     ),
@@ -53,7 +55,7 @@ const rootRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, {
   }, async (_request, reply) => {
     // RFC 8631: the service description, discoverable from the index.
     reply.header('link', `<${OPENAPI_PATH}>; rel="service-desc"; type="application/openapi+json"`);
-    return { name: 'rowi', version, links: { self: '/v1', openapi: OPENAPI_PATH, users: '/v1/users' } };
+    return { name: 'rowi', version, links: { self: '/v1', openapi: OPENAPI_PATH, users: '/v1/users', items: '/v1/items', orders: '/v1/orders' } };
   });
 
   app.get(`${PROBLEM_TYPE_BASE}:type`, {

@@ -1,14 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
 import { IdempotencyHeaders, runIdempotent } from '../../http/idempotency.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord } from '../../http/records.js';
-import { IdParams, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { USER_COLLECTION, UserCreateSchema, UserPageSchema, UserPatchSchema, UserReplaceSchema, UserSchema } from './users.schema.js';
 import { createUser, deleteUser, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
-const IfMatch = Type.Object({ 'if-match': Type.Optional(Type.String({ description: 'ETag the change is conditional on (412 when stale)' })) });
-const IfNoneMatch = Type.Object({ 'if-none-match': Type.Optional(Type.String({ description: 'ETag of the copy the client holds (304 when current)' })) });
 
 /** /v1/users: the six operations of SPEC §2 on users. */
 const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -53,7 +50,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Read one user',
       tags: ['users'],
       params: IdParams,
-      headers: IfNoneMatch,
+      headers: IfNoneMatchHeaders,
       response: { 200: representation(UserSchema, 'The user', RESPONSE_HEADERS.etag), 304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag) },
     }),
   }, async (request, reply) => sendRecord(request, reply, await getUser(db, request.params.id)));
@@ -64,7 +61,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Replace a user\'s writable fields',
       tags: ['users'],
       params: IdParams,
-      headers: IfMatch,
+      headers: IfMatchHeaders,
       body: UserReplaceSchema,
       response: { 200: representation(UserSchema, 'The user as stored', RESPONSE_HEADERS.etag) },
       problems: [409, 412],
@@ -80,7 +77,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Change some fields of a user (JSON Merge Patch)',
       tags: ['users'],
       params: IdParams,
-      headers: IfMatch,
+      headers: IfMatchHeaders,
       body: UserPatchSchema,
       consumes: REQUEST_BODY_TYPES.patch,
       response: { 200: representation(UserSchema, 'The user as stored', RESPONSE_HEADERS.etag) },
@@ -97,7 +94,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Delete a user',
       tags: ['users'],
       params: IdParams,
-      headers: IfMatch,
+      headers: IfMatchHeaders,
       response: { 204: noContent('Deleted') },
       problems: [412],
     }),

@@ -1,15 +1,8 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { Id, RecordFields, Timestamp } from '../../http/schemas.js';
+import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
 
-const Name = Type.String({
-  minLength: 1,
-  maxLength: 200,
-  // At least one visible character, and no control characters (they cannot travel in XML).
-  pattern: '^(?=.*\\S)[^\\u0000-\\u001F\\u007F]*$',
-  'x-error': 'must contain a visible character and no control characters',
-  description: 'display name, 1–200 characters',
-});
+const Name = DisplayName;
 
 const Email = Type.String({
   format: 'email',
@@ -30,12 +23,6 @@ export const UserCreateSchema = Type.Object(
 );
 export type UserCreate = Static<typeof UserCreateSchema>;
 
-/** Read-only fields a PUT or PATCH may echo back; they must equal the stored values (SPEC §4). */
-const EchoedReadOnly = {
-  id: Type.Optional(Id),
-  created_at: Type.Optional(Timestamp),
-  updated_at: Type.Optional(Timestamp),
-};
 
 /** PUT: every writable field. */
 export const UserReplaceSchema = Type.Object(

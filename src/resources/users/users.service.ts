@@ -3,6 +3,7 @@ import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
+import { hasPlacedOrders } from '../orders/orders.repository.js';
 import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
   deleteUserAtVersion,
@@ -44,6 +45,9 @@ export async function deleteUser(trx: Trx, id: number, condition: VersionConditi
   await withVersionRetry(async () => {
     const stored = await getUser(trx, id);
     assertCondition(condition, stored.version, `User ${id}`);
+    if (await hasPlacedOrders(trx, id)) {
+      throw new ConflictError('user-has-open-orders', `User ${id} has placed orders; fulfil, cancel or delete them first.`);
+    }
     return (await deleteUserAtVersion(trx, id, stored.version)) ? true : undefined;
   }, `User ${id}`);
 }

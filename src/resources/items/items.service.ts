@@ -1,0 +1,108 @@
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, Trx } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import type { ListQuery } from '../../db/paginate.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import { formatMinorUnits, toMinorUnits } from '../money.js';
+import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import {
+  deleteItemAtVersion,
+  findItemById,
+  findItems,
+  insertItem,
+  insertStock,
+  isItemOrdered,
+  updateItemAtVersion,
+  type StoredItem,
+} from './items.repository.js';
+import type { ItemCreate, ItemPatch, ItemReplace } from './items.schema.js';
+
+/** An item as the API shows it: the price as a decimal string, and the version for its ETag. */
+export interface ItemView {
+  id: number;
+  name: string;
+  sku: string;
+  price: string;
+  created_at: string;
+  updated_at: string;
+  version: number;
+}
+
+export function presentItem(item: StoredItem): ItemView {
+  return { ...item, price: formatMinorUnits(item.price) };
+}
+
+export async function getItem(db: Executor, id: number): Promise<StoredItem> {
+  const item = await findItemById(db, id);
+  if (!item) throw itemNotFound(id);
+  return item;
+}
+
+export async function listItems(db: Executor, query: ListQuery) {
+  const page = await findItems(db, query);
+  return { ...page, rows: page.rows.map(presentItem) };
+}
+
+/** Creates the item and its stock, at quantity 0, in the caller's transaction. */
+export async function createItem(trx: Trx, input: ItemCreate): Promise<StoredItem> {
+  const now = nowTimestamp();
+  const item = await withSkuUniqueness(input.sku, () => insertItem(trx, { name: input.name, sku: input.sku, price: toMinorUnits(input.price), now }));
+  await insertStock(trx, item.id, now);
+  return item;
+}
+
+export function replaceItem(trx: Trx, id: number, input: ItemReplace, condition: VersionCondition): Promise<StoredItem> {
+  return changeItem(trx, id, condition, input, () => ({ name: input.name, sku: input.sku, price: toMinorUnits(input.price) }));
+}
+
+export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: VersionCondition): Promise<StoredItem> {
+  return changeItem(trx, id, condition, patch, (stored) => ({
+    name: patch.name ?? stored.name,
+    sku: patch.sku ?? stored.sku,
+    price: patch.price === undefined ? stored.price : toMinorUnits(patch.price),
+  }));
+}
+
+/** Deletes the item and its stock and ledger; refused while any order has a line of it. */
+export async function deleteItem(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  await withVersionRetry(async () => {
+    const stored = await getItem(trx, id);
+    assertCondition(condition, stored.version, `Item ${id}`);
+    if (await isItemOrdered(trx, id)) {
+      throw new ConflictError('item-in-use', `Item ${id} is on orders; an item that has been ordered cannot be deleted.`);
+    }
+    return (await deleteItemAtVersion(trx, id, stored.version)) ? true : undefined;
+  }, `Item ${id}`);
+}
+
+async function changeItem(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  body: ItemReplace | ItemPatch,
+  next: (stored: StoredItem) => { name: string; sku: string; price: number },
+): Promise<StoredItem> {
+  return withVersionRetry(async () => {
+    const stored = await getItem(trx, id);
+    assertCondition(condition, stored.version, `Item ${id}`);
+    assertReadOnlyEchoes(stored, body);
+    const wanted = next(stored);
+    if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price) return stored;
+    return withSkuUniqueness(wanted.sku, () => updateItemAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
+  }, `Item ${id}`);
+}
+
+async function withSkuUniqueness<T>(sku: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isUniqueViolation(error, 'items.sku')) {
+      throw new ConflictError('sku-taken', `Another item already has the SKU ${sku}.`, { conflicting_field: 'sku' });
+    }
+    throw error;
+  }
+}
+
+export function itemNotFound(id: number): NotFoundError {
+  return new NotFoundError(`There is no item ${id}.`);
+}

@@ -1,0 +1,72 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
+import { conditionOf, sendRecord } from '../../http/records.js';
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { MOVEMENT_COLLECTION, MovementPageSchema, StockPatchSchema, StockReplaceSchema, StockSchema } from './items.schema.js';
+import { getStock, listMovements, setStock } from './stock.service.js';
+
+/** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
+const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app;
+
+  app.get('/v1/items/:id/stock', {
+    schema: operation({
+      operationId: 'getStock',
+      summary: 'Read the stock of an item',
+      tags: ['stock'],
+      params: IdParams,
+      headers: IfNoneMatchHeaders,
+      response: { 200: representation(StockSchema, 'The stock', RESPONSE_HEADERS.etag), 304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag) },
+    }),
+  }, async (request, reply) => sendRecord(request, reply, await getStock(db, request.params.id)));
+
+  app.put('/v1/items/:id/stock', {
+    schema: operation({
+      operationId: 'replaceStock',
+      summary: 'Set the on-hand (unreserved) quantity of an item',
+      tags: ['stock'],
+      params: IdParams,
+      headers: IfMatchHeaders,
+      body: StockReplaceSchema,
+      response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
+      problems: [412],
+    }),
+  }, async (request, reply) => {
+    const stock = await db.transaction().execute((trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
+    return sendRecord(request, reply, stock);
+  });
+
+  app.patch('/v1/items/:id/stock', {
+    schema: operation({
+      operationId: 'patchStock',
+      summary: 'Set the on-hand (unreserved) quantity of an item (JSON Merge Patch)',
+      tags: ['stock'],
+      params: IdParams,
+      headers: IfMatchHeaders,
+      body: StockPatchSchema,
+      consumes: REQUEST_BODY_TYPES.patch,
+      response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
+      problems: [412],
+    }),
+  }, async (request, reply) => {
+    const stock = await db.transaction().execute((trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
+    return sendRecord(request, reply, stock);
+  });
+
+  app.get('/v1/items/:id/stock/movements', {
+    schema: operation({
+      operationId: 'listStockMovements',
+      summary: 'List the stock movements of an item, newest first',
+      description: 'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
+      tags: ['stock'],
+      params: IdParams,
+      querystring: listQuerySchema(MOVEMENT_COLLECTION),
+      response: { 200: representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link) },
+    }),
+  }, async (request, reply) => {
+    const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
+    return sendPage(request, reply, await listMovements(db, request.params.id, query), query);
+  });
+};
+
+export default stockRoutes;

@@ -1,0 +1,117 @@
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, MovementKind, Trx } from '../../db/database.js';
+import type { ListQuery } from '../../db/paginate.js';
+import { ConflictError, UnprocessableError, type FieldError } from '../../errors.js';
+import { assertCondition, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { findItemById, findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './items.repository.js';
+import { itemNotFound } from './items.service.js';
+import type { StockChange } from './items.schema.js';
+
+/**
+ * Stock and its ledger. Every change of an item's quantity or reserved count goes through this
+ * module and writes a movement in the same transaction, so the ledger always sums to the stock.
+ */
+export type { StoredStock };
+
+export async function getStock(db: Executor, itemId: number): Promise<StoredStock> {
+  const stock = await findStock(db, itemId);
+  if (!stock) throw itemNotFound(itemId);
+  return stock;
+}
+
+/** PUT / PATCH of stock: sets the on-hand quantity; reserved is the orders' business. */
+export async function setStock(trx: Trx, itemId: number, change: StockChange, condition: VersionCondition): Promise<StoredStock> {
+  return withVersionRetry(async () => {
+    const stored = await getStock(trx, itemId);
+    assertCondition(condition, stored.version, `The stock of item ${itemId}`);
+    assertStockEchoes(stored, change);
+    if (change.quantity === undefined || change.quantity === stored.quantity) return stored;
+    const now = nowTimestamp();
+    const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, change.quantity, now);
+    if (!updated) return undefined;
+    await insertMovements(trx, [movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now)]);
+    return updated;
+  }, `The stock of item ${itemId}`);
+}
+
+export async function listMovements(db: Executor, itemId: number, query: ListQuery) {
+  if (!(await findItemById(db, itemId))) throw itemNotFound(itemId);
+  return findMovements(db, itemId, query);
+}
+
+/** One change an order makes to the stock of one item. */
+export interface StockMove {
+  itemId: number;
+  kind: Exclude<MovementKind, 'set'>;
+  units: number;
+}
+
+/** A line that stock cannot cover: what was asked for and what is available to it. */
+export interface ShortLine {
+  item_id: number;
+  requested: number;
+  available: number;
+}
+
+/**
+ * Applies an order's stock moves and records them against the order, in the caller's
+ * transaction. Each move is one conditional UPDATE, so a reserve that stock cannot cover
+ * changes nothing; the caller has checked availability first (to list every short line), so a
+ * failure here means a concurrent writer took the stock in between (possible on PostgreSQL),
+ * and the whole transaction is abandoned with the same 409.
+ */
+export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMove[], now: string): Promise<void> {
+  const movements: NewMovement[] = [];
+  for (const move of moves) {
+    const change = CHANGES[move.kind](move.units);
+    const moved = await moveStock(trx, move.itemId, { ...change, now });
+    if (!moved) {
+      const stock = await findStock(trx, move.itemId);
+      throw insufficientStock([{ item_id: move.itemId, requested: move.units, available: stock?.quantity ?? 0 }]);
+    }
+    movements.push(movement(moved, move.kind, change.quantity, change.reserved, orderId, now));
+  }
+  await insertMovements(trx, movements);
+}
+
+/** Stock of the given items, by item id. */
+export async function stockByItem(db: Executor, itemIds: number[]): Promise<Map<number, StoredStock>> {
+  return new Map((await findStocks(db, itemIds)).map((stock) => [stock.item_id, stock]));
+}
+
+export function insufficientStock(shortLines: ShortLine[]): ConflictError {
+  const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`).join('; ');
+  return new ConflictError('insufficient-stock', `Stock cannot cover every line, so nothing was reserved (${list}).`, { short_lines: shortLines });
+}
+
+/** How each kind of move changes the three counters. */
+const CHANGES: Record<StockMove['kind'], (units: number) => { quantity: number; reserved: number; fulfilled: number }> = {
+  reserve: (units) => ({ quantity: -units, reserved: units, fulfilled: 0 }),
+  release: (units) => ({ quantity: units, reserved: -units, fulfilled: 0 }),
+  fulfil: (units) => ({ quantity: 0, reserved: -units, fulfilled: units }),
+};
+
+function movement(after: StoredStock, kind: MovementKind, quantityChange: number, reservedChange: number, orderId: number | null, now: string): NewMovement {
+  return {
+    item_id: after.item_id,
+    kind,
+    quantity_change: quantityChange,
+    reserved_change: reservedChange,
+    quantity_after: after.quantity,
+    reserved_after: after.reserved,
+    order_id: orderId,
+    created_at: now,
+  };
+}
+
+/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (SPEC §4). */
+function assertStockEchoes(stored: StoredStock, body: StockChange): void {
+  const errors: FieldError[] = [];
+  const differs = (field: string) => errors.push({ in: 'body', pointer: `#/${field}`, detail: 'is read-only and differs from the stored value' });
+  if (body.item_id !== undefined && body.item_id !== stored.item_id) differs('item_id');
+  if (body.reserved !== undefined && body.reserved !== stored.reserved) differs('reserved');
+  if (body.updated_at !== undefined && Date.parse(body.updated_at) !== Date.parse(stored.updated_at)) differs('updated_at');
+  if (errors.length > 0) {
+    throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
+  }
+}

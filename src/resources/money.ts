@@ -1,0 +1,27 @@
+import Type from 'typebox';
+
+/**
+ * Money crosses the API as a decimal string ("12.50") and is stored as integer minor units
+ * (1250), so no amount ever passes through a binary float. Input may omit the decimals or give
+ * one ("12", "12.5"); output always has two.
+ */
+export const Price = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$',
+  maxLength: 13,
+  'x-error': 'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
+  description: 'decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")',
+  examples: ['12.50'],
+});
+
+/** A decimal string already validated against Price → minor units. */
+export function toMinorUnits(price: string): number {
+  const [whole, fraction = ''] = price.split('.');
+  return Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+}
+
+/** Minor units → the decimal string with two places. */
+export function formatMinorUnits(minor: number): string {
+  const whole = Math.trunc(minor / 100);
+  const cents = minor % 100;
+  return `${whole}.${cents < 10 ? '0' : ''}${cents}`;
+}

@@ -1,0 +1,95 @@
+import Type, { type Static } from 'typebox';
+import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
+import { Price } from '../money.js';
+
+export const ORDER_STATUSES = ['placed', 'fulfilled', 'cancelled'] as const;
+export const MAX_LINES = 100;
+export const MAX_LINE_QUANTITY = 1_000_000;
+
+const Status = Type.Union(
+  ORDER_STATUSES.map((status) => Type.Literal(status)),
+  { description: 'placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns)' },
+);
+
+const LineInput = Type.Object(
+  {
+    item_id: Type.Integer({ ...Id, description: 'the item ordered' }),
+    quantity: Type.Integer({ minimum: 1, maximum: MAX_LINE_QUANTITY, description: `units, 1 to ${MAX_LINE_QUANTITY}` }),
+  },
+  { additionalProperties: false, xml: { name: 'line' } },
+);
+
+const Lines = Type.Array(LineInput, {
+  minItems: 1,
+  maxItems: MAX_LINES,
+  description: `1–${MAX_LINES} lines; lines of the same item are merged into one`,
+  xml: { wrapped: true },
+});
+
+const Line = Type.Object(
+  {
+    item_id: LineInput.properties.item_id,
+    quantity: LineInput.properties.quantity,
+    unit_price: Type.String({ ...Price, readOnly: true, description: 'the item\'s price when it was first ordered' }),
+    line_total: Type.String({ ...Price, readOnly: true, description: 'unit_price × quantity' }),
+  },
+  { additionalProperties: false, xml: { name: 'line' } },
+);
+
+export const OrderSchema = Type.Object(
+  {
+    id: RecordFields.id,
+    name: Type.String({ ...DisplayName, description: 'the caller\'s reference for the order, 1–200 characters' }),
+    user_id: Type.Union([Type.Integer({ ...Id, description: 'the user the order is for' }), Type.Null()], { description: 'the user the order is for; null once that user has been deleted' }),
+    status: Status,
+    lines: Type.Array(Line, { xml: { wrapped: true } }),
+    total: Type.String({ ...Price, readOnly: true, description: 'sum of the line totals' }),
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+  },
+  { additionalProperties: false, xml: { name: 'order' }, title: 'Order' },
+);
+
+export const OrderCreateSchema = Type.Object(
+  { name: OrderSchema.properties.name, user_id: Type.Integer({ ...Id, description: 'the user the order is for' }), lines: Lines },
+  { additionalProperties: false, xml: { name: 'order' }, title: 'OrderCreate' },
+);
+export type OrderCreate = Static<typeof OrderCreateSchema>;
+
+/** Read-only order fields a PUT or PATCH may echo back unchanged. */
+const EchoedOrder = { ...EchoedReadOnly, total: Type.Optional(Type.String({ maxLength: 32 })) };
+
+/** PUT: the writable fields of a placed order; status may be echoed but is changed with PATCH. */
+export const OrderReplaceSchema = Type.Object(
+  { ...OrderCreateSchema.properties, status: Type.Optional(Status), ...EchoedOrder },
+  { additionalProperties: false, xml: { name: 'order' }, title: 'OrderReplace' },
+);
+export type OrderReplace = Static<typeof OrderReplaceSchema>;
+
+/**
+ * PATCH: a status transition, and/or new name, user or lines. The status is any string so that
+ * a status the order cannot reach, or one that does not exist, is answered as the 409 it is.
+ */
+export const OrderPatchSchema = Type.Object(
+  {
+    name: Type.Optional(OrderSchema.properties.name),
+    user_id: Type.Optional(OrderCreateSchema.properties.user_id),
+    lines: Type.Optional(Lines),
+    status: Type.Optional(Type.String({ maxLength: 64, description: 'fulfilled or cancelled, from placed; any other value gives 409', examples: ['fulfilled', 'cancelled'] })),
+    ...EchoedOrder,
+  },
+  { additionalProperties: false, xml: { name: 'order' }, title: 'OrderPatch' },
+);
+export type OrderPatch = Static<typeof OrderPatchSchema>;
+
+export const OrderPageSchema = pageSchema(OrderSchema, 'orders');
+
+export const ORDER_COLLECTION: CollectionSpec = {
+  sortable: { id: 'integer', created_at: 'string', updated_at: 'string', total: 'integer' },
+  filters: {
+    status: { schema: Type.Union(ORDER_STATUSES.map((status) => Type.Literal(status)), { description: 'only orders in this status' }), column: 'status', operator: '=' },
+    user_id: { schema: Type.Integer({ ...Id, description: 'only orders of this user' }), column: 'user_id', operator: '=' },
+    ...CREATED_RANGE_FILTERS,
+  },
+};

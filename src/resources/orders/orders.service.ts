@@ -1,0 +1,283 @@
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, OrderStatus, Trx } from '../../db/database.js';
+import type { ListQuery } from '../../db/paginate.js';
+import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
+import { findItemPrices } from '../items/items.repository.js';
+import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
+import { formatMinorUnits } from '../money.js';
+import { findUserById } from '../users/users.repository.js';
+import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import {
+  deleteLines,
+  deleteOrderAtVersion,
+  findLines,
+  findLinesOfOrders,
+  findOrderById,
+  findOrders,
+  insertLines,
+  insertOrder,
+  updateOrderAtVersion,
+  type StoredLine,
+  type StoredOrder,
+} from './orders.repository.js';
+import type { OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
+
+/**
+ * Orders reserve stock. Every change that moves stock runs in one transaction that also writes
+ * the order and the ledger, so an order and its reservations exist together or not at all.
+ * Availability is checked for all lines first, so a 409 can list every short line; the moves
+ * themselves are conditional updates, so stock is never oversold even if another writer gets
+ * in between (PostgreSQL), in which case the transaction is abandoned with the same 409.
+ */
+export interface OrderView {
+  id: number;
+  name: string;
+  user_id: number | null;
+  status: OrderStatus;
+  lines: { item_id: number; quantity: number; unit_price: string; line_total: string }[];
+  total: string;
+  created_at: string;
+  updated_at: string;
+  version: number;
+}
+
+export async function getOrder(db: Executor, id: number): Promise<OrderView> {
+  const order = await findOrderById(db, id);
+  if (!order) throw orderNotFound(id);
+  return presentOrder(order, await findLines(db, id));
+}
+
+export async function listOrders(db: Executor, query: ListQuery) {
+  const page = await findOrders(db, query);
+  const lines = await findLinesOfOrders(db, page.rows.map((order) => order.id));
+  const byOrder = new Map<number, StoredLine[]>();
+  for (const line of lines) {
+    const group = byOrder.get(line.order_id);
+    if (group) group.push(line);
+    else byOrder.set(line.order_id, [line]);
+  }
+  return { ...page, rows: page.rows.map((order) => presentOrder(order, byOrder.get(order.id) ?? [])) };
+}
+
+export async function placeOrder(trx: Trx, input: OrderCreate): Promise<OrderView> {
+  const now = nowTimestamp();
+  await assertUserExists(trx, input.user_id);
+  const wanted = mergeLines(input.lines);
+  const prices = await priceLines(trx, wanted, new Map());
+  await assertStockCovers(trx, wanted, new Map());
+  const order = await insertOrder(trx, { name: input.name, user_id: input.user_id, total: totalOf(wanted, prices), now });
+  const stored = linesToStore(order.id, wanted, prices);
+  await insertLines(trx, stored);
+  await applyStockMoves(trx, order.id, stored.map((line) => ({ itemId: line.item_id, kind: 'reserve', units: line.quantity })), now);
+  return presentOrder(order, stored);
+}
+
+export function replaceOrder(trx: Trx, id: number, input: OrderReplace, condition: VersionCondition): Promise<OrderView> {
+  return changeOrder(trx, id, condition, input, 'replace');
+}
+
+export function patchOrder(trx: Trx, id: number, patch: OrderPatch, condition: VersionCondition): Promise<OrderView> {
+  return changeOrder(trx, id, condition, patch, 'patch');
+}
+
+/** Deletes the order; stock it still reserves (a placed order) is released. */
+export async function deleteOrder(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  await withVersionRetry(async () => {
+    const order = await findOrderById(trx, id);
+    if (!order) throw orderNotFound(id);
+    assertCondition(condition, order.version, `Order ${id}`);
+    const lines = await findLines(trx, id);
+    if (!(await deleteOrderAtVersion(trx, id, order.version))) return undefined;
+    if (order.status === 'placed') await applyStockMoves(trx, id, lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })), nowTimestamp());
+    return true;
+  }, `Order ${id}`);
+}
+
+/** Which statuses an order in a status may move to. */
+const TRANSITIONS: Record<OrderStatus, OrderStatus[]> = { placed: ['fulfilled', 'cancelled'], fulfilled: [], cancelled: [] };
+
+async function changeOrder(trx: Trx, id: number, condition: VersionCondition, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): Promise<OrderView> {
+  return withVersionRetry(async () => {
+    const stored = await findOrderById(trx, id);
+    if (!stored) throw orderNotFound(id);
+    assertCondition(condition, stored.version, `Order ${id}`);
+    const storedLines = await findLines(trx, id);
+    assertOrderEchoes(stored, body, mode);
+
+    const wantedLines = body.lines ? mergeLines(body.lines) : undefined;
+    const linesChange = wantedLines !== undefined && !sameLines(wantedLines, storedLines);
+    const userId = body.user_id ?? stored.user_id;
+    const userChanges = userId !== stored.user_id;
+    if (stored.status !== 'placed' && (mode === 'replace' || linesChange || userChanges)) {
+      throw new ConflictError('order-not-placed', `Order ${id} is ${stored.status}; only a placed order's lines and user can change.`, { current_status: stored.status });
+    }
+    const status = mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
+    const name = body.name ?? stored.name;
+    if (!linesChange && !userChanges && status === stored.status && name === stored.name) return presentOrder(stored, storedLines);
+
+    if (userChanges && userId !== null) await assertUserExists(trx, userId);
+    const now = nowTimestamp();
+    let lines = storedLines;
+    const moves: StockMove[] = [];
+    if (linesChange) {
+      const current = new Map(storedLines.map((line) => [line.item_id, line]));
+      const prices = await priceLines(trx, wantedLines, current);
+      await assertStockCovers(trx, wantedLines, current);
+      lines = linesToStore(id, wantedLines, prices);
+      moves.push(...lineDifference(current, wantedLines));
+    }
+    if (status !== stored.status) {
+      const kind = status === 'fulfilled' ? 'fulfil' : 'release';
+      moves.push(...lines.map((line): StockMove => ({ itemId: line.item_id, kind, units: line.quantity })));
+    }
+
+    // The version is claimed first: if another writer got in, nothing below has happened yet.
+    const total = lines.reduce((sum, line) => sum + line.quantity * line.unit_price, 0);
+    const updated = await updateOrderAtVersion(trx, id, stored.version, { name, user_id: userId, status, total, now });
+    if (!updated) return undefined;
+    if (linesChange) {
+      await deleteLines(trx, id);
+      await insertLines(trx, lines);
+    }
+    await applyStockMoves(trx, id, moves, now);
+    return presentOrder(updated, lines);
+  }, `Order ${id}`);
+}
+
+function assertTransition(order: StoredOrder, status: string): OrderStatus {
+  if (status === order.status) return order.status;
+  const allowed = TRANSITIONS[order.status];
+  if (!(allowed as string[]).includes(status)) {
+    const reason = (['placed', 'fulfilled', 'cancelled'] as string[]).includes(status) ? `cannot move from ${order.status} to ${status}` : `"${status}" is not an order status`;
+    throw new ConflictError('invalid-transition', `Order ${order.id} ${reason}; from ${order.status} it can move to ${allowed.length > 0 ? allowed.join(' or ') : 'no other status'}.`, {
+      current_status: order.status,
+      allowed_statuses: allowed,
+    });
+  }
+  return status as OrderStatus;
+}
+
+interface WantedLine {
+  item_id: number;
+  quantity: number;
+  position: number;
+  /** Where the item's lines are in the request body, for error pointers. */
+  indexes: number[];
+}
+
+/** Lines of the same item are merged into one, at the position of the first. */
+function mergeLines(lines: { item_id: number; quantity: number }[]): Map<number, WantedLine> {
+  const merged = new Map<number, WantedLine>();
+  lines.forEach((line, index) => {
+    const existing = merged.get(line.item_id);
+    if (existing) {
+      existing.quantity += line.quantity;
+      existing.indexes.push(index);
+    } else {
+      merged.set(line.item_id, { item_id: line.item_id, quantity: line.quantity, position: merged.size, indexes: [index] });
+    }
+  });
+  return merged;
+}
+
+function sameLines(wanted: Map<number, WantedLine>, stored: StoredLine[]): boolean {
+  return wanted.size === stored.length && stored.every((line) => wanted.get(line.item_id)?.quantity === line.quantity && wanted.get(line.item_id)?.position === line.position);
+}
+
+/**
+ * The unit price of each wanted line: the price captured when the item was first put on the
+ * order, else the item's current price. An unknown item is a 422 pointing at each of its lines.
+ */
+async function priceLines(db: Executor, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): Promise<Map<number, number>> {
+  const prices = new Map((await findItemPrices(db, [...wanted.keys()])).map((item) => [item.id, item.price]));
+  const errors: FieldError[] = [];
+  for (const line of wanted.values()) {
+    if (!prices.has(line.item_id)) {
+      for (const index of line.indexes) errors.push({ in: 'body', pointer: `#/lines/${index}/item_id`, detail: `there is no item ${line.item_id}` });
+    }
+    const captured = current.get(line.item_id);
+    if (captured) prices.set(line.item_id, captured.unit_price);
+  }
+  if (errors.length > 0) throw new UnprocessableError(`The order names items that do not exist: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'unknown-reference');
+  if (!Number.isSafeInteger(totalOf(wanted, prices))) {
+    throw new UnprocessableError('The order total is too large to be represented exactly.', [{ in: 'body', pointer: '#/lines', detail: 'the total of the lines is too large' }]);
+  }
+  return prices;
+}
+
+/** Every line whose additional units exceed the unreserved stock; 409 listing all of them. */
+async function assertStockCovers(db: Executor, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): Promise<void> {
+  const stocks = await stockByItem(db, [...wanted.keys()]);
+  const short: ShortLine[] = [];
+  for (const line of wanted.values()) {
+    const held = current.get(line.item_id)?.quantity ?? 0;
+    const available = (stocks.get(line.item_id)?.quantity ?? 0) + held;
+    if (line.quantity > available) short.push({ item_id: line.item_id, requested: line.quantity, available });
+  }
+  if (short.length > 0) throw insufficientStock(short);
+}
+
+/** The moves that turn the current reservations into the wanted ones: only the difference. */
+function lineDifference(current: Map<number, StoredLine>, wanted: Map<number, WantedLine>): StockMove[] {
+  const moves: StockMove[] = [];
+  for (const itemId of new Set([...current.keys(), ...wanted.keys()])) {
+    const difference = (wanted.get(itemId)?.quantity ?? 0) - (current.get(itemId)?.quantity ?? 0);
+    if (difference > 0) moves.push({ itemId, kind: 'reserve', units: difference });
+    if (difference < 0) moves.push({ itemId, kind: 'release', units: -difference });
+  }
+  return moves;
+}
+
+function totalOf(wanted: Map<number, WantedLine>, prices: Map<number, number>): number {
+  let total = 0;
+  for (const line of wanted.values()) total += line.quantity * prices.get(line.item_id)!;
+  return total;
+}
+
+function linesToStore(orderId: number, wanted: Map<number, WantedLine>, prices: Map<number, number>): StoredLine[] {
+  return [...wanted.values()].map((line) => ({
+    order_id: orderId,
+    item_id: line.item_id,
+    position: line.position,
+    quantity: line.quantity,
+    unit_price: prices.get(line.item_id)!,
+  }));
+}
+
+async function assertUserExists(db: Executor, userId: number): Promise<void> {
+  if (!(await findUserById(db, userId))) {
+    throw new UnprocessableError(`There is no user ${userId}.`, [{ in: 'body', pointer: '#/user_id', detail: `there is no user ${userId}` }], 'unknown-reference');
+  }
+}
+
+/** Read-only fields echoed in a PUT/PATCH must equal the stored values; on PUT, status too. */
+function assertOrderEchoes(stored: StoredOrder, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): void {
+  assertReadOnlyEchoes(stored, body);
+  const errors: FieldError[] = [];
+  if (body.total !== undefined && body.total !== formatMinorUnits(stored.total)) {
+    errors.push({ in: 'body', pointer: '#/total', detail: 'is read-only and differs from the stored value' });
+  }
+  if (mode === 'replace' && body.status !== undefined && body.status !== stored.status) {
+    errors.push({ in: 'body', pointer: '#/status', detail: 'changes with PATCH (a status transition), not with PUT' });
+  }
+  if (errors.length > 0) {
+    throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
+  }
+}
+
+function presentOrder(order: StoredOrder, lines: StoredLine[]): OrderView {
+  return {
+    ...order,
+    total: formatMinorUnits(order.total),
+    lines: lines.map((line) => ({
+      item_id: line.item_id,
+      quantity: line.quantity,
+      unit_price: formatMinorUnits(line.unit_price),
+      line_total: formatMinorUnits(line.unit_price * line.quantity),
+    })),
+  };
+}
+
+function orderNotFound(id: number): NotFoundError {
+  return new NotFoundError(`There is no order ${id}.`);
+}
