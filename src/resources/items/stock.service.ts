@@ -62,7 +62,8 @@ export interface ShortLine {
  */
 export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMove[], now: string): Promise<void> {
   const movements: NewMovement[] = [];
-  for (const move of moves) {
+  // Rows are always locked in item order, so two concurrent orders can never deadlock (PostgreSQL).
+  for (const move of [...moves].sort((a, b) => a.itemId - b.itemId)) {
     const change = CHANGES[move.kind](move.units);
     const moved = await moveStock(trx, move.itemId, { ...change, now });
     if (!moved) {
