@@ -27,19 +27,22 @@ interface ReadOnlyFields {
  * compared as instants, so "…:00Z" equals "…:00.000Z".
  */
 export function assertReadOnlyEchoes(stored: ReadOnlyFields, body: Partial<ReadOnlyFields>): void {
-  const errors: FieldError[] = [];
-  if (body.id !== undefined && body.id !== stored.id) {
-    errors.push({ in: 'body', pointer: '#/id', detail: 'is read-only and differs from the stored value' });
-  }
-  for (const field of ['created_at', 'updated_at'] as const) {
-    const echoed = body[field];
-    if (echoed !== undefined && Date.parse(echoed) !== Date.parse(stored[field])) {
-      errors.push({ in: 'body', pointer: `#/${field}`, detail: 'is read-only and differs from the stored value' });
-    }
-  }
-  if (errors.length > 0) {
-    throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
-  }
+  assertEchoesMatch([
+    ...(body.id !== undefined && body.id !== stored.id ? ['id'] : []),
+    ...(['created_at', 'updated_at'] as const).filter((field) => !sameInstant(body[field], stored[field])),
+  ]);
+}
+
+/** True when an echoed timestamp is absent or names the same instant as the stored one. */
+export function sameInstant(echoed: string | undefined, stored: string): boolean {
+  return echoed === undefined || Date.parse(echoed) === Date.parse(stored);
+}
+
+/** 422 read-only-field naming each read-only field whose echoed value differs from the stored one. */
+export function assertEchoesMatch(differing: string[]): void {
+  if (differing.length === 0) return;
+  const errors: FieldError[] = differing.map((field) => ({ in: 'body', pointer: `#/${field}`, detail: 'is read-only and differs from the stored value' }));
+  throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Executor, ItemRow, MovementKind, StockRow } from '../../db/database.js';
+import type { Executor, ItemRow, StockMovementRow, StockRow } from '../../db/database.js';
 import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
 
@@ -115,16 +115,8 @@ export function setStockQuantityAtVersion(db: Executor, itemId: number, version:
     .executeTakeFirst();
 }
 
-export interface NewMovement {
-  item_id: number;
-  kind: MovementKind;
-  quantity_change: number;
-  reserved_change: number;
-  quantity_after: number;
-  reserved_after: number;
-  order_id: number | null;
-  created_at: string;
-}
+/** A ledger entry to append: every column but the id. */
+export type NewMovement = Omit<StockMovementRow, 'id'>;
 
 export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
   if (movements.length > 0) await db.insertInto('stock_movements').values(movements).execute();

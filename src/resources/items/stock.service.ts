@@ -1,8 +1,8 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paginate.js';
-import { ConflictError, UnprocessableError, type FieldError } from '../../errors.js';
-import { assertCondition, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { ConflictError } from '../../errors.js';
+import { assertCondition, assertEchoesMatch, sameInstant, withVersionRetry, type VersionCondition } from '../versioned.js';
 import { findItemById, findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './items.repository.js';
 import { itemNotFound } from './items.service.js';
 import type { StockChange } from './items.schema.js';
@@ -107,12 +107,9 @@ function movement(after: StoredStock, kind: MovementKind, quantityChange: number
 
 /** Read-only stock fields in a PUT/PATCH body must equal the stored ones (SPEC §4). */
 function assertStockEchoes(stored: StoredStock, body: StockChange): void {
-  const errors: FieldError[] = [];
-  const differs = (field: string) => errors.push({ in: 'body', pointer: `#/${field}`, detail: 'is read-only and differs from the stored value' });
-  if (body.item_id !== undefined && body.item_id !== stored.item_id) differs('item_id');
-  if (body.reserved !== undefined && body.reserved !== stored.reserved) differs('reserved');
-  if (body.updated_at !== undefined && Date.parse(body.updated_at) !== Date.parse(stored.updated_at)) differs('updated_at');
-  if (errors.length > 0) {
-    throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
-  }
+  assertEchoesMatch([
+    ...(body.item_id !== undefined && body.item_id !== stored.item_id ? ['item_id'] : []),
+    ...(body.reserved !== undefined && body.reserved !== stored.reserved ? ['reserved'] : []),
+    ...(sameInstant(body.updated_at, stored.updated_at) ? [] : ['updated_at']),
+  ]);
 }

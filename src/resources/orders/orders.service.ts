@@ -6,7 +6,7 @@ import { findItemPrices } from '../items/items.repository.js';
 import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import { findUserById } from '../users/users.repository.js';
-import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertEchoesMatch, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
   deleteLines,
   deleteOrderAtVersion,
@@ -253,16 +253,11 @@ async function assertUserExists(db: Executor, userId: number): Promise<void> {
 /** Read-only fields echoed in a PUT/PATCH must equal the stored values; on PUT, status too. */
 function assertOrderEchoes(stored: StoredOrder, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): void {
   assertReadOnlyEchoes(stored, body);
-  const errors: FieldError[] = [];
-  if (body.total !== undefined && body.total !== formatMinorUnits(stored.total)) {
-    errors.push({ in: 'body', pointer: '#/total', detail: 'is read-only and differs from the stored value' });
-  }
-  if (mode === 'replace' && body.status !== undefined && body.status !== stored.status) {
-    errors.push({ in: 'body', pointer: '#/status', detail: 'changes with PATCH (a status transition), not with PUT' });
-  }
-  if (errors.length > 0) {
-    throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
-  }
+  assertEchoesMatch([
+    ...(body.total !== undefined && body.total !== formatMinorUnits(stored.total) ? ['total'] : []),
+    // A status changes with PATCH (a transition), never with PUT.
+    ...(mode === 'replace' && body.status !== undefined && body.status !== stored.status ? ['status'] : []),
+  ]);
 }
 
 function presentOrder(order: StoredOrder, lines: StoredLine[]): OrderView {
