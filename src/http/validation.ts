@@ -57,7 +57,7 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
 export function validationError(errors: ErrorObject[], context: string, url: string): Error {
   if (context === 'params') return new NotFoundError(`Nothing is found at ${url}.`);
   const where: FieldError['in'] = context === 'body' ? 'body' : context === 'querystring' ? 'query' : 'header';
-  const fieldErrors = uniqueErrors(errors.filter((error) => error.keyword !== 'anyOf').map((error) => describe(error, where)));
+  const fieldErrors = uniqueErrors(mergeChoices(errors).map((error) => describe(error, where)));
   if (where === 'body') {
     return new UnprocessableError(
       fieldErrors.length === 1 ? `The body is invalid: ${fieldErrors[0]!.pointer} ${fieldErrors[0]!.detail}.` : `The body has ${fieldErrors.length} invalid fields.`,
@@ -70,6 +70,28 @@ export function validationError(errors: ErrorObject[], context: string, url: str
     fieldErrors,
     where === 'query' ? 'invalid-query' : 'invalid-header',
   );
+}
+
+/**
+ * A choice between fixed values (TypeBox's union of literals) fails as one `anyOf` plus one
+ * `const` per value, all at the same place; they become one error listing every allowed value.
+ */
+function mergeChoices(errors: ErrorObject[]): ErrorObject[] {
+  const allowed = new Map<string, unknown[]>();
+  for (const error of errors) {
+    if (error.keyword !== 'const') continue;
+    const values = allowed.get(error.instancePath) ?? [];
+    values.push((error.params as { allowedValue: unknown }).allowedValue);
+    allowed.set(error.instancePath, values);
+  }
+  return errors.flatMap((error) => {
+    if (error.keyword === 'anyOf') return [];
+    if (error.keyword !== 'const') return [error];
+    const values = allowed.get(error.instancePath);
+    if (!values) return [];
+    allowed.delete(error.instancePath);
+    return [{ ...error, keyword: 'enum', params: { allowedValues: values } }];
+  });
 }
 
 function describe(error: ErrorObject, where: FieldError['in']): FieldError {
