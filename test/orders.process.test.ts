@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Movement, Stock } from '../src/resources/items/stock.schema.js';
+import type { ShortLine } from '../src/resources/items/stock.service.js';
+import type { Order } from '../src/resources/orders/orders.schema.js';
 import { startServer, type RunningServer } from './helpers/process.js';
 
 /**
@@ -7,52 +10,9 @@ import { startServer, type RunningServer } from './helpers/process.js';
  * stock, orders and the movement ledger consistent, and one Idempotency-Key places one order.
  */
 
-interface OrderLine {
-  item_id: number;
-  quantity: number;
-  unit_price: string;
-  line_total: string;
-}
-
-interface Order {
-  id: number;
-  name: string;
-  user_id: number | null;
-  status: 'placed' | 'fulfilled' | 'cancelled';
-  lines: OrderLine[];
-  total: string;
-  created_at: string;
-  updated_at: string;
-}
-
-interface Stock {
-  item_id: number;
-  quantity: number;
-  reserved: number;
-  updated_at: string;
-}
-
-interface Movement {
-  id: number;
-  item_id: number;
-  kind: 'set' | 'reserve' | 'release' | 'fulfil';
-  quantity_change: number;
-  reserved_change: number;
-  quantity_after: number;
-  reserved_after: number;
-  order_id: number | null;
-  created_at: string;
-}
-
 interface Page<T> {
   data: T[];
   next_cursor: string | null;
-}
-
-interface ShortLine {
-  item_id: number;
-  requested: number;
-  available: number;
 }
 
 interface Problem {

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import type { Item } from '../../src/resources/items/items.schema.js';
 import { tempFolder } from './temp.js';
 
 export interface TestApp {
@@ -104,4 +105,41 @@ export function expectProblem(reply: Reply, status: number, type: string) {
   if (problem?.request_id !== reply.headers['x-request-id']) failures.push('request_id ≠ X-Request-Id');
   if (failures.length > 0) throw new Error(`not the expected problem (${failures.join('; ')}): ${reply.text}`);
   return problem as { type: string; title: string; status: number; detail: string; instance: string; request_id: string; errors?: { in: string; pointer: string; detail: string }[] } & Record<string, unknown>;
+}
+
+let skuSequence = 0;
+
+/** A valid item body; every call gets a distinct SKU. */
+export function buildItem(overrides: Record<string, unknown> = {}) {
+  skuSequence++;
+  return { name: `Item ${skuSequence}`, sku: `SKU-${skuSequence}-${process.pid}`, price: '2.50', ...overrides };
+}
+
+/** Creates an item through the API and returns its body and ETag. */
+export async function createItem(test: TestApp, overrides: Record<string, unknown> = {}) {
+  const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem(overrides) });
+  if (reply.status !== 201) throw new Error(`could not create item: ${reply.status} ${reply.text}`);
+  return { item: reply.json as Item, etag: String(reply.headers.etag) };
+}
+
+/** Sets an item's on-hand quantity through the API and returns the stock's new ETag. */
+export async function setStock(test: TestApp, itemId: number, quantity: number) {
+  const reply = await test.call({ method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity } });
+  if (reply.status !== 200) throw new Error(`could not set stock: ${reply.status} ${reply.text}`);
+  return String(reply.headers.etag);
+}
+
+/**
+ * Every stored item, stock, ledger, order and order-line row, in key order: what "nothing
+ * stored changed" is checked against after a refused inventory or order request.
+ */
+export async function storedInventory(test: TestApp) {
+  const db = test.storage.db;
+  return {
+    items: await db.selectFrom('items').selectAll().orderBy('id').execute(),
+    stock: await db.selectFrom('stock').selectAll().orderBy('item_id').execute(),
+    movements: await db.selectFrom('stock_movements').selectAll().orderBy('id').execute(),
+    orders: await db.selectFrom('orders').selectAll().orderBy('id').execute(),
+    lines: await db.selectFrom('order_lines').selectAll().orderBy('order_id').orderBy('item_id').execute(),
+  };
 }

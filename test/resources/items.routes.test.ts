@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import type { Item } from '../../src/resources/items/items.schema.js';
+import type { Movement } from '../../src/resources/items/stock.schema.js';
+import { buildItem, createItem, createUser, expectProblem, setStock, startApp, storedInventory, type TestApp } from '../helpers/app.js';
 
 let test: TestApp;
 beforeAll(async () => {
@@ -7,52 +9,8 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-interface ItemJson {
-  id: number;
-  name: string;
-  sku: string;
-  price: string;
-  created_at: string;
-  updated_at: string;
-}
-
-interface MovementJson {
-  id: number;
-  item_id: number;
-  kind: 'set' | 'reserve' | 'release' | 'fulfil';
-  quantity_change: number;
-  reserved_change: number;
-  quantity_after: number;
-  reserved_after: number;
-  order_id: number | null;
-  created_at: string;
-}
-
 const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' };
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-let sequence = 0;
-/** A SKU no other item in this file has. */
-const nextSku = () => `SKU-${++sequence}`;
-
-/** A valid item body; every call gets a distinct SKU. */
-function buildItem(overrides: Record<string, unknown> = {}) {
-  return { name: `Item ${sequence + 1}`, sku: nextSku(), price: '2.50', ...overrides };
-}
-
-/** Creates an item through the API and returns its body and ETag. */
-async function createItem(overrides: Record<string, unknown> = {}) {
-  const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem(overrides) });
-  if (reply.status !== 201) throw new Error(`could not create item: ${reply.status} ${reply.text}`);
-  return { item: reply.json as ItemJson, etag: String(reply.headers.etag) };
-}
-
-/** Sets the on-hand quantity through the API and returns the stock's new ETag. */
-async function setStock(itemId: number, quantity: number) {
-  const reply = await test.call({ method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity } });
-  if (reply.status !== 200) throw new Error(`could not set stock: ${reply.status} ${reply.text}`);
-  return String(reply.headers.etag);
-}
 
 /** Places an order of `quantity` units of the item (the stock must cover it) and returns the order id. */
 async function placeOrder(itemId: number, quantity: number) {
@@ -60,16 +18,6 @@ async function placeOrder(itemId: number, quantity: number) {
   const reply = await test.call({ method: 'POST', url: '/v1/orders', body: { name: `Order of ${itemId}`, user_id: user.id, lines: [{ item_id: itemId, quantity }] } });
   if (reply.status !== 201) throw new Error(`could not place order: ${reply.status} ${reply.text}`);
   return reply.json.id as number;
-}
-
-/** Every stored item, stock and ledger row, in key order: what "nothing stored changed" is checked against. */
-async function storedState() {
-  const db = test.storage.db;
-  return {
-    items: await db.selectFrom('items').selectAll().orderBy('id').execute(),
-    stock: await db.selectFrom('stock').selectAll().orderBy('item_id').execute(),
-    movements: await db.selectFrom('stock_movements').selectAll().orderBy('id').execute(),
-  };
 }
 
 function storedItem(id: number) {
@@ -133,7 +81,7 @@ describe('POST /v1/items', () => {
   });
 
   it('POST /v1/items: 201 when the body is XML, answered in XML when Accept asks for it', async () => {
-    const sku = nextSku();
+    const sku = buildItem().sku;
 
     const reply = await test.call({
       method: 'POST',
@@ -157,39 +105,39 @@ describe('POST /v1/items', () => {
   });
 
   it.each(BAD_PRICES)('POST /v1/items: 422 validation-failed at #/price when the price is %s, and nothing is stored', async (_case, raw, detail) => {
-    const before = await storedState();
+    const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'POST', url: '/v1/items', headers: { 'content-type': 'application/json' }, body: `{"name":"x","sku":"${nextSku()}","price":${raw}}` });
+    const reply = await test.call({ method: 'POST', url: '/v1/items', headers: { 'content-type': 'application/json' }, body: `{"name":"x","sku":"${buildItem().sku}","price":${raw}}` });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('POST /v1/items: 422 validation-failed at #/price when an XML body has three decimals, and nothing is stored', async () => {
-    const before = await storedState();
+    const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'POST', url: '/v1/items', headers: { 'content-type': 'application/xml' }, body: `<item><name>x</name><sku>${nextSku()}</sku><price>1.005</price></item>` });
+    const reply = await test.call({ method: 'POST', url: '/v1/items', headers: { 'content-type': 'application/xml' }, body: `<item><name>x</name><sku>${buildItem().sku}</sku><price>1.005</price></item>` });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/price']);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('POST /v1/items: 409 sku-taken when another item has the SKU, and nothing is stored', async () => {
-    const { item: existing } = await createItem();
-    const before = await storedState();
+    const { item: existing } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem({ sku: existing.sku }) });
 
     const problem = expectProblem(reply, 409, 'sku-taken');
     expect(problem.detail).toContain(existing.sku);
     expect(problem.conflicting_field).toBe('sku');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('POST /v1/items: 201 when the SKU differs from another item\'s only in case (SKUs are compared exactly)', async () => {
-    const { item: existing } = await createItem({ sku: `Case-${nextSku()}` });
+    const { item: existing } = await createItem(test, { sku: `Case-${buildItem().sku}` });
 
     const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem({ sku: existing.sku.toLowerCase() }) });
 
@@ -201,10 +149,10 @@ describe('POST /v1/items', () => {
 
 describe('GET /v1/items', () => {
   it('GET /v1/items: 200 with only the matching items when filtered by sku or name', async () => {
-    const name = `Filtered ${nextSku()}`;
-    const { item: first } = await createItem({ name });
-    const { item: second } = await createItem({ name });
-    await createItem();
+    const name = `Filtered ${buildItem().sku}`;
+    const { item: first } = await createItem(test, { name });
+    const { item: second } = await createItem(test, { name });
+    await createItem(test);
 
     const bySku = await test.call({ url: `/v1/items?sku=${encodeURIComponent(first.sku)}` });
     const byName = await test.call({ url: `/v1/items?name=${encodeURIComponent(name)}` });
@@ -215,20 +163,20 @@ describe('GET /v1/items', () => {
   });
 
   it('GET /v1/items: pages sorted by price in minor units (ties broken by id) when following next_cursor', async () => {
-    const name = `Priced ${nextSku()}`;
-    const { item: five } = await createItem({ name, price: '5' });
-    const { item: one } = await createItem({ name, price: '1' });
-    const { item: fiveAgain } = await createItem({ name, price: '5.00' });
-    const { item: half } = await createItem({ name, price: '0.5' });
-    const { item: ten } = await createItem({ name, price: '10' });
+    const name = `Priced ${buildItem().sku}`;
+    const { item: five } = await createItem(test, { name, price: '5' });
+    const { item: one } = await createItem(test, { name, price: '1' });
+    const { item: fiveAgain } = await createItem(test, { name, price: '5.00' });
+    const { item: half } = await createItem(test, { name, price: '0.5' });
+    const { item: ten } = await createItem(test, { name, price: '10' });
 
-    const seen: ItemJson[] = [];
+    const seen: Item[] = [];
     let url: string | undefined = `/v1/items?name=${encodeURIComponent(name)}&sort=price&limit=2`;
     let pages = 0;
     while (url !== undefined) {
       const page = await test.call({ url });
       expect(page.status).toBe(200);
-      seen.push(...(page.json.data as ItemJson[]));
+      seen.push(...(page.json.data as Item[]));
       pages++;
       url = page.json.next_cursor === null ? undefined : `/v1/items?name=${encodeURIComponent(name)}&sort=price&limit=2&cursor=${page.json.next_cursor}`;
     }
@@ -239,7 +187,7 @@ describe('GET /v1/items', () => {
   });
 
   it('GET /v1/items: 200 filtered by created_after and created_before', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const after = await test.call({ url: `/v1/items?sku=${item.sku}&created_after=2000-01-01T00:00:00Z` });
     const before = await test.call({ url: `/v1/items?sku=${item.sku}&created_before=2000-01-01T00:00:00Z` });
@@ -257,7 +205,7 @@ describe('GET /v1/items', () => {
 
 describe('GET /v1/items/{id}', () => {
   it('GET /v1/items/{id}: 200 with the item and a strong ETag', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const reply = await test.call({ url: `/v1/items/${item.id}` });
 
@@ -268,7 +216,7 @@ describe('GET /v1/items/{id}', () => {
   });
 
   it('GET /v1/items/{id}: 304 without a body when If-None-Match holds the current ETag', async () => {
-    const { item, etag } = await createItem();
+    const { item, etag } = await createItem(test);
 
     const reply = await test.call({ url: `/v1/items/${item.id}`, headers: { 'if-none-match': etag } });
 
@@ -290,9 +238,9 @@ describe('GET /v1/items/{id}', () => {
 
 describe('PUT /v1/items/{id}', () => {
   it('PUT /v1/items/{id}: 200 with the replaced item, a new ETag and the new price stored in minor units', async () => {
-    const { item, etag } = await createItem();
+    const { item, etag } = await createItem(test);
     const stockBefore = await storedStock(item.id);
-    const sku = nextSku();
+    const sku = buildItem().sku;
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'if-match': etag }, body: { name: 'Widget Pro', sku, price: '4.7' } });
 
@@ -305,72 +253,72 @@ describe('PUT /v1/items/{id}', () => {
   });
 
   it('PUT /v1/items/{id}: 200 with the same ETag and updated_at when nothing changes ("2.5" equals the stored 2.50)', async () => {
-    const { item, etag } = await createItem({ price: '2.50' });
-    const before = await storedState();
+    const { item, etag } = await createItem(test, { price: '2.50' });
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'if-match': etag }, body: { name: item.name, sku: item.sku, price: '2.5' } });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
     expect(reply.json).toEqual(item);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it.each(BAD_PRICES)('PUT /v1/items/{id}: 422 validation-failed at #/price when the price is %s, and nothing changes', async (_case, raw, detail) => {
-    const { item } = await createItem();
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'content-type': 'application/json' }, body: `{"name":"x","sku":"${item.sku}","price":${raw}}` });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}: 409 sku-taken when the new SKU belongs to another item, and nothing changes', async () => {
-    const { item: first } = await createItem();
-    const { item: second } = await createItem();
-    const before = await storedState();
+    const { item: first } = await createItem(test);
+    const { item: second } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${second.id}`, body: { name: second.name, sku: first.sku, price: second.price } });
 
     expectProblem(reply, 409, 'sku-taken');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}: 412 precondition-failed when If-Match is stale, and nothing changes', async () => {
-    const { item, etag } = await createItem();
+    const { item, etag } = await createItem(test);
     await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, body: { name: 'Changed By Someone Else' } });
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'if-match': etag }, body: { name: 'Mine', sku: item.sku, price: '1' } });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}: 422 read-only-field when id or created_at differ from the stored values, and nothing changes', async () => {
-    const { item } = await createItem();
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, body: { ...item, id: item.id + 1000, created_at: '2000-01-01T00:00:00Z', price: '9' } });
 
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/id', '#/created_at']);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}: 404 not-found (not 412) when the item does not exist, whatever If-Match says', async () => {
-    const before = await storedState();
+    const before = await storedInventory(test);
     const reply = await test.call({ method: 'PUT', url: '/v1/items/424242', headers: { 'if-match': '"v1"' }, body: buildItem() });
     expectProblem(reply, 404, 'not-found');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
 describe('PATCH /v1/items/{id}', () => {
   it('PATCH /v1/items/{id}: 200 changing only the members present when the body is application/merge-patch+json', async () => {
-    const { item } = await createItem({ price: '1.00' });
+    const { item } = await createItem(test, { price: '1.00' });
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: JSON.stringify({ price: '12.5' }) });
 
@@ -381,30 +329,30 @@ describe('PATCH /v1/items/{id}', () => {
   });
 
   it.each(BAD_PRICES)('PATCH /v1/items/{id}: 422 validation-failed at #/price when the price is %s, and nothing changes', async (_case, raw, detail) => {
-    const { item } = await createItem();
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: `{"price":${raw}}` });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PATCH /v1/items/{id}: 409 sku-taken when the SKU is another item\'s, and nothing changes', async () => {
-    const { item: first } = await createItem();
-    const { item: second } = await createItem();
-    const before = await storedState();
+    const { item: first } = await createItem(test);
+    const { item: second } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${second.id}`, headers: MERGE_PATCH, body: JSON.stringify({ sku: first.sku }) });
 
     const problem = expectProblem(reply, 409, 'sku-taken');
     expect(problem.detail).toContain(first.sku);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PATCH /v1/items/{id}: 200 when the SKU is the item\'s own (nothing changes, same ETag)', async () => {
-    const { item, etag } = await createItem();
+    const { item, etag } = await createItem(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: JSON.stringify({ sku: item.sku }) });
 
@@ -414,24 +362,24 @@ describe('PATCH /v1/items/{id}', () => {
   });
 
   it('PATCH /v1/items/{id}: 412 precondition-failed when If-Match is stale, and nothing changes', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
     await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: JSON.stringify({ name: 'Moved On' }) });
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: { ...MERGE_PATCH, 'if-match': '"v1"' }, body: JSON.stringify({ price: '7' }) });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
 describe('DELETE /v1/items/{id}', () => {
   it('DELETE /v1/items/{id}: 204 when the item is on no order, and the item, its stock and its movements are gone', async () => {
-    const { item } = await createItem();
-    const { item: bystander } = await createItem();
-    await setStock(item.id, 5);
-    await setStock(item.id, 2);
-    await setStock(bystander.id, 3);
+    const { item } = await createItem(test);
+    const { item: bystander } = await createItem(test);
+    await setStock(test, item.id, 5);
+    await setStock(test, item.id, 2);
+    await setStock(test, bystander.id, 3);
     expect(await storedMovements(item.id)).toHaveLength(2);
     const bystanderBefore = { item: await storedItem(bystander.id), stock: await storedStock(bystander.id), movements: await storedMovements(bystander.id) };
 
@@ -449,17 +397,17 @@ describe('DELETE /v1/items/{id}', () => {
   });
 
   it('DELETE /v1/items/{id}: 409 item-in-use when a placed order has the item, and the item, stock, ledger and order stay', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 5);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 5);
     const orderId = await placeOrder(item.id, 2);
-    const before = await storedState();
+    const before = await storedInventory(test);
     const linesBefore = await test.storage.db.selectFrom('order_lines').selectAll().where('item_id', '=', item.id).execute();
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/items/${item.id}` });
 
     const problem = expectProblem(reply, 409, 'item-in-use');
     expect(problem.detail).toContain(`Item ${item.id}`);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
     expect(linesBefore.map((line) => line.order_id)).toEqual([orderId]);
     expect(await test.storage.db.selectFrom('order_lines').selectAll().where('item_id', '=', item.id).execute()).toEqual(linesBefore);
     expect((await test.call({ url: `/v1/items/${item.id}` })).status).toBe(200);
@@ -467,33 +415,33 @@ describe('DELETE /v1/items/{id}', () => {
   });
 
   it('DELETE /v1/items/{id}: 409 item-in-use when the only order with the item is cancelled (closed orders count too), and nothing changes', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 5);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 5);
     const orderId = await placeOrder(item.id, 1);
     expect((await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, body: { status: 'cancelled' } })).status).toBe(200);
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/items/${item.id}` });
 
     expectProblem(reply, 409, 'item-in-use');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('DELETE /v1/items/{id}: 412 precondition-failed when If-Match is stale, and nothing is deleted', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
     await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, body: { name: 'Renamed' } });
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/items/${item.id}`, headers: { 'if-match': '"v1"' } });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('DELETE /v1/items/{id}: 404 not-found when the item does not exist', async () => {
-    const before = await storedState();
+    const before = await storedInventory(test);
     expectProblem(await test.call({ method: 'DELETE', url: '/v1/items/555555' }), 404, 'not-found');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
@@ -505,20 +453,20 @@ describe('unknown items', () => {
     ['PATCH', '/v1/items/999999/stock', { quantity: 1 }],
     ['GET', '/v1/items/999999/stock/movements', undefined],
   ] as const)('%s %s: 404 not-found when the item does not exist, and nothing is stored', async (method, url, body) => {
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method, url, body });
 
     const problem = expectProblem(reply, 404, 'not-found');
     expect(problem.instance).toBe(url);
     expect(problem.detail).toBe('There is no item 999999.');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
 describe('GET /v1/items/{id}/stock', () => {
   it('GET /v1/items/{id}/stock: 200 with quantity 0, reserved 0 and ETag "v1" when the item is new', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const reply = await test.call({ url: `/v1/items/${item.id}/stock` });
 
@@ -529,11 +477,11 @@ describe('GET /v1/items/{id}/stock', () => {
   });
 
   it('GET /v1/items/{id}/stock: 304 without a body when If-None-Match holds the current ETag; 200 once the stock has changed', async () => {
-    const { item } = await createItem();
-    const etag = await setStock(item.id, 4);
+    const { item } = await createItem(test);
+    const etag = await setStock(test, item.id, 4);
 
     const cached = await test.call({ url: `/v1/items/${item.id}/stock`, headers: { 'if-none-match': etag } });
-    await setStock(item.id, 5);
+    await setStock(test, item.id, 5);
     const stale = await test.call({ url: `/v1/items/${item.id}/stock`, headers: { 'if-none-match': etag } });
 
     expect(etag).toBe('"v2"');
@@ -546,8 +494,8 @@ describe('GET /v1/items/{id}/stock', () => {
   });
 
   it('GET /v1/items/{id}/stock: the XML representation has its own ETag', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 6);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 6);
 
     const reply = await test.call({ url: `/v1/items/${item.id}/stock`, headers: { accept: 'application/xml' } });
 
@@ -560,7 +508,7 @@ describe('GET /v1/items/{id}/stock', () => {
 
 describe('PUT /v1/items/{id}/stock', () => {
   it('PUT /v1/items/{id}/stock: 200 with a new ETag when If-Match is fresh, and a set movement records the change', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': '"v1"' }, body: { quantity: 7 } });
 
@@ -574,8 +522,8 @@ describe('PUT /v1/items/{id}/stock', () => {
   });
 
   it('PUT /v1/items/{id}/stock: 200 when If-Match holds the current XML ETag, and the change down is recorded as new - old', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 10);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 10);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': '"v2-xml"' }, body: { quantity: 4 } });
 
@@ -588,20 +536,20 @@ describe('PUT /v1/items/{id}/stock', () => {
   });
 
   it('PUT /v1/items/{id}/stock: 200 with the same ETag, and no movement, when the quantity is the stored one', async () => {
-    const { item } = await createItem();
-    const etag = await setStock(item.id, 7);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const etag = await setStock(test, item.id, 7);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': etag }, body: { quantity: 7 } });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
     expect(reply.json).toEqual({ item_id: item.id, quantity: 7, reserved: 0, updated_at: before.stock.find((row) => row.item_id === item.id)!.updated_at });
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}/stock: 200 when the quantity is the largest allowed (10^12)', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { quantity: 1_000_000_000_000 } });
 
@@ -618,41 +566,41 @@ describe('PUT /v1/items/{id}/stock', () => {
     ['10^12 + 1', { quantity: 1_000_000_000_001 }, 'must be at most 1000000000000'],
     ['missing', {}, 'is required'],
   ])('PUT /v1/items/{id}/stock: 422 validation-failed at #/quantity when the quantity is %s, and stock and ledger are unchanged', async (_case, body, detail) => {
-    const { item } = await createItem();
-    await setStock(item.id, 3);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 3);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors).toEqual([{ in: 'body', pointer: '#/quantity', detail }]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}/stock: 412 precondition-failed when If-Match is stale, and stock and ledger are unchanged', async () => {
-    const { item } = await createItem();
-    const staleEtag = await setStock(item.id, 3);
-    await setStock(item.id, 4);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const staleEtag = await setStock(test, item.id, 3);
+    await setStock(test, item.id, 4);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': staleEtag }, body: { quantity: 9 } });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}/stock: 412 precondition-failed when If-Match is a weak tag (strong comparison), and nothing changes', async () => {
-    const { item } = await createItem();
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': 'W/"v1"' }, body: { quantity: 9 } });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}/stock: 200 when item_id, reserved and updated_at echo the stored values (updated_at compared as an instant)', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
     const stock = (await test.call({ url: `/v1/items/${item.id}/stock` })).json;
     const echoedUpdatedAt = String(stock.updated_at).replace('Z', '+00:00');
 
@@ -664,20 +612,20 @@ describe('PUT /v1/items/{id}/stock', () => {
   });
 
   it('PUT /v1/items/{id}/stock: 422 read-only-field when item_id, reserved or updated_at differ from the stored values, and stock and ledger are unchanged', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 2);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 2);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { item_id: item.id + 1, quantity: 3, reserved: 5, updated_at: '2000-01-01T00:00:00Z' } });
 
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/item_id', '#/reserved', '#/updated_at']);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}/stock: 200 setting only the unreserved quantity when an order holds units, and the ledger still sums to the stock', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 5);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 5);
     const orderId = await placeOrder(item.id, 2);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { quantity: 10 } });
@@ -695,7 +643,7 @@ describe('PUT /v1/items/{id}/stock', () => {
   });
 
   it('PUT /v1/items/{id}/stock: 200 when the body is XML, answered in XML when Accept asks for it', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const reply = await test.call({
       method: 'PUT',
@@ -714,8 +662,8 @@ describe('PUT /v1/items/{id}/stock', () => {
 
 describe('PATCH /v1/items/{id}/stock', () => {
   it('PATCH /v1/items/{id}/stock: 200 with a new ETag when If-Match is fresh (application/merge-patch+json), and a set movement records the change', async () => {
-    const { item } = await createItem();
-    const etag = await setStock(item.id, 3);
+    const { item } = await createItem(test);
+    const etag = await setStock(test, item.id, 3);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: { ...MERGE_PATCH, 'if-match': etag }, body: JSON.stringify({ quantity: 8 }) });
 
@@ -727,26 +675,26 @@ describe('PATCH /v1/items/{id}/stock', () => {
   });
 
   it('PATCH /v1/items/{id}/stock: 200 with the same ETag, and no movement, when the patch is empty', async () => {
-    const { item } = await createItem();
-    const etag = await setStock(item.id, 3);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    const etag = await setStock(test, item.id, 3);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: MERGE_PATCH, body: '{}' });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PATCH /v1/items/{id}/stock: 412 precondition-failed when If-Match is stale, and stock and ledger are unchanged', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 3);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 3);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: { ...MERGE_PATCH, 'if-match': '"v1"' }, body: JSON.stringify({ quantity: 9 }) });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it.each([
@@ -754,22 +702,22 @@ describe('PATCH /v1/items/{id}/stock', () => {
     ['1.5', 1.5],
     ['the string "2"', '2'],
   ])('PATCH /v1/items/{id}/stock: 422 validation-failed at #/quantity when the quantity is %s, and stock and ledger are unchanged', async (_case, quantity) => {
-    const { item } = await createItem();
-    await setStock(item.id, 3);
-    const before = await storedState();
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 3);
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: MERGE_PATCH, body: JSON.stringify({ quantity }) });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/quantity']);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
 describe('GET /v1/items/{id}/stock/movements', () => {
   it('GET /v1/items/{id}/stock/movements: pages of 2, newest first, when following next_cursor, and quantity_change sums to the quantity', async () => {
-    const { item } = await createItem();
-    for (const quantity of [4, 9, 2, 6, 1]) await setStock(item.id, quantity);
+    const { item } = await createItem(test);
+    for (const quantity of [4, 9, 2, 6, 1]) await setStock(test, item.id, quantity);
 
     const pages = [];
     let url: string | undefined = `/v1/items/${item.id}/stock/movements?limit=2`;
@@ -783,7 +731,7 @@ describe('GET /v1/items/{id}/stock/movements', () => {
     expect(pages.map((page) => page.json.data.length)).toEqual([2, 2, 1]);
     expect(pages[0]!.headers.link).toBe(`</v1/items/${item.id}/stock/movements?limit=2&cursor=${pages[0]!.json.next_cursor}>; rel="next"`);
     expect(pages[2]!.headers.link).toBeUndefined();
-    const movements = pages.flatMap((page) => page.json.data as MovementJson[]);
+    const movements = pages.flatMap((page) => page.json.data as Movement[]);
     expect(movements.map((move) => move.quantity_after)).toEqual([1, 6, 2, 9, 4]);
     expect(movements.map((move) => move.quantity_change)).toEqual([-5, 4, -7, 5, 4]);
     expect(movements.every((move) => move.kind === 'set' && move.order_id === null && move.item_id === item.id)).toBe(true);
@@ -797,8 +745,8 @@ describe('GET /v1/items/{id}/stock/movements', () => {
   });
 
   it('GET /v1/items/{id}/stock/movements: 200 with only the matching movements when filtered by kind and order_id', async () => {
-    const { item } = await createItem();
-    await setStock(item.id, 5);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 5);
     const firstOrder = await placeOrder(item.id, 1);
     const secondOrder = await placeOrder(item.id, 2);
 
@@ -807,8 +755,8 @@ describe('GET /v1/items/{id}/stock/movements', () => {
     const ofSecond = await test.call({ url: `/v1/items/${item.id}/stock/movements?order_id=${secondOrder}` });
 
     expect(sets.status).toBe(200);
-    expect(sets.json.data.map((move: MovementJson) => [move.kind, move.quantity_change])).toEqual([['set', 5]]);
-    expect(reserves.json.data.map((move: MovementJson) => [move.order_id, move.quantity_change, move.reserved_change])).toEqual([
+    expect(sets.json.data.map((move: Movement) => [move.kind, move.quantity_change])).toEqual([['set', 5]]);
+    expect(reserves.json.data.map((move: Movement) => [move.order_id, move.quantity_change, move.reserved_change])).toEqual([
       [secondOrder, -2, 2],
       [firstOrder, -1, 1],
     ]);
@@ -819,14 +767,14 @@ describe('GET /v1/items/{id}/stock/movements', () => {
   });
 
   it('GET /v1/items/{id}/stock/movements: 200 with no movements when the stock was never set', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
     const reply = await test.call({ url: `/v1/items/${item.id}/stock/movements` });
     expect(reply.status).toBe(200);
     expect(reply.json).toEqual({ data: [], next_cursor: null });
   });
 
   it('GET /v1/items/{id}/stock/movements: 400 invalid-query naming every movement kind when kind is not one', async () => {
-    const { item } = await createItem();
+    const { item } = await createItem(test);
 
     const reply = await test.call({ url: `/v1/items/${item.id}/stock/movements?kind=restock` });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { createItem, createUser, expectProblem, setStock, startApp, storedInventory, type TestApp } from '../helpers/app.js';
 
 let test: TestApp;
 let userId: number;
@@ -9,15 +9,11 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-let skuSequence = 0;
-
-/** An item with the given price and on-hand stock. */
-async function createItem(price = '2.50', quantity = 10): Promise<number> {
-  const created = await test.call({ method: 'POST', url: '/v1/items', body: { name: 'Thing', sku: `SKU-${++skuSequence}`, price } });
-  expect(created.status).toBe(201);
-  const stocked = await test.call({ method: 'PUT', url: `/v1/items/${created.json.id}/stock`, body: { quantity } });
-  expect(stocked.status).toBe(200);
-  return created.json.id as number;
+/** An item with the given price and on-hand stock; returns its id. */
+async function stockedItem(price = '2.50', quantity = 10): Promise<number> {
+  const { item } = await createItem(test, { price });
+  await setStock(test, item.id, quantity);
+  return item.id;
 }
 
 function placeOrder(lines: unknown, overrides: Record<string, unknown> = {}) {
@@ -32,21 +28,10 @@ async function stockOf(itemId: number) {
   return test.storage.db.selectFrom('stock').select(['quantity', 'reserved', 'fulfilled']).where('item_id', '=', itemId).executeTakeFirstOrThrow();
 }
 
-/** Everything an order operation may touch: what "nothing stored changed" is checked against. */
-async function storedState() {
-  const db = test.storage.db;
-  return {
-    orders: await db.selectFrom('orders').selectAll().orderBy('id').execute(),
-    lines: await db.selectFrom('order_lines').selectAll().orderBy('order_id').orderBy('item_id').execute(),
-    stock: await db.selectFrom('stock').selectAll().orderBy('item_id').execute(),
-    movements: await db.selectFrom('stock_movements').selectAll().orderBy('id').execute(),
-  };
-}
-
 describe('POST /v1/orders', () => {
   it('POST /v1/orders: 201 with Location, ETag, captured prices and total, and every line reserved, when stock covers the order', async () => {
-    const widget = await createItem('2.50', 10);
-    const gadget = await createItem('10', 3);
+    const widget = await stockedItem('2.50', 10);
+    const gadget = await stockedItem('10', 3);
 
     const reply = await placeOrder([
       { item_id: widget, quantity: 2 },
@@ -78,7 +63,7 @@ describe('POST /v1/orders', () => {
   });
 
   it('POST /v1/orders: the order keeps the price captured when it was placed after the item price changes', async () => {
-    const item = await createItem('1.00', 5);
+    const item = await stockedItem('1.00', 5);
     const placed = await placeOrder([{ item_id: item, quantity: 2 }]);
     await test.call({ method: 'PATCH', url: `/v1/items/${item}`, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ price: '9.99' }) });
 
@@ -89,10 +74,10 @@ describe('POST /v1/orders', () => {
   });
 
   it('POST /v1/orders: 409 insufficient-stock listing every short line, and nothing is reserved, not even the lines that would fit', async () => {
-    const plenty = await createItem('1.00', 100);
-    const scarce = await createItem('1.00', 2);
-    const none = await createItem('1.00', 0);
-    const before = await storedState();
+    const plenty = await stockedItem('1.00', 100);
+    const scarce = await stockedItem('1.00', 2);
+    const none = await stockedItem('1.00', 0);
+    const before = await storedInventory(test);
 
     const reply = await placeOrder([
       { item_id: plenty, quantity: 5 },
@@ -105,7 +90,7 @@ describe('POST /v1/orders', () => {
       { item_id: scarce, requested: 3, available: 2 },
       { item_id: none, requested: 1, available: 0 },
     ]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   const badLines: [string, unknown, string][] = [
@@ -119,19 +104,19 @@ describe('POST /v1/orders', () => {
     ['a line without item_id', [{ quantity: 1 }], '#/lines/0/item_id'],
   ];
   it.each(badLines)('POST /v1/orders: 422 validation-failed pointing at %s, and nothing stored changes', async (_case, lines, pointer) => {
-    await createItem('1.00', 10);
-    const before = await storedState();
+    await stockedItem('1.00', 10);
+    const before = await storedInventory(test);
 
     const reply = await placeOrder(lines);
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer)).toContain(pointer);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('POST /v1/orders: 422 unknown-reference pointing at each line of an unknown item_id, and nothing stored changes', async () => {
-    const item = await createItem('1.00', 10);
-    const before = await storedState();
+    const item = await stockedItem('1.00', 10);
+    const before = await storedInventory(test);
 
     const reply = await placeOrder([
       { item_id: item, quantity: 1 },
@@ -144,22 +129,22 @@ describe('POST /v1/orders', () => {
       { in: 'body', pointer: '#/lines/1/item_id', detail: 'there is no item 999999' },
       { in: 'body', pointer: '#/lines/2/item_id', detail: 'there is no item 999999' },
     ]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('POST /v1/orders: 422 unknown-reference pointing at #/user_id when the user does not exist, and nothing stored changes', async () => {
-    const item = await createItem('1.00', 10);
-    const before = await storedState();
+    const item = await stockedItem('1.00', 10);
+    const before = await storedInventory(test);
 
     const reply = await placeOrder([{ item_id: item, quantity: 1 }], { user_id: 999_999 });
 
     const problem = expectProblem(reply, 422, 'unknown-reference');
     expect(problem.errors).toEqual([{ in: 'body', pointer: '#/user_id', detail: 'there is no user 999999' }]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('POST /v1/orders: 201 in XML from an XML body with repeated line elements', async () => {
-    const item = await createItem('3.00', 10);
+    const item = await stockedItem('3.00', 10);
     const reply = await test.call({
       method: 'POST',
       url: '/v1/orders',
@@ -173,7 +158,7 @@ describe('POST /v1/orders', () => {
   });
 
   it('POST /v1/orders: the same Idempotency-Key and body replay the first response and reserve once', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const send = () =>
       test.call({ method: 'POST', url: '/v1/orders', headers: { 'idempotency-key': `order-${item}` }, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 4 }] } });
 
@@ -190,7 +175,7 @@ describe('POST /v1/orders', () => {
 
 describe('PATCH /v1/orders/{id}', () => {
   it('PATCH /v1/orders/{id}: placed → fulfilled takes the reserved units out of inventory', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 4 }])).json;
 
     const reply = await patchOrder(order.id, { status: 'fulfilled' });
@@ -204,7 +189,7 @@ describe('PATCH /v1/orders/{id}', () => {
   });
 
   it('PATCH /v1/orders/{id}: placed → cancelled returns the reserved units to stock', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 4 }])).json;
 
     const reply = await patchOrder(order.id, { status: 'cancelled' });
@@ -221,50 +206,50 @@ describe('PATCH /v1/orders/{id}', () => {
     ['cancelled → placed', 'cancelled', 'placed'],
   ];
   it.each(illegal)('PATCH /v1/orders/{id}: 409 invalid-transition for %s, and nothing stored changes', async (_case, from, to) => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
     await patchOrder(order.id, { status: from });
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await patchOrder(order.id, { status: to });
 
     const problem = expectProblem(reply, 409, 'invalid-transition');
     expect(problem.current_status).toBe(from);
     expect(problem.allowed_statuses).toEqual([]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PATCH /v1/orders/{id}: 409 invalid-transition when the status is not an order status, and nothing stored changes', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await patchOrder(order.id, { status: 'shipped' });
 
     const problem = expectProblem(reply, 409, 'invalid-transition');
     expect(problem.detail).toContain('"shipped" is not an order status');
     expect(problem.allowed_statuses).toEqual(['fulfilled', 'cancelled']);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PATCH /v1/orders/{id}: 412 with a stale If-Match, and nothing stored changes', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
     await patchOrder(order.id, { name: 'renamed' });
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await patchOrder(order.id, { status: 'fulfilled' }, { 'if-match': '"v1"' });
 
     expectProblem(reply, 412, 'precondition-failed');
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
 describe('PUT /v1/orders/{id}', () => {
   it('PUT /v1/orders/{id}: replaces the lines of a placed order, reserving and releasing only the difference', async () => {
-    const kept = await createItem('1.00', 10);
-    const dropped = await createItem('2.00', 10);
-    const added = await createItem('3.00', 10);
+    const kept = await stockedItem('1.00', 10);
+    const dropped = await stockedItem('2.00', 10);
+    const added = await stockedItem('3.00', 10);
     const order = (await placeOrder([{ item_id: kept, quantity: 2 }, { item_id: dropped, quantity: 3 }])).json;
 
     const reply = await test.call({
@@ -287,46 +272,46 @@ describe('PUT /v1/orders/{id}', () => {
   });
 
   it('PUT /v1/orders/{id}: 409 insufficient-stock counts what the order already holds as available, and nothing stored changes', async () => {
-    const item = await createItem('1.00', 5);
+    const item = await stockedItem('1.00', 5);
     const order = (await placeOrder([{ item_id: item, quantity: 3 }])).json;
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/orders/${order.id}`, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 6 }] } });
 
     const problem = expectProblem(reply, 409, 'insufficient-stock');
     expect(problem.short_lines).toEqual([{ item_id: item, requested: 6, available: 5 }]);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it.each(['fulfilled', 'cancelled'] as const)('PUT /v1/orders/{id}: 409 order-not-placed when the order is %s, and nothing stored changes', async (status) => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
     await patchOrder(order.id, { status });
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/orders/${order.id}`, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 1 }] } });
 
     const problem = expectProblem(reply, 409, 'order-not-placed');
     expect(problem.current_status).toBe(status);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/orders/{id}: 422 read-only-field when the body changes the total, and nothing stored changes', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
-    const before = await storedState();
+    const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'PUT', url: `/v1/orders/${order.id}`, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 1 }], total: '0.01' } });
 
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/total']);
-    expect(await storedState()).toEqual(before);
+    expect(await storedInventory(test)).toEqual(before);
   });
 });
 
 describe('DELETE /v1/orders/{id}', () => {
   it('DELETE /v1/orders/{id}: 204 and a placed order releases what it reserved', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 4 }])).json;
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/orders/${order.id}` });
@@ -339,7 +324,7 @@ describe('DELETE /v1/orders/{id}', () => {
   });
 
   it('DELETE /v1/orders/{id}: a fulfilled order releases nothing (its units have left)', async () => {
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 4 }])).json;
     await patchOrder(order.id, { status: 'fulfilled' });
 
@@ -351,7 +336,7 @@ describe('DELETE /v1/orders/{id}', () => {
 describe('orders and users', () => {
   it('DELETE /v1/users/{id}: 409 user-has-open-orders while an order is placed; once it is closed, 204 and the order keeps user_id null', async () => {
     const { user } = await createUser(test);
-    const item = await createItem('1.00', 10);
+    const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 1 }], { user_id: user.id })).json;
 
     expectProblem(await test.call({ method: 'DELETE', url: `/v1/users/${user.id}` }), 409, 'user-has-open-orders');
@@ -366,7 +351,7 @@ describe('orders and users', () => {
 describe('GET /v1/orders', () => {
   it('GET /v1/orders: filters by status and user_id, sorts by total, and pages with a cursor', async () => {
     const { user } = await createUser(test);
-    const item = await createItem('1.00', 100);
+    const item = await stockedItem('1.00', 100);
     const totals = [5, 1, 3, 2];
     const ids: number[] = [];
     for (const quantity of totals) ids.push((await placeOrder([{ item_id: item, quantity }], { user_id: user.id })).json.id);

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
+import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
 import { Price } from '../money.js';
 
 const Sku = Type.String({
@@ -40,62 +40,3 @@ export const ITEM_COLLECTION: CollectionSpec = {
     ...CREATED_RANGE_FILTERS,
   },
 };
-
-/** Stock of one item (SPEC §2): quantity is on hand and unreserved; reserved is held by placed orders. */
-const StockQuantity = Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, description: 'units on hand and not reserved, 0 to 10¹²' });
-
-export const StockSchema = Type.Object(
-  {
-    item_id: Type.Integer({ ...Id, readOnly: true, description: 'the item this stock is of' }),
-    quantity: StockQuantity,
-    reserved: Type.Integer({ minimum: 0, readOnly: true, description: 'units held by placed orders' }),
-    updated_at: RecordFields.updated_at,
-  },
-  { additionalProperties: false, xml: { name: 'stock' }, title: 'Stock' },
-);
-export type Stock = Static<typeof StockSchema>;
-
-/** Read-only stock fields a PUT or PATCH may echo back unchanged. */
-const EchoedStock = {
-  item_id: Type.Optional(Id),
-  reserved: Type.Optional(Type.Integer({ minimum: 0 })),
-  updated_at: Type.Optional(RecordFields.updated_at),
-};
-
-export const StockReplaceSchema = Type.Object({ quantity: StockQuantity, ...EchoedStock }, { additionalProperties: false, xml: { name: 'stock' }, title: 'StockReplace' });
-export const StockPatchSchema = Type.Object({ quantity: Type.Optional(StockQuantity), ...EchoedStock }, { additionalProperties: false, xml: { name: 'stock' }, title: 'StockPatch' });
-export type StockChange = Static<typeof StockPatchSchema>;
-
-export const MovementSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    item_id: Type.Integer({ ...Id, description: 'the item whose stock moved' }),
-    kind: Type.Union([Type.Literal('set'), Type.Literal('reserve'), Type.Literal('release'), Type.Literal('fulfil')], {
-      description: 'set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order',
-    }),
-    quantity_change: Type.Integer({ description: 'change of the on-hand, unreserved quantity' }),
-    reserved_change: Type.Integer({ description: 'change of the reserved quantity' }),
-    quantity_after: Type.Integer({ minimum: 0 }),
-    reserved_after: Type.Integer({ minimum: 0 }),
-    order_id: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'the order that caused the movement; null for set' }),
-    created_at: RecordFields.created_at,
-  },
-  { additionalProperties: false, xml: { name: 'movement' }, title: 'StockMovement' },
-);
-
-export const MovementPageSchema = pageSchema(MovementSchema, 'movements');
-
-export const MOVEMENT_COLLECTION: CollectionSpec = {
-  sortable: { id: 'integer' },
-  defaultSort: '-id',
-  filters: {
-    kind: {
-      schema: Type.Union([Type.Literal('set'), Type.Literal('reserve'), Type.Literal('release'), Type.Literal('fulfil')], { description: 'only movements of this kind' }),
-      column: 'kind',
-      operator: '=',
-    },
-    order_id: { schema: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'only movements caused by this order' }), column: 'order_id', operator: '=' },
-    ...CREATED_RANGE_FILTERS,
-  },
-};
-

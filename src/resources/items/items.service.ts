@@ -1,4 +1,5 @@
 import { nowTimestamp } from '../../db/clock.js';
+import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
@@ -6,27 +7,18 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
 import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
-  deleteItemAtVersion,
   findItemById,
   findItems,
   insertItem,
-  insertStock,
   isItemOrdered,
   updateItemAtVersion,
   type StoredItem,
 } from './items.repository.js';
-import type { ItemCreate, ItemPatch, ItemReplace } from './items.schema.js';
+import { insertStock } from './stock.repository.js';
+import type { Item, ItemCreate, ItemPatch, ItemReplace } from './items.schema.js';
 
-/** An item as the API shows it: the price as a decimal string, and the version for its ETag. */
-export interface ItemView {
-  id: number;
-  name: string;
-  sku: string;
-  price: string;
-  created_at: string;
-  updated_at: string;
-  version: number;
-}
+/** An item as the API shows it (the price as a decimal string), and the version its ETag comes from. */
+export type ItemView = Item & { version: number };
 
 export function presentItem(item: StoredItem): ItemView {
   return { ...item, price: formatMinorUnits(item.price) };
@@ -71,7 +63,7 @@ export async function deleteItem(trx: Trx, id: number, condition: VersionConditi
     if (await isItemOrdered(trx, id)) {
       throw new ConflictError('item-in-use', `Item ${id} is on orders; an item that has been ordered cannot be deleted.`);
     }
-    return (await deleteItemAtVersion(trx, id, stored.version)) ? true : undefined;
+    return (await deleteAtVersion(trx, 'items', id, stored.version)) ? true : undefined;
   }, `Item ${id}`);
 }
 

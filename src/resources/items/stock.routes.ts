@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import { MOVEMENT_COLLECTION, MovementPageSchema, StockPatchSchema, StockReplaceSchema, StockSchema } from './items.schema.js';
+import { MOVEMENT_COLLECTION, MovementPageSchema, StockPatchSchema, StockReplaceSchema, StockSchema } from './stock.schema.js';
 import { getStock, listMovements, setStock } from './stock.service.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */

@@ -3,9 +3,10 @@ import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError } from '../../errors.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withVersionRetry, type VersionCondition } from '../versioned.js';
-import { findItemById, findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './items.repository.js';
+import { findItemById } from './items.repository.js';
+import { findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
-import type { StockChange } from './items.schema.js';
+import type { StockChange } from './stock.schema.js';
 
 /**
  * Stock and its ledger. Every change of an item's quantity or reserved count goes through this

@@ -68,11 +68,6 @@ export function updateOrderAtVersion(
     .executeTakeFirst();
 }
 
-export async function deleteOrderAtVersion(db: Executor, id: number, version: number): Promise<boolean> {
-  const result = await db.deleteFrom('orders').where('id', '=', id).where('version', '=', version).executeTakeFirst();
-  return result.numDeletedRows > 0n;
-}
-
 export async function hasPlacedOrders(db: Executor, userId: number): Promise<boolean> {
   const order = await db.selectFrom('orders').select('id').where('user_id', '=', userId).where('status', '=', 'placed').limit(1).executeTakeFirst();
   return order !== undefined;

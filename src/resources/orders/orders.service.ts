@@ -1,4 +1,5 @@
 import { nowTimestamp } from '../../db/clock.js';
+import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, OrderStatus, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
@@ -9,7 +10,6 @@ import { findUserById } from '../users/users.repository.js';
 import { assertCondition, assertEchoesMatch, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
   deleteLines,
-  deleteOrderAtVersion,
   findLines,
   findLinesOfOrders,
   findOrderById,
@@ -20,7 +20,7 @@ import {
   type StoredLine,
   type StoredOrder,
 } from './orders.repository.js';
-import type { OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
+import type { Order, OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
 
 /**
  * Orders reserve stock. Every change that moves stock runs in one transaction that also writes
@@ -29,17 +29,8 @@ import type { OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
  * themselves are conditional updates, so stock is never oversold even if another writer gets
  * in between (PostgreSQL), in which case the transaction is abandoned with the same 409.
  */
-export interface OrderView {
-  id: number;
-  name: string;
-  user_id: number | null;
-  status: OrderStatus;
-  lines: { item_id: number; quantity: number; unit_price: string; line_total: string }[];
-  total: string;
-  created_at: string;
-  updated_at: string;
-  version: number;
-}
+/** An order as the API shows it, and the version its ETag comes from. */
+export type OrderView = Order & { version: number };
 
 export async function getOrder(db: Executor, id: number): Promise<OrderView> {
   const order = await findOrderById(db, id);
@@ -64,8 +55,9 @@ export async function placeOrder(trx: Trx, input: OrderCreate): Promise<OrderVie
   await assertUserExists(trx, input.user_id);
   const wanted = mergeLines(input.lines);
   const prices = await priceLines(trx, wanted, new Map());
+  const total = totalOf(wanted, prices);
   await assertStockCovers(trx, wanted, new Map());
-  const order = await insertOrder(trx, { name: input.name, user_id: input.user_id, total: totalOf(wanted, prices), now });
+  const order = await insertOrder(trx, { name: input.name, user_id: input.user_id, total, now });
   const stored = linesToStore(order.id, wanted, prices);
   await insertLines(trx, stored);
   await applyStockMoves(trx, order.id, stored.map((line) => ({ itemId: line.item_id, kind: 'reserve', units: line.quantity })), now);
@@ -87,7 +79,7 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
     if (!order) throw orderNotFound(id);
     assertCondition(condition, order.version, `Order ${id}`);
     const lines = await findLines(trx, id);
-    if (!(await deleteOrderAtVersion(trx, id, order.version))) return undefined;
+    if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
     if (order.status === 'placed') await applyStockMoves(trx, id, lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })), nowTimestamp());
     return true;
   }, `Order ${id}`);
@@ -118,10 +110,12 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
     if (userChanges && userId !== null) await assertUserExists(trx, userId);
     const now = nowTimestamp();
     let lines = storedLines;
+    let total = stored.total;
     const moves: StockMove[] = [];
     if (linesChange) {
       const current = new Map(storedLines.map((line) => [line.item_id, line]));
       const prices = await priceLines(trx, wantedLines, current);
+      total = totalOf(wantedLines, prices);
       await assertStockCovers(trx, wantedLines, current);
       lines = linesToStore(id, wantedLines, prices);
       moves.push(...lineDifference(current, wantedLines));
@@ -132,7 +126,6 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
     }
 
     // The version is claimed first: if another writer got in, nothing below has happened yet.
-    const total = lines.reduce((sum, line) => sum + line.quantity * line.unit_price, 0);
     const updated = await updateOrderAtVersion(trx, id, stored.version, { name, user_id: userId, status, total, now });
     if (!updated) return undefined;
     if (linesChange) {
@@ -148,7 +141,7 @@ function assertTransition(order: StoredOrder, status: string): OrderStatus {
   if (status === order.status) return order.status;
   const allowed = TRANSITIONS[order.status];
   if (!(allowed as string[]).includes(status)) {
-    const reason = (['placed', 'fulfilled', 'cancelled'] as string[]).includes(status) ? `cannot move from ${order.status} to ${status}` : `"${status}" is not an order status`;
+    const reason = Object.hasOwn(TRANSITIONS, status) ? `cannot move from ${order.status} to ${status}` : `"${status}" is not an order status`;
     throw new ConflictError('invalid-transition', `Order ${order.id} ${reason}; from ${order.status} it can move to ${allowed.length > 0 ? allowed.join(' or ') : 'no other status'}.`, {
       current_status: order.status,
       allowed_statuses: allowed,
@@ -199,9 +192,6 @@ async function priceLines(db: Executor, wanted: Map<number, WantedLine>, current
     if (captured) prices.set(line.item_id, captured.unit_price);
   }
   if (errors.length > 0) throw new UnprocessableError(`The order names items that do not exist: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'unknown-reference');
-  if (!Number.isSafeInteger(totalOf(wanted, prices))) {
-    throw new UnprocessableError('The order total is too large to be represented exactly.', [{ in: 'body', pointer: '#/lines', detail: 'the total of the lines is too large' }]);
-  }
   return prices;
 }
 
@@ -228,9 +218,13 @@ function lineDifference(current: Map<number, StoredLine>, wanted: Map<number, Wa
   return moves;
 }
 
+/** The order total in cents; 422 when it is too large to be represented exactly. */
 function totalOf(wanted: Map<number, WantedLine>, prices: Map<number, number>): number {
   let total = 0;
   for (const line of wanted.values()) total += line.quantity * prices.get(line.item_id)!;
+  if (!Number.isSafeInteger(total)) {
+    throw new UnprocessableError('The order total is too large to be represented exactly.', [{ in: 'body', pointer: '#/lines', detail: 'the total of the lines is too large' }]);
+  }
   return total;
 }
 

@@ -54,12 +54,6 @@ export function updateUserAtVersion(
     .executeTakeFirst();
 }
 
-/** Deletes the row if it is still at `version`; true when a row was deleted. */
-export async function deleteUserAtVersion(db: Executor, id: number, version: number): Promise<boolean> {
-  const result = await db.deleteFrom('users').where('id', '=', id).where('version', '=', version).executeTakeFirst();
-  return result.numDeletedRows > 0n;
-}
-
 /** Emails are unique without regard to case: the key is the Unicode lower case of the address. */
 export function emailKey(email: string): string {
   return email.toLowerCase();

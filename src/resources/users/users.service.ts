@@ -1,4 +1,5 @@
 import { nowTimestamp } from '../../db/clock.js';
+import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
@@ -6,7 +7,6 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
-  deleteUserAtVersion,
   emailKey,
   findUserById,
   findUsers,
@@ -48,7 +48,7 @@ export async function deleteUser(trx: Trx, id: number, condition: VersionConditi
     if (await hasPlacedOrders(trx, id)) {
       throw new ConflictError('user-has-open-orders', `User ${id} has placed orders; fulfil, cancel or delete them first.`);
     }
-    return (await deleteUserAtVersion(trx, id, stored.version)) ? true : undefined;
+    return (await deleteAtVersion(trx, 'users', id, stored.version)) ? true : undefined;
   }, `User ${id}`);
 }
 

@@ -1,0 +1,76 @@
+import type { Executor, StockMovementRow, StockRow } from '../../db/database.js';
+import { compiledQuery } from '../../db/compiled.js';
+import { fetchPage, type ListQuery } from '../../db/paginate.js';
+
+/** Every query of an item's stock and of its ledger (stock_movements). */
+const STOCK_COLUMNS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'updated_at', 'version'] as const;
+export type StoredStock = Pick<StockRow, (typeof STOCK_COLUMNS)[number]>;
+
+const MOVEMENT_COLUMNS = ['id', 'item_id', 'kind', 'quantity_change', 'reserved_change', 'quantity_after', 'reserved_after', 'order_id', 'created_at'] as const;
+
+const selectStockByItem = compiledQuery((db, itemId: number) => db.selectFrom('stock').select(STOCK_COLUMNS).where('item_id', '=', itemId));
+
+export function insertStock(db: Executor, itemId: number, now: string): Promise<StoredStock> {
+  return db
+    .insertInto('stock')
+    .values({ item_id: itemId, quantity: 0, reserved: 0, fulfilled: 0, version: 1, updated_at: now })
+    .returning(STOCK_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export async function findStock(db: Executor, itemId: number): Promise<StoredStock | undefined> {
+  const [stock] = await selectStockByItem(db, itemId);
+  return stock;
+}
+
+export function findStocks(db: Executor, itemIds: number[]): Promise<StoredStock[]> {
+  return db.selectFrom('stock').select(STOCK_COLUMNS).where('item_id', 'in', itemIds).execute();
+}
+
+/**
+ * Moves stock by the given amounts in one conditional UPDATE: it applies only while the result
+ * keeps quantity and reserved ≥ 0, so stock can never be oversold or go negative, whatever runs
+ * concurrently (correct on SQLite and PostgreSQL alike). Undefined when the condition failed.
+ */
+export function moveStock(
+  db: Executor,
+  itemId: number,
+  change: { quantity: number; reserved: number; fulfilled: number; now: string },
+): Promise<StoredStock | undefined> {
+  return db
+    .updateTable('stock')
+    .set((eb) => ({
+      quantity: eb('quantity', '+', change.quantity),
+      reserved: eb('reserved', '+', change.reserved),
+      fulfilled: eb('fulfilled', '+', change.fulfilled),
+      version: eb('version', '+', 1),
+      updated_at: change.now,
+    }))
+    .where('item_id', '=', itemId)
+    .where('quantity', '>=', -change.quantity)
+    .where('reserved', '>=', -change.reserved)
+    .returning(STOCK_COLUMNS)
+    .executeTakeFirst();
+}
+
+/** Sets the on-hand quantity if the stock is still at `version`. */
+export function setStockQuantityAtVersion(db: Executor, itemId: number, version: number, quantity: number, now: string): Promise<StoredStock | undefined> {
+  return db
+    .updateTable('stock')
+    .set({ quantity, version: version + 1, updated_at: now })
+    .where('item_id', '=', itemId)
+    .where('version', '=', version)
+    .returning(STOCK_COLUMNS)
+    .executeTakeFirst();
+}
+
+/** A ledger entry to append: every column but the id. */
+export type NewMovement = Omit<StockMovementRow, 'id'>;
+
+export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
+  if (movements.length > 0) await db.insertInto('stock_movements').values(movements).execute();
+}
+
+export function findMovements(db: Executor, itemId: number, query: ListQuery) {
+  return fetchPage(db.selectFrom('stock_movements').select(MOVEMENT_COLUMNS).where('item_id', '=', itemId), query);
+}
