@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { registerDraining } from './http/draining.js';
+import { registerHsts, transportOptions } from './http/transport.js';
 import { deleteExpiredKeys } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
@@ -50,6 +51,7 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256 },
+    ...transportOptions(config),
   });
 
   const routeTable = new RouteTable();
@@ -60,6 +62,7 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   app.addHook('onRoute', (route) => routeTable.add(route));
 
   registerRequestId(app);
+  registerHsts(app, config);
   registerRepresentations(app);
   registerProblemHandlers(app, routeTable);
   registerDraining(app);

@@ -58,6 +58,62 @@ export const ConfigSchema = Type.Object({
     }),
     'ROWI_SHUTDOWN_TIMEOUT',
   ),
+  tlsCert: setting(
+    Type.String({ default: '', description: 'PEM certificate (chain) file; with ROWI_TLS_KEY, rowi serves HTTPS and sends HSTS' }),
+    'ROWI_TLS_CERT',
+    'tls-cert',
+  ),
+  tlsKey: setting(
+    Type.String({ default: '', description: 'PEM private key file of ROWI_TLS_CERT' }),
+    'ROWI_TLS_KEY',
+    'tls-key',
+  ),
+  trustProxy: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*$',
+      'x-error': 'must be a comma-separated list of IP addresses or CIDR ranges',
+      description: 'comma-separated proxy addresses or CIDR ranges whose X-Forwarded-For/-Proto/-Host are believed',
+    }),
+    'ROWI_TRUST_PROXY',
+  ),
+  publicUrl: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^https?://[^/?#\\s]+$',
+      description: 'origin callers reach rowi at (https://api.example.com); the OAuth issuer; default: the listen address',
+    }),
+    'ROWI_PUBLIC_URL',
+  ),
+  tokenLifetime: setting(
+    Type.Integer({ minimum: 60, maximum: 86_400, default: 900, description: 'lifetime in seconds of access tokens issued by POST /oauth/token' }),
+    'ROWI_TOKEN_LIFETIME',
+  ),
+  jwtIssuer: setting(
+    Type.String({ default: '', pattern: '^$|^https?://\\S+$', description: 'issuer (iss) of external bearer tokens rowi accepts; unset: none' }),
+    'ROWI_JWT_ISSUER',
+  ),
+  jwtAudience: setting(
+    Type.String({ default: '', description: 'audience (aud) external bearer tokens must name' }),
+    'ROWI_JWT_AUDIENCE',
+  ),
+  jwtJwksUrl: setting(
+    Type.String({ default: '', pattern: '^$|^https?://\\S+$', description: 'JWKS URL of the external issuer (cached; refetched on an unknown kid)' }),
+    'ROWI_JWT_JWKS_URL',
+  ),
+  jwtAlgorithms: setting(
+    Type.String({
+      default: 'RS256,ES256,PS256,EdDSA',
+      pattern: '^(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA)(,(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA))*$',
+      'x-error': 'must be a comma-separated list of asymmetric JWS algorithms (RS256, PS256, ES256, EdDSA…)',
+      description: 'signature algorithms accepted on external bearer tokens (never none or HS*)',
+    }),
+    'ROWI_JWT_ALGORITHMS',
+  ),
+  auditFlushInterval: setting(
+    Type.Integer({ minimum: 10, maximum: 60_000, default: 1000, description: 'milliseconds between batched writes of the audit trail' }),
+    'ROWI_AUDIT_FLUSH_INTERVAL',
+  ),
   sqliteSynchronous: setting(
     Type.Union([Type.Literal('full'), Type.Literal('normal')], {
       default: 'full',
@@ -127,7 +183,29 @@ export function loadConfig(
     }
     config[key] = value;
   }
+  checkTogether(config as Config);
   return Object.freeze(config) as Config;
+}
+
+/** Settings that only mean something together. */
+function checkTogether(config: Config): void {
+  const groups: [string, string[]][] = [
+    ['serving HTTPS', ['ROWI_TLS_CERT', 'ROWI_TLS_KEY']],
+    ['accepting external bearer tokens', ['ROWI_JWT_ISSUER', 'ROWI_JWT_AUDIENCE', 'ROWI_JWT_JWKS_URL']],
+  ];
+  const values: Record<string, string> = {
+    ROWI_TLS_CERT: config.tlsCert,
+    ROWI_TLS_KEY: config.tlsKey,
+    ROWI_JWT_ISSUER: config.jwtIssuer,
+    ROWI_JWT_AUDIENCE: config.jwtAudience,
+    ROWI_JWT_JWKS_URL: config.jwtJwksUrl,
+  };
+  for (const [purpose, names] of groups) {
+    const missing = names.filter((name) => values[name] === '');
+    if (missing.length > 0 && missing.length < names.length) {
+      throw new ConfigError(`${missing.join(' and ')} must be set too: ${purpose} needs ${names.join(', ')}`);
+    }
+  }
 }
 
 function parseInteger(raw: string): number | string {
@@ -136,6 +214,7 @@ function parseInteger(raw: string): number | string {
 
 function explain(schema: SettingSchema): string {
   const rule = schema as unknown as Record<string, unknown>;
+  if (typeof rule['x-error'] === 'string') return rule['x-error'];
   if (schema.type === 'integer') return `expected an integer from ${rule.minimum} to ${rule.maximum}`;
   if (Array.isArray(rule.anyOf)) {
     const choices = (rule.anyOf as { const: string }[]).map((option) => option.const);
