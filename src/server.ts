@@ -34,7 +34,7 @@ export async function serve(config: Config): Promise<void> {
     throw error;
   }
 
-  const baseUrl = `${publicOrigin(app.server.address() as AddressInfo)}/v1`;
+  const baseUrl = `${publicOrigin(app.server.address() as AddressInfo, config.tlsCert === '' ? 'http' : 'https')}/v1`;
   logger.info({ url: baseUrl, storage: storage.describe }, `listening on ${baseUrl}`);
   process.stderr.write(
     `\nrowi is serving ${baseUrl} (${storage.describe})\n` +
@@ -58,7 +58,7 @@ export async function serve(config: Config): Promise<void> {
 }
 
 /** The address to tell people: a wildcard listen address is reachable on loopback. */
-function publicOrigin(address: AddressInfo): string {
+function publicOrigin(address: AddressInfo, scheme: 'http' | 'https'): string {
   const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
-  return `http://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
+  return `${scheme}://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }
