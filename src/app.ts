@@ -1,4 +1,9 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { AuditLog, registerAudit } from './auth/audit.js';
+import { registerAuthentication } from './auth/authenticate.js';
+import oauthRoutes from './auth/oauth.routes.js';
+import { Authenticator } from './auth/principals.js';
+import { TokenService } from './auth/tokens.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { registerDraining } from './http/draining.js';
@@ -15,6 +20,8 @@ import itemsRoutes from './resources/items/items.routes.js';
 import stockRoutes from './resources/items/stock.routes.js';
 import ordersRoutes from './resources/orders/orders.routes.js';
 import usersRoutes from './resources/users/users.routes.js';
+import callersRoutes from './resources/callers/callers.routes.js';
+import auditRoutes from './resources/audit/audit.routes.js';
 import { VERSION } from './version.js';
 
 declare module 'fastify' {
@@ -67,6 +74,8 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   registerProblemHandlers(app, routeTable);
   registerDraining(app);
   registerAccessLog(app);
+  registerAudit(app, new AuditLog(db, logger, config.auditFlushInterval));
+  registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config)), logger));
   await registerOpenApi(app, VERSION);
 
   await app.register(rootRoutes, { version: VERSION });
@@ -74,6 +83,9 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   await app.register(itemsRoutes);
   await app.register(stockRoutes);
   await app.register(ordersRoutes);
+  await app.register(callersRoutes);
+  await app.register(auditRoutes);
+  await app.register(oauthRoutes);
   registerOpenApiRoute(app);
 
   const sweep = setInterval(() => {
@@ -83,6 +95,16 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   app.addHook('onClose', async () => clearInterval(sweep));
 
   return app;
+}
+
+/**
+ * The OAuth issuer and the origin in its metadata: ROWI_PUBLIC_URL, else the listen address
+ * (server.ts corrects the port once it is known when ROWI_PORT is 0).
+ */
+export function defaultIssuer(config: Config): string {
+  if (config.publicUrl !== '') return config.publicUrl;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  return `${config.tlsCert === '' ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
 }
 
 /** One line per request, written when the response is done; the path only (no query string). */

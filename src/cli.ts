@@ -1,7 +1,13 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { CONFIG_FLAGS, ConfigError, describeSettings, loadConfig } from './config.js';
+import { ROLES } from './auth/policy.js';
+import { TokenService } from './auth/tokens.js';
+import type { Db, Role } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
+import { AppError } from './errors.js';
+import { CALLER_NAME_PATTERN } from './resources/callers/callers.schema.js';
+import { createApiKey, createCaller } from './resources/callers/callers.service.js';
 import { openStorage, serve } from './server.js';
 import { VERSION } from './version.js';
 
@@ -10,6 +16,11 @@ const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
 Usage:
   rowi serve [flags]     serve the API (creates and migrates the database on first start)
   rowi migrate [flags]   bring the database up to date and exit
+  rowi callers create --name NAME --role reader|editor|admin [flags]
+                         create a caller; prints its new API key, alone, once
+  rowi signing-keys rotate [flags]
+                         retire the key that signs access tokens and make a new one
+                         (the old public key stays published until its tokens expire)
   rowi --version | --help
 
 Settings (flag, environment variable, default):
@@ -29,11 +40,17 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  if (command !== 'serve' && command !== 'migrate') return usageError(`unknown command "${command}"`);
+  if (!['serve', 'migrate', 'callers', 'signing-keys'].includes(command)) return usageError(`unknown command "${command}"`);
 
   let flags: Record<string, string | boolean | undefined>;
+  let positionals: string[];
   try {
-    flags = parseArgs({ args: rest, options: { ...CONFIG_FLAGS, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }).values;
+    ({ values: flags, positionals } = parseArgs({
+      args: rest,
+      options: { ...CONFIG_FLAGS, ...(command === 'callers' ? CALLER_FLAGS : {}), help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: command === 'callers' || command === 'signing-keys',
+    }));
   } catch (error) {
     return usageError((error as Error).message);
   }
@@ -47,14 +64,48 @@ async function main(argv: string[]): Promise<number> {
     await serve(config);
     return -1; // keeps running until a signal
   }
+  if (command === 'callers' && positionals.join(' ') !== 'create') return usageError('the callers command is: rowi callers create --name NAME --role ROLE');
+  if (command === 'signing-keys' && positionals.join(' ') !== 'rotate') return usageError('the signing-keys command is: rowi signing-keys rotate');
+  if (command === 'callers' && (typeof flags.name !== 'string' || typeof flags.role !== 'string')) return usageError('callers create needs --name and --role');
   const storage = openStorage(config);
   try {
     const { applied } = await migrateToLatest(storage.db);
-    process.stdout.write(applied.length > 0 ? `applied ${applied.join(', ')}\n` : 'database is up to date\n');
+    if (command === 'migrate') {
+      process.stdout.write(applied.length > 0 ? `applied ${applied.join(', ')}\n` : 'database is up to date\n');
+    } else if (command === 'callers') {
+      return await createCallerCommand(storage.db, flags.name as string, flags.role as string);
+    } else {
+      const kid = await new TokenService(storage.db, config, config.publicUrl).rotate();
+      process.stdout.write(`${kid}\n`);
+    }
   } finally {
     await storage.close();
   }
   return 0;
+}
+
+const CALLER_FLAGS = { name: { type: 'string' as const }, role: { type: 'string' as const } };
+
+/** Prints the new key alone on stdout, so scripts can capture it: ROWI_KEY=$(rowi callers create …). */
+async function createCallerCommand(db: Db, name: string, role: string): Promise<number> {
+  if (!(ROLES as readonly string[]).includes(role)) return usageError(`--role must be one of ${ROLES.join(', ')}`);
+  if (name.length > 64 || !new RegExp(CALLER_NAME_PATTERN).test(name)) {
+    return usageError('--name must be 1–64 lower-case letters, digits, dots, hyphens or underscores, starting with a letter or digit');
+  }
+  try {
+    const key = await db.transaction().execute(async (trx) => {
+      const caller = await createCaller(trx, { name, role: role as Role });
+      return (await createApiKey(trx, caller.id, { description: 'created by rowi callers create' })).key;
+    });
+    process.stdout.write(`${key}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof AppError) {
+      process.stderr.write(`rowi: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
 }
 
 function usageError(message: string): number {

@@ -10,6 +10,10 @@ export const PROBLEM_TYPES = {
   'xml-doctype-refused': { status: 400, title: 'XML DOCTYPE refused', description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.' },
   'invalid-query': { status: 400, title: 'Invalid query parameter', description: 'A query parameter is unknown, malformed or out of range; `errors` points at each one.' },
   'invalid-header': { status: 400, title: 'Invalid header', description: 'A request header rowi reads (Idempotency-Key, If-Match…) is malformed.' },
+  'malformed-credentials': { status: 400, title: 'Malformed credentials', description: 'Credentials were sent in a way rowi refuses: in the query string (where they end up in logs), empty, oversized, or two kinds at once. Send one API key in X-API-Key or one bearer token in Authorization.' },
+  'missing-credentials': { status: 401, title: 'Authentication required', description: 'The operation needs credentials: an API key in X-API-Key or a bearer token in Authorization (WWW-Authenticate says how).' },
+  'invalid-credentials': { status: 401, title: 'Invalid credentials', description: 'The API key or token is unknown, revoked, expired, not yet valid, badly signed, or meant for another audience; `detail` says which.' },
+  'insufficient-scope': { status: 403, title: 'Insufficient scope', description: 'The caller is known but lacks a scope the operation needs; `required_scopes` lists the missing ones.' },
   'not-found': { status: 404, title: 'Not found', description: 'No resource exists at this path, or the id names no record.' },
   'method-not-allowed': { status: 405, title: 'Method not allowed', description: 'The path exists but does not support this method; Allow lists the methods it does support.' },
   'not-acceptable': { status: 406, title: 'Not acceptable', description: 'Accept allows none of the media types the resource is available in (JSON and XML).' },
@@ -20,6 +24,8 @@ export const PROBLEM_TYPES = {
   'invalid-transition': { status: 409, title: 'Invalid status transition', description: 'An order moves only from placed to fulfilled or cancelled; the status asked for cannot be reached from the current one (or is not a status). `allowed_statuses` lists what can.' },
   'order-not-placed': { status: 409, title: 'Order is closed', description: 'The order is fulfilled or cancelled: its lines and user can no longer change.' },
   'user-has-open-orders': { status: 409, title: 'User has placed orders', description: 'The user has orders still placed; fulfil, cancel or delete them before deleting the user.' },
+  'caller-name-taken': { status: 409, title: 'Caller name already in use', description: 'Another caller has this name; names are unique (they are also OAuth client ids).' },
+  'last-admin': { status: 409, title: 'Last admin', description: 'The change would leave no caller with the admin role, and then nobody could manage callers.' },
   'precondition-failed': { status: 412, title: 'Precondition failed', description: 'If-Match does not name the current ETag: the record changed since it was read. GET it again and retry.' },
   'body-too-large': { status: 413, title: 'Body too large', description: 'The body is larger than the configured limit (ROWI_BODY_LIMIT, 1 MiB by default).' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type', description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.' },
@@ -125,5 +131,19 @@ export class UnsupportedMediaTypeError extends AppError {
 export class UnprocessableError extends AppError {
   constructor(detail: string, errors: FieldError[], type: ProblemType = 'validation-failed') {
     super(type, detail, { errors });
+  }
+}
+
+/** 401/400 with the WWW-Authenticate challenge of RFC 6750 §3. */
+export class AuthenticationError extends AppError {
+  constructor(type: 'missing-credentials' | 'invalid-credentials' | 'malformed-credentials', detail: string, challenge: string) {
+    super(type, detail, { headers: { 'www-authenticate': challenge } });
+  }
+}
+
+/** 403: known caller, missing scope (RFC 6750 §3.1 insufficient_scope). */
+export class ForbiddenError extends AppError {
+  constructor(detail: string, missing: string[], challenge: string) {
+    super('insufficient-scope', detail, { headers: { 'www-authenticate': challenge }, extensions: { required_scopes: missing } });
   }
 }

@@ -5,6 +5,7 @@ import { ConfigError, type Config } from './config.js';
 import { openSqlite, type Storage } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
+import { ensureFirstAdmin } from './resources/callers/callers.service.js';
 
 /** Opens the configured database; a file that cannot be opened is a bad setting (exit 2). */
 export function openStorage(config: Config): Storage {
@@ -26,6 +27,7 @@ export async function serve(config: Config): Promise<void> {
   const migrations = await migrateToLatest(storage.db);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
 
+  const firstAdmin = await ensureFirstAdmin(storage.db);
   const app = await buildApp({ config, db: storage.db, logger });
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -34,13 +36,22 @@ export async function serve(config: Config): Promise<void> {
     throw error;
   }
 
-  const baseUrl = `${publicOrigin(app.server.address() as AddressInfo, config.tlsCert === '' ? 'http' : 'https')}/v1`;
+  const origin = publicOrigin(app.server.address() as AddressInfo, config.tlsCert === '' ? 'http' : 'https');
+  // The OAuth issuer is the listen address unless ROWI_PUBLIC_URL says otherwise; only now is the port known.
+  if (config.publicUrl === '') app.auth.tokens.issuer = origin;
+  const baseUrl = `${origin}/v1`;
   logger.info({ url: baseUrl, storage: storage.describe }, `listening on ${baseUrl}`);
+  // The first admin key goes to the terminal once, never to the log.
   process.stderr.write(
     `\nrowi is serving ${baseUrl} (${storage.describe})\n` +
-      `Try it:\n` +
-      `  curl -s -X POST ${baseUrl}/users -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'\n` +
-      `  curl -s ${baseUrl}/users\n` +
+      (firstAdmin
+        ? `\nThe database was empty, so rowi created the admin caller "${firstAdmin.caller.name}". Its API key, shown only this once:\n\n` +
+          `  ROWI_KEY=${firstAdmin.key}\n\n` +
+          `Keep it somewhere safe; create callers for your systems with it (README: Security).\n`
+        : '') +
+      `\nTry it (with ROWI_KEY set to an API key):\n` +
+      `  curl -s -X POST ${baseUrl}/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'\n` +
+      `  curl -s ${baseUrl}/users -H "X-API-Key: $ROWI_KEY"\n` +
       `API description: ${baseUrl}/openapi.json\n\n`,
   );
 

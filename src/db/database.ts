@@ -14,6 +14,10 @@ export interface Database {
   stock_movements: StockMovementsTable;
   orders: OrdersTable;
   order_lines: OrderLinesTable;
+  callers: CallersTable;
+  api_keys: ApiKeysTable;
+  signing_keys: SigningKeysTable;
+  audit_events: AuditEventsTable;
 }
 
 export interface UsersTable {
@@ -114,3 +118,67 @@ export interface OrderLinesTable {
   unit_price: number;
 }
 export type OrderLineRow = Selectable<OrderLinesTable>;
+
+export type Role = 'reader' | 'editor' | 'admin';
+
+/** A system that uses the API (SPEC §5). Users are data; callers are who asks. */
+export interface CallersTable {
+  id: Generated<number>;
+  /** Also the OAuth client_id. */
+  name: string;
+  role: Role;
+  /** Space-separated scopes granted beyond the role's, and taken away from it. */
+  extra_scopes: string;
+  removed_scopes: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+export type CallerRow = Selectable<CallersTable>;
+
+export interface ApiKeysTable {
+  id: Generated<number>;
+  caller_id: number;
+  /** The public start of the key (`rowi_` and 8 characters), shown in listings and logs of key use. */
+  prefix: string;
+  /** SHA-256 of the whole key, base64url; the key itself is never stored. */
+  secret_hash: string;
+  description: string;
+  created_at: string;
+  expires_at: string | null;
+  /** Kept to within a minute, written in batches rather than on every request. */
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+
+/** Keys that sign the access tokens of POST /oauth/token; the newest unretired one signs. */
+export interface SigningKeysTable {
+  kid: string;
+  algorithm: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: string;
+  retired_at: string | null;
+}
+export type SigningKeyRow = Selectable<SigningKeysTable>;
+
+/** One row per request, allowed or refused: who, what, which action, outcome, when, how long. */
+export interface AuditEventsTable {
+  id: Generated<number>;
+  at: string;
+  request_id: string;
+  caller_id: number | null;
+  caller_name: string | null;
+  /** api_key, oauth (a token rowi issued) or external (a token of the configured issuer). */
+  credential: string | null;
+  method: string;
+  path: string;
+  resource: string | null;
+  record_id: string | null;
+  action: string | null;
+  status: number;
+  duration_ms: number;
+  client_ip: string | null;
+}
+export type AuditEventRow = Selectable<AuditEventsTable>;

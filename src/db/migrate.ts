@@ -2,6 +2,7 @@ import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Db } from './database.js';
 import * as m0001 from './migrations/0001-users.js';
 import * as m0002 from './migrations/0002-inventory-orders.js';
+import * as m0003 from './migrations/0003-callers-audit.js';
 
 /**
  * Migrations are imported explicitly (not read from a folder), so the built package and the
@@ -10,6 +11,7 @@ import * as m0002 from './migrations/0002-inventory-orders.js';
 const MIGRATIONS: Record<string, Migration> = {
   '0001-users': m0001,
   '0002-inventory-orders': m0002,
+  '0003-callers-audit': m0003,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
+import { ALL_SCOPES } from '../auth/policy.js';
 import { ProblemSchema, operation, representation } from './schemas.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
@@ -27,7 +28,29 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       tags: [
         { name: 'service', description: 'The API itself: index, description, problem types' },
         { name: 'users', description: 'People the other resources refer to' },
+        { name: 'items', description: 'Things that are sold, with their stock' },
+        { name: 'stock', description: 'Stock of an item and its ledger' },
+        { name: 'orders', description: 'Orders that reserve stock' },
+        { name: 'callers', description: 'Systems that use the API, their roles, grants and API keys (admin only)' },
+        { name: 'audit', description: 'Who did what, when, with which outcome (admin only)' },
+        { name: 'auth', description: 'OAuth 2.0 client credentials: tokens, keys and metadata' },
       ],
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key of the caller (rowi_…)' },
+          oauth2: {
+            type: 'oauth2',
+            description: 'client credentials: the caller\'s name as client id, one of its API keys as secret',
+            flows: {
+              clientCredentials: {
+                tokenUrl: '/oauth/token',
+                scopes: Object.fromEntries(ALL_SCOPES.map((scope) => [scope, `${scope.split(':')[1]} ${scope.split(':')[0]}`])),
+              },
+            },
+          },
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'a token of the configured external issuer' },
+        },
+      },
     },
     exposeHeadRoutes: true,
     refResolver: {
@@ -42,6 +65,7 @@ export function registerOpenApiRoute(app: FastifyInstance): void {
   app.get(OPENAPI_PATH, {
     schema: operation({
       operationId: 'getOpenApi',
+      permission: 'public',
       summary: 'This API\'s OpenAPI 3.1 description',
       tags: ['service'],
       response: { 200: representation(Type.Object({}, { additionalProperties: true, title: 'OpenAPI' }), 'The OpenAPI document', {}, ['json']) },

@@ -1,4 +1,5 @@
 import Type, { type TSchema } from 'typebox';
+import type { Scope } from '../auth/policy.js';
 import { MEDIA_TYPES } from './negotiate.js';
 
 /**
@@ -143,8 +144,18 @@ interface OperationSpec {
   body?: TSchema;
   consumes?: readonly string[];
   response: Record<number, unknown>;
+  /**
+   * The scope the operation needs (`users:read`), or public. Every route must declare one:
+   * the authentication plugin refuses to start with a route that does not (SPEC §5).
+   */
+  permission: Scope | 'public';
   /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */
   problems?: number[];
+}
+
+/** The OpenAPI security requirement of a scope: any one of the three credentials (SPEC §5). */
+export function securityOf(permission: Scope | 'public') {
+  return permission === 'public' ? [] : [{ apiKey: [] }, { oauth2: [permission] }, { bearer: [] }];
 }
 
 /**
@@ -154,14 +165,18 @@ interface OperationSpec {
  */
 export function operation<const S extends OperationSpec>(spec: S) {
   const statuses = new Set([406, 500, ...(spec.problems ?? [])]);
+  // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
+  if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);
   if (spec.querystring || spec.headers) statuses.add(400);
   if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);
   const problems = Object.fromEntries([...statuses].sort().map((status) => [status, problemResponse(status)]));
-  const { problems: _problems, response, ...rest } = spec;
+  const { problems: _problems, permission, response, ...rest } = spec;
   return {
     ...rest,
+    'x-permission': permission,
+    security: securityOf(permission),
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     response: { ...response, ...problems },
-  } as Omit<S, 'problems'> & { response: S['response'] };
+  } as Omit<S, 'problems' | 'permission'> & { response: S['response']; 'x-permission': Scope | 'public' };
 }

@@ -39,6 +39,7 @@ const rootRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, {
   app.get('/', {
     schema: operation({
       operationId: 'root',
+      permission: 'public',
       summary: 'Redirects to the API index',
       tags: ['service'],
       response: { 308: noContent('Permanent redirect to /v1', { Location: Type.String() }) },
@@ -48,6 +49,7 @@ const rootRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, {
   app.get('/v1', {
     schema: operation({
       operationId: 'getIndex',
+      permission: 'public',
       summary: 'Index of the collections',
       tags: ['service'],
       response: { 200: representation(IndexSchema, 'Links to every collection') },
@@ -61,6 +63,7 @@ const rootRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, {
   app.get(`${PROBLEM_TYPE_BASE}:type`, {
     schema: operation({
       operationId: 'getProblemType',
+      permission: 'public',
       summary: 'Documentation of a problem type (the `type` of a problem resolves here)',
       tags: ['service'],
       params: Type.Object({ type: Type.String({ maxLength: 64 }) }),

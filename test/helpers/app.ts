@@ -6,6 +6,8 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import type { Role } from '../../src/db/database.js';
+import { createApiKey, createCaller, ensureFirstAdmin } from '../../src/resources/callers/callers.service.js';
 import type { Item } from '../../src/resources/items/items.schema.js';
 import { tempFolder } from './temp.js';
 
@@ -13,6 +15,8 @@ export interface TestApp {
   app: FastifyInstance;
   storage: Storage;
   config: Config;
+  /** The API key of the admin caller created on the empty database; call() sends it unless told otherwise. */
+  adminKey: string;
   /** One request through the real app (in-process HTTP injection). */
   call(options: CallOptions): Promise<Reply>;
   close(): Promise<void>;
@@ -24,6 +28,11 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** An object is sent as JSON; a string is sent as is (set content-type yourself). */
   body?: unknown;
+  /**
+   * The X-API-Key to send: the admin's by default, null for none. Ignored when `headers`
+   * already carry X-API-Key or Authorization.
+   */
+  key?: string | null;
 }
 
 export interface Reply {
@@ -41,13 +50,15 @@ export async function startApp(settings: Record<string, string> = {}): Promise<T
   const config = loadConfig({ ROWI_DATA: join(folder, 'rowi.db'), ROWI_LOG_LEVEL: 'silent', ...settings });
   const storage = openSqlite(config);
   await migrateToLatest(storage.db);
+  const admin = await ensureFirstAdmin(storage.db);
   const app = await buildApp({ config, db: storage.db, logger: pino({ level: 'silent' }) });
   await app.ready();
   return {
     app,
     storage,
     config,
-    call: (options) => call(app, options),
+    adminKey: admin!.key,
+    call: (options) => call(app, { ...options, key: options.key === undefined ? admin!.key : options.key }),
     async close() {
       await app.close();
       await storage.close();
@@ -58,6 +69,8 @@ export async function startApp(settings: Record<string, string> = {}): Promise<T
 
 export async function call(app: FastifyInstance, options: CallOptions): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
+  const hasCredentials = Object.keys(headers).some((name) => /^(x-api-key|authorization)$/i.test(name));
+  if (typeof options.key === 'string' && !hasCredentials) headers['x-api-key'] = options.key;
   let payload: string | undefined;
   if (typeof options.body === 'string') payload = options.body;
   else if (options.body !== undefined) {
@@ -142,4 +155,19 @@ export async function storedInventory(test: TestApp) {
     orders: await db.selectFrom('orders').selectAll().orderBy('id').execute(),
     lines: await db.selectFrom('order_lines').selectAll().orderBy('order_id').orderBy('item_id').execute(),
   };
+}
+
+let callerSequence = 0;
+
+/** A caller with a role (and grants) and a fresh API key, made directly in storage. */
+export async function createCallerWithKey(
+  test: TestApp,
+  options: { role: Role; name?: string; extra_scopes?: string[]; removed_scopes?: string[] },
+) {
+  callerSequence++;
+  return test.storage.db.transaction().execute(async (trx) => {
+    const caller = await createCaller(trx, { name: options.name ?? `caller-${callerSequence}`, ...options });
+    const { record, key } = await createApiKey(trx, caller.id);
+    return { caller, key, keyId: record.id };
+  });
 }

@@ -13,6 +13,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/items', {
     schema: operation({
       operationId: 'listItems',
+      permission: 'items:read',
       summary: 'List items',
       tags: ['items'],
       querystring: listQuerySchema(ITEM_COLLECTION),
@@ -26,6 +27,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/items', {
     schema: operation({
       operationId: 'createItem',
+      permission: 'items:create',
       summary: 'Create an item (and its stock, at quantity 0)',
       tags: ['items'],
       headers: IdempotencyHeaders,
@@ -46,6 +48,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/items/:id', {
     schema: operation({
       operationId: 'getItem',
+      permission: 'items:read',
       summary: 'Read one item',
       tags: ['items'],
       params: IdParams,
@@ -57,6 +60,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put('/v1/items/:id', {
     schema: operation({
       operationId: 'replaceItem',
+      permission: 'items:update',
       summary: 'Replace an item\'s writable fields',
       tags: ['items'],
       params: IdParams,
@@ -73,6 +77,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch('/v1/items/:id', {
     schema: operation({
       operationId: 'patchItem',
+      permission: 'items:update',
       summary: 'Change some fields of an item (JSON Merge Patch)',
       tags: ['items'],
       params: IdParams,
@@ -90,6 +95,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete('/v1/items/:id', {
     schema: operation({
       operationId: 'deleteItem',
+      permission: 'items:delete',
       summary: 'Delete an item that is on no order (with its stock and stock ledger)',
       tags: ['items'],
       params: IdParams,

@@ -12,6 +12,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/items/:id/stock', {
     schema: operation({
       operationId: 'getStock',
+      permission: 'stock:read',
       summary: 'Read the stock of an item',
       tags: ['stock'],
       params: IdParams,
@@ -23,6 +24,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put('/v1/items/:id/stock', {
     schema: operation({
       operationId: 'replaceStock',
+      permission: 'stock:update',
       summary: 'Set the on-hand (unreserved) quantity of an item',
       tags: ['stock'],
       params: IdParams,
@@ -39,6 +41,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch('/v1/items/:id/stock', {
     schema: operation({
       operationId: 'patchStock',
+      permission: 'stock:update',
       summary: 'Set the on-hand (unreserved) quantity of an item (JSON Merge Patch)',
       tags: ['stock'],
       params: IdParams,
@@ -56,6 +59,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/items/:id/stock/movements', {
     schema: operation({
       operationId: 'listStockMovements',
+      permission: 'stock:read',
       summary: 'List the stock movements of an item, newest first',
       description: 'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
       tags: ['stock'],

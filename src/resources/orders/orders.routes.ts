@@ -13,6 +13,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/orders', {
     schema: operation({
       operationId: 'listOrders',
+      permission: 'orders:read',
       summary: 'List orders',
       tags: ['orders'],
       querystring: listQuerySchema(ORDER_COLLECTION),
@@ -26,6 +27,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/orders', {
     schema: operation({
       operationId: 'placeOrder',
+      permission: 'orders:create',
       summary: 'Place an order, reserving stock for every line or for none',
       description: 'All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines.',
       tags: ['orders'],
@@ -47,6 +49,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/orders/:id', {
     schema: operation({
       operationId: 'getOrder',
+      permission: 'orders:read',
       summary: 'Read one order',
       tags: ['orders'],
       params: IdParams,
@@ -58,6 +61,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put('/v1/orders/:id', {
     schema: operation({
       operationId: 'replaceOrder',
+      permission: 'orders:update',
       summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
       tags: ['orders'],
       params: IdParams,
@@ -74,6 +78,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch('/v1/orders/:id', {
     schema: operation({
       operationId: 'patchOrder',
+      permission: 'orders:update',
       summary: 'Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)',
       description: 'status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition.',
       tags: ['orders'],
@@ -92,6 +97,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete('/v1/orders/:id', {
     schema: operation({
       operationId: 'deleteOrder',
+      permission: 'orders:delete',
       summary: 'Delete an order, releasing the stock it still reserves',
       tags: ['orders'],
       params: IdParams,

@@ -14,6 +14,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/users', {
     schema: operation({
       operationId: 'listUsers',
+      permission: 'users:read',
       summary: 'List users',
       tags: ['users'],
       querystring: listQuerySchema(USER_COLLECTION),
@@ -27,6 +28,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/users', {
     schema: operation({
       operationId: 'createUser',
+      permission: 'users:create',
       summary: 'Create a user',
       tags: ['users'],
       headers: IdempotencyHeaders,
@@ -47,6 +49,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/users/:id', {
     schema: operation({
       operationId: 'getUser',
+      permission: 'users:read',
       summary: 'Read one user',
       tags: ['users'],
       params: IdParams,
@@ -58,6 +61,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put('/v1/users/:id', {
     schema: operation({
       operationId: 'replaceUser',
+      permission: 'users:update',
       summary: 'Replace a user\'s writable fields',
       tags: ['users'],
       params: IdParams,
@@ -74,6 +78,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch('/v1/users/:id', {
     schema: operation({
       operationId: 'patchUser',
+      permission: 'users:update',
       summary: 'Change some fields of a user (JSON Merge Patch)',
       tags: ['users'],
       params: IdParams,
@@ -91,6 +96,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete('/v1/users/:id', {
     schema: operation({
       operationId: 'deleteUser',
+      permission: 'users:delete',
       summary: 'Delete a user',
       tags: ['users'],
       params: IdParams,

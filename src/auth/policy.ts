@@ -1,0 +1,86 @@
+import type { Role } from '../db/database.js';
+
+/**
+ * Who may do what (SPEC §5), as pure data and functions: scopes are `<resource>:<action>`;
+ * roles are sets of scopes; a caller's grants add to or take from its role.
+ */
+export const ACTIONS = ['read', 'create', 'update', 'delete'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+/** The data resources other systems read and change. */
+export const DATA_RESOURCES = ['users', 'items', 'stock', 'orders', 'weather'] as const;
+
+export const ROLES = ['reader', 'editor', 'admin'] as const satisfies readonly Role[];
+
+export type Scope = `${string}:${Action}`;
+
+/** Caller management: only the admin role has these, and they cannot be granted to another role. */
+export const MANAGEMENT_SCOPES: readonly Scope[] = ACTIONS.map((action): Scope => `callers:${action}`);
+
+/** Every scope there is, in a stable order. */
+export const ALL_SCOPES: readonly Scope[] = [
+  ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
+  ...MANAGEMENT_SCOPES,
+  'audit-events:read',
+];
+
+const dataScopes = (...actions: Action[]): Scope[] =>
+  DATA_RESOURCES.flatMap((resource) => actions.map((action): Scope => `${resource}:${action}`));
+
+export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
+  reader: dataScopes('read'),
+  editor: dataScopes('read', 'create', 'update'),
+  admin: ALL_SCOPES,
+};
+
+const KNOWN = new Set<string>(ALL_SCOPES);
+
+export function isScope(text: string): text is Scope {
+  return KNOWN.has(text);
+}
+
+/** May this scope be added to a caller's role by a grant? Everything but caller management. */
+export function isGrantable(scope: Scope): boolean {
+  return !MANAGEMENT_SCOPES.includes(scope);
+}
+
+/** The scopes a caller holds: its role's, plus its extra grants, minus its removed ones. */
+export function scopesOf(role: Role, extra: readonly string[], removed: readonly string[]): ReadonlySet<string> {
+  const scopes = new Set<string>(ROLE_SCOPES[role]);
+  for (const scope of extra) if (isScope(scope) && isGrantable(scope)) scopes.add(scope);
+  for (const scope of removed) scopes.delete(scope);
+  return scopes;
+}
+
+/** Space-separated scope lists, the form of OAuth's `scope` (RFC 6749 §3.3) and of the store. */
+export function parseScopeList(text: string | undefined): string[] {
+  return text === undefined ? [] : text.split(' ').filter((scope) => scope !== '');
+}
+
+export interface Permission {
+  /** The scope the operation needs, or public for the few routes anyone may call. */
+  scope: Scope | 'public';
+  /**
+   * Scopes that must be held as well. A route that addresses one record (`/v1/orders/:id…`)
+   * also needs read on that collection, so a caller who may not read orders cannot learn from
+   * 404-versus-other which order ids exist (SPEC §5).
+   */
+  also: readonly Scope[];
+}
+
+/** The permission of a route, from its declared scope and its URL. */
+export function permissionOf(scope: Scope | 'public', url: string): Permission {
+  if (scope === 'public') return { scope, also: [] };
+  const record = /^\/v1\/([a-z-]+)\/:/.exec(url);
+  const read: Scope | undefined = record ? `${record[1]!}:read` : undefined;
+  return { scope, also: read !== undefined && read !== scope && isScope(read) ? [read] : [] };
+}
+
+/** The scopes of `permission` that `held` lacks (empty when the call may proceed). */
+export function missingScopes(held: ReadonlySet<string>, permission: Permission): Scope[] {
+  if (permission.scope === 'public') return [];
+  const missing: Scope[] = [];
+  if (!held.has(permission.scope)) missing.push(permission.scope);
+  for (const scope of permission.also) if (!held.has(scope)) missing.push(scope);
+  return missing;
+}

@@ -1,0 +1,175 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db, Role } from '../db/database.js';
+import { AuthenticationError } from '../errors.js';
+import { findCallerById, findKeyForAuthentication, touchApiKeys } from '../resources/callers/callers.repository.js';
+import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
+import { isGrantable, isScope, parseScopeList, scopesOf } from './policy.js';
+import { TokenError, type TokenService } from './tokens.js';
+
+/** Who is calling, once credentials have been checked. */
+export interface Principal {
+  credential: 'api_key' | 'oauth' | 'external';
+  /** The caller's id; null for the subject of an external issuer's token. */
+  callerId: number | null;
+  /** The caller's name, or the external token's subject. */
+  name: string;
+  scopes: ReadonlySet<string>;
+}
+
+/**
+ * How long a checked key or caller is believed without asking the database again. A revoked key
+ * or a changed role takes effect on every instance within this time (the contract says 1 s);
+ * on the instance that made the change, at once.
+ */
+export const FRESH_MS = 500;
+/** last_used_at is written for all keys used at most this often: never a write per request. */
+const LAST_USED_FLUSH_MS = 5000;
+const CACHE_LIMIT = 10_000;
+
+interface Checked<T> {
+  value: T;
+  checkedAt: number;
+}
+
+/**
+ * Turns credentials into a Principal, or throws a 401 problem. Answers from memory on the hot
+ * path (a hash and a map lookup for a key; a map lookup for a token already verified) and goes
+ * to the database only when an entry is older than FRESH_MS.
+ */
+export class Authenticator {
+  readonly tokens: TokenService;
+  readonly #db: Db;
+  readonly #log: FastifyBaseLogger;
+  /** By SHA-256 of the key: the key itself is not kept even in memory. */
+  readonly #keys = new Map<string, Checked<Principal & { keyId: number }>>();
+  readonly #callers = new Map<number, Checked<{ name: string; scopes: ReadonlySet<string> } | undefined>>();
+  readonly #verifiedTokens = new Map<string, { subject: string; kind: 'oauth' | 'external'; scopes: string[]; expires: number }>();
+  readonly #lastUsed = new Map<number, number>();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(db: Db, tokens: TokenService, log: FastifyBaseLogger) {
+    this.#db = db;
+    this.tokens = tokens;
+    this.#log = log;
+    this.#timer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
+    this.#timer.unref();
+  }
+
+  /** Forget everything believed: after a caller or key changed on this instance. */
+  forget(): void {
+    this.#keys.clear();
+    this.#callers.clear();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.flushLastUsed();
+  }
+
+  authenticateKey(key: string): Principal | Promise<Principal> {
+    const prefix = prefixOf(key);
+    if (prefix === undefined) throw invalid('The API key is not one rowi issued (rowi_…).');
+    const hash = hashApiKey(key);
+    const now = Date.now();
+    const cached = this.#keys.get(hash);
+    if (cached !== undefined && now - cached.checkedAt < FRESH_MS) {
+      this.#lastUsed.set(cached.value.keyId, now);
+      return cached.value;
+    }
+    return this.#loadKey(prefix, hash, now);
+  }
+
+  authenticateToken(token: string): Principal | Promise<Principal> {
+    const verified = this.#verifiedTokens.get(token);
+    if (verified === undefined) return this.#verifyToken(token);
+    if (verified.expires * 1000 <= Date.now()) {
+      this.#verifiedTokens.delete(token);
+      throw invalid('The token has expired.');
+    }
+    return this.#principalOfToken(verified);
+  }
+
+  async flushLastUsed(): Promise<void> {
+    if (this.#lastUsed.size === 0) return;
+    const batch = new Map([...this.#lastUsed].map(([keyId, at]) => [keyId, new Date(at).toISOString()]));
+    this.#lastUsed.clear();
+    try {
+      await touchApiKeys(this.#db, batch);
+    } catch (error) {
+      this.#log.warn({ err: error }, 'could not record when API keys were last used');
+    }
+  }
+
+  async #loadKey(prefix: string, hash: string, now: number): Promise<Principal> {
+    this.#keys.delete(hash);
+    const row = await findKeyForAuthentication(this.#db, prefix);
+    if (row === undefined || !sameHash(row.secret_hash, hash)) throw invalid('The API key is not known.');
+    if (row.revoked_at !== null) throw invalid('The API key has been revoked.');
+    if (row.expires_at !== null && row.expires_at <= new Date(now).toISOString()) throw invalid('The API key has expired.');
+    const principal = {
+      credential: 'api_key' as const,
+      callerId: row.caller_id,
+      keyId: row.key_id,
+      name: row.name,
+      scopes: scopesOf(row.role as Role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
+    };
+    remember(this.#keys, hash, { value: principal, checkedAt: now });
+    this.#lastUsed.set(row.key_id, now);
+    return principal;
+  }
+
+  async #verifyToken(token: string): Promise<Principal> {
+    let verified;
+    try {
+      verified = await this.tokens.verify(token);
+    } catch (error) {
+      if (error instanceof TokenError) throw invalid(error.message);
+      throw error;
+    }
+    remember(this.#verifiedTokens, token, verified);
+    return this.#principalOfToken(verified);
+  }
+
+  #principalOfToken(token: { subject: string; kind: 'oauth' | 'external'; scopes: string[] }): Principal | Promise<Principal> {
+    // External subjects are not callers of this service: they get the scopes their issuer gave,
+    // never caller management.
+    if (token.kind === 'external') {
+      const scopes = new Set(token.scopes.filter((scope) => isScope(scope) && isGrantable(scope)));
+      return { credential: 'external', callerId: null, name: token.subject, scopes };
+    }
+    const callerId = Number(token.subject);
+    const cached = this.#callers.get(callerId);
+    const now = Date.now();
+    const principalOf = (caller: { name: string; scopes: ReadonlySet<string> } | undefined): Principal => {
+      if (caller === undefined) throw invalid('The token\'s caller no longer exists.');
+      // A token carries the scopes granted when it was issued; a caller whose role has since
+      // shrunk keeps only what it still holds.
+      const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
+      return { credential: 'oauth', callerId, name: caller.name, scopes };
+    };
+    if (cached !== undefined && now - cached.checkedAt < FRESH_MS) return principalOf(cached.value);
+    return findCallerById(this.#db, callerId).then((row) => {
+      const caller = row && { name: row.name, scopes: scopesOf(row.role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)) };
+      remember(this.#callers, callerId, { value: caller, checkedAt: now });
+      return principalOf(caller);
+    });
+  }
+}
+
+export const BEARER_CHALLENGE = 'Bearer realm="rowi"';
+
+/** RFC 6750 §3: error and error_description say what was wrong, for clients and people. */
+export function challenge(error: 'invalid_request' | 'invalid_token' | 'insufficient_scope', description: string, scope?: string): string {
+  const quoted = description.replace(/["\\]/g, "'");
+  return `${BEARER_CHALLENGE}, error="${error}", error_description="${quoted}"${scope ? `, scope="${scope}"` : ''}`;
+}
+
+function invalid(detail: string): AuthenticationError {
+  return new AuthenticationError('invalid-credentials', detail, challenge('invalid_token', detail));
+}
+
+/** A bounded map: the oldest entry goes when it is full (Map keeps insertion order). */
+function remember<K, V>(map: Map<K, V>, key: K, value: V): void {
+  if (map.size >= CACHE_LIMIT) map.delete(map.keys().next().value as K);
+  map.set(key, value);
+}

@@ -1,0 +1,121 @@
+import type { ApiKeyRow, CallerRow, Executor, Role } from '../../db/database.js';
+import { compiledQuery } from '../../db/compiled.js';
+import { fetchPage, type ListQuery } from '../../db/paginate.js';
+
+/** Callers and their API keys: every query of both. */
+export type StoredCaller = CallerRow;
+
+const KEY_COLUMNS = ['id', 'caller_id', 'prefix', 'description', 'created_at', 'expires_at', 'last_used_at', 'revoked_at'] as const;
+export type StoredApiKey = Pick<ApiKeyRow, (typeof KEY_COLUMNS)[number]>;
+
+const selectCallerById = compiledQuery((db, id: number) => db.selectFrom('callers').selectAll().where('id', '=', id));
+
+export async function findCallerById(db: Executor, id: number): Promise<StoredCaller | undefined> {
+  const [caller] = await selectCallerById(db, id);
+  return caller;
+}
+
+export function findCallers(db: Executor, query: ListQuery) {
+  return fetchPage(db.selectFrom('callers').selectAll(), query);
+}
+
+export async function countCallers(db: Executor): Promise<number> {
+  const { count } = await db.selectFrom('callers').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  return Number(count);
+}
+
+export async function countAdmins(db: Executor): Promise<number> {
+  const { count } = await db
+    .selectFrom('callers')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .where('role', '=', 'admin')
+    .executeTakeFirstOrThrow();
+  return Number(count);
+}
+
+export interface CallerFields {
+  name: string;
+  role: Role;
+  extra_scopes: string;
+  removed_scopes: string;
+}
+
+export function insertCaller(db: Executor, caller: CallerFields & { now: string }): Promise<StoredCaller> {
+  const { now, ...fields } = caller;
+  return db
+    .insertInto('callers')
+    .values({ ...fields, version: 1, created_at: now, updated_at: now })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function updateCallerAtVersion(db: Executor, id: number, version: number, changes: CallerFields & { now: string }): Promise<StoredCaller | undefined> {
+  const { now, ...fields } = changes;
+  return db
+    .updateTable('callers')
+    .set({ ...fields, version: version + 1, updated_at: now })
+    .where('id', '=', id)
+    .where('version', '=', version)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function insertApiKey(
+  db: Executor,
+  key: { caller_id: number; prefix: string; secret_hash: string; description: string; expires_at: string | null; now: string },
+): Promise<StoredApiKey> {
+  const { now, ...fields } = key;
+  return db
+    .insertInto('api_keys')
+    .values({ ...fields, created_at: now })
+    .returning(KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export function findApiKeys(db: Executor, callerId: number, query: ListQuery) {
+  return fetchPage(db.selectFrom('api_keys').select(KEY_COLUMNS).where('caller_id', '=', callerId), query);
+}
+
+export function findApiKey(db: Executor, callerId: number, keyId: number): Promise<StoredApiKey | undefined> {
+  return db.selectFrom('api_keys').select(KEY_COLUMNS).where('caller_id', '=', callerId).where('id', '=', keyId).executeTakeFirst();
+}
+
+export async function revokeApiKey(db: Executor, keyId: number, now: string): Promise<void> {
+  await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
+}
+
+/** What authenticating a key needs: the key's state and its caller, in one read. */
+const selectKeyByPrefix = compiledQuery((db, prefix: string) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('callers', 'callers.id', 'api_keys.caller_id')
+    .select([
+      'api_keys.id as key_id',
+      'api_keys.secret_hash',
+      'api_keys.expires_at',
+      'api_keys.revoked_at',
+      'callers.id as caller_id',
+      'callers.name',
+      'callers.role',
+      'callers.extra_scopes',
+      'callers.removed_scopes',
+    ])
+    .where('api_keys.prefix', '=', prefix),
+);
+
+export async function findKeyForAuthentication(db: Executor, prefix: string) {
+  const [row] = await selectKeyByPrefix(db, prefix);
+  return row;
+}
+
+/** Records when keys were last used; one statement per key, batched by the caller. */
+export async function touchApiKeys(db: Executor, lastUsed: Map<number, string>): Promise<void> {
+  for (const [keyId, at] of lastUsed) {
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: at })
+      .where('id', '=', keyId)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+      .execute();
+  }
+}

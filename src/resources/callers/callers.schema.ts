@@ -1,0 +1,109 @@
+import Type, { type Static } from 'typebox';
+import { ALL_SCOPES, ROLES } from '../../auth/policy.js';
+import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { EchoedReadOnly, Id, RecordFields, Timestamp } from '../../http/schemas.js';
+
+/** A caller's name: also its OAuth client_id, so it is kept to characters that need no escaping. */
+export const CALLER_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]*$';
+
+const CallerName = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: CALLER_NAME_PATTERN,
+  'x-error': 'must be 1–64 lower-case letters, digits, dots, hyphens or underscores, starting with a letter or digit',
+  description: 'unique name of the calling system (sales-system); also its OAuth client_id',
+});
+
+const Role = Type.Union(
+  ROLES.map((role) => Type.Literal(role)),
+  { description: 'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management' },
+);
+
+const ScopeName = Type.Union(
+  ALL_SCOPES.map((scope) => Type.Literal(scope)),
+  { description: '<resource>:<action>' },
+);
+
+const ScopeList = (description: string) => Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
+
+export const CallerSchema = Type.Object(
+  {
+    id: RecordFields.id,
+    name: CallerName,
+    role: Role,
+    extra_scopes: ScopeList('scopes granted beyond the role\'s (caller management cannot be granted)'),
+    removed_scopes: ScopeList('scopes of the role taken away'),
+    scopes: Type.Array(ScopeName, { readOnly: true, description: 'what the caller may do: role + extra − removed', xml: { wrapped: true } }),
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+  },
+  { additionalProperties: false, xml: { name: 'caller' }, title: 'Caller' },
+);
+export type Caller = Static<typeof CallerSchema>;
+
+export const CallerCreateSchema = Type.Object(
+  {
+    name: CallerName,
+    role: Role,
+    extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s')),
+    removed_scopes: Type.Optional(ScopeList('scopes of the role taken away')),
+  },
+  { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerCreate' },
+);
+
+export const CallerPatchSchema = Type.Object(
+  {
+    name: Type.Optional(CallerName),
+    role: Type.Optional(Role),
+    extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s; replaces the list')),
+    removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
+    scopes: Type.Optional(Type.Array(ScopeName, { description: 'read-only; ignored when it equals the stored value' })),
+    ...EchoedReadOnly,
+  },
+  { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerPatch' },
+);
+
+export const CallerPageSchema = pageSchema(CallerSchema, 'callers');
+
+export const CALLER_COLLECTION: CollectionSpec = {
+  sortable: { id: 'integer', name: 'string', created_at: 'string' },
+  filters: {
+    role: { schema: Type.Union(Role.anyOf, { description: 'only callers with this role' }), column: 'role', operator: '=' },
+    name: { schema: Type.String({ maxLength: 64, description: 'exact name' }), column: 'name', operator: '=' },
+    ...CREATED_RANGE_FILTERS,
+  },
+};
+
+const ApiKeyFields = {
+  id: RecordFields.id,
+  caller_id: Type.Integer({ ...Id, readOnly: true }),
+  prefix: Type.String({ readOnly: true, description: 'the public start of the key (rowi_xxxxxxxx), to tell keys apart' }),
+  description: Type.String({ maxLength: 200, description: 'what the key is for' }),
+  created_at: RecordFields.created_at,
+  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'when the key stops working; null: never' }),
+  last_used_at: Type.Union([Timestamp, Type.Null()], { readOnly: true, description: 'last authenticated use, recorded to within a few seconds' }),
+  revoked_at: Type.Union([Timestamp, Type.Null()], { readOnly: true, description: 'when the key was revoked; null while it works' }),
+};
+
+export const ApiKeySchema = Type.Object(ApiKeyFields, { additionalProperties: false, xml: { name: 'api_key' }, title: 'ApiKey' });
+
+/** The answer to creating a key: the only time the key itself is shown. */
+export const NewApiKeySchema = Type.Object(
+  { ...ApiKeyFields, key: Type.String({ description: 'the API key; shown only in this response: store it now' }) },
+  { additionalProperties: false, xml: { name: 'api_key' }, title: 'NewApiKey' },
+);
+
+export const ApiKeyCreateSchema = Type.Object(
+  {
+    description: Type.Optional(Type.String({ maxLength: 200, pattern: '^[^\\u0000-\\u001F\\u007F]*$', 'x-error': 'must contain no control characters' })),
+    expires_at: Type.Optional(Type.String({ ...Timestamp, description: 'when the key stops working (RFC 3339, in the future)' })),
+  },
+  { additionalProperties: false, xml: { name: 'api_key' }, title: 'ApiKeyCreate' },
+);
+
+export const ApiKeyPageSchema = pageSchema(ApiKeySchema, 'api_keys');
+
+export const API_KEY_COLLECTION: CollectionSpec = { sortable: { id: 'integer' }, filters: {} };
+
+export const CallerParams = Type.Object({ id: Id });
+export const ApiKeyParams = Type.Object({ id: Id, key_id: Id });
