@@ -44,9 +44,11 @@ export interface IdempotentResult extends StoredResponse {
   replayed: boolean;
 }
 
-/** Whose keys: until callers are authenticated, every request shares one scope. */
-export function idempotencyScope(_request: FastifyRequest): string {
-  return 'anonymous';
+/** Whose keys: each caller's (or external subject's) keys are its own, so callers cannot replay each other's responses. */
+export function idempotencyScope(request: FastifyRequest): string {
+  const principal = request.principal;
+  if (principal === null) return 'anonymous';
+  return principal.callerId !== null ? `caller:${principal.callerId}` : `external:${principal.name}`;
 }
 
 export async function runIdempotent(
