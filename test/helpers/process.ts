@@ -36,7 +36,7 @@ export async function startServer(options: { dataFile?: string; env?: Record<str
   const baseUrl = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`rowi did not start within ${options.timeoutMs ?? 15_000} ms:\n${out}\n${err}`)), options.timeoutMs ?? 15_000);
     const look = () => {
-      const match = /"msg":"listening on (http:\/\/[^"]+)\/v1"/.exec(out);
+      const match = /"msg":"listening on (https?:\/\/[^"]+)\/v1"/.exec(out);
       if (match) {
         clearTimeout(timer);
         resolveUrl(match[1]!);
