@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { isIP } from 'node:net';
 import Type, { type Static, type TSchema } from 'typebox';
 
 /**
@@ -200,12 +201,25 @@ function checkTogether(config: Config): void {
     ROWI_JWT_AUDIENCE: config.jwtAudience,
     ROWI_JWT_JWKS_URL: config.jwtJwksUrl,
   };
+  for (const entry of config.trustProxy === '' ? [] : config.trustProxy.split(',')) {
+    if (!isAddressOrRange(entry)) {
+      throw new ConfigError(`ROWI_TRUST_PROXY=${JSON.stringify(config.trustProxy)} is not a valid setting: ${JSON.stringify(entry)} is not an IP address or CIDR range`);
+    }
+  }
   for (const [purpose, names] of groups) {
     const missing = names.filter((name) => values[name] === '');
     if (missing.length > 0 && missing.length < names.length) {
       throw new ConfigError(`${missing.join(' and ')} must be set too: ${purpose} needs ${names.join(', ')}`);
     }
   }
+}
+
+function isAddressOrRange(text: string): boolean {
+  const [address = '', prefix, extra] = text.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
 function parseInteger(raw: string): number | string {

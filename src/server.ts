@@ -27,14 +27,18 @@ export async function serve(config: Config): Promise<void> {
   const migrations = await migrateToLatest(storage.db);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
 
-  const firstAdmin = await ensureFirstAdmin(storage.db);
-  const app = await buildApp({ config, db: storage.db, logger });
+  let app;
   try {
+    app = await buildApp({ config, db: storage.db, logger });
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
+    await app?.close();
     await storage.close();
     throw error;
   }
+  // Only once rowi is listening, so that a start that fails (a bad certificate, a port in use)
+  // cannot create the first admin and lose its key.
+  const firstAdmin = await ensureFirstAdmin(storage.db);
 
   const origin = publicOrigin(app.server.address() as AddressInfo, config.tlsCert === '' ? 'http' : 'https');
   // The OAuth issuer is the listen address unless ROWI_PUBLIC_URL says otherwise; only now is the port known.

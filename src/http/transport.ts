@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from '../config.js';
 
@@ -14,6 +15,11 @@ export function transportOptions(config: Config): { https?: { cert: Buffer; key:
   const options: ReturnType<typeof transportOptions> = {};
   if (config.tlsCert !== '') {
     options.https = { cert: readPem(config.tlsCert, 'ROWI_TLS_CERT'), key: readPem(config.tlsKey, 'ROWI_TLS_KEY'), minVersion: 'TLSv1.2' };
+    try {
+      createSecureContext(options.https);
+    } catch (error) {
+      throw new ConfigError(`ROWI_TLS_CERT and ROWI_TLS_KEY are not a usable PEM certificate and matching private key: ${(error as Error).message}`);
+    }
   }
   if (config.trustProxy !== '') options.trustProxy = config.trustProxy.split(',');
   return options;

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
@@ -179,6 +179,38 @@ describe('TLS and proxy settings that stop rowi before it listens', () => {
 
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('ROWI_TRUST_PROXY');
+  });
+
+  it.each(['cafe', '1.2.3.4.5', '10.0.0.0/99', '::::', '127.0.0.1,'])('loadConfig: throws a ConfigError naming ROWI_TRUST_PROXY for %j, which only looks like an address', (value) => {
+    expect(() => loadConfig({ ROWI_DATA: tempDataFile(), ROWI_TRUST_PROXY: value })).toThrow(/ROWI_TRUST_PROXY/);
+  });
+
+  it('loadConfig: accepts IPv4 and IPv6 addresses and CIDR ranges in ROWI_TRUST_PROXY', () => {
+    expect(loadConfig({ ROWI_DATA: tempDataFile(), ROWI_TRUST_PROXY: '127.0.0.1,10.0.0.0/8,::1,fd00::/8' }).trustProxy).toBe('127.0.0.1,10.0.0.0/8,::1,fd00::/8');
+  });
+
+  it('rowi serve: exit code 2 naming both TLS settings, and no caller created, when the key does not match the certificate', async () => {
+    const other = makeCertificates(tempFolder('tls-other'));
+    const dataFile = tempDataFile();
+    const result = await runCli(['serve'], serveEnv({ ROWI_DATA: dataFile, ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: other.key }));
+
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/ROWI_TLS_CERT and ROWI_TLS_KEY/);
+    expect(result.stderr).not.toMatch(/ROWI_KEY=/);
+    const started = await startServer({ dataFile });
+    try {
+      expect(started.stderr()).toMatch(/ROWI_KEY=rowi_/);
+    } finally {
+      await started.stop();
+    }
+  });
+
+  it('rowi serve: exit code 2 naming the TLS settings when the certificate file is not PEM', async () => {
+    const notPem = join(tempFolder('tls-not-pem'), 'cert.pem');
+    writeFileSync(notPem, 'this is not a certificate\n');
+    const result = await runCli(['serve'], serveEnv({ ROWI_TLS_CERT: notPem, ROWI_TLS_KEY: certificates.key }));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/ROWI_TLS_CERT/);
   });
 });
 
