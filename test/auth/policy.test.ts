@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { ALL_SCOPES, isGrantable, isScope, missingScopes, parseScopeList, permissionOf, scopesOf, type Scope } from '../../src/auth/policy.js';
+
+/** SPEC §5 written out by hand, so the module is checked against the spec and not against itself. */
+const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
+const READER = DATA.map((resource) => `${resource}:read`);
+const EDITOR = DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`));
+const ADMIN = [
+  ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
+  'callers:read',
+  'callers:create',
+  'callers:update',
+  'callers:delete',
+  'audit-events:read',
+];
+
+const sorted = (scopes: Iterable<string>) => [...scopes].sort();
+
+describe('policy: scopesOf', () => {
+  it('scopesOf: every data read and nothing else when the role is reader', () => {
+    expect(sorted(scopesOf('reader', [], []))).toEqual(sorted(READER));
+  });
+
+  it('scopesOf: read, create and update on every data resource, no delete, when the role is editor', () => {
+    expect(sorted(scopesOf('editor', [], []))).toEqual(sorted(EDITOR));
+  });
+
+  it('scopesOf: every scope, including delete, caller management and the audit trail, when the role is admin', () => {
+    expect(sorted(scopesOf('admin', [], []))).toEqual(sorted(ADMIN));
+    expect(sorted(ALL_SCOPES)).toEqual(sorted(ADMIN));
+  });
+
+  it('scopesOf: the role plus the grant when an extra scope is given', () => {
+    expect(sorted(scopesOf('editor', ['orders:delete'], []))).toEqual(sorted([...EDITOR, 'orders:delete']));
+    expect(sorted(scopesOf('reader', ['audit-events:read', 'stock:update'], []))).toEqual(sorted([...READER, 'audit-events:read', 'stock:update']));
+  });
+
+  it('scopesOf: the role minus the scope when a removed scope is given', () => {
+    expect(sorted(scopesOf('editor', [], ['users:read']))).toEqual(sorted(EDITOR.filter((scope) => scope !== 'users:read')));
+    expect(sorted(scopesOf('admin', [], ['callers:delete', 'orders:delete']))).toEqual(sorted(ADMIN.filter((scope) => scope !== 'callers:delete' && scope !== 'orders:delete')));
+  });
+
+  it('scopesOf: removed wins when the same scope is both granted and removed', () => {
+    expect(scopesOf('reader', ['orders:delete'], ['orders:delete']).has('orders:delete')).toBe(false);
+  });
+
+  it('scopesOf: caller management is never added when a grant names callers:*', () => {
+    for (const role of ['reader', 'editor'] as const) {
+      const scopes = scopesOf(role, ['callers:read', 'callers:create', 'callers:update', 'callers:delete'], []);
+      expect(sorted(scopes)).toEqual(sorted(role === 'reader' ? READER : EDITOR));
+    }
+  });
+
+  it('scopesOf: unknown and misspelt grants are ignored when given as extra scopes', () => {
+    expect(sorted(scopesOf('reader', ['orders:destroy', 'everything', 'Orders:delete', ''], []))).toEqual(sorted(READER));
+  });
+});
+
+describe('policy: grants and scope lists', () => {
+  it('isGrantable: false for every callers:* scope and true for every other scope', () => {
+    for (const scope of ALL_SCOPES) expect([scope, isGrantable(scope)]).toEqual([scope, !scope.startsWith('callers:')]);
+  });
+
+  it('isScope: true only for <resource>:<action> pairs that exist', () => {
+    expect(ADMIN.every((scope) => isScope(scope))).toBe(true);
+    expect(['orders', 'orders:', ':read', 'orders:write', 'callers:grant', 'audit-events:delete', 'ORDERS:READ'].filter((text) => isScope(text))).toEqual([]);
+  });
+
+  it('parseScopeList: the scopes in order, without empty entries, when the text has extra spaces', () => {
+    expect(parseScopeList(' users:read  orders:create ')).toEqual(['users:read', 'orders:create']);
+    expect(parseScopeList('')).toEqual([]);
+    expect(parseScopeList(undefined)).toEqual([]);
+  });
+});
+
+describe('policy: permissionOf and missingScopes', () => {
+  it('permissionOf: the declared scope alone when the route addresses a collection', () => {
+    expect(permissionOf('orders:create', '/v1/orders')).toEqual({ scope: 'orders:create', also: [] });
+    expect(permissionOf('audit-events:read', '/v1/audit-events')).toEqual({ scope: 'audit-events:read', also: [] });
+  });
+
+  it('permissionOf: <collection>:read as well when the route addresses one record', () => {
+    expect(permissionOf('orders:delete', '/v1/orders/:id')).toEqual({ scope: 'orders:delete', also: ['orders:read'] });
+    expect(permissionOf('users:update', '/v1/users/:id')).toEqual({ scope: 'users:update', also: ['users:read'] });
+    expect(permissionOf('callers:delete', '/v1/callers/:id/keys/:key_id')).toEqual({ scope: 'callers:delete', also: ['callers:read'] });
+  });
+
+  it('permissionOf: the item\'s read as well when a sub-resource of an item is addressed', () => {
+    expect(permissionOf('stock:update', '/v1/items/:id/stock')).toEqual({ scope: 'stock:update', also: ['items:read'] });
+    expect(permissionOf('stock:read', '/v1/items/:id/stock/movements')).toEqual({ scope: 'stock:read', also: ['items:read'] });
+  });
+
+  it('permissionOf: no duplicate when the declared scope already is the collection\'s read', () => {
+    expect(permissionOf('users:read', '/v1/users/:id')).toEqual({ scope: 'users:read', also: [] });
+  });
+
+  it('permissionOf: nothing more when the route is public', () => {
+    expect(permissionOf('public', '/problems/:type')).toEqual({ scope: 'public', also: [] });
+    expect(permissionOf('public', '/v1/openapi.json')).toEqual({ scope: 'public', also: [] });
+  });
+
+  it('missingScopes: empty when every needed scope is held', () => {
+    expect(missingScopes(new Set(['orders:delete', 'orders:read']), permissionOf('orders:delete', '/v1/orders/:id'))).toEqual([]);
+    expect(missingScopes(new Set(), permissionOf('public', '/'))).toEqual([]);
+  });
+
+  it('missingScopes: each scope not held, the declared one first, when some are lacking', () => {
+    const permission = permissionOf('orders:delete', '/v1/orders/:id');
+    expect(missingScopes(new Set(['orders:read']), permission)).toEqual(['orders:delete']);
+    expect(missingScopes(new Set(['orders:delete']), permission)).toEqual(['orders:read']);
+    expect(missingScopes(new Set<Scope>(), permission)).toEqual(['orders:delete', 'orders:read']);
+  });
+
+  it('missingScopes: a removed read blocks updates of a record but not creating one when an editor loses users:read', () => {
+    const held = scopesOf('editor', [], ['users:read']);
+    expect(missingScopes(held, permissionOf('users:update', '/v1/users/:id'))).toEqual(['users:read']);
+    expect(missingScopes(held, permissionOf('users:create', '/v1/users'))).toEqual([]);
+  });
+});
