@@ -98,12 +98,13 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => {
     try {
+      // Before the schema's verdict: a repeated declared parameter (scope) also fails validation.
+      const form = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<string, string | string[]>;
+      const repeated = Object.keys(form).find((name) => Array.isArray(form[name]));
+      if (repeated) throw new OAuthError('invalid_request', `The parameter ${repeated} is given more than once.`);
       if (request.validationError || typeof request.body !== 'object' || request.body === null) {
         throw new OAuthError('invalid_request', 'The body must be a form (application/x-www-form-urlencoded) with grant_type.');
       }
-      const form = request.body as Record<string, string | string[]>;
-      const repeated = Object.keys(form).find((name) => Array.isArray(form[name]));
-      if (repeated) throw new OAuthError('invalid_request', `The parameter ${repeated} is given more than once.`);
       const fields = form as Record<string, string>;
       if (fields.grant_type !== 'client_credentials') {
         throw new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');

@@ -186,7 +186,9 @@ export class TokenService {
   }
 
   async #load(force = false): Promise<void> {
-    if (!force && this.#loadedAt !== 0 && Date.now() - this.#loadedAt < 60_000) return;
+    // Signing and publishing reread the keys at most once a second, so a rotation by the CLI or
+    // another instance is signed with and published within a second, not a minute.
+    if (!force && this.#loadedAt !== 0 && Date.now() - this.#loadedAt < RELOAD_INTERVAL_MS) return;
     const rows = await this.#db.selectFrom('signing_keys').selectAll().execute();
     const keys = new Map<string, SigningKey>();
     for (const row of rows) {
