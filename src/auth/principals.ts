@@ -41,7 +41,7 @@ export class Authenticator {
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
   /** By SHA-256 of the key: the key itself is not kept even in memory. */
-  readonly #keys = new Map<string, Checked<Principal & { keyId: number }>>();
+  readonly #keys = new Map<string, Checked<Principal & { keyId: number; expiresAt: number }>>();
   readonly #callers = new Map<number, Checked<{ name: string; scopes: ReadonlySet<string> } | undefined>>();
   readonly #verifiedTokens = new Map<string, { subject: string; kind: 'oauth' | 'external'; scopes: string[]; expires: number }>();
   readonly #lastUsed = new Map<number, number>();
@@ -72,7 +72,8 @@ export class Authenticator {
     const hash = hashApiKey(key);
     const now = Date.now();
     const cached = this.#keys.get(hash);
-    if (cached !== undefined && now - cached.checkedAt < FRESH_MS) {
+    // A key that expires is refused from that instant, not FRESH_MS later.
+    if (cached !== undefined && now - cached.checkedAt < FRESH_MS && now < cached.value.expiresAt) {
       this.#lastUsed.set(cached.value.keyId, now);
       return cached.value;
     }
@@ -110,6 +111,7 @@ export class Authenticator {
       credential: 'api_key' as const,
       callerId: row.caller_id,
       keyId: row.key_id,
+      expiresAt: row.expires_at === null ? Infinity : Date.parse(row.expires_at),
       name: row.name,
       scopes: scopesOf(row.role as Role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
     };

@@ -329,11 +329,9 @@ describe('/v1/callers/{id}/keys', () => {
     expect(refused.headers['www-authenticate']).toMatch(/^Bearer realm="rowi", error="invalid_token"/);
   });
 
-  // Known bug (src/auth/principals.ts, Authenticator.authenticateKey): a key checked less than
-  // FRESH_MS (500 ms) before its expires_at is still believed from the cache for up to 500 ms
-  // after it. The cache entry must carry expires_at and be ignored once it has passed. Remove
-  // `.fails` when that is fixed.
-  it.fails('POST /v1/callers/{id}/keys: 401 at once when expires_at passes, even for a key used moments before', async () => {
+  // A key checked less than FRESH_MS (500 ms) before its expires_at must not be believed from
+  // the in-memory cache after it.
+  it('POST /v1/callers/{id}/keys: 401 at once when expires_at passes, even for a key used moments before', async () => {
     const caller = await newCaller('short-lived-busy', 'reader');
     const expiresAt = Date.now() + 1000;
     const { key } = await newKey(caller.id, { expires_at: new Date(expiresAt).toISOString() });
