@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Movement, Stock } from '../src/resources/items/stock.schema.js';
 import type { ShortLine } from '../src/resources/items/stock.service.js';
 import type { Order } from '../src/resources/orders/orders.schema.js';
-import { startServer, type RunningServer } from './helpers/process.js';
+import { startServer, type RunningServer, type StartOptions } from './helpers/process.js';
 
 /**
  * Orders and stock under load, over a real socket against the built CLI (`npm test` builds
@@ -29,12 +29,12 @@ interface Reply<T> {
 
 type Json = <T = unknown>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply<T>>;
 
-/** JSON over fetch against one server; paths are relative to /v1. */
-function jsonClient(baseUrl: string): Json {
+/** JSON over fetch against one server, as its admin caller; paths are relative to /v1. */
+function jsonClient(server: RunningServer): Json {
   return async <T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> => {
-    const reply = await fetch(`${baseUrl}/v1${path}`, {
+    const reply = await fetch(`${server.baseUrl}/v1${path}`, {
       method,
-      headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: { accept: 'application/json', 'x-api-key': server.adminKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await reply.text();
@@ -180,8 +180,8 @@ const pause = (ms: number) => new Promise((resolvePause) => setTimeout(resolvePa
 
 /** Servers a test started; whatever is still running afterwards is stopped (SIGKILL after 10 s). */
 const running: RunningServer[] = [];
-async function serve(dataFile?: string): Promise<RunningServer> {
-  const server = await startServer(dataFile === undefined ? {} : { dataFile });
+async function serve(options: StartOptions = {}): Promise<RunningServer> {
+  const server = await startServer(options);
   running.push(server);
   return server;
 }
@@ -199,7 +199,7 @@ describe('orders and stock under load, over a real socket', () => {
   it('POST /v1/orders: under 300 concurrent orders against 100 units spread over 20 items, exactly the orders answered 201 hold stock and nothing is oversold', { timeout: 40_000 }, async () => {
     const STOCK = 5;
     const server = await serve();
-    const json = jsonClient(server.baseUrl);
+    const json = jsonClient(server);
     const { userId, itemIds } = await arrange(json, 20, STOCK, '2.50');
     const random = prng(seedFor('300 concurrent orders'));
     const requests = Array.from({ length: 300 }, (_, index) => ({
@@ -311,7 +311,7 @@ describe('orders and stock under load, over a real socket', () => {
     const STOCK = 1000;
     const WRITERS = 4;
     const first = await serve();
-    let json = jsonClient(first.baseUrl);
+    let json = jsonClient(first);
     const { userId, itemIds } = await arrange(json, 10, STOCK, '1.25');
     const random = prng(seedFor('SIGKILL during orders'));
 
@@ -349,9 +349,9 @@ describe('orders and stock under load, over a real socket', () => {
     expect(unexpected).toEqual([]);
     expect(acknowledged.length).toBeGreaterThanOrEqual(100);
 
-    // The same data file, as the crash left it: the server starts without any repair.
-    const second = await serve(first.dataFile);
-    json = jsonClient(second.baseUrl);
+    // The same data file, as the crash left it: the server starts without any repair; the first start's admin key still holds.
+    const second = await serve({ dataFile: first.dataFile, adminKey: first.adminKey });
+    json = jsonClient(second);
     for (const order of acknowledged) {
       const read = await json<Order>('GET', `/orders/${order.id}`);
       expect({ status: read.status, body: read.body }, `order ${order.id} was answered 201`).toEqual({ status: 200, body: order });
@@ -378,7 +378,7 @@ describe('orders and stock under load, over a real socket', () => {
 
   it('POST /v1/orders: 50 simultaneous requests with one Idempotency-Key and one body create exactly one order and all get the same response', { timeout: 30_000 }, async () => {
     const server = await serve();
-    const json = jsonClient(server.baseUrl);
+    const json = jsonClient(server);
     const { userId, itemIds } = await arrange(json, 2, 10, '3.00');
     const body = { name: 'once', user_id: userId, lines: [{ item_id: itemIds[0]!, quantity: 2 }, { item_id: itemIds[1]!, quantity: 3 }] };
 

@@ -53,7 +53,7 @@ describe('README examples', () => {
   it('README: every curl example, run in order against a fresh server, gets the status and headers it promises', async () => {
     for (const example of examples()) {
       const command = example.command.replaceAll(DOCUMENTED_ORIGIN, server.baseUrl);
-      const { stdout } = await run('sh', ['-c', command], { cwd: folder });
+      const { stdout } = await run('sh', ['-c', command], { cwd: folder, env: { ...process.env, ROWI_KEY: server.adminKey } });
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(stdout)?.[1] ?? stdout.trim());
       expect(status, `${example.command}\n${stdout}`).toBe(example.status);
       for (const [name, value] of example.headers) {

@@ -20,18 +20,18 @@ describe('rowi serve, over a real socket', () => {
     expect(existsSync(server.dataFile)).toBe(true);
     expect(server.stdout()).toMatch(/"msg":"database migrated"/);
     expect(server.stdout()).toMatch(new RegExp(`"msg":"listening on ${server.baseUrl}/v1"`));
-    expect(server.stderr()).toContain(`curl -s -X POST ${server.baseUrl}/v1/users -H 'Content-Type: application/json'`);
+    expect(server.stderr()).toContain(`curl -s -X POST ${server.baseUrl}/v1/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json'`);
   });
 
   it('POST then GET /v1/users/{id} over HTTP/1.1 with keep-alive', async () => {
     const created = await fetch(`${server.baseUrl}/v1/users`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-api-key': server.adminKey },
       body: JSON.stringify({ name: 'Socket User', email: 'socket@example.com' }),
     });
     expect(created.status).toBe(201);
     const location = created.headers.get('location')!;
-    const read = await fetch(`${server.baseUrl}${location}`, { headers: { accept: 'application/xml' } });
+    const read = await fetch(`${server.baseUrl}${location}`, { headers: { accept: 'application/xml', 'x-api-key': server.adminKey } });
     expect(read.status).toBe(200);
     expect(read.headers.get('content-type')).toBe('application/xml; charset=utf-8');
     expect(await read.text()).toContain('<name>Socket User</name>');
@@ -42,7 +42,7 @@ describe('rowi serve, over a real socket', () => {
       Array.from({ length: 30 }, (_, index) =>
         fetch(`${server.baseUrl}/v1/users`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', 'x-api-key': server.adminKey },
           body: JSON.stringify({ name: `Concurrent ${index}`, email: 'same.socket@example.com' }),
         }),
       ),
@@ -50,7 +50,7 @@ describe('rowi serve, over a real socket', () => {
     const statuses = replies.map((reply) => reply.status).sort();
     expect(statuses.filter((status) => status === 201)).toHaveLength(1);
     expect(statuses.filter((status) => status === 409)).toHaveLength(29);
-    const list = (await (await fetch(`${server.baseUrl}/v1/users?email=same.socket@example.com`)).json()) as { data: unknown[] };
+    const list = (await (await fetch(`${server.baseUrl}/v1/users?email=same.socket@example.com`, { headers: { 'x-api-key': server.adminKey } })).json()) as { data: unknown[] };
     expect(list.data).toHaveLength(1);
   });
 
@@ -70,7 +70,7 @@ describe('rowi serve, over a real socket', () => {
       });
       socket.on('error', () => undefined);
       // Announce 50 MiB, send 1 KiB, then withhold the rest: only an early 413 can answer this.
-      socket.write('POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n');
+      socket.write(`POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n`);
       socket.write('{"name":"' + 'x'.repeat(1024));
     });
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
@@ -94,7 +94,7 @@ describe('rowi serve, over a real socket', () => {
         }
       });
       socket.on('error', () => undefined);
-      socket.write('POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      socket.write(`POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
       const chunk = 'x'.repeat(64 * 1024);
       // Bounded: at most 4 MiB, one 64 KiB chunk per tick, stopping as soon as an answer arrives.
       const pump = () => {
@@ -123,7 +123,7 @@ describe('rowi serve, graceful shutdown', () => {
         try {
           const reply = await fetch(`${server.baseUrl}/v1/users`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json' },
+            headers: { 'content-type': 'application/json', 'x-api-key': server.adminKey },
             body: JSON.stringify({ name: 'Drain', email }),
           });
           results.push({ status: reply.status, email });
@@ -168,13 +168,13 @@ describe('rowi serve, draining a kept-alive connection', () => {
     const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com' });
 
     // The request is in flight (headers and half its body sent) when the signal arrives.
-    socket.write(`POST /v1/users HTTP/1.1\r\nHost: rowi\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    socket.write(`POST /v1/users HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
     await pause(200);
     server.child.kill('SIGTERM');
     await pause(300);
     socket.write(body.slice(10));
     for (let waited = 0; !received.includes('}') && waited < 5000; waited += 20) await pause(20);
-    socket.write('GET /v1/users HTTP/1.1\r\nHost: rowi\r\n\r\n');
+    socket.write(`GET /v1/users HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\n\r\n`);
     const code = await server.exited;
     socket.destroy();
 
@@ -188,6 +188,53 @@ describe('rowi serve, draining a kept-alive connection', () => {
     const database = new SqliteDatabase(server.dataFile, { readonly: true });
     expect(database.prepare('select count(*) as n from users where email = ?').get('in.flight@example.com')).toEqual({ n: 1 });
     database.close();
+  });
+});
+
+describe('rowi serve, the first admin caller', () => {
+  it('rowi serve: on an empty database, creates the admin caller and prints its key once on stderr, never in the log (stdout); a restart prints no key', async () => {
+    const first = await startServer();
+    const key = first.adminKey;
+    const secret = key.slice('rowi_12345678_'.length);
+    expect(key).toMatch(/^rowi_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/);
+    expect(first.stderr().split(key)).toHaveLength(2);
+    expect(first.stderr().match(/ROWI_KEY=/g)).toHaveLength(1);
+    const withKey = await fetch(`${first.baseUrl}/v1/users`, { headers: { 'x-api-key': key } });
+    expect(withKey.status).toBe(200);
+    expect(await withKey.json()).toMatchObject({ data: [] });
+    const withoutKey = await fetch(`${first.baseUrl}/v1/users`);
+    expect(withoutKey.status).toBe(401);
+    await withoutKey.arrayBuffer();
+    expect(await first.stop()).toBe(0);
+    // The log is complete once the process has exited: not the key, nor its secret part, anywhere in it.
+    expect(first.stdout()).toContain('"msg":"stopped"');
+    expect(first.stdout()).not.toContain(secret);
+    expect(first.stdout()).not.toContain('ROWI_KEY=');
+
+    const database = new SqliteDatabase(first.dataFile, { readonly: true });
+    const callers = database.prepare('select id, name, role from callers').all() as { id: number; name: string; role: string }[];
+    const keys = database.prepare('select * from api_keys').all() as Record<string, unknown>[];
+    database.close();
+    expect(callers).toEqual([{ id: expect.any(Number), name: 'admin', role: 'admin' }]);
+    expect(keys).toEqual([expect.objectContaining({ caller_id: callers[0]!.id, prefix: key.slice(0, 'rowi_12345678'.length), revoked_at: null })]);
+    expect(JSON.stringify(keys)).not.toContain(secret);
+
+    const second = await startServer({ dataFile: first.dataFile, adminKey: key });
+    try {
+      expect(second.stderr()).toContain(`rowi is serving ${second.baseUrl}/v1`);
+      expect(second.stderr()).not.toContain('ROWI_KEY=');
+      expect(second.stderr()).not.toMatch(/rowi_[a-z0-9]{8}_/);
+      const again = await fetch(`${second.baseUrl}/v1/users`, { headers: { 'x-api-key': key } });
+      expect(again.status).toBe(200);
+      await again.arrayBuffer();
+    } finally {
+      await second.stop();
+    }
+    expect(second.stdout()).not.toContain(secret);
+    const reopened = new SqliteDatabase(first.dataFile, { readonly: true });
+    expect(reopened.prepare('select count(*) as n from callers').get()).toEqual({ n: 1 });
+    expect(reopened.prepare('select count(*) as n from api_keys').get()).toEqual({ n: 1 });
+    reopened.close();
   });
 });
 
@@ -223,7 +270,7 @@ describe('rowi command line', () => {
   it('rowi migrate: applies the migrations once, then reports the database up to date', async () => {
     const dataFile = tempDataFile();
     const first = await runCli(['migrate', '--data', dataFile]);
-    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users, 0002-inventory-orders\n' });
+    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users, 0002-inventory-orders, 0003-callers-audit\n' });
     const second = await runCli(['migrate', '--data', dataFile]);
     expect(second).toMatchObject({ code: 0, stdout: 'database is up to date\n' });
   });

@@ -11,6 +11,11 @@ export interface RunningServer {
   dataFile: string;
   stdout: () => string;
   stderr: () => string;
+  /**
+   * The admin caller's API key: the one this start printed on stderr (`  ROWI_KEY=rowi_…`, only
+   * on an empty database), else the one passed as options.adminKey (a restart on an existing file).
+   */
+  adminKey: string;
   /** Resolves with the exit code once the process has ended. */
   exited: Promise<number | null>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -21,8 +26,27 @@ export function tempDataFile(): string {
   return join(tempFolder('server'), 'rowi.db');
 }
 
-/** Starts `rowi serve` as a child process on a free loopback port and waits until it listens. */
-export async function startServer(options: { dataFile?: string; env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<RunningServer> {
+export interface StartOptions {
+  dataFile?: string;
+  env?: Record<string, string>;
+  args?: string[];
+  timeoutMs?: number;
+  /** The admin key of an earlier start on the same dataFile: rowi prints a key only when the database is empty. */
+  adminKey?: string;
+}
+
+/** The line of the stderr banner that carries the first admin's key. */
+const ADMIN_KEY_LINE = /^ {2}ROWI_KEY=(rowi_\S+)$/m;
+
+/** The last line of the banner `rowi serve` writes to stderr once it listens (after the key, if any). */
+const BANNER_END = /^API description: \S+\n/m;
+
+/**
+ * Starts `rowi serve` as a child process on a free loopback port and waits until it has logged
+ * "listening" (stdout) and written its whole banner, which carries the first admin key (stderr):
+ * the two streams are written separately (the log asynchronously), so either may arrive first.
+ */
+export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const dataFile = options.dataFile ?? tempDataFile();
   const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
     env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: dataFile, ROWI_LOG_LEVEL: 'info', ...options.env },
@@ -37,23 +61,30 @@ export async function startServer(options: { dataFile?: string; env?: Record<str
     const timer = setTimeout(() => reject(new Error(`rowi did not start within ${options.timeoutMs ?? 15_000} ms:\n${out}\n${err}`)), options.timeoutMs ?? 15_000);
     const look = () => {
       const match = /"msg":"listening on (https?:\/\/[^"]+)\/v1"/.exec(out);
-      if (match) {
+      if (match && BANNER_END.test(err)) {
         clearTimeout(timer);
         resolveUrl(match[1]!);
       }
     };
     child.stdout.on('data', look);
+    child.stderr.on('data', look);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`rowi exited with ${code} before listening:\n${out}\n${err}`));
     });
   });
+  const adminKey = ADMIN_KEY_LINE.exec(err)?.[1] ?? options.adminKey;
+  if (adminKey === undefined) {
+    child.kill('SIGKILL');
+    throw new Error(`rowi printed no ROWI_KEY (the database was not empty) and no options.adminKey was given:\n${err}`);
+  }
   return {
     child,
     baseUrl,
     dataFile,
     stdout: () => out,
     stderr: () => err,
+    adminKey,
     exited,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);

@@ -104,7 +104,8 @@ describe('Idempotency-Key on POST', () => {
     const second = openSqlite(test.config);
     const restarted = await buildApp({ config: test.config, db: second.db, logger: pino({ level: 'silent' }) });
     try {
-      const retry = await call(restarted, { method: 'POST', url: '/v1/users', headers: { 'idempotency-key': 'key-durable-1' }, body });
+      // The same caller as before the restart (keys are scoped per caller): the first app's admin.
+      const retry = await call(restarted, { method: 'POST', url: '/v1/users', headers: { 'idempotency-key': 'key-durable-1' }, body, key: test.adminKey });
       expect(retry.status).toBe(201);
       expect(retry.json).toEqual(first.json);
       expect(retry.headers['idempotent-replayed']).toBe('true');
