@@ -2,11 +2,23 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startServer, tempDataFile, type RunningServer, type StartOptions } from './helpers/process.js';
 import { tempFolder } from './helpers/temp.js';
 
 /** These tests run the built CLI (`npm test` builds first) over real loopback sockets. */
+
+/** Servers a test started itself; one still running after the test (it failed before stopping it) is killed. */
+const started: RunningServer[] = [];
+async function serve(options: StartOptions = {}): Promise<RunningServer> {
+  const server = await startServer(options);
+  started.push(server);
+  return server;
+}
+afterEach(() => {
+  for (const server of started.splice(0)) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+});
+
 describe('rowi serve, over a real socket', () => {
   let server: RunningServer;
   beforeAll(async () => {
@@ -112,7 +124,7 @@ describe('rowi serve, over a real socket', () => {
 
 describe('rowi serve, graceful shutdown', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)('on %s during a stream of writes: every acknowledged write is stored, none is cut off with a 5xx, exit code 0', async (signal) => {
-    const server = await startServer();
+    const server = await serve();
     const results: { status: number; email: string }[] = [];
     let signalled = false;
     let counter = 0;
@@ -158,7 +170,7 @@ describe('rowi serve, graceful shutdown', () => {
 
 describe('rowi serve, draining a kept-alive connection', () => {
   it('on SIGTERM: a request in flight completes (201), the next one on the same connection gets a 503 problem with Connection: close, exit code 0', async () => {
-    const server = await startServer();
+    const server = await serve();
     const { port } = new URL(server.baseUrl);
     const socket = connect(Number(port), '127.0.0.1');
     let received = '';
@@ -193,7 +205,7 @@ describe('rowi serve, draining a kept-alive connection', () => {
 
 describe('rowi serve, the first admin caller', () => {
   it('rowi serve: on an empty database, creates the admin caller and prints its key once on stderr, never in the log (stdout); a restart prints no key', async () => {
-    const first = await startServer();
+    const first = await serve();
     const key = first.adminKey;
     const secret = key.slice('rowi_12345678_'.length);
     expect(key).toMatch(/^rowi_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/);
@@ -219,17 +231,14 @@ describe('rowi serve, the first admin caller', () => {
     expect(keys).toEqual([expect.objectContaining({ caller_id: callers[0]!.id, prefix: key.slice(0, 'rowi_12345678'.length), revoked_at: null })]);
     expect(JSON.stringify(keys)).not.toContain(secret);
 
-    const second = await startServer({ dataFile: first.dataFile, adminKey: key });
-    try {
-      expect(second.stderr()).toContain(`rowi is serving ${second.baseUrl}/v1`);
-      expect(second.stderr()).not.toContain('ROWI_KEY=');
-      expect(second.stderr()).not.toMatch(/rowi_[a-z0-9]{8}_/);
-      const again = await fetch(`${second.baseUrl}/v1/users`, { headers: { 'x-api-key': key } });
-      expect(again.status).toBe(200);
-      await again.arrayBuffer();
-    } finally {
-      await second.stop();
-    }
+    const second = await serve({ dataFile: first.dataFile, adminKey: key });
+    expect(second.stderr()).toContain(`rowi is serving ${second.baseUrl}/v1`);
+    expect(second.stderr()).not.toContain('ROWI_KEY=');
+    expect(second.stderr()).not.toMatch(/rowi_[a-z0-9]{8}_/);
+    const again = await fetch(`${second.baseUrl}/v1/users`, { headers: { 'x-api-key': key } });
+    expect(again.status).toBe(200);
+    await again.arrayBuffer();
+    expect(await second.stop()).toBe(0);
     expect(second.stdout()).not.toContain(secret);
     const reopened = new SqliteDatabase(first.dataFile, { readonly: true });
     expect(reopened.prepare('select count(*) as n from callers').get()).toEqual({ n: 1 });
