@@ -177,6 +177,7 @@ export function operation<const S extends OperationSpec>(spec: S) {
     'x-permission': permission,
     security: securityOf(permission),
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
-    response: { ...response, ...problems },
+    // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
+    response: { ...problems, ...response },
   } as Omit<S, 'problems' | 'permission'> & { response: S['response']; 'x-permission': Scope | 'public' };
 }
