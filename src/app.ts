@@ -108,7 +108,7 @@ export function defaultIssuer(config: Config): string {
 }
 
 /** One line per request, written when the response is done; the path only (no query string). */
-function registerAccessLog(app: FastifyInstance): void {
+export function registerAccessLog(app: FastifyInstance): void {
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       { method: request.method, path: pathOf(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },

@@ -1,0 +1,102 @@
+// The bench's "no auth" variant of rowi, for measuring what authentication and the audit trail
+// cost: the same Fastify app as buildApp in src/app.ts (same options, the same cross-cutting
+// registrations in the same order, the same routes, SQLite storage and logger, all from dist/),
+// minus registerAuthentication and registerAudit and the routes that exist only for them
+// (callers, audit events, OAuth). It keeps the other resources' routes although the bench loads
+// only GET /v1/users/{id}: rowi's per-request cost grows a little with the routes it has (about
+// 3 µs of CPU per request measured with users alone), and that is not the cost of authentication.
+//
+// It exists only here: rowi itself has no setting that turns authentication off. Keep it in step
+// with buildApp when that changes. Run as a program, it reads settings as `rowi serve` does
+// (ROWI_*) and logs "listening on <url>/v1" on stdout as rowi does; imported, it offers
+// buildUnauthenticatedApp({ config, db, logger }).
+import { pathToFileURL } from 'node:url';
+import Fastify, { LogController } from 'fastify';
+import { registerAccessLog } from '../dist/src/app.js';
+import { loadConfig } from '../dist/src/config.js';
+import { openSqlite } from '../dist/src/db/connect.js';
+import { migrateToLatest } from '../dist/src/db/migrate.js';
+import { registerDraining } from '../dist/src/http/draining.js';
+import { deleteExpiredKeys } from '../dist/src/http/idempotency.js';
+import { RouteTable } from '../dist/src/http/not-allowed.js';
+import { registerOpenApi, registerOpenApiRoute } from '../dist/src/http/openapi.js';
+import { registerProblemHandlers } from '../dist/src/http/problem.js';
+import { registerRepresentations } from '../dist/src/http/representation.js';
+import { registerRequestId, requestIdOf } from '../dist/src/http/request-id.js';
+import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
+import { validatorCompiler } from '../dist/src/http/validation.js';
+import { createLogger } from '../dist/src/logger.js';
+import itemsRoutes from '../dist/src/resources/items/items.routes.js';
+import stockRoutes from '../dist/src/resources/items/stock.routes.js';
+import ordersRoutes from '../dist/src/resources/orders/orders.routes.js';
+import rootRoutes from '../dist/src/resources/root.routes.js';
+import usersRoutes from '../dist/src/resources/users/users.routes.js';
+import { VERSION } from '../dist/src/version.js';
+
+const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
+
+/** buildApp, line by line, without the two registrations this variant leaves out. */
+export async function buildUnauthenticatedApp({ config, db, logger }) {
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: requestIdOf,
+    bodyLimit: config.bodyLimit,
+    exposeHeadRoutes: true,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 256 },
+    ...transportOptions(config),
+  });
+
+  const routeTable = new RouteTable();
+  app.decorate('config', config);
+  app.decorate('db', db);
+  app.decorate('routeTable', routeTable);
+  app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onRoute', (route) => routeTable.add(route));
+
+  registerRequestId(app);
+  registerHsts(app, config);
+  registerRepresentations(app);
+  registerProblemHandlers(app, routeTable);
+  registerDraining(app);
+  registerAccessLog(app);
+  // Left out: registerAudit(app, …) and registerAuthentication(app, …). Only the request
+  // decoration of registerAuthentication is kept, so requests have the same shape as rowi's and
+  // code that reads request.principal (idempotency scopes) sees "nobody" rather than undefined.
+  app.decorateRequest('principal', null);
+  await registerOpenApi(app, VERSION);
+
+  await app.register(rootRoutes, { version: VERSION });
+  await app.register(usersRoutes);
+  await app.register(itemsRoutes);
+  await app.register(stockRoutes);
+  await app.register(ordersRoutes);
+  // Left out: callersRoutes, auditRoutes and oauthRoutes (they need app.auth).
+  registerOpenApiRoute(app);
+
+  const sweep = setInterval(() => {
+    deleteExpiredKeys(db).catch((error) => app.log.warn({ err: error }, 'could not delete expired idempotency keys'));
+  }, EXPIRED_KEYS_SWEEP_MS);
+  sweep.unref();
+  app.addHook('onClose', async () => clearInterval(sweep));
+
+  return app;
+}
+
+// Run as a program (not imported): serve as `rowi serve` does, on the configured database.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const config = loadConfig(process.env, {});
+  const logger = createLogger(config);
+  const storage = openSqlite(config);
+  await migrateToLatest(storage.db);
+  const app = await buildUnauthenticatedApp({ config, db: storage.db, logger });
+  const address = await app.listen({ host: config.host, port: config.port });
+  logger.info({ url: `${address}/v1`, storage: storage.describe }, `listening on ${address}/v1 (bench only: no authentication, no audit trail)`);
+  process.on('SIGTERM', async () => {
+    await app.close();
+    await storage.close();
+    process.exit(0);
+  });
+}
