@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { AuditLog, registerAudit } from './auth/audit.js';
+import { AuditLog, auditWriterFor, registerAudit } from './auth/audit.js';
 import { registerAuthentication } from './auth/authenticate.js';
 import oauthRoutes from './auth/oauth.routes.js';
 import { Authenticator } from './auth/principals.js';
@@ -74,7 +74,7 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   registerProblemHandlers(app, routeTable);
   registerDraining(app);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(db, logger, config.auditFlushInterval));
+  registerAudit(app, new AuditLog(auditWriterFor(db, config, logger), logger, config.auditFlushInterval));
   registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config)), logger));
   await registerOpenApi(app, VERSION);
 

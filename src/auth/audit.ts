@@ -1,11 +1,12 @@
+import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { CompiledQuery } from 'kysely';
-import type { Db, Executor } from '../db/database.js';
-import type { Insertable } from 'kysely';
-import type { AuditEventsTable } from '../db/database.js';
+import type { CompiledQuery, Insertable } from 'kysely';
+import type { Config } from '../config.js';
+import type { AuditEventsTable, Db, Executor } from '../db/database.js';
 import { pathOf } from '../http/problem.js';
 
-type AuditEvent = Insertable<AuditEventsTable>;
+/** One request, as recorded: `at` in epoch milliseconds until it is written. */
+export type AuditRecord = Omit<Insertable<AuditEventsTable>, 'at'> & { at: number };
 
 /** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
 const ROWS_PER_INSERT = 256;
@@ -13,7 +14,79 @@ const ROWS_PER_INSERT = 256;
 const COLUMNS = [
   'at', 'request_id', 'caller_id', 'caller_name', 'credential', 'method', 'path',
   'resource', 'record_id', 'action', 'status', 'duration_ms', 'client_ip',
-] as const satisfies readonly (keyof AuditEvent)[];
+] as const satisfies readonly (keyof AuditRecord)[];
+const WIDTH = COLUMNS.length;
+
+/** Past this many unwritten events (the database is failing), the oldest are dropped and logged. */
+const MAX_PENDING = 100_000;
+
+/**
+ * Where batches go: `values` holds the rows' values one after another in COLUMNS order (a flat
+ * array is cheap to build and to hand to another thread), `at` in epoch milliseconds.
+ */
+export interface AuditWriter {
+  write(values: unknown[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A thread of its own for an SQLite file; the request thread's connection otherwise. */
+export function auditWriterFor(db: Db, config: Pick<Config, 'data' | 'sqliteSynchronous'>, log: FastifyBaseLogger): AuditWriter {
+  // Issue 5 adds PostgreSQL, whose writes do not block the thread: it will take the Kysely path.
+  if (config.data === ':memory:') return new KyselyAuditWriter(db);
+  return new SqliteWorkerAuditWriter(config.data, config.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
+}
+
+/**
+ * The audit trail (SPEC §5): one event per request, allowed or refused. Events are buffered in
+ * memory and written in multi-row inserts every `flushInterval` ms (or sooner when many are
+ * waiting), so a request never waits on an audit write; closing writes whatever is pending.
+ */
+export class AuditLog {
+  readonly #writer: AuditWriter;
+  readonly #log: FastifyBaseLogger;
+  #pending: unknown[] = [];
+  #flushing: Promise<void> = Promise.resolve();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(writer: AuditWriter, log: FastifyBaseLogger, flushInterval: number) {
+    this.#writer = writer;
+    this.#log = log;
+    this.#timer = setInterval(() => void this.flush(), flushInterval);
+    this.#timer.unref();
+  }
+
+  record(event: AuditRecord): void {
+    for (const column of COLUMNS) this.#pending.push(event[column] ?? null);
+    if (this.#pending.length === ROWS_PER_INSERT * 16 * WIDTH) void this.flush();
+  }
+
+  /** Writes every pending event; concurrent calls queue behind one another. */
+  flush(): Promise<void> {
+    this.#flushing = this.#flushing.then(() => this.#write());
+    return this.#flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.flush();
+    await this.#writer.close();
+  }
+
+  async #write(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      await this.#writer.write(batch);
+    } catch (error) {
+      // Keep the events for the next attempt, within a bound.
+      this.#pending = batch.concat(this.#pending);
+      const dropped = Math.max(0, this.#pending.length / WIDTH - MAX_PENDING);
+      if (dropped > 0) this.#pending.splice(0, dropped * WIDTH);
+      this.#log.error({ err: error, pending: this.#pending.length / WIDTH, dropped }, 'could not write the audit trail');
+    }
+  }
+}
 
 /**
  * Multi-row inserts of 256, 128, … 1 rows, each built and compiled by Kysely once per dialect:
@@ -29,80 +102,105 @@ function insertOf(db: Executor, size: number): CompiledQuery {
   if (bySize === undefined) compiledInserts.set(adapter, (bySize = new Map()));
   let compiled = bySize.get(size);
   if (compiled === undefined) {
-    const row = Object.fromEntries(COLUMNS.map((column) => [column, null])) as unknown as AuditEvent;
+    const row = Object.fromEntries(COLUMNS.map((column) => [column, null])) as unknown as Insertable<AuditEventsTable>;
     compiled = db.insertInto('audit_events').values(Array.from({ length: size }, () => row)).compile();
     bySize.set(size, compiled);
   }
   return compiled;
 }
-/** Past this many unwritten events (the database is failing), the oldest are dropped and logged. */
-const MAX_PENDING = 100_000;
 
-const ACTION_OF_METHOD: Record<string, string> = { GET: 'read', HEAD: 'read', OPTIONS: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
+/** Writes on the connection the requests use: for a database whose writes do not block the thread. */
+export class KyselyAuditWriter implements AuditWriter {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async write(values: unknown[]): Promise<void> {
+    const rows = values.length / WIDTH;
+    const at = COLUMNS.indexOf('at');
+    await this.#db.transaction().execute(async (trx) => {
+      let start = 0;
+      while (start < rows) {
+        const size = Math.min(ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
+        const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
+        for (let index = at; index < parameters.length; index += WIDTH) parameters[index] = new Date(parameters[index] as number).toISOString();
+        await trx.executeQuery({ ...insertOf(trx, size), parameters });
+        start += size;
+      }
+    });
+  }
+
+  async close(): Promise<void> {}
+}
 
 /**
- * The audit trail (SPEC §5): one event per request, allowed or refused. Events are buffered in
- * memory and written in multi-row inserts every `flushInterval` ms (or sooner when many are
- * waiting), so a request never waits on an audit write; closing writes whatever is pending.
+ * Writes an SQLite file from a worker thread with its own connection (audit-worker.js), so that
+ * neither the inserts nor the commit's fsync stop the thread that answers requests. The thread
+ * starts with the first batch, and is started again if it ever dies.
  */
-export class AuditLog {
-  readonly #db: Db;
+export class SqliteWorkerAuditWriter implements AuditWriter {
+  readonly #file: string;
+  readonly #synchronous: 'FULL' | 'NORMAL';
   readonly #log: FastifyBaseLogger;
-  #pending: AuditEvent[] = [];
-  #flushing: Promise<void> = Promise.resolve();
-  readonly #timer: NodeJS.Timeout;
+  #worker: Worker | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  #nextId = 0;
+  readonly #waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
 
-  constructor(db: Db, log: FastifyBaseLogger, flushInterval: number) {
-    this.#db = db;
+  constructor(file: string, synchronous: 'FULL' | 'NORMAL', log: FastifyBaseLogger) {
+    this.#file = file;
+    this.#synchronous = synchronous;
     this.#log = log;
-    this.#timer = setInterval(() => void this.flush(), flushInterval);
-    this.#timer.unref();
   }
 
-  record(event: AuditEvent): void {
-    this.#pending.push(event);
-    if (this.#pending.length === ROWS_PER_INSERT * 4) void this.flush();
-  }
-
-  /** Writes every pending event; concurrent calls queue behind one another. */
-  flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(() => this.#write());
-    return this.#flushing;
+  write(values: unknown[]): Promise<void> {
+    const worker = (this.#worker ??= this.#start());
+    const id = ++this.#nextId;
+    return new Promise((resolve, reject) => {
+      // An idle writer does not keep the process alive; one with a batch in hand does.
+      if (this.#waiting.size === 0) worker.ref();
+      this.#waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, values });
+    });
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.flush();
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    worker.ref();
+    worker.postMessage({ close: true });
+    await this.#exited;
   }
 
-  async #write(): Promise<void> {
-    if (this.#pending.length === 0) return;
-    const batch = this.#pending;
-    this.#pending = [];
-    try {
-      await this.#db.transaction().execute(async (trx) => {
-        let start = 0;
-        while (start < batch.length) {
-          const size = 2 ** Math.min(8, Math.floor(Math.log2(batch.length - start)));
-          const parameters: unknown[] = new Array(size * COLUMNS.length);
-          let at = 0;
-          for (let row = start; row < start + size; row++) {
-            const event = batch[row]!;
-            for (const column of COLUMNS) parameters[at++] = event[column] ?? null;
-          }
-          await trx.executeQuery({ ...insertOf(trx, size), parameters });
-          start += size;
-        }
+  #start(): Worker {
+    const worker = new Worker(new URL('./audit-worker.js', import.meta.url), {
+      workerData: { file: this.#file, synchronous: this.#synchronous, columns: COLUMNS, rowsPerInsert: ROWS_PER_INSERT },
+    });
+    worker.unref();
+    worker.on('message', ({ id, error }: { id: number; error?: string }) => {
+      const waiting = this.#waiting.get(id);
+      this.#waiting.delete(id);
+      if (this.#waiting.size === 0) worker.unref();
+      if (error === undefined) waiting?.resolve();
+      else waiting?.reject(new Error(error));
+    });
+    worker.on('error', (error) => this.#log.error({ err: error }, 'the audit trail writer failed'));
+    this.#exited = new Promise((resolve) => {
+      worker.once('exit', () => {
+        this.#worker = undefined;
+        for (const { reject } of this.#waiting.values()) reject(new Error('the audit trail writer stopped'));
+        this.#waiting.clear();
+        resolve();
       });
-    } catch (error) {
-      // Keep the events for the next attempt, within a bound.
-      this.#pending = [...batch, ...this.#pending];
-      const dropped = this.#pending.length - MAX_PENDING;
-      if (dropped > 0) this.#pending.splice(0, dropped);
-      this.#log.error({ err: error, pending: this.#pending.length, dropped: Math.max(0, dropped) }, 'could not write the audit trail');
-    }
+    });
+    return worker;
   }
 }
+
+/** The action of a request to a public route or an unknown path, which declares none. */
+const ACTION_OF_METHOD: Record<string, string> = { GET: 'read', HEAD: 'read', OPTIONS: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
 
 /**
  * Records every request when its response is done. The path is recorded without its query
@@ -110,24 +208,24 @@ export class AuditLog {
  */
 export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onResponse', (request, reply, done) => {
-    const permission = request.routeOptions.config.permission;
-    const scope = permission?.scope;
-    const [resource, action] = scope !== undefined && scope !== 'public' ? scope.split(':') : [null, ACTION_OF_METHOD[request.method] ?? null];
+    // Set by the route's authentication; a request refused before it (406, credentials in the
+    // URL, 503 while draining) finds its route's permission the slower way.
+    const permission = request.permission ?? request.routeOptions.config.permission;
     const principal = request.principal;
     const params = request.params as Record<string, unknown> | undefined;
     const recordId = params?.key_id ?? params?.id ?? params?.place;
     const elapsed = reply.elapsedTime;
     audit.record({
-      at: new Date(Date.now() - elapsed).toISOString(),
+      at: Date.now() - elapsed,
       request_id: request.id,
       caller_id: principal?.callerId ?? null,
       caller_name: principal?.name ?? null,
       credential: principal?.credential ?? null,
       method: request.method,
       path: pathOf(request),
-      resource: resource ?? null,
+      resource: permission?.resource ?? null,
       record_id: recordId === undefined ? null : String(recordId).slice(0, 256),
-      action: action ?? null,
+      action: permission?.action ?? ACTION_OF_METHOD[request.method] ?? null,
       status: reply.statusCode,
       duration_ms: Math.round(elapsed * 100) / 100,
       client_ip: request.ip,
@@ -136,3 +234,4 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   });
   app.addHook('onClose', async () => audit.close());
 }
+
