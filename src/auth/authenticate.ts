@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated caller; null on public routes and before authentication. */
     principal: Principal | null;
+    /** What the request's route needs; null on public routes and for unknown paths. */
+    permission: Permission | null;
   }
   interface FastifyContextConfig {
     /** What the route needs, from its declared scope and its URL. */
@@ -27,34 +29,41 @@ const CREDENTIALS_IN_QUERY = /[?&](?:api[_-]?key|access_token|x-api-key)=/i;
  * Authentication and authorisation, in one place (SPEC §5): every route declares a permission
  * (registering one without fails at start), and every request is checked in onRequest, before
  * its body is read or validated, so a caller without access learns nothing from the answer.
+ * The check is bound to each route when it is registered, so a request pays for no look-up of
+ * what its route needs.
  */
 export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
   app.decorate('auth', authenticator);
   app.decorateRequest('principal', null);
-  app.addHook('onRoute', requirePermission);
-  app.addHook('onRequest', (request, reply, done) => authenticate(authenticator, request, reply, done));
+  app.decorateRequest('permission', null);
+  app.addHook('onRoute', (route) => guard(route, authenticator));
+  // Every request, public routes and unknown paths too: credentials in a URL are refused.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.url.includes('?') && CREDENTIALS_IN_QUERY.test(request.url)) {
+      done(malformed('Credentials are not accepted in the query string, where logs and proxies keep them; send the key in X-API-Key or a token in Authorization.'));
+      return;
+    }
+    done();
+  });
   app.addHook('onClose', async () => authenticator.close());
 }
 
-function requirePermission(route: RouteOptions): void {
+/** Refuses a route without a permission; puts the check of a protected one first in its onRequest hooks. */
+function guard(route: RouteOptions, authenticator: Authenticator): void {
   const scope = (route.schema as { 'x-permission'?: Scope | 'public' } | undefined)?.['x-permission'];
   if (scope === undefined) {
     throw new Error(`${String(route.method)} ${route.url} declares no permission: give its operation() a permission (a scope or 'public')`);
   }
-  route.config = { ...route.config, permission: permissionOf(scope, route.url) };
+  const permission = permissionOf(scope, route.url);
+  route.config = { ...route.config, permission };
+  if (permission.scope === 'public') return;
+  const check = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => authenticate(authenticator, permission, request, done);
+  const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+  route.onRequest = [check, ...own];
 }
 
-function authenticate(authenticator: Authenticator, request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  if (request.url.includes('?') && CREDENTIALS_IN_QUERY.test(request.url)) {
-    done(malformed('Credentials are not accepted in the query string, where logs and proxies keep them; send the key in X-API-Key or a token in Authorization.'));
-    return;
-  }
-  const permission = request.routeOptions.config.permission;
-  // Unknown paths (404/405) and public routes need no credentials.
-  if (permission === undefined || permission.scope === 'public') {
-    done();
-    return;
-  }
+function authenticate(authenticator: Authenticator, permission: Permission, request: FastifyRequest, done: HookHandlerDoneFunction): void {
+  request.permission = permission;
   let principal: Principal | Promise<Principal>;
   try {
     principal = principalOf(authenticator, request);

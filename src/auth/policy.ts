@@ -66,14 +66,23 @@ export interface Permission {
    * 404-versus-other which order ids exist (SPEC §5).
    */
   also: readonly Scope[];
+  /** The scope's two halves, as the audit trail records them; null for a public route. */
+  resource: string | null;
+  action: Action | null;
 }
 
 /** The permission of a route, from its declared scope and its URL. */
 export function permissionOf(scope: Scope | 'public', url: string): Permission {
-  if (scope === 'public') return { scope, also: [] };
+  if (scope === 'public') return { scope, also: [], resource: null, action: null };
   const record = /^\/v1\/([a-z-]+)\/:/.exec(url);
   const read: Scope | undefined = record ? `${record[1]!}:read` : undefined;
-  return { scope, also: read !== undefined && read !== scope && isScope(read) ? [read] : [] };
+  const split = scope.lastIndexOf(':');
+  return {
+    scope,
+    also: read !== undefined && read !== scope && isScope(read) ? [read] : [],
+    resource: scope.slice(0, split),
+    action: scope.slice(split + 1) as Action,
+  };
 }
 
 /** The scopes of `permission` that `held` lacks (empty when the call may proceed). */
