@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
 /**
@@ -29,9 +30,13 @@ export function prefixOf(key: string): string | undefined {
   return KEY_PATTERN.test(key) ? key.slice(0, PREFIX_LENGTH) : undefined;
 }
 
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('base64url');
-}
+/**
+ * SHA-256 of the key, base64url. Every authenticated request hashes its key, so the one-shot
+ * crypto.hash (Node >= 20.12; about 5 times cheaper than a Hash object) is used where it exists.
+ */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
+export const hashApiKey: (key: string) => string =
+  oneShotHash === undefined ? (key) => createHash('sha256').update(key).digest('base64url') : (key) => oneShotHash('sha256', key, 'base64url');
 
 /** Constant-time comparison of two hashes (both base64url SHA-256, so of equal length). */
 export function sameHash(a: string, b: string): boolean {

@@ -4,7 +4,7 @@ import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from '../resources/callers/callers.repository.js';
 import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
 import { isGrantable, isScope, parseScopeList, scopesOf } from './policy.js';
-import { TokenError, type TokenService } from './tokens.js';
+import { TokenError, type TokenService, type VerifiedToken } from './tokens.js';
 
 /** Who is calling, once credentials have been checked. */
 export interface Principal {
@@ -31,19 +31,32 @@ interface Checked<T> {
   checkedAt: number;
 }
 
+/** A token whose signature and claims were checked, and the principal it last resolved to. */
+interface TokenEntry extends VerifiedToken {
+  principal?: Checked<Principal> & { generation: number };
+}
+
 /**
  * Turns credentials into a Principal, or throws a 401 problem. Answers from memory on the hot
- * path (a hash and a map lookup for a key; a map lookup for a token already verified) and goes
+ * path (a map look-up for a key or a token already checked) and goes
  * to the database only when an entry is older than FRESH_MS.
  */
 export class Authenticator {
   readonly tokens: TokenService;
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
-  /** By SHA-256 of the key: the key itself is not kept even in memory. */
+  /**
+   * Keys checked against the store, by the key itself: a hit costs a map look-up and no hash.
+   * (Keys, like tokens, are therefore in this process's memory while in use; only their hash
+   * is ever stored. A miss hashes the key and compares the hashes in constant time.)
+   */
   readonly #keys = new Map<string, Checked<Principal & { keyId: number; expiresAt: number }>>();
+  /** Look-ups in flight, so that the requests that find a key stale at once share one query. */
+  readonly #loadingKeys = new Map<string, Promise<Principal>>();
   readonly #callers = new Map<number, Checked<{ name: string; scopes: ReadonlySet<string> } | undefined>>();
-  readonly #verifiedTokens = new Map<string, { subject: string; kind: 'oauth' | 'external'; scopes: string[]; expires: number }>();
+  readonly #verifiedTokens = new Map<string, TokenEntry>();
+  /** Incremented by forget(): a principal built before it is built again. */
+  #generation = 0;
   readonly #lastUsed = new Map<number, number>();
   readonly #timer: NodeJS.Timeout;
 
@@ -57,7 +70,9 @@ export class Authenticator {
 
   /** Forget everything believed: after a caller or key changed on this instance. */
   forget(): void {
+    this.#generation++;
     this.#keys.clear();
+    this.#loadingKeys.clear();
     this.#callers.clear();
   }
 
@@ -69,15 +84,21 @@ export class Authenticator {
   authenticateKey(key: string): Principal | Promise<Principal> {
     const prefix = prefixOf(key);
     if (prefix === undefined) throw invalid('The API key is not one rowi issued (rowi_…).');
-    const hash = hashApiKey(key);
     const now = Date.now();
-    const cached = this.#keys.get(hash);
+    const cached = this.#keys.get(key);
     // A key that expires is refused from that instant, not FRESH_MS later.
     if (cached !== undefined && now - cached.checkedAt < FRESH_MS && now < cached.value.expiresAt) {
       this.#lastUsed.set(cached.value.keyId, now);
       return cached.value;
     }
-    return this.#loadKey(prefix, hash, now);
+    let loading = this.#loadingKeys.get(key);
+    if (loading === undefined) {
+      const started: Promise<Principal> = this.#loadKey(key, prefix, now).finally(() => {
+        if (this.#loadingKeys.get(key) === started) this.#loadingKeys.delete(key);
+      });
+      this.#loadingKeys.set(key, (loading = started));
+    }
+    return loading;
   }
 
   authenticateToken(token: string): Principal | Promise<Principal> {
@@ -87,6 +108,10 @@ export class Authenticator {
       this.#verifiedTokens.delete(token);
       throw invalid('The token has expired.');
     }
+    // The principal a token resolved to is believed as long as a checked key is.
+    const built = verified.principal;
+    const now = Date.now();
+    if (built !== undefined && built.generation === this.#generation && now - built.checkedAt < FRESH_MS) return built.value;
     return this.#principalOfToken(verified);
   }
 
@@ -101,10 +126,11 @@ export class Authenticator {
     }
   }
 
-  async #loadKey(prefix: string, hash: string, now: number): Promise<Principal> {
-    this.#keys.delete(hash);
+  async #loadKey(key: string, prefix: string, now: number): Promise<Principal> {
+    this.#keys.delete(key);
+    const generation = this.#generation;
     const row = await findKeyForAuthentication(this.#db, prefix);
-    if (row === undefined || !sameHash(row.secret_hash, hash)) throw invalid('The API key is not known.');
+    if (row === undefined || !sameHash(row.secret_hash, hashApiKey(key))) throw invalid('The API key is not known.');
     if (row.revoked_at !== null) throw invalid('The API key has been revoked.');
     if (row.expires_at !== null && row.expires_at <= new Date(now).toISOString()) throw invalid('The API key has expired.');
     const principal = {
@@ -115,7 +141,8 @@ export class Authenticator {
       name: row.name,
       scopes: scopesOf(row.role as Role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
     };
-    remember(this.#keys, hash, { value: principal, checkedAt: now });
+    // A change made on this instance while the query ran (forget()) may have made it stale.
+    if (generation === this.#generation) remember(this.#keys, key, { value: principal, checkedAt: now });
     this.#lastUsed.set(row.key_id, now);
     return principal;
   }
@@ -132,22 +159,27 @@ export class Authenticator {
     return this.#principalOfToken(verified);
   }
 
-  #principalOfToken(token: { subject: string; kind: 'oauth' | 'external'; scopes: string[] }): Principal | Promise<Principal> {
+  #principalOfToken(token: TokenEntry): Principal | Promise<Principal> {
+    const now = Date.now();
+    const generation = this.#generation;
+    const keep = (value: Principal): Principal => {
+      token.principal = { value, checkedAt: now, generation };
+      return value;
+    };
     // External subjects are not callers of this service: they get the scopes their issuer gave,
     // never caller management.
     if (token.kind === 'external') {
       const scopes = new Set(token.scopes.filter((scope) => isScope(scope) && isGrantable(scope)));
-      return { credential: 'external', callerId: null, name: token.subject, scopes };
+      return keep({ credential: 'external', callerId: null, name: token.subject, scopes });
     }
     const callerId = Number(token.subject);
     const cached = this.#callers.get(callerId);
-    const now = Date.now();
     const principalOf = (caller: { name: string; scopes: ReadonlySet<string> } | undefined): Principal => {
       if (caller === undefined) throw invalid('The token\'s caller no longer exists.');
       // A token carries the scopes granted when it was issued; a caller whose role has since
       // shrunk keeps only what it still holds.
       const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
-      return { credential: 'oauth', callerId, name: caller.name, scopes };
+      return keep({ credential: 'oauth', callerId, name: caller.name, scopes });
     };
     if (cached !== undefined && now - cached.checkedAt < FRESH_MS) return principalOf(cached.value);
     return findCallerById(this.#db, callerId).then((row) => {
