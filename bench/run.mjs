@@ -1,4 +1,4 @@
-// npm run bench [-- --duration 10 --quick --connections 64 --threads 1 --rounds 1]
+// npm run bench [-- --duration 10 --quick --connections 64 --threads 1 --rounds 1 --only users]
 //
 // Loads rowi and a bare Fastify baseline over loopback in the same run, for each operation
 // (GET /v1/users/{id}, GET /v1/items/{id}/stock, POST /v1/orders), and prints requests/s, p50,
@@ -28,6 +28,8 @@ const { values: options } = parseArgs({
     threads: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '1' },
     quick: { type: 'boolean', default: false },
+    // Load only the operations whose path contains this text (e.g. `users`, `stock`, `orders`).
+    only: { type: 'string', default: '' },
   },
 });
 const duration = options.quick ? 3 : Number(options.duration);
@@ -131,7 +133,7 @@ async function main() {
   const getUser = { method: 'GET', path: `/v1/users/${probe.id}`, headers: accept };
   const noAuthGetUser = targetOf(LABELS.noAuth, 'GET /v1/users/{id}', noAuth, { ...getUser, credential: 'none' });
   const [bareGetUser, apiKeyGetUser] = pair(bare, rowi, 'GET /v1/users/{id}', getUser, apiKey);
-  const targets = [
+  const allTargets = [
     bareGetUser,
     noAuthGetUser,
     { ...apiKeyGetUser, noAuth: noAuthGetUser.name },
@@ -139,6 +141,7 @@ async function main() {
     ...pair(bare, rowi, 'GET /v1/items/{id}/stock', { method: 'GET', path: `/v1/items/${stockProbe.id}/stock`, headers: accept }, apiKey),
     ...pair(bare, rowi, 'POST /v1/orders', { method: 'POST', path: '/v1/orders', headers: { ...accept, 'content-type': 'application/json' }, orders: mix }, apiKey),
   ];
+  const targets = allTargets.filter((target) => target.operation.includes(options.only));
 
   console.log(`load: ${tool}, ${connections} connections, ${options.threads} thread(s), ${warmup} s warm-up + ${duration} s per target, ${rounds} round(s)\n`);
   const samples = new Map(targets.map((target) => [target.name, []]));
@@ -153,8 +156,8 @@ async function main() {
 
   const results = targets.map((target) => ({ ...target, ...median(samples.get(target.name)) }));
   printTable(results);
-  const ratios = ratiosOf(results);
-  const authRatios = authRatiosOf(results);
+  const ratios = ratiosOf(results, samples);
+  const authRatios = authRatiosOf(results, samples);
   printRatios(ratios, authRatios);
   printGoals(results, ratios, authRatios);
 
@@ -175,7 +178,8 @@ async function main() {
     // rowi with credentials and the audit trail over the same app without them (bench only).
     ratios_auth_over_no_auth: Object.fromEntries(authRatios),
   };
-  writeFileSync(join(root, 'bench/results/latest.json'), `${JSON.stringify(record, null, 2)}\n`);
+  // A partial run (--only) does not replace the record of a whole one.
+  writeFileSync(join(root, `bench/results/${options.only === '' ? 'latest' : 'partial'}.json`), `${JSON.stringify(record, null, 2)}\n`);
 }
 
 /** One request shape against one server; its name is its label and operation. */
@@ -458,23 +462,34 @@ function printTable(results) {
   for (const row of rows) console.log(line(row));
 }
 
+/**
+ * The median over rounds of one target's requests/s over another's in the same round. Targets
+ * compared are loaded one right after the other in every round, so each ratio is of two loads
+ * seconds apart: the machine's drift (seen here: the same load varying by 2x within a minute)
+ * cancels in the pair, which a ratio of two medians taken minutes apart does not do.
+ */
+function pairedRatio(samples, name, over) {
+  const ratios = samples.get(name).map((run, round) => run.rps / samples.get(over)[round].rps).sort((a, b) => a - b);
+  return ratios[Math.floor(ratios.length / 2)];
+}
+
 /** rowi's requests/s over its baseline's, per operation, both from this run. */
-function ratiosOf(results) {
+function ratiosOf(results, samples) {
   const rowiResults = results.filter((result) => result.baseline);
-  return new Map(rowiResults.map((result) => [result.operation, result.rps / results.find((other) => other.name === result.baseline).rps]));
+  return new Map(rowiResults.map((result) => [result.operation, pairedRatio(samples, result.name, result.baseline)]));
 }
 
 /** rowi with credentials and the audit trail over rowi without them, by target name, same run. */
-function authRatiosOf(results) {
+function authRatiosOf(results, samples) {
   const withAuth = results.filter((result) => result.noAuth);
-  return new Map(withAuth.map((result) => [result.name, result.rps / results.find((other) => other.name === result.noAuth).rps]));
+  return new Map(withAuth.map((result) => [result.name, pairedRatio(samples, result.name, result.noAuth)]));
 }
 
 function printRatios(ratios, authRatios) {
   const width = Math.max(...[...ratios.keys(), ...authRatios.keys()].map((name) => name.length)) + 4;
-  console.log('\nrowi/bare requests/s, same run:');
+  console.log(`\nrowi/bare requests/s, same run${rounds > 1 ? ` (median over ${rounds} rounds of the ratio within a round)` : ''}:`);
   for (const [operation, ratio] of ratios) console.log(`  ${`${operation} `.padEnd(width, '.')} ${(ratio * 100).toFixed(1)} %`);
-  console.log('\nrowi with credentials and audit trail / rowi without authentication (bench only), requests/s, same run:');
+  console.log(`\nrowi with credentials and audit trail / rowi without authentication (bench only), requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`);
   for (const [name, ratio] of authRatios) console.log(`  ${`${name} `.padEnd(width, '.')} ${(ratio * 100).toFixed(1)} %`);
 }
 
@@ -483,6 +498,7 @@ function printGoals(results, ratios, authRatios) {
   for (const goal of GOALS) {
     const credential = goal.credential ?? 'API key';
     const rowiResult = results.find((result) => result.operation === goal.operation && result.credential === credential);
+    if (rowiResult === undefined) continue; // not loaded in this run (--only)
     const check = (label, met, figure) => lines.push({ label: `target: ${goal.operation} rowi ${goal.credential ? `${goal.credential} + audit ` : ''}${label} `, verdict: met ? 'PASS' : 'MISS', figure });
     if (goal.minRatioToNoAuth !== undefined) {
       const ratio = authRatios.get(rowiResult?.name);
