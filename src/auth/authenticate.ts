@@ -88,9 +88,11 @@ function principalOf(authenticator: Authenticator, request: FastifyRequest): Pri
     throw malformed('Send one credential: an API key in X-API-Key or a token in Authorization, not both.');
   }
   if (key !== undefined) {
-    if (typeof key !== 'string' || key.trim() === '') throw malformed('X-API-Key is empty.');
+    if (typeof key !== 'string') throw malformed('X-API-Key is empty.');
     if (key.length > MAX_CREDENTIAL_LENGTH) throw malformed(`X-API-Key is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
-    return authenticator.authenticateKey(key.trim());
+    const trimmed = key.trim();
+    if (trimmed === '') throw malformed('X-API-Key is empty.');
+    return authenticator.authenticateKey(trimmed);
   }
   if (authorization !== undefined) {
     if (authorization.length > MAX_CREDENTIAL_LENGTH) throw malformed(`Authorization is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
@@ -114,7 +116,7 @@ function authorize(request: FastifyRequest, principal: Principal, permission: Pe
   const missing = missingScopes(principal.scopes, permission);
   if (missing.length === 0) return undefined;
   const detail = `${principal.name} may not do this: it lacks ${missing.join(' and ')}.`;
-  return new ForbiddenError(detail, missing, challenge('insufficient_scope', detail, missing.join(' ')));
+  return new ForbiddenError(detail, [...missing], challenge('insufficient_scope', detail, missing.join(' ')));
 }
 
 function malformed(detail: string): AuthenticationError {

@@ -82,8 +82,6 @@ export class Authenticator {
   }
 
   authenticateKey(key: string): Principal | Promise<Principal> {
-    const prefix = prefixOf(key);
-    if (prefix === undefined) throw invalid('The API key is not one rowi issued (rowi_…).');
     const now = Date.now();
     const cached = this.#keys.get(key);
     // A key that expires is refused from that instant, not FRESH_MS later.
@@ -91,6 +89,8 @@ export class Authenticator {
       this.#lastUsed.set(cached.value.keyId, now);
       return cached.value;
     }
+    const prefix = prefixOf(key);
+    if (prefix === undefined) throw invalid('The API key is not one rowi issued (rowi_…).');
     let loading = this.#loadingKeys.get(key);
     if (loading === undefined) {
       const started: Promise<Principal> = this.#loadKey(key, prefix, now).finally(() => {

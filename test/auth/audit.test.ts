@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildUser, createCallerWithKey, expectProblem, startApp, type Reply, type TestApp } from '../helpers/app.js';
 
@@ -233,6 +234,44 @@ describe('the audit trail is written in batches', () => {
       expect(rows).toHaveLength(201);
       expect(rows.slice(0, 200).map((row) => row.request_id)).toEqual(requestIds);
       expect(rows[200]).toEqual({ request_id: requestIdOf(listed), status: 200, resource: 'audit-events' });
+    } finally {
+      await test.storage.close();
+    }
+  });
+});
+
+describe('the audit trail when the database refuses a batch', () => {
+  it('a batch that cannot be written is kept and written once the database accepts it again: no event lost, none twice', async () => {
+    const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' });
+    try {
+      await sql`create trigger refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`.execute(test.storage.db);
+      const requestIds: string[] = [];
+      for (let index = 0; index < 20; index++) requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
+      // Several flushes fail meanwhile; requests are answered all the same.
+      await sleep(300);
+      const count = async () => Number((await test.storage.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      expect(await count()).toBe(0);
+
+      await sql`drop trigger refuse_audit`.execute(test.storage.db);
+      const events = await waitForEvents(test, requestIds);
+      for (const id of requestIds) expect(events.filter((event) => event.request_id === id)).toHaveLength(1);
+    } finally {
+      await test.close();
+    }
+  });
+});
+
+describe('the audit trail of an in-memory database', () => {
+  it('ROWI_DATA=:memory: writes on the request thread (no worker can open that database): closing the app writes every event', async () => {
+    const test = await startApp({ ROWI_DATA: ':memory:', ROWI_AUDIT_FLUSH_INTERVAL: '60000' });
+    const requestIds: string[] = [];
+    for (let index = 0; index < 30; index++) requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
+    await test.app.close();
+    try {
+      const rows = await test.storage.db.selectFrom('audit_events').select(['request_id', 'at', 'resource', 'action']).orderBy('id').execute();
+      expect(rows.map((row) => row.request_id)).toEqual(requestIds);
+      expect(rows[0]).toMatchObject({ resource: 'users', action: 'read' });
+      expect(rows[0]!.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     } finally {
       await test.storage.close();
     }
