@@ -78,6 +78,18 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Form bodies are taken here only: the rest of the API speaks JSON and XML.
   app.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => done(null, parseForm(body as string)));
 
+  // A body the token endpoint cannot take (JSON, no Content-Type, …) is an OAuth invalid_request
+  // (RFC 6749 §5.2), which OAuth clients understand, rather than a 415 problem; everything
+  // else goes on to rowi's problem handler.
+  app.setErrorHandler((error: Error & { statusCode?: number; status?: number }, request, reply) => {
+    if ((error.statusCode ?? error.status) !== 415 || request.routeOptions.url !== '/oauth/token') throw error;
+    noStore(reply);
+    return reply.code(400).send({
+      error: 'invalid_request',
+      error_description: 'The body must be a form (application/x-www-form-urlencoded) with grant_type.',
+    });
+  });
+
   app.post('/oauth/token', {
     attachValidation: true,
     schema: operation({
@@ -90,6 +102,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['auth'],
       body: TokenRequestSchema,
       consumes: [FORM],
+      // Bodies that are not forms are invalid_request (400), and the form is checked by the handler.
+      omitProblems: [415, 422],
       response: {
         200: representation(TokenSchema, 'The access token', {}, ['json']),
         400: { description: 'RFC 6749 §5.2 error', content: { 'application/json': { schema: OAuthErrorSchema } } },

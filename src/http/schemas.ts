@@ -151,6 +151,8 @@ interface OperationSpec {
   permission: Scope | 'public';
   /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */
   problems?: number[];
+  /** Implied problem statuses the operation answers otherwise (the token endpoint's RFC 6749 errors). */
+  omitProblems?: number[];
 }
 
 /** The OpenAPI security requirement of a scope: any one of the three credentials (SPEC §5). */
@@ -170,8 +172,9 @@ export function operation<const S extends OperationSpec>(spec: S) {
   if (spec.params) statuses.add(404);
   if (spec.querystring || spec.headers) statuses.add(400);
   if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);
+  for (const status of spec.omitProblems ?? []) statuses.delete(status);
   const problems = Object.fromEntries([...statuses].sort().map((status) => [status, problemResponse(status)]));
-  const { problems: _problems, permission, response, ...rest } = spec;
+  const { problems: _problems, omitProblems: _omitProblems, permission, response, ...rest } = spec;
   return {
     ...rest,
     'x-permission': permission,
@@ -179,5 +182,5 @@ export function operation<const S extends OperationSpec>(spec: S) {
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
     response: { ...problems, ...response },
-  } as Omit<S, 'problems' | 'permission'> & { response: S['response']; 'x-permission': Scope | 'public' };
+  } as Omit<S, 'problems' | 'omitProblems' | 'permission'> & { response: S['response']; 'x-permission': Scope | 'public' };
 }

@@ -225,6 +225,24 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
       expect(error.error_description).toContain('scope');
     });
 
+    it.each([
+      ['a JSON body', 'application/json', JSON.stringify({ grant_type: 'client_credentials' })],
+      ['an XML body', 'application/xml', '<token><grant_type>client_credentials</grant_type></token>'],
+      ['a text body', 'text/plain', 'grant_type=client_credentials'],
+    ])('POST /oauth/token with %s: 400 invalid_request (RFC 6749 §5.2), not a 415 problem', async (_what, type, body) => {
+      const response = await fetch(`${server.baseUrl}/oauth/token`, { method: 'POST', headers: { 'content-type': type }, body });
+      const error = await expectOAuthError(response, 400, 'invalid_request');
+      expect(error.error_description).toContain('application/x-www-form-urlencoded');
+    });
+
+    it('the OpenAPI document lists for POST /oauth/token the RFC 6749 errors (400, 401) and neither 415 nor 422', async () => {
+      const document = (await (await fetch(`${server.baseUrl}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+      const statuses = Object.keys(document.paths['/oauth/token']!.post!.responses);
+      expect(statuses).toEqual(expect.arrayContaining(['200', '400', '401']));
+      expect(statuses).not.toContain('415');
+      expect(statuses).not.toContain('422');
+    });
+
     it('POST /oauth/token: 401 invalid_client when the secret is a revoked key of the caller', async () => {
       const created = await api(`/v1/callers/${editor.id}/keys`, { method: 'POST', key: adminKey, body: '{}' });
       const { id, key } = (await created.json()) as { id: number; key: string };
