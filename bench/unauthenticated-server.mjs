@@ -30,6 +30,7 @@ import itemsRoutes from '../dist/src/resources/items/items.routes.js';
 import stockRoutes from '../dist/src/resources/items/stock.routes.js';
 import ordersRoutes from '../dist/src/resources/orders/orders.routes.js';
 import rootRoutes from '../dist/src/resources/root.routes.js';
+import healthRoutes from '../dist/src/resources/health.routes.js';
 import usersRoutes from '../dist/src/resources/users/users.routes.js';
 import { VERSION } from '../dist/src/version.js';
 
@@ -69,6 +70,7 @@ export async function buildUnauthenticatedApp({ config, db, logger }) {
   await registerOpenApi(app, VERSION);
 
   await app.register(rootRoutes, { version: VERSION });
+  await app.register(healthRoutes, { version: VERSION });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);
   await app.register(stockRoutes);

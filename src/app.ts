@@ -16,6 +16,7 @@ import { registerRepresentations } from './http/representation.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
 import { validatorCompiler } from './http/validation.js';
 import rootRoutes from './resources/root.routes.js';
+import healthRoutes from './resources/health.routes.js';
 import itemsRoutes from './resources/items/items.routes.js';
 import stockRoutes from './resources/items/stock.routes.js';
 import ordersRoutes from './resources/orders/orders.routes.js';
@@ -79,6 +80,7 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   await registerOpenApi(app, VERSION);
 
   await app.register(rootRoutes, { version: VERSION });
+  await app.register(healthRoutes, { version: VERSION });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);
   await app.register(stockRoutes);

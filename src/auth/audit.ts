@@ -213,11 +213,27 @@ const ACTION_OF_METHOD: Record<string, string> = { GET: 'read', HEAD: 'read', OP
  * Records every request when its response is done. The path is recorded without its query
  * string, and nothing of the credentials but the caller they resolved to.
  */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false on routes whose requests are not recorded (health probes). */
+    audit?: boolean;
+  }
+}
+
 export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onResponse', (request, reply, done) => {
     // Set by the route's authentication; a request refused before it (406, credentials in the
     // URL, 503 while draining) finds its route's permission the slower way.
-    const permission = request.permission ?? request.routeOptions.config.permission;
+    let permission = request.permission;
+    if (permission === null) {
+      const config = request.routeOptions.config;
+      // Health probes are not callers' requests (resources/health.routes.ts).
+      if (config.audit === false) {
+        done();
+        return;
+      }
+      permission = config.permission ?? null;
+    }
     const principal = request.principal;
     const params = request.params as Record<string, unknown> | undefined;
     const recordId = params?.key_id ?? params?.id ?? params?.place;

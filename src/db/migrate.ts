@@ -27,3 +27,9 @@ export async function migrateToLatest(db: Db): Promise<MigrationOutcome> {
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName) };
 }
+
+/** Migrations this version has that the database has not applied (empty when it is up to date). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const migrations = await new Migrator({ db, provider }).getMigrations();
+  return migrations.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
+}

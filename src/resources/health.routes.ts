@@ -1,0 +1,119 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { LogLevel } from 'fastify';
+import { sql } from 'kysely';
+import Type from 'typebox';
+import { AppError } from '../errors.js';
+import { pendingMigrations } from '../db/migrate.js';
+import { operation, representation } from '../http/schemas.js';
+
+/** A readiness check that has not answered by then counts as failed: a probe must not hang. */
+const CHECK_TIMEOUT_MS = 2000;
+
+const CheckSchema = Type.Object(
+  {
+    status: Type.Union([Type.Literal('pass'), Type.Literal('fail')]),
+    duration_ms: Type.Number(),
+    output: Type.Optional(Type.String({ description: 'why the check failed' })),
+  },
+  { additionalProperties: false },
+);
+
+const HealthSchema = Type.Object(
+  {
+    status: Type.Literal('pass'),
+    version: Type.String(),
+    checks: Type.Optional(
+      Type.Object({ database: CheckSchema, migrations: CheckSchema }, { additionalProperties: false }),
+    ),
+  },
+  { additionalProperties: false, title: 'Health' },
+);
+
+type Check = { status: 'pass' | 'fail'; duration_ms: number; output?: string };
+
+/**
+ * Probes for load balancers and orchestrators, outside /v1 and without credentials: live says
+ * the process answers; ready says it can serve the API (its database answers and has every
+ * migration this version needs). While the instance shuts down both answer 503, so traffic moves
+ * away before the process ends. Probes are not callers' requests: they are neither in the audit
+ * trail nor in the info-level access log.
+ */
+const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, { version }) => {
+  // Quieter than the API, never louder: warn, unless the service logs even less.
+  const quiet: LogLevel = (['error', 'fatal', 'silent'] as const).find((level) => level === app.log.level) ?? 'warn';
+  const probe = { logLevel: quiet, config: { audit: false } };
+
+  app.get('/health/live', {
+    ...probe,
+    schema: operation({
+      operationId: 'getLiveness',
+      permission: 'public',
+      summary: 'Liveness: the process is up and answers',
+      tags: ['service'],
+      response: { 200: representation(HealthSchema, 'The process answers', {}, ['json']) },
+    }),
+  }, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return { status: 'pass' as const, version };
+  });
+
+  app.get('/health/ready', {
+    ...probe,
+    schema: operation({
+      operationId: 'getReadiness',
+      permission: 'public',
+      summary: 'Readiness: the database answers and is migrated; 503 problem otherwise',
+      tags: ['service'],
+      problems: [503],
+      response: { 200: representation(HealthSchema, 'Ready to serve the API', {}, ['json']) },
+    }),
+  }, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    const database = await timed('the database did not answer', async () => {
+      await sql`select 1`.execute(app.db);
+    });
+    const migrations = await timed('the migrations could not be read', async () => {
+      const pending = await pendingMigrations(app.db);
+      if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
+    });
+    for (const check of [database, migrations]) if (check.error) app.log.warn({ err: check.error }, 'readiness check failed');
+    const checks = { database: database.check, migrations: migrations.check };
+    if (database.check.status === 'fail' || migrations.check.status === 'fail') {
+      throw new AppError('service-unavailable', 'This rowi instance cannot serve the API now: see checks.', {
+        headers: { 'retry-after': '5', 'cache-control': 'no-store' },
+        extensions: { checks },
+      });
+    }
+    return { status: 'pass' as const, version, checks };
+  });
+};
+
+/** A failure whose message may be shown to anyone (the probe needs no credentials). */
+class CheckFailed extends Error {}
+
+/**
+ * Runs one check within CHECK_TIMEOUT_MS; a failure is reported, never thrown. Its output says
+ * what failed in general terms (the probe is public); the error itself goes to the log.
+ */
+async function timed(failure: string, check: () => Promise<void>): Promise<{ check: Check; error?: unknown }> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      check(),
+      new Promise((_resolve, reject) => {
+        timer = setTimeout(() => reject(new CheckFailed(`${failure} within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+      }),
+    ]);
+    return { check: { status: 'pass', duration_ms: elapsed(started) } };
+  } catch (error) {
+    const output = error instanceof CheckFailed ? error.message : failure;
+    return { check: { status: 'fail', duration_ms: elapsed(started), output }, error };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const elapsed = (started: number) => Math.round((performance.now() - started) * 100) / 100;
+
+export default healthRoutes;
