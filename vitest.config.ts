@@ -1,14 +1,32 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects: "sqlite" runs every test file on the embedded default; "postgres" runs the files
+ * that touch storage again on PostgreSQL (test/helpers/database.ts), plus those only PostgreSQL
+ * has. Without ROWI_TEST_PG_URL the second project is left out, and global-setup.ts says so.
+ */
+const POSTGRES_FILES = [
+  'test/resources/**/*.test.ts',
+  'test/http/{conventions,idempotency,health,openapi}.test.ts',
+  'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,oauth,permission-matrix}.test.ts',
+  'test/orders.process.test.ts',
+  'test/postgres/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Suites that spawn servers or hammer sockets stay correct in parallel; each uses its own
-    // database file and port 0.
+    // database (file or schema) and port 0.
     fileParallelism: true,
+    projects: [
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/postgres/**'] } },
+      ...(process.env.ROWI_TEST_PG_URL
+        ? [{ extends: true as const, test: { name: 'postgres', include: POSTGRES_FILES, env: { ROWI_TEST_BACKEND: 'postgres' } } }]
+        : []),
+    ],
   },
 });

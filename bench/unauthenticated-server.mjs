@@ -9,12 +9,12 @@
 // It exists only here: rowi itself has no setting that turns authentication off. Keep it in step
 // with buildApp when that changes. Run as a program, it reads settings as `rowi serve` does
 // (ROWI_*) and logs "listening on <url>/v1" on stdout as rowi does; imported, it offers
-// buildUnauthenticatedApp({ config, db, logger }).
+// buildUnauthenticatedApp({ config, storage, logger }).
 import { pathToFileURL } from 'node:url';
 import Fastify, { LogController } from 'fastify';
 import { registerAccessLog } from '../dist/src/app.js';
 import { loadConfig } from '../dist/src/config.js';
-import { openSqlite } from '../dist/src/db/connect.js';
+import { openStorage } from '../dist/src/db/connect.js';
 import { migrateToLatest } from '../dist/src/db/migrate.js';
 import { registerDraining } from '../dist/src/http/draining.js';
 import { deleteExpiredKeys } from '../dist/src/http/idempotency.js';
@@ -37,7 +37,8 @@ import { VERSION } from '../dist/src/version.js';
 const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
 
 /** buildApp, line by line, without the two registrations this variant leaves out. */
-export async function buildUnauthenticatedApp({ config, db, logger }) {
+export async function buildUnauthenticatedApp({ config, storage, logger }) {
+  const { db } = storage;
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -53,6 +54,7 @@ export async function buildUnauthenticatedApp({ config, db, logger }) {
   const routeTable = new RouteTable();
   app.decorate('config', config);
   app.decorate('db', db);
+  app.decorate('storage', storage);
   app.decorate('routeTable', routeTable);
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRoute', (route) => routeTable.add(route));
@@ -91,9 +93,9 @@ export async function buildUnauthenticatedApp({ config, db, logger }) {
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const config = loadConfig(process.env, {});
   const logger = createLogger(config);
-  const storage = openSqlite(config);
+  const storage = await openStorage(config, logger);
   await migrateToLatest(storage.db);
-  const app = await buildUnauthenticatedApp({ config, db: storage.db, logger });
+  const app = await buildUnauthenticatedApp({ config, storage, logger });
   const address = await app.listen({ host: config.host, port: config.port });
   logger.info({ url: `${address}/v1`, storage: storage.describe }, `listening on ${address}/v1 (bench only: no authentication, no audit trail)`);
   process.on('SIGTERM', async () => {

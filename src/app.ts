@@ -5,6 +5,7 @@ import oauthRoutes from './auth/oauth.routes.js';
 import { Authenticator } from './auth/principals.js';
 import { TokenService } from './auth/tokens.js';
 import type { Config } from './config.js';
+import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
 import { registerDraining } from './http/draining.js';
 import { registerHsts, transportOptions } from './http/transport.js';
@@ -29,6 +30,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     config: Config;
     db: Db;
+    storage: Storage;
     /** Every registered route, for 405/Allow and for checking the OpenAPI document. */
     routeTable: RouteTable;
   }
@@ -36,7 +38,7 @@ declare module 'fastify' {
 
 export interface AppDependencies {
   config: Config;
-  db: Db;
+  storage: Storage;
   logger: FastifyBaseLogger;
 }
 
@@ -47,7 +49,8 @@ const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
  * (request id, representations, problems, OpenAPI), then the resources. The caller owns the
  * database and closes it after the app.
  */
-export async function buildApp({ config, db, logger }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, logger }: AppDependencies): Promise<FastifyInstance> {
+  const { db } = storage;
   const app = Fastify({
     loggerInstance: logger,
     // Fastify's two lines per request are replaced by one access-log line (registerAccessLog).
@@ -65,6 +68,7 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   const routeTable = new RouteTable();
   app.decorate('config', config);
   app.decorate('db', db);
+  app.decorate('storage', storage);
   app.decorate('routeTable', routeTable);
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRoute', (route) => routeTable.add(route));
@@ -75,8 +79,8 @@ export async function buildApp({ config, db, logger }: AppDependencies): Promise
   registerProblemHandlers(app, routeTable);
   registerDraining(app);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(auditWriterFor(db, config, logger), logger, config.auditFlushInterval));
-  registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config)), logger));
+  registerAudit(app, new AuditLog(auditWriterFor(storage, config, logger), logger, config.auditFlushInterval));
+  registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config)), logger, storage.signals));
   await registerOpenApi(app, VERSION);
 
   await app.register(rootRoutes, { version: VERSION });

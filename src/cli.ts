@@ -8,7 +8,9 @@ import { migrateToLatest } from './db/migrate.js';
 import { AppError } from './errors.js';
 import { CALLER_NAME_PATTERN } from './resources/callers/callers.schema.js';
 import { createApiKey, createCaller } from './resources/callers/callers.service.js';
-import { openStorage, serve } from './server.js';
+import { openStorage } from './db/connect.js';
+import { createLogger } from './logger.js';
+import { serve } from './server.js';
 import { VERSION } from './version.js';
 
 const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
@@ -67,7 +69,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'callers' && positionals.join(' ') !== 'create') return usageError('the callers command is: rowi callers create --name NAME --role ROLE');
   if (command === 'signing-keys' && positionals.join(' ') !== 'rotate') return usageError('the signing-keys command is: rowi signing-keys rotate');
   if (command === 'callers' && (typeof flags.name !== 'string' || typeof flags.role !== 'string')) return usageError('callers create needs --name and --role');
-  const storage = openStorage(config);
+  // Commands other than serve keep stdout for their result (a new key), so their log goes to stderr.
+  const storage = await openStorage(config, createLogger(config, 2));
   try {
     const { applied } = await migrateToLatest(storage.db);
     if (command === 'migrate') {

@@ -33,6 +33,35 @@ export const ConfigSchema = Type.Object({
     'ROWI_DATA',
     'data',
   ),
+  databaseUrl: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^postgres(ql)?://\\S+$',
+      'x-error': 'must be a postgres:// (or postgresql://) connection URL',
+      'x-secret': true,
+      description: 'postgres://user:password@host:5432/database selects PostgreSQL instead of the SQLite file',
+    }),
+    'ROWI_DATABASE_URL',
+    'database-url',
+  ),
+  databasePoolSize: setting(
+    Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections each rowi process keeps at most' }),
+    'ROWI_DATABASE_POOL_SIZE',
+  ),
+  databaseTimeout: setting(
+    Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      default: 5000,
+      description: 'milliseconds a request waits for a PostgreSQL connection, and a statement may run, before a 503',
+    }),
+    'ROWI_DATABASE_TIMEOUT',
+  ),
+  workers: setting(
+    Type.Integer({ minimum: 0, maximum: 256, default: 0, description: 'processes of rowi serve sharing the port; 0: one per core' }),
+    'ROWI_WORKERS',
+    'workers',
+  ),
   logLevel: setting(
     Type.Union(
       LOG_LEVELS.map((level) => Type.Literal(level)),
@@ -179,7 +208,8 @@ export function loadConfig(
     const check = validator.compile(schema);
     if (!check(value)) {
       throw new ConfigError(
-        `${source}=${JSON.stringify(raw)} is not a valid setting: ${explain(schema)}`,
+        // A secret (a URL with a password) is never echoed.
+        `${source}${(schema as { 'x-secret'?: boolean })['x-secret'] ? '' : `=${JSON.stringify(raw)}`} is not a valid setting: ${explain(schema)}`,
       );
     }
     config[key] = value;

@@ -10,7 +10,7 @@ import type { Config } from './config.js';
  * that was ~1.5 µs of CPU per request, a twentieth of a read). pino flushes what is pending when
  * the process exits, and server.ts flushes after the last line of a shutdown.
  */
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+export function createLogger(config: Pick<Config, 'logLevel'>, fd: 1 | 2 = 1): Logger {
   const options = {
     level: config.logLevel,
     base: { service: 'rowi' },
@@ -19,5 +19,5 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
       remove: true,
     },
   };
-  return pino(options, pino.destination({ dest: 1, sync: false }));
+  return pino(options, pino.destination({ dest: fd, sync: false }));
 }

@@ -1,20 +1,11 @@
 import closeWithGrace from 'close-with-grace';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
-import { ConfigError, type Config } from './config.js';
-import { openSqlite, type Storage } from './db/connect.js';
+import type { Config } from './config.js';
+import { openStorage } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
 import { ensureFirstAdmin } from './resources/callers/callers.service.js';
-
-/** Opens the configured database; a file that cannot be opened is a bad setting (exit 2). */
-export function openStorage(config: Config): Storage {
-  try {
-    return openSqlite(config);
-  } catch (error) {
-    throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}`);
-  }
-}
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
@@ -23,13 +14,13 @@ export function openStorage(config: Config): Storage {
  */
 export async function serve(config: Config): Promise<void> {
   const logger = createLogger(config);
-  const storage = openStorage(config);
+  const storage = await openStorage(config, logger);
   const migrations = await migrateToLatest(storage.db);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
 
   let app;
   try {
-    app = await buildApp({ config, db: storage.db, logger });
+    app = await buildApp({ config, storage, logger });
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
     await app?.close();

@@ -350,7 +350,7 @@ describe('orders and stock under load, over a real socket', () => {
     expect(acknowledged.length).toBeGreaterThanOrEqual(100);
 
     // The same data file, as the crash left it: the server starts without any repair; the first start's admin key still holds.
-    const second = await serve({ dataFile: first.dataFile, adminKey: first.adminKey });
+    const second = await serve({ database: first.database, adminKey: first.adminKey });
     json = jsonClient(second);
     for (const order of acknowledged) {
       const read = await json<Order>('GET', `/orders/${order.id}`);

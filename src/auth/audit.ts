@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { CompiledQuery, Insertable } from 'kysely';
 import type { Config } from '../config.js';
+import type { Storage } from '../db/connect.js';
 import type { AuditEventsTable, Db, Executor } from '../db/database.js';
 import { pathOf } from '../http/problem.js';
 
@@ -37,9 +38,10 @@ export interface AuditWriter {
 }
 
 /** A thread of its own for an SQLite file; the request thread's connection otherwise. */
-export function auditWriterFor(db: Db, config: Pick<Config, 'data' | 'sqliteSynchronous'>, log: FastifyBaseLogger): AuditWriter {
-  // Issue 5 adds PostgreSQL, whose writes do not block the thread: it will take the Kysely path.
-  if (config.data === ':memory:') return new KyselyAuditWriter(db);
+export function auditWriterFor(storage: Pick<Storage, 'db' | 'kind'>, config: Pick<Config, 'data' | 'sqliteSynchronous'>, log: FastifyBaseLogger): AuditWriter {
+  // PostgreSQL's writes do not block the thread (the driver is asynchronous), so they go through
+  // the app's own pool; so do those of an in-memory SQLite database, which no worker can open.
+  if (storage.kind === 'postgres' || config.data === ':memory:') return new KyselyAuditWriter(storage.db);
   return new SqliteWorkerAuditWriter(config.data, config.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Role } from '../db/database.js';
+import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from '../resources/callers/callers.repository.js';
 import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
@@ -25,6 +26,8 @@ export const FRESH_MS = 500;
 /** last_used_at is written for all keys used at most this often: never a write per request. */
 const LAST_USED_FLUSH_MS = 5000;
 const CACHE_LIMIT = 10_000;
+/** The signal that callers or keys changed somewhere. */
+const CREDENTIALS_TOPIC = 'credentials';
 
 interface Checked<T> {
   value: T;
@@ -60,16 +63,36 @@ export class Authenticator {
   readonly #lastUsed = new Map<number, number>();
   readonly #timer: NodeJS.Timeout;
 
-  constructor(db: Db, tokens: TokenService, log: FastifyBaseLogger) {
+  readonly #signals: Signals;
+  readonly #unsubscribe: () => void;
+
+  constructor(db: Db, tokens: TokenService, log: FastifyBaseLogger, signals: Signals) {
     this.#db = db;
     this.tokens = tokens;
     this.#log = log;
     this.#timer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
     this.#timer.unref();
+    this.#signals = signals;
+    this.#unsubscribe = signals.subscribe((topic) => {
+      if (topic === CREDENTIALS_TOPIC || topic === EVERYTHING) this.#forgetHere();
+    });
   }
 
-  /** Forget everything believed: after a caller or key changed on this instance. */
-  forget(): void {
+  /**
+   * After a caller or key changed (and its transaction committed): forget everything believed,
+   * here at once and on the other instances as soon as they hear it (well within FRESH_MS).
+   */
+  async forget(): Promise<void> {
+    this.#forgetHere();
+    try {
+      await this.#signals.publish(CREDENTIALS_TOPIC);
+    } catch (error) {
+      // The change is stored; other instances still stop believing within FRESH_MS.
+      this.#log.warn({ err: error }, 'could not tell other instances that credentials changed');
+    }
+  }
+
+  #forgetHere(): void {
     this.#generation++;
     this.#keys.clear();
     this.#loadingKeys.clear();
@@ -77,6 +100,7 @@ export class Authenticator {
   }
 
   async close(): Promise<void> {
+    this.#unsubscribe();
     clearInterval(this.#timer);
     await this.flushLastUsed();
   }

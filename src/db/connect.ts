@@ -1,9 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
+import type { FastifyBaseLogger } from 'fastify';
 import {
   CompiledQuery,
   Kysely,
+  PostgresDialect,
   SqliteDialect,
   SqliteDriver,
   type DatabaseConnection,
@@ -11,14 +13,33 @@ import {
   type Driver,
   type SqliteDialectConfig,
 } from 'kysely';
-import type { Config } from '../config.js';
+import pg from 'pg';
+import { ConfigError, type Config } from '../config.js';
 import type { Database, Db } from './database.js';
+import { postgresSignals, processSignals, type Signals } from './signals.js';
 
 export interface Storage {
   db: Db;
+  kind: 'sqlite' | 'postgres';
   /** What the banner and logs say about where data lives (never a password). */
   describe: string;
+  /** Word between the processes sharing this database (cache invalidation). */
+  signals: Signals;
   close(): Promise<void>;
+}
+
+/**
+ * The configured database: PostgreSQL when ROWI_DATABASE_URL is set, else the SQLite file.
+ * A database that cannot be opened or reached at start is a bad setting (exit 2), with
+ * PostgreSQL's own reason (a wrong password, an unknown database) and never the password.
+ */
+export async function openStorage(config: Config, log: FastifyBaseLogger): Promise<Storage> {
+  if (config.databaseUrl !== '') return openPostgres(config, log);
+  try {
+    return openSqlite(config);
+  } catch (error) {
+    throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}`);
+  }
 }
 
 type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'>;
@@ -44,11 +65,80 @@ export function openSqlite(settings: SqliteSettings): Storage {
   const db = new Kysely<Database>({
     dialect: new RowiSqliteDialect({ database: withStatementCache(sqlite) }),
   });
+  const signals = processSignals();
   return {
     db,
+    kind: 'sqlite',
     describe: `SQLite ${settings.data}`,
-    close: () => db.destroy(),
+    signals,
+    async close() {
+      await signals.close();
+      await db.destroy();
+    },
   };
+}
+
+type PostgresSettings = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databaseTimeout'>;
+
+/** PostgreSQL's int8 (ids, money in cents, counts) as a JS number: every value rowi stores is a safe integer. */
+const INT8_OID = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary' ? (text: string) => Number(text) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * A pool of at most ROWI_DATABASE_POOL_SIZE connections. A request waits at most
+ * ROWI_DATABASE_TIMEOUT ms for a connection and a statement runs at most as long; either limit
+ * ends in an error that the problem handler answers with 503 and Retry-After (isUnavailable).
+ * A connection idle inside a transaction (a process stuck or gone) is ended by the server.
+ */
+export async function openPostgres(settings: PostgresSettings, log: FastifyBaseLogger): Promise<Storage> {
+  const clientConfig: pg.ClientConfig = {
+    connectionString: settings.databaseUrl,
+    statement_timeout: settings.databaseTimeout,
+    idle_in_transaction_session_timeout: Math.max(settings.databaseTimeout * 2, 10_000),
+    connectionTimeoutMillis: settings.databaseTimeout,
+    application_name: 'rowi',
+    keepAlive: true,
+    types,
+  };
+  const pool = new pg.Pool({ ...clientConfig, max: settings.databasePoolSize, idleTimeoutMillis: 30_000 });
+  // An idle connection that the server drops (a restart) is discarded; nothing to answer.
+  pool.on('error', (error) => log.warn({ err: error }, 'an idle PostgreSQL connection was lost'));
+  const where = describePostgres(settings.databaseUrl);
+  let schema: string;
+  try {
+    const { rows } = await pool.query<{ schema: string | null }>('select current_schema() as schema');
+    schema = rows[0]?.schema ?? '';
+    if (schema === '') throw new Error('no schema is on the search_path (set options=-c search_path=… or create the schema)');
+  } catch (error) {
+    await pool.end().catch(() => {});
+    throw new ConfigError(`ROWI_DATABASE_URL (${where}) cannot be used: ${(error as Error).message}`);
+  }
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
+  return {
+    db,
+    kind: 'postgres',
+    describe: `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`,
+    signals,
+    async close() {
+      await signals.close();
+      await db.destroy();
+    },
+  };
+}
+
+/** user@host:port/database, without the password or the query. */
+export function describePostgres(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const user = parsed.username === '' ? '' : `${decodeURIComponent(parsed.username)}@`;
+    return `${user}${parsed.host}${parsed.pathname}`;
+  } catch {
+    return 'an unparsable URL';
+  }
 }
 
 /**

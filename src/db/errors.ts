@@ -19,3 +19,34 @@ export function isUniqueViolation(error: unknown, column?: string): boolean {
   }
   return false;
 }
+
+/** Network errors of a connection to PostgreSQL that is refused, reset or cannot be resolved. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * PostgreSQL SQLSTATEs after which the same request may well succeed a moment later:
+ * connection exceptions (08…), the server shutting down or starting (57P01–57P03), too many
+ * connections (53300), a statement that ran past statement_timeout (57014), and a transaction
+ * rolled back by deadlock detection or serialization (40P01, 40001). The transaction was rolled
+ * back in every case, so nothing is half-written and a retry is safe.
+ */
+const TRANSIENT_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '40P01', '40001', '55P03']);
+
+/** pg's own messages for a pool that had no connection to give in time, or a connection that died. */
+const TRANSIENT_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Connection terminated due to connection timeout)/;
+
+/**
+ * True when the database could not take the request now (unreachable, restarting, too busy,
+ * past a time limit): answered with 503 and Retry-After rather than 500, since retrying is the
+ * right thing for the caller to do. SQLite's SQLITE_BUSY (the write lock not granted within the
+ * busy timeout) is the same kind of failure.
+ */
+export function isUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as Record<string, unknown>;
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code) || TRANSIENT_SQLSTATES.has(code) || code.startsWith('08')) return true;
+    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return true;
+  }
+  return typeof message === 'string' && TRANSIENT_MESSAGES.test(message);
+}

@@ -1,8 +1,9 @@
-import { Migrator, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
 import type { Db } from './database.js';
 import * as m0001 from './migrations/0001-users.js';
 import * as m0002 from './migrations/0002-inventory-orders.js';
 import * as m0003 from './migrations/0003-callers-audit.js';
+import { isSqlite } from './dialect.js';
 
 /**
  * Migrations are imported explicitly (not read from a folder), so the built package and the
@@ -20,9 +21,24 @@ export interface MigrationOutcome {
   applied: string[];
 }
 
-/** Brings the database up to date; Kysely's migrator takes a lock, so concurrent starts are safe. */
+/**
+ * On PostgreSQL the migrator's own tables are named with the schema rowi uses (the first of the
+ * search_path): Kysely otherwise takes tables of that name in ANY schema of the database for its
+ * own, and would not create them in a second rowi schema of the same database.
+ */
+async function migratorFor(db: Db): Promise<Migrator> {
+  if (isSqlite(db)) return new Migrator({ db, provider });
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  return new Migrator({ db, provider, migrationTableSchema: rows[0]!.schema });
+}
+
+/**
+ * Brings the database up to date. Kysely's migrator takes a lock (a row lock on SQLite's single
+ * writer, an advisory lock on PostgreSQL) and rereads what is applied once it holds it, so
+ * instances that start at once apply each migration once, and the others wait and find it done.
+ */
 export async function migrateToLatest(db: Db): Promise<MigrationOutcome> {
-  const migrator = new Migrator({ db, provider });
+  const migrator = await migratorFor(db);
   const { error, results = [] } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName) };
@@ -30,6 +46,6 @@ export async function migrateToLatest(db: Db): Promise<MigrationOutcome> {
 
 /** Migrations this version has that the database has not applied (empty when it is up to date). */
 export async function pendingMigrations(db: Db): Promise<string[]> {
-  const migrations = await new Migrator({ db, provider }).getMigrations();
+  const migrations = await (await migratorFor(db)).getMigrations();
   return migrations.filter((migration) => migration.executedAt === undefined).map((migration) => migration.name);
 }

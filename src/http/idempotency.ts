@@ -62,8 +62,10 @@ export async function runIdempotent(
   }
   const scope = idempotencyScope(request);
   const fingerprint = fingerprintOf(request);
-  // One retry covers the race where another instance claims the key between our look and our
-  // claim; the second pass then finds its committed response.
+  // The key is claimed (its row inserted) before the work: a concurrent request with the same key
+  // waits on that row (SQLite's write lock; PostgreSQL's unique index) until this transaction
+  // ends, then fails to claim it and, on its next pass, replays the committed response. (Claiming
+  // after the work would let it run the work too and fail on something else, an email taken.)
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute(async (trx) => {
@@ -79,27 +81,27 @@ export async function runIdempotent(
           return { ...(JSON.parse(existing.response) as StoredResponse), replayed: true };
         }
         if (existing) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+        await trx
+          .insertInto('idempotency_keys')
+          .values({ scope, key, fingerprint, response: '', created_at: now, expires_at: new Date(Date.now() + KEY_LIFETIME_MS).toISOString() })
+          .execute();
         const response = await work(trx);
         if (response.status >= 200 && response.status < 300) {
-          await trx
-            .insertInto('idempotency_keys')
-            .values({
-              scope,
-              key,
-              fingerprint,
-              response: JSON.stringify(response),
-              created_at: now,
-              expires_at: new Date(Date.now() + KEY_LIFETIME_MS).toISOString(),
-            })
-            .execute();
+          await trx.updateTable('idempotency_keys').set({ response: JSON.stringify(response) }).where('scope', '=', scope).where('key', '=', key).execute();
+        } else {
+          // Only successes are replayed; a refusal leaves the key free for a corrected retry.
+          await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
         }
         return { ...response, replayed: false };
       });
     } catch (error) {
-      if (attempt >= 2 || !isUniqueViolation(error, 'idempotency_keys.key')) throw error;
+      if (attempt >= MAX_CLAIM_ATTEMPTS || !isUniqueViolation(error, 'idempotency_keys.key')) throw error;
     }
   }
 }
+
+/** A claim fails only when another request held the key; the next pass finds its outcome. */
+const MAX_CLAIM_ATTEMPTS = 5;
 
 /** Deletes keys past their lifetime; run periodically. */
 export async function deleteExpiredKeys(db: Db): Promise<number> {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, BadRequestError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
+import { isUnavailable } from '../db/errors.js';
 import { MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
@@ -56,6 +57,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 /** Maps Fastify's own errors (body parsing, limits, validation) onto rowi's problem types. */
 export function toAppError(error: FastifyError, request: FastifyRequest): AppError | undefined {
   if (error instanceof AppError) return error;
+  if (isUnavailable(error)) return databaseUnavailable();
   if (error.validation) return validationError(error.validation as never, error.validationContext ?? 'body', pathOf(request)) as AppError;
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -75,6 +77,17 @@ export function toAppError(error: FastifyError, request: FastifyRequest): AppErr
     return new AppError('bad-request', error.message, { status });
   }
   return undefined;
+}
+
+/** Seconds a caller is asked to wait after the database could not take its request. */
+const DATABASE_RETRY_AFTER_S = 2;
+
+function databaseUnavailable(): AppError {
+  return new AppError(
+    'service-unavailable',
+    'The database could not take this request now (unreachable, restarting or too busy). Retry after Retry-After seconds; a POST retried with the same Idempotency-Key takes effect at most once.',
+    { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) } },
+  );
 }
 
 export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable): void {

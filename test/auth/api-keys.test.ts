@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { openSqlite } from '../../src/db/connect.js';
+import { openStorage } from '../../src/db/connect.js';
 import {
   buildUser,
   call,
@@ -16,6 +16,7 @@ import {
   type CallOptions,
   type TestApp,
 } from '../helpers/app.js';
+import { BACKEND } from '../helpers/database.js';
 
 let test: TestApp;
 beforeAll(async () => {
@@ -31,10 +32,23 @@ function postUser(options: Omit<CallOptions, 'url'> & { query?: string }) {
   return test.call({ method: 'POST', url: `/v1/users${options.query ?? ''}`, body: buildUser(), ...options });
 }
 
-/** SQLite's count of rows written by the app's connection since it was opened. */
+/**
+ * Rows written: on SQLite by the app's connection since it was opened (the audit trail has its
+ * own); on PostgreSQL, where the audit trail shares the pool, updates of api_keys, counted by a
+ * trigger the first call creates.
+ */
+let counting = false;
 async function rowsWritten(): Promise<number> {
-  const { rows } = await sql<{ n: number }>`select total_changes() as n`.execute(test.storage.db);
-  return rows[0]!.n;
+  const db = test.storage.db;
+  if (BACKEND === 'sqlite') return (await sql<{ n: number }>`select total_changes() as n`.execute(db)).rows[0]!.n;
+  if (!counting) {
+    await sql`create table key_writes (n bigint not null)`.execute(db);
+    await sql`insert into key_writes values (0)`.execute(db);
+    await sql`create function count_key_write() returns trigger language plpgsql as $$ begin update key_writes set n = n + 1; return new; end $$`.execute(db);
+    await sql`create trigger count_key_writes after update on api_keys for each row execute function count_key_write()`.execute(db);
+    counting = true;
+  }
+  return Number((await sql<{ n: number }>`select n from key_writes`.execute(db)).rows[0]!.n);
 }
 
 function sleep(ms: number) {
@@ -147,8 +161,8 @@ describe('403 never tells whether a record exists', () => {
 
 describe('revocation on another instance', () => {
   it('DELETE /v1/callers/{id}/keys/{key_id}: another instance on the same database file answers 401 within 1 s', async () => {
-    const other = openSqlite(test.config);
-    const otherApp = await buildApp({ config: test.config, db: other.db, logger: pino({ level: 'silent' }) });
+    const other = await openStorage(test.config, pino({ level: 'silent' }));
+    const otherApp = await buildApp({ config: test.config, storage: other, logger: pino({ level: 'silent' }) });
     try {
       await otherApp.ready();
       const { caller, keyId, key } = await createCallerWithKey(test, { role: 'reader' });

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildUser, createCallerWithKey, expectProblem, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { BACKEND } from '../helpers/database.js';
 
 interface AuditEvent {
   id: number;
@@ -244,7 +245,12 @@ describe('the audit trail when the database refuses a batch', () => {
   it('a batch that cannot be written is kept and written once the database accepts it again: no event lost, none twice', async () => {
     const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' });
     try {
-      await sql`create trigger refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`.execute(test.storage.db);
+      if (BACKEND === 'sqlite') {
+        await sql`create trigger refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`.execute(test.storage.db);
+      } else {
+        await sql`create function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`.execute(test.storage.db);
+        await sql`create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()`.execute(test.storage.db);
+      }
       const requestIds: string[] = [];
       for (let index = 0; index < 20; index++) requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
       // Several flushes fail meanwhile; requests are answered all the same.
@@ -252,7 +258,7 @@ describe('the audit trail when the database refuses a batch', () => {
       const count = async () => Number((await test.storage.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
       expect(await count()).toBe(0);
 
-      await sql`drop trigger refuse_audit`.execute(test.storage.db);
+      await sql`drop trigger refuse_audit${BACKEND === 'sqlite' ? sql`` : sql` on audit_events`}`.execute(test.storage.db);
       const events = await waitForEvents(test, requestIds);
       for (const id of requestIds) expect(events.filter((event) => event.request_id === id)).toHaveLength(1);
     } finally {
@@ -261,7 +267,7 @@ describe('the audit trail when the database refuses a batch', () => {
   });
 });
 
-describe('the audit trail of an in-memory database', () => {
+describe.runIf(BACKEND === 'sqlite')('the audit trail of an in-memory database', () => {
   it('ROWI_DATA=:memory: writes on the request thread (no worker can open that database): closing the app writes every event', async () => {
     const test = await startApp({ ROWI_DATA: ':memory:', ROWI_AUDIT_FLUSH_INTERVAL: '60000' });
     const requestIds: string[] = [];

@@ -11,7 +11,7 @@ describe('every route declares its permission', () => {
   afterAll(async () => test.close());
 
   it('registering a route without a permission fails at start, naming the route', async () => {
-    const app = await buildApp({ config: test.config, db: test.storage.db, logger: pino({ level: 'silent' }) });
+    const app = await buildApp({ config: test.config, storage: test.storage, logger: pino({ level: 'silent' }) });
     try {
       expect(() => app.get('/v1/unguarded', async () => ({ secret: true }))).toThrow(/GET \/v1\/unguarded declares no permission/);
       expect(() => app.get('/v1/unguarded-too', { schema: { summary: 'forgot it' } }, async () => ({ secret: true }))).toThrow(/declares no permission/);

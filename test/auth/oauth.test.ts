@@ -270,7 +270,7 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
     const before = await clientCredentials(as, editor, 'basic', 'users:read');
     const oldKid = decodeProtectedHeader(before.access_token).kid!;
 
-    const rotated = await runCli(['signing-keys', 'rotate', '--data', server.dataFile]);
+    const rotated = await runCli(['signing-keys', 'rotate'], server.database);
     expect(rotated).toMatchObject({ code: 0 });
     const newKid = rotated.stdout.trim();
     expect(newKid).toMatch(/^[0-9a-f-]{36}$/);

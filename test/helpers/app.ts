@@ -1,15 +1,13 @@
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { openSqlite, type Storage } from '../../src/db/connect.js';
+import { openStorage, type Storage } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import type { Role } from '../../src/db/database.js';
 import { createApiKey, createCaller, ensureFirstAdmin } from '../../src/resources/callers/callers.service.js';
 import type { Item } from '../../src/resources/items/items.schema.js';
-import { tempFolder } from './temp.js';
+import { createTestDatabase } from './database.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -44,14 +42,15 @@ export interface Reply {
   mediaType: string;
 }
 
-/** A fresh SQLite file per call, migrated, with the real app on it. */
+/** A fresh database of the run's backend per call (see database.ts), migrated, with the real app on it. */
 export async function startApp(settings: Record<string, string> = {}): Promise<TestApp> {
-  const folder = tempFolder('app');
-  const config = loadConfig({ ROWI_DATA: join(folder, 'rowi.db'), ROWI_LOG_LEVEL: 'silent', ...settings });
-  const storage = openSqlite(config);
+  const database = await createTestDatabase();
+  const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...settings });
+  const logger = pino({ level: 'silent' });
+  const storage = await openStorage(config, logger);
   await migrateToLatest(storage.db);
   const admin = await ensureFirstAdmin(storage.db);
-  const app = await buildApp({ config, db: storage.db, logger: pino({ level: 'silent' }) });
+  const app = await buildApp({ config, storage, logger });
   await app.ready();
   return {
     app,
@@ -62,7 +61,7 @@ export async function startApp(settings: Record<string, string> = {}): Promise<T
     async close() {
       await app.close();
       await storage.close();
-      rmSync(folder, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { createTestDatabase } from './database.js';
 import { tempFolder } from './temp.js';
 
 /** The built CLI; `npm test` builds before it runs the tests. */
@@ -8,7 +9,10 @@ export const CLI = resolve(import.meta.dirname ?? new URL('.', import.meta.url).
 export interface RunningServer {
   child: ChildProcessWithoutNullStreams;
   baseUrl: string;
+  /** The SQLite file (empty on PostgreSQL). */
   dataFile: string;
+  /** The environment that selects this server's database: give it to another server or to runCli to share it. */
+  database: Record<string, string>;
   stdout: () => string;
   stderr: () => string;
   /**
@@ -27,7 +31,10 @@ export function tempDataFile(): string {
 }
 
 export interface StartOptions {
+  /** A SQLite file (always SQLite, whatever the run's backend). */
   dataFile?: string;
+  /** The database of another server (its `database`); default: a new one of the run's backend. */
+  database?: Record<string, string>;
   env?: Record<string, string>;
   args?: string[];
   timeoutMs?: number;
@@ -47,9 +54,11 @@ const BANNER_END = /^API description: \S+\n/m;
  * the two streams are written separately (the log asynchronously), so either may arrive first.
  */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
-  const dataFile = options.dataFile ?? tempDataFile();
+  const database = options.database ?? (options.dataFile !== undefined ? { ROWI_DATA: options.dataFile } : (await createTestDatabase()).env);
+  const dataFile = database.ROWI_DATA ?? '';
+  // One process unless a test asks for workers: the default (one per core) is for production.
   const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
-    env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: dataFile, ROWI_LOG_LEVEL: 'info', ...options.env },
+    env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...database, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
@@ -82,6 +91,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     child,
     baseUrl,
     dataFile,
+    database,
     stdout: () => out,
     stderr: () => err,
     adminKey,

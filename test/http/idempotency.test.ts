@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { openSqlite } from '../../src/db/connect.js';
+import { openStorage } from '../../src/db/connect.js';
 import { deleteExpiredKeys } from '../../src/http/idempotency.js';
 import { buildUser, call, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
 
@@ -101,8 +101,8 @@ describe('Idempotency-Key on POST', () => {
   it('POST /v1/users: keys are stored in the database, so a restarted server still replays', async () => {
     const body = buildUser();
     const first = await post('key-durable-1', body);
-    const second = openSqlite(test.config);
-    const restarted = await buildApp({ config: test.config, db: second.db, logger: pino({ level: 'silent' }) });
+    const second = await openStorage(test.config, pino({ level: 'silent' }));
+    const restarted = await buildApp({ config: test.config, storage: second, logger: pino({ level: 'silent' }) });
     try {
       // The same caller as before the restart (keys are scoped per caller): the first app's admin.
       const retry = await call(restarted, { method: 'POST', url: '/v1/users', headers: { 'idempotency-key': 'key-durable-1' }, body, key: test.adminKey });

@@ -1,16 +1,17 @@
 import type { Kysely } from 'kysely';
-import { addIdColumn } from './portable.js';
+import { addIdColumn, textType } from './portable.js';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  const text = textType(db);
   await db.schema
     .createTable('users')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('name', 'text', (column) => column.notNull())
-    .addColumn('email', 'text', (column) => column.notNull())
-    .addColumn('email_key', 'text', (column) => column.notNull())
+    .addColumn('name', text, (column) => column.notNull())
+    .addColumn('email', text, (column) => column.notNull())
+    .addColumn('email_key', text, (column) => column.notNull())
     .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', 'text', (column) => column.notNull())
-    .addColumn('updated_at', 'text', (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
   await db.schema.createIndex('users_email_key_unique').on('users').column('email_key').unique().execute();
   // Keyset paging sorts by a field and then by id: these indexes serve the sortable fields.
@@ -20,12 +21,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await db.schema
     .createTable('idempotency_keys')
-    .addColumn('scope', 'text', (column) => column.notNull())
-    .addColumn('key', 'text', (column) => column.notNull())
-    .addColumn('fingerprint', 'text', (column) => column.notNull())
-    .addColumn('response', 'text', (column) => column.notNull())
-    .addColumn('created_at', 'text', (column) => column.notNull())
-    .addColumn('expires_at', 'text', (column) => column.notNull())
+    .addColumn('scope', text, (column) => column.notNull())
+    .addColumn('key', text, (column) => column.notNull())
+    .addColumn('fingerprint', text, (column) => column.notNull())
+    .addColumn('response', text, (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('expires_at', text, (column) => column.notNull())
     .addPrimaryKeyConstraint('idempotency_keys_pk', ['scope', 'key'])
     .execute();
   await db.schema.createIndex('idempotency_keys_expires_at').on('idempotency_keys').column('expires_at').execute();

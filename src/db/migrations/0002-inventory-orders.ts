@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn } from './portable.js';
+import { addIdColumn, textType } from './portable.js';
 
 /**
  * Items, their stock, the stock ledger, and orders with their lines.
@@ -8,15 +8,16 @@ import { addIdColumn } from './portable.js';
  * CHECK constraints repeat the rules the services enforce, so no bug can store a negative stock.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
+  const text = textType(db);
   await db.schema
     .createTable('items')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('name', 'text', (column) => column.notNull())
-    .addColumn('sku', 'text', (column) => column.notNull())
+    .addColumn('name', text, (column) => column.notNull())
+    .addColumn('sku', text, (column) => column.notNull())
     .addColumn('price', 'bigint', (column) => column.notNull().check(sql`price >= 0`))
     .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', 'text', (column) => column.notNull())
-    .addColumn('updated_at', 'text', (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
   await db.schema.createIndex('items_sku_unique').on('items').column('sku').unique().execute();
   await db.schema.createIndex('items_name_id').on('items').columns(['name', 'id']).execute();
@@ -32,20 +33,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('reserved', 'bigint', (column) => column.notNull().check(sql`reserved >= 0`))
     .addColumn('fulfilled', 'bigint', (column) => column.notNull().check(sql`fulfilled >= 0`))
     .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('updated_at', 'text', (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
 
   await db.schema
     .createTable('orders')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('name', 'text', (column) => column.notNull())
+    .addColumn('name', text, (column) => column.notNull())
     // SET NULL: a user whose orders are all closed may be deleted; the orders stay as history.
     .addColumn('user_id', 'bigint', (column) => column.references('users.id').onDelete('set null'))
-    .addColumn('status', 'text', (column) => column.notNull().check(sql`status in ('placed', 'fulfilled', 'cancelled')`))
+    .addColumn('status', text, (column) => column.notNull().check(sql`status in ('placed', 'fulfilled', 'cancelled')`))
     .addColumn('total', 'bigint', (column) => column.notNull().check(sql`total >= 0`))
     .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', 'text', (column) => column.notNull())
-    .addColumn('updated_at', 'text', (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
   await db.schema.createIndex('orders_user_id_status').on('orders').columns(['user_id', 'status']).execute();
   await db.schema.createIndex('orders_status_id').on('orders').columns(['status', 'id']).execute();
@@ -69,13 +70,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createTable('stock_movements')
     .$call((table) => addIdColumn(db, table))
     .addColumn('item_id', 'bigint', (column) => column.notNull().references('items.id').onDelete('cascade'))
-    .addColumn('kind', 'text', (column) => column.notNull().check(sql`kind in ('set', 'reserve', 'release', 'fulfil')`))
+    .addColumn('kind', text, (column) => column.notNull().check(sql`kind in ('set', 'reserve', 'release', 'fulfil')`))
     .addColumn('quantity_change', 'bigint', (column) => column.notNull())
     .addColumn('reserved_change', 'bigint', (column) => column.notNull())
     .addColumn('quantity_after', 'bigint', (column) => column.notNull())
     .addColumn('reserved_after', 'bigint', (column) => column.notNull())
     .addColumn('order_id', 'bigint')
-    .addColumn('created_at', 'text', (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
     .execute();
   await db.schema.createIndex('stock_movements_item_id_id').on('stock_movements').columns(['item_id', 'id']).execute();
 }

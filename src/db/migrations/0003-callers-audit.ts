@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn } from './portable.js';
+import { addIdColumn, textType } from './portable.js';
 
 /**
  * Callers (the systems that use the API), their API keys, the keys that sign rowi's own access
@@ -10,17 +10,18 @@ import { addIdColumn } from './portable.js';
  * row; the hash is then compared in constant time.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
+  const text = textType(db);
   await db.schema
     .createTable('callers')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('name', 'text', (column) => column.notNull())
-    .addColumn('role', 'text', (column) => column.notNull().check(sql`role in ('reader', 'editor', 'admin')`))
+    .addColumn('name', text, (column) => column.notNull())
+    .addColumn('role', text, (column) => column.notNull().check(sql`role in ('reader', 'editor', 'admin')`))
     // Space-separated scopes added to and removed from the role's.
-    .addColumn('extra_scopes', 'text', (column) => column.notNull().defaultTo(''))
-    .addColumn('removed_scopes', 'text', (column) => column.notNull().defaultTo(''))
+    .addColumn('extra_scopes', text, (column) => column.notNull().defaultTo(''))
+    .addColumn('removed_scopes', text, (column) => column.notNull().defaultTo(''))
     .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', 'text', (column) => column.notNull())
-    .addColumn('updated_at', 'text', (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
   await db.schema.createIndex('callers_name_unique').on('callers').column('name').unique().execute();
   await db.schema.createIndex('callers_created_at_id').on('callers').columns(['created_at', 'id']).execute();
@@ -29,45 +30,45 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createTable('api_keys')
     .$call((table) => addIdColumn(db, table))
     .addColumn('caller_id', 'bigint', (column) => column.notNull().references('callers.id').onDelete('cascade'))
-    .addColumn('prefix', 'text', (column) => column.notNull())
-    .addColumn('secret_hash', 'text', (column) => column.notNull())
-    .addColumn('description', 'text', (column) => column.notNull().defaultTo(''))
-    .addColumn('created_at', 'text', (column) => column.notNull())
-    .addColumn('expires_at', 'text')
-    .addColumn('last_used_at', 'text')
-    .addColumn('revoked_at', 'text')
+    .addColumn('prefix', text, (column) => column.notNull())
+    .addColumn('secret_hash', text, (column) => column.notNull())
+    .addColumn('description', text, (column) => column.notNull().defaultTo(''))
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('expires_at', text)
+    .addColumn('last_used_at', text)
+    .addColumn('revoked_at', text)
     .execute();
   await db.schema.createIndex('api_keys_prefix_unique').on('api_keys').column('prefix').unique().execute();
   await db.schema.createIndex('api_keys_caller_id_id').on('api_keys').columns(['caller_id', 'id']).execute();
 
   await db.schema
     .createTable('signing_keys')
-    .addColumn('kid', 'text', (column) => column.primaryKey())
-    .addColumn('algorithm', 'text', (column) => column.notNull())
-    .addColumn('private_jwk', 'text', (column) => column.notNull())
-    .addColumn('public_jwk', 'text', (column) => column.notNull())
-    .addColumn('created_at', 'text', (column) => column.notNull())
+    .addColumn('kid', text, (column) => column.primaryKey())
+    .addColumn('algorithm', text, (column) => column.notNull())
+    .addColumn('private_jwk', text, (column) => column.notNull())
+    .addColumn('public_jwk', text, (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
     // Set when a newer key takes over signing; the public key stays published until the
     // tokens it signed have expired.
-    .addColumn('retired_at', 'text')
+    .addColumn('retired_at', text)
     .execute();
 
   await db.schema
     .createTable('audit_events')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('at', 'text', (column) => column.notNull())
-    .addColumn('request_id', 'text', (column) => column.notNull())
+    .addColumn('at', text, (column) => column.notNull())
+    .addColumn('request_id', text, (column) => column.notNull())
     .addColumn('caller_id', 'bigint')
-    .addColumn('caller_name', 'text')
-    .addColumn('credential', 'text')
-    .addColumn('method', 'text', (column) => column.notNull())
-    .addColumn('path', 'text', (column) => column.notNull())
-    .addColumn('resource', 'text')
-    .addColumn('record_id', 'text')
-    .addColumn('action', 'text')
+    .addColumn('caller_name', text)
+    .addColumn('credential', text)
+    .addColumn('method', text, (column) => column.notNull())
+    .addColumn('path', text, (column) => column.notNull())
+    .addColumn('resource', text)
+    .addColumn('record_id', text)
+    .addColumn('action', text)
     .addColumn('status', 'integer', (column) => column.notNull())
     .addColumn('duration_ms', 'real', (column) => column.notNull())
-    .addColumn('client_ip', 'text')
+    .addColumn('client_ip', text)
     .execute();
   // Admins read the trail newest first, usually narrowed to one caller or a time range.
   await db.schema.createIndex('audit_events_caller_id_id').on('audit_events').columns(['caller_id', 'id']).execute();

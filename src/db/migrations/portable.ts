@@ -1,9 +1,5 @@
-import { SqliteAdapter, type CreateTableBuilder, type Kysely } from 'kysely';
-
-/** True when the migration runs on SQLite; the few DDL differences branch on it. */
-export function isSqlite(db: Kysely<unknown>): boolean {
-  return db.getExecutor().adapter instanceof SqliteAdapter;
-}
+import { sql, type CreateTableBuilder, type Kysely, type RawBuilder } from 'kysely';
+import { isSqlite } from '../dialect.js';
 
 /**
  * The server-assigned integer key. On SQLite, AUTOINCREMENT guarantees that the id of a deleted
@@ -14,4 +10,13 @@ export function addIdColumn<T extends string>(db: Kysely<unknown>, table: Create
   return isSqlite(db)
     ? table.addColumn('id', 'integer', (column) => column.primaryKey().autoIncrement())
     : table.addColumn('id', 'bigint', (column) => column.primaryKey().generatedByDefaultAsIdentity());
+}
+
+/**
+ * Text columns compare byte by byte (by code point) on both databases: SQLite's BINARY collation,
+ * PostgreSQL's "C". A database created with a linguistic default (en_US.UTF-8) would otherwise
+ * sort names differently from SQLite, and more slowly.
+ */
+export function textType(db: Kysely<unknown>): 'text' | RawBuilder<unknown> {
+  return isSqlite(db) ? 'text' : sql`text collate "C"`;
 }

@@ -1,4 +1,5 @@
-import type { ApiKeyRow, CallerRow, Executor, Role } from '../../db/database.js';
+import type { ApiKeyRow, CallerRow, Executor, Role, Trx } from '../../db/database.js';
+import { isSqlite } from '../../db/dialect.js';
 import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
 
@@ -24,13 +25,15 @@ export async function countCallers(db: Executor): Promise<number> {
   return Number(count);
 }
 
-export async function countAdmins(db: Executor): Promise<number> {
-  const { count } = await db
-    .selectFrom('callers')
-    .select((eb) => eb.fn.countAll<number | string>().as('count'))
-    .where('role', '=', 'admin')
-    .executeTakeFirstOrThrow();
-  return Number(count);
+/**
+ * The admins, locked until the transaction ends, so that two concurrent demotions or deletions
+ * of two different admins cannot both find "another admin" and leave none. SQLite needs no lock:
+ * a write transaction holds the database's only write lock from its start (BEGIN IMMEDIATE).
+ */
+export async function countAdminsLocked(trx: Trx): Promise<number> {
+  const admins = trx.selectFrom('callers').select('id').where('role', '=', 'admin');
+  const rows = await (isSqlite(trx) ? admins : admins.forUpdate()).execute();
+  return rows.length;
 }
 
 export interface CallerFields {

@@ -21,8 +21,9 @@ import { createApiKey, createCaller, deleteCaller, getApiKey, getCaller, listApi
 
 /**
  * /v1/callers and their keys (SPEC §5), for admins. Every change forgets what this instance
- * believed about callers and keys, so a revoked key or a narrowed role takes effect at once here
- * (and within FRESH_MS on other instances).
+ * believed about callers and keys, so a revoked key or a narrowed role takes effect at once here,
+ * and tells the other instances on the database (Signals), which forget as soon as they hear it
+ * (within FRESH_MS in any case).
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
@@ -87,7 +88,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => {
     const caller = await db.transaction().execute((trx) => patchCaller(trx, request.params.id, request.body, conditionOf(request)));
-    auth.forget();
+    await auth.forget();
     return sendRecord(request, reply, caller);
   });
 
@@ -104,7 +105,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => {
     await db.transaction().execute((trx) => deleteCaller(trx, request.params.id, conditionOf(request)));
-    auth.forget();
+    await auth.forget();
     return sendEmpty(reply, 204);
   });
 
@@ -161,7 +162,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => {
     await db.transaction().execute((trx) => revokeKey(trx, request.params.id, request.params.key_id));
-    auth.forget();
+    await auth.forget();
     return sendEmpty(reply, 204);
   });
 };

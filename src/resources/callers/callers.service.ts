@@ -8,7 +8,7 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
-  countAdmins,
+  countAdminsLocked,
   countCallers,
   findApiKey,
   findApiKeys,
@@ -180,7 +180,7 @@ function checkedFields(input: CallerInput): { name: string; role: Role; extra_sc
 }
 
 async function assertAnotherAdmin(trx: Trx, id: number): Promise<void> {
-  if ((await countAdmins(trx)) <= 1) {
+  if ((await countAdminsLocked(trx)) <= 1) {
     throw new ConflictError('last-admin', `Caller ${id} is the last admin; make another caller an admin first.`);
   }
 }
