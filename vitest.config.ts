@@ -9,7 +9,7 @@ const POSTGRES_FILES = [
   'test/resources/**/*.test.ts',
   'test/http/{conventions,idempotency,health,openapi}.test.ts',
   'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,oauth,permission-matrix}.test.ts',
-  'test/orders.process.test.ts',
+  'test/{orders,workers}.process.test.ts',
   'test/postgres/**/*.test.ts',
 ];
 

@@ -402,3 +402,105 @@ describe('orders and stock under load, over a real socket', () => {
     }
   });
 });
+
+/**
+ * Several processes, one database (SPEC §9), on the run's backend: two `rowi serve` processes on
+ * different ports, and one `rowi serve --workers 2` whose workers share a port.
+ */
+describe.each([
+  { name: 'two instances on different ports', start: async () => twoInstances() },
+  { name: 'rowi serve --workers 2 (one port)', start: async () => oneServerTwoWorkers() },
+])('$name, one database', ({ start }) => {
+  it('POST /v1/orders: 240 concurrent orders spread over the processes against 60 units never oversell; the orders stored are those answered 201 and the ledger matches', { timeout: 40_000 }, async () => {
+    const STOCK = 3;
+    const [a, b] = await start();
+    const clients = [jsonClient(a), jsonClient(b)];
+    const { userId, itemIds } = await arrange(clients[0]!, 20, STOCK, '1.00');
+    const random = prng(seedFor('orders over two processes'));
+    const requests = Array.from({ length: 240 }, (_, index) => ({
+      name: `SO-${index}`,
+      user_id: userId,
+      lines: pickDistinct(random, itemIds, 1 + Math.floor(random() * 3)).map((itemId) => ({ item_id: itemId, quantity: 1 })),
+    }));
+    const replies = await inPool(requests, 64, (request, index) => clients[index % 2]!<Order | Problem>('POST', '/orders', request));
+
+    expect(replies.map((reply) => reply.status).filter((status) => status !== 201 && status !== 409)).toEqual([]);
+    const placed = replies.filter((reply) => reply.status === 201).map((reply) => reply.body as Order);
+    expect(placed.length).toBeGreaterThan(0);
+    expect(placed.length).toBeLessThan(requests.length);
+    const stored = (await readAll<Order>(clients[1]!, '/orders?limit=500')).sort(byId);
+    expect(stored).toEqual([...placed].sort(byId));
+    for (const itemId of itemIds) {
+      const { stock, movements } = await stockAndLedger(clients[itemId % 2]!, itemId);
+      const held = unitsOf(placed, itemId);
+      expect({ item: itemId, reserved: stock.reserved, onHand: stock.quantity + stock.reserved }).toEqual({ item: itemId, reserved: held.units, onHand: STOCK });
+      expect(orderIdsOf(movements, 'reserve')).toEqual(held.orderIds);
+    }
+  });
+
+  it('POST /v1/orders: one Idempotency-Key sent 40 times at once, half to each process, places exactly one order; every reply is that order', { timeout: 30_000 }, async () => {
+    const [a, b] = await start();
+    const clients = [jsonClient(a), jsonClient(b)];
+    const { userId, itemIds } = await arrange(clients[0]!, 1, 10, '2.00');
+    const body = { name: 'once', user_id: userId, lines: [{ item_id: itemIds[0]!, quantity: 4 }] };
+    const replies = await Promise.all(Array.from({ length: 40 }, (_, index) => clients[index % 2]!<Order>('POST', '/orders', body, { 'idempotency-key': 'shared-by-two' })));
+    expect(replies.map((reply) => reply.status)).toEqual(Array.from({ length: 40 }, () => 201));
+    const order = replies[0]!.body;
+    for (const reply of replies) expect(reply.body).toEqual(order);
+    expect(replies.filter((reply) => reply.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    expect(await readAll<Order>(clients[1]!, '/orders?limit=500')).toEqual([order]);
+    const stock = await clients[1]!<Stock>('GET', `/items/${itemIds[0]}/stock`);
+    expect({ quantity: stock.body.quantity, reserved: stock.body.reserved }).toEqual({ quantity: 6, reserved: 4 });
+  });
+
+  it('a key revoked through one process is refused by every process within 1 s; a role narrowed through one is enforced by all', { timeout: 30_000 }, async () => {
+    const [a, b] = await start();
+    const adminA = jsonClient(a);
+    const caller = await adminA<{ id: number }>('POST', '/callers', { name: 'sales', role: 'editor' });
+    expect(caller.status).toBe(201);
+    const key = await adminA<{ id: number; key: string }>('POST', `/callers/${caller.body.id}/keys`, {});
+    expect(key.status).toBe(201);
+    const asSales = (server: RunningServer) => jsonClient({ ...server, adminKey: key.body.key });
+    // Both processes have checked the key and believe it (each several times: workers take turns).
+    let sequence = 0;
+    for (let round = 0; round < 4; round++) {
+      for (const server of [a, b]) expect((await asSales(server)('POST', '/users', { name: 'Sales', email: `sales${sequence++}@example.com` })).status).toBe(201);
+    }
+    // Narrow the role through A: B (and every worker) stops allowing creation.
+    const etag = (await adminA('GET', `/callers/${caller.body.id}`)).headers.get('etag')!;
+    expect((await adminA('PATCH', `/callers/${caller.body.id}`, { role: 'reader' }, { 'content-type': 'application/merge-patch+json', 'if-match': etag })).status).toBe(200);
+    expect(await within(1000, async () => (await asSales(b)('POST', '/users', { name: 'No', email: `no${Date.now()}@example.com` })).status === 403)).toBe(true);
+    expect((await asSales(b)('GET', '/users')).status).toBe(200);
+
+    // Revoke through A: refused everywhere within 1 s.
+    const revokedAt = Date.now();
+    expect((await adminA('DELETE', `/callers/${caller.body.id}/keys/${key.body.id}`)).status).toBe(204);
+    expect(await within(1000, async () => (await asSales(b)('GET', '/users')).status === 401)).toBe(true);
+    expect(Date.now() - revokedAt).toBeLessThan(1000);
+    for (let index = 0; index < 10; index++) {
+      for (const server of [a, b]) expect((await asSales(server)('GET', '/users')).status).toBe(401);
+    }
+  });
+});
+
+/** Polls `check` until it is true or `ms` have passed. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  do {
+    if (await check()) return true;
+    await pause(20);
+  } while (Date.now() < deadline);
+  return false;
+}
+
+async function twoInstances(): Promise<[RunningServer, RunningServer]> {
+  const a = await serve();
+  const b = await serve({ database: a.database, adminKey: a.adminKey });
+  return [a, b];
+}
+
+/** The same server twice: requests to it are spread over its two workers by the primary. */
+async function oneServerTwoWorkers(): Promise<[RunningServer, RunningServer]> {
+  const server = await serve({ env: { ROWI_WORKERS: '2' } });
+  return [server, server];
+}

@@ -25,6 +25,11 @@ export interface Storage {
   describe: string;
   /** Word between the processes sharing this database (cache invalidation). */
   signals: Signals;
+  /**
+   * Runs work on a connection of its own without the statement time limit: migrations, which
+   * may wait for another instance's migration and may take long on large tables.
+   */
+  unbounded<T>(work: (db: Db) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -71,6 +76,7 @@ export function openSqlite(settings: SqliteSettings): Storage {
     kind: 'sqlite',
     describe: `SQLite ${settings.data}`,
     signals,
+    unbounded: (work) => work(db),
     async close() {
       await signals.close();
       await db.destroy();
@@ -106,6 +112,11 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
   const pool = new pg.Pool({ ...clientConfig, max: settings.databasePoolSize, idleTimeoutMillis: 30_000 });
   // An idle connection that the server drops (a restart) is discarded; nothing to answer.
   pool.on('error', (error) => log.warn({ err: error }, 'an idle PostgreSQL connection was lost'));
+  // A connection lost while a request holds it fails that request's query (a 503), and pg also
+  // emits 'error' on the client, which the pool does not listen to while the client is checked
+  // out: without a listener of its own, that event would end the process. The pool discards the
+  // client when it is released.
+  pool.on('connect', (client) => client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')));
   const where = describePostgres(settings.databaseUrl);
   let schema: string;
   try {
@@ -123,6 +134,15 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     kind: 'postgres',
     describe: `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`,
     signals,
+    async unbounded(work) {
+      const { statement_timeout: _limit, ...unlimited } = clientConfig;
+      const single = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ ...unlimited, max: 1 }) }) });
+      try {
+        return await work(single);
+      } finally {
+        await single.destroy();
+      }
+    },
     async close() {
       await signals.close();
       await db.destroy();

@@ -1,4 +1,5 @@
 import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
+import type { Storage } from './connect.js';
 import type { Db } from './database.js';
 import * as m0001 from './migrations/0001-users.js';
 import * as m0002 from './migrations/0002-inventory-orders.js';
@@ -42,6 +43,11 @@ export async function migrateToLatest(db: Db): Promise<MigrationOutcome> {
   const { error, results = [] } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: results.filter((result) => result.status === 'Success').map((result) => result.migrationName) };
+}
+
+/** migrateToLatest on a connection without the statement time limit (Storage.unbounded). */
+export function migrateStorage(storage: Pick<Storage, 'unbounded'>): Promise<MigrationOutcome> {
+  return storage.unbounded((db) => migrateToLatest(db));
 }
 
 /** Migrations this version has that the database has not applied (empty when it is up to date). */

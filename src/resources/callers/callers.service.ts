@@ -1,7 +1,9 @@
+import { sql } from 'kysely';
 import { generateApiKey } from '../../auth/api-keys.js';
 import { isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Role, Trx } from '../../db/database.js';
+import { isSqlite } from '../../db/dialect.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { deleteAtVersion } from '../../db/versioned.js';
@@ -151,10 +153,13 @@ export async function revokeKey(trx: Trx, callerId: number, keyId: number): Prom
 
 /**
  * On an empty database, the first admin caller and its key, so that someone can manage the
- * rest; undefined when callers exist. The key is returned once, to be shown once.
+ * rest; undefined when callers exist. The key is returned once, to be shown once. Instances that
+ * start at once on an empty PostgreSQL database take turns (a transaction-scoped advisory lock),
+ * so exactly one creates the admin and the others find it; SQLite's write lock does the same.
  */
 export async function ensureFirstAdmin(db: Db): Promise<{ caller: CallerView; key: string } | undefined> {
   return db.transaction().execute(async (trx) => {
+    if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.first-admin'))`.execute(trx);
     if ((await countCallers(trx)) > 0) return undefined;
     const caller = await createCaller(trx, { name: 'admin', role: 'admin' });
     const { key } = await createApiKey(trx, caller.id, { description: 'first admin key, created on an empty database' });
