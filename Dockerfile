@@ -1,0 +1,42 @@
+# rowi in a container: build with the compilers better-sqlite3 may need, run without them.
+#
+#   docker build -t rowi .
+#   docker run -p 8080:8080 -v rowi-data:/data rowi                         # SQLite in the volume
+#   docker run -p 8080:8080 -e ROWI_DATABASE_URL=postgres://… rowi         # PostgreSQL
+#   docker run --rm -v rowi-data:/data rowi callers create --name NAME --role admin
+#
+# See README "Deployment".
+
+FROM node:20-bookworm-slim AS build
+# better-sqlite3 is a native module: npm compiles it when no prebuilt binary can be downloaded.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build \
+ && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    ROWI_HOST=0.0.0.0 \
+    ROWI_PORT=8080 \
+    ROWI_DATA=/data/rowi.db
+WORKDIR /app
+# The code stays owned by root (the service cannot change it); only /data is the node user's.
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
+USER node
+EXPOSE 8080
+# Slim images have no curl: node's own fetch asks for readiness (the database answers and is
+# migrated). Plain HTTP on loopback: with ROWI_TLS_CERT/ROWI_TLS_KEY set, override this check.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ROWI_PORT || 8080) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["serve"]
