@@ -109,14 +109,7 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     keepAlive: true,
     types,
   };
-  const pool = new pg.Pool({ ...clientConfig, max: settings.databasePoolSize, idleTimeoutMillis: 30_000 });
-  // An idle connection that the server drops (a restart) is discarded; nothing to answer.
-  pool.on('error', (error) => log.warn({ err: error }, 'an idle PostgreSQL connection was lost'));
-  // A connection lost while a request holds it fails that request's query (a 503), and pg also
-  // emits 'error' on the client, which the pool does not listen to while the client is checked
-  // out: without a listener of its own, that event would end the process. The pool discards the
-  // client when it is released.
-  pool.on('connect', (client) => client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')));
+  const pool = watchedPool({ ...clientConfig, max: settings.databasePoolSize, idleTimeoutMillis: 30_000 }, log);
   const where = describePostgres(settings.databaseUrl);
   let schema: string;
   try {
@@ -136,7 +129,7 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     signals,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      const single = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ ...unlimited, max: 1 }) }) });
+      const single = new Kysely<Database>({ dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }) });
       try {
         return await work(single);
       } finally {
@@ -148,6 +141,19 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
       await db.destroy();
     },
   };
+}
+
+/** A pool whose lost connections are logged instead of ending the process. */
+function watchedPool(config: pg.PoolConfig, log: FastifyBaseLogger): pg.Pool {
+  const pool = new pg.Pool(config);
+  // An idle connection that the server drops (a restart) is discarded; nothing to answer.
+  pool.on('error', (error) => log.warn({ err: error }, 'an idle PostgreSQL connection was lost'));
+  // A connection lost while a request holds it fails that request's query (a 503), and pg also
+  // emits 'error' on the client, which the pool does not listen to while the client is checked
+  // out: without a listener of its own, that event would end the process. The pool discards the
+  // client when it is released.
+  pool.on('connect', (client) => client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')));
+  return pool;
 }
 
 /** user@host:port/database, without the password or the query. */

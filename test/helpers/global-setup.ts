@@ -6,7 +6,8 @@ import type { TestProject } from 'vitest/node';
 
 /**
  * One temporary folder for every file a test run writes; removed when the run ends. The
- * "postgres" project drops the test schemas before (what an interrupted run left) and after.
+ * "postgres" project drops the test schemas of processes that are gone, before (what an
+ * interrupted run left) and after (this run's).
  */
 export default async function setup(project: TestProject) {
   const root = mkdtempSync(join(tmpdir(), 'rowi-tests-'));
@@ -27,9 +28,22 @@ async function dropLeftoverSchemas(url: string): Promise<void> {
   await client.connect();
   try {
     const { rows } = await client.query<{ name: string }>("select nspname as name from pg_namespace where nspname like 'rowi\\_test\\_%'");
-    for (const { name } of rows) await client.query(`drop schema if exists ${pg.escapeIdentifier(name)} cascade`);
+    // A schema is named after the test process that made it (rowi_test_<pid>_…): only those of
+    // processes that are gone are dropped, never those of a run going on beside this one.
+    const orphans = rows.map((row) => row.name).filter((name) => !isAlive(Number(/^rowi_test_(\d+)_/.exec(name)?.[1])));
+    for (const name of orphans) await client.query(`drop schema if exists ${pg.escapeIdentifier(name)} cascade`);
   } finally {
     await client.end();
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -67,7 +67,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolveExit) => child.on('exit', (code) => resolveExit(code)));
   const baseUrl = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`rowi did not start within ${options.timeoutMs ?? 15_000} ms:\n${out}\n${err}`)), options.timeoutMs ?? 15_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // a server that failed to start is not left running
+      reject(new Error(`rowi did not start within ${options.timeoutMs ?? 15_000} ms:\n${out}\n${err}`));
+    }, options.timeoutMs ?? 15_000);
     const look = () => {
       const match = /"msg":"listening on (https?:\/\/[^"]+)\/v1"/.exec(out);
       if (match && BANNER_END.test(err)) {
