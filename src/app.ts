@@ -80,7 +80,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   registerDraining(app);
   registerAccessLog(app);
   registerAudit(app, new AuditLog(auditWriterFor(storage, config, logger), logger, config.auditFlushInterval));
-  registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config)), logger, storage.signals));
+  registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config), storage.signals), logger, storage.signals));
   await registerOpenApi(app, VERSION);
 
   await app.register(rootRoutes, { version: VERSION });

@@ -78,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
     } else if (command === 'callers') {
       return await createCallerCommand(storage.db, flags.name as string, flags.role as string);
     } else {
-      const kid = await new TokenService(storage.db, config, config.publicUrl).rotate();
+      const kid = await new TokenService(storage.db, config, config.publicUrl, storage.signals).rotate();
       process.stdout.write(`${kid}\n`);
     }
   } finally {

@@ -101,6 +101,7 @@ export class Authenticator {
 
   async close(): Promise<void> {
     this.#unsubscribe();
+    this.tokens.close();
     clearInterval(this.#timer);
     await this.flushLastUsed();
   }

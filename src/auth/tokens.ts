@@ -15,6 +15,7 @@ import {
 } from 'jose';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { EVERYTHING, type Signals } from '../db/signals.js';
 import { nowTimestamp } from '../db/clock.js';
 
 /**
@@ -27,6 +28,8 @@ const ALGORITHM = 'ES256';
 const TOKEN_TYPE = 'at+jwt';
 /** Slack for clocks of other machines when checking exp and nbf. */
 const CLOCK_TOLERANCE_S = 5;
+/** The signal that the signing keys changed somewhere. */
+const SIGNING_KEYS_TOPIC = 'signing-keys';
 /** An unknown kid reloads the keys from the database at most this often. */
 const RELOAD_INTERVAL_MS = 1000;
 
@@ -60,9 +63,20 @@ export class TokenService {
   readonly #external: { issuer: string; audience: string; algorithms: string[]; keys: JWTVerifyGetKey } | undefined;
   #keys = new Map<string, SigningKey>();
   #loadedAt = 0;
+  readonly #signals: Signals | undefined;
+  readonly #unsubscribe: () => void;
 
-  constructor(db: Db, config: Config, issuer: string) {
+  /**
+   * With `signals`, a rotation anywhere (another instance, `rowi signing-keys rotate` on
+   * PostgreSQL) makes this instance reread the keys at its next use instead of within a second.
+   */
+  constructor(db: Db, config: Config, issuer: string, signals?: Signals) {
     this.#db = db;
+    this.#signals = signals;
+    this.#unsubscribe =
+      signals?.subscribe((topic) => {
+        if (topic === SIGNING_KEYS_TOPIC || topic === EVERYTHING) this.#loadedAt = 0;
+      }) ?? (() => {});
     this.#lifetime = config.tokenLifetime;
     this.issuer = issuer;
     this.#external =
@@ -154,7 +168,12 @@ export class TokenService {
     await this.#db.updateTable('signing_keys').set({ retired_at: now }).where('retired_at', 'is', null).execute();
     const kid = await this.#createKey();
     await this.#load(true);
+    await this.#signals?.publish(SIGNING_KEYS_TOPIC).catch(() => {}); // the others still reread within RELOAD_INTERVAL_MS
     return kid;
+  }
+
+  close(): void {
+    this.#unsubscribe();
   }
 
   async #signingKey(): Promise<SigningKey> {
