@@ -1,4 +1,4 @@
-// npm run bench [-- --duration 10 --quick --connections 64 --threads 1 --rounds 1 --only users]
+// npm run bench [-- --duration 10 --quick --connections 64 --threads 1 --rounds 1 --only users --no-postgres]
 //
 // Loads rowi and a bare Fastify baseline over loopback in the same run, for each operation
 // (GET /v1/users/{id}, GET /v1/items/{id}/stock, POST /v1/orders), and prints requests/s, p50,
@@ -9,10 +9,18 @@
 // audit trail on. GET /v1/users/{id} is also loaded with a JWT from POST /oauth/token, and
 // against the same app without authentication and audit trail (bench/unauthenticated-server.mjs,
 // which exists only here), to show what credentials and the audit trail cost.
+//
+// Storage and processes: GET /v1/users/{id} and POST /v1/orders are also loaded (API key + audit)
+// against rowi with 2 worker processes on the same SQLite file, and against rowi on PostgreSQL
+// with 1 and 2 workers (one fresh schema rowi_bench_<pid>, dropped at the end, in the database of
+// ROWI_BENCH_PG_URL, else ROWI_TEST_PG_URL, else postgres://postgres@127.0.0.1:5432/test), and
+// printed side by side. An unreachable PostgreSQL (or --no-postgres) skips its columns only.
+// Every rowi runs with an explicit ROWI_WORKERS (the default, 0, is one process per core).
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import Sqlite from 'better-sqlite3';
+import pg from 'pg';
 import { dirname, join } from 'node:path';
 import { URLSearchParams, fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
@@ -30,6 +38,8 @@ const { values: options } = parseArgs({
     quick: { type: 'boolean', default: false },
     // Load only the operations whose path contains this text (e.g. `users`, `stock`, `orders`).
     only: { type: 'string', default: '' },
+    // Leave out the PostgreSQL columns of "Storage and processes".
+    'no-postgres': { type: 'boolean', default: false },
   },
 });
 const duration = options.quick ? 3 : Number(options.duration);
@@ -58,31 +68,51 @@ const LABELS = {
   jwt: 'rowi (SQLite) JWT + audit',
 };
 const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
+const CLI = join(root, 'dist/src/cli.js');
+
+// "Storage and processes": these operations, on these columns (the first is rowi's API key target above).
+const STORAGE_OPERATIONS = ['GET /v1/users/{id}', 'POST /v1/orders'];
+const STORAGE_COLUMNS = [
+  { storage: 'SQLite', workers: 1 },
+  { storage: 'SQLite', workers: 2 },
+  { storage: 'PostgreSQL', workers: 1 },
+  { storage: 'PostgreSQL', workers: 2 },
+];
+const PG_URL = process.env.ROWI_BENCH_PG_URL || process.env.ROWI_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const PG_SCHEMA = `rowi_bench_${process.pid}`;
+// PostgreSQL waits at most this long for a connection, a statement or a lock while setting up and cleaning up.
+const PG_TIMEOUT_MS = 10_000;
 
 const work = mkdtempSync(join(tmpdir(), 'rowi-bench-'));
 const children = new Set();
-const cleanUp = () => {
-  for (const child of children) child.kill('SIGKILL');
+// Set once the bench's schema exists, so that cleanUp drops it.
+let pgSchemaCreated = false;
+let cleaning;
+/** Ends every server (worker processes included), drops the PostgreSQL schema and the work folder; once. */
+const cleanUp = () => (cleaning ??= (async () => {
+  await stopServers();
+  if (pgSchemaCreated) {
+    try {
+      await pgQuery(PG_URL, `drop schema if exists ${PG_SCHEMA} cascade`);
+    } catch (error) {
+      console.error(`could not drop the PostgreSQL schema ${PG_SCHEMA} (${describePgUrl(PG_URL)}): ${error.message}`);
+    }
+  }
   rmSync(work, { recursive: true, force: true });
-};
+})());
 process.on('SIGINT', () => {
-  cleanUp();
-  process.exit(130);
+  cleanUp().finally(() => process.exit(130));
 });
 
 try {
   await main();
 } finally {
-  cleanUp();
+  await cleanUp();
 }
 
 async function main() {
   const tool = findLoadTool();
-  const rowi = await startProcess('rowi', [join(root, 'dist/src/cli.js'), 'serve'], {
-    ROWI_HOST: '127.0.0.1',
-    ROWI_PORT: '0',
-    ROWI_DATA: join(work, 'rowi.db'),
-  }, LISTENING);
+  const rowi = await startProcess('rowi', [CLI, 'serve'], sqliteEnv(join(work, 'rowi.db'), 1), LISTENING);
   // On an empty database rowi creates the caller "admin" and shows its key once, on stderr.
   const adminKey = await adminKeyOf(rowi);
   const apiKey = async () => ({ 'x-api-key': adminKey });
@@ -105,11 +135,8 @@ async function main() {
   // with the very same record (id, timestamps, version, ETag).
   const noAuthData = join(work, 'no-auth.db');
   copyDatabase(join(work, 'rowi.db'), noAuthData);
-  const noAuth = await startProcess('no-auth', [join(root, 'bench/unauthenticated-server.mjs')], {
-    ROWI_HOST: '127.0.0.1',
-    ROWI_PORT: '0',
-    ROWI_DATA: noAuthData,
-  }, LISTENING);
+  // It serves one process whatever ROWI_WORKERS says; set anyway, as for every rowi.
+  const noAuth = await startProcess('no-auth', [join(root, 'bench/unauthenticated-server.mjs')], sqliteEnv(noAuthData, 1), LISTENING);
   noAuth.credentials = async () => ({});
 
   const bare = await startProcess('bare', [join(root, 'bench/bare-server.mjs')], {
@@ -126,20 +153,46 @@ async function main() {
     { label: 'rowi without authentication', url: noAuth.url, headers: {} },
   ], `/v1/users/${probe.id}`);
 
+  // Storage and processes, for the operations this run loads: rowi with 2 workers on the same
+  // SQLite file (it answers the very same record), and rowi on PostgreSQL with 1 and 2 workers.
+  let sqliteTwo;
+  let postgres = { skipped: 'not loaded in this run (--only)' };
+  if (STORAGE_OPERATIONS.some((operation) => operation.includes(options.only))) {
+    sqliteTwo = await startProcess('rowi-sqlite-2-workers', [CLI, 'serve'], sqliteEnv(join(work, 'rowi.db'), 2), LISTENING);
+    sqliteTwo.credentials = apiKey;
+    await sameAnswer(sqliteTwo, bare.url, `/v1/users/${probe.id}`);
+    await sameRecord([
+      { label: 'rowi (SQLite, 1 worker)', url: rowi.url, headers: await apiKey() },
+      { label: 'rowi (SQLite, 2 workers)', url: sqliteTwo.url, headers: await apiKey() },
+    ], `/v1/users/${probe.id}`);
+    postgres = await setUpPostgres(rowi, `/v1/users/${probe.id}`, sampleOrder);
+  }
+
   // A target is one request shape against one server, and each rowi target is paired with the
-  // baseline answering the same request shape; later issues add more (PostgreSQL). Every rowi
-  // target but the one without authentication names the no-auth target of its operation, if any.
+  // baseline answering the same request shape. Every rowi target of GET /v1/users/{id} on SQLite
+  // in one process but the one without authentication names the no-auth target of its operation.
   const accept = { accept: 'application/json' };
   const getUser = { method: 'GET', path: `/v1/users/${probe.id}`, headers: accept };
   const noAuthGetUser = targetOf(LABELS.noAuth, 'GET /v1/users/{id}', noAuth, { ...getUser, credential: 'none' });
   const [bareGetUser, apiKeyGetUser] = pair(bare, rowi, 'GET /v1/users/{id}', getUser, apiKey);
+  const postOrder = { method: 'POST', path: '/v1/orders', headers: { ...accept, 'content-type': 'application/json' } };
+  const [bareOrders, apiKeyOrders] = pair(bare, rowi, 'POST /v1/orders', { ...postOrder, orders: mix }, apiKey);
+  // The other columns of "Storage and processes", each paired with the baseline of its operation:
+  // PostgreSQL's probe user and order mix (its own item ids) are records of its own.
+  const variants = (operation, baseline, request, pgRequest) => [
+    ...(sqliteTwo ? [storageTarget(sqliteTwo, 'SQLite', 2, operation, request, baseline)] : []),
+    ...(postgres.one ? [1, 2].map((workers) => storageTarget(workers === 1 ? postgres.one : postgres.two, 'PostgreSQL', workers, operation, pgRequest, baseline)) : []),
+  ];
   const allTargets = [
     bareGetUser,
     noAuthGetUser,
     { ...apiKeyGetUser, noAuth: noAuthGetUser.name },
     targetOf(LABELS.jwt, 'GET /v1/users/{id}', rowi, { ...getUser, credential: 'JWT', credentials: bearer, noAuth: noAuthGetUser.name }),
+    ...variants('GET /v1/users/{id}', bareGetUser, getUser, postgres.one && { ...getUser, path: `/v1/users/${postgres.probe.id}` }),
     ...pair(bare, rowi, 'GET /v1/items/{id}/stock', { method: 'GET', path: `/v1/items/${stockProbe.id}/stock`, headers: accept }, apiKey),
-    ...pair(bare, rowi, 'POST /v1/orders', { method: 'POST', path: '/v1/orders', headers: { ...accept, 'content-type': 'application/json' }, orders: mix }, apiKey),
+    bareOrders,
+    apiKeyOrders,
+    ...variants('POST /v1/orders', bareOrders, { ...postOrder, orders: mix }, postgres.one && { ...postOrder, orders: postgres.mix }),
   ];
   const targets = allTargets.filter((target) => target.operation.includes(options.only));
 
@@ -149,7 +202,7 @@ async function main() {
     // Alternate the order each round so drift of the machine hits every target alike.
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const target of order) {
-      await load(tool, target, warmup);
+      if (warmup > 0) await load(tool, target, warmup);
       samples.get(target.name).push(await measure(tool, target, duration));
     }
   }
@@ -160,6 +213,8 @@ async function main() {
   const authRatios = authRatiosOf(results, samples);
   printRatios(ratios, authRatios);
   printGoals(results, ratios, authRatios);
+  const storageWorkers = storageTableOf(results, samples, postgres);
+  printStorageTable(storageWorkers, postgres);
 
   mkdirSync(join(root, 'bench/results'), { recursive: true });
   const record = {
@@ -177,6 +232,11 @@ async function main() {
     ratios_rowi_over_bare: Object.fromEntries(ratios),
     // rowi with credentials and the audit trail over the same app without them (bench only).
     ratios_auth_over_no_auth: Object.fromEntries(authRatios),
+    // rowi (API key + audit) per storage and number of worker processes, same run; per operation,
+    // per column: req/s, p50, p99, peak RSS (summed over the processes), ratio over the baseline;
+    // and the 2-worker/1-worker speed-up of each storage.
+    storage_workers: storageWorkers,
+    postgres: postgres.skipped === undefined ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } } : { skipped: postgres.skipped },
   };
   // A partial run (--only) does not replace the record of a whole one.
   writeFileSync(join(root, `bench/results/${options.only === '' ? 'latest' : 'partial'}.json`), `${JSON.stringify(record, null, 2)}\n`);
@@ -191,7 +251,187 @@ function targetOf(label, operation, server, request) {
 function pair(bare, rowi, operation, request, credentials) {
   // The baseline gets the same request, credentials included, and ignores them.
   const baseline = targetOf(LABELS.bare, operation, bare, { ...request, credentials });
-  return [baseline, targetOf(LABELS.apiKey, operation, rowi, { ...request, credential: 'API key', credentials, baseline: baseline.name })];
+  return [baseline, targetOf(LABELS.apiKey, operation, rowi, { ...request, credential: 'API key', credentials, baseline: baseline.name, storage: 'SQLite', workers: 1 })];
+}
+
+/** "SQLite, 2 workers": a column of "Storage and processes". */
+function columnOf({ storage, workers }) {
+  return `${storage}, ${workers} worker${workers === 1 ? '' : 's'}`;
+}
+
+/** rowi on one storage with some worker processes, with an API key, paired with the baseline of the operation. */
+function storageTarget(server, storage, workers, operation, request, baseline) {
+  return targetOf(`rowi (${columnOf({ storage, workers })}) API key + audit`, operation, server, {
+    ...request,
+    credential: 'API key',
+    credentials: server.credentials,
+    baseline: baseline.name,
+    storage,
+    workers,
+  });
+}
+
+/** rowi's API key target of the README's goals and earlier records: SQLite, one process. */
+function isReference(target) {
+  return target.storage === undefined || (target.storage === 'SQLite' && target.workers === 1);
+}
+
+/** The environment of a rowi on a SQLite file; never PostgreSQL, whatever the caller's environment says. */
+function sqliteEnv(data, workers) {
+  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: data, ROWI_DATABASE_URL: '', ROWI_WORKERS: String(workers) };
+}
+
+/** A PostgreSQL URL without its password and parameters, to print. */
+function describePgUrl(text) {
+  try {
+    const url = new URL(text);
+    url.password = '';
+    url.search = '';
+    return url.toString();
+  } catch {
+    return 'an invalid URL';
+  }
+}
+
+/** One statement, on a connection of its own, each step bounded in time. */
+async function pgQuery(connectionString, text) {
+  const client = new pg.Client({
+    connectionString,
+    connectionTimeoutMillis: PG_TIMEOUT_MS,
+    statement_timeout: PG_TIMEOUT_MS,
+    lock_timeout: PG_TIMEOUT_MS,
+    application_name: 'rowi-bench',
+  });
+  // An error of the connection after it failed (or ended) must not end the bench.
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await client.query(text);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * rowi on PostgreSQL in a fresh schema: one process started on the empty schema (its first admin's
+ * key), seeded as the SQLite one is, then a second rowi with 2 workers on the same schema. Both
+ * answer the probe user as SQLite's rowi does, but for the record's values (another database),
+ * and alike. An unusable PostgreSQL is reported in one line and leaves { skipped }.
+ */
+async function setUpPostgres(sqliteRowi, sqliteProbePath, sqliteOrder) {
+  if (options['no-postgres']) {
+    console.log('PostgreSQL columns skipped: --no-postgres');
+    return { skipped: '--no-postgres' };
+  }
+  const where = describePgUrl(PG_URL);
+  try {
+    await pgQuery(PG_URL, `drop schema if exists ${PG_SCHEMA} cascade`);
+    await pgQuery(PG_URL, `create schema ${PG_SCHEMA}`);
+    pgSchemaCreated = true;
+  } catch (error) {
+    const reason = `${where} cannot be used: ${error.message || error.code || error}`;
+    console.log(`PostgreSQL columns skipped: ${reason} (set ROWI_BENCH_PG_URL, or pass --no-postgres)`);
+    return { skipped: reason };
+  }
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${PG_SCHEMA}`);
+  const env = { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATABASE_URL: url.toString() };
+  const one = await startProcess('rowi-pg-1-worker', [CLI, 'serve'], { ...env, ROWI_WORKERS: '1' }, LISTENING);
+  const key = await adminKeyOf(one);
+  one.credentials = async () => ({ 'x-api-key': key });
+  const users = await seedUsers(one, 1000);
+  const probe = users[Math.floor(users.length / 2)];
+  const items = await seedItems(one, ORDERED_ITEMS, STOCK_PER_ITEM);
+  const mix = { userId: users[0].id, itemIds: items.map((item) => item.id), maxLines: 3 };
+  const sampleOrder = await send(one, 'POST', '/v1/orders', JSON.parse(orderBodies(mix)()), 201);
+  sameShape('POST /v1/orders (first order of the mix)', [
+    { label: 'rowi (SQLite)', status: 201, body: sqliteOrder },
+    { label: 'rowi (PostgreSQL)', status: 201, body: sampleOrder },
+  ]);
+
+  const two = await startProcess('rowi-pg-2-workers', [CLI, 'serve'], { ...env, ROWI_WORKERS: '2' }, LISTENING);
+  two.credentials = one.credentials;
+  const path = `/v1/users/${probe.id}`;
+  await sameRecord([
+    { label: 'rowi (PostgreSQL, 1 worker)', url: one.url, headers: await one.credentials() },
+    { label: 'rowi (PostgreSQL, 2 workers)', url: two.url, headers: await two.credentials() },
+  ], path);
+  sameShape(`GET /v1/users/{id} (probe users ${sqliteProbePath} and ${path})`, [
+    { label: 'rowi (SQLite)', ...(await answerOf(sqliteRowi, sqliteProbePath)) },
+    { label: 'rowi (PostgreSQL)', ...(await answerOf(one, path)) },
+  ]);
+  return { one, two, probe, mix, where };
+}
+
+/** Status, content type, whether there is an ETag, and the body of a GET with the server's credentials. */
+async function answerOf(server, path) {
+  const reply = await fetch(`${server.url}${path}`, { headers: { accept: 'application/json', ...(await server.credentials()) } });
+  return { status: reply.status, contentType: reply.headers.get('content-type'), etag: reply.headers.get('etag') !== null, body: await reply.json() };
+}
+
+/** The shape of a JSON value: its members and their types, not its values. */
+function shapeOf(value) {
+  if (Array.isArray(value)) return value.length === 0 ? [] : [shapeOf(value[0])];
+  if (value === null) return 'null';
+  if (typeof value === 'object') return Object.fromEntries(Object.keys(value).sort().map((key) => [key, shapeOf(value[key])]));
+  return typeof value;
+}
+
+/** Two servers answer alike but for the values: same status, content type, ETag or none, and body shape. */
+function sameShape(what, answers) {
+  const summary = ({ status, contentType, etag, body }) => JSON.stringify([status, contentType, etag, shapeOf(body)]);
+  if (answers.every((answer) => summary(answer) === summary(answers[0]))) return;
+  throw new Error(`${what} is not answered alike (status, content type, ETag, shape):\n${answers.map((answer) => `${answer.label}: ${summary(answer)}`).join('\n')}`);
+}
+
+/** The processes under pid (a cluster primary's workers), from /proc. */
+function descendantsOf(pid) {
+  const parents = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The fields after "(comm)": state, ppid, …
+      parents.push([Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])]);
+    } catch {
+      // It ended while listed.
+    }
+  }
+  const found = [];
+  for (let level = [pid]; level.length > 0; ) {
+    level = parents.filter(([, parent]) => level.includes(parent)).map(([child]) => child);
+    found.push(...level);
+  }
+  return found;
+}
+
+/** Whether a process still runs (a zombie does not). */
+function running(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Kills every server and its worker processes (the primary first, so it forks no replacement), and waits until they are gone. */
+async function stopServers() {
+  const pids = [];
+  for (const child of children) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const workers = descendantsOf(child.pid);
+    child.kill('SIGKILL');
+    for (const pid of workers) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+    pids.push(child.pid, ...workers);
+  }
+  for (let waited = 0; waited < 5000 && pids.some(running); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
 function findLoadTool() {
@@ -282,6 +522,7 @@ async function send(server, method, path, body, status) {
       ...(await server.credentials()),
     },
     body: body === undefined ? undefined : JSON.stringify(body),
+    signal: globalThis.AbortSignal.timeout(30_000),
   });
   if (reply.status !== status) throw new Error(`setting up: ${method} ${path} answered ${reply.status}, not ${status}: ${await reply.text()}`);
   return reply.json();
@@ -386,13 +627,24 @@ function loggedStatuses(server, offset) {
   return counts.size === 0 ? '' : `\n${server.name} logged: ${[...counts].map(([status, count]) => `${status} ×${count}`).join(', ')}`;
 }
 
-/** One measured run, with the server's peak RSS sampled while it is under load. */
+/**
+ * One measured run, with the server's peak RSS sampled while it is under load: with worker
+ * processes, the sum over the primary and its workers (listed once, as the load starts).
+ */
 async function measure(tool, target, seconds) {
   let peak = 0;
-  const status = `/proc/${target.server.child.pid}/status`;
+  const pids = [target.server.child.pid, ...descendantsOf(target.server.child.pid)];
   const sampler = setInterval(() => {
-    const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(status, 'utf8'));
-    if (rss) peak = Math.max(peak, Number(rss[1]) / 1024);
+    let kb = 0;
+    for (const pid of pids) {
+      try {
+        const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+        if (rss) kb += Number(rss[1]);
+      } catch {
+        // A worker that ended (rowi replaces it; the load then fails or goes on without it).
+      }
+    }
+    peak = Math.max(peak, kb / 1024);
   }, 100);
   try {
     return { ...(await load(tool, target, seconds)), rssMb: peak };
@@ -473,10 +725,69 @@ function pairedRatio(samples, name, over) {
   return ratios[Math.floor(ratios.length / 2)];
 }
 
-/** rowi's requests/s over its baseline's, per operation, both from this run. */
+/**
+ * rowi's requests/s over its baseline's, per operation, both from this run: rowi on SQLite in one
+ * process under the operation's name, the other storages and processes as "operation (column)".
+ */
 function ratiosOf(results, samples) {
   const rowiResults = results.filter((result) => result.baseline);
-  return new Map(rowiResults.map((result) => [result.operation, pairedRatio(samples, result.name, result.baseline)]));
+  return new Map(
+    rowiResults.map((result) => [
+      isReference(result) ? result.operation : `${result.operation} (${columnOf(result)})`,
+      pairedRatio(samples, result.name, result.baseline),
+    ]),
+  );
+}
+
+/**
+ * "Storage and processes", per operation loaded: for each column, rowi's figures and its ratio over
+ * the baseline (or why it is missing), and for each storage the 2-worker/1-worker speed-up of
+ * requests/s (median of the ratios within a round, as the other ratios).
+ */
+function storageTableOf(results, samples, postgres) {
+  const table = {};
+  for (const operation of STORAGE_OPERATIONS) {
+    const found = STORAGE_COLUMNS.map((column) => results.find((result) => result.operation === operation && result.credential === 'API key' && result.storage === column.storage && result.workers === column.workers));
+    if (found[0] === undefined) continue; // not loaded in this run (--only)
+    const row = {};
+    STORAGE_COLUMNS.forEach((column, index) => {
+      const result = found[index];
+      row[columnOf(column)] = result === undefined
+        ? { skipped: column.storage === 'PostgreSQL' ? postgres.skipped : 'not loaded' }
+        : {
+            rps: result.rps,
+            p50_ms: result.p50,
+            p99_ms: result.p99,
+            peak_rss_mb: result.rssMb,
+            ratio_over_bare: pairedRatio(samples, result.name, result.baseline),
+          };
+    });
+    row.speedup_2_over_1_workers = {};
+    for (const storage of ['SQLite', 'PostgreSQL']) {
+      const [one, two] = [1, 2].map((workers) => found[STORAGE_COLUMNS.findIndex((column) => column.storage === storage && column.workers === workers)]);
+      row.speedup_2_over_1_workers[storage] = one && two ? pairedRatio(samples, two.name, one.name) : null;
+    }
+    table[operation] = row;
+  }
+  return table;
+}
+
+function printStorageTable(table, postgres) {
+  const operations = Object.keys(table);
+  if (operations.length === 0) return;
+  const titles = STORAGE_COLUMNS.map(columnOf);
+  const cell = (figures) => (figures.rps === undefined ? 'skipped' : `${figures.rps.toFixed(0)} (${figures.p99.toFixed(2)})`);
+  const rows = operations.map((operation) => [operation, ...titles.map((title) => cell({ ...table[operation][title], p99: table[operation][title].p99_ms }))]);
+  const header = ['request', ...titles];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
+  const line = (cells) => cells.map((text, column) => (column === 0 ? text.padEnd(widths[column]) : text.padStart(widths[column]))).join('  ');
+  console.log(`\nStorage and processes (same run): rowi with an API key + audit, req/s (p99 ms)`);
+  console.log(line(header));
+  for (const row of rows) console.log(line(row));
+  const speedUp = (ratio) => (ratio === null ? 'skipped' : `x${ratio.toFixed(2)}`);
+  const speedUps = operations.map((operation) => `${operation}: ${Object.entries(table[operation].speedup_2_over_1_workers).map(([storage, ratio]) => `${storage} ${speedUp(ratio)}`).join(', ')}`);
+  console.log(`2 workers / 1 worker, req/s${rounds > 1 ? ' (median of the ratios within a round)' : ''}: ${speedUps.join('; ')}`);
+  if (postgres.skipped !== undefined) console.log(`PostgreSQL skipped: ${postgres.skipped}`);
 }
 
 /** rowi with credentials and the audit trail over rowi without them, by target name, same run. */
@@ -489,6 +800,7 @@ function printRatios(ratios, authRatios) {
   const width = Math.max(...[...ratios.keys(), ...authRatios.keys()].map((name) => name.length)) + 4;
   console.log(`\nrowi/bare requests/s, same run${rounds > 1 ? ` (median over ${rounds} rounds of the ratio within a round)` : ''}:`);
   for (const [operation, ratio] of ratios) console.log(`  ${`${operation} `.padEnd(width, '.')} ${(ratio * 100).toFixed(1)} %`);
+  if (authRatios.size === 0) return;
   console.log(`\nrowi with credentials and audit trail / rowi without authentication (bench only), requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`);
   for (const [name, ratio] of authRatios) console.log(`  ${`${name} `.padEnd(width, '.')} ${(ratio * 100).toFixed(1)} %`);
 }
@@ -497,7 +809,7 @@ function printGoals(results, ratios, authRatios) {
   const lines = [];
   for (const goal of GOALS) {
     const credential = goal.credential ?? 'API key';
-    const rowiResult = results.find((result) => result.operation === goal.operation && result.credential === credential);
+    const rowiResult = results.find((result) => result.operation === goal.operation && result.credential === credential && isReference(result));
     if (rowiResult === undefined) continue; // not loaded in this run (--only)
     const check = (label, met, figure) => lines.push({ label: `target: ${goal.operation} rowi ${goal.credential ? `${goal.credential} + audit ` : ''}${label} `, verdict: met ? 'PASS' : 'MISS', figure });
     if (goal.minRatioToNoAuth !== undefined) {
