@@ -50,3 +50,14 @@ export function isUnavailable(error: unknown): boolean {
   }
   return typeof message === 'string' && TRANSIENT_MESSAGES.test(message);
 }
+
+/**
+ * A foreign key refused the write: the record referred to was deleted by a transaction that
+ * committed while this one ran (PostgreSQL runs them side by side; on SQLite a transaction that
+ * checks first holds the write lock, so this does not happen there).
+ */
+export function isForeignKeyViolation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code } = error as Record<string, unknown>;
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}

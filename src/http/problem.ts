@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, BadRequestError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
-import { isUnavailable } from '../db/errors.js';
+import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
+import { isForeignKeyViolation, isUnavailable } from '../db/errors.js';
 import { MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
@@ -58,6 +58,9 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 export function toAppError(error: FastifyError, request: FastifyRequest): AppError | undefined {
   if (error instanceof AppError) return error;
   if (isUnavailable(error)) return databaseUnavailable();
+  if (isForeignKeyViolation(error)) {
+    return new ConflictError('concurrent-change', 'A record this request refers to was changed or deleted by another request at the same moment; nothing was changed. Retry the request.');
+  }
   if (error.validation) return validationError(error.validation as never, error.validationContext ?? 'body', pathOf(request)) as AppError;
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

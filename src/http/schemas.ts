@@ -85,6 +85,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   415: 'Body media type not accepted here',
   422: 'Well-formed body that breaks the schema or a rule',
   500: 'Unexpected fault (logged with the request id)',
+  503: 'Shutting down, or the database cannot take the request now; retry after Retry-After seconds',
 };
 
 const problemRef = { $ref: 'Problem#' };
@@ -92,6 +93,7 @@ const problemRef = { $ref: 'Problem#' };
 function problemResponse(status: number) {
   return {
     description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
+    ...(status === 503 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
     content: {
       [MEDIA_TYPES.json.problem]: { schema: problemRef },
       [MEDIA_TYPES.xml.problem]: { schema: problemRef },
@@ -162,11 +164,12 @@ export function securityOf(permission: Scope | 'public') {
 
 /**
  * A route's schema. The problems every client can meet on it are derived from what it takes,
- * so the OpenAPI document lists them without anyone having to remember: 406 and 500 always; 404
+ * so the OpenAPI document lists them without anyone having to remember: 406, 500 and 503 (a
+ * shutdown, a database that cannot answer) always; 404
  * with an id in the path; 400 with a query or headers; 400, 413, 415 and 422 with a body.
  */
 export function operation<const S extends OperationSpec>(spec: S) {
-  const statuses = new Set([406, 500, ...(spec.problems ?? [])]);
+  const statuses = new Set([406, 500, 503, ...(spec.problems ?? [])]);
   // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
   if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);

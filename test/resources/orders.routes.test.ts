@@ -371,3 +371,57 @@ describe('GET /v1/orders', () => {
     expectProblem(await test.call({ url: '/v1/orders?status=shipped' }), 400, 'invalid-query');
   });
 });
+
+/**
+ * A delete and an order that refers to the deleted record, at the same moment (on PostgreSQL they
+ * really run side by side): whichever commits first decides, the other gets its 4xx, never a 500,
+ * and no placed order is left without its user or item.
+ */
+describe('deleting what an order refers to, while the order is placed', () => {
+  const ROUNDS = 20;
+
+  it('DELETE /v1/users/{id} racing POST /v1/orders for that user: one wins; never a 500; never a placed order without its user', async () => {
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 1000);
+    const outcomes = new Set<string>();
+    for (let round = 0; round < ROUNDS; round++) {
+      const { user, etag } = await createUser(test);
+      const [order, deleted] = await Promise.all([
+        test.call({ method: 'POST', url: '/v1/orders', body: { name: `race ${round}`, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } }),
+        test.call({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: { 'if-match': etag } }),
+      ]);
+      outcomes.add(`${order.status}/${deleted.status}`);
+      if (order.status === 201) {
+        expectProblem(deleted, 409, 'user-has-open-orders');
+        expect((await test.call({ url: `/v1/users/${user.id}` })).status).toBe(200);
+      } else {
+        expect(deleted.status).toBe(204);
+        if (order.status === 422) expectProblem(order, 422, 'unknown-reference');
+        else expectProblem(order, 409, 'concurrent-change');
+      }
+    }
+    const orphans = await test.storage.db.selectFrom('orders').select('id').where('status', '=', 'placed').where('user_id', 'is', null).execute();
+    expect(orphans).toEqual([]);
+    expect([...outcomes].every((outcome) => ['201/409', '422/204', '409/204'].includes(outcome))).toBe(true);
+  });
+
+  it('DELETE /v1/items/{id} racing POST /v1/orders for that item: one wins; never a 500; never an order line without its item', async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const { item, etag } = await createItem(test);
+      await setStock(test, item.id, 10);
+      const itemEtag = String((await test.call({ url: `/v1/items/${item.id}` })).headers.etag ?? etag);
+      const [order, deleted] = await Promise.all([
+        test.call({ method: 'POST', url: '/v1/orders', body: { name: `race ${round}`, user_id: userId, lines: [{ item_id: item.id, quantity: 1 }] } }),
+        test.call({ method: 'DELETE', url: `/v1/items/${item.id}`, headers: { 'if-match': itemEtag } }),
+      ]);
+      if (order.status === 201) {
+        expectProblem(deleted, 409, 'item-in-use');
+        expect((await test.call({ url: `/v1/items/${item.id}/stock` })).json).toMatchObject({ quantity: 9, reserved: 1 });
+      } else {
+        expect(deleted.status).toBe(204);
+        if (order.status === 422) expectProblem(order, 422, 'unknown-reference');
+        else expectProblem(order, 409, 'concurrent-change');
+      }
+    }
+  });
+});

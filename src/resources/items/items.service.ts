@@ -1,5 +1,5 @@
 import { nowTimestamp } from '../../db/clock.js';
-import { deleteAtVersion } from '../../db/versioned.js';
+import { deleteAtVersion, lockForDelete } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
@@ -57,6 +57,7 @@ export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: Ver
 
 /** Deletes the item and its stock and ledger; refused while any order has a line of it. */
 export async function deleteItem(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  await lockForDelete(trx, 'items', id);
   await withVersionRetry(async () => {
     const stored = await getItem(trx, id);
     assertCondition(condition, stored.version, `Item ${id}`);

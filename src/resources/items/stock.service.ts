@@ -69,7 +69,9 @@ export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMov
     const moved = await moveStock(trx, move.itemId, { ...change, now });
     if (!moved) {
       const stock = await findStock(trx, move.itemId);
-      throw insufficientStock([{ item_id: move.itemId, requested: move.units, available: stock?.quantity ?? 0 }]);
+      // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
+      if (stock === undefined) throw new ConflictError('concurrent-change', `Item ${move.itemId} was deleted while this request ran; nothing was changed.`);
+      throw insufficientStock([{ item_id: move.itemId, requested: move.units, available: stock.quantity }]);
     }
     movements.push(movement(moved, move.kind, change.quantity, change.reserved, orderId, now));
   }

@@ -200,6 +200,8 @@ async function assertStockCovers(db: Executor, wanted: Map<number, WantedLine>, 
   const stocks = await stockByItem(db, [...wanted.keys()]);
   const short: ShortLine[] = [];
   for (const line of wanted.values()) {
+    // Every item has its stock row from its creation: none means the item was deleted since it was priced (PostgreSQL).
+    if (!stocks.has(line.item_id)) throw new ConflictError('concurrent-change', `Item ${line.item_id} was deleted while this request ran; nothing was changed.`);
     const held = current.get(line.item_id)?.quantity ?? 0;
     const available = (stocks.get(line.item_id)?.quantity ?? 0) + held;
     if (line.quantity > available) short.push({ item_id: line.item_id, requested: line.quantity, available });

@@ -1,5 +1,5 @@
 import { nowTimestamp } from '../../db/clock.js';
-import { deleteAtVersion } from '../../db/versioned.js';
+import { deleteAtVersion, lockForDelete } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
@@ -42,6 +42,7 @@ export function patchUser(trx: Trx, id: number, patch: UserPatch, condition: Ver
 }
 
 export async function deleteUser(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  await lockForDelete(trx, 'users', id);
   await withVersionRetry(async () => {
     const stored = await getUser(trx, id);
     assertCondition(condition, stored.version, `User ${id}`);
