@@ -17,6 +17,7 @@ import { loadConfig } from '../dist/src/config.js';
 import { openStorage } from '../dist/src/db/connect.js';
 import { migrateToLatest } from '../dist/src/db/migrate.js';
 import { registerDraining } from '../dist/src/http/draining.js';
+import { registerLoadShedding } from '../dist/src/http/load-shedding.js';
 import { deleteExpiredKeys } from '../dist/src/http/idempotency.js';
 import { RouteTable } from '../dist/src/http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from '../dist/src/http/openapi.js';
@@ -24,6 +25,7 @@ import { registerProblemHandlers } from '../dist/src/http/problem.js';
 import { registerRepresentations } from '../dist/src/http/representation.js';
 import { registerRequestId, requestIdOf } from '../dist/src/http/request-id.js';
 import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
+import { registerHandlerTimeout } from '../dist/src/http/timeouts.js';
 import { validatorCompiler } from '../dist/src/http/validation.js';
 import { createLogger } from '../dist/src/logger.js';
 import itemsRoutes from '../dist/src/resources/items/items.routes.js';
@@ -64,6 +66,8 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   registerRepresentations(app);
   registerProblemHandlers(app, routeTable);
   registerDraining(app);
+  registerHandlerTimeout(app, config);
+  registerLoadShedding(app, config);
   registerAccessLog(app);
   // Left out: registerAudit(app, …) and registerAuthentication(app, …). Only the request
   // decoration of registerAuthentication is kept, so requests have the same shape as rowi's and

@@ -34,6 +34,7 @@ export const PROBLEM_TYPES = {
   'read-only-field': { status: 422, title: 'Read-only field', description: 'A PUT or PATCH body gives a read-only field (id, created_at, updated_at) a value other than the stored one.' },
   'unknown-reference': { status: 422, title: 'Unknown reference', description: 'The body refers to a record that does not exist (a user_id or item_id); `errors` points at each reference.' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', description: 'The Idempotency-Key was already used with a different request (method, path or body); use a new key.' },
+  'rate-limited': { status: 429, title: 'Too many requests', description: 'The caller (or, without credentials, the client address) spent its rate limit; `policy`, `quota` and `window_seconds` name the budget, Retry-After says when to try again, RateLimit-Policy and RateLimit headers say where it stands on every response.' },
   'internal-error': { status: 500, title: 'Internal error', description: 'An unexpected fault; it is logged with the request id.' },
   'service-unavailable': { status: 503, title: 'Service unavailable', description: 'rowi cannot take the request now (shutting down, overloaded or without its database); retry after Retry-After seconds.' },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_RATE_LIMITS } from './helpers/limits.js';
 import { startServer, type RunningServer } from './helpers/process.js';
 import { tempFolder } from './helpers/temp.js';
 
@@ -37,7 +38,8 @@ describe('README examples', () => {
   let server: RunningServer;
   let folder: string;
   beforeAll(async () => {
-    server = await startServer();
+    // The shipped limits, as after npm start (the helpers turn them off for other tests).
+    server = await startServer({ env: Object.fromEntries(Object.keys(NO_RATE_LIMITS).map((name) => [name, ''])) });
     folder = tempFolder('readme');
   });
   afterAll(async () => {

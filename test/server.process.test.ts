@@ -3,21 +3,14 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServer, tempDataFile, type RunningServer, type StartOptions } from './helpers/process.js';
+import { runCli, serverPool, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
 import { tempFolder } from './helpers/temp.js';
 
 /** These tests run the built CLI (`npm test` builds first) over real loopback sockets. */
 
 /** Servers a test started itself; one still running after the test (it failed before stopping it) is killed. */
-const started: RunningServer[] = [];
-async function serve(options: StartOptions = {}): Promise<RunningServer> {
-  const server = await startServer(options);
-  started.push(server);
-  return server;
-}
-afterEach(() => {
-  for (const server of started.splice(0)) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
-});
+const { serve, killAll } = serverPool();
+afterEach(killAll);
 
 describe('rowi serve, over a real socket', () => {
   let server: RunningServer;
@@ -279,7 +272,7 @@ describe('rowi command line', () => {
   it('rowi migrate: applies the migrations once, then reports the database up to date', async () => {
     const dataFile = tempDataFile();
     const first = await runCli(['migrate', '--data', dataFile]);
-    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users, 0002-inventory-orders, 0003-callers-audit\n' });
+    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users, 0002-inventory-orders, 0003-callers-audit, 0004-caller-rate-limit\n' });
     const second = await runCli(['migrate', '--data', dataFile]);
     expect(second).toMatchObject({ code: 0, stdout: 'database is up to date\n' });
   });

@@ -81,6 +81,12 @@ function authenticate(authenticator: Authenticator, permission: Permission, requ
   }
 }
 
+/** On a public route that describes its caller: the principal when credentials came, else null (bad ones: 401). */
+export async function optionalPrincipal(authenticator: Authenticator, request: FastifyRequest): Promise<Principal | null> {
+  if (request.headers['x-api-key'] === undefined && request.headers.authorization === undefined) return null;
+  return principalOf(authenticator, request);
+}
+
 function principalOf(authenticator: Authenticator, request: FastifyRequest): Principal | Promise<Principal> {
   const key = request.headers['x-api-key'];
   const authorization = request.headers.authorization;

@@ -15,6 +15,10 @@ export interface Principal {
   /** The caller's name, or the external token's subject. */
   name: string;
   scopes: ReadonlySet<string>;
+  /** The caller's role; null for the subject of an external issuer's token. */
+  role: Role | null;
+  /** The caller's own requests per minute; null: its role's default. */
+  rateLimit: number | null;
 }
 
 /**
@@ -32,6 +36,14 @@ const CREDENTIALS_TOPIC = 'credentials';
 interface Checked<T> {
   value: T;
   checkedAt: number;
+}
+
+/** What a token's principal is rebuilt from: its caller as last read. */
+interface CachedCaller {
+  name: string;
+  scopes: ReadonlySet<string>;
+  role: Role;
+  rateLimit: number | null;
 }
 
 /** A token whose signature and claims were checked, and the principal it last resolved to. */
@@ -56,7 +68,7 @@ export class Authenticator {
   readonly #keys = new Map<string, Checked<Principal & { keyId: number; expiresAt: number }>>();
   /** Look-ups in flight, so that the requests that find a key stale at once share one query. */
   readonly #loadingKeys = new Map<string, Promise<Principal>>();
-  readonly #callers = new Map<number, Checked<{ name: string; scopes: ReadonlySet<string> } | undefined>>();
+  readonly #callers = new Map<number, Checked<CachedCaller | undefined>>();
   readonly #verifiedTokens = new Map<string, TokenEntry>();
   /** Incremented by forget(): a principal built before it is built again. */
   #generation = 0;
@@ -165,6 +177,8 @@ export class Authenticator {
       expiresAt: row.expires_at === null ? Infinity : Date.parse(row.expires_at),
       name: row.name,
       scopes: scopesOf(row.role as Role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
+      role: row.role as Role,
+      rateLimit: row.rate_limit,
     };
     // A change made on this instance while the query ran (forget()) may have made it stale.
     if (generation === this.#generation) remember(this.#keys, key, { value: principal, checkedAt: now });
@@ -195,20 +209,20 @@ export class Authenticator {
     // never caller management.
     if (token.kind === 'external') {
       const scopes = new Set(token.scopes.filter((scope) => isScope(scope) && isGrantable(scope)));
-      return keep({ credential: 'external', callerId: null, name: token.subject, scopes });
+      return keep({ credential: 'external', callerId: null, name: token.subject, scopes, role: null, rateLimit: null });
     }
     const callerId = Number(token.subject);
     const cached = this.#callers.get(callerId);
-    const principalOf = (caller: { name: string; scopes: ReadonlySet<string> } | undefined): Principal => {
+    const principalOf = (caller: CachedCaller | undefined): Principal => {
       if (caller === undefined) throw invalid('The token\'s caller no longer exists.');
       // A token carries the scopes granted when it was issued; a caller whose role has since
       // shrunk keeps only what it still holds.
       const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
-      return keep({ credential: 'oauth', callerId, name: caller.name, scopes });
+      return keep({ credential: 'oauth', callerId, name: caller.name, scopes, role: caller.role, rateLimit: caller.rateLimit });
     };
     if (cached !== undefined && now - cached.checkedAt < FRESH_MS) return principalOf(cached.value);
     return findCallerById(this.#db, callerId).then((row) => {
-      const caller = row && { name: row.name, scopes: scopesOf(row.role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)) };
+      const caller = row && { name: row.name, scopes: scopesOf(row.role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)), role: row.role, rateLimit: row.rate_limit };
       remember(this.#callers, callerId, { value: caller, checkedAt: now });
       return principalOf(caller);
     });

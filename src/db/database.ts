@@ -130,6 +130,8 @@ export interface CallersTable {
   /** Space-separated scopes granted beyond the role's, and taken away from it. */
   extra_scopes: string;
   removed_scopes: string;
+  /** Requests per minute; null: the role's default. */
+  rate_limit: number | null;
   version: number;
   created_at: string;
   updated_at: string;

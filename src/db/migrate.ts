@@ -4,6 +4,7 @@ import type { Db } from './database.js';
 import * as m0001 from './migrations/0001-users.js';
 import * as m0002 from './migrations/0002-inventory-orders.js';
 import * as m0003 from './migrations/0003-callers-audit.js';
+import * as m0004 from './migrations/0004-caller-rate-limit.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0001-users': m0001,
   '0002-inventory-orders': m0002,
   '0003-callers-audit': m0003,
+  '0004-caller-rate-limit': m0004,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -42,16 +42,24 @@ export function problemFor(error: AppError, request: FastifyRequest): Problem {
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {
+  return reply.send(prepareProblem(request, reply, error));
+}
+
+/**
+ * Sets the status and headers of the problem on the reply and returns the body to send, for
+ * code that hands the body to someone else to send (a plugin's handler that sends what it returns).
+ */
+export function prepareProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): Problem {
   const format = request.format ?? 'json';
   for (const [name, value] of Object.entries(error.headers ?? {})) reply.header(name, value);
   // The route's ETag or Location describe a success that did not happen.
   reply.removeHeader('etag');
   reply.removeHeader('location');
-  return reply
+  reply
     .code(error.status)
     .type(`${MEDIA_TYPES[format].problem}; charset=utf-8`)
-    .serializer(format === 'xml' ? toXml : JSON.stringify)
-    .send(problemFor(error, request));
+    .serializer(format === 'xml' ? toXml : JSON.stringify);
+  return problemFor(error, request);
 }
 
 /** Maps Fastify's own errors (body parsing, limits, validation) onto rowi's problem types. */

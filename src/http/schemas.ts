@@ -84,6 +84,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   413: 'Body larger than the limit',
   415: 'Body media type not accepted here',
   422: 'Well-formed body that breaks the schema or a rule',
+  429: 'The caller spent its rate limit; retry after Retry-After seconds (RateLimit headers say where it stands)',
   500: 'Unexpected fault (logged with the request id)',
   503: 'Shutting down, or the database cannot take the request now; retry after Retry-After seconds',
 };
@@ -93,7 +94,7 @@ const problemRef = { $ref: 'Problem#' };
 function problemResponse(status: number) {
   return {
     description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
-    ...(status === 503 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
+    ...(status === 503 || status === 429 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
     content: {
       [MEDIA_TYPES.json.problem]: { schema: problemRef },
       [MEDIA_TYPES.xml.problem]: { schema: problemRef },
@@ -108,6 +109,10 @@ export const RESPONSE_HEADERS = {
   etag: { ETag: header('strong entity tag of this representation; send it in If-Match / If-None-Match') },
   location: { Location: header('path of the created resource') },
   link: { Link: header('RFC 8288 links; rel="next" when there is a next page') },
+  rateLimit: {
+    'RateLimit-Policy': header('the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes'),
+    RateLimit: header('where the caller stands in each policy: "name";r=<remaining>;t=<seconds until the quota is whole>'),
+  },
   replayed: { 'Idempotent-Replayed': header('"true" when the response replays an earlier one with the same Idempotency-Key') },
 };
 
@@ -120,14 +125,14 @@ export function representation(
 ) {
   return {
     description,
-    headers: { ...RESPONSE_HEADERS.requestId, ...headers },
+    headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit, ...headers },
     content: Object.fromEntries(formats.map((format) => [MEDIA_TYPES[format].data, { schema }])),
   };
 }
 
 /** A response without a body (204, 304). */
 export function noContent(description: string, headers: Record<string, unknown> = {}) {
-  return { description, type: 'null', headers: { ...RESPONSE_HEADERS.requestId, ...headers } } as const;
+  return { description, type: 'null', headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit, ...headers } } as const;
 }
 
 export const REQUEST_BODY_TYPES = {
@@ -164,12 +169,13 @@ export function securityOf(permission: Scope | 'public') {
 
 /**
  * A route's schema. The problems every client can meet on it are derived from what it takes,
- * so the OpenAPI document lists them without anyone having to remember: 406, 500 and 503 (a
- * shutdown, a database that cannot answer) always; 404
+ * so the OpenAPI document lists them without anyone having to remember: always 406, 413 (any
+ * request may carry a body), 429 (rate limits), 500 and 503 (a shutdown, load shedding, a
+ * database that cannot answer, a handler past its time); 404
  * with an id in the path; 400 with a query or headers; 400, 413, 415 and 422 with a body.
  */
 export function operation<const S extends OperationSpec>(spec: S) {
-  const statuses = new Set([406, 500, 503, ...(spec.problems ?? [])]);
+  const statuses = new Set([406, 413, 429, 500, 503, ...(spec.problems ?? [])]);
   // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
   if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);

@@ -2,24 +2,46 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from '../config.js';
+import { serverTimeouts } from './timeouts.js';
 
 /** One year, the value browsers' preload lists expect (RFC 6797 §6.1.1). */
 const HSTS = 'max-age=31536000; includeSubDomains';
 
+/** What Node's HTTP and HTTPS servers take at creation: later is too late for the checking interval. */
+interface NodeServerTimeouts {
+  headersTimeout: number;
+  requestTimeout: number;
+  connectionsCheckingInterval: number;
+}
+
+export interface TransportOptions {
+  https?: { cert: Buffer; key: Buffer; minVersion: 'TLSv1.2' } & NodeServerTimeouts;
+  http: NodeServerTimeouts;
+  trustProxy?: string[];
+  connectionTimeout: number;
+  keepAliveTimeout: number;
+  requestTimeout: number;
+}
+
 /**
- * How rowi meets the network (SPEC §5): HTTPS from ROWI_TLS_CERT/ROWI_TLS_KEY (HTTP/1.1), and
+ * How rowi meets the network (SPEC §5): HTTPS from ROWI_TLS_CERT/ROWI_TLS_KEY (HTTP/1.1),
  * X-Forwarded-* believed only from the proxies named in ROWI_TRUST_PROXY, so that a direct
- * caller cannot pose as another address or as HTTPS.
+ * caller cannot pose as another address or as HTTPS, and the time-outs of every phase of a
+ * connection (timeouts.ts).
  */
-export function transportOptions(config: Config): { https?: { cert: Buffer; key: Buffer; minVersion: 'TLSv1.2' }; trustProxy?: string[] } {
-  const options: ReturnType<typeof transportOptions> = {};
+export function transportOptions(config: Config): TransportOptions {
+  const { headersTimeout, requestTimeout, keepAliveTimeout, connectionTimeout, connectionsCheckingInterval } = serverTimeouts(config);
+  const node: NodeServerTimeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval };
+  // Fastify passes `http` to http.createServer only; an HTTPS server takes them with its TLS options.
+  const options: TransportOptions = { http: node, connectionTimeout, keepAliveTimeout, requestTimeout };
   if (config.tlsCert !== '') {
-    options.https = { cert: readPem(config.tlsCert, 'ROWI_TLS_CERT'), key: readPem(config.tlsKey, 'ROWI_TLS_KEY'), minVersion: 'TLSv1.2' };
+    const tls = { cert: readPem(config.tlsCert, 'ROWI_TLS_CERT'), key: readPem(config.tlsKey, 'ROWI_TLS_KEY'), minVersion: 'TLSv1.2' as const };
     try {
-      createSecureContext(options.https);
+      createSecureContext(tls);
     } catch (error) {
       throw new ConfigError(`ROWI_TLS_CERT and ROWI_TLS_KEY are not a usable PEM certificate and matching private key: ${(error as Error).message}`);
     }
+    options.https = { ...tls, ...node };
   }
   if (config.trustProxy !== '') options.trustProxy = config.trustProxy.split(',');
   return options;

@@ -11,7 +11,7 @@ const CHECK_TIMEOUT_MS = 2000;
 
 const CheckSchema = Type.Object(
   {
-    status: Type.Union([Type.Literal('pass'), Type.Literal('fail')]),
+    status: Type.Union([Type.Literal('pass'), Type.Literal('warn'), Type.Literal('fail')], { description: 'warn: serving, in a degraded way' }),
     duration_ms: Type.Number(),
     output: Type.Optional(Type.String({ description: 'why the check failed' })),
   },
@@ -23,13 +23,13 @@ const HealthSchema = Type.Object(
     status: Type.Literal('pass'),
     version: Type.String(),
     checks: Type.Optional(
-      Type.Object({ database: CheckSchema, migrations: CheckSchema }, { additionalProperties: false }),
+      Type.Object({ database: CheckSchema, migrations: CheckSchema, rate_limits: Type.Optional(CheckSchema) }, { additionalProperties: false }),
     ),
   },
   { additionalProperties: false, title: 'Health' },
 );
 
-type Check = { status: 'pass' | 'fail'; duration_ms: number; output?: string };
+type Check = { status: 'pass' | 'warn' | 'fail'; duration_ms: number; output?: string };
 
 /**
  * Probes for load balancers and orchestrators, outside /v1 and without credentials: live says
@@ -41,13 +41,14 @@ type Check = { status: 'pass' | 'fail'; duration_ms: number; output?: string };
 const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, { version }) => {
   // Quieter than the API, never louder: warn, unless the service logs even less.
   const quiet: LogLevel = (['error', 'fatal', 'silent'] as const).find((level) => level === app.log.level) ?? 'warn';
-  const probe = { logLevel: quiet, config: { audit: false } };
+  const probe = { logLevel: quiet, config: { audit: false, rateLimit: false } };
 
   app.get('/health/live', {
     ...probe,
     schema: operation({
       operationId: 'getLiveness',
       permission: 'public',
+      omitProblems: [429],
       summary: 'Liveness: the process is up and answers',
       tags: ['service'],
       response: { 200: representation(HealthSchema, 'The process answers', {}, ['json']) },
@@ -62,6 +63,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
     schema: operation({
       operationId: 'getReadiness',
       permission: 'public',
+      omitProblems: [429],
       summary: 'Readiness: the database answers and is migrated; 503 problem otherwise',
       tags: ['service'],
       problems: [503],
@@ -77,7 +79,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
       if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
     });
     for (const check of [database, migrations]) if (check.error) app.log.warn({ err: check.error }, 'readiness check failed');
-    const checks = { database: database.check, migrations: migrations.check };
+    const checks = { database: database.check, migrations: migrations.check, ...rateLimitCheck(app.rateLimiter?.sharing) };
     if (database.check.status === 'fail' || migrations.check.status === 'fail') {
       throw new AppError('service-unavailable', 'This rowi instance cannot serve the API now: see checks.', {
         headers: { 'retry-after': '5', 'cache-control': 'no-store' },
@@ -87,6 +89,17 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
     return { status: 'pass' as const, version, checks };
   });
 };
+
+/**
+ * With ROWI_REDIS_URL: whether the rate-limit counters are shared. Redis unreachable is a warning,
+ * not a failure: the instance still serves, counting alone (README "Limits").
+ */
+function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
+  if (sharing === undefined || sharing === 'instance') return {};
+  return sharing === 'redis'
+    ? { rate_limits: { status: 'pass', duration_ms: 0 } }
+    : { rate_limits: { status: 'warn', duration_ms: 0, output: 'Redis cannot be reached: this instance counts rate limits alone' } };
+}
 
 /** A failure whose message may be shown to anyone (the probe needs no credentials). */
 class CheckFailed extends Error {}

@@ -8,7 +8,8 @@ import { createCallerWithKey, createItem, createUser, setStock, startApp, type R
  * app's own route table, so a route added without an entry in EXPECTED fails here.
  */
 
-type Needs = 'public' | string[];
+/** 'describes caller': public, but credentials sent are checked (401 when invalid), since the answer is about the caller. */
+type Needs = 'public' | 'describes caller' | string[];
 
 /** What each route needs, as SPEC §5 reads: a route that addresses a record also needs read on its collection. */
 const EXPECTED: Record<string, Needs> = {
@@ -22,6 +23,8 @@ const EXPECTED: Record<string, Needs> = {
   'HEAD /health/live': 'public',
   'GET /health/ready': 'public',
   'HEAD /health/ready': 'public',
+  'GET /v1/limits': 'describes caller',
+  'HEAD /v1/limits': 'describes caller',
   'GET /v1/openapi.json': 'public',
   'HEAD /v1/openapi.json': 'public',
   'POST /oauth/token': 'public',
@@ -243,6 +246,12 @@ function check(method: string, needs: Needs, credential: Credential, reply: Repl
   };
   if (needs === 'public') return allowed('public: not 401/403');
   const { outcome } = credential;
+  if (needs === 'describes caller') {
+    if (!('refused' in outcome) || outcome.refused === 'missing-credentials') return allowed('public: not 401/403');
+    if (reply.status !== 401) wrong.push(`status ${reply.status} ≠ 401`);
+    if (hasBody && type !== `/problems/${outcome.refused}`) wrong.push(`type ${type || '(none)'}`);
+    return { expected: `401 ${outcome.refused}`, wrong };
+  }
   if ('refused' in outcome) {
     if (reply.status !== 401) wrong.push(`status ${reply.status} ≠ 401`);
     if (!challenge.startsWith('Bearer realm="rowi"')) wrong.push(`WWW-Authenticate ${JSON.stringify(challenge)}`);

@@ -8,6 +8,7 @@ import type { Role } from '../../src/db/database.js';
 import { createApiKey, createCaller, ensureFirstAdmin } from '../../src/resources/callers/callers.service.js';
 import type { Item } from '../../src/resources/items/items.schema.js';
 import { createTestDatabase } from './database.js';
+import { NO_RATE_LIMITS } from './limits.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -45,7 +46,7 @@ export interface Reply {
 /** A fresh database of the run's backend per call (see database.ts), migrated, with the real app on it. */
 export async function startApp(settings: Record<string, string> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
-  const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...settings });
+  const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...NO_RATE_LIMITS, ...settings });
   const logger = pino({ level: 'silent' });
   const storage = await openStorage(config, logger);
   await migrateToLatest(storage.db);

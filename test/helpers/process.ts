@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { NO_RATE_LIMITS } from './limits.js';
 import { createTestDatabase } from './database.js';
 import { tempFolder } from './temp.js';
 
@@ -58,7 +59,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const dataFile = database.ROWI_DATA ?? '';
   // One process unless a test asks for workers: the default (one per core) is for production.
   const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
-    env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...database, ...options.env },
+    env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...database, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
@@ -123,4 +124,22 @@ export function runCli(args: string[], env: Record<string, string> = {}, timeout
       resolveRun({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * Servers a test file starts, so that none outlives its test: `afterEach(servers.killAll)`
+ * kills (SIGKILL) whatever a test left running, a failed one included.
+ */
+export function serverPool() {
+  const running: RunningServer[] = [];
+  return {
+    async serve(options: StartOptions = {}): Promise<RunningServer> {
+      const server = await startServer(options);
+      running.push(server);
+      return server;
+    },
+    killAll(): void {
+      for (const server of running.splice(0)) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    },
+  };
 }

@@ -66,6 +66,7 @@ describe('POST /v1/callers', () => {
       extra_scopes: ['orders:delete'],
       removed_scopes: ['weather:read'],
       scopes: expectedScopes,
+      rate_limit: null,
       created_at: expect.any(String),
       updated_at: reply.json.created_at,
     });
@@ -83,6 +84,9 @@ describe('POST /v1/callers', () => {
     ['no role', { name: 'crm' }, '#/role'],
     ['an unknown scope', { name: 'crm', role: 'reader', extra_scopes: ['users:read', 'users:fly'] }, '#/extra_scopes/1'],
     ['an unknown removed scope', { name: 'crm', role: 'reader', removed_scopes: ['stock:steal'] }, '#/removed_scopes/0'],
+    ['a rate limit of 0', { name: 'crm', role: 'reader', rate_limit: 0 }, '#/rate_limit'],
+    ['a rate limit that is not an integer', { name: 'crm', role: 'reader', rate_limit: 1.5 }, '#/rate_limit'],
+    ['a rate limit as a string', { name: 'crm', role: 'reader', rate_limit: '100' }, '#/rate_limit'],
     ['caller management as an extra scope', { name: 'crm', role: 'editor', extra_scopes: ['items:delete', 'callers:create'] }, '#/extra_scopes/1'],
     ['an unknown field', { name: 'crm', role: 'reader', colour: 'blue' }, '#/colour'],
   ])('POST /v1/callers: 422 pointing at the field when the body has %s; nothing stored', async (_, body, pointer) => {

@@ -41,6 +41,7 @@ export interface CallerFields {
   role: Role;
   extra_scopes: string;
   removed_scopes: string;
+  rate_limit: number | null;
 }
 
 export function insertCaller(db: Executor, caller: CallerFields & { now: string }): Promise<StoredCaller> {
@@ -102,6 +103,7 @@ const selectKeyByPrefix = compiledQuery((db, prefix: string) =>
       'callers.role',
       'callers.extra_scopes',
       'callers.removed_scopes',
+      'callers.rate_limit',
     ])
     .where('api_keys.prefix', '=', prefix),
 );

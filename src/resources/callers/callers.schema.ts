@@ -26,6 +26,10 @@ const ScopeName = Type.Union(
 
 const ScopeList = (description: string) => Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
 
+const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()], {
+  description: 'requests per minute this caller may make; null: its role\'s default (README "Limits")',
+});
+
 export const CallerSchema = Type.Object(
   {
     id: RecordFields.id,
@@ -34,6 +38,7 @@ export const CallerSchema = Type.Object(
     extra_scopes: ScopeList('scopes granted beyond the role\'s (caller management cannot be granted)'),
     removed_scopes: ScopeList('scopes of the role taken away'),
     scopes: Type.Array(ScopeName, { readOnly: true, description: 'what the caller may do: role + extra − removed', xml: { wrapped: true } }),
+    rate_limit: RateLimit,
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
   },
@@ -47,6 +52,7 @@ export const CallerCreateSchema = Type.Object(
     role: Role,
     extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s')),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away')),
+    rate_limit: Type.Optional(RateLimit),
   },
   { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerCreate' },
 );
@@ -57,6 +63,7 @@ export const CallerPatchSchema = Type.Object(
     role: Type.Optional(Role),
     extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s; replaces the list')),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
+    rate_limit: Type.Optional(RateLimit),
     scopes: Type.Optional(Type.Array(ScopeName, { description: 'read-only; ignored when it equals the stored value' })),
     ...EchoedReadOnly,
   },

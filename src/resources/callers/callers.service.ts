@@ -32,6 +32,7 @@ export interface CallerView {
   extra_scopes: string[];
   removed_scopes: string[];
   scopes: string[];
+  rate_limit: number | null;
   created_at: string;
   updated_at: string;
   version: number;
@@ -42,6 +43,7 @@ export interface CallerInput {
   role: Role;
   extra_scopes?: string[];
   removed_scopes?: string[];
+  rate_limit?: number | null;
 }
 
 export type CallerPatch = Partial<CallerInput> & { id?: number; created_at?: string; updated_at?: string; scopes?: string[] };
@@ -57,6 +59,7 @@ export function viewOf(caller: StoredCaller): CallerView {
     extra_scopes: extra,
     removed_scopes: removed,
     scopes: ALL_SCOPES.filter((scope) => held.has(scope)),
+    rate_limit: caller.rate_limit,
     created_at: caller.created_at,
     updated_at: caller.updated_at,
     version: caller.version,
@@ -89,6 +92,8 @@ export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, cond
       role: patch.role ?? current.role,
       extra_scopes: patch.extra_scopes ?? current.extra_scopes,
       removed_scopes: patch.removed_scopes ?? current.removed_scopes,
+      // Merge patch: null sets the role's default back, absent keeps what is stored.
+      rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
     });
     if (stored.role === 'admin' && fields.role !== 'admin') await assertAnotherAdmin(trx, id);
     const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every((field) => fields[field] === stored[field]);
@@ -173,7 +178,7 @@ async function findStoredCaller(db: Executor, id: number): Promise<StoredCaller>
   return caller;
 }
 
-function checkedFields(input: CallerInput): { name: string; role: Role; extra_scopes: string; removed_scopes: string } {
+function checkedFields(input: CallerInput): { name: string; role: Role; extra_scopes: string; removed_scopes: string; rate_limit: number | null } {
   const extra = [...new Set(input.extra_scopes ?? [])];
   const removed = [...new Set(input.removed_scopes ?? [])];
   const errors: FieldError[] = extra
@@ -181,7 +186,7 @@ function checkedFields(input: CallerInput): { name: string; role: Role; extra_sc
     .filter(({ scope }) => !isGrantable(scope as Scope))
     .map(({ index }) => ({ in: 'body', pointer: `#/extra_scopes/${index}`, detail: 'caller management comes only with the admin role' }));
   if (errors.length > 0) throw new UnprocessableError('Caller management scopes cannot be granted; give the caller the admin role instead.', errors);
-  return { name: input.name, role: input.role, extra_scopes: extra.join(' '), removed_scopes: removed.join(' ') };
+  return { name: input.name, role: input.role, extra_scopes: extra.join(' '), removed_scopes: removed.join(' '), rate_limit: input.rate_limit ?? null };
 }
 
 async function assertAnotherAdmin(trx: Trx, id: number): Promise<void> {

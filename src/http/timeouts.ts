@@ -1,0 +1,128 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ConfigError, type Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { sendProblem } from './problem.js';
+
+/**
+ * Every phase of a connection has a bound, so that no client, slow or hostile, holds a socket
+ * (and what the request has allocated) for longer than it takes to serve it:
+ *
+ * - headers (ROWI_HEADERS_TIMEOUT, 10 s): request line and headers, from their first byte. The
+ *   slowloris bound; a real client sends them in one packet.
+ * - request (ROWI_REQUEST_TIMEOUT, 30 s): the whole request, body included: 1 MiB (the body
+ *   limit) arrives in time at 35 KB/s.
+ * - handler (ROWI_HANDLER_TIMEOUT, 15 s): from the request received to the response; past it
+ *   rowi answers 503 (registerHandlerTimeout).
+ * - idle: a socket on which no byte moves in either direction for longer than the request or
+ *   the handler may take, plus a grace, is destroyed. It ends a response a client never reads;
+ *   it never cuts a request the two bounds above still allow, so their 408 or 503 is answered.
+ * - keep-alive (ROWI_KEEP_ALIVE_TIMEOUT, 72 s): an idle connection between requests. Longer than
+ *   the idle time-out of the load balancers in front (60 s on most), so that they close first:
+ *   a balancer that reuses a connection rowi has just closed answers its caller 502.
+ *
+ * Node checks the header and request bounds on a timer of its own, every 30 s unless told
+ * otherwise, which would stretch a 10 s bound to 40 s: here every second.
+ */
+export interface ServerTimeouts {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  /** Fastify's name for the idle (socket) time-out. */
+  connectionTimeout: number;
+  connectionsCheckingInterval: number;
+}
+
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
+const IDLE_GRACE_MS = 5000;
+
+export function serverTimeouts(config: Pick<Config, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'handlerTimeout'>): ServerTimeouts {
+  // Node refuses a header bound past the request bound, which includes the headers.
+  if (config.headersTimeout > config.requestTimeout) {
+    throw new ConfigError(
+      `ROWI_HEADERS_TIMEOUT=${config.headersTimeout} is not a valid setting: it must not exceed ROWI_REQUEST_TIMEOUT (${config.requestTimeout}), which includes the headers`,
+    );
+  }
+  return {
+    headersTimeout: config.headersTimeout,
+    requestTimeout: config.requestTimeout,
+    keepAliveTimeout: config.keepAliveTimeout,
+    connectionTimeout: Math.max(config.requestTimeout, config.handlerTimeout) + IDLE_GRACE_MS,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+  };
+}
+
+/** Health probes answer however long the API takes: an orchestrator must see the process, not its load. */
+export function isHealthProbe(request: FastifyRequest): boolean {
+  return request.routeOptions.url?.startsWith('/health/') === true;
+}
+
+/**
+ * Seconds a caller is asked to wait after an overrun: the work may still be running, and a POST
+ * retried with the same Idempotency-Key then replays its outcome instead of queueing behind it.
+ */
+const OVERRUN_RETRY_AFTER_S = 5;
+
+const budgetTimer = Symbol('rowi.handlerBudget');
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    [budgetTimer]: NodeJS.Timeout | null;
+  }
+}
+
+/**
+ * A request not answered within ROWI_HANDLER_TIMEOUT is answered with a 503 problem and
+ * Retry-After, so a stuck handler (a lock, a slow database) never holds its caller without an
+ * answer. The budget counts from the request's arrival and starts again once its body is in:
+ * a slow upload is the client's doing, bounded by ROWI_REQUEST_TIMEOUT (408), never answered
+ * as the server's 503.
+ *
+ * The handler itself is not stopped: its work may still finish after the 503. A write is one
+ * transaction, so it is committed whole or not at all, never half; the caller cannot tell which,
+ * and retries with the same Idempotency-Key to find out (it replays the outcome once there is one).
+ */
+export function registerHandlerTimeout(app: FastifyInstance, config: Pick<Config, 'handlerTimeout'>): void {
+  const budget = config.handlerTimeout;
+  app.decorateRequest(budgetTimer, null);
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!isHealthProbe(request)) request[budgetTimer] = setTimeout(overrun, budget, request, reply, budget);
+    done();
+  });
+  // Runs once the body is parsed (or at once when there is none).
+  app.addHook('preValidation', (request, reply, done) => {
+    if (!reply.sent) request[budgetTimer]?.refresh();
+    done();
+  });
+  app.addHook('onResponse', (request, _reply, done) => {
+    stopBudget(request);
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    stopBudget(request);
+    done();
+  });
+}
+
+function stopBudget(request: FastifyRequest): void {
+  clearTimeout(request[budgetTimer] ?? undefined);
+  request[budgetTimer] = null;
+}
+
+function overrun(request: FastifyRequest, reply: FastifyReply, budget: number): void {
+  if (reply.sent || reply.raw.headersSent || request.raw.socket?.destroyed === true) return;
+  // Still receiving the body: the request time-out's to end, and the budget starts again after it.
+  if (request.raw.complete === false) return;
+  request.log.warn({ budget_ms: budget }, 'request not answered within its time budget: answered 503');
+  sendProblem(
+    request,
+    reply,
+    new AppError(
+      'service-unavailable',
+      `rowi did not finish this request within its time budget of ${budget} ms. It may still complete: retry after Retry-After seconds; a POST retried with the same Idempotency-Key takes effect at most once.`,
+      { headers: { 'retry-after': String(OVERRUN_RETRY_AFTER_S) } },
+    ),
+  );
+  // The handler's own answer, when it comes, is dropped quietly: Fastify sends nothing more on
+  // a hijacked reply (without this it would log an "already sent" warning with a stack trace).
+  reply.hijack();
+}
