@@ -16,8 +16,19 @@
 // ROWI_BENCH_PG_URL, else ROWI_TEST_PG_URL, else postgres://postgres@127.0.0.1:5432/test), and
 // printed side by side. An unreachable PostgreSQL (or --no-postgres) skips its columns only.
 // Every rowi runs with an explicit ROWI_WORKERS (the default, 0, is one process per core).
+//
+// Rate limits: every rowi counts requests as in production (in memory, per instance), with limits
+// so high that no load is ever refused (a refusal fails the load: every non-2xx does). Their cost
+// on GET /v1/users/{id} is measured with three more rowi, one process each, on copies of the same
+// database, each loaded with that one request only, so that they differ in nothing but counting:
+// every limit off (nothing counted, no RateLimit headers), counting in memory, and counting in
+// Redis (ROWI_BENCH_REDIS_URL, else ROWI_TEST_REDIS_URL, else redis://127.0.0.1:6379); an
+// unreachable Redis skips its column only. (rowi's own API key target is no fair reference: its
+// audit trail grows with every other load of the run, and it is measurably slower for it.)
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
@@ -58,6 +69,9 @@ const GOALS = [
   { operation: 'GET /v1/users/{id}', credential: 'API key', minRatioToNoAuth: 0.85 },
   { operation: 'GET /v1/users/{id}', credential: 'JWT', minRatioToNoAuth: 0.85 },
   { operation: 'POST /v1/orders', minRps: 2000, maxP99: 50 },
+  // The overhead of rate limiting over the same rowi with every limit off (issue: ≤ 5 % in memory, ≤ 15 % with Redis).
+  { operation: 'GET /v1/users/{id}', credential: 'API key', counted: 'memory', minRatioToLimitsOff: 0.95 },
+  { operation: 'GET /v1/users/{id}', credential: 'API key', counted: 'redis', minRatioToLimitsOff: 0.85 },
 ];
 
 // What serves a target, and how it is called: the first column of the table.
@@ -66,7 +80,33 @@ const LABELS = {
   noAuth: 'rowi (SQLite) no auth (bench only)',
   apiKey: 'rowi (SQLite) API key + audit',
   jwt: 'rowi (SQLite) JWT + audit',
+  limitsOff: 'rowi (SQLite) API key + audit, rate limits off',
+  limitsMemory: 'rowi (SQLite) API key + audit, rate limits in memory',
+  limitsRedis: 'rowi (SQLite) API key + audit, rate limits in Redis',
 };
+// Every rowi counts requests, with budgets no load can spend: a bench must never measure refusals.
+const HIGH_LIMITS = {
+  ROWI_RATE_LIMIT_ANONYMOUS: '1000000000',
+  ROWI_RATE_LIMIT_READER: '1000000000',
+  ROWI_RATE_LIMIT_EDITOR: '1000000000',
+  ROWI_RATE_LIMIT_ADMIN: '1000000000',
+  ROWI_RATE_LIMIT_ORDERS_CREATE: '1000000000',
+  ROWI_AUTH_FAILURE_LIMIT: '1000000',
+  // In memory, whatever the caller's environment says; only the Redis target sets it.
+  ROWI_REDIS_URL: '',
+};
+// 0: unlimited, nothing counted (the failed-authentication budget cannot be 0, and counts only 401s).
+const NO_LIMITS = {
+  ...HIGH_LIMITS,
+  ROWI_RATE_LIMIT_ANONYMOUS: '0',
+  ROWI_RATE_LIMIT_READER: '0',
+  ROWI_RATE_LIMIT_EDITOR: '0',
+  ROWI_RATE_LIMIT_ADMIN: '0',
+  ROWI_RATE_LIMIT_ORDERS_CREATE: '0',
+};
+const REDIS_URL = process.env.ROWI_BENCH_REDIS_URL || process.env.ROWI_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+// The operation whose rate-limit overhead is measured.
+const RATE_LIMIT_OPERATION = 'GET /v1/users/{id}';
 const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
 const CLI = join(root, 'dist/src/cli.js');
 
@@ -95,7 +135,7 @@ const cleanUp = () => (cleaning ??= (async () => {
     try {
       await pgQuery(PG_URL, `drop schema if exists ${PG_SCHEMA} cascade`);
     } catch (error) {
-      console.error(`could not drop the PostgreSQL schema ${PG_SCHEMA} (${describePgUrl(PG_URL)}): ${error.message}`);
+      console.error(`could not drop the PostgreSQL schema ${PG_SCHEMA} (${describeUrl(PG_URL)}): ${error.message}`);
     }
   }
   rmSync(work, { recursive: true, force: true });
@@ -152,6 +192,44 @@ async function main() {
     { label: 'rowi with a JWT', url: rowi.url, headers: await bearer() },
     { label: 'rowi without authentication', url: noAuth.url, headers: {} },
   ], `/v1/users/${probe.id}`);
+  await countsRequests(rowi, `/v1/users/${probe.id}`, 'instance');
+
+  // The cost of rate limiting: rowi with every limit off, counting in memory and counting in Redis,
+  // each on a copy of rowi's database (the same probe record, the same admin key), one process each.
+  let limitsOff;
+  let limitsMemory;
+  let limitsRedis;
+  let redis = { skipped: 'not loaded in this run (--only)' };
+  if (RATE_LIMIT_OPERATION.includes(options.only)) {
+    const offData = join(work, 'rate-limits-off.db');
+    copyDatabase(join(work, 'rowi.db'), offData);
+    limitsOff = await startProcess('rowi-rate-limits-off', [CLI, 'serve'], sqliteEnv(offData, 1, NO_LIMITS), LISTENING);
+    limitsOff.credentials = apiKey;
+    await countsRequests(limitsOff, `/v1/users/${probe.id}`, null);
+    const memoryData = join(work, 'rate-limits-memory.db');
+    copyDatabase(join(work, 'rowi.db'), memoryData);
+    limitsMemory = await startProcess('rowi-rate-limits-memory', [CLI, 'serve'], sqliteEnv(memoryData, 1), LISTENING);
+    limitsMemory.credentials = apiKey;
+    await countsRequests(limitsMemory, `/v1/users/${probe.id}`, 'instance');
+    const reachable = await tcpReachable(REDIS_URL);
+    if (reachable === true) {
+      const redisData = join(work, 'rate-limits-redis.db');
+      copyDatabase(join(work, 'rowi.db'), redisData);
+      limitsRedis = await startProcess('rowi-rate-limits-redis', [CLI, 'serve'], sqliteEnv(redisData, 1, { ROWI_REDIS_URL: REDIS_URL }), LISTENING);
+      limitsRedis.credentials = apiKey;
+      await countsRequests(limitsRedis, `/v1/users/${probe.id}`, 'redis');
+      redis = { where: describeUrl(REDIS_URL) };
+    } else {
+      redis = { skipped: `${describeUrl(REDIS_URL)} cannot be reached: ${reachable}` };
+      console.log(`Rate limits in Redis column skipped: ${redis.skipped} (set ROWI_BENCH_REDIS_URL)`);
+    }
+    await sameRecord([
+      { label: 'rowi', url: rowi.url, headers: await apiKey() },
+      { label: 'rowi (rate limits off)', url: limitsOff.url, headers: await apiKey() },
+      { label: 'rowi (rate limits in memory)', url: limitsMemory.url, headers: await apiKey() },
+      ...(limitsRedis ? [{ label: 'rowi (rate limits in Redis)', url: limitsRedis.url, headers: await apiKey() }] : []),
+    ], `/v1/users/${probe.id}`);
+  }
 
   // Storage and processes, for the operations this run loads: rowi with 2 workers on the same
   // SQLite file (it answers the very same record), and rowi on PostgreSQL with 1 and 2 workers.
@@ -183,11 +261,16 @@ async function main() {
     ...(sqliteTwo ? [storageTarget(sqliteTwo, 'SQLite', 2, operation, request, baseline)] : []),
     ...(postgres.one ? [1, 2].map((workers) => storageTarget(workers === 1 ? postgres.one : postgres.two, 'PostgreSQL', workers, operation, pgRequest, baseline)) : []),
   ];
+  // The rate-limit targets: limits off between the two it is compared with, so each pair is loaded back to back.
+  const limitsOffGetUser = limitsOff && targetOf(LABELS.limitsOff, RATE_LIMIT_OPERATION, limitsOff, { ...getUser, credential: 'API key', credentials: apiKey, variant: 'rate limits off' });
+  const counting = (label, server, counted) => targetOf(label, RATE_LIMIT_OPERATION, server, { ...getUser, credential: 'API key', credentials: apiKey, variant: `rate limits in ${counted}`, limitsOff: limitsOffGetUser.name, counted });
   const allTargets = [
     bareGetUser,
     noAuthGetUser,
     { ...apiKeyGetUser, noAuth: noAuthGetUser.name },
     targetOf(LABELS.jwt, 'GET /v1/users/{id}', rowi, { ...getUser, credential: 'JWT', credentials: bearer, noAuth: noAuthGetUser.name }),
+    ...(limitsOff ? [counting(LABELS.limitsMemory, limitsMemory, 'memory'), limitsOffGetUser] : []),
+    ...(limitsRedis ? [counting(LABELS.limitsRedis, limitsRedis, 'redis')] : []),
     ...variants('GET /v1/users/{id}', bareGetUser, getUser, postgres.one && { ...getUser, path: `/v1/users/${postgres.probe.id}` }),
     ...pair(bare, rowi, 'GET /v1/items/{id}/stock', { method: 'GET', path: `/v1/items/${stockProbe.id}/stock`, headers: accept }, apiKey),
     bareOrders,
@@ -211,8 +294,12 @@ async function main() {
   printTable(results);
   const ratios = ratiosOf(results, samples);
   const authRatios = authRatiosOf(results, samples);
-  printRatios(ratios, authRatios);
-  printGoals(results, ratios, authRatios);
+  const limitRatios = limitRatiosOf(results, samples);
+  printRatios(ratios, authRatios, limitRatios, redis);
+  // Redis failing a call (or answering after 250 ms) makes rowi count that request in memory instead.
+  const redisFellBack = limitsRedis === undefined ? [] : redisFailuresOf(limitsRedis);
+  if (redisFellBack.length > 0) console.log(`warning: ${limitsRedis.name} logged ${redisFellBack.length} time(s) that Redis could not be reached (${[...new Set(redisFellBack)].join('; ')}): the request(s) then were counted in memory`);
+  printGoals(results, ratios, authRatios, limitRatios, redis);
   const storageWorkers = storageTableOf(results, samples, postgres);
   printStorageTable(storageWorkers, postgres);
 
@@ -232,6 +319,13 @@ async function main() {
     ratios_rowi_over_bare: Object.fromEntries(ratios),
     // rowi with credentials and the audit trail over the same app without them (bench only).
     ratios_auth_over_no_auth: Object.fromEntries(authRatios),
+    // GET /v1/users/{id}: rowi counting rate limits (memory: per instance; redis: in Redis) over the
+    // same rowi with every limit off, same run; null: that column was skipped.
+    ratios_rate_limit_over_off: limitsOff === undefined ? {} : { memory: limitRatios.get('memory') ?? null, redis: limitRatios.get('redis') ?? null },
+    rate_limits: {
+      limits: Object.fromEntries(Object.entries(HIGH_LIMITS).filter(([name]) => name !== 'ROWI_REDIS_URL')),
+      redis: redis.skipped === undefined ? { url: redis.where, unreachable_logged: redisFellBack } : { skipped: redis.skipped },
+    },
     // rowi (API key + audit) per storage and number of worker processes, same run; per operation,
     // per column: req/s, p50, p99, peak RSS (summed over the processes), ratio over the baseline;
     // and the 2-worker/1-worker speed-up of each storage.
@@ -271,18 +365,77 @@ function storageTarget(server, storage, workers, operation, request, baseline) {
   });
 }
 
-/** rowi's API key target of the README's goals and earlier records: SQLite, one process. */
+/** rowi's API key target of the README's goals and earlier records: SQLite, one process, rate limits in memory. */
 function isReference(target) {
-  return target.storage === undefined || (target.storage === 'SQLite' && target.workers === 1);
+  return target.variant === undefined && (target.storage === undefined || (target.storage === 'SQLite' && target.workers === 1));
 }
 
-/** The environment of a rowi on a SQLite file; never PostgreSQL, whatever the caller's environment says. */
-function sqliteEnv(data, workers) {
-  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: data, ROWI_DATABASE_URL: '', ROWI_WORKERS: String(workers) };
+/**
+ * The environment of a rowi on a SQLite file; never PostgreSQL, whatever the caller's environment
+ * says. Rate limits: HIGH_LIMITS in memory, unless `limits` says otherwise.
+ */
+function sqliteEnv(data, workers, limits = {}) {
+  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: data, ROWI_DATABASE_URL: '', ROWI_WORKERS: String(workers), ...HIGH_LIMITS, ...limits };
 }
 
-/** A PostgreSQL URL without its password and parameters, to print. */
-function describePgUrl(text) {
+/** The error of each "Redis cannot be reached" rowi logged (once each time it stopped answering). */
+function redisFailuresOf(server) {
+  const failures = [];
+  for (const line of readFileSync(server.logFile, 'utf8').split('\n')) {
+    if (!line.includes('"msg":"Redis cannot be reached')) continue;
+    try {
+      const entry = JSON.parse(line);
+      failures.push(entry.err?.message ?? 'no error logged');
+    } catch {
+      failures.push(line.slice(0, 200));
+    }
+  }
+  return failures;
+}
+
+/** true if a TCP connection to the URL's host and port opens within 2 s; else why not. */
+async function tcpReachable(text) {
+  let url;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'an invalid URL';
+  }
+  return new Promise((resolve) => {
+    const socket = connect({ host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 6379) });
+    const done = (result) => {
+      socket.destroy();
+      resolve(result);
+    };
+    socket.setTimeout(2000, () => done('no connection within 2 s'));
+    socket.once('connect', () => done(true));
+    socket.once('error', (error) => done(error.code || error.message));
+  });
+}
+
+/**
+ * Whether a rowi counts the probe's requests where it should: `counted` is what /v1/limits says
+ * ("instance", "redis"), and the probe's answer carries RateLimit-Policy and RateLimit; null: its
+ * limits are off, /v1/limits says so and the answer carries neither header.
+ */
+async function countsRequests(server, path, counted) {
+  const headers = { accept: 'application/json', ...(await server.credentials()) };
+  const limitsReply = await fetch(`${server.url}/v1/limits`, { headers });
+  if (limitsReply.status !== 200) throw new Error(`${server.name}: GET /v1/limits answered ${limitsReply.status}: ${await limitsReply.text()}`);
+  const limits = await limitsReply.json();
+  const reply = await fetch(`${server.url}${path}`, { headers });
+  await reply.arrayBuffer();
+  const found = { policy: reply.headers.get('ratelimit-policy'), state: reply.headers.get('ratelimit') };
+  const problem = counted === null
+    ? (limits.rate_limit !== null || found.policy !== null || found.state !== null) && 'should count nothing'
+    : (limits.counted !== counted || limits.rate_limit?.quota !== Number(HIGH_LIMITS.ROWI_RATE_LIMIT_ADMIN) || found.policy === null || found.state === null) && `should count in "${counted}" with the bench's limits`;
+  if (reply.status !== 200 || problem) {
+    throw new Error(`${server.name} ${problem || `answered ${reply.status}`}: GET /v1/limits says ${JSON.stringify({ rate_limit: limits.rate_limit, counted: limits.counted })}; GET ${path} answered ${reply.status} with RateLimit-Policy ${found.policy} and RateLimit ${found.state}`);
+  }
+}
+
+/** A PostgreSQL (or Redis) URL without its password and parameters, to print. */
+function describeUrl(text) {
   try {
     const url = new URL(text);
     url.password = '';
@@ -323,7 +476,7 @@ async function setUpPostgres(sqliteRowi, sqliteProbePath, sqliteOrder) {
     console.log('PostgreSQL columns skipped: --no-postgres');
     return { skipped: '--no-postgres' };
   }
-  const where = describePgUrl(PG_URL);
+  const where = describeUrl(PG_URL);
   try {
     await pgQuery(PG_URL, `drop schema if exists ${PG_SCHEMA} cascade`);
     await pgQuery(PG_URL, `create schema ${PG_SCHEMA}`);
@@ -335,7 +488,7 @@ async function setUpPostgres(sqliteRowi, sqliteProbePath, sqliteOrder) {
   }
   const url = new URL(PG_URL);
   url.searchParams.set('options', `-c search_path=${PG_SCHEMA}`);
-  const env = { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATABASE_URL: url.toString() };
+  const env = { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATABASE_URL: url.toString(), ...HIGH_LIMITS };
   const one = await startProcess('rowi-pg-1-worker', [CLI, 'serve'], { ...env, ROWI_WORKERS: '1' }, LISTENING);
   const key = await adminKeyOf(one);
   one.credentials = async () => ({ 'x-api-key': key });
@@ -452,11 +605,39 @@ async function startProcess(name, args, env, listening) {
   children.add(child);
   for (let waited = 0; waited < 20_000; waited += 50) {
     const match = listening.exec(readFileSync(logFile, 'utf8'));
-    if (match) return { name, child, logFile, errFile, url: match[1] };
+    if (match) {
+      const server = { name, child, logFile, errFile, url: match[1] };
+      await untilServing(server);
+      return server;
+    }
     if (child.exitCode !== null) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`${name} did not start:\n${readFileSync(logFile, 'utf8')}${readFileSync(errFile, 'utf8')}`);
+}
+
+/**
+ * Waits (at most 15 s) until a server just started stops shedding load: rowi may answer 503 for up
+ * to a second after it listens (each worker process's first lag sample can span its start-up),
+ * which setting up must not meet. Served (any other status than 503, the baseline's 404 included)
+ * for 1.2 s in a row, on a new connection each time so that every worker process is asked.
+ */
+async function untilServing(server) {
+  const statusOf = () => new Promise((resolve, reject) => {
+    const request = httpGet(`${server.url}/v1/limits`, { agent: false, timeout: 5000 }, (reply) => {
+      reply.resume();
+      reply.on('end', () => resolve(reply.statusCode));
+    });
+    request.on('timeout', () => request.destroy(new Error('no answer within 5 s')));
+    request.on('error', reject);
+  });
+  let since = Date.now();
+  for (const started = Date.now(); Date.now() - started < 15_000; ) {
+    if ((await statusOf()) === 503) since = Date.now();
+    else if (Date.now() - since >= 1200) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${server.name} still sheds load (503) 15 s after it started`);
 }
 
 /** The first admin's key, from the banner rowi prints on stderr once it listens on an empty database. */
@@ -796,22 +977,44 @@ function authRatiosOf(results, samples) {
   return new Map(withAuth.map((result) => [result.name, pairedRatio(samples, result.name, result.noAuth)]));
 }
 
-function printRatios(ratios, authRatios) {
+/** rowi counting rate limits over the same rowi with every limit off, by where it counts ("memory", "redis"), same run. */
+function limitRatiosOf(results, samples) {
+  const counting = results.filter((result) => result.limitsOff);
+  return new Map(counting.map((result) => [result.counted, pairedRatio(samples, result.name, result.limitsOff)]));
+}
+
+function printRatios(ratios, authRatios, limitRatios, redis) {
   const width = Math.max(...[...ratios.keys(), ...authRatios.keys()].map((name) => name.length)) + 4;
   console.log(`\nrowi/bare requests/s, same run${rounds > 1 ? ` (median over ${rounds} rounds of the ratio within a round)` : ''}:`);
   for (const [operation, ratio] of ratios) console.log(`  ${`${operation} `.padEnd(width, '.')} ${(ratio * 100).toFixed(1)} %`);
   if (authRatios.size === 0) return;
   console.log(`\nrowi with credentials and audit trail / rowi without authentication (bench only), requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`);
   for (const [name, ratio] of authRatios) console.log(`  ${`${name} `.padEnd(width, '.')} ${(ratio * 100).toFixed(1)} %`);
+  if (limitRatios.size === 0) return;
+  console.log(`\nrowi counting rate limits / rowi with rate limits off, ${RATE_LIMIT_OPERATION} with an API key + audit, requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`);
+  const where = { memory: 'in memory (per instance)', redis: `in Redis${redis.where === undefined ? '' : ` (${redis.where})`}` };
+  for (const counted of ['memory', 'redis']) {
+    const ratio = limitRatios.get(counted);
+    console.log(`  ${`${where[counted]} `.padEnd(width, '.')} ${ratio === undefined ? `skipped (${redis.skipped})` : `${(ratio * 100).toFixed(1)} %`}`);
+  }
 }
 
-function printGoals(results, ratios, authRatios) {
+function printGoals(results, ratios, authRatios, limitRatios, redis) {
   const lines = [];
   for (const goal of GOALS) {
     const credential = goal.credential ?? 'API key';
     const rowiResult = results.find((result) => result.operation === goal.operation && result.credential === credential && isReference(result));
     if (rowiResult === undefined) continue; // not loaded in this run (--only)
     const check = (label, met, figure) => lines.push({ label: `target: ${goal.operation} rowi ${goal.credential ? `${goal.credential} + audit ` : ''}${label} `, verdict: met ? 'PASS' : 'MISS', figure });
+    if (goal.minRatioToLimitsOff !== undefined) {
+      if (!results.some((result) => result.limitsOff)) continue; // not loaded in this run
+      const label = `target: ${goal.operation} rowi ${goal.credential} + audit, rate limits ${goal.counted === 'redis' ? 'in Redis' : 'in memory'} >= ${goal.minRatioToLimitsOff * 100} % of limits-off req/s `;
+      const ratio = limitRatios.get(goal.counted);
+      lines.push(ratio === undefined
+        ? { label, verdict: 'SKIP', figure: redis.skipped }
+        : { label, verdict: ratio >= goal.minRatioToLimitsOff ? 'PASS' : 'MISS', figure: `${(ratio * 100).toFixed(1)} %` });
+      continue;
+    }
     if (goal.minRatioToNoAuth !== undefined) {
       const ratio = authRatios.get(rowiResult?.name);
       check(`>= ${goal.minRatioToNoAuth * 100} % of no-auth req/s`, ratio >= goal.minRatioToNoAuth, `${(ratio * 100).toFixed(1)} %`);

@@ -3,7 +3,6 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import { Redis } from 'ioredis';
 import type { Principal } from '../auth/principals.js';
 import type { Config } from '../config.js';
-import type { Role } from '../db/database.js';
 import { AppError } from '../errors.js';
 
 /**
@@ -34,6 +33,12 @@ export interface Policy {
   name: 'caller' | 'address' | 'orders-create' | 'failed-auth';
   quota: number;
   windowSeconds: number;
+  /** Its RateLimit-Policy item, made once. */
+  header: string;
+}
+
+function policy(name: Policy['name'], quota: number): Policy {
+  return { name, quota, windowSeconds: WINDOW_S, header: `"${name}";q=${quota};w=${WINDOW_S}` };
 }
 
 export interface Decision {
@@ -60,9 +65,8 @@ export class MemoryStore implements Store {
     const next = arrival + interval;
     const allowedAt = next - windowMs;
     if (now < allowedAt) return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
-    // Re-inserting moves the key to the end: the Map's first keys are the stalest.
-    this.#arrivals.delete(key);
-    if (this.#arrivals.size >= MEMORY_KEYS) this.#arrivals.delete(this.#arrivals.keys().next().value as string);
+    // At the cap the oldest key goes (a flood of new addresses); sweep() forgets full buckets.
+    if (this.#arrivals.size >= MEMORY_KEYS && stored === undefined) this.#arrivals.delete(this.#arrivals.keys().next().value as string);
     this.#arrivals.set(key, next);
     return { allowed: true, remaining: Math.floor((windowMs - (next - now)) / interval), resetMs: Math.ceil(next - now), retryMs: 0 };
   }
@@ -172,15 +176,29 @@ export class RedisStore implements Store {
 /** The limits a request is counted against; empty when none applies. */
 export class RateLimiter {
   readonly #memory = new MemoryStore();
+  /** Failed authentications, by client address: always this instance's own. */
+  readonly #failures = new MemoryStore();
   readonly #redis: RedisStore | undefined;
-  readonly #config: Config;
+  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'orders', Policy | undefined> & { failures: Policy };
   readonly #sweep: NodeJS.Timeout;
 
   /** `namespace`: what identifies the database (instances on one database share their counters). */
   constructor(config: Config, namespace: string, log: FastifyBaseLogger) {
-    this.#config = config;
+    // External subjects have no role here; they are counted like editors. 0: unlimited.
+    const unlessZero = (name: Policy['name'], quota: number) => (quota === 0 ? undefined : policy(name, quota));
+    this.#policies = {
+      address: unlessZero('address', config.rateLimitAnonymous),
+      reader: unlessZero('caller', config.rateLimitReader),
+      editor: unlessZero('caller', config.rateLimitEditor),
+      admin: unlessZero('caller', config.rateLimitAdmin),
+      orders: unlessZero('orders-create', config.rateLimitOrdersCreate),
+      failures: policy('failed-auth', config.authFailureLimit),
+    };
     this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
-    this.#sweep = setInterval(() => this.#memory.sweep(), WINDOW_MS);
+    this.#sweep = setInterval(() => {
+      this.#memory.sweep();
+      this.#failures.sweep();
+    }, WINDOW_MS);
     this.#sweep.unref();
   }
 
@@ -197,41 +215,33 @@ export class RateLimiter {
 
   /** The caller's (or the address's) own policy. */
   policyOf(principal: Principal | null): Policy | undefined {
-    const quota = principal === null ? this.#config.rateLimitAnonymous : principal.rateLimit ?? this.#roleQuota(principal.role);
-    if (quota === 0) return undefined;
-    return { name: principal === null ? 'address' : 'caller', quota, windowSeconds: WINDOW_S };
+    if (principal === null) return this.#policies.address;
+    if (principal.rateLimit !== null) return policy('caller', principal.rateLimit);
+    return principal.role === 'reader' ? this.#policies.reader : principal.role === 'admin' ? this.#policies.admin : this.#policies.editor;
   }
 
   /** The tighter budget of POST /v1/orders, spent on top of the caller's own. */
   ordersPolicy(): Policy | undefined {
-    const quota = this.#config.rateLimitOrdersCreate;
-    return quota === 0 ? undefined : { name: 'orders-create', quota, windowSeconds: WINDOW_S };
+    return this.#policies.orders;
   }
 
   /** Failed authentications per address. */
   failurePolicy(): Policy {
-    return { name: 'failed-auth', quota: this.#config.authFailureLimit, windowSeconds: WINDOW_S };
+    return this.#policies.failures;
   }
 
   take(key: string, policy: Policy): Decision | Promise<Decision> {
     return (this.#redis ?? this.#memory).take(`${policy.name}:${key}`, policy.quota, policy.windowSeconds * 1000);
   }
 
-  /** Counted in memory only: failures are an instance's own defence, and must never wait on Redis. */
-  takeLocal(key: string, policy: Policy): Decision {
-    return this.#memory.take(`${policy.name}:${key}`, policy.quota, policy.windowSeconds * 1000);
+  /** A failed authentication, counted in memory: an instance's own defence never waits on Redis. */
+  takeFailure(address: string): Decision {
+    return this.#failures.take(address, this.#policies.failures.quota, WINDOW_MS);
   }
 
   /** Whether the address is over its failed-authentication budget now, without spending from it. */
   isThrottled(address: string): boolean {
-    return this.#memory.wouldRefuse(`failed-auth:${address}`, this.failurePolicy().quota, WINDOW_MS);
-  }
-
-  #roleQuota(role: Role | null): number {
-    // External subjects have no role here; they are counted like editors.
-    if (role === 'reader') return this.#config.rateLimitReader;
-    if (role === 'admin') return this.#config.rateLimitAdmin;
-    return this.#config.rateLimitEditor;
+    return this.#failures.wouldRefuse(address, this.#policies.failures.quota, WINDOW_MS);
   }
 
   async close(): Promise<void> {
@@ -270,7 +280,7 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
   app.addHook('onRequest', (request, reply, done) => {
     if (!hasCredentials(request) || !limiter.isThrottled(request.ip)) return done();
     const policy = limiter.failurePolicy();
-    const decision = limiter.takeLocal(request.ip, policy);
+    const decision = limiter.takeFailure(request.ip);
     done(refusal(policy, decision, reply, 'Too many requests with invalid credentials came from this address'));
   });
 
@@ -279,17 +289,17 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     const policy = limiter.policyOf(request.principal);
     const orders = request.method === 'POST' && request.routeOptions.url === '/v1/orders' && request.principal !== null ? limiter.ordersPolicy() : undefined;
     if (policy === undefined && orders === undefined) return done(null, payload);
-    const key = subjectOf(request);
-    void count(limiter, key, policy, orders).then(
-      (decisions) => {
-        const headers = rateLimitHeaders(decisions);
-        for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-        const refused = decisions.find(({ decision }) => !decision.allowed);
-        if (refused === undefined) return done(null, payload);
-        done(refusal(refused.policy, refused.decision, reply, refused.policy.name === 'orders-create' ? 'This caller has placed too many orders' : `This ${refused.policy.name} has made too many requests`));
-      },
-      (error: Error) => done(error),
-    );
+    const finish = (decisions: Counted[]) => {
+      reply.header('ratelimit-policy', decisions.length === 1 ? decisions[0]!.policy.header : decisions.map((counted) => counted.policy.header).join(', '));
+      reply.header('ratelimit', decisions.map(standing).join(', '));
+      const refused = decisions.find(({ decision }) => !decision.allowed);
+      if (refused === undefined) return done(null, payload);
+      done(refusal(refused.policy, refused.decision, reply, refused.policy.name === 'orders-create' ? 'This caller has placed too many orders' : `This ${refused.policy.name} has made too many requests`));
+    };
+    // In memory the count is synchronous: no promise per request on the hot path.
+    const counted = count(limiter, subjectOf(request), policy, orders);
+    if (counted instanceof Promise) counted.then(finish, (error: Error) => done(error));
+    else finish(counted);
   });
 
   // A failed authentication spends from the address's failure budget; past half of it, the
@@ -297,7 +307,7 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
   app.addHook('onSend', (request, reply, payload, done) => {
     // Only credentials that were wrong count; a request that sent none is not guessing.
     if (reply.statusCode !== 401 || !hasCredentials(request)) return done(null, payload);
-    const decision = limiter.takeLocal(request.ip, limiter.failurePolicy());
+    const decision = limiter.takeFailure(request.ip);
     if (decision.remaining >= limiter.failurePolicy().quota / 2) return done(null, payload);
     setTimeout(() => done(null, payload), FAILURE_DELAY_MS);
   });
@@ -313,26 +323,32 @@ function subjectOf(request: FastifyRequest): string {
   return principal.callerId !== null ? String(principal.callerId) : `external:${principal.name}`;
 }
 
-async function count(limiter: RateLimiter, key: string, policy: Policy | undefined, orders: Policy | undefined): Promise<{ policy: Policy; decision: Decision }[]> {
-  const decisions: { policy: Policy; decision: Decision }[] = [];
-  if (policy !== undefined) decisions.push({ policy, decision: await limiter.take(key, policy) });
-  // The tighter budget is spent only when the caller's own allowed the request.
-  if (orders !== undefined && decisions.every(({ decision }) => decision.allowed)) decisions.push({ policy: orders, decision: await limiter.take(key, orders) });
-  return decisions;
+interface Counted {
+  policy: Policy;
+  decision: Decision;
 }
 
-/** RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-09) for the policies counted. */
-export function rateLimitHeaders(decisions: { policy: Policy; decision: Decision }[]): Record<string, string> {
-  return {
-    'ratelimit-policy': decisions.map(({ policy }) => `"${policy.name}";q=${policy.quota};w=${policy.windowSeconds}`).join(', '),
-    ratelimit: decisions.map(({ policy, decision }) => `"${policy.name}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`).join(', '),
-  };
+function count(limiter: RateLimiter, key: string, policy: Policy | undefined, orders: Policy | undefined): Counted[] | Promise<Counted[]> {
+  const first = policy === undefined ? undefined : limiter.take(key, policy);
+  if (first instanceof Promise) return first.then((decision) => countOrders(limiter, key, [{ policy: policy!, decision }], orders));
+  return countOrders(limiter, key, first === undefined ? [] : [{ policy: policy!, decision: first }], orders);
 }
+
+/** The tighter budget is spent only when the caller's own allowed the request. */
+function countOrders(limiter: RateLimiter, key: string, counted: Counted[], orders: Policy | undefined): Counted[] | Promise<Counted[]> {
+  if (orders === undefined || counted.some(({ decision }) => !decision.allowed)) return counted;
+  const decision = limiter.take(key, orders);
+  if (decision instanceof Promise) return decision.then((resolved) => [...counted, { policy: orders, decision: resolved }]);
+  counted.push({ policy: orders, decision });
+  return counted;
+}
+
+const standing = ({ policy, decision }: Counted) => `"${policy.name}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`;
 
 function refusal(policy: Policy, decision: Decision, reply: FastifyReply, what: string): AppError {
   const retryAfter = Math.max(1, Math.ceil(decision.retryMs / 1000));
   if (!reply.hasHeader('ratelimit-policy')) {
-    reply.header('ratelimit-policy', `"${policy.name}";q=${policy.quota};w=${policy.windowSeconds}`);
+    reply.header('ratelimit-policy', policy.header);
     reply.header('ratelimit', `"${policy.name}";r=0;t=${Math.ceil(decision.resetMs / 1000)}`);
   }
   return new AppError('rate-limited', `${what}: the "${policy.name}" policy allows ${policy.quota} per ${policy.windowSeconds} s. Retry after ${retryAfter} s.`, {
