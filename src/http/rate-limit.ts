@@ -176,6 +176,8 @@ export class RedisStore implements Store {
 /** The limits a request is counted against; empty when none applies. */
 export class RateLimiter {
   readonly #memory = new MemoryStore();
+  /** POST /v1/orders by caller, when counted in memory. */
+  readonly #orders = new MemoryStore();
   /** Failed authentications, by client address: always this instance's own. */
   readonly #failures = new MemoryStore();
   readonly #redis: RedisStore | undefined;
@@ -197,6 +199,7 @@ export class RateLimiter {
     this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
     this.#sweep = setInterval(() => {
       this.#memory.sweep();
+      this.#orders.sweep();
       this.#failures.sweep();
     }, WINDOW_MS);
     this.#sweep.unref();
@@ -231,7 +234,9 @@ export class RateLimiter {
   }
 
   take(key: string, policy: Policy): Decision | Promise<Decision> {
-    return (this.#redis ?? this.#memory).take(`${policy.name}:${key}`, policy.quota, policy.windowSeconds * 1000);
+    if (this.#redis !== undefined) return this.#redis.take(`${policy.name}:${key}`, policy.quota, WINDOW_MS);
+    // In memory, one store per policy: no key to build per request.
+    return (policy.name === 'orders-create' ? this.#orders : this.#memory).take(key, policy.quota, WINDOW_MS);
   }
 
   /** A failed authentication, counted in memory: an instance's own defence never waits on Redis. */
@@ -290,8 +295,9 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     const orders = request.method === 'POST' && request.routeOptions.url === '/v1/orders' && request.principal !== null ? limiter.ordersPolicy() : undefined;
     if (policy === undefined && orders === undefined) return done(null, payload);
     const finish = (decisions: Counted[]) => {
-      reply.header('ratelimit-policy', decisions.length === 1 ? decisions[0]!.policy.header : decisions.map((counted) => counted.policy.header).join(', '));
-      reply.header('ratelimit', decisions.map(standing).join(', '));
+      const single = decisions.length === 1 ? decisions[0]! : undefined;
+      reply.header('ratelimit-policy', single ? single.policy.header : decisions.map((counted) => counted.policy.header).join(', '));
+      reply.header('ratelimit', single ? standing(single) : decisions.map(standing).join(', '));
       const refused = decisions.find(({ decision }) => !decision.allowed);
       if (refused === undefined) return done(null, payload);
       done(refusal(refused.policy, refused.decision, reply, refused.policy.name === 'orders-create' ? 'This caller has placed too many orders' : `This ${refused.policy.name} has made too many requests`));
@@ -317,10 +323,18 @@ function hasCredentials(request: FastifyRequest): boolean {
   return request.headers['x-api-key'] !== undefined || request.headers.authorization !== undefined;
 }
 
+/** Bucket keys of principals, made once per principal (the authenticator keeps them while they are fresh). */
+const subjects = new WeakMap<Principal, string>();
+
 function subjectOf(request: FastifyRequest): string {
   const principal = request.principal;
   if (principal === null) return request.ip;
-  return principal.callerId !== null ? String(principal.callerId) : `external:${principal.name}`;
+  let subject = subjects.get(principal);
+  if (subject === undefined) {
+    subject = principal.callerId !== null ? String(principal.callerId) : `external:${principal.name}`;
+    subjects.set(principal, subject);
+  }
+  return subject;
 }
 
 interface Counted {
