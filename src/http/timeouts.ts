@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConfigError, type Config } from '../config.js';
-import { AppError } from '../errors.js';
-import { sendProblem } from './problem.js';
+import { AppError, PROBLEM_TYPES, type ProblemType } from '../errors.js';
+import { PROBLEM_TYPE_BASE, sendProblem } from './problem.js';
 
 /**
  * Every phase of a connection has a bound, so that no client, slow or hostile, holds a socket
@@ -125,4 +128,32 @@ function overrun(request: FastifyRequest, reply: FastifyReply, budget: number): 
   // The handler's own answer, when it comes, is dropped quietly: Fastify sends nothing more on
   // a hijacked reply (without this it would log an "already sent" warning with a stack trace).
   reply.hijack();
+}
+
+/**
+ * Errors Node's HTTP parser meets before there is a request (a time-out while headers or body
+ * arrive, headers too large, a malformed request line): answered, like everything else, with an
+ * RFC 9457 problem, then the connection is closed. There is no request, so the problem's
+ * instance is its id as a URN, and the id is also in X-Request-Id.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const type: ProblemType = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request-timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? 'headers-too-large' : 'bad-request';
+  const { status, title } = PROBLEM_TYPES[type];
+  const detail =
+    type === 'request-timeout'
+      ? 'The request did not arrive in time (headers or body too slow); the connection is closed.'
+      : type === 'headers-too-large'
+        ? 'The request headers are too large; the connection is closed.'
+        : 'The request could not be parsed as HTTP/1.1; the connection is closed.';
+  const requestId = randomUUID();
+  const body = JSON.stringify({ type: `${PROBLEM_TYPE_BASE}${type}`, title, status, detail, instance: `urn:uuid:${requestId}`, request_id: requestId });
+  this.log.debug({ err: error, status }, 'client error before a request');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from '../config.js';
-import { serverTimeouts } from './timeouts.js';
+import { clientErrorHandler, serverTimeouts } from './timeouts.js';
 
 /** One year, the value browsers' preload lists expect (RFC 6797 §6.1.1). */
 const HSTS = 'max-age=31536000; includeSubDomains';
@@ -21,6 +21,7 @@ export interface TransportOptions {
   connectionTimeout: number;
   keepAliveTimeout: number;
   requestTimeout: number;
+  clientErrorHandler: typeof clientErrorHandler;
 }
 
 /**
@@ -33,7 +34,7 @@ export function transportOptions(config: Config): TransportOptions {
   const { headersTimeout, requestTimeout, keepAliveTimeout, connectionTimeout, connectionsCheckingInterval } = serverTimeouts(config);
   const node: NodeServerTimeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval };
   // Fastify passes `http` to http.createServer only; an HTTPS server takes them with its TLS options.
-  const options: TransportOptions = { http: node, connectionTimeout, keepAliveTimeout, requestTimeout };
+  const options: TransportOptions = { http: node, connectionTimeout, keepAliveTimeout, requestTimeout, clientErrorHandler };
   if (config.tlsCert !== '') {
     const tls = { cert: readPem(config.tlsCert, 'ROWI_TLS_CERT'), key: readPem(config.tlsKey, 'ROWI_TLS_KEY'), minVersion: 'TLSv1.2' as const };
     try {

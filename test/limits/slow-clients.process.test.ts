@@ -13,6 +13,32 @@ const HEADERS_TIMEOUT_MS = 2000;
 const REQUEST_TIMEOUT_MS = 2000;
 const pause = (ms: number) => new Promise((resolvePause) => setTimeout(resolvePause, ms));
 
+/** A raw HTTP/1.1 answer that is an RFC 9457 problem of this status and type, closing the connection. */
+function expectRawProblem(raw: string, status: number, type: string): void {
+  const [head = '', body = ''] = raw.split('\r\n\r\n');
+  expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+  expect(head).toMatch(/\r\ncontent-type: application\/problem\+json/i);
+  expect(head).toMatch(/\r\nconnection: close/i);
+  const requestId = /\r\nx-request-id: (\S+)/i.exec(head)?.[1];
+  expect(JSON.parse(body)).toMatchObject({ type: `/problems/${type}`, status, request_id: requestId, instance: `urn:uuid:${requestId}` });
+}
+
+/** Sends raw bytes on a new connection and collects the answer until the server closes it. */
+function rawExchange(server: RunningServer, bytes: string): Promise<string> {
+  const { port } = new URL(server.baseUrl);
+  return new Promise((resolveExchange, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(bytes));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    socket.on('error', () => {});
+    socket.on('close', () => resolveExchange(received));
+    setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no close within 5 s; received ${JSON.stringify(received)}`));
+    }, 5000);
+  });
+}
+
 interface Dribble {
   /** Milliseconds from the first byte to the server ending the connection. */
   cutAfterMs: number;
@@ -100,7 +126,7 @@ describe('slow clients, over a real socket', () => {
     expect(cutAfterMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
     expect(cutAfterMs).toBeLessThan(HEADERS_TIMEOUT_MS + 2000);
     // The headers never ended, so no request reached rowi: Node's parser answers (408) or just closes.
-    if (received !== '') expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    if (received !== '') expectRawProblem(received, 408, 'request-timeout');
     expect(bytesSent).toBeLessThan(40);
     expect(statuses.length).toBeGreaterThanOrEqual(5);
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
@@ -119,7 +145,7 @@ describe('slow clients, over a real socket', () => {
 
     expect(cutAfterMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 100);
     expect(cutAfterMs).toBeLessThan(REQUEST_TIMEOUT_MS + 2000);
-    if (received !== '') expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    if (received !== '') expectRawProblem(received, 408, 'request-timeout');
     expect(bytesSent).toBeLessThan(head.length + 90);
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     // The body never arrived whole: the handler never ran.
@@ -128,5 +154,23 @@ describe('slow clients, over a real socket', () => {
     expect(list.status).toBe(200);
     expect(((await list.json()) as { data: unknown[] }).data).toEqual([]);
     expect(server.child.exitCode).toBeNull();
+  });
+});
+
+describe('malformed requests, over a real socket', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { ROWI_MAX_EVENT_LOOP_DELAY: '0' } });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('headers larger than Node reads (20 KB): 431 headers-too-large problem, connection closed', async () => {
+    expectRawProblem(await rawExchange(server, `GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'headers-too-large');
+  });
+
+  it('a request line that is not HTTP: 400 bad-request problem, connection closed', async () => {
+    expectRawProblem(await rawExchange(server, 'HELLO THERE\r\n\r\n'), 400, 'bad-request');
   });
 });
