@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Storage } from '../db/connect.js';
 import type { AuditEventsTable, Db, Executor } from '../db/database.js';
 import { pathOf } from '../http/problem.js';
+import { isProbe } from '../http/probes.js';
 
 /** One request, as recorded: `at` in epoch milliseconds until it is written. */
 export type AuditRecord = Omit<Insertable<AuditEventsTable>, 'at'> & { at: number };
@@ -215,12 +216,6 @@ const ACTION_OF_METHOD: Record<string, string> = { GET: 'read', HEAD: 'read', OP
  * Records every request when its response is done. The path is recorded without its query
  * string, and nothing of the credentials but the caller they resolved to.
  */
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** false on routes whose requests are not recorded (health probes). */
-    audit?: boolean;
-  }
-}
 
 export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onResponse', (request, reply, done) => {
@@ -228,13 +223,11 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
     // URL, 503 while draining) finds its route's permission the slower way.
     let permission = request.permission;
     if (permission === null) {
-      const config = request.routeOptions.config;
-      // Health probes are not callers' requests (resources/health.routes.ts).
-      if (config.audit === false) {
+      if (isProbe(request)) {
         done();
         return;
       }
-      permission = config.permission ?? null;
+      permission = request.routeOptions.config.permission ?? null;
     }
     const principal = request.principal;
     const params = request.params as Record<string, unknown> | undefined;

@@ -83,8 +83,12 @@ function authenticate(authenticator: Authenticator, permission: Permission, requ
 
 /** On a public route that describes its caller: the principal when credentials came, else null (bad ones: 401). */
 export async function optionalPrincipal(authenticator: Authenticator, request: FastifyRequest): Promise<Principal | null> {
-  if (request.headers['x-api-key'] === undefined && request.headers.authorization === undefined) return null;
-  return principalOf(authenticator, request);
+  return hasCredentials(request) ? principalOf(authenticator, request) : null;
+}
+
+/** Whether the request carries a credential (valid or not): an API key or an Authorization header. */
+export function hasCredentials(request: FastifyRequest): boolean {
+  return request.headers['x-api-key'] !== undefined || request.headers.authorization !== undefined;
 }
 
 function principalOf(authenticator: Authenticator, request: FastifyRequest): Principal | Promise<Principal> {

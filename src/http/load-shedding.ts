@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { prepareProblem, type Problem } from './problem.js';
-import { isHealthProbe } from './timeouts.js';
+import { isProbe } from './probes.js';
 
 const MIB = 1024 * 1024;
 
@@ -44,7 +44,7 @@ export function registerLoadShedding(app: FastifyInstance, config: Pick<Config, 
     done();
   });
   const shed = (request: FastifyRequest, reply: FastifyReply, type: string): Problem | undefined => {
-    if (isHealthProbe(request)) return undefined;
+    if (isProbe(request)) return undefined;
     if (type === underPressure.TYPE_EVENT_LOOP_DELAY && performance.now() < lagCountsFrom) return undefined;
     return refuse(request, reply, type);
   };

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
 import { isForeignKeyViolation, isUnavailable } from '../db/errors.js';
@@ -28,6 +31,10 @@ export const PROBLEM_TYPE_BASE = '/problems/';
 const toXml = compileXmlSerializer(ProblemSchema);
 
 export function problemFor(error: AppError, request: FastifyRequest): Problem {
+  return problemOf(error, pathOf(request), request.id);
+}
+
+function problemOf(error: AppError, instance: string, requestId: string): Problem {
   // Extensions come first: RFC 9457's own members (and rowi's) can never be overwritten by one.
   return {
     ...error.extensions,
@@ -35,10 +42,24 @@ export function problemFor(error: AppError, request: FastifyRequest): Problem {
     title: error.title,
     status: error.status,
     detail: error.message,
-    instance: pathOf(request),
-    request_id: request.id,
+    instance,
+    request_id: requestId,
     ...(error.errors ? { errors: error.errors } : {}),
   };
+}
+
+/**
+ * A problem written on a raw connection, for errors Node's HTTP parser meets before there is a
+ * request (a time-out, headers too large, a request line that is not HTTP), and the connection
+ * closed. Without a request there is no path: the instance is the new request id as a URN.
+ */
+export function writeProblemToSocket(socket: Duplex, error: AppError): void {
+  const requestId = randomUUID();
+  const body = JSON.stringify(problemOf(error, `urn:uuid:${requestId}`, requestId));
+  socket.write(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: ${MEDIA_TYPES.json.problem}; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply {

@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import { hasCredentials } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principals.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
+import { isProbe } from './probes.js';
+import { MemoryStore, RedisStore, type Decision } from './rate-limit-stores.js';
 
 /**
  * Per-caller rate limits (SPEC §7), counted with GCRA (the generic cell rate algorithm, a token
@@ -24,10 +25,6 @@ import { AppError } from '../errors.js';
 
 const WINDOW_S = 60;
 const WINDOW_MS = WINDOW_S * 1000;
-/** Keys kept in memory at most; the stalest go first (a flood of addresses cannot grow memory). */
-const MEMORY_KEYS = 100_000;
-/** How long a Redis call may take before this request is counted in memory instead. */
-const REDIS_TIMEOUT_MS = 250;
 
 export interface Policy {
   name: 'caller' | 'address' | 'orders-create' | 'failed-auth';
@@ -39,138 +36,6 @@ export interface Policy {
 
 function policy(name: Policy['name'], quota: number): Policy {
   return { name, quota, windowSeconds: WINDOW_S, header: `"${name}";q=${quota};w=${WINDOW_S}` };
-}
-
-export interface Decision {
-  allowed: boolean;
-  remaining: number;
-  /** Milliseconds until the whole quota is available again. */
-  resetMs: number;
-  /** Milliseconds until one more request is allowed (0 when allowed). */
-  retryMs: number;
-}
-
-interface Store {
-  take(key: string, quota: number, windowMs: number): Decision | Promise<Decision>;
-}
-
-/** GCRA over a Map of theoretical arrival times (milliseconds). */
-export class MemoryStore implements Store {
-  readonly #arrivals = new Map<string, number>();
-
-  take(key: string, quota: number, windowMs: number, now = Date.now()): Decision {
-    const interval = windowMs / quota;
-    const stored = this.#arrivals.get(key);
-    const arrival = stored === undefined || stored < now ? now : stored;
-    const next = arrival + interval;
-    const allowedAt = next - windowMs;
-    if (now < allowedAt) return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
-    // At the cap the oldest key goes (a flood of new addresses); sweep() forgets full buckets.
-    if (this.#arrivals.size >= MEMORY_KEYS && stored === undefined) this.#arrivals.delete(this.#arrivals.keys().next().value as string);
-    this.#arrivals.set(key, next);
-    return { allowed: true, remaining: Math.floor((windowMs - (next - now)) / interval), resetMs: Math.ceil(next - now), retryMs: 0 };
-  }
-
-  /** Whether a request now would be refused, without spending from the bucket. */
-  wouldRefuse(key: string, quota: number, windowMs: number, now = Date.now()): boolean {
-    const stored = this.#arrivals.get(key);
-    return stored !== undefined && now < stored + windowMs / quota - windowMs;
-  }
-
-  /** Forgets keys whose bucket is full again (they hold no information). */
-  sweep(now = Date.now()): void {
-    for (const [key, arrival] of this.#arrivals) if (arrival <= now) this.#arrivals.delete(key);
-  }
-}
-
-/** The same algorithm in Redis, atomically, on Redis's clock (instances' clocks may differ). */
-const GCRA_SCRIPT = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
-local interval = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local arrival = tonumber(redis.call('GET', KEYS[1]) or '0')
-if arrival < now then arrival = now end
-local nextArrival = arrival + interval
-local allowedAt = nextArrival - window
-if now < allowedAt then
-  return {0, 0, math.ceil(arrival - now), math.ceil(allowedAt - now)}
-end
-redis.call('SET', KEYS[1], string.format('%.3f', nextArrival), 'PX', math.ceil(nextArrival - now) + 1000)
-return {1, math.floor((window - (nextArrival - now)) / interval), math.ceil(nextArrival - now), 0}
-`;
-
-type RedisWithGcra = Redis & { gcra(key: string, interval: string, window: string): Promise<[number, number, number, number]> };
-
-/** Redis counters, falling back to the memory store (per instance) while Redis cannot answer. */
-export class RedisStore implements Store {
-  readonly #redis: RedisWithGcra;
-  readonly #fallback: MemoryStore;
-  readonly #log: FastifyBaseLogger;
-  #degradedSince: number | undefined;
-
-  readonly #prefix: string;
-
-  /** `namespace` keeps apart the counters of rowi deployments (databases) that share one Redis. */
-  constructor(url: string, namespace: string, fallback: MemoryStore, log: FastifyBaseLogger) {
-    this.#prefix = `rowi:rl:${createHash('sha256').update(namespace).digest('base64url').slice(0, 12)}:`;
-    this.#fallback = fallback;
-    this.#log = log;
-    this.#redis = new Redis(url, {
-      // Never queue commands while disconnected: a request must not wait for Redis to come back.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      connectTimeout: 1000,
-      commandTimeout: REDIS_TIMEOUT_MS,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-      lazyConnect: false,
-    }) as RedisWithGcra;
-    this.#redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA_SCRIPT });
-    this.#redis.on('error', (error) => this.#degrade(error));
-    this.#redis.on('ready', () => {
-      if (this.#degradedSince !== undefined) this.#log.info('Redis answers again: rate limits are shared between instances again');
-      this.#degradedSince = undefined;
-    });
-  }
-
-  /** Waits (at most `ms`) for the first connection, so that a start does not count its first requests alone. */
-  async connected(ms: number): Promise<void> {
-    if (this.#redis.status === 'ready') return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#redis.once('ready', done);
-      this.#redis.once('error', done);
-    });
-  }
-
-  /** Undefined while shared; else since when each instance has counted alone. */
-  get degradedSince(): number | undefined {
-    return this.#degradedSince;
-  }
-
-  async take(key: string, quota: number, windowMs: number): Promise<Decision> {
-    try {
-      const [allowed, remaining, resetMs, retryMs] = await this.#redis.gcra(`${this.#prefix}${key}`, String(windowMs / quota), String(windowMs));
-      return { allowed: allowed === 1, remaining, resetMs, retryMs };
-    } catch (error) {
-      this.#degrade(error);
-      return this.#fallback.take(key, quota, windowMs);
-    }
-  }
-
-  #degrade(error: unknown): void {
-    if (this.#degradedSince !== undefined) return;
-    this.#degradedSince = Date.now();
-    this.#log.warn({ err: error }, 'Redis cannot be reached: each instance counts rate limits alone until it is back');
-  }
-
-  async close(): Promise<void> {
-    this.#redis.disconnect();
-  }
 }
 
 /** The limits a request is counted against; empty when none applies. */
@@ -259,10 +124,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     rateLimiter: RateLimiter;
   }
-  interface FastifyContextConfig {
-    /** false: not counted (health probes). */
-    rateLimit?: boolean;
-  }
 }
 
 
@@ -290,7 +151,7 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
   });
 
   app.addHook('preParsing', (request, reply, payload, done) => {
-    if (request.routeOptions.config.rateLimit === false) return done(null, payload);
+    if (isProbe(request)) return done(null, payload);
     const policy = limiter.policyOf(request.principal);
     const orders = request.method === 'POST' && request.routeOptions.url === '/v1/orders' && request.principal !== null ? limiter.ordersPolicy() : undefined;
     if (policy === undefined && orders === undefined) return done(null, payload);
@@ -317,10 +178,6 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     if (decision.remaining >= limiter.failurePolicy().quota / 2) return done(null, payload);
     setTimeout(() => done(null, payload), FAILURE_DELAY_MS);
   });
-}
-
-function hasCredentials(request: FastifyRequest): boolean {
-  return request.headers['x-api-key'] !== undefined || request.headers.authorization !== undefined;
 }
 
 /** Bucket keys of principals, made once per principal (the authenticator keeps them while they are fresh). */

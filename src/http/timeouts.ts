@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ConfigError, type Config } from '../config.js';
-import { AppError, PROBLEM_TYPES, type ProblemType } from '../errors.js';
-import { PROBLEM_TYPE_BASE, sendProblem } from './problem.js';
+import { AppError } from '../errors.js';
+import { isProbe } from './probes.js';
+import { sendProblem, writeProblemToSocket } from './problem.js';
 
 /**
  * Every phase of a connection has a bound, so that no client, slow or hostile, holds a socket
@@ -54,11 +53,6 @@ export function serverTimeouts(config: Pick<Config, 'headersTimeout' | 'requestT
   };
 }
 
-/** Health probes answer however long the API takes: an orchestrator must see the process, not its load. */
-export function isHealthProbe(request: FastifyRequest): boolean {
-  return request.routeOptions.url?.startsWith('/health/') === true;
-}
-
 /**
  * Seconds a caller is asked to wait after an overrun: the work may still be running, and a POST
  * retried with the same Idempotency-Key then replays its outcome instead of queueing behind it.
@@ -88,7 +82,7 @@ export function registerHandlerTimeout(app: FastifyInstance, config: Pick<Config
   const budget = config.handlerTimeout;
   app.decorateRequest(budgetTimer, null);
   app.addHook('onRequest', (request, reply, done) => {
-    if (!isHealthProbe(request)) request[budgetTimer] = setTimeout(overrun, budget, request, reply, budget);
+    if (!isProbe(request)) request[budgetTimer] = setTimeout(overrun, budget, request, reply, budget);
     done();
   });
   // Runs once the body is parsed (or at once when there is none).
@@ -130,30 +124,16 @@ function overrun(request: FastifyRequest, reply: FastifyReply, budget: number): 
   reply.hijack();
 }
 
-/**
- * Errors Node's HTTP parser meets before there is a request (a time-out while headers or body
- * arrive, headers too large, a malformed request line): answered, like everything else, with an
- * RFC 9457 problem, then the connection is closed. There is no request, so the problem's
- * instance is its id as a URN, and the id is also in X-Request-Id.
- */
+/** Errors Node's HTTP parser meets before there is a request: problems too, and the connection closed. */
 export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const type: ProblemType = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request-timeout' : error.code === 'HPE_HEADER_OVERFLOW' ? 'headers-too-large' : 'bad-request';
-  const { status, title } = PROBLEM_TYPES[type];
-  const detail =
-    type === 'request-timeout'
-      ? 'The request did not arrive in time (headers or body too slow); the connection is closed.'
-      : type === 'headers-too-large'
-        ? 'The request headers are too large; the connection is closed.'
-        : 'The request could not be parsed as HTTP/1.1; the connection is closed.';
-  const requestId = randomUUID();
-  const body = JSON.stringify({ type: `${PROBLEM_TYPE_BASE}${type}`, title, status, detail, instance: `urn:uuid:${requestId}`, request_id: requestId });
-  this.log.debug({ err: error, status }, 'client error before a request');
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
+  this.log.debug({ err: error }, 'client error before a request');
+  if (socket.writable) writeProblemToSocket(socket, clientError(error.code));
   socket.destroy(error);
+}
+
+function clientError(code: string | undefined): AppError {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('request-timeout', 'The request did not arrive in time (headers or body too slow); the connection is closed.');
+  if (code === 'HPE_HEADER_OVERFLOW') return new AppError('headers-too-large', 'The request headers are too large; the connection is closed.');
+  return new AppError('bad-request', 'The request could not be parsed as HTTP/1.1; the connection is closed.');
 }

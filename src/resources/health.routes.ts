@@ -41,7 +41,7 @@ type Check = { status: 'pass' | 'warn' | 'fail'; duration_ms: number; output?: s
 const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, { version }) => {
   // Quieter than the API, never louder: warn, unless the service logs even less.
   const quiet: LogLevel = (['error', 'fatal', 'silent'] as const).find((level) => level === app.log.level) ?? 'warn';
-  const probe = { logLevel: quiet, config: { audit: false, rateLimit: false } };
+  const probe = { logLevel: quiet, config: { probe: true } };
 
   app.get('/health/live', {
     ...probe,

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/db/connect.js';
-import { call, createCallerWithKey, expectProblem, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { call, createCallerWithKey, expectProblem, startApp, storedUsers, type Reply, type TestApp } from '../helpers/app.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
@@ -71,6 +71,12 @@ describe('per-caller rate limits', () => {
     expect(problem).toMatchObject({ policy: 'caller', quota: 120, window_seconds: 60 });
     expect(refused!.headers['retry-after']).toBe('1');
     expect(standing(refused!, 'caller').remaining).toBe(0);
+
+    // A write over the budget is refused before its body is read: nothing is stored.
+    const usersBefore = await storedUsers(test);
+    const write = await test.call({ method: 'POST', url: '/v1/users', key: busy.key, body: { name: 'Too Many', email: 'too.many@example.com' } });
+    expect(expectProblem(write, 429, 'rate-limited').policy).toBe('caller');
+    expect(await storedUsers(test)).toEqual(usersBefore);
 
     // Another caller at the same moment: its own budget.
     const unaffected = await test.call({ url: '/v1/users', key: other.key });
@@ -182,8 +188,10 @@ describe('failed authentication, per address', () => {
     // Past half the budget, each 401 is held back.
     expect(timings[3]).toBeGreaterThanOrEqual(200);
     expect(timings[0]).toBeLessThan(200);
-    const refused = await from(test, '10.9.9.9', { url: '/v1/users', headers: bad });
+    const usersBefore = await storedUsers(test);
+    const refused = await from(test, '10.9.9.9', { method: 'POST', url: '/v1/users', headers: { ...bad, 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'Guess', email: 'guess@example.com' }) });
     expect(expectProblem(refused, 429, 'rate-limited').policy).toBe('failed-auth');
+    expect(await storedUsers(test)).toEqual(usersBefore);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
 
     // The admin's valid key from another address works; so does a request without credentials from the throttled one.

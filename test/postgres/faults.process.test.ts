@@ -213,23 +213,16 @@ describe('rowi serve on PostgreSQL: faults', () => {
       runCli(['serve'], { ROWI_DATABASE_URL: url, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info' });
     const server = new URL(PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
 
-    it('an unknown database', async () => {
+    it.each([
+      { what: 'an unknown database', change: (url: URL) => void (url.pathname = '/no_such_db_xyz'), reason: /database "no_such_db_xyz" does not exist/ },
+      { what: 'an unknown user', change: (url: URL) => void (url.username = 'no_such_user'), reason: /role "no_such_user" does not exist/ },
+    ])('$what', async ({ change, reason }) => {
       const url = new URL(server);
-      url.pathname = '/no_such_db_xyz';
+      change(url);
       const result = await serveWith(url.toString());
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('ROWI_DATABASE_URL');
-      expect(result.stderr).toMatch(/database "no_such_db_xyz" does not exist/);
-      expect(result.stdout).not.toContain('listening');
-    });
-
-    it('an unknown user', async () => {
-      const url = new URL(server);
-      url.username = 'no_such_user';
-      const result = await serveWith(url.toString());
-      expect(result.code).toBe(2);
-      expect(result.stderr).toContain('ROWI_DATABASE_URL');
-      expect(result.stderr).toMatch(/role "no_such_user" does not exist/);
+      expect(result.stderr).toMatch(reason);
       expect(result.stdout).not.toContain('listening');
     });
 

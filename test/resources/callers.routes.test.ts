@@ -145,6 +145,19 @@ describe('GET /v1/callers', () => {
 });
 
 describe('PATCH /v1/callers/{id}', () => {
+  it.each([
+    ['0', 0],
+    ['a fraction', 2.5],
+    ['a string', '100'],
+    ['a negative number', -1],
+  ])('PATCH /v1/callers/{id}: 422 pointing at #/rate_limit when it is %s; nothing stored changes', async (_, rateLimit) => {
+    const { caller } = await createCallerWithKey(test, { role: 'reader' });
+    const before = await storedCallers();
+    const problem = expectProblem(await patchCaller(caller.id, { rate_limit: rateLimit }), 422, 'validation-failed');
+    expect(problem.errors?.map((error) => error.pointer)).toContain('#/rate_limit');
+    expect(await storedCallers()).toEqual(before);
+  });
+
   it('PATCH /v1/callers/{id}: 200 with the new role and grants, a new ETag, and the key gets the new scopes at once', async () => {
     const { caller, key } = await createCallerWithKey(test, { role: 'reader' });
     expectProblem(await test.call({ method: 'POST', url: '/v1/users', key, body: { name: 'A', email: 'a.patch@example.com' } }), 403, 'insufficient-scope');

@@ -1,0 +1,147 @@
+import { createHash } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { Redis } from 'ioredis';
+
+/**
+ * Where rate-limit counters live (rate-limit.ts decides what is counted): GCRA, the generic cell
+ * rate algorithm, a token bucket kept as one timestamp per key (the theoretical arrival time of
+ * the next request). A key may spend its whole quota at once, then one request every
+ * window/quota. In memory, per instance; or in Redis, shared by every instance.
+ */
+
+/** Keys kept in memory at most; at the cap the oldest goes (a flood of addresses cannot grow memory). */
+const MEMORY_KEYS = 100_000;
+/** How long a Redis call may take before this request is counted in memory instead. */
+const REDIS_TIMEOUT_MS = 250;
+
+export interface Decision {
+  allowed: boolean;
+  remaining: number;
+  /** Milliseconds until the whole quota is available again. */
+  resetMs: number;
+  /** Milliseconds until one more request is allowed (0 when allowed). */
+  retryMs: number;
+}
+
+export interface Store {
+  take(key: string, quota: number, windowMs: number): Decision | Promise<Decision>;
+}
+
+/** GCRA over a Map of theoretical arrival times (milliseconds). */
+export class MemoryStore implements Store {
+  readonly #arrivals = new Map<string, number>();
+
+  take(key: string, quota: number, windowMs: number, now = Date.now()): Decision {
+    const interval = windowMs / quota;
+    const stored = this.#arrivals.get(key);
+    const arrival = stored === undefined || stored < now ? now : stored;
+    const next = arrival + interval;
+    const allowedAt = next - windowMs;
+    if (now < allowedAt) return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
+    // At the cap the oldest key goes (a flood of new addresses); sweep() forgets full buckets.
+    if (this.#arrivals.size >= MEMORY_KEYS && stored === undefined) this.#arrivals.delete(this.#arrivals.keys().next().value as string);
+    this.#arrivals.set(key, next);
+    return { allowed: true, remaining: Math.floor((windowMs - (next - now)) / interval), resetMs: Math.ceil(next - now), retryMs: 0 };
+  }
+
+  /** Whether a request now would be refused, without spending from the bucket. */
+  wouldRefuse(key: string, quota: number, windowMs: number, now = Date.now()): boolean {
+    const stored = this.#arrivals.get(key);
+    return stored !== undefined && now < stored + windowMs / quota - windowMs;
+  }
+
+  /** Forgets keys whose bucket is full again (they hold no information). */
+  sweep(now = Date.now()): void {
+    for (const [key, arrival] of this.#arrivals) if (arrival <= now) this.#arrivals.delete(key);
+  }
+}
+
+/** The same algorithm in Redis, atomically, on Redis's clock (instances' clocks may differ). */
+const GCRA_SCRIPT = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local interval = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local arrival = tonumber(redis.call('GET', KEYS[1]) or '0')
+if arrival < now then arrival = now end
+local nextArrival = arrival + interval
+local allowedAt = nextArrival - window
+if now < allowedAt then
+  return {0, 0, math.ceil(arrival - now), math.ceil(allowedAt - now)}
+end
+redis.call('SET', KEYS[1], string.format('%.3f', nextArrival), 'PX', math.ceil(nextArrival - now) + 1000)
+return {1, math.floor((window - (nextArrival - now)) / interval), math.ceil(nextArrival - now), 0}
+`;
+
+type RedisWithGcra = Redis & { gcra(key: string, interval: string, window: string): Promise<[number, number, number, number]> };
+
+/** Redis counters, falling back to the memory store (per instance) while Redis cannot answer. */
+export class RedisStore implements Store {
+  readonly #redis: RedisWithGcra;
+  readonly #fallback: MemoryStore;
+  readonly #log: FastifyBaseLogger;
+  #degradedSince: number | undefined;
+
+  readonly #prefix: string;
+
+  /** `namespace` keeps apart the counters of rowi deployments (databases) that share one Redis. */
+  constructor(url: string, namespace: string, fallback: MemoryStore, log: FastifyBaseLogger) {
+    this.#prefix = `rowi:rl:${createHash('sha256').update(namespace).digest('base64url').slice(0, 12)}:`;
+    this.#fallback = fallback;
+    this.#log = log;
+    this.#redis = new Redis(url, {
+      // Never queue commands while disconnected: a request must not wait for Redis to come back.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 1000,
+      commandTimeout: REDIS_TIMEOUT_MS,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+      lazyConnect: false,
+    }) as RedisWithGcra;
+    this.#redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA_SCRIPT });
+    this.#redis.on('error', (error) => this.#degrade(error));
+    this.#redis.on('ready', () => {
+      if (this.#degradedSince !== undefined) this.#log.info('Redis answers again: rate limits are shared between instances again');
+      this.#degradedSince = undefined;
+    });
+  }
+
+  /** Waits (at most `ms`) for the first connection, so that a start does not count its first requests alone. */
+  async connected(ms: number): Promise<void> {
+    if (this.#redis.status === 'ready') return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#redis.once('ready', done);
+      this.#redis.once('error', done);
+    });
+  }
+
+  /** Undefined while shared; else since when each instance has counted alone. */
+  get degradedSince(): number | undefined {
+    return this.#degradedSince;
+  }
+
+  async take(key: string, quota: number, windowMs: number): Promise<Decision> {
+    try {
+      const [allowed, remaining, resetMs, retryMs] = await this.#redis.gcra(`${this.#prefix}${key}`, String(windowMs / quota), String(windowMs));
+      return { allowed: allowed === 1, remaining, resetMs, retryMs };
+    } catch (error) {
+      this.#degrade(error);
+      return this.#fallback.take(key, quota, windowMs);
+    }
+  }
+
+  #degrade(error: unknown): void {
+    if (this.#degradedSince !== undefined) return;
+    this.#degradedSince = Date.now();
+    this.#log.warn({ err: error }, 'Redis cannot be reached: each instance counts rate limits alone until it is back');
+  }
+
+  async close(): Promise<void> {
+    this.#redis.disconnect();
+  }
+}
