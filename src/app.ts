@@ -28,6 +28,8 @@ import ordersRoutes from './resources/orders/orders.routes.js';
 import usersRoutes from './resources/users/users.routes.js';
 import callersRoutes from './resources/callers/callers.routes.js';
 import auditRoutes from './resources/audit/audit.routes.js';
+import weatherRoutes from './resources/weather/weather.routes.js';
+import { upstreamWeatherFor, type UpstreamWeather } from './upstream/upstream-weather.js';
 import { VERSION } from './version.js';
 
 declare module 'fastify' {
@@ -37,6 +39,8 @@ declare module 'fastify' {
     storage: Storage;
     /** Every registered route, for 405/Allow and for checking the OpenAPI document. */
     routeTable: RouteTable;
+    /** The upstream weather provider behind its cache and breaker; undefined when none is configured. */
+    weather: UpstreamWeather | undefined;
   }
 }
 
@@ -74,6 +78,9 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   app.decorate('db', db);
   app.decorate('storage', storage);
   app.decorate('routeTable', routeTable);
+  const weather = upstreamWeatherFor(config, logger);
+  app.decorate('weather', weather);
+  app.addHook('onClose', async () => weather?.close());
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRoute', (route) => routeTable.add(route));
 
@@ -97,6 +104,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   await app.register(itemsRoutes);
   await app.register(stockRoutes);
   await app.register(ordersRoutes);
+  await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
   await app.register(oauthRoutes);

@@ -18,6 +18,8 @@ export interface Database {
   api_keys: ApiKeysTable;
   signing_keys: SigningKeysTable;
   audit_events: AuditEventsTable;
+  places: PlacesTable;
+  observations: ObservationsTable;
 }
 
 export interface UsersTable {
@@ -184,3 +186,44 @@ export interface AuditEventsTable {
   client_ip: string | null;
 }
 export type AuditEventRow = Selectable<AuditEventsTable>;
+
+/** What an observation measured (ranges in README "Weather"); null on a place before its first one. */
+export interface Measurements {
+  temperature_c: number;
+  humidity_pct: number;
+  wind_kph: number;
+  /** One word of the vocabulary in resources/weather/conditions.ts. */
+  conditions: string;
+  observed_at: string;
+  /** Who recorded it: the feed's name (the caller's, unless the feed named another). */
+  source: string;
+}
+
+/** A place weather is known for, with a copy of its latest observation. */
+export interface PlacesTable {
+  id: Generated<number>;
+  /** The slug, lower-cased (places are matched case-insensitively). */
+  place: string;
+  name: string;
+  latitude: number | null;
+  longitude: number | null;
+  temperature_c: number | null;
+  humidity_pct: number | null;
+  wind_kph: number | null;
+  conditions: string | null;
+  observed_at: string | null;
+  source: string | null;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+export type PlaceRow = Selectable<PlacesTable>;
+
+/** Every recorded observation of a place: one per instant (a repeat corrects it). */
+export interface ObservationsTable extends Measurements {
+  id: Generated<number>;
+  place_id: number;
+  created_at: string;
+  updated_at: string;
+}
+export type ObservationRow = Selectable<ObservationsTable>;

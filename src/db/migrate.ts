@@ -5,6 +5,7 @@ import * as m0001 from './migrations/0001-users.js';
 import * as m0002 from './migrations/0002-inventory-orders.js';
 import * as m0003 from './migrations/0003-callers-audit.js';
 import * as m0004 from './migrations/0004-caller-rate-limit.js';
+import * as m0005 from './migrations/0005-weather.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002-inventory-orders': m0002,
   '0003-callers-audit': m0003,
   '0004-caller-rate-limit': m0004,
+  '0005-weather': m0005,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -86,7 +86,9 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   422: 'Well-formed body that breaks the schema or a rule',
   429: 'The caller spent its rate limit; retry after Retry-After seconds (RateLimit headers say where it stands)',
   500: 'Unexpected fault (logged with the request id)',
+  502: 'The upstream weather provider failed and rowi had no earlier value to serve',
   503: 'Shutting down, or the database cannot take the request now; retry after Retry-After seconds',
+  504: 'The upstream weather provider timed out and rowi had no earlier value to serve',
 };
 
 const problemRef = { $ref: 'Problem#' };
@@ -94,7 +96,7 @@ const problemRef = { $ref: 'Problem#' };
 function problemResponse(status: number) {
   return {
     description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
-    ...(status === 503 || status === 429 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
+    ...(status === 503 || status === 429 || status === 502 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
     content: {
       [MEDIA_TYPES.json.problem]: { schema: problemRef },
       [MEDIA_TYPES.xml.problem]: { schema: problemRef },
@@ -112,6 +114,11 @@ export const RESPONSE_HEADERS = {
   rateLimit: {
     'RateLimit-Policy': header('the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes'),
     RateLimit: header('where the caller stands in each policy: "name";r=<remaining>;t=<seconds until the quota is whole>'),
+  },
+  cache: {
+    'Cache-Control': header('how long the weather may be reused: private, max-age=<TTL> for a provider answer (with Age), private, no-cache for recorded or stale weather'),
+    Age: header('seconds since rowi received this weather from the provider (RFC 9111 §5.1); 0 for recorded weather', Type.Integer({ minimum: 0 })),
+    'Cache-Status': header('RFC 9211: how rowi\'s cache of the provider answered (hit, fwd=uri-miss|stale, fwd-status, ttl, stored, collapsed, detail on failure); only when the provider was involved'),
   },
   replayed: { 'Idempotent-Replayed': header('"true" when the response replays an earlier one with the same Idempotency-Key') },
 };

@@ -17,6 +17,7 @@ const IndexSchema = Type.Object(
         users: Type.String(),
         items: Type.String(),
         orders: Type.String(),
+        weather: Type.String({ description: 'places and their weather' }),
         limits: Type.String({ description: 'the limits that apply to the caller' }),
       },
       { additionalProperties: false },
@@ -58,7 +59,7 @@ const rootRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, {
   }, async (_request, reply) => {
     // RFC 8631: the service description, discoverable from the index.
     reply.header('link', `<${OPENAPI_PATH}>; rel="service-desc"; type="application/openapi+json"`);
-    return { name: 'rowi', version, links: { self: '/v1', openapi: OPENAPI_PATH, users: '/v1/users', items: '/v1/items', orders: '/v1/orders', limits: '/v1/limits' } };
+    return { name: 'rowi', version, links: { self: '/v1', openapi: OPENAPI_PATH, users: '/v1/users', items: '/v1/items', orders: '/v1/orders', weather: '/v1/weather', limits: '/v1/limits' } };
   });
 
   app.get(`${PROBLEM_TYPE_BASE}:type`, {

@@ -176,7 +176,7 @@ describe('routing', () => {
 
   it('GET /v1: the index links every collection and the OpenAPI document', async () => {
     const reply = await test.call({ url: '/v1' });
-    expect(reply.json).toEqual({ name: 'rowi', version: expect.any(String), links: { self: '/v1', openapi: '/v1/openapi.json', users: '/v1/users', items: '/v1/items', orders: '/v1/orders', limits: '/v1/limits' } });
+    expect(reply.json).toEqual({ name: 'rowi', version: expect.any(String), links: { self: '/v1', openapi: '/v1/openapi.json', users: '/v1/users', items: '/v1/items', orders: '/v1/orders', weather: '/v1/weather', limits: '/v1/limits' } });
     expect(reply.headers.link).toBe('</v1/openapi.json>; rel="service-desc"; type="application/openapi+json"');
   });
 

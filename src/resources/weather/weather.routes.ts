@@ -1,0 +1,155 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ifNoneMatchHits } from '../../http/etag.js';
+import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
+import { conditionOf, sendEmpty, sendRecord } from '../../http/records.js';
+import { IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { readCurrentWeather, type CurrentWeather } from './current-weather.js';
+import {
+  OBSERVATION_COLLECTION,
+  ObservationInputSchema,
+  ObservationPageSchema,
+  PLACE_COLLECTION,
+  PlaceParams,
+  PlacePatchSchema,
+  WeatherPageSchema,
+  WeatherSchema,
+} from './weather.schema.js';
+import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type ConditionOf, type PlaceWrite } from './weather.service.js';
+
+/** /v1/weather: places, their latest weather (recorded or from the upstream provider) and history. */
+const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app;
+
+  app.get('/v1/weather', {
+    schema: operation({
+      operationId: 'listPlaces',
+      permission: 'weather:read',
+      summary: 'List places with their latest recorded weather',
+      description: 'The provider is not asked here (one page could mean 500 calls): read one place for its current weather.',
+      tags: ['weather'],
+      querystring: listQuerySchema(PLACE_COLLECTION),
+      response: { 200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', RESPONSE_HEADERS.link) },
+    }),
+  }, async (request, reply) => {
+    const query = parseListQuery(PLACE_COLLECTION, request.query);
+    const page = await listPlaces(db, query);
+    return sendPage(request, reply, { ...page, rows: page.rows.map((place) => toWeather(place)) }, query);
+  });
+
+  app.get('/v1/weather/:place', {
+    schema: operation({
+      operationId: 'getWeather',
+      permission: 'weather:read',
+      summary: 'Read the latest weather of a place',
+      description:
+        'The newest of the latest recorded observation and, when a provider is configured and the place has coordinates, the provider\'s current weather (cached). ' +
+        'When the provider fails, the last value rowi has is served with stale: true; with none, 502 or 504.',
+      tags: ['weather'],
+      params: PlaceParams,
+      headers: IfNoneMatchHeaders,
+      response: {
+        200: representation(WeatherSchema, 'The place and its latest weather', { ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.cache }),
+        304: noContent('The copy the client holds is current', { ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.cache }),
+      },
+      problems: [502, 504],
+    }),
+  }, async (request, reply) => sendCurrentWeather(request, reply, await readCurrentWeather(db, app.weather, request.params.place)));
+
+  app.put('/v1/weather/:place', {
+    schema: operation({
+      operationId: 'recordObservation',
+      permission: 'weather:update',
+      summary: 'Record an observation of a place (weather feeds)',
+      description:
+        'Creates the place on first use (201). The observation joins the history; it becomes the place\'s latest weather unless a more recent one is stored. ' +
+        'The same observed_at again corrects that observation (PUT is idempotent).',
+      tags: ['weather'],
+      params: PlaceParams,
+      headers: IfMatchHeaders,
+      body: ObservationInputSchema,
+      response: {
+        200: representation(WeatherSchema, 'The place as stored, with its latest recorded weather', RESPONSE_HEADERS.etag),
+        201: representation(WeatherSchema, 'The place was created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag }),
+      },
+      problems: [412],
+    }),
+  }, async (request, reply) => {
+    const recordedBy = request.principal?.name ?? 'anonymous';
+    const result = await db.transaction().execute((trx) => recordObservation(trx, request.params.place, request.body, recordedBy, placeConditionOf(request)));
+    return sendPlaceWrite(request, reply, result);
+  });
+
+  app.patch('/v1/weather/:place', {
+    schema: operation({
+      operationId: 'patchPlace',
+      permission: 'weather:update',
+      summary: 'Set a place\'s name or coordinates (JSON Merge Patch); creates the place when there is none',
+      tags: ['weather'],
+      params: PlaceParams,
+      headers: IfMatchHeaders,
+      body: PlacePatchSchema,
+      consumes: REQUEST_BODY_TYPES.patch,
+      response: {
+        200: representation(WeatherSchema, 'The place as stored', RESPONSE_HEADERS.etag),
+        201: representation(WeatherSchema, 'The place was created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag }),
+      },
+      problems: [412],
+    }),
+  }, async (request, reply) => {
+    const result = await db.transaction().execute((trx) => patchPlace(trx, request.params.place, request.body, placeConditionOf(request)));
+    return sendPlaceWrite(request, reply, result);
+  });
+
+  app.delete('/v1/weather/:place', {
+    schema: operation({
+      operationId: 'deletePlace',
+      permission: 'weather:delete',
+      summary: 'Delete a place and its history',
+      tags: ['weather'],
+      params: PlaceParams,
+      headers: IfMatchHeaders,
+      response: { 204: noContent('Deleted') },
+      problems: [412],
+    }),
+  }, async (request, reply) => {
+    await db.transaction().execute((trx) => deletePlace(trx, request.params.place, conditionOf(request)));
+    return sendEmpty(reply, 204);
+  });
+
+  app.get('/v1/weather/:place/observations', {
+    schema: operation({
+      operationId: 'listObservations',
+      permission: 'weather:read',
+      summary: 'List a place\'s recorded observations, newest first',
+      tags: ['weather'],
+      params: PlaceParams,
+      querystring: listQuerySchema(OBSERVATION_COLLECTION),
+      response: { 200: representation(ObservationPageSchema, 'A page of observations', RESPONSE_HEADERS.link) },
+    }),
+  }, async (request, reply) => {
+    const query = parseListQuery(OBSERVATION_COLLECTION, request.query);
+    return sendPage(request, reply, await listObservations(db, request.params.place, query), query);
+  });
+};
+
+export default weatherRoutes;
+
+function placeConditionOf(request: FastifyRequest): ConditionOf {
+  return { present: request.headers['if-match'] !== undefined, allows: conditionOf(request) };
+}
+
+function sendPlaceWrite(request: FastifyRequest, reply: FastifyReply, { place, created }: PlaceWrite) {
+  if (created) reply.header('location', `/v1/weather/${place.place}`);
+  return sendRecord(request, reply, { ...toWeather(place), version: place.version }, created ? 201 : 200);
+}
+
+/** The weather with the headers that say how fresh it is; 304 when the client's copy is current. */
+function sendCurrentWeather(request: FastifyRequest, reply: FastifyReply, { weather, freshness }: CurrentWeather) {
+  const opaque = request.format === 'xml' ? `${freshness.etag.opaque}-xml` : freshness.etag.opaque;
+  const etag = `${freshness.etag.weak ? 'W/' : ''}"${opaque}"`;
+  reply.header('etag', etag).header('cache-control', freshness.cacheControl).header('age', String(freshness.age));
+  if (freshness.cacheStatus !== undefined) reply.header('cache-status', freshness.cacheStatus);
+  if (ifNoneMatchHits(request.headers['if-none-match'], `"${opaque}"`)) return reply.code(304).removeHeader('content-type').send();
+  return reply.code(200).send(weather);
+}
