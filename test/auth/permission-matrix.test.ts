@@ -66,6 +66,15 @@ const EXPECTED: Record<string, Needs> = {
   'PUT /v1/orders/:id': ['orders:update', 'orders:read'],
   'PATCH /v1/orders/:id': ['orders:update', 'orders:read'],
   'DELETE /v1/orders/:id': ['orders:delete', 'orders:read'],
+  'GET /v1/weather': ['weather:read'],
+  'HEAD /v1/weather': ['weather:read'],
+  'GET /v1/weather/:place': ['weather:read'],
+  'HEAD /v1/weather/:place': ['weather:read'],
+  'PUT /v1/weather/:place': ['weather:update', 'weather:read'],
+  'PATCH /v1/weather/:place': ['weather:update', 'weather:read'],
+  'DELETE /v1/weather/:place': ['weather:delete', 'weather:read'],
+  'GET /v1/weather/:place/observations': ['weather:read'],
+  'HEAD /v1/weather/:place/observations': ['weather:read'],
 
   'GET /v1/callers': ['callers:read'],
   'HEAD /v1/callers': ['callers:read'],
@@ -111,6 +120,7 @@ interface Targets {
   orderId: number;
   callerId: number;
   keyId: number;
+  place: string;
 }
 
 interface Cell {
@@ -186,6 +196,8 @@ async function adminToken(change: { expiresIn?: number; audience?: string } = {}
     .sign(signingKey);
 }
 
+let places = 0;
+
 /** Records for one credential's requests to address: none of them is a caller or key the matrix calls with. */
 async function createTargets(): Promise<Targets> {
   const user = (await createUser(test)).user;
@@ -198,7 +210,10 @@ async function createTargets(): Promise<Targets> {
   const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'SO-matrix', user_id: buyer.id, lines: [{ item_id: sold.id, quantity: 1 }] } });
   if (order.status !== 201) throw new Error(`could not place the order: ${order.status} ${order.text}`);
   const target = await createCallerWithKey(test, { role: 'reader' });
-  return { userId: user.id, itemId: item.id, orderId: order.json.id as number, callerId: target.caller.id, keyId: target.keyId };
+  const place = `matrix-${++places}`;
+  const created = await test.call({ method: 'PATCH', url: `/v1/weather/${place}`, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ name: 'Matrix' }) });
+  if (created.status !== 201) throw new Error(`could not create the place: ${created.status} ${created.text}`);
+  return { userId: user.id, itemId: item.id, orderId: order.json.id as number, callerId: target.caller.id, keyId: target.keyId, place };
 }
 
 function concreteUrl(url: string, targets: Targets): string {
@@ -206,6 +221,7 @@ function concreteUrl(url: string, targets: Targets): string {
   const ids: Record<string, number> = { users: targets.userId, items: targets.itemId, orders: targets.orderId, callers: targets.callerId };
   return url
     .replace(':type', 'not-found')
+    .replace(':place', targets.place)
     .replace(':key_id', String(targets.keyId))
     .replace(':id', () => {
       const id = collection === undefined ? undefined : ids[collection];
