@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenMeteo, type FakeOpenMeteo } from './helpers/fake-open-meteo.js';
 import { NO_RATE_LIMITS } from './helpers/limits.js';
 import { startServer, type RunningServer } from './helpers/process.js';
 import { tempFolder } from './helpers/temp.js';
@@ -37,13 +38,18 @@ function examples(): Example[] {
 describe('README examples', () => {
   let server: RunningServer;
   let folder: string;
+  let provider: FakeOpenMeteo;
   beforeAll(async () => {
+    // The weather examples with a provider run against a local server playing Open-Meteo.
+    provider = await startFakeOpenMeteo();
     // The shipped limits, as after npm start (the helpers turn them off for other tests).
-    server = await startServer({ env: Object.fromEntries(Object.keys(NO_RATE_LIMITS).map((name) => [name, ''])) });
+    const shippedLimits = Object.fromEntries(Object.keys(NO_RATE_LIMITS).map((name) => [name, '']));
+    server = await startServer({ env: { ...shippedLimits, ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: provider.url } });
     folder = tempFolder('readme');
   });
   afterAll(async () => {
     await server.stop();
+    await provider.close();
   });
 
   it('README: every curl example has a promised status', () => {

@@ -33,11 +33,12 @@ export function findObservations(db: Executor, placeId: number, query: ListQuery
 /** Inserts the place, or returns undefined when another request created it first. */
 export async function insertPlace(
   db: Executor,
-  place: { place: string; name: string; latitude: number | null; longitude: number | null; now: string },
+  place: { place: string; name: string; latitude: number | null; longitude: number | null; now: string } & Partial<Measurements>,
 ): Promise<StoredPlace | undefined> {
+  const { now, ...fields } = place;
   return db
     .insertInto('places')
-    .values({ place: place.place, name: place.name, latitude: place.latitude, longitude: place.longitude, version: 1, created_at: place.now, updated_at: place.now })
+    .values({ ...fields, version: 1, created_at: now, updated_at: now })
     .onConflict((conflict) => conflict.column('place').doNothing())
     .returningAll()
     .executeTakeFirst();

@@ -54,13 +54,14 @@ export async function listObservations(db: Executor, slug: string, query: ListQu
  */
 export async function recordObservation(trx: Trx, slug: string, input: ObservationInput, recordedBy: string, condition: ConditionOf): Promise<PlaceWrite> {
   const observation = checkObservation(input, recordedBy);
-  const { place: stored, created } = await findOrCreatePlace(trx, slug, input, condition);
+  const { place: stored, created } = await findOrCreatePlace(trx, slug, input, condition, observation);
   assertEchoes(stored, input);
   await upsertObservation(trx, stored.id, observation, nowTimestamp());
+  if (created) return { place: stored, created };
   const isLatest = stored.observed_at === null || observation.observed_at >= stored.observed_at;
   const changes = {
     ...(isLatest ? observation : {}),
-    ...placeChanges(stored, input, created),
+    ...placeChanges(stored, input),
   };
   if (!changed(stored, changes)) return { place: stored, created };
   const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
@@ -72,7 +73,8 @@ export async function recordObservation(trx: Trx, slug: string, input: Observati
 export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: ConditionOf): Promise<PlaceWrite> {
   const { place: stored, created } = await findOrCreatePlace(trx, slug, patch, condition);
   assertEchoes(stored, patch);
-  const changes = placeChanges(stored, patch, created);
+  if (created) return { place: stored, created };
+  const changes = placeChanges(stored, patch);
   if (!changed(stored, changes)) return { place: stored, created };
   const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
   if (!place) throw concurrentChange(stored.place);
@@ -116,7 +118,14 @@ export interface ConditionOf {
   allows: VersionCondition;
 }
 
-async function findOrCreatePlace(trx: Trx, slug: string, fields: { name?: string; latitude?: number | null; longitude?: number | null }, condition: ConditionOf): Promise<PlaceWrite> {
+/** The place, locked; or a new one with the body's fields (and its first observation), at version 1. */
+async function findOrCreatePlace(
+  trx: Trx,
+  slug: string,
+  fields: { name?: string; latitude?: number | null; longitude?: number | null },
+  condition: ConditionOf,
+  observation?: Measurements,
+): Promise<PlaceWrite> {
   const key = placeKey(slug);
   for (let attempt = 0; attempt < 2; attempt++) {
     const stored = await findPlaceForUpdate(trx, key);
@@ -126,7 +135,14 @@ async function findOrCreatePlace(trx: Trx, slug: string, fields: { name?: string
     }
     if (condition.present) throw new PreconditionFailedError(`Place ${key} does not exist yet, so If-Match cannot match; send the request without If-Match to create it.`);
     assertCoordinatesTogether(fields.latitude ?? null, fields.longitude ?? null, fields);
-    const inserted = await insertPlace(trx, { place: key, name: fields.name ?? key, latitude: fields.latitude ?? null, longitude: fields.longitude ?? null, now: nowTimestamp() });
+    const inserted = await insertPlace(trx, {
+      place: key,
+      name: fields.name ?? key,
+      latitude: fields.latitude ?? null,
+      longitude: fields.longitude ?? null,
+      ...observation,
+      now: nowTimestamp(),
+    });
     if (inserted) return { place: inserted, created: true };
     // Another request created it between our read and insert: read it again, now locked.
   }
@@ -134,8 +150,7 @@ async function findOrCreatePlace(trx: Trx, slug: string, fields: { name?: string
 }
 
 /** The fields of the place a body changes (JSON Merge Patch rules: absent keeps, null clears). */
-function placeChanges(stored: StoredPlace, body: { name?: string; latitude?: number | null; longitude?: number | null }, created: boolean) {
-  if (created) return {};
+function placeChanges(stored: StoredPlace, body: { name?: string; latitude?: number | null; longitude?: number | null }) {
   const latitude = body.latitude === undefined ? stored.latitude : body.latitude;
   const longitude = body.longitude === undefined ? stored.longitude : body.longitude;
   assertCoordinatesTogether(latitude, longitude, body);
