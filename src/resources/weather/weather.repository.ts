@@ -1,4 +1,5 @@
 import type { Executor, Measurements, ObservationRow, PlaceRow } from '../../db/database.js';
+import { compiledQuery } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
 
@@ -7,8 +8,12 @@ export type StoredPlace = PlaceRow;
 const OBSERVATION_COLUMNS = ['id', 'temperature_c', 'humidity_pct', 'wind_kph', 'conditions', 'observed_at', 'source', 'created_at', 'updated_at'] as const;
 export type StoredObservation = Pick<ObservationRow, (typeof OBSERVATION_COLUMNS)[number]>;
 
+// Every read of a place's weather starts here: compiled once, like the other reads by key.
+const selectPlace = compiledQuery((db, place: string) => db.selectFrom('places').selectAll().where('place', '=', place));
+
 export async function findPlace(db: Executor, place: string): Promise<StoredPlace | undefined> {
-  return db.selectFrom('places').selectAll().where('place', '=', place).executeTakeFirst();
+  const [row] = await selectPlace(db, place);
+  return row;
 }
 
 /**
