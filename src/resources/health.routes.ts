@@ -5,6 +5,7 @@ import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { pendingMigrations } from '../db/migrate.js';
 import { operation, representation } from '../http/schemas.js';
+import type { UpstreamWeather } from '../upstream/upstream-weather.js';
 
 /** A readiness check that has not answered by then counts as failed: a probe must not hang. */
 const CHECK_TIMEOUT_MS = 2000;
@@ -23,7 +24,10 @@ const HealthSchema = Type.Object(
     status: Type.Literal('pass'),
     version: Type.String(),
     checks: Type.Optional(
-      Type.Object({ database: CheckSchema, migrations: CheckSchema, rate_limits: Type.Optional(CheckSchema) }, { additionalProperties: false }),
+      Type.Object(
+        { database: CheckSchema, migrations: CheckSchema, rate_limits: Type.Optional(CheckSchema), weather_provider: Type.Optional(CheckSchema) },
+        { additionalProperties: false },
+      ),
     ),
   },
   { additionalProperties: false, title: 'Health' },
@@ -79,7 +83,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
       if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
     });
     for (const check of [database, migrations]) if (check.error) app.log.warn({ err: check.error }, 'readiness check failed');
-    const checks = { database: database.check, migrations: migrations.check, ...rateLimitCheck(app.rateLimiter?.sharing) };
+    const checks = { database: database.check, migrations: migrations.check, ...rateLimitCheck(app.rateLimiter?.sharing), ...weatherProviderCheck(app.weather) };
     if (database.check.status === 'fail' || migrations.check.status === 'fail') {
       throw new AppError('service-unavailable', 'This rowi instance cannot serve the API now: see checks.', {
         headers: { 'retry-after': '5', 'cache-control': 'no-store' },
@@ -99,6 +103,19 @@ function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
   return sharing === 'redis'
     ? { rate_limits: { status: 'pass', duration_ms: 0 } }
     : { rate_limits: { status: 'warn', duration_ms: 0, output: 'Redis cannot be reached: this instance counts rate limits alone' } };
+}
+
+/**
+ * With ROWI_WEATHER_PROVIDER: whether rowi is calling the provider. An open circuit breaker is a
+ * warning, not a failure: reads get stale weather or 502 from every instance alike, so taking
+ * this one out of the load balancer would not help.
+ */
+function weatherProviderCheck(weather: UpstreamWeather | undefined): { weather_provider?: Check } {
+  if (weather === undefined) return {};
+  const state = weather.breakerState();
+  return state === 'closed'
+    ? { weather_provider: { status: 'pass', duration_ms: 0 } }
+    : { weather_provider: { status: 'warn', duration_ms: 0, output: `${weather.source} failed repeatedly: its circuit breaker is ${state}` } };
 }
 
 /** A failure whose message may be shown to anyone (the probe needs no credentials). */

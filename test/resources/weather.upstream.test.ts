@@ -241,7 +241,9 @@ describe('GET /v1/weather/{place}: circuit breaker', () => {
     expect(Number(header(refused, 'retry-after'))).toBeGreaterThanOrEqual(1);
     expect(header(refused, 'cache-status')).toBe('rowi; detail="circuit-open"');
     expect(fake.calls - callsBefore).toBe(3);
-    expect(test.app.weather?.breakerState()).toBe('open');
+    const ready = await test.call({ url: '/health/ready', key: null });
+    expect(ready.status).toBe(200);
+    expect(ready.json.checks.weather_provider).toEqual({ status: 'warn', duration_ms: 0, output: 'open-meteo failed repeatedly: its circuit breaker is open' });
 
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const trial = await test.call({ url: '/v1/weather/madrid' });
@@ -255,7 +257,7 @@ describe('GET /v1/weather/{place}: circuit breaker', () => {
     expect(healed.status).toBe(200);
     expect(healed.json.source).toBe('open-meteo');
     expect(fake.calls - callsBefore).toBe(5);
-    expect(test.app.weather?.breakerState()).toBe('closed');
+    expect((await test.call({ url: '/health/ready', key: null })).json.checks.weather_provider).toEqual({ status: 'pass', duration_ms: 0 });
   });
 });
 
