@@ -5,7 +5,8 @@ import { startFakeOpenMeteo, type FakeBehaviour, type FakeOpenMeteo } from '../h
 /**
  * GET /v1/weather/{place} with the upstream provider on, against a real HTTP server on loopback
  * playing Open-Meteo (test/helpers/fake-open-meteo.ts): what callers see when the provider
- * answers, is slow, fails in each way an upstream fails, and heals.
+ * answers, is slow, fails in each way an upstream fails, and heals. SQLite only: storage is the
+ * same as for recorded weather (test/resources/weather.*, run on both databases).
  */
 let fake: FakeOpenMeteo;
 beforeAll(async () => {
