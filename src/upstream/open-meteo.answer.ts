@@ -1,4 +1,5 @@
 import { UpstreamFailure } from './upstream-failure.js';
+import { MEASUREMENT_RANGES } from '../resources/weather/ranges.js';
 import type { CurrentWeather } from './weather-provider.js';
 import { conditionForWmoCode } from './wmo-codes.js';
 
@@ -28,13 +29,13 @@ export function readOpenMeteoAnswer(body: unknown): CurrentWeather {
     if (units[field] !== unit) refuse(`current_units.${field} is ${JSON.stringify(units[field])}, not ${JSON.stringify(unit)}`);
   }
   const current = asObject(answer.current, 'current');
-  const code = numberIn(current, 'weather_code', 0, 99);
+  const code = numberIn(current, 'weather_code', { minimum: 0, maximum: 99 });
   const conditions = conditionForWmoCode(code);
   if (conditions === undefined) refuse(`current.weather_code ${code} is not a known WMO weather code`);
   return {
-    temperature_c: numberIn(current, 'temperature_2m', -100, 70),
-    humidity_pct: numberIn(current, 'relative_humidity_2m', 0, 100),
-    wind_kph: numberIn(current, 'wind_speed_10m', 0, Infinity),
+    temperature_c: numberIn(current, 'temperature_2m', MEASUREMENT_RANGES.temperature_c),
+    humidity_pct: numberIn(current, 'relative_humidity_2m', MEASUREMENT_RANGES.humidity_pct),
+    wind_kph: numberIn(current, 'wind_speed_10m', MEASUREMENT_RANGES.wind_kph),
     conditions,
     observed_at: observedAt(current.time),
   };
@@ -57,7 +58,7 @@ function observedAt(time: unknown): string {
   return instant.toISOString();
 }
 
-function numberIn(object: Record<string, unknown>, field: string, minimum: number, maximum: number): number {
+function numberIn(object: Record<string, unknown>, field: string, { minimum, maximum }: { minimum: number; maximum: number }): number {
   const value = object[field];
   if (typeof value !== 'number' || !Number.isFinite(value)) refuse(`current.${field} is ${JSON.stringify(value)}, not a number`);
   if (value < minimum) refuse(`current.${field} is ${value}, below ${minimum}`);

@@ -9,7 +9,7 @@ import { addIdColumn, textType } from './portable.js';
  * per place and instant: a feed that sends the same observation again corrects it instead of
  * adding a second one, which keeps PUT idempotent. Measurements are double precision (not
  * PostgreSQL's 4-byte real, which would turn 21.3 into 21.299999). CHECK constraints repeat the
- * ranges the API enforces.
+ * ranges the API enforces (resources/weather/ranges.ts), written out: a migration never changes.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
@@ -17,7 +17,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     table
       .addColumn('temperature_c', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`temperature_c between -100 and 70`))
       .addColumn('humidity_pct', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`humidity_pct between 0 and 100`))
-      .addColumn('wind_kph', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`wind_kph >= 0`))
+      .addColumn('wind_kph', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`wind_kph between 0 and 500`))
       .addColumn('conditions', text, (column) => (nullable ? column : column.notNull()))
       .addColumn('observed_at', text, (column) => (nullable ? column : column.notNull()))
       .addColumn('source', text, (column) => (nullable ? column : column.notNull()));

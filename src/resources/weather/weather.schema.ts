@@ -3,6 +3,7 @@ import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../ht
 import { DisplayName, EchoedReadOnly, RecordFields, Timestamp } from '../../http/schemas.js';
 import { toTimestamp } from '../../db/clock.js';
 import { CONDITIONS, type Condition } from './conditions.js';
+import { MEASUREMENT_RANGES } from './ranges.js';
 
 /** How far ahead of rowi's clock an observation may be stamped (clocks of feeds drift). */
 export const FUTURE_TOLERANCE_MS = 5 * 60 * 1000;
@@ -25,9 +26,9 @@ const CONDITIONS_DESCRIPTION = `what the sky does: ${CONDITIONS.join(', ')}`;
 const SOURCE_DESCRIPTION = 'who measured it: open-meteo for the upstream provider, else the recording feed (the caller\'s name unless the body names another)';
 
 const Measured = {
-  temperature_c: Type.Number({ minimum: -100, maximum: 70, description: 'air temperature, °C, −100 to 70' }),
-  humidity_pct: Type.Number({ minimum: 0, maximum: 100, description: 'relative humidity, %, 0 to 100' }),
-  wind_kph: Type.Number({ minimum: 0, description: 'wind speed, km/h, 0 or more' }),
+  temperature_c: Type.Number({ ...MEASUREMENT_RANGES.temperature_c, description: 'air temperature, °C, −100 to 70' }),
+  humidity_pct: Type.Number({ ...MEASUREMENT_RANGES.humidity_pct, description: 'relative humidity, %, 0 to 100' }),
+  wind_kph: Type.Number({ ...MEASUREMENT_RANGES.wind_kph, description: 'wind speed, km/h, 0 to 500 (the strongest gust ever measured was 408 km/h)' }),
   conditions: Type.Union(
     CONDITIONS.map((condition) => Type.Literal(condition)),
     { description: CONDITIONS_DESCRIPTION },
