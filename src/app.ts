@@ -18,6 +18,7 @@ import { pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { RateLimiter, registerRateLimits } from './http/rate-limit.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
+import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
 import rootRoutes from './resources/root.routes.js';
 import healthRoutes from './resources/health.routes.js';
@@ -70,6 +71,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 256 },
+    schemaController: { compilersFactory: { buildSerializer: serializerFactory() } },
     ...transportOptions(config),
   });
 

@@ -1,5 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileAllValidators } from '../../src/http/validation.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 interface Operation {
@@ -24,6 +25,13 @@ afterAll(() => test.close());
 function operations(): [string, string, Operation][] {
   return Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]): [string, string, Operation] => [path, method, operation]));
 }
+
+describe('request schemas', () => {
+  it('every route\'s request validators compile (the app compiles them on first use, so a broken schema must fail here)', () => {
+    expect(compileAllValidators()).toBeGreaterThan(50);
+    expect(compileAllValidators()).toBe(0);
+  });
+});
 
 describe('GET /v1/openapi.json', () => {
   it('GET /v1/openapi.json: a valid OpenAPI 3.1 document according to a standard validator, with resolvable $refs', async () => {
