@@ -17,6 +17,10 @@ export default defineConfig({
   test: {
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
+    // Test files share their worker's module cache instead of importing the app afresh each
+    // (a third of a second per file, half a minute a run). They can: every file starts its own
+    // app on its own database, and none mocks a module or leaves a global changed.
+    isolate: false,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Suites that spawn servers or hammer sockets stay correct in parallel; each uses its own
