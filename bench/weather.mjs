@@ -9,7 +9,8 @@
 // 2. The latency of a cached read: wrk on GET /v1/weather/{place} served from the provider cache,
 //    beside two reads of the same rowi measured in the same rounds, one right after the other:
 //    the place's recorded weather (no provider), and GET /v1/users/{id} (rowi's read by key, the
-//    reference of the main bench). Ratios are of loads measured side by side: machines are noisy.
+//    reference of the main bench); under load (--connections) and one request at a time.
+//    Ratios are of loads measured side by side: machines are noisy.
 //
 // rowi runs as `rowi serve` from dist/ with one process, an API key and the audit trail on, and
 // rate limits too high to refuse anything. Only loopback is ever loaded; every load is bounded.
@@ -85,19 +86,23 @@ async function main() {
     ['GET /v1/weather/{place}, recorded', '/v1/weather/recorded'],
     ['GET /v1/weather/{place}, provider cache', '/v1/weather/cached'],
   ];
-  const samples = new Map(targets.map(([name]) => [name, []]));
-  for (let round = 0; round < rounds; round++) {
-    for (const [name, path] of targets) samples.get(name).push(await wrk(server, path, duration));
+  for (const connections of [Number(options.connections), 1]) {
+    const samples = new Map(targets.map(([name]) => [name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, path] of targets) samples.get(name).push(await wrk(server, path, duration, connections));
+    }
+    const median = (runs, key) => [...runs].sort((a, b) => a[key] - b[key])[Math.floor(runs.length / 2)][key];
+    const reference = samples.get(targets[0][0]);
+    const rows = targets.map(([name]) => {
+      const runs = samples.get(name);
+      const ratio = median(runs.map((run, round) => ({ ratio: run.rps / reference[round].rps })), 'ratio');
+      return [name, median(runs, 'rps').toFixed(0), median(runs, 'p50').toFixed(2), median(runs, 'p99').toFixed(2), `${(ratio * 100).toFixed(1)} %`];
+    });
+    console.log(`${connections} connection${connections === 1 ? ' (the latency of one request at a time)' : 's'}, medians of ${rounds} rounds:`);
+    printTable(['request', 'req/s', 'p50 ms', 'p99 ms', 'vs users'], rows);
+    console.log('');
   }
-  const median = (runs, key) => [...runs].sort((a, b) => a[key] - b[key])[Math.floor(runs.length / 2)][key];
-  const reference = samples.get(targets[0][0]);
-  const rows = targets.map(([name]) => {
-    const runs = samples.get(name);
-    const ratio = median(runs.map((run, round) => ({ ratio: run.rps / reference[round].rps })), 'ratio');
-    return [name, median(runs, 'rps').toFixed(0), median(runs, 'p50').toFixed(2), median(runs, 'p99').toFixed(2), `${(ratio * 100).toFixed(1)} %`];
-  });
-  printTable(['request', 'req/s', 'p50 ms', 'p99 ms', 'vs users'], rows);
-  console.log(`\nprovider calls during the latency loads: ${provider.calls - loadCallsBefore - 1} (the cached place is never asked again within its TTL)`);
+  console.log(`provider calls during the latency loads: ${provider.calls - loadCallsBefore - 1} (the cached place is never asked again within its TTL)`);
 }
 
 /** A server answering Open-Meteo's documented forecast format after `latencyMs`, counting calls. */
@@ -163,10 +168,10 @@ function caller(server) {
 }
 
 /** One wrk load (1 thread: the other core is rowi's); fails on any non-2xx or socket error. */
-async function wrk(server, path, seconds) {
+async function wrk(server, path, seconds, connections = Number(options.connections)) {
   const script = join(work, 'request.lua');
   writeFileSync(script, Object.entries(server.headers).map(([name, value]) => `wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`).join('\n'));
-  const { stdout } = await promisify(execFile)('wrk', ['-t', '1', '-c', options.connections, '-d', `${seconds}s`, '--timeout', '5s', '--latency', '-s', script, `${server.url}${path}`], {
+  const { stdout } = await promisify(execFile)('wrk', ['-t', '1', '-c', String(connections), '-d', `${seconds}s`, '--timeout', '5s', '--latency', '-s', script, `${server.url}${path}`], {
     encoding: 'utf8',
     timeout: (seconds + 30) * 1000,
   });
