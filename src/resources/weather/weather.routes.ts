@@ -15,7 +15,7 @@ import {
   WeatherPageSchema,
   WeatherSchema,
 } from './weather.schema.js';
-import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type ConditionOf, type PlaceWrite } from './weather.service.js';
+import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type PlaceCondition, type PlaceWrite } from './weather.service.js';
 
 /** /v1/weather: places, their latest weather (recorded or from the upstream provider) and history. */
 const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -135,7 +135,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
 export default weatherRoutes;
 
-function placeConditionOf(request: FastifyRequest): ConditionOf {
+function placeConditionOf(request: FastifyRequest): PlaceCondition {
   return { present: request.headers['if-match'] !== undefined, allows: conditionOf(request) };
 }
 

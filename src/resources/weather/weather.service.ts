@@ -52,33 +52,22 @@ export async function listObservations(db: Executor, slug: string, query: ListQu
  * the history; it becomes the place's latest only if it is at least as recent as the stored
  * one, so feeds that deliver late or out of order never move the weather back in time.
  */
-export async function recordObservation(trx: Trx, slug: string, input: ObservationInput, recordedBy: string, condition: ConditionOf): Promise<PlaceWrite> {
+export async function recordObservation(trx: Trx, slug: string, input: ObservationInput, recordedBy: string, condition: PlaceCondition): Promise<PlaceWrite> {
   const observation = checkObservation(input, recordedBy);
   const { place: stored, created } = await findOrCreatePlace(trx, slug, input, condition, observation);
   assertEchoes(stored, input);
   await upsertObservation(trx, stored.id, observation, nowTimestamp());
   if (created) return { place: stored, created };
   const isLatest = stored.observed_at === null || observation.observed_at >= stored.observed_at;
-  const changes = {
-    ...(isLatest ? observation : {}),
-    ...placeChanges(stored, input),
-  };
-  if (!changed(stored, changes)) return { place: stored, created };
-  const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
-  if (!place) throw concurrentChange(stored.place);
-  return { place, created };
+  return { place: await applyChanges(trx, stored, { ...(isLatest ? observation : {}), ...placeChanges(stored, input) }), created };
 }
 
 /** PATCH (JSON Merge Patch): name and coordinates; creates the place when there is none yet. */
-export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: ConditionOf): Promise<PlaceWrite> {
+export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: PlaceCondition): Promise<PlaceWrite> {
   const { place: stored, created } = await findOrCreatePlace(trx, slug, patch, condition);
   assertEchoes(stored, patch);
   if (created) return { place: stored, created };
-  const changes = placeChanges(stored, patch);
-  if (!changed(stored, changes)) return { place: stored, created };
-  const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
-  if (!place) throw concurrentChange(stored.place);
-  return { place, created };
+  return { place: await applyChanges(trx, stored, placeChanges(stored, patch)), created };
 }
 
 /** Deletes the place and its history (the foreign key cascades). */
@@ -113,7 +102,7 @@ export function toWeather(place: StoredPlace, stale = false): Weather {
  * If-Match, for a request that may create its target: with no place yet, any If-Match fails
  * (RFC 9110 §13.1.1: there is no current representation to match).
  */
-export interface ConditionOf {
+export interface PlaceCondition {
   present: boolean;
   allows: VersionCondition;
 }
@@ -123,7 +112,7 @@ async function findOrCreatePlace(
   trx: Trx,
   slug: string,
   fields: { name?: string; latitude?: number | null; longitude?: number | null },
-  condition: ConditionOf,
+  condition: PlaceCondition,
   observation?: Measurements,
 ): Promise<PlaceWrite> {
   const key = placeKey(slug);
@@ -161,8 +150,13 @@ function placeChanges(stored: StoredPlace, body: { name?: string; latitude?: num
   };
 }
 
-function changed(stored: StoredPlace, changes: Partial<StoredPlace>): boolean {
-  return Object.entries(changes).some(([field, value]) => stored[field as keyof StoredPlace] !== value);
+/** Writes the changes at the next version; a write that changes nothing keeps the version (and the ETags clients hold). */
+async function applyChanges(trx: Trx, stored: StoredPlace, changes: Partial<Measurements> & Partial<Pick<StoredPlace, 'name' | 'latitude' | 'longitude'>>): Promise<StoredPlace> {
+  const changed = Object.entries(changes).some(([field, value]) => stored[field as keyof StoredPlace] !== value);
+  if (!changed) return stored;
+  const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
+  if (!place) throw concurrentChange(stored.place);
+  return place;
 }
 
 /** A place has both coordinates or neither: a latitude alone locates nothing. */
