@@ -68,6 +68,8 @@ describe('GET /v1/weather', () => {
     expect(reply.json).toEqual({ data: [a.json, b.json, c.json], next_cursor: null });
     expect(reply.json.data[1]).toMatchObject({ temperature_c: null, humidity_pct: null, wind_kph: null, conditions: null, observed_at: null, source: null, stale: false });
     expect(reply.headers.link).toBeUndefined();
+    expect(reply.headers['cache-control']).toBe('private, no-cache');
+    expect(reply.headers.age).toBe('0');
   });
 
   it('GET /v1/weather: pages of `limit` with next_cursor and Link rel="next" keeping the filter; following them visits every place once, in order', async () => {
@@ -194,6 +196,8 @@ describe('GET /v1/weather/{place}/observations', () => {
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/json');
     expect(reply.headers.link).toBeUndefined();
+    expect(reply.headers['cache-control']).toBe('private, no-cache');
+    expect(reply.headers.age).toBe('0');
     expect(reply.json.next_cursor).toBeNull();
     expect(reply.json.data).toEqual(
       [...stored].reverse().map((row) => ({

@@ -21,7 +21,7 @@ export interface CurrentWeather {
 }
 
 /** Recorded weather can change with any PUT: callers revalidate (If-None-Match) before reuse. */
-const REVALIDATE = 'private, no-cache';
+export const REVALIDATE = 'private, no-cache';
 
 /**
  * GET /v1/weather/{place}: the latest weather, from the newest of two sources. Without a

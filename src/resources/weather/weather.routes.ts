@@ -4,7 +4,7 @@ import { ifNoneMatchHits } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendEmpty, sendRecord } from '../../http/records.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import { readCurrentWeather, type CurrentWeather } from './current-weather.js';
+import { REVALIDATE, readCurrentWeather, type CurrentWeather } from './current-weather.js';
 import {
   OBSERVATION_COLLECTION,
   ObservationInputSchema,
@@ -16,6 +16,9 @@ import {
   WeatherSchema,
 } from './weather.schema.js';
 import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type PlaceCondition, type PlaceWrite } from './weather.service.js';
+
+/** Lists show recorded weather only, which any PUT can change: reuse only after asking again. */
+const RECORDED_FRESHNESS = { 'Cache-Control': RESPONSE_HEADERS.cache['Cache-Control'], Age: RESPONSE_HEADERS.cache.Age };
 
 /** /v1/weather: places, their latest weather (recorded or from the upstream provider) and history. */
 const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -29,12 +32,12 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'The provider is not asked here (one page could mean 500 calls): read one place for its current weather.',
       tags: ['weather'],
       querystring: listQuerySchema(PLACE_COLLECTION),
-      response: { 200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', RESPONSE_HEADERS.link) },
+      response: { 200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', { ...RESPONSE_HEADERS.link, ...RECORDED_FRESHNESS }) },
     }),
   }, async (request, reply) => {
     const query = parseListQuery(PLACE_COLLECTION, request.query);
     const page = await listPlaces(db, query);
-    return sendPage(request, reply, { ...page, rows: page.rows.map((place) => toWeather(place)) }, query);
+    return sendPage(request, revalidate(reply), { ...page, rows: page.rows.map((place) => toWeather(place)) }, query);
   });
 
   app.get('/v1/weather/:place', {
@@ -125,15 +128,19 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['weather'],
       params: PlaceParams,
       querystring: listQuerySchema(OBSERVATION_COLLECTION),
-      response: { 200: representation(ObservationPageSchema, 'A page of observations', RESPONSE_HEADERS.link) },
+      response: { 200: representation(ObservationPageSchema, 'A page of observations', { ...RESPONSE_HEADERS.link, ...RECORDED_FRESHNESS }) },
     }),
   }, async (request, reply) => {
     const query = parseListQuery(OBSERVATION_COLLECTION, request.query);
-    return sendPage(request, reply, await listObservations(db, request.params.place, query), query);
+    return sendPage(request, revalidate(reply), await listObservations(db, request.params.place, query), query);
   });
 };
 
 export default weatherRoutes;
+
+function revalidate(reply: FastifyReply): FastifyReply {
+  return reply.header('cache-control', REVALIDATE).header('age', '0');
+}
 
 function placeConditionOf(request: FastifyRequest): PlaceCondition {
   return { present: request.headers['if-match'] !== undefined, allows: conditionOf(request) };
