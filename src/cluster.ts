@@ -1,0 +1,169 @@
+import closeWithGrace from 'close-with-grace';
+import cluster, { type Worker } from 'node:cluster';
+import type { FastifyInstance } from 'fastify';
+import { ConfigError, type Config } from './config.js';
+import { openStorage, type Storage } from './db/connect.js';
+import { relayWorkerSignals } from './db/signals.js';
+import { announce, listen, migrate } from './listen.js';
+import { createLogger } from './logger.js';
+
+/**
+ * `rowi serve --workers N`: the primary migrates the database, forks N workers that share the
+ * port (node:cluster: the primary accepts connections and hands them out), creates the first
+ * admin once every worker listens, replaces a worker that dies, and drains them all on
+ * SIGTERM/SIGINT. Each worker is a whole rowi with its own database pool.
+ */
+/** Messages between the primary and its workers (besides the Signals relay). */
+type WorkerMessage =
+  | { type: 'rowi:listening'; origin: string }
+  | { type: 'rowi:failed'; message: string; config: boolean }
+  | { type: 'rowi:shutdown' };
+
+const isWorkerMessage = (message: unknown): message is WorkerMessage =>
+  typeof message === 'object' && message !== null && ['rowi:listening', 'rowi:failed', 'rowi:shutdown'].includes((message as { type?: string }).type ?? '');
+
+/** A worker that dies this soon after it started is not restarted (it would die again). */
+const RESTART_MIN_UPTIME_MS = 2000;
+
+export async function serveAsPrimary(config: Config, count: number): Promise<void> {
+  const logger = createLogger(config);
+  const storage = await openStorage(config, logger);
+  try {
+    await migrate(storage, logger);
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  relayWorkerSignals();
+
+  let shuttingDown = false;
+  const started = new Map<Worker, number>();
+  const fork = () => started.set(cluster.fork(), Date.now());
+  let ready = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    const workers = [...started.keys()];
+    if (!ready) {
+      // Stopped while starting: nothing has been served yet; no worker is left behind.
+      logger.info({ signal }, 'stopped while starting');
+      for (const worker of workers) worker.process.kill('SIGKILL');
+      void storage.close().finally(() => logger.flush(() => process.exit(0)));
+      return;
+    }
+    logger.info({ signal }, 'shutting down: every worker finishes its in-flight requests');
+    let failed = false;
+    let left = workers.length;
+    const done = async () => {
+      clearTimeout(deadline);
+      logger.info('stopped');
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
+      process.exit(failed ? 1 : 0);
+    };
+    const deadline = setTimeout(() => {
+      logger.error('workers did not stop within the shutdown timeout; killing them');
+      failed = true;
+      for (const worker of workers) worker.process.kill('SIGKILL');
+    }, config.shutdownTimeout + 2000);
+    if (left === 0) void done();
+    for (const worker of workers) {
+      worker.once('exit', (code) => {
+        if (code !== 0) failed = true;
+        if (--left === 0) void done();
+      });
+      if (worker.isConnected()) worker.send({ type: 'rowi:shutdown' } satisfies WorkerMessage);
+    }
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  for (let index = 0; index < count; index++) fork();
+
+  // Every worker listens, or the start fails as a whole (a bad certificate fails in each worker).
+  const origin = await new Promise<string>((resolve, reject) => {
+    let listening = 0;
+    const settle = (outcome: () => void) => {
+      cluster.off('message', onMessage);
+      cluster.off('exit', onExit);
+      outcome();
+    };
+    const onMessage = (_worker: Worker, message: unknown) => {
+      if (!isWorkerMessage(message)) return;
+      if (message.type === 'rowi:failed') settle(() => reject(message.config ? new ConfigError(message.message) : new Error(message.message)));
+      else if (message.type === 'rowi:listening' && ++listening === count) settle(() => resolve(message.origin));
+    };
+    // A worker that dies before it could say why (a crash while starting).
+    const onExit = (worker: Worker, code: number, signal: string) =>
+      settle(() => reject(new Error(`worker process ${worker.process.pid} ended while starting (exit code ${code}${signal ? `, ${signal}` : ''})`)));
+    cluster.on('message', onMessage);
+    cluster.on('exit', onExit);
+  }).catch(async (error: unknown) => {
+    // A signal during the start: stop() ends the process.
+    if (shuttingDown) return new Promise<never>(() => {});
+    shuttingDown = true;
+    for (const worker of started.keys()) worker.kill('SIGKILL');
+    await storage.close();
+    throw error;
+  });
+
+  cluster.on('exit', (worker, code, signal) => {
+    const uptime = Date.now() - (started.get(worker) ?? 0);
+    started.delete(worker);
+    if (shuttingDown) return;
+    logger.error({ pid: worker.process.pid, code, signal }, 'a worker process ended unexpectedly');
+    if (uptime < RESTART_MIN_UPTIME_MS) {
+      logger.error('the worker ended right after it started; not restarting it');
+      return;
+    }
+    fork();
+  });
+
+  await announce(config, storage, logger, origin, `${count} worker processes`);
+  // The workers have their own connections; the primary's would only count against the server's limit.
+  await storage.close();
+  ready = true;
+}
+
+export async function serveAsWorker(config: Config): Promise<void> {
+  const logger = createLogger(config).child({ worker: cluster.worker?.id });
+  // The channel to the primary broke (the primary was killed): there is no one to serve for.
+  cluster.worker?.on('error', (error) => {
+    logger.warn({ err: error }, 'lost the primary process; exiting');
+    process.exit(1);
+  });
+  let storage: Storage | undefined;
+  let app: FastifyInstance;
+  let origin: string;
+  try {
+    storage = await openStorage(config, logger);
+    ({ app, origin } = await listen(config, storage, logger));
+  } catch (error) {
+    const message: WorkerMessage = { type: 'rowi:failed', message: (error as Error).message, config: error instanceof ConfigError };
+    process.send!(message, () => process.exit(error instanceof ConfigError ? 2 : 1));
+    return;
+  }
+  const opened = storage;
+  // The primary forwards SIGTERM/SIGINT as a message (a terminal's Ctrl-C reaches every process
+  // of the group, so workers leave SIGINT to the primary); a SIGTERM sent to a worker also works.
+  const graceful = closeWithGrace(
+    { delay: config.shutdownTimeout, skip: ['SIGINT'], onSecondSignal: () => {}, logger: { error: (message: unknown) => logger.error(message) } },
+    async ({ err }) => {
+      if (err) logger.error({ err }, 'fatal error, shutting down');
+      await app.close();
+      await opened.close();
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    },
+  );
+  let closing = false;
+  const close = () => {
+    if (closing) return;
+    closing = true;
+    void graceful.close();
+  };
+  process.on('message', (message: unknown) => {
+    if (isWorkerMessage(message) && message.type === 'rowi:shutdown') close();
+  });
+  // A primary that is gone (killed) leaves no one to hand out connections: finish and go too.
+  process.on('disconnect', close);
+  process.send!({ type: 'rowi:listening', origin } satisfies WorkerMessage);
+}

@@ -1,0 +1,56 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import type { Storage } from './db/connect.js';
+import { migrateStorage } from './db/migrate.js';
+import { ensureFirstAdmin } from './resources/callers/callers.service.js';
+
+/** The steps every way of serving shares (one process, or a primary and its workers). */
+export async function migrate(storage: Storage, logger: Logger): Promise<void> {
+  const migrations = await migrateStorage(storage);
+  if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
+}
+
+export async function listen(config: Config, storage: Storage, logger: Logger): Promise<{ app: FastifyInstance; origin: string }> {
+  let app;
+  try {
+    app = await buildApp({ config, storage, logger });
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await app?.close();
+    await storage.close();
+    throw error;
+  }
+  const origin = publicOrigin(app.server.address() as AddressInfo, config.tlsCert === '' ? 'http' : 'https');
+  // The OAuth issuer is the listen address unless ROWI_PUBLIC_URL says otherwise; only now is the port known.
+  if (config.publicUrl === '') app.auth.tokens.issuer = origin;
+  return { app, origin };
+}
+
+/** Creates the first admin on an empty database, logs "listening" once, and writes the banner. */
+export async function announce(config: Config, storage: Storage, logger: Logger, origin: string, processes: string): Promise<void> {
+  const firstAdmin = await ensureFirstAdmin(storage.db);
+  const baseUrl = `${origin}/v1`;
+  logger.info({ url: baseUrl, storage: storage.describe, processes }, `listening on ${baseUrl}`);
+  // The first admin key goes to the terminal once, never to the log.
+  process.stderr.write(
+    `\nrowi is serving ${baseUrl} (${storage.describe}, ${processes})\n` +
+      (firstAdmin
+        ? `\nThe database was empty, so rowi created the admin caller "${firstAdmin.caller.name}". Its API key, shown only this once:\n\n` +
+          `  ROWI_KEY=${firstAdmin.key}\n\n` +
+          `Keep it somewhere safe; create callers for your systems with it (README: Security).\n`
+        : '') +
+      `\nTry it (with ROWI_KEY set to an API key):\n` +
+      `  curl -s -X POST ${baseUrl}/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'\n` +
+      `  curl -s ${baseUrl}/users -H "X-API-Key: $ROWI_KEY"\n` +
+      `API description: ${baseUrl}/openapi.json\n\n`,
+  );
+}
+
+/** The address to tell people: a wildcard listen address is reachable on loopback. */
+function publicOrigin(address: AddressInfo, scheme: 'http' | 'https'): string {
+  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+  return `${scheme}://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
+}
