@@ -146,7 +146,11 @@ export class UpstreamWeather {
 
   #noteFailure(failure: UpstreamFailure, trial: boolean): void {
     const before = this.#breaker.state;
-    this.#breaker.failed(trial);
+    // A 4xx refuses this request (a place the provider will not answer for), and says the
+    // provider is up: it must not stop the calls for every other place. 408 and 429 are the
+    // provider being slow or overloaded, which is what the breaker is for.
+    if (refusesTheRequestOnly(failure)) this.#breaker.succeeded(trial);
+    else this.#breaker.failed(trial);
     const facts = { source: this.source, kind: failure.kind, status: failure.status };
     if (failure.kind !== this.#failing) this.#log.warn(facts, `weather provider ${this.source} fails: ${failure.message}`);
     else this.#log.debug(facts, `weather provider ${this.source} still fails: ${failure.message}`);
@@ -205,6 +209,10 @@ export class UpstreamWeather {
       this.#cache.delete(oldest);
     }
   }
+}
+
+function refusesTheRequestOnly(failure: UpstreamFailure): boolean {
+  return failure.status !== undefined && failure.status >= 400 && failure.status < 500 && failure.status !== 408 && failure.status !== 429;
 }
 
 function rejectWhenAborted(signal: AbortSignal): Promise<never> {

@@ -40,6 +40,17 @@ describe('upstream weather: circuit breaker', () => {
     expect(weather.calls).toBe(3);
   });
 
+  it('breaker: a 400 for one place (the provider refusing that request) never opens it for the others', async () => {
+    const { fake, weather } = await front();
+    fake.behave('error-400');
+    for (const place of places(5)) expect(await weather.lookup(place)).toMatchObject({ ok: false, failure: { kind: 'bad-answer', status: 400 } });
+    expect(weather.breakerState()).toBe('closed');
+    expect(fake.calls).toBe(5);
+
+    fake.behave('normal');
+    expect(await weather.lookup(BERLIN)).toMatchObject({ ok: true, stale: false });
+  });
+
   it('breaker: after the cooldown exactly one trial call; its failure opens the circuit again', async () => {
     const { fake, weather, clock } = await front();
     fake.behave('status-500');
