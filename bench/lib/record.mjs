@@ -1,0 +1,41 @@
+// The record of a run, in bench/results/: latest.json for a whole run, partial.json for one
+// limited by --only (so that it does not replace the record of a whole one).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { STOCK_PER_ITEM } from './order-mix.mjs';
+import { PG_SCHEMA } from './postgres.mjs';
+import { ROOT } from './processes.mjs';
+import { HIGH_LIMITS } from './rowi-env.mjs';
+
+export function writeRecord({ only, tool, bench, duration, rounds, mix, results, ratios, authRatios, limitRatios, limitsOff, redis, redisFellBack, storageWorkers, postgres }) {
+  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+  const record = {
+    at: new Date().toISOString(),
+    tool,
+    connections: bench.connections,
+    threads: bench.threads,
+    duration_s: duration,
+    rounds,
+    node: process.version,
+    order_mix: { items: mix.itemIds.length, lines: `1-${mix.maxLines}`, quantity: 1, stock_per_item: STOCK_PER_ITEM },
+    results: results.map(({ name, rps, p50, p99, rssMb }) => ({ name, rps, p50_ms: p50, p99_ms: p99, peak_rss_mb: rssMb })),
+    // GET /v1/users/{id}'s ratio under its old name, so earlier records compare with this one.
+    ratio_rowi_over_bare: ratios.get('GET /v1/users/{id}'),
+    ratios_rowi_over_bare: Object.fromEntries(ratios),
+    // rowi-auth with credentials and the audit trail over the same app without them (bench only).
+    ratios_auth_over_no_auth: Object.fromEntries(authRatios),
+    // GET /v1/users/{id}: rowi counting rate limits (memory: per instance; redis: in Redis) over the
+    // same rowi with every limit off, same run; null: that column was skipped.
+    ratios_rate_limit_over_off: limitsOff === undefined ? {} : { memory: limitRatios.get('memory') ?? null, redis: limitRatios.get('redis') ?? null },
+    rate_limits: {
+      limits: Object.fromEntries(Object.entries(HIGH_LIMITS).filter(([name]) => name !== 'ROWI_REDIS_URL')),
+      redis: redis.skipped === undefined ? { url: redis.where, unreachable_logged: redisFellBack } : { skipped: redis.skipped },
+    },
+    // rowi (API key + audit) per storage and number of worker processes, same run; per operation,
+    // per column: req/s, p50, p99, peak RSS (summed over the processes), ratio over the baseline;
+    // and the 2-worker/1-worker speed-up of each storage.
+    storage_workers: storageWorkers,
+    postgres: postgres.skipped === undefined ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } } : { skipped: postgres.skipped },
+  };
+  writeFileSync(join(ROOT, `bench/results/${only === '' ? 'latest' : 'partial'}.json`), `${JSON.stringify(record, null, 2)}\n`);
+}
