@@ -13,16 +13,18 @@
 //    Ratios are of loads measured side by side: machines are noisy.
 //
 // rowi runs as `rowi serve` from dist/ with one process, an API key and the audit trail on, and
-// rate limits too high to refuse anything. Only loopback is ever loaded; every load is bounded.
-import { execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// rate limits too high to refuse anything (bench/lib, as for npm run bench). Only loopback is ever
+// loaded; every load is bounded.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { findLoadTool, load } from './lib/load.mjs';
+import { adminKeyOf, startRowi, stopServers } from './lib/processes.mjs';
+import { sqliteEnv } from './lib/rowi-env.mjs';
+import { send } from './lib/setup.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: options } = parseArgs({
   options: {
     duration: { type: 'string', default: '5' },
@@ -35,61 +37,59 @@ const { values: options } = parseArgs({
 const duration = Number(options.duration);
 const rounds = Number(options.rounds);
 const BURST = 100;
-const CLI = join(root, 'dist/src/cli.js');
-const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
-const work = mkdtempSync(join(tmpdir(), 'rowi-weather-bench-'));
-let rowi;
+const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-weather-bench-')), children: new Set(), threads: 1, connections: Number(options.connections) };
 let provider;
 
 try {
   await main();
 } finally {
-  rowi?.kill('SIGTERM');
+  await stopServers(bench);
   await provider?.close();
-  rmSync(work, { recursive: true, force: true });
+  rmSync(bench.work, { recursive: true, force: true });
 }
 
 async function main() {
-  if (spawnSync('sh', ['-c', 'command -v wrk']).status !== 0) throw new Error('wrk is needed: apt-get install wrk');
+  const tool = findLoadTool();
   provider = await startProvider(Number(options.latency));
-  const server = await startRowi({
+  const rowi = await startRowi(bench, 'rowi', sqliteEnv(join(bench.work, 'rowi.db'), 1, {
     ROWI_WEATHER_PROVIDER: 'open-meteo',
     ROWI_WEATHER_URL: provider.url,
     ROWI_WEATHER_CACHE_TTL: '3600',
-  });
-  const call = caller(server);
+  }));
+  const apiKey = await adminKeyOf(rowi);
+  rowi.credentials = async () => ({ 'x-api-key': apiKey });
+  const read = (path) => ({ name: `GET ${path}`, server: rowi, method: 'GET', path, headers: { accept: 'application/json' }, credentials: rowi.credentials });
 
-  const user = await call('POST', '/v1/users', { name: 'Bench', email: 'bench@example.com' }, 201);
-  await call('PUT', '/v1/weather/recorded', { temperature_c: 10, humidity_pct: 50, wind_kph: 5, conditions: 'clear', observed_at: new Date().toISOString() }, 201);
-  await call('PATCH', '/v1/weather/cached', { latitude: 52.52, longitude: 13.41 }, 201);
-  await call('GET', '/v1/weather/cached', undefined, 200);
+  const user = await send(rowi, 'POST', '/v1/users', { name: 'Bench', email: 'bench@example.com' }, 201);
+  await send(rowi, 'PUT', '/v1/weather/recorded', { temperature_c: 10, humidity_pct: 50, wind_kph: 5, conditions: 'clear', observed_at: new Date().toISOString() }, 201);
+  await send(rowi, 'PATCH', '/v1/weather/cached', { latitude: 52.52, longitude: 13.41 }, 201);
+  await send(rowi, 'GET', '/v1/weather/cached', undefined, 200);
 
-  console.log(`rowi ${server.url}, provider answering after ${options.latency} ms; ${rounds} rounds × ${duration} s, ${options.connections} connections\n`);
+  console.log(`rowi ${rowi.url}, provider answering after ${options.latency} ms; ${rounds} rounds × ${duration} s, ${options.connections} connections\n`);
   console.log('Coalescing (provider calls made for requests served):');
   let requests = 0;
   const callsBefore = provider.calls;
   for (let burst = 0; burst < Number(options.bursts); burst++) {
     const place = `burst-${burst}`;
-    await call('PATCH', `/v1/weather/${place}`, { latitude: 10 + burst / 10, longitude: 20 + burst / 10 }, 201);
-    const statuses = await Promise.all(Array.from({ length: BURST }, () => fetch(`${server.url}/v1/weather/${place}`, { headers: server.headers }).then(async (reply) => (await reply.arrayBuffer(), reply.status))));
-    if (statuses.some((status) => status !== 200)) throw new Error(`a burst got ${statuses.filter((status) => status !== 200).join(', ')}`);
+    await send(rowi, 'PATCH', `/v1/weather/${place}`, { latitude: 10 + burst / 10, longitude: 20 + burst / 10 }, 201);
+    await Promise.all(Array.from({ length: BURST }, () => send(rowi, 'GET', `/v1/weather/${place}`, undefined, 200)));
     requests += BURST;
   }
   console.log(`  ${options.bursts} bursts of ${BURST} concurrent reads of an uncached place: ${requests} requests, ${provider.calls - callsBefore} provider calls`);
-  await call('PATCH', '/v1/weather/under-load', { latitude: -33.87, longitude: 151.21 }, 201);
+  await send(rowi, 'PATCH', '/v1/weather/under-load', { latitude: -33.87, longitude: 151.21 }, 201);
   const loadCallsBefore = provider.calls;
-  const underLoad = await wrk(server, '/v1/weather/under-load', duration);
-  console.log(`  wrk on an uncached place: ${underLoad.requests} requests, ${provider.calls - loadCallsBefore} provider call(s)\n`);
+  const underLoad = await load(bench, tool, read('/v1/weather/under-load'), duration);
+  console.log(`  ${tool} on an uncached place: ${underLoad.requests} requests, ${provider.calls - loadCallsBefore} provider call(s)\n`);
 
   const targets = [
-    ['GET /v1/users/{id}', `/v1/users/${user.id}`],
-    ['GET /v1/weather/{place}, recorded', '/v1/weather/recorded'],
-    ['GET /v1/weather/{place}, provider cache', '/v1/weather/cached'],
+    ['GET /v1/users/{id}', read(`/v1/users/${user.id}`)],
+    ['GET /v1/weather/{place}, recorded', read('/v1/weather/recorded')],
+    ['GET /v1/weather/{place}, provider cache', read('/v1/weather/cached')],
   ];
-  for (const connections of [Number(options.connections), 1]) {
+  for (const connections of [bench.connections, 1]) {
     const samples = new Map(targets.map(([name]) => [name, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const [name, path] of targets) samples.get(name).push(await wrk(server, path, duration, connections));
+      for (const [name, target] of targets) samples.get(name).push(await load({ ...bench, connections }, tool, target, duration));
     }
     const median = (runs, key) => [...runs].sort((a, b) => a[key] - b[key])[Math.floor(runs.length / 2)][key];
     const reference = samples.get(targets[0][0]);
@@ -131,61 +131,6 @@ async function startProvider(latencyMs) {
       return calls;
     },
     close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
-
-/** `rowi serve` on a fresh SQLite file, port 0, one process; resolves with its URL and admin key. */
-async function startRowi(env) {
-  const logFile = join(work, 'rowi.log');
-  const errFile = join(work, 'rowi.stderr');
-  const limits = Object.fromEntries(['ANONYMOUS', 'READER', 'EDITOR', 'ADMIN', 'ORDERS_CREATE'].map((policy) => [`ROWI_RATE_LIMIT_${policy}`, '1000000000']));
-  rowi = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_DATA: join(work, 'rowi.db'), ROWI_REDIS_URL: '', ROWI_DATABASE_URL: '', ...limits, ...env },
-    stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')],
-  });
-  for (let waited = 0; waited < 20_000; waited += 50) {
-    const url = LISTENING.exec(readFileSync(logFile, 'utf8'))?.[1];
-    const key = /^ {2}ROWI_KEY=(rowi_\S+)$/m.exec(readFileSync(errFile, 'utf8'))?.[1];
-    if (url && key) {
-      // rowi sheds load for its first second (start-up stalls its event loop): let it pass.
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      return { url, headers: { 'x-api-key': key, accept: 'application/json' } };
-    }
-    if (rowi.exitCode !== null) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`rowi did not start:\n${readFileSync(logFile, 'utf8')}${readFileSync(errFile, 'utf8')}`);
-}
-
-function caller(server) {
-  return async (method, path, body, status) => {
-    const headers = { ...server.headers, ...(body === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }) };
-    const reply = await fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await reply.text();
-    if (reply.status !== status) throw new Error(`setting up: ${method} ${path} answered ${reply.status}: ${text}`);
-    return text === '' ? undefined : JSON.parse(text);
-  };
-}
-
-/** One wrk load (1 thread: the other core is rowi's); fails on any non-2xx or socket error. */
-async function wrk(server, path, seconds, connections = Number(options.connections)) {
-  const script = join(work, 'request.lua');
-  writeFileSync(script, Object.entries(server.headers).map(([name, value]) => `wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`).join('\n'));
-  const { stdout } = await promisify(execFile)('wrk', ['-t', '1', '-c', String(connections), '-d', `${seconds}s`, '--timeout', '5s', '--latency', '-s', script, `${server.url}${path}`], {
-    encoding: 'utf8',
-    timeout: (seconds + 30) * 1000,
-  });
-  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(stdout) ?? /Socket errors: (.*)/.exec(stdout);
-  if (errors) throw new Error(`${path}: ${errors[0]}\n${stdout}`);
-  const ms = (text) => {
-    const [, number, unit] = /([\d.]+)(\w+)/.exec(text);
-    return Number(number) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[unit];
-  };
-  return {
-    requests: Number(/(\d+) requests in/.exec(stdout)[1]),
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)[1]),
-    p50: ms(/ 50%\s+([\d.]+\w+)/.exec(stdout)[1]),
-    p99: ms(/ 99%\s+([\d.]+\w+)/.exec(stdout)[1]),
   };
 }
 

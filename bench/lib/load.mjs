@@ -92,6 +92,7 @@ async function runWrk(bench, target, seconds) {
   const errors = /Non-2xx or 3xx responses: (\d+)/.exec(output) ?? /Socket errors: (.*)/.exec(output);
   if (errors) throw new Error(`${target.name}: ${errors[0]}\n${output}`);
   return {
+    requests: Number(/(\d+) requests in/.exec(output)[1]),
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)[1]),
     p50: toMs(/ 50%\s+([\d.]+\w+)/.exec(output)[1]),
     p99: toMs(/ 99%\s+([\d.]+\w+)/.exec(output)[1]),
@@ -116,5 +117,5 @@ async function runAutocannon(bench, target, seconds) {
     duration: seconds,
   });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${target.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  return { requests: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }

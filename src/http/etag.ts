@@ -6,7 +6,16 @@ import type { Format } from './negotiate.js';
  * for If-Match both tags of the current version are current (they validate the same state).
  */
 export function etagFor(version: number, format: Format): string {
-  return format === 'json' ? `"v${version}"` : `"v${version}-xml"`;
+  return entityTag(`v${version}`, format);
+}
+
+/**
+ * An entity tag of any representation: `opaque` names its content, the format is appended (the
+ * XML representation is another one), and `weak` marks a tag that names content equivalent for
+ * caching but not the stored record itself (RFC 9110 §8.8.1), so If-Match never accepts it.
+ */
+export function entityTag(opaque: string, format: Format, weak = false): string {
+  return `${weak ? 'W/' : ''}"${format === 'json' ? opaque : `${opaque}-xml`}"`;
 }
 
 interface EntityTags {
@@ -23,11 +32,11 @@ function parseEntityTags(header: string): EntityTags {
   return { any: false, tags };
 }
 
-/** If-None-Match on GET/HEAD: true when the client's copy is current (answer 304). Weak comparison. */
+/** If-None-Match on GET/HEAD: true when the client's copy is current (answer 304). Weak comparison, so `etag` may be weak too. */
 export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
   const { any, tags } = parseEntityTags(header);
-  const opaque = etag.slice(1, -1);
+  const opaque = parseEntityTags(etag).tags[0]?.opaque;
   return any || tags.some((tag) => tag.opaque === opaque);
 }
 

@@ -31,20 +31,24 @@ export interface CollectionSpec {
   defaultSort?: string;
 }
 
+/**
+ * An exclusive time bound on a timestamp column: `after` (>) or `before` (<). Any RFC 3339 offset
+ * is accepted and compared in rowi's stored form (UTC, milliseconds), so the comparison of text
+ * columns is a comparison of instants.
+ */
+export function timeBound(column: string, bound: 'after' | 'before', subject: string): FilterSpec {
+  return {
+    schema: Type.String({ ...Timestamp, description: `only ${subject} strictly ${bound} this instant (RFC 3339)` }),
+    column,
+    operator: bound === 'after' ? '>' : '<',
+    normalize: (value: string) => toTimestamp(value) ?? value,
+  };
+}
+
 /** created_after / created_before, exclusive bounds on created_at. */
 export const CREATED_RANGE_FILTERS: Record<string, FilterSpec> = {
-  created_after: {
-    schema: Type.String({ ...Timestamp, description: 'only records created strictly after this instant (RFC 3339)' }),
-    column: 'created_at',
-    operator: '>',
-    normalize: (value: string) => toTimestamp(value) ?? value,
-  },
-  created_before: {
-    schema: Type.String({ ...Timestamp, description: 'only records created strictly before this instant (RFC 3339)' }),
-    column: 'created_at',
-    operator: '<',
-    normalize: (value: string) => toTimestamp(value) ?? value,
-  },
+  created_after: timeBound('created_at', 'after', 'records created'),
+  created_before: timeBound('created_at', 'before', 'records created'),
 };
 
 /** The query-string schema of a collection: paging, sort and its filters, nothing else (400). */

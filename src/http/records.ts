@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { VersionCondition } from '../resources/versioned.js';
+import type { UpsertCondition, VersionCondition } from '../resources/versioned.js';
 import { etagFor, ifMatchAllows, ifNoneMatchHits } from './etag.js';
 import type { IdempotentResult } from './idempotency.js';
 
@@ -9,17 +9,26 @@ import type { IdempotentResult } from './idempotency.js';
  * the condition a service checks against the stored version before it writes.
  */
 export function sendRecord(request: FastifyRequest, reply: FastifyReply, record: { version: number }, status = 200) {
-  const etag = etagFor(record.version, request.format);
+  return sendTagged(request, reply, record, etagFor(record.version, request.format), status);
+}
+
+/** A representation with its entity tag (strong or weak); 304 on GET/HEAD when If-None-Match names it. */
+export function sendTagged(request: FastifyRequest, reply: FastifyReply, body: unknown, etag: string, status = 200) {
   reply.header('etag', etag);
   if ((request.method === 'GET' || request.method === 'HEAD') && ifNoneMatchHits(request.headers['if-none-match'], etag)) {
     return reply.code(304).removeHeader('content-type').send();
   }
-  return reply.code(status).send(record);
+  return reply.code(status).send(body);
 }
 
 export function conditionOf(request: FastifyRequest): VersionCondition {
   const header = request.headers['if-match'];
   return header === undefined ? () => true : (version) => ifMatchAllows(header, version);
+}
+
+/** If-Match of a request that may create its target (see UpsertCondition). */
+export function upsertConditionOf(request: FastifyRequest): UpsertCondition {
+  return { present: request.headers['if-match'] !== undefined, allows: conditionOf(request) };
 }
 
 /** 201 Created (or its replay): Location, ETag and the record. */

@@ -9,6 +9,20 @@ export type VersionCondition = (storedVersion: number) => boolean;
 
 export const UNCONDITIONAL: VersionCondition = () => true;
 
+/**
+ * If-Match on a request that creates its target when there is none (PUT or PATCH of a place):
+ * `allows` is checked against the stored version as usual, and with no target yet any If-Match
+ * fails (RFC 9110 §13.1.1: there is no current representation to match).
+ */
+export interface UpsertCondition {
+  present: boolean;
+  allows: VersionCondition;
+}
+
+export function assertMayCreate(condition: UpsertCondition, what: string): void {
+  if (condition.present) throw new PreconditionFailedError(`${what} does not exist yet, so If-Match cannot match; send the request without If-Match to create it.`);
+}
+
 export function assertCondition(condition: VersionCondition, storedVersion: number, what: string): void {
   if (!condition(storedVersion)) {
     throw new PreconditionFailedError(`${what} has changed since the ETag in If-Match was issued; GET it again and retry with the new ETag.`);
@@ -56,5 +70,10 @@ export async function withVersionRetry<T>(attempt: () => Promise<T | undefined>,
     const result = await attempt();
     if (result !== undefined) return result;
   }
-  throw new PreconditionFailedError(`${what} is being changed concurrently; retry.`);
+  throw changedConcurrently(what);
+}
+
+/** A write that found its row at another version than it checked, more often than it retries. */
+export function changedConcurrently(what: string): PreconditionFailedError {
+  return new PreconditionFailedError(`${what} is being changed concurrently; retry.`);
 }

@@ -141,20 +141,26 @@ describe('PUT /v1/weather/{place}: bodies that are refused', () => {
     expect(await storedWeather()).toEqual(before);
   });
 
-  it('PUT /v1/weather/{place}: 422 listing every missing member when the body is empty', async () => {
+  it('PUT /v1/weather/{place}: 422 listing every missing member when the body is empty, and nothing stored changes', async () => {
+    const before = await storedWeather();
+
     const reply = await putObservation(newPlace('refused'), {});
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer).sort()).toEqual(REQUIRED_MEMBERS.map((member) => `#/${member}`).sort());
+    expect(await storedWeather()).toEqual(before);
   });
 
-  it('PUT /v1/weather/{place}: a problem in XML when the client accepts only XML', async () => {
+  it('PUT /v1/weather/{place}: a problem in XML when the client accepts only XML, and nothing stored changes', async () => {
+    const before = await storedWeather();
+
     const reply = await putObservation(newPlace('refused'), buildObservation({ wind_kph: -1 }), { accept: 'application/xml' });
 
     expect(reply.status).toBe(422);
     expect(reply.mediaType).toBe('application/problem+xml');
     expect(reply.text).toContain('<type>/problems/validation-failed</type>');
     expect(reply.text).toContain('<pointer>#/wind_kph</pointer>');
+    expect(await storedWeather()).toEqual(before);
   });
 });
 
@@ -233,7 +239,7 @@ describe('/v1/weather/{place}: segments that are not place slugs', () => {
     for (const reply of [raw, rawEncoded]) {
       expect(reply.status).toBe(404);
       expect(reply.contentType).toMatch(/^application\/problem\+json/);
-      expect(JSON.parse(reply.text)).toMatchObject({ type: '/problems/not-found', status: 404 });
+      expect(JSON.parse(reply.text)).toMatchObject({ type: '/problems/not-found', title: 'Not found', status: 404, detail: expect.any(String), instance: expect.stringMatching(/^\/v1\//), request_id: expect.any(String) });
     }
     expect(await storedWeather()).toEqual(before);
     expect((await storedPlace('etc'))?.version).toBe(before.places.find((row) => row.place === 'etc')?.version);

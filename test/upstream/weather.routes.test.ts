@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { startFakeOpenMeteo, type FakeBehaviour, type FakeOpenMeteo } from '../helpers/fake-open-meteo.js';
+import { weatherHelpers } from '../helpers/weather.js';
 
 /**
  * GET /v1/weather/{place} with the upstream provider on, against a real HTTP server on loopback
@@ -33,8 +34,6 @@ async function placeWithCoordinates(test: TestApp, slug: string): Promise<{ lati
   return at;
 }
 
-const storedPlaces = (test: TestApp) => test.storage.db.selectFrom('places').selectAll().orderBy('id').execute();
-const storedObservations = (test: TestApp) => test.storage.db.selectFrom('observations').selectAll().orderBy('id').execute();
 
 function header(reply: Reply, name: string): string {
   return String(reply.headers[name] ?? '');
@@ -138,7 +137,8 @@ describe('GET /v1/weather/{place} from the provider', () => {
   it.each(failures)('GET /v1/weather/{place}: when the provider answers "%s" and nothing is cached, then %i %s, and nothing stored changes', async (behaviour, status, type, kind) => {
     const slug = `fails-${behaviour}`;
     await placeWithCoordinates(test, slug);
-    const [placesBefore, observationsBefore] = [await storedPlaces(test), await storedObservations(test)];
+    const { storedWeather } = weatherHelpers(() => test);
+    const before = await storedWeather();
     fake.behave(behaviour, { delayMs: 1000 });
     const started = Date.now();
 
@@ -149,8 +149,7 @@ describe('GET /v1/weather/{place} from the provider', () => {
     expect(header(reply, 'cache-status')).toMatch(new RegExp(`^rowi; fwd=uri-miss(; fwd-status=\\d+)?; detail="upstream-${kind}"$`));
     // Within the 300 ms time-out (plus scheduling), whatever the provider does.
     expect(Date.now() - started).toBeLessThan(2000);
-    expect(await storedPlaces(test)).toEqual(placesBefore);
-    expect(await storedObservations(test)).toEqual(observationsBefore);
+    expect(await storedWeather()).toEqual(before);
     fake.behave('normal');
   });
 

@@ -2,9 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { ACTIONS } from '../../auth/policy.js';
 import type { Executor } from '../../db/database.js';
-import { toTimestamp } from '../../db/clock.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
-import { listQuerySchema, pageSchema, parseListQuery, sendPage, type CollectionSpec } from '../../http/paging.js';
+import { listQuerySchema, pageSchema, parseListQuery, sendPage, timeBound, type CollectionSpec } from '../../http/paging.js';
 import { Id, RecordFields, RESPONSE_HEADERS, Timestamp, operation, representation } from '../../http/schemas.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -31,8 +30,6 @@ export const AuditEventSchema = Type.Object(
 
 const AuditEventPageSchema = pageSchema(AuditEventSchema, 'audit_events');
 
-const normalizeTime = (value: string) => toTimestamp(value) ?? value;
-
 export const AUDIT_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer' },
   defaultSort: '-id',
@@ -41,8 +38,8 @@ export const AUDIT_COLLECTION: CollectionSpec = {
     resource: { schema: Type.String({ maxLength: 64, description: 'only requests on this resource (users, orders, callers…)' }), column: 'resource', operator: '=' },
     action: { schema: Type.Union(ACTIONS.map((action) => Type.Literal(action)), { description: 'only requests of this action' }), column: 'action', operator: '=' },
     status: { schema: Type.Integer({ minimum: 100, maximum: 599, description: 'only requests answered with this status' }), column: 'status', operator: '=' },
-    after: { schema: Type.String({ ...Timestamp, description: 'only requests that arrived strictly after this instant' }), column: 'at', operator: '>', normalize: normalizeTime },
-    before: { schema: Type.String({ ...Timestamp, description: 'only requests that arrived strictly before this instant' }), column: 'at', operator: '<', normalize: normalizeTime },
+    after: timeBound('at', 'after', 'requests that arrived'),
+    before: timeBound('at', 'before', 'requests that arrived'),
   },
 };
 

@@ -15,7 +15,8 @@ export interface Freshness {
   etag: { opaque: string; weak: boolean };
 }
 
-export interface CurrentWeather {
+/** The weather of a place as GET shows it, with how fresh it is. */
+export interface WeatherReading {
   weather: Weather;
   freshness: Freshness;
 }
@@ -30,7 +31,7 @@ export const REVALIDATE = 'private, no-cache';
  * recorded observation is newer. When the provider fails, whatever rowi still has is served
  * with `stale: true` (stale-if-error); with nothing at all, 502 or 504.
  */
-export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather | undefined, slug: string): Promise<CurrentWeather> {
+export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather | undefined, slug: string): Promise<WeatherReading> {
   const place = await getPlace(db, slug);
   if (!upstream || place.latitude === null || place.longitude === null) return recorded(place, false, undefined);
 
@@ -51,7 +52,7 @@ export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather
   };
 }
 
-function recorded(place: StoredPlace, stale: boolean, cacheStatus: string | undefined): CurrentWeather {
+function recorded(place: StoredPlace, stale: boolean, cacheStatus: string | undefined): WeatherReading {
   return {
     weather: toWeather(place, stale),
     freshness: {

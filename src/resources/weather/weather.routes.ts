@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ifNoneMatchHits } from '../../http/etag.js';
+import { entityTag } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
-import { conditionOf, sendEmpty, sendRecord } from '../../http/records.js';
+import { conditionOf, sendEmpty, sendRecord, sendTagged, upsertConditionOf } from '../../http/records.js';
 import { IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import { REVALIDATE, readCurrentWeather, type CurrentWeather } from './current-weather.js';
+import { REVALIDATE, readCurrentWeather, type WeatherReading } from './current-weather.js';
 import {
   OBSERVATION_COLLECTION,
   ObservationInputSchema,
@@ -15,7 +15,7 @@ import {
   WeatherPageSchema,
   WeatherSchema,
 } from './weather.schema.js';
-import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type PlaceCondition, type PlaceWrite } from './weather.service.js';
+import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type PlaceWrite } from './weather.service.js';
 
 /** Lists show recorded weather only, which any PUT can change: reuse only after asking again. */
 const RECORDED_FRESHNESS = { 'Cache-Control': RESPONSE_HEADERS.cache['Cache-Control'], Age: RESPONSE_HEADERS.cache.Age };
@@ -79,7 +79,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => {
     const recordedBy = request.principal?.name ?? 'anonymous';
-    const result = await db.transaction().execute((trx) => recordObservation(trx, request.params.place, request.body, recordedBy, placeConditionOf(request)));
+    const result = await db.transaction().execute((trx) => recordObservation(trx, request.params.place, request.body, recordedBy, upsertConditionOf(request)));
     return sendPlaceWrite(request, reply, result);
   });
 
@@ -100,7 +100,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [412],
     }),
   }, async (request, reply) => {
-    const result = await db.transaction().execute((trx) => patchPlace(trx, request.params.place, request.body, placeConditionOf(request)));
+    const result = await db.transaction().execute((trx) => patchPlace(trx, request.params.place, request.body, upsertConditionOf(request)));
     return sendPlaceWrite(request, reply, result);
   });
 
@@ -142,21 +142,14 @@ function revalidate(reply: FastifyReply): FastifyReply {
   return reply.header('cache-control', REVALIDATE).header('age', '0');
 }
 
-function placeConditionOf(request: FastifyRequest): PlaceCondition {
-  return { present: request.headers['if-match'] !== undefined, allows: conditionOf(request) };
-}
-
 function sendPlaceWrite(request: FastifyRequest, reply: FastifyReply, { place, created }: PlaceWrite) {
   if (created) reply.header('location', `/v1/weather/${place.place}`);
   return sendRecord(request, reply, { ...toWeather(place), version: place.version }, created ? 201 : 200);
 }
 
 /** The weather with the headers that say how fresh it is; 304 when the client's copy is current. */
-function sendCurrentWeather(request: FastifyRequest, reply: FastifyReply, { weather, freshness }: CurrentWeather) {
-  const opaque = request.format === 'xml' ? `${freshness.etag.opaque}-xml` : freshness.etag.opaque;
-  const etag = `${freshness.etag.weak ? 'W/' : ''}"${opaque}"`;
-  reply.header('etag', etag).header('cache-control', freshness.cacheControl).header('age', String(freshness.age));
+function sendCurrentWeather(request: FastifyRequest, reply: FastifyReply, { weather, freshness }: WeatherReading) {
+  reply.header('cache-control', freshness.cacheControl).header('age', String(freshness.age));
   if (freshness.cacheStatus !== undefined) reply.header('cache-status', freshness.cacheStatus);
-  if (ifNoneMatchHits(request.headers['if-none-match'], `"${opaque}"`)) return reply.code(304).removeHeader('content-type').send();
-  return reply.code(200).send(weather);
+  return sendTagged(request, reply, weather, entityTag(freshness.etag.opaque, request.format, freshness.etag.weak));
 }

@@ -1,7 +1,6 @@
 import Type, { type Static, type TSchema } from 'typebox';
-import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { CREATED_RANGE_FILTERS, pageSchema, timeBound, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields, Timestamp } from '../../http/schemas.js';
-import { toTimestamp } from '../../db/clock.js';
 import { CONDITIONS, type Condition } from './conditions.js';
 import { MEASUREMENT_RANGES } from './ranges.js';
 
@@ -25,10 +24,14 @@ const Longitude = Type.Number({ minimum: -180, maximum: 180, description: 'degre
 const CONDITIONS_DESCRIPTION = `what the sky does: ${CONDITIONS.join(', ')}`;
 const SOURCE_DESCRIPTION = 'who measured it: open-meteo for the upstream provider, else the recording feed (the caller\'s name unless the body names another)';
 
+/** A measurement with its range (ranges.ts), the range written into its description. */
+const measurement = (range: { minimum: number; maximum: number }, what: string, note = '') =>
+  Type.Number({ ...range, description: `${what}, ${range.minimum} to ${range.maximum}${note}` });
+
 const Measured = {
-  temperature_c: Type.Number({ ...MEASUREMENT_RANGES.temperature_c, description: 'air temperature, °C, −100 to 70' }),
-  humidity_pct: Type.Number({ ...MEASUREMENT_RANGES.humidity_pct, description: 'relative humidity, %, 0 to 100' }),
-  wind_kph: Type.Number({ ...MEASUREMENT_RANGES.wind_kph, description: 'wind speed, km/h, 0 to 500 (the strongest gust ever measured was 408 km/h)' }),
+  temperature_c: measurement(MEASUREMENT_RANGES.temperature_c, 'air temperature, °C'),
+  humidity_pct: measurement(MEASUREMENT_RANGES.humidity_pct, 'relative humidity, %'),
+  wind_kph: measurement(MEASUREMENT_RANGES.wind_kph, 'wind speed, km/h', ' (the strongest gust ever measured was 408 km/h)'),
   conditions: Type.Union(
     CONDITIONS.map((condition) => Type.Literal(condition)),
     { description: CONDITIONS_DESCRIPTION },
@@ -45,6 +48,8 @@ const Source = Type.String({
 });
 
 const nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
+/** A measurement of the place's latest observation: null until there is one. */
+const untilFirstObservation = (schema: TSchema & { description?: string }) => nullable(schema, `${schema.description ?? ''}; null before the first observation`);
 
 /** A place and its latest weather: recorded, or from the upstream provider (README "Weather"). */
 export const WeatherSchema = Type.Object(
@@ -54,9 +59,9 @@ export const WeatherSchema = Type.Object(
     name: DisplayName,
     latitude: nullable(Latitude, 'degrees north; null when the place has no coordinates (then only recorded observations are served)'),
     longitude: nullable(Longitude, 'degrees east; null when the place has no coordinates'),
-    temperature_c: nullable(Measured.temperature_c, 'air temperature, °C; null before the first observation'),
-    humidity_pct: nullable(Measured.humidity_pct, 'relative humidity, %; null before the first observation'),
-    wind_kph: nullable(Measured.wind_kph, 'wind speed, km/h; null before the first observation'),
+    temperature_c: untilFirstObservation(Measured.temperature_c),
+    humidity_pct: untilFirstObservation(Measured.humidity_pct),
+    wind_kph: untilFirstObservation(Measured.wind_kph),
     conditions: Type.Union([...CONDITIONS.map((condition) => Type.Literal(condition)), Type.Null()], { description: `${CONDITIONS_DESCRIPTION}; null before the first observation` }),
     observed_at: nullable(Type.String({ ...Timestamp, readOnly: true }), 'when it was measured; null before the first observation'),
     source: nullable(Type.String({ readOnly: true }), 'open-meteo when the upstream provider answered, else the feed that recorded it; null before the first observation'),
@@ -126,16 +131,9 @@ export const PLACE_COLLECTION: CollectionSpec = {
   defaultSort: 'place',
 };
 
-const observedBound = (operator: '>' | '<', word: string) => ({
-  schema: Type.String({ ...Timestamp, description: `only observations made strictly ${word} this instant (RFC 3339)` }),
-  column: 'observed_at',
-  operator,
-  normalize: (value: string) => toTimestamp(value) ?? value,
-});
-
 /** History: newest first by default; `observed_after` / `observed_before` bound it in time. */
 export const OBSERVATION_COLLECTION: CollectionSpec = {
   sortable: { observed_at: 'string', id: 'integer' },
-  filters: { observed_after: observedBound('>', 'after'), observed_before: observedBound('<', 'before') },
+  filters: { observed_after: timeBound('observed_at', 'after', 'observations made'), observed_before: timeBound('observed_at', 'before', 'observations made') },
   defaultSort: '-observed_at',
 };

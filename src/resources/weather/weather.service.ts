@@ -3,8 +3,8 @@ import type { Executor, Measurements, Trx } from '../../db/database.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import type { ListQuery } from '../../db/paginate.js';
 import type { Page } from '../../http/paging.js';
-import { NotFoundError, PreconditionFailedError, UnprocessableError, type FieldError } from '../../errors.js';
-import { assertCondition, assertReadOnlyEchoes, type VersionCondition } from '../versioned.js';
+import { NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
+import { assertCondition, assertMayCreate, assertReadOnlyEchoes, changedConcurrently, type UpsertCondition, type VersionCondition } from '../versioned.js';
 import {
   findObservations,
   findPlace,
@@ -52,7 +52,7 @@ export async function listObservations(db: Executor, slug: string, query: ListQu
  * the history; it becomes the place's latest only if it is at least as recent as the stored
  * one, so feeds that deliver late or out of order never move the weather back in time.
  */
-export async function recordObservation(trx: Trx, slug: string, input: ObservationInput, recordedBy: string, condition: PlaceCondition): Promise<PlaceWrite> {
+export async function recordObservation(trx: Trx, slug: string, input: ObservationInput, recordedBy: string, condition: UpsertCondition): Promise<PlaceWrite> {
   const observation = checkObservation(input, recordedBy);
   const { place: stored, created } = await findOrCreatePlace(trx, slug, input, condition, observation);
   assertEchoes(stored, input);
@@ -63,7 +63,7 @@ export async function recordObservation(trx: Trx, slug: string, input: Observati
 }
 
 /** PATCH (JSON Merge Patch): name and coordinates; creates the place when there is none yet. */
-export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: PlaceCondition): Promise<PlaceWrite> {
+export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: UpsertCondition): Promise<PlaceWrite> {
   const { place: stored, created } = await findOrCreatePlace(trx, slug, patch, condition);
   assertEchoes(stored, patch);
   if (created) return { place: stored, created };
@@ -75,7 +75,7 @@ export async function deletePlace(trx: Trx, slug: string, condition: VersionCond
   const stored = await findPlaceForUpdate(trx, placeKey(slug));
   if (!stored) throw placeNotFound(slug);
   assertCondition(condition, stored.version, `Place ${stored.place}`);
-  if (!(await deleteAtVersion(trx, 'places', stored.id, stored.version))) throw concurrentChange(stored.place);
+  if (!(await deleteAtVersion(trx, 'places', stored.id, stored.version))) throw changedConcurrently(`Place ${stored.place}`);
 }
 
 /** The stored place as the API shows it, with its latest recorded observation. */
@@ -98,21 +98,12 @@ export function toWeather(place: StoredPlace, stale = false): Weather {
   };
 }
 
-/**
- * If-Match, for a request that may create its target: with no place yet, any If-Match fails
- * (RFC 9110 §13.1.1: there is no current representation to match).
- */
-export interface PlaceCondition {
-  present: boolean;
-  allows: VersionCondition;
-}
-
 /** The place, locked; or a new one with the body's fields (and its first observation), at version 1. */
 async function findOrCreatePlace(
   trx: Trx,
   slug: string,
   fields: { name?: string; latitude?: number | null; longitude?: number | null },
-  condition: PlaceCondition,
+  condition: UpsertCondition,
   observation?: Measurements,
 ): Promise<PlaceWrite> {
   const key = placeKey(slug);
@@ -122,7 +113,7 @@ async function findOrCreatePlace(
       assertCondition(condition.allows, stored.version, `Place ${key}`);
       return { place: stored, created: false };
     }
-    if (condition.present) throw new PreconditionFailedError(`Place ${key} does not exist yet, so If-Match cannot match; send the request without If-Match to create it.`);
+    assertMayCreate(condition, `Place ${key}`);
     assertCoordinatesTogether(fields.latitude ?? null, fields.longitude ?? null, fields);
     const inserted = await insertPlace(trx, {
       place: key,
@@ -135,7 +126,7 @@ async function findOrCreatePlace(
     if (inserted) return { place: inserted, created: true };
     // Another request created it between our read and insert: read it again, now locked.
   }
-  throw concurrentChange(key);
+  throw changedConcurrently(`Place ${key}`);
 }
 
 /** The fields of the place a body changes (JSON Merge Patch rules: absent keeps, null clears). */
@@ -155,7 +146,7 @@ async function applyChanges(trx: Trx, stored: StoredPlace, changes: Partial<Meas
   const changed = Object.entries(changes).some(([field, value]) => stored[field as keyof StoredPlace] !== value);
   if (!changed) return stored;
   const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
-  if (!place) throw concurrentChange(stored.place);
+  if (!place) throw changedConcurrently(`Place ${stored.place}`);
   return place;
 }
 
@@ -204,11 +195,6 @@ function toObservation(place: string, row: StoredObservation): Observation {
   return { ...row, place, conditions: row.conditions as Observation['conditions'] };
 }
 
-export function placeNotFound(slug: string): NotFoundError {
+function placeNotFound(slug: string): NotFoundError {
   return new NotFoundError(`There is no place ${placeKey(slug)}; PUT an observation or PATCH its coordinates to create it.`);
-}
-
-/** The row is locked (PostgreSQL) or the write lock held (SQLite) from the read on, so this is a safety net. */
-function concurrentChange(place: string): PreconditionFailedError {
-  return new PreconditionFailedError(`Place ${place} is being changed concurrently; retry.`);
 }
