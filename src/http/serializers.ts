@@ -1,22 +1,73 @@
 import { SerializerSelector, type SerializerFactory } from '@fastify/fast-json-stringify-compiler';
 
 /**
- * Response serializers as Fastify builds them (fast-json-stringify), except for problems.
- * Fastify compiles one serializer per response schema of every route when the app starts, and
- * every operation documents a dozen problem statuses (406, 413, 429, 500, 503…, one schema): those
- * were most of the start-up time (app.ready() took about a second), paid by every process and
- * worker. They are never used, since http/problem.ts writes every problem itself (JSON or XML);
- * so a problem status gets its serializer only if something ever asks for it. Success responses
- * are compiled at start as before, so a broken schema still stops the start.
+ * Response serializers as Fastify builds them (fast-json-stringify), with two differences.
+ *
+ * Problems: Fastify compiles one serializer per response schema of every route when the app
+ * starts, and every operation documents a dozen problem statuses (406, 413, 429, 500, 503…, one
+ * schema): those were most of the start-up time (app.ready() took about a second), paid by every
+ * process and worker. They are never used, since http/problem.ts writes every problem itself
+ * (JSON or XML); so a problem status gets its serializer only if something ever asks for it.
+ * Success responses are compiled at start as before, so a broken schema still stops the start.
+ *
+ * Success responses are written by shape only (see lenientSchema): what is stored is presented
+ * as stored, and a value that breaks a rule of the schema (a timestamp written before a rule
+ * existed, a word a vocabulary no longer has) can never turn a read, or a whole page, into a 500.
  */
 export function serializerFactory(): SerializerFactory {
   const compilers = SerializerSelector();
   return (externalSchemas, options) => {
     const compile = compilers(externalSchemas, options);
     return (route) => {
-      if (Number(route.httpStatus) < 400) return compile(route);
+      if (Number(route.httpStatus) < 400) return compile({ ...route, schema: lenientSchema(route.schema) });
       let serialize: ((document: unknown) => string) | undefined;
       return (document) => (serialize ??= compile(route))(document);
     };
   };
+}
+
+/** Rules of a value, as opposed to its shape: they validate input, and mean nothing to a writer. */
+const VALUE_RULES = new Set([
+  'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum',
+  'multipleOf', 'enum', 'minItems', 'maxItems', 'uniqueItems',
+]);
+
+/**
+ * A copy of a response schema that keeps its shape (types, members, items, which members are
+ * written) and drops the rules of values. fast-json-stringify chooses the branch of an `anyOf`
+ * (a nullable field, a choice of words) by validating the value against each branch, rules
+ * included, and throws when none fits; and it writes a `const` as the constant whatever the value
+ * is. Here a choice of constants becomes their type, and a branch fits any value of its type.
+ * The original schema, which validates and documents, is left as it is.
+ */
+export function lenientSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(lenientSchema);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const source = schema as Record<string, unknown>;
+  if (source.const !== undefined) return { type: typeof source.const === 'number' ? 'number' : typeof source.const };
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(source)) {
+    if (VALUE_RULES.has(key)) continue;
+    if (key === 'properties' && typeof value === 'object' && value !== null) {
+      copy[key] = Object.fromEntries(Object.entries(value).map(([name, member]) => [name, lenientSchema(member)]));
+    } else if (key === 'anyOf' && Array.isArray(value)) {
+      copy[key] = distinct(value.map(lenientSchema));
+    } else if (key === 'items' || key === 'additionalProperties') {
+      copy[key] = lenientSchema(value);
+    } else {
+      copy[key] = value;
+    }
+  }
+  return copy;
+}
+
+/** Branches that became equal (three constants, one type) are one branch. */
+function distinct(branches: unknown[]): unknown[] {
+  const seen = new Set<string>();
+  return branches.filter((branch) => {
+    const key = JSON.stringify(branch);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, toTimestamp } from '../db/clock.js';
 import { BadRequestError, NotFoundError, UnprocessableError, type FieldError } from '../errors.js';
 
 /**
@@ -20,6 +21,10 @@ function createAjv(options: { coerce: boolean }) {
     verbose: true,
   });
   addFormats.default(ajv);
+  // Every timestamp a caller sends (bodies and query strings alike) is one rowi can store, read
+  // back and serialise: RFC 3339 with an offset, years 0001–9999 in UTC, no leap second. Checked
+  // here, before any handler runs, so a refused instant never reaches storage.
+  ajv.addFormat('date-time', { type: 'string', validate: (text: string) => toTimestamp(text) !== undefined });
   ajv.addKeyword({ keyword: 'xml' });
   return ajv;
 }
@@ -168,7 +173,7 @@ function explain(error: ErrorObject, where: FieldError['in']): string {
 
 const FORMAT_NAMES: Record<string, string> = {
   email: 'email address',
-  'date-time': 'RFC 3339 date-time with a time zone',
+  'date-time': `RFC 3339 date-time with a time zone, from ${EARLIEST_TIMESTAMP} to ${LATEST_TIMESTAMP} (no leap second)`,
   'uri-reference': 'URI reference',
 };
 

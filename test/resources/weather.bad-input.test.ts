@@ -17,7 +17,7 @@ afterAll(() => test.close());
 const { newPlace, putObservation, recordObservation, storedPlace, storedWeather } = weatherHelpers(() => test);
 
 const ONE_OF_CONDITIONS = `must be one of ${JSON.stringify(DOCUMENTED_CONDITIONS)}`;
-const NOT_RFC3339 = 'must be a valid RFC 3339 date-time with a time zone';
+const NOT_RFC3339 = 'must be a valid RFC 3339 date-time with a time zone, from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (no leap second)';
 
 /**
  * Bodies PUT must refuse with 422: [case, member, its value as raw JSON text (so 1e400 reaches the

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { generateApiKey } from '../../auth/api-keys.js';
 import { isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
-import { nowTimestamp } from '../../db/clock.js';
+import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Role, Trx } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -121,7 +121,9 @@ export interface ApiKeyInput {
 /** A new key for the caller: the stored record, and the key itself, which is never shown again. */
 export async function createApiKey(trx: Trx, callerId: number, input: ApiKeyInput = {}): Promise<{ record: StoredApiKey; key: string }> {
   await findStoredCaller(trx, callerId);
-  if (input.expires_at !== undefined && Date.parse(input.expires_at) <= Date.now()) {
+  // The schema has checked that expires_at is an instant rowi stores.
+  const expiresAt = input.expires_at === undefined ? null : toTimestamp(input.expires_at)!;
+  if (expiresAt !== null && expiresAt <= nowTimestamp()) {
     throw new UnprocessableError('expires_at is in the past; a key must expire in the future (or never).', [
       { in: 'body', pointer: '#/expires_at', detail: 'must be in the future' },
     ]);
@@ -132,7 +134,7 @@ export async function createApiKey(trx: Trx, callerId: number, input: ApiKeyInpu
     prefix: generated.prefix,
     secret_hash: generated.secretHash,
     description: input.description ?? '',
-    expires_at: input.expires_at === undefined ? null : new Date(input.expires_at).toISOString(),
+    expires_at: expiresAt,
     now: nowTimestamp(),
   });
   return { record, key: generated.key };
