@@ -26,7 +26,7 @@ export const PROBLEM_TYPES = {
   'user-has-open-orders': { status: 409, title: 'User has placed orders', description: 'The user has orders still placed; fulfil, cancel or delete them before deleting the user.' },
   'caller-name-taken': { status: 409, title: 'Caller name already in use', description: 'Another caller has this name; names are unique (they are also OAuth client ids).' },
   'concurrent-change': { status: 409, title: 'Concurrent change', description: 'A record this request refers to was changed or deleted by another request at the same moment; nothing was changed. Retry: the answer will say what stands now.' },
-  'last-admin': { status: 409, title: 'Last admin', description: 'The change would leave no caller with the admin role, and then nobody could manage callers.' },
+  'last-admin': { status: 409, title: 'Last admin', description: 'The change would leave no caller that can manage callers (the admin role, still holding callers:read and callers:update, with a working API key): demoting, deleting or removing those scopes from the last one, or revoking its last working key. `detail` says which; make another caller an admin with a key first.' },
   'request-timeout': { status: 408, title: 'Request timeout', description: 'The request line, headers or body did not arrive within the time-outs (ROWI_HEADERS_TIMEOUT, ROWI_REQUEST_TIMEOUT); the connection is closed.' },
   'precondition-failed': { status: 412, title: 'Precondition failed', description: 'If-Match does not name the current ETag: the record changed since it was read. GET it again and retry.' },
   'body-too-large': { status: 413, title: 'Body too large', description: 'The body is larger than the configured limit (ROWI_BODY_LIMIT, 1 MiB by default).' },

@@ -17,6 +17,17 @@ export type Scope = `${string}:${Action}`;
 /** Caller management: only the admin role has these, and they cannot be granted to another role. */
 export const MANAGEMENT_SCOPES: readonly Scope[] = ACTIONS.map((action): Scope => `callers:${action}`);
 
+/**
+ * What a caller needs to manage callers: the admin role (the only one with caller management),
+ * still holding read and update of callers. With those two it can give any scope back, to itself
+ * or to another admin, so they are what must never be lost by every caller at once.
+ */
+export const CALLER_MANAGEMENT_CORE: readonly Scope[] = ['callers:read', 'callers:update'];
+
+export function canManageCallers(role: Role, removed: readonly string[]): boolean {
+  return role === 'admin' && !CALLER_MANAGEMENT_CORE.some((scope) => removed.includes(scope));
+}
+
 /** Every scope there is, in a stable order. */
 export const ALL_SCOPES: readonly Scope[] = [
   ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),

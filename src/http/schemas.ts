@@ -36,11 +36,15 @@ export const IfNoneMatchHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'ETag of the copy the client holds (304 when current)' })),
 });
 
-/** Read-only fields a PUT or PATCH body may echo back; they must equal the stored values (SPEC §4). */
+/**
+ * Read-only fields a PUT or PATCH body may echo back, so a client can send what it read; each
+ * must equal the stored value (422 read-only-field otherwise). Marked readOnly in the request
+ * schema too, which in JSON Schema means the server owns the value.
+ */
 export const EchoedReadOnly = {
-  id: Type.Optional(Id),
-  created_at: Type.Optional(Timestamp),
-  updated_at: Type.Optional(Timestamp),
+  id: Type.Optional(RecordFields.id),
+  created_at: Type.Optional(RecordFields.created_at),
+  updated_at: Type.Optional(RecordFields.updated_at),
 };
 
 /** RFC 9457 problem details, with rowi's request id and field errors. */

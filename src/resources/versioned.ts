@@ -36,14 +36,16 @@ interface ReadOnlyFields {
 }
 
 /**
- * SPEC §4: a read-only field in a PUT/PATCH body is ignored when it equals the stored value
- * (so a client may send back what it read), and refused with 422 otherwise. Timestamps are
- * compared as instants, so "…:00Z" equals "…:00.000Z".
+ * A read-only field in a PUT/PATCH body is ignored when it equals the stored value (so a client
+ * may send back what it read), and refused with 422 otherwise (README "Conventions"). Timestamps
+ * are compared as instants, so "…:00Z" equals "…:00.000Z". `others` names further read-only
+ * fields of the resource that differ, so that one problem lists them all.
  */
-export function assertReadOnlyEchoes(stored: ReadOnlyFields, body: Partial<ReadOnlyFields>): void {
+export function assertReadOnlyEchoes(stored: ReadOnlyFields, body: Partial<ReadOnlyFields>, others: string[] = []): void {
   assertEchoesMatch([
     ...(body.id !== undefined && body.id !== stored.id ? ['id'] : []),
     ...(['created_at', 'updated_at'] as const).filter((field) => !sameInstant(body[field], stored[field])),
+    ...others,
   ]);
 }
 

@@ -26,14 +26,27 @@ export async function countCallers(db: Executor): Promise<number> {
 }
 
 /**
- * The admins, locked until the transaction ends, so that two concurrent demotions or deletions
- * of two different admins cannot both find "another admin" and leave none. SQLite needs no lock:
- * a write transaction holds the database's only write lock from its start (BEGIN IMMEDIATE).
+ * The admins, each with its removed scopes and how many working API keys it has (neither revoked
+ * nor expired at `now`). On PostgreSQL the admins' rows are locked until the transaction ends,
+ * before their keys are counted, so that two concurrent changes (demoting one admin, revoking
+ * another's last key) cannot both find "another caller can still manage callers" and leave none:
+ * the second waits and then sees the first's outcome. SQLite needs no lock: a write transaction
+ * holds the database's only write lock from its start (BEGIN IMMEDIATE).
  */
-export async function countAdminsLocked(trx: Trx): Promise<number> {
-  const admins = trx.selectFrom('callers').select('id').where('role', '=', 'admin');
+export async function findAdminsLocked(trx: Trx, now: string): Promise<{ id: number; removed_scopes: string; working_keys: number }[]> {
+  const admins = trx.selectFrom('callers').select(['id', 'removed_scopes']).where('role', '=', 'admin').orderBy('id');
   const rows = await (isSqlite(trx) ? admins : admins.forUpdate()).execute();
-  return rows.length;
+  if (rows.length === 0) return [];
+  const keys = await trx
+    .selectFrom('api_keys')
+    .select(['caller_id', (eb) => eb.fn.countAll<number | string>().as('working')])
+    .where('caller_id', 'in', rows.map((row) => row.id))
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .groupBy('caller_id')
+    .execute();
+  const working = new Map(keys.map((row) => [row.caller_id, Number(row.working)]));
+  return rows.map((row) => ({ ...row, working_keys: working.get(row.id) ?? 0 }));
 }
 
 export interface CallerFields {

@@ -64,7 +64,7 @@ export const CallerPatchSchema = Type.Object(
     extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s; replaces the list')),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
     rate_limit: Type.Optional(RateLimit),
-    scopes: Type.Optional(Type.Array(ScopeName, { description: 'read-only; ignored when it equals the stored value' })),
+    scopes: Type.Optional(Type.Array(ScopeName, { readOnly: true, maxItems: ALL_SCOPES.length * 2, description: 'read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to' })),
     ...EchoedReadOnly,
   },
   { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerPatch' },

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { generateApiKey } from '../../auth/api-keys.js';
-import { isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
+import { CALLER_MANAGEMENT_CORE, canManageCallers, isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Role, Trx } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
@@ -10,11 +10,11 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
-  countAdminsLocked,
   countCallers,
   findApiKey,
   findApiKeys,
   findCallerById,
+  findAdminsLocked,
   findCallers,
   insertApiKey,
   insertCaller,
@@ -80,13 +80,15 @@ export async function createCaller(trx: Trx, input: CallerInput): Promise<Caller
   return viewOf(await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })));
 }
 
-/** JSON Merge Patch of name, role and grants; the last admin cannot stop being one. */
+/** JSON Merge Patch of name, role and grants; the last caller that can manage callers cannot stop being one. */
 export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, condition: VersionCondition): Promise<CallerView> {
   return withVersionRetry(async () => {
     const stored = await findStoredCaller(trx, id);
     assertCondition(condition, stored.version, `Caller ${id}`);
-    assertReadOnlyEchoes(stored, patch);
     const current = viewOf(stored);
+    // scopes is what role and grants add up to: it may be echoed as read, in any order.
+    const scopesDiffer = patch.scopes !== undefined && !sameMembers(patch.scopes, current.scopes);
+    assertReadOnlyEchoes(stored, patch, scopesDiffer ? ['scopes'] : []);
     const fields = checkedFields({
       name: patch.name ?? current.name,
       role: patch.role ?? current.role,
@@ -95,7 +97,15 @@ export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, cond
       // Merge patch: null sets the role's default back, absent keeps what is stored.
       rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
     });
-    if (stored.role === 'admin' && fields.role !== 'admin') await assertAnotherAdmin(trx, id);
+    // Only an admin manages callers: changing any other caller cannot end that.
+    if (stored.role === 'admin') {
+      const removed = parseScopeList(fields.removed_scopes);
+      await assertManagementSurvives(trx, { callerId: id, role: fields.role, removed }, () =>
+        fields.role !== 'admin'
+          ? `Caller ${id} is the last caller that can manage callers; demoting it to ${fields.role} would leave nobody able to.`
+          : `Removing ${CALLER_MANAGEMENT_CORE.filter((scope) => removed.includes(scope)).join(' and ')} from caller ${id} would leave no caller that can manage callers (that takes callers:read and callers:update).`,
+      );
+    }
     const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every((field) => fields[field] === stored[field]);
     if (unchanged) return current;
     const updated = await withNameUniqueness(fields.name, () => updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }));
@@ -108,7 +118,9 @@ export async function deleteCaller(trx: Trx, id: number, condition: VersionCondi
   await withVersionRetry(async () => {
     const stored = await findStoredCaller(trx, id);
     assertCondition(condition, stored.version, `Caller ${id}`);
-    if (stored.role === 'admin') await assertAnotherAdmin(trx, id);
+    if (stored.role === 'admin') {
+      await assertManagementSurvives(trx, { callerId: id, deleted: true }, () => `Caller ${id} is the last caller that can manage callers; deleting it would leave nobody able to.`);
+    }
     return (await deleteAtVersion(trx, 'callers', id, stored.version)) ? true : undefined;
   }, `Caller ${id}`);
 }
@@ -154,8 +166,23 @@ export async function getApiKey(db: Executor, callerId: number, keyId: number): 
 
 /** Revokes a key (it stays listed, with revoked_at); revoking a revoked key changes nothing. */
 export async function revokeKey(trx: Trx, callerId: number, keyId: number): Promise<void> {
-  await getApiKey(trx, callerId, keyId);
-  await revokeApiKey(trx, keyId, nowTimestamp());
+  const key = await getApiKey(trx, callerId, keyId);
+  const now = nowTimestamp();
+  if (isWorking(key, now)) {
+    await assertManagementSurvives(trx, { callerId, keysLost: 1 }, () =>
+      `Key ${keyId} is the last working API key of caller ${callerId}, the last caller that can manage callers; revoking it would leave nobody able to.`,
+    );
+  }
+  await revokeApiKey(trx, keyId, now);
+}
+
+function sameMembers(echoed: readonly string[], stored: readonly string[]): boolean {
+  const set = new Set(echoed);
+  return set.size === stored.length && stored.every((scope) => set.has(scope));
+}
+
+function isWorking(key: StoredApiKey, now: string): boolean {
+  return key.revoked_at === null && (key.expires_at === null || key.expires_at > now);
 }
 
 /**
@@ -191,10 +218,37 @@ function checkedFields(input: CallerInput): { name: string; role: Role; extra_sc
   return { name: input.name, role: input.role, extra_scopes: extra.join(' '), removed_scopes: removed.join(' '), rate_limit: input.rate_limit ?? null };
 }
 
-async function assertAnotherAdmin(trx: Trx, id: number): Promise<void> {
-  if ((await countAdminsLocked(trx)) <= 1) {
-    throw new ConflictError('last-admin', `Caller ${id} is the last admin; make another caller an admin first.`);
-  }
+/** What a change does to one caller, as far as managing callers goes. */
+interface ManagementChange {
+  callerId: number;
+  role?: Role;
+  removed?: string[];
+  deleted?: boolean;
+  /** Working API keys the change takes from it. */
+  keysLost?: number;
+}
+
+/**
+ * Refuses (409 last-admin) a change after which no caller could manage callers: none would hold
+ * the admin role with callers:read and callers:update and a working API key, so nobody could
+ * create, repair or re-key a caller through the API again. `why` says what this change does.
+ */
+async function assertManagementSurvives(trx: Trx, change: ManagementChange, why: () => string): Promise<void> {
+  const admins = await findAdminsLocked(trx, nowTimestamp());
+  const manages = (admin: { role: Role; removed: string[]; workingKeys: number }) => admin.workingKeys > 0 && canManageCallers(admin.role, admin.removed);
+  const before = admins.map((admin) => ({ id: admin.id, role: 'admin' as Role, removed: parseScopeList(admin.removed_scopes), workingKeys: admin.working_keys }));
+  const after = before
+    .filter((admin) => !(admin.id === change.callerId && change.deleted))
+    .map((admin) =>
+      admin.id === change.callerId
+        ? { ...admin, role: change.role ?? admin.role, removed: change.removed ?? admin.removed, workingKeys: admin.workingKeys - (change.keysLost ?? 0) }
+        : admin,
+    );
+  if (after.some(manages) || !before.some(manages)) return;
+  throw new ConflictError(
+    'last-admin',
+    `${why()} Make another caller an admin and give it an API key first (or, with access to the database, run rowi callers create).`,
+  );
 }
 
 async function withNameUniqueness<T>(name: string, write: () => Promise<T>): Promise<T> {

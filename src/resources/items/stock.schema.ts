@@ -22,8 +22,8 @@ export type Stock = Static<typeof StockSchema>;
 
 /** Read-only stock fields a PUT or PATCH may echo back unchanged. */
 const EchoedStock = {
-  item_id: Type.Optional(Id),
-  reserved: Type.Optional(Type.Integer({ minimum: 0 })),
+  item_id: Type.Optional(Type.Integer({ ...Id, readOnly: true })),
+  reserved: Type.Optional(Type.Integer({ minimum: 0, readOnly: true })),
   updated_at: Type.Optional(RecordFields.updated_at),
 };
 

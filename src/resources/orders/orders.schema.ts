@@ -57,11 +57,11 @@ export const OrderCreateSchema = Type.Object(
 export type OrderCreate = Static<typeof OrderCreateSchema>;
 
 /** Read-only order fields a PUT or PATCH may echo back unchanged. */
-const EchoedOrder = { ...EchoedReadOnly, total: Type.Optional(Type.String({ maxLength: 32 })) };
+const EchoedOrder = { ...EchoedReadOnly, total: Type.Optional(Type.String({ maxLength: 32, readOnly: true })) };
 
 /** PUT: the writable fields of a placed order; status may be echoed but is changed with PATCH. */
 export const OrderReplaceSchema = Type.Object(
-  { ...OrderCreateSchema.properties, status: Type.Optional(Status), ...EchoedOrder },
+  { ...OrderCreateSchema.properties, status: Type.Optional(Type.Union(Status.anyOf, { readOnly: true, description: 'may be echoed; a status changes with PATCH' })), ...EchoedOrder },
   { additionalProperties: false, xml: { name: 'order' }, title: 'OrderReplace' },
 );
 export type OrderReplace = Static<typeof OrderReplaceSchema>;

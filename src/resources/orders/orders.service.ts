@@ -7,7 +7,7 @@ import { findItemPrices } from '../items/items.repository.js';
 import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import { findUserById } from '../users/users.repository.js';
-import { assertCondition, assertEchoesMatch, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
 import {
   deleteLines,
   findLines,
@@ -248,8 +248,7 @@ async function assertUserExists(db: Executor, userId: number): Promise<void> {
 
 /** Read-only fields echoed in a PUT/PATCH must equal the stored values; on PUT, status too. */
 function assertOrderEchoes(stored: StoredOrder, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): void {
-  assertReadOnlyEchoes(stored, body);
-  assertEchoesMatch([
+  assertReadOnlyEchoes(stored, body, [
     ...(body.total !== undefined && body.total !== formatMinorUnits(stored.total) ? ['total'] : []),
     // A status changes with PATCH (a transition), never with PUT.
     ...(mode === 'replace' && body.status !== undefined && body.status !== stored.status ? ['status'] : []),
