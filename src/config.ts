@@ -162,7 +162,7 @@ export const ConfigSchema = Type.Object({
     'ROWI_RATE_LIMIT_ORDERS_CREATE',
   ),
   authFailureLimit: setting(
-    Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10, description: 'requests with invalid credentials per minute per client address before it gets 429' }),
+    Type.Integer({ minimum: 0, maximum: 1_000_000, default: 10, description: 'requests with invalid credentials per minute per client address before it gets 429; 0: unlimited' }),
     'ROWI_AUTH_FAILURE_LIMIT',
   ),
   redisUrl: setting(

@@ -92,6 +92,9 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post('/oauth/token', {
     attachValidation: true,
+    // Client credentials may come as form fields, which only this route reads: the failed-
+    // authentication throttle must count those too, not only Authorization and X-API-Key.
+    config: { authenticatesClient: true },
     schema: operation({
       operationId: 'issueToken',
       permission: 'public',

@@ -46,7 +46,7 @@ export class RateLimiter {
   /** Failed authentications, by client address: always this instance's own. */
   readonly #failures = new MemoryStore();
   readonly #redis: RedisStore | undefined;
-  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'orders', Policy | undefined> & { failures: Policy };
+  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'orders' | 'failures', Policy | undefined>;
   readonly #sweep: NodeJS.Timeout;
 
   /** `namespace`: what identifies the database (instances on one database share their counters). */
@@ -59,7 +59,7 @@ export class RateLimiter {
       editor: unlessZero('caller', config.rateLimitEditor),
       admin: unlessZero('caller', config.rateLimitAdmin),
       orders: unlessZero('orders-create', config.rateLimitOrdersCreate),
-      failures: policy('failed-auth', config.authFailureLimit),
+      failures: unlessZero('failed-auth', config.authFailureLimit),
     };
     this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
     this.#sweep = setInterval(() => {
@@ -93,8 +93,8 @@ export class RateLimiter {
     return this.#policies.orders;
   }
 
-  /** Failed authentications per address. */
-  failurePolicy(): Policy {
+  /** Failed authentications per address; undefined when ROWI_AUTH_FAILURE_LIMIT is 0. */
+  failurePolicy(): Policy | undefined {
     return this.#policies.failures;
   }
 
@@ -106,12 +106,13 @@ export class RateLimiter {
 
   /** A failed authentication, counted in memory: an instance's own defence never waits on Redis. */
   takeFailure(address: string): Decision {
-    return this.#failures.take(address, this.#policies.failures.quota, WINDOW_MS);
+    return this.#failures.take(address, this.#policies.failures?.quota ?? Infinity, WINDOW_MS);
   }
 
   /** Whether the address is over its failed-authentication budget now, without spending from it. */
   isThrottled(address: string): boolean {
-    return this.#failures.wouldRefuse(address, this.#policies.failures.quota, WINDOW_MS);
+    const policy = this.#policies.failures;
+    return policy !== undefined && this.#failures.wouldRefuse(address, policy.quota, WINDOW_MS);
   }
 
   async close(): Promise<void> {
@@ -123,6 +124,14 @@ export class RateLimiter {
 declare module 'fastify' {
   interface FastifyInstance {
     rateLimiter: RateLimiter;
+  }
+  interface FastifyContextConfig {
+    /**
+     * The route checks a client's credentials itself, wherever the request carries them (the
+     * token endpoint's form fields): every request to it counts as presenting credentials, so a
+     * failed one spends from the address's failed-authentication budget like a bad X-API-Key.
+     */
+    authenticatesClient?: boolean;
   }
 }
 
@@ -144,8 +153,8 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
   app.addHook('onClose', async () => limiter.close());
 
   app.addHook('onRequest', (request, reply, done) => {
-    if (!hasCredentials(request) || !limiter.isThrottled(request.ip)) return done();
     const policy = limiter.failurePolicy();
+    if (policy === undefined || !presentsCredentials(request) || !limiter.isThrottled(request.ip)) return done();
     const decision = limiter.takeFailure(request.ip);
     done(refusal(policy, decision, reply, 'Too many requests with invalid credentials came from this address'));
   });
@@ -173,11 +182,17 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
   // answer is held back, so guessing keys gets slower before it is refused.
   app.addHook('onSend', (request, reply, payload, done) => {
     // Only credentials that were wrong count; a request that sent none is not guessing.
-    if (reply.statusCode !== 401 || !hasCredentials(request)) return done(null, payload);
+    const policy = limiter.failurePolicy();
+    if (policy === undefined || reply.statusCode !== 401 || !presentsCredentials(request)) return done(null, payload);
     const decision = limiter.takeFailure(request.ip);
-    if (decision.remaining >= limiter.failurePolicy().quota / 2) return done(null, payload);
+    if (decision.remaining >= policy.quota / 2) return done(null, payload);
     setTimeout(() => done(null, payload), FAILURE_DELAY_MS);
   });
+}
+
+/** Credentials in the headers every route reads, or any request to a route that authenticates clients itself. */
+function presentsCredentials(request: FastifyRequest): boolean {
+  return hasCredentials(request) || request.routeOptions.config.authenticatesClient === true;
 }
 
 /** Bucket keys of principals, made once per principal (the authenticator keeps them while they are fresh). */

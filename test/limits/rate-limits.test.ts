@@ -200,6 +200,59 @@ describe('failed authentication, per address', () => {
   });
 });
 
+describe('failed authentication, every way of presenting a credential', () => {
+  const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+  const WRONG_KEY = 'rowi_abcdefgh_notakeynotakeynotakeynotakeynotakeynotakey0';
+  const tokenWithForm = (test: TestApp, address: string, secret: string) =>
+    from(test, address, { method: 'POST', url: '/oauth/token', headers: FORM, payload: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'admin', client_secret: secret }).toString() });
+
+  it('POST /oauth/token: a wrong client_secret in the form (client_secret_post) spends the budget: 401 four times, then 429 even with the right secret', async () => {
+    const test = await app({ ROWI_AUTH_FAILURE_LIMIT: '4', ROWI_RATE_LIMIT_ANONYMOUS: '0', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const statuses = [];
+    for (let index = 0; index < 4; index++) statuses.push((await tokenWithForm(test, '10.8.8.8', WRONG_KEY)).status);
+    expect(statuses).toEqual([401, 401, 401, 401]);
+    const refused = await tokenWithForm(test, '10.8.8.8', test.adminKey);
+    expect(expectProblem(refused, 429, 'rate-limited').policy).toBe('failed-auth');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Another address is not affected.
+    expect((await tokenWithForm(test, '10.8.8.9', test.adminKey)).status).toBe(200);
+  });
+
+  it('X-API-Key, Bearer, HTTP Basic and form fields spend one budget per address: the fifth failure, whichever way, is 429', async () => {
+    const test = await app({ ROWI_AUTH_FAILURE_LIMIT: '4', ROWI_RATE_LIMIT_ANONYMOUS: '0', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const address = '10.6.6.6';
+    const basic = `Basic ${Buffer.from(`admin:${WRONG_KEY}`).toString('base64')}`;
+    const failures = [
+      await from(test, address, { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } }),
+      await from(test, address, { url: '/v1/users', headers: { authorization: 'Bearer not.a.token' } }),
+      await from(test, address, { method: 'POST', url: '/oauth/token', headers: { ...FORM, authorization: basic }, payload: 'grant_type=client_credentials' }),
+      await tokenWithForm(test, address, WRONG_KEY),
+    ];
+    expect(failures.map((reply) => reply.status)).toEqual([401, 401, 401, 401]);
+    for (const next of [
+      () => tokenWithForm(test, address, WRONG_KEY),
+      () => from(test, address, { url: '/v1/users', headers: { 'x-api-key': test.adminKey } }),
+      () => from(test, address, { method: 'POST', url: '/oauth/token', headers: { ...FORM, authorization: basic }, payload: 'grant_type=client_credentials' }),
+    ]) {
+      expect(expectProblem(await next(), 429, 'rate-limited').policy).toBe('failed-auth');
+    }
+  });
+
+  it('ROWI_AUTH_FAILURE_LIMIT=0: the policy is off: 30 wrong keys and 30 wrong form secrets from one address are each 401, none held back or refused; /v1/limits says null', async () => {
+    const test = await app({ ROWI_AUTH_FAILURE_LIMIT: '0', ROWI_RATE_LIMIT_ANONYMOUS: '0', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const started = performance.now();
+    const statuses = new Set<number>();
+    for (let index = 0; index < 30; index++) {
+      statuses.add((await from(test, '10.5.5.5', { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } })).status);
+      statuses.add((await tokenWithForm(test, '10.5.5.5', WRONG_KEY)).status);
+    }
+    expect([...statuses]).toEqual([401]);
+    // None held back (250 ms each past half a budget).
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect((await test.call({ url: '/v1/limits' })).json.failed_authentication).toBeNull();
+  });
+});
+
 describe.skipIf(REDIS_URL === undefined)('counters in Redis (ROWI_REDIS_URL)', () => {
   it('two instances on one database share one budget: the requests they allow together stay within the policy', async () => {
     const first = await app({ ROWI_REDIS_URL: REDIS_URL!, ROWI_RATE_LIMIT_EDITOR: '10', ROWI_RATE_LIMIT_ADMIN: '100000' });

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigSchema, describeSettings, loadConfig } from '../src/config.js';
+
+/**
+ * Every setting the README documents accepts every value the README documents for it: its
+ * default (which is also what the parser uses when the setting is unset), and each value a table
+ * gives a meaning to (`0`: unlimited, `full`: …). Read from the README's tables themselves, so a
+ * new row or value is checked as soon as it is written.
+ */
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+interface Row {
+  line: number;
+  /** The settings the row is about (its first cell naming a ROWI_ variable, or a "Setting" column). */
+  settings: string[];
+  /** The row's default values, if the table has a Default column. */
+  defaults: string[] | undefined;
+  /** Values the row gives a meaning to: `value`: meaning. */
+  values: string[];
+}
+
+const backticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]!);
+
+/** Every table row that names a ROWI_ setting. */
+function documentedRows(): Row[] {
+  const rows: Row[] = [];
+  let header: string[] | undefined;
+  README.split('\n').forEach((text, index) => {
+    if (!text.startsWith('|')) {
+      header = undefined;
+      return;
+    }
+    const cells = text.split('|').slice(1, -1).map((cell) => cell.trim());
+    if (header === undefined) {
+      header = cells.map((cell) => cell.toLowerCase());
+      return;
+    }
+    if (cells.every((cell) => /^-+$/.test(cell))) return;
+    const settingColumn = header.findIndex((name) => name === 'variable' || name === 'setting');
+    const named = (settingColumn === -1 ? cells : [cells[settingColumn]!]).flatMap((cell) => backticked(cell).filter((token) => /^ROWI_[A-Z_]+$/.test(token)));
+    if (named.length === 0) return;
+    // Time-outs are tabled in seconds for people ("10 s"); the Configuration table has their milliseconds.
+    const defaultColumn = header.findIndex((name) => name.startsWith('default'));
+    const defaultCell = defaultColumn === -1 || /\d s\b/.test(cells[defaultColumn] ?? '') ? undefined : cells[defaultColumn];
+    const defaults = defaultCell === undefined ? undefined : backticked(defaultCell).length > 0 ? backticked(defaultCell) : (defaultCell.match(/^\d+$/) ?? ['']);
+    const values = cells.flatMap((cell) => [...cell.matchAll(/`([^`]+)`:/g)].map((match) => match[1]!));
+    rows.push({ line: index + 1, settings: [...new Set(named)], defaults, values });
+  });
+  return rows;
+}
+
+const settingsByEnv = new Map(describeSettings().map((setting) => [setting.env, setting]));
+const keyOf = new Map(Object.entries(ConfigSchema.properties).map(([key, schema]) => [(schema as unknown as { 'x-env': string })['x-env'], key]));
+
+describe('the README\'s settings against the config parser', () => {
+  const rows = documentedRows();
+
+  it('README: every ROWI_ setting in a table is one the parser reads, and the Configuration table lists every setting', () => {
+    expect(rows.length).toBeGreaterThan(40);
+    for (const row of rows) for (const env of row.settings) expect(settingsByEnv.has(env), `README line ${row.line}: ${env} is not a setting rowi reads`).toBe(true);
+    const documented = new Set(rows.flatMap((row) => row.settings));
+    for (const env of settingsByEnv.keys()) expect(documented.has(env), `${env} is not documented in the README`).toBe(true);
+  });
+
+  it('README: each documented default is accepted and is the value used when the setting is unset', () => {
+    for (const row of rows.filter((candidate) => candidate.defaults !== undefined)) {
+      const defaults = row.defaults!.length === row.settings.length ? row.defaults! : row.settings.map(() => row.defaults![0]!);
+      row.settings.forEach((env, index) => {
+        const documented = defaults[index] ?? '';
+        const parsed = loadConfig(documented === '' ? {} : { [env]: documented });
+        const key = keyOf.get(env) as keyof typeof parsed;
+        expect(String(parsed[key]), `README line ${row.line}: ${env} documents the default ${JSON.stringify(documented)}`).toBe(String(settingsByEnv.get(env)!.default));
+      });
+    }
+  });
+
+  it('README: each value a table gives a meaning to (`0`: unlimited, `full`: …) is accepted by the settings of its row', () => {
+    const checked: string[] = [];
+    for (const row of rows) {
+      for (const value of row.values) {
+        for (const env of row.settings) {
+          expect(() => loadConfig({ [env]: value }), `README line ${row.line}: ${env}=${value}`).not.toThrow();
+          checked.push(`${env}=${value}`);
+        }
+      }
+    }
+    expect(checked).toEqual(expect.arrayContaining(['ROWI_AUTH_FAILURE_LIMIT=0', 'ROWI_RATE_LIMIT_ORDERS_CREATE=0', 'ROWI_WORKERS=1', 'ROWI_SQLITE_SYNCHRONOUS=normal', 'ROWI_MAX_HEAP_USED=0']));
+  });
+
+  it('ROWI_AUTH_FAILURE_LIMIT=0: accepted (the policy is off), as the README says', () => {
+    expect(loadConfig({ ROWI_AUTH_FAILURE_LIMIT: '0' }).authFailureLimit).toBe(0);
+  });
+});
