@@ -4,12 +4,12 @@ import { CONFIG_FLAGS, ConfigError, describeSettings, loadConfig } from './confi
 import { ROLES } from './auth/policy.js';
 import { TokenService } from './auth/tokens.js';
 import type { Db, Role } from './db/database.js';
-import { migrateStorage } from './db/migrate.js';
 import { AppError } from './errors.js';
 import { CALLER_NAME_PATTERN } from './resources/callers/callers.schema.js';
 import { createApiKey, createCaller } from './resources/callers/callers.service.js';
 import { openStorage } from './db/connect.js';
 import { createLogger } from './logger.js';
+import { prepareDatabase } from './listen.js';
 import { serve } from './server.js';
 import { VERSION } from './version.js';
 
@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
   // Commands other than serve keep stdout for their result (a new key), so their log goes to stderr.
   const storage = await openStorage(config, createLogger(config, 2));
   try {
-    const { applied } = await migrateStorage(storage);
+    const { applied } = await prepareDatabase(storage);
     if (command === 'migrate') {
       process.stdout.write(applied.length > 0 ? `applied ${applied.join(', ')}\n` : 'database is up to date\n');
     } else if (command === 'callers') {

@@ -4,13 +4,21 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { Storage } from './db/connect.js';
-import { migrateStorage } from './db/migrate.js';
+import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
+import { ensureSigningKey } from './auth/tokens.js';
 import { ensureFirstAdmin } from './resources/callers/callers.service.js';
 
 /** The steps every way of serving shares (one process, or a primary and its workers). */
-export async function migrate(storage: Storage, logger: Logger): Promise<void> {
-  const migrations = await migrateStorage(storage);
+export async function migrate(storage: Storage, logger: Pick<Logger, 'info'>): Promise<void> {
+  const migrations = await prepareDatabase(storage);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
+}
+
+/** Brings the database up to date and makes what rowi needs from its first request: a signing key. */
+export async function prepareDatabase(storage: Storage): Promise<MigrationOutcome> {
+  const migrations = await migrateStorage(storage);
+  await ensureSigningKey(storage.db);
+  return migrations;
 }
 
 export async function listen(config: Config, storage: Storage, logger: Logger): Promise<{ app: FastifyInstance; origin: string }> {

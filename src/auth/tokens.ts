@@ -14,7 +14,9 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
+import { sql } from 'kysely';
+import type { Db, Executor } from '../db/database.js';
+import { isSqlite } from '../db/dialect.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { nowTimestamp } from '../db/clock.js';
 
@@ -231,16 +233,36 @@ export class TokenService {
   }
 
   async #createKey(): Promise<string> {
-    const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
-    const kid = randomUUID();
-    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
-    const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM };
-    await this.#db
-      .insertInto('signing_keys')
-      .values({ kid, algorithm: ALGORITHM, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowTimestamp(), retired_at: null })
-      .execute();
-    return kid;
+    return createSigningKey(this.#db);
   }
+}
+
+/** A new signing key, stored; returns its kid. */
+async function createSigningKey(db: Executor): Promise<string> {
+  const { privateKey, publicKey } = await generateKeyPair(ALGORITHM, { extractable: true });
+  const kid = randomUUID();
+  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
+  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM };
+  await db
+    .insertInto('signing_keys')
+    .values({ kid, algorithm: ALGORITHM, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowTimestamp(), retired_at: null })
+    .execute();
+  return kid;
+}
+
+/**
+ * Makes sure a key signs tokens before the first token is asked for, so /.well-known/jwks.json
+ * publishes it from the start: a resource server that fetches the key set once, when it starts,
+ * must find the key its tokens will be signed with (an empty set would make it refuse them all).
+ * Run when the database is migrated. Instances that start at once take turns (an advisory lock
+ * on PostgreSQL; SQLite's write lock), so exactly one key is made.
+ */
+export async function ensureSigningKey(db: Db): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.signing-key'))`.execute(trx);
+    const active = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).limit(1).executeTakeFirst();
+    if (active === undefined) await createSigningKey(trx);
+  });
 }
 
 function scopeClaim(payload: JWTPayload): string[] {

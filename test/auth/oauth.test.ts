@@ -113,6 +113,15 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
     await server?.stop();
   });
 
+  // First in this file: no token has been issued by this server yet.
+  it('GET /.well-known/jwks.json: one ES256 key published from the start, before any token is issued; the first token is signed with it and the set is unchanged', async () => {
+    const before = await jwks();
+    expect(before).toEqual([expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) })]);
+    const token = await clientCredentials(as, editor, 'basic', 'users:read');
+    expect(decodeProtectedHeader(token.access_token).kid).toBe(before[0]!.kid);
+    expect(await jwks()).toEqual(before);
+  });
+
   it('GET /.well-known/oauth-authorization-server: oauth4webapi discovers rowi; the issuer is the server\'s origin', () => {
     expect(as.issuer).toBe(server.baseUrl);
     expect(as.token_endpoint).toBe(`${server.baseUrl}/oauth/token`);

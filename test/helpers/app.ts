@@ -3,7 +3,7 @@ import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import { prepareDatabase } from '../../src/listen.js';
 import type { Role } from '../../src/db/database.js';
 import { createApiKey, createCaller, ensureFirstAdmin } from '../../src/resources/callers/callers.service.js';
 import type { Item } from '../../src/resources/items/items.schema.js';
@@ -49,7 +49,7 @@ export async function startApp(settings: Record<string, string> = {}): Promise<T
   const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...NO_RATE_LIMITS, ...settings });
   const logger = pino({ level: 'silent' });
   const storage = await openStorage(config, logger);
-  await migrateToLatest(storage.db);
+  await prepareDatabase(storage);
   const admin = await ensureFirstAdmin(storage.db);
   const app = await buildApp({ config, storage, logger });
   await app.ready();
