@@ -105,6 +105,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['auth'],
       body: TokenRequestSchema,
       consumes: [FORM],
+      jsonFixedBy: 'RFC 6749 (§5.1, §5.2)',
       // Bodies that are not forms are invalid_request (400), and the form is checked by the handler.
       omitProblems: [415, 422],
       response: {
@@ -145,6 +146,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       permission: 'public',
       summary: 'Public keys that verify rowi\'s access tokens (RFC 7517)',
       tags: ['auth'],
+      jsonFixedBy: 'RFC 7517 (§5)',
       response: { 200: representation(JwksSchema, 'The key set', {}, ['json']) },
     }),
   }, async (_request, reply) => {
@@ -158,6 +160,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       permission: 'public',
       summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
       tags: ['auth'],
+      jsonFixedBy: 'RFC 8414 (§3.2)',
       response: { 200: representation(MetadataSchema, 'The metadata', {}, ['json']) },
     }),
   }, async () => {

@@ -68,6 +68,7 @@ export function registerOpenApiRoute(app: FastifyInstance): void {
       permission: 'public',
       summary: 'This API\'s OpenAPI 3.1 description',
       tags: ['service'],
+      jsonFixedBy: 'its name (openapi.json)',
       response: { 200: representation(Type.Object({}, { additionalProperties: true, title: 'OpenAPI' }), 'The OpenAPI document', {}, ['json']) },
     }),
   }, async (_request, reply) => {

@@ -12,6 +12,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Formats the route's success responses come in; derived from its response schemas. */
     formats?: readonly Format[];
+    /** JSON whatever Accept says: a standard fixes the media type (operation()'s jsonFixedBy). */
+    jsonFixed?: boolean;
     /** XML writers of the route's success responses, by status. */
     xmlSerializers?: Record<string, (value: unknown) => string>;
   }
@@ -30,7 +32,11 @@ export function registerRepresentations(app: FastifyInstance): void {
   app.addHook('onRoute', describeRepresentations);
 
   app.addHook('onRequest', (request, reply, done) => {
-    const formats = request.routeOptions.config.formats ?? BOTH_FORMATS;
+    const { formats = BOTH_FORMATS, jsonFixed } = request.routeOptions.config;
+    if (jsonFixed === true) {
+      done();
+      return;
+    }
     reply.header('vary', 'Accept');
     const format = chooseFormat(request.headers.accept, formats);
     if (format === undefined) {
@@ -84,9 +90,11 @@ function describeRepresentations(route: RouteOptions): void {
       xmlSerializers[status] = compileXmlSerializer(xml.schema);
     }
   }
+  const jsonFixed = (route.schema as { 'x-json-fixed-by'?: string } | undefined)?.['x-json-fixed-by'] !== undefined;
   route.config = {
     ...route.config,
-    formats: formats.size === 0 ? BOTH_FORMATS : BOTH_FORMATS.filter((format) => formats.has(format)),
+    formats: jsonFixed ? ['json'] : formats.size === 0 ? BOTH_FORMATS : BOTH_FORMATS.filter((format) => formats.has(format)),
+    jsonFixed,
     xmlSerializers,
   };
 }

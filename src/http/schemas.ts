@@ -171,6 +171,12 @@ interface OperationSpec {
   problems?: number[];
   /** Implied problem statuses the operation answers otherwise (the token endpoint's RFC 6749 errors). */
   omitProblems?: number[];
+  /**
+   * The standard that fixes the answer's media type as JSON (RFC 6749 for tokens, RFC 7517 for a
+   * key set…): such an operation answers JSON whatever Accept asks for, so it never answers 406,
+   * and its description says so.
+   */
+  jsonFixedBy?: string;
 }
 
 /** The OpenAPI security requirement of a scope: any one of the three credentials (SPEC §5). */
@@ -186,7 +192,7 @@ export function securityOf(permission: Scope | 'public') {
  * with an id in the path; 400 with a query or headers; 400, 413, 415 and 422 with a body.
  */
 export function operation<const S extends OperationSpec>(spec: S) {
-  const statuses = new Set([406, 413, 429, 500, 503, ...(spec.problems ?? [])]);
+  const statuses = new Set([...(spec.jsonFixedBy === undefined ? [406] : []), 413, 429, 500, 503, ...(spec.problems ?? [])]);
   // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
   if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);
@@ -194,13 +200,19 @@ export function operation<const S extends OperationSpec>(spec: S) {
   if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);
   for (const status of spec.omitProblems ?? []) statuses.delete(status);
   const problems = Object.fromEntries([...statuses].sort().map((status) => [status, problemResponse(status)]));
-  const { problems: _problems, omitProblems: _omitProblems, permission, response, ...rest } = spec;
+  const { problems: _problems, omitProblems: _omitProblems, jsonFixedBy, permission, response, ...rest } = spec;
   return {
     ...rest,
+    ...(jsonFixedBy === undefined
+      ? {}
+      : {
+          description: `${spec.description ? `${spec.description} ` : ''}The answer is JSON whatever Accept asks for: ${jsonFixedBy} fixes its media type (no 406).`,
+          'x-json-fixed-by': jsonFixedBy,
+        }),
     'x-permission': permission,
     security: securityOf(permission),
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
     response: { ...problems, ...response },
-  } as Omit<S, 'problems' | 'omitProblems' | 'permission'> & { response: S['response']; 'x-permission': Scope | 'public' };
+  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy'> & { response: S['response']; 'x-permission': Scope | 'public' };
 }

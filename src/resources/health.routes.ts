@@ -16,7 +16,7 @@ const CheckSchema = Type.Object(
     duration_ms: Type.Number(),
     output: Type.Optional(Type.String({ description: 'why the check failed' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, xml: { name: 'check' } },
 );
 
 const HealthSchema = Type.Object(
@@ -30,7 +30,7 @@ const HealthSchema = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false, title: 'Health' },
+  { additionalProperties: false, title: 'Health', xml: { name: 'health' } },
 );
 
 type Check = { status: 'pass' | 'warn' | 'fail'; duration_ms: number; output?: string };
@@ -55,7 +55,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
       omitProblems: [429],
       summary: 'Liveness: the process is up and answers',
       tags: ['service'],
-      response: { 200: representation(HealthSchema, 'The process answers', {}, ['json']) },
+      response: { 200: representation(HealthSchema, 'The process answers') },
     }),
   }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
@@ -71,7 +71,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
       summary: 'Readiness: the database answers and is migrated; 503 problem otherwise',
       tags: ['service'],
       problems: [503],
-      response: { 200: representation(HealthSchema, 'Ready to serve the API', {}, ['json']) },
+      response: { 200: representation(HealthSchema, 'Ready to serve the API') },
     }),
   }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
