@@ -10,14 +10,22 @@ export async function deleteAtVersion(db: Executor, table: VersionedTable, id: n
   return result.numDeletedRows > 0n;
 }
 
+/** Tables whose rows a write locks before it reads them; stock is keyed by its item. */
+export type LockableTable = VersionedTable | 'stock';
+
 /**
- * Locks the row until the transaction ends, before a delete checks what refers to it (placed
- * orders of a user, order lines of an item). On PostgreSQL a request that adds such a reference
- * meanwhile (an order) needs a key-share lock on the row: it waits, and then either the check
- * sees its committed reference or its insert finds the row gone (a foreign-key violation,
- * answered 409 concurrent-change). SQLite needs nothing: a write transaction holds the only write
- * lock from its start.
+ * Locks the row until the transaction ends, before a write reads it to decide what to write: a
+ * change checked against the stored version (If-Match, read-only echoes, a status transition), or
+ * a delete checking what refers to the row (placed orders of a user, order lines of an item).
+ * On PostgreSQL concurrent transactions run side by side: without the lock, another commit could
+ * move the version between this read and this write, and a request that asked for no
+ * precondition would fail one. With it they take turns, each seeing the last one's result; a
+ * request that adds a reference meanwhile (an order for the user) needs a key-share lock on the
+ * row, so it waits too. SQLite needs nothing: a write transaction holds the only write lock from
+ * its start.
  */
-export async function lockForDelete(trx: Trx, table: VersionedTable, id: number): Promise<void> {
-  if (!isSqlite(trx)) await trx.selectFrom(table).select('id').where('id', '=', id).forUpdate().execute();
+export async function lockRow(trx: Trx, table: LockableTable, id: number): Promise<void> {
+  if (isSqlite(trx)) return;
+  if (table === 'stock') await trx.selectFrom('stock').select('item_id').where('item_id', '=', id).forUpdate().execute();
+  else await trx.selectFrom(table).select('id').where('id', '=', id).forUpdate().execute();
 }

@@ -1,3 +1,5 @@
+import type { Trx } from '../db/database.js';
+import { lockRow, type LockableTable } from '../db/versioned.js';
 import { PreconditionFailedError, UnprocessableError, type FieldError } from '../errors.js';
 
 /**
@@ -62,12 +64,14 @@ export function assertEchoesMatch(differing: string[]): void {
 }
 
 /**
- * Runs read-check-write until the write lands on the version that was checked. On SQLite the
- * write transaction holds the lock, so the first attempt always lands; on PostgreSQL a
- * concurrent commit can move the version between read and write, and the next attempt
- * re-evaluates If-Match against the new version (failing with 412 if it was the old one).
+ * Runs a read-check-write of one row: locks it (lockRow), then reads, checks and writes. `attempt`
+ * returns undefined when its write found the row at another version than it read; with the row
+ * locked that cannot happen, so the loop is a safety net, never the way concurrent writes meet:
+ * a request without If-Match never fails a precondition, and one with If-Match is checked against
+ * the version its write lands on.
  */
-export async function withVersionRetry<T>(attempt: () => Promise<T | undefined>, what: string): Promise<T> {
+export async function withRowLocked<T>(trx: Trx, row: { table: LockableTable; id: number }, attempt: () => Promise<T | undefined>, what: string): Promise<T> {
+  await lockRow(trx, row.table, row.id);
   for (let round = 0; round < 3; round++) {
     const result = await attempt();
     if (result !== undefined) return result;

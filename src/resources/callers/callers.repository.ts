@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { ApiKeyRow, CallerRow, Executor, Role, Trx } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
 import { compiledQuery } from '../../db/compiled.js';
@@ -26,16 +27,25 @@ export async function countCallers(db: Executor): Promise<number> {
 }
 
 /**
- * The admins, each with its removed scopes and how many working API keys it has (neither revoked
- * nor expired at `now`). On PostgreSQL the admins' rows are locked until the transaction ends,
- * before their keys are counted, so that two concurrent changes (demoting one admin, revoking
- * another's last key) cannot both find "another caller can still manage callers" and leave none:
- * the second waits and then sees the first's outcome. SQLite needs no lock: a write transaction
- * holds the database's only write lock from its start (BEGIN IMMEDIATE).
+ * Changes to callers and their keys take turns: a change that could leave nobody able to manage
+ * callers (a demotion, removed scopes, a deletion, a revoked key) decides from every admin and
+ * every admin's keys, and two such changes deciding side by side could each find "another caller
+ * can still manage callers" and together leave none. On PostgreSQL a transaction-scoped advisory
+ * lock serialises them (one lock, so no order of row locks to get wrong); SQLite's write
+ * transaction already holds the only write lock from its start. Callers change rarely: nothing
+ * waits for long.
  */
-export async function findAdminsLocked(trx: Trx, now: string): Promise<{ id: number; removed_scopes: string; working_keys: number }[]> {
-  const admins = trx.selectFrom('callers').select(['id', 'removed_scopes']).where('role', '=', 'admin').orderBy('id');
-  const rows = await (isSqlite(trx) ? admins : admins.forUpdate()).execute();
+export async function lockCallerManagement(trx: Trx): Promise<void> {
+  if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.caller-management'))`.execute(trx);
+}
+
+/**
+ * The admins, each with its removed scopes and how many working API keys it has (neither revoked
+ * nor expired at `now`). Call it holding lockCallerManagement, so that what it finds stays true
+ * until the transaction ends.
+ */
+export async function findAdmins(trx: Trx, now: string): Promise<{ id: number; removed_scopes: string; working_keys: number }[]> {
+  const rows = await trx.selectFrom('callers').select(['id', 'removed_scopes']).where('role', '=', 'admin').orderBy('id').execute();
   if (rows.length === 0) return [];
   const keys = await trx
     .selectFrom('api_keys')

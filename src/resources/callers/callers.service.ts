@@ -8,16 +8,17 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
-import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
 import {
   countCallers,
   findApiKey,
   findApiKeys,
   findCallerById,
-  findAdminsLocked,
+  findAdmins,
   findCallers,
   insertApiKey,
   insertCaller,
+  lockCallerManagement,
   revokeApiKey,
   updateCallerAtVersion,
   type StoredApiKey,
@@ -82,7 +83,8 @@ export async function createCaller(trx: Trx, input: CallerInput): Promise<Caller
 
 /** JSON Merge Patch of name, role and grants; the last caller that can manage callers cannot stop being one. */
 export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, condition: VersionCondition): Promise<CallerView> {
-  return withVersionRetry(async () => {
+  await lockCallerManagement(trx);
+  return withRowLocked(trx, { table: 'callers', id }, async () => {
     const stored = await findStoredCaller(trx, id);
     assertCondition(condition, stored.version, `Caller ${id}`);
     const current = viewOf(stored);
@@ -115,7 +117,8 @@ export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, cond
 
 /** Deleting a caller deletes its keys; its audit events stay, naming it. */
 export async function deleteCaller(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await withVersionRetry(async () => {
+  await lockCallerManagement(trx);
+  await withRowLocked(trx, { table: 'callers', id }, async () => {
     const stored = await findStoredCaller(trx, id);
     assertCondition(condition, stored.version, `Caller ${id}`);
     if (stored.role === 'admin') {
@@ -166,6 +169,7 @@ export async function getApiKey(db: Executor, callerId: number, keyId: number): 
 
 /** Revokes a key (it stays listed, with revoked_at); revoking a revoked key changes nothing. */
 export async function revokeKey(trx: Trx, callerId: number, keyId: number): Promise<void> {
+  await lockCallerManagement(trx);
   const key = await getApiKey(trx, callerId, keyId);
   const now = nowTimestamp();
   if (isWorking(key, now)) {
@@ -232,9 +236,10 @@ interface ManagementChange {
  * Refuses (409 last-admin) a change after which no caller could manage callers: none would hold
  * the admin role with callers:read and callers:update and a working API key, so nobody could
  * create, repair or re-key a caller through the API again. `why` says what this change does.
+ * The caller holds lockCallerManagement.
  */
 async function assertManagementSurvives(trx: Trx, change: ManagementChange, why: () => string): Promise<void> {
-  const admins = await findAdminsLocked(trx, nowTimestamp());
+  const admins = await findAdmins(trx, nowTimestamp());
   const manages = (admin: { role: Role; removed: string[]; workingKeys: number }) => admin.workingKeys > 0 && canManageCallers(admin.role, admin.removed);
   const before = admins.map((admin) => ({ id: admin.id, role: 'admin' as Role, removed: parseScopeList(admin.removed_scopes), workingKeys: admin.working_keys }));
   const after = before

@@ -1,11 +1,11 @@
 import { nowTimestamp } from '../../db/clock.js';
-import { deleteAtVersion, lockForDelete } from '../../db/versioned.js';
+import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
-import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
 import {
   findItemById,
   findItems,
@@ -57,8 +57,7 @@ export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: Ver
 
 /** Deletes the item and its stock and ledger; refused while any order has a line of it. */
 export async function deleteItem(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await lockForDelete(trx, 'items', id);
-  await withVersionRetry(async () => {
+  await withRowLocked(trx, { table: 'items', id }, async () => {
     const stored = await getItem(trx, id);
     assertCondition(condition, stored.version, `Item ${id}`);
     if (await isItemOrdered(trx, id)) {
@@ -75,7 +74,7 @@ async function changeItem(
   body: ItemReplace | ItemPatch,
   next: (stored: StoredItem) => { name: string; sku: string; price: number },
 ): Promise<StoredItem> {
-  return withVersionRetry(async () => {
+  return withRowLocked(trx, { table: 'items', id }, async () => {
     const stored = await getItem(trx, id);
     assertCondition(condition, stored.version, `Item ${id}`);
     assertReadOnlyEchoes(stored, body);

@@ -2,7 +2,7 @@ import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError } from '../../errors.js';
-import { assertCondition, assertEchoesMatch, sameInstant, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked, type VersionCondition } from '../versioned.js';
 import { findItemById } from './items.repository.js';
 import { findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
@@ -22,7 +22,7 @@ export async function getStock(db: Executor, itemId: number): Promise<StoredStoc
 
 /** PUT / PATCH of stock: sets the on-hand quantity; reserved is the orders' business. */
 export async function setStock(trx: Trx, itemId: number, change: StockChange, condition: VersionCondition): Promise<StoredStock> {
-  return withVersionRetry(async () => {
+  return withRowLocked(trx, { table: 'stock', id: itemId }, async () => {
     const stored = await getStock(trx, itemId);
     assertCondition(condition, stored.version, `The stock of item ${itemId}`);
     assertStockEchoes(stored, change);

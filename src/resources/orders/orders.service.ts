@@ -7,7 +7,7 @@ import { findItemPrices } from '../items/items.repository.js';
 import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import { findUserById } from '../users/users.repository.js';
-import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
 import {
   deleteLines,
   findLines,
@@ -74,7 +74,7 @@ export function patchOrder(trx: Trx, id: number, patch: OrderPatch, condition: V
 
 /** Deletes the order; stock it still reserves (a placed order) is released. */
 export async function deleteOrder(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await withVersionRetry(async () => {
+  await withRowLocked(trx, { table: 'orders', id }, async () => {
     const order = await findOrderById(trx, id);
     if (!order) throw orderNotFound(id);
     assertCondition(condition, order.version, `Order ${id}`);
@@ -89,7 +89,7 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
 const TRANSITIONS: Record<OrderStatus, OrderStatus[]> = { placed: ['fulfilled', 'cancelled'], fulfilled: [], cancelled: [] };
 
 async function changeOrder(trx: Trx, id: number, condition: VersionCondition, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): Promise<OrderView> {
-  return withVersionRetry(async () => {
+  return withRowLocked(trx, { table: 'orders', id }, async () => {
     const stored = await findOrderById(trx, id);
     if (!stored) throw orderNotFound(id);
     assertCondition(condition, stored.version, `Order ${id}`);

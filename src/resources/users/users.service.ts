@@ -1,11 +1,11 @@
 import { nowTimestamp } from '../../db/clock.js';
-import { deleteAtVersion, lockForDelete } from '../../db/versioned.js';
+import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
-import { assertCondition, assertReadOnlyEchoes, withVersionRetry, type VersionCondition } from '../versioned.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
 import {
   emailKey,
   findUserById,
@@ -42,8 +42,7 @@ export function patchUser(trx: Trx, id: number, patch: UserPatch, condition: Ver
 }
 
 export async function deleteUser(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await lockForDelete(trx, 'users', id);
-  await withVersionRetry(async () => {
+  await withRowLocked(trx, { table: 'users', id }, async () => {
     const stored = await getUser(trx, id);
     assertCondition(condition, stored.version, `User ${id}`);
     if (await hasPlacedOrders(trx, id)) {
@@ -60,7 +59,7 @@ async function changeUser(
   body: UserReplace | UserPatch,
   next: (stored: StoredUser) => { name: string; email: string },
 ): Promise<StoredUser> {
-  return withVersionRetry(async () => {
+  return withRowLocked(trx, { table: 'users', id }, async () => {
     const stored = await getUser(trx, id);
     assertCondition(condition, stored.version, `User ${id}`);
     assertReadOnlyEchoes(stored, body);
