@@ -16,6 +16,7 @@ import { RouteTable } from './http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
+import { registerQueryTextCheck } from './http/text.js';
 import { RateLimiter, registerRateLimits } from './http/rate-limit.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
 import { serializerFactory } from './http/serializers.js';
@@ -89,6 +90,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   registerRequestId(app);
   registerHsts(app, config);
   registerRepresentations(app);
+  registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable);
   registerDraining(app);
   registerHandlerTimeout(app, config);

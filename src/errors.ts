@@ -7,6 +7,7 @@ export const PROBLEM_TYPES = {
   'bad-request': { status: 400, title: 'Bad request', description: 'The request is malformed in a way that has no more specific problem type.' },
   'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, or is empty while Content-Type announces one.' },
   'body-too-deep': { status: 400, title: 'Body nested too deeply', description: 'The body nests objects, arrays or elements deeper than rowi accepts (32 levels).' },
+  'body-too-complex': { status: 400, title: 'Body too complex', description: 'The body holds more than rowi reads: a JSON body more than 10,000 values (members and items); an XML body more than 2,000 elements, 16 attributes an element, 2,000 attributes in all, or 128 KiB of text (element text, attribute values, CDATA and comments). rowi\'s documents need far less.' },
   'xml-doctype-refused': { status: 400, title: 'XML DOCTYPE refused', description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.' },
   'invalid-query': { status: 400, title: 'Invalid query parameter', description: 'A query parameter is unknown, malformed or out of range; `errors` points at each one.' },
   'invalid-header': { status: 400, title: 'Invalid header', description: 'A request header rowi reads (Idempotency-Key, If-Match…) is malformed.' },

@@ -11,9 +11,9 @@ import { BadRequestError, NotFoundError, UnprocessableError, type FieldError } f
  * - query strings and path parameters arrive as text and are coerced to the declared types;
  *   a path id must also be written canonically ("007", "1e3" and "0x10" name no record).
  */
-function createAjv(options: { coerce: boolean }) {
+function createAjv(options: { coerce: boolean; allErrors: boolean }) {
   const ajv = new Ajv({
-    allErrors: !options.coerce,
+    allErrors: options.allErrors,
     coerceTypes: options.coerce,
     useDefaults: options.coerce,
     removeAdditional: false,
@@ -29,8 +29,19 @@ function createAjv(options: { coerce: boolean }) {
   return ajv;
 }
 
-const bodyAjv = createAjv({ coerce: false });
-const textAjv = createAjv({ coerce: true });
+const bodyAjv = createAjv({ coerce: false, allErrors: true });
+const firstErrorAjv = createAjv({ coerce: false, allErrors: false });
+const textAjv = createAjv({ coerce: true, allErrors: false });
+
+/**
+ * Bodies of up to this many values (members, items) get every violation reported; larger ones
+ * (a million bad order lines in a megabyte) get the first, since reporting each would cost
+ * seconds of CPU and megabytes of answer. rowi's largest valid body has a few hundred values.
+ */
+const EVERY_ERROR_UP_TO_VALUES = 2000;
+
+/** Field errors listed in one problem at most; `detail` says how many there were. */
+export const MAX_FIELD_ERRORS = 50;
 
 const CANONICAL_INTEGER = /^(?:0|[1-9]\d*)$/;
 
@@ -66,7 +77,7 @@ export function compileAllValidators(): number {
 }
 
 function compileValidator(schema: unknown, httpPart: string | undefined): ValidateFunction {
-  if (httpPart === 'body') return bodyAjv.compile(schema as object);
+  if (httpPart === 'body') return bodyValidator(schema as object);
   const validate = textAjv.compile(schema as object);
   if (httpPart !== 'params') return validate;
   const integers = Object.entries((schema as { properties?: Record<string, { type?: string }> }).properties ?? {})
@@ -86,6 +97,49 @@ function compileValidator(schema: unknown, httpPart: string | undefined): Valida
 }
 
 /**
+ * A body is checked for its first violation; only when it has one, and is of ordinary size, is it
+ * checked again for all of them (a valid body, the common case, is validated once).
+ */
+function bodyValidator(schema: object): ValidateFunction {
+  const first = firstErrorAjv.compile(schema);
+  let every: ValidateFunction | undefined;
+  const validate = ((data: unknown) => {
+    if (first(data)) {
+      validate.errors = null;
+      return true;
+    }
+    if (valuesWithin(data, EVERY_ERROR_UP_TO_VALUES)) {
+      every ??= bodyAjv.compile(schema);
+      every(data);
+      validate.errors = every.errors;
+    } else {
+      validate.errors = first.errors;
+    }
+    return false;
+  }) as ValidateFunction;
+  return validate;
+}
+
+/** Whether a parsed body holds at most `limit` values, counted without walking past the limit. */
+function valuesWithin(data: unknown, limit: number): boolean {
+  let count = 0;
+  const pending: unknown[] = [data];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (++count > limit) return false;
+    if (Array.isArray(value)) {
+      if (count + value.length > limit) return false;
+      pending.push(...value);
+    } else if (typeof value === 'object' && value !== null) {
+      const members = Object.values(value);
+      if (count + members.length > limit) return false;
+      pending.push(...members);
+    }
+  }
+  return true;
+}
+
+/**
  * Turns Fastify's validation failure into rowi's error: a bad body is 422, a bad query string
  * or header is 400, and a bad path parameter is 404 (a URL that cannot name a record names
  * no record).
@@ -93,10 +147,12 @@ function compileValidator(schema: unknown, httpPart: string | undefined): Valida
 export function validationError(errors: ErrorObject[], context: string, url: string): Error {
   if (context === 'params') return new NotFoundError(`Nothing is found at ${url}.`);
   const where: FieldError['in'] = context === 'body' ? 'body' : context === 'querystring' ? 'query' : 'header';
-  const fieldErrors = uniqueErrors(mergeChoices(errors).map((error) => describe(error, where)));
+  const allErrors = uniqueErrors(mergeChoices(errors).map((error) => describe(error, where)));
+  const fieldErrors = allErrors.slice(0, MAX_FIELD_ERRORS);
   if (where === 'body') {
+    const listed = allErrors.length > MAX_FIELD_ERRORS ? `; the first ${MAX_FIELD_ERRORS} are listed` : '';
     return new UnprocessableError(
-      fieldErrors.length === 1 ? `The body is invalid: ${fieldErrors[0]!.pointer} ${fieldErrors[0]!.detail}.` : `The body has ${fieldErrors.length} invalid fields.`,
+      fieldErrors.length === 1 ? `The body is invalid: ${fieldErrors[0]!.pointer} ${fieldErrors[0]!.detail}.` : `The body has ${allErrors.length} invalid fields${listed}.`,
       fieldErrors,
     );
   }
