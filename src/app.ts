@@ -19,6 +19,7 @@ import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
 import { RateLimiter, registerRateLimits } from './http/rate-limit.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
+import { documentWriteProblems } from './http/schemas.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
 import rootRoutes from './resources/root.routes.js';
@@ -85,7 +86,10 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   app.decorate('weather', weather);
   app.addHook('onClose', async () => weather?.close());
   app.setValidatorCompiler(validatorCompiler);
-  app.addHook('onRoute', (route) => routeTable.add(route));
+  app.addHook('onRoute', (route) => {
+    routeTable.add(route);
+    documentWriteProblems(route);
+  });
 
   registerRequestId(app);
   registerHsts(app, config);

@@ -53,7 +53,7 @@ export const ConfigSchema = Type.Object({
       minimum: 100,
       maximum: 600_000,
       default: 5000,
-      description: 'milliseconds a request waits for a PostgreSQL connection, and a statement may run, before a 503',
+      description: 'milliseconds a request waits for the database (a PostgreSQL connection or statement, SQLite\'s write lock held by another process) before a 503',
     }),
     'ROWI_DATABASE_TIMEOUT',
   ),

@@ -41,6 +41,7 @@ export const PROBLEM_TYPES = {
   'internal-error': { status: 500, title: 'Internal error', description: 'An unexpected fault; it is logged with the request id.' },
   'upstream-error': { status: 502, title: 'Weather provider failed', description: 'The upstream weather provider gave no usable answer (an error status, a body that is not JSON, too large, cut off, or with values out of range; or the connection failed), or rowi stopped calling it for a while after repeated failures (`failure` says which; Retry-After then says when it tries again), and rowi had no earlier value of this place to serve.' },
   'upstream-timeout': { status: 504, title: 'Weather provider timed out', description: 'The upstream weather provider did not answer within ROWI_WEATHER_TIMEOUT, and rowi had no earlier value of this place to serve.' },
+  'insufficient-storage': { status: 507, title: 'Insufficient storage', description: 'The database has no space left for this write (a full disk); nothing was written, reads go on, and the same request succeeds once space is freed. Retry after Retry-After seconds.' },
   'service-unavailable': { status: 503, title: 'Service unavailable', description: 'rowi cannot take the request now (shutting down, overloaded or without its database); retry after Retry-After seconds.' },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 

@@ -56,6 +56,8 @@ export class AuditLog {
   readonly #log: FastifyBaseLogger;
   #pending: unknown[] = [];
   #flushing: Promise<void> = Promise.resolve();
+  /** Since when writes of the trail have failed; undefined while they succeed. */
+  #failingSince: number | undefined;
   readonly #timer: NodeJS.Timeout;
 
   constructor(writer: AuditWriter, log: FastifyBaseLogger, flushInterval: number) {
@@ -88,12 +90,20 @@ export class AuditLog {
     this.#pending = [];
     try {
       await this.#writer.write(batch);
+      if (this.#failingSince !== undefined) {
+        this.#log.info({ failed_for_ms: Date.now() - this.#failingSince }, 'the audit trail is written again');
+        this.#failingSince = undefined;
+      }
     } catch (error) {
       // Keep the events for the next attempt, within a bound.
       this.#pending = batch.concat(this.#pending);
       const dropped = Math.max(0, this.#pending.length / WIDTH - MAX_PENDING);
       if (dropped > 0) this.#pending.splice(0, dropped * WIDTH);
-      this.#log.error({ err: error, pending: this.#pending.length / WIDTH, dropped }, 'could not write the audit trail');
+      // Said once when writing starts to fail (a full disk fails every flush), and when events are lost.
+      if (this.#failingSince === undefined || dropped > 0) {
+        this.#log.error({ err: error, pending: this.#pending.length / WIDTH, dropped }, 'could not write the audit trail; its events are kept and written once the database takes them');
+      }
+      this.#failingSince ??= Date.now();
     }
   }
 }

@@ -2,21 +2,12 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import type { FastifyBaseLogger } from 'fastify';
-import {
-  CompiledQuery,
-  Kysely,
-  PostgresDialect,
-  SqliteDialect,
-  SqliteDriver,
-  type DatabaseConnection,
-  type Dialect,
-  type Driver,
-  type SqliteDialectConfig,
-} from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError, type Config } from '../config.js';
 import type { Database, Db } from './database.js';
 import { postgresSignals, processSignals, type Signals } from './signals.js';
+import { RowiSqliteDialect, type SqliteConnectionHandle } from './sqlite-driver.js';
 
 export interface Storage {
   db: Db;
@@ -41,13 +32,16 @@ export interface Storage {
 export async function openStorage(config: Config, log: FastifyBaseLogger): Promise<Storage> {
   if (config.databaseUrl !== '') return openPostgres(config, log);
   try {
-    return openSqlite(config);
+    return openSqlite(config, log);
   } catch (error) {
     throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}`);
   }
 }
 
-type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'>;
+type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'> & Partial<Pick<Config, 'databaseTimeout'>>;
+
+/** How long a migration waits for another process's write lock (another instance migrating). */
+const MIGRATION_LOCK_WAIT_MS = 10 * 60 * 1000;
 
 /**
  * Opens the embedded SQLite database, creating its folder and file on first start.
@@ -56,19 +50,18 @@ type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'>;
  * - synchronous: FULL by default, so a write acknowledged with 2xx survives a process crash and
  *   a power loss; NORMAL (opt-in) survives a process crash only. better-sqlite3 is built with
  *   NORMAL as its WAL default, so the pragma is set explicitly on every open.
- * - foreign_keys ON (SQLite leaves it off per connection) and a busy timeout, so that a second
- *   process on the same file (rowi serve --workers) waits for the write lock instead of failing.
+ * - foreign_keys ON (SQLite leaves it off per connection).
+ * - No busy timeout on the connection requests use: SQLite would wait for another process's
+ *   write lock on the event loop. The driver waits between attempts instead, up to
+ *   ROWI_DATABASE_TIMEOUT (sqlite-driver.ts). Migrations get a connection of their own that
+ *   may wait long: another instance may be migrating.
  */
-export function openSqlite(settings: SqliteSettings): Storage {
+export function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogger): Storage {
   if (settings.data !== ':memory:') mkdirSync(dirname(settings.data), { recursive: true });
-  const sqlite = new SqliteDatabase(settings.data);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma(`synchronous = ${settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
-  sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
-
+  const sqlite = openSqliteConnection(settings, 0);
+  const diskFull = diskFullReporter(settings.data, log);
   const db = new Kysely<Database>({
-    dialect: new RowiSqliteDialect({ database: withStatementCache(sqlite) }),
+    dialect: new RowiSqliteDialect({ database: withStatementCache(sqlite), lockTimeoutMs: settings.databaseTimeout ?? 5000, ...diskFull }),
   });
   const signals = processSignals();
   return {
@@ -76,10 +69,50 @@ export function openSqlite(settings: SqliteSettings): Storage {
     kind: 'sqlite',
     describe: `SQLite ${settings.data}`,
     signals,
-    unbounded: (work) => work(db),
+    async unbounded(work) {
+      // An in-memory database exists on its one connection only.
+      if (settings.data === ':memory:') return work(db);
+      const patient = new Kysely<Database>({
+        dialect: new RowiSqliteDialect({ database: withStatementCache(openSqliteConnection(settings, MIGRATION_LOCK_WAIT_MS)), lockTimeoutMs: MIGRATION_LOCK_WAIT_MS }),
+      });
+      try {
+        return await work(patient);
+      } finally {
+        await patient.destroy();
+      }
+    },
     async close() {
       await signals.close();
       await db.destroy();
+    },
+  };
+}
+
+function openSqliteConnection(settings: SqliteSettings, busyTimeoutMs: number): SqliteDatabase.Database {
+  const sqlite = new SqliteDatabase(settings.data);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma(`synchronous = ${settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  return sqlite;
+}
+
+/**
+ * The log names a full disk once, when writes start failing for lack of space, and says when they
+ * go through again, instead of an error line for every refused request (each still gets its 507).
+ */
+function diskFullReporter(file: string, log: FastifyBaseLogger | undefined) {
+  let full = false;
+  return {
+    onDiskFull(error: unknown) {
+      if (full) return;
+      full = true;
+      log?.error({ err: error, file }, `the disk holding ${file} is full: writes are refused (507) until space is freed; reads go on`);
+    },
+    onWritten() {
+      if (!full) return;
+      full = false;
+      log?.info({ file }, `writes to ${file} succeed again: the disk has space`);
     },
   };
 }
@@ -172,10 +205,13 @@ export function describePostgres(url: string): string {
  * read by key. Statements are reusable, so keep the most recent ones by their SQL text (the
  * SQL is built by Kysely from a bounded set of query shapes, parameters are bound separately).
  */
-function withStatementCache(sqlite: SqliteDatabase.Database, capacity = 500) {
+function withStatementCache(sqlite: SqliteDatabase.Database, capacity = 500): SqliteConnectionHandle {
   const statements = new Map<string, SqliteDatabase.Statement>();
   return {
-    close: () => sqlite.close(),
+    close: () => void sqlite.close(),
+    get inTransaction() {
+      return sqlite.inTransaction;
+    },
     prepare(sql: string) {
       let statement = statements.get(sql);
       if (statement === undefined) {
@@ -186,41 +222,4 @@ function withStatementCache(sqlite: SqliteDatabase.Database, capacity = 500) {
       return statement;
     },
   };
-}
-
-/**
- * Write transactions start with BEGIN IMMEDIATE: they take SQLite's write lock at once, so two
- * processes on one file never both read under a shared lock and then deadlock when each tries
- * to upgrade it (a plain BEGIN fails with SQLITE_BUSY in that case, whatever the busy timeout).
- */
-class RowiSqliteDialect implements Dialect {
-  readonly #config: SqliteDialectConfig;
-  readonly #base: SqliteDialect;
-
-  constructor(config: SqliteDialectConfig) {
-    this.#config = config;
-    this.#base = new SqliteDialect(config);
-  }
-
-  createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.#config);
-  }
-
-  createQueryCompiler() {
-    return this.#base.createQueryCompiler();
-  }
-
-  createAdapter() {
-    return this.#base.createAdapter();
-  }
-
-  createIntrospector(db: Kysely<unknown>) {
-    return this.#base.createIntrospector(db);
-  }
-}
-
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
 }

@@ -61,3 +61,15 @@ export function isForeignKeyViolation(error: unknown): boolean {
   const { code } = error as Record<string, unknown>;
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
+
+/**
+ * The database has no room for the write: SQLite's SQLITE_FULL (the file system said ENOSPC, or
+ * the file reached its size limit) or PostgreSQL's disk_full (53100). Answered 507 with
+ * Retry-After: the transaction was rolled back, nothing is half-written, and the same write
+ * succeeds once space is freed.
+ */
+export function isDiskFull(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code } = error as Record<string, unknown>;
+  return code === 'SQLITE_FULL' || code === '53100';
+}

@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
-import { isForeignKeyViolation, isUnavailable } from '../db/errors.js';
+import { isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
 import { MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
@@ -86,6 +86,7 @@ export function prepareProblem(request: FastifyRequest, reply: FastifyReply, err
 /** Maps Fastify's own errors (body parsing, limits, validation) onto rowi's problem types. */
 export function toAppError(error: FastifyError, request: FastifyRequest): AppError | undefined {
   if (error instanceof AppError) return error;
+  if (isDiskFull(error)) return diskFull();
   if (isUnavailable(error)) return databaseUnavailable();
   if (isForeignKeyViolation(error)) {
     return new ConflictError('concurrent-change', 'A record this request refers to was changed or deleted by another request at the same moment; nothing was changed. Retry the request.');
@@ -111,6 +112,17 @@ export function toAppError(error: FastifyError, request: FastifyRequest): AppErr
   return undefined;
 }
 
+/** Seconds a caller is asked to wait after a write found no space: freeing space takes someone a while. */
+const DISK_FULL_RETRY_AFTER_S = 30;
+
+function diskFull(): AppError {
+  return new AppError(
+    'insufficient-storage',
+    'The database has no space left for this write; nothing was written. Reads go on; retry after Retry-After seconds (a POST retried with the same Idempotency-Key takes effect at most once).',
+    { headers: { 'retry-after': String(DISK_FULL_RETRY_AFTER_S) } },
+  );
+}
+
 /** Seconds a caller is asked to wait after the database could not take its request. */
 const DATABASE_RETRY_AFTER_S = 2;
 
@@ -126,7 +138,8 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = toAppError(error, request);
     if (known) {
-      if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+      if (known.type === 'insufficient-storage') logDiskFull(request, error);
+      else if (known.status >= 500) request.log.error({ err: error }, 'request failed');
       return sendProblem(request, reply, known);
     }
     request.log.error({ err: error }, 'unexpected error');
@@ -144,6 +157,25 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
     if (request.method === 'OPTIONS') return reply.code(204).header('allow', allowed.join(', ')).send();
     return sendProblem(request, reply, new MethodNotAllowedError(request.method, path, allowed));
   });
+}
+
+/**
+ * A full disk refuses every write until someone frees space: the log names the cause once, not
+ * once a request. SQLite's driver notices the disk filling and emptying (it logs both, see
+ * connect.ts); PostgreSQL's disk_full is logged here, at most once every few minutes.
+ */
+const DISK_FULL_LOG_INTERVAL_MS = 5 * 60 * 1000;
+let diskFullLoggedAt = -Infinity;
+
+function logDiskFull(request: FastifyRequest, error: unknown): void {
+  const isPostgres = (error as { code?: unknown }).code === '53100';
+  const now = performance.now();
+  if (!isPostgres || now - diskFullLoggedAt < DISK_FULL_LOG_INTERVAL_MS) {
+    request.log.debug({ err: error }, 'write refused: no space left');
+    return;
+  }
+  diskFullLoggedAt = now;
+  request.log.error({ err: error }, 'PostgreSQL has no disk space left (disk_full): writes are refused (507) until space is freed; this is logged again in 5 minutes at the earliest');
 }
 
 export function pathOf(request: FastifyRequest): string {

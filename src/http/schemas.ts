@@ -1,3 +1,4 @@
+import type { RouteOptions } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import type { Scope } from '../auth/policy.js';
 import { MEDIA_TYPES } from './negotiate.js';
@@ -92,6 +93,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   500: 'Unexpected fault (logged with the request id)',
   502: 'The upstream weather provider failed and rowi had no earlier value to serve',
   503: 'Shutting down, or the database cannot take the request now; retry after Retry-After seconds',
+  507: 'The database has no space left for the write (a full disk); nothing was written; retry after Retry-After seconds',
   504: 'The upstream weather provider timed out and rowi had no earlier value to serve',
 };
 
@@ -100,7 +102,7 @@ const problemRef = { $ref: 'Problem#' };
 function problemResponse(status: number) {
   return {
     description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
-    ...(status === 503 || status === 429 || status === 502 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
+    ...(status === 503 || status === 429 || status === 502 || status === 507 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
     content: {
       [MEDIA_TYPES.json.problem]: { schema: problemRef },
       [MEDIA_TYPES.xml.problem]: { schema: problemRef },
@@ -177,6 +179,21 @@ interface OperationSpec {
    * and its description says so.
    */
   jsonFixedBy?: string;
+}
+
+/** Methods that write: any of them can find the database without space for the write (507). */
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Adds the 507 problem to the documented responses of a route that writes (run for every route
+ * as it is registered): which operations write is known from their method, not from what each
+ * declares.
+ */
+export function documentWriteProblems(route: RouteOptions): void {
+  const methods = [route.method].flat();
+  const response = (route.schema as { response?: Record<string, unknown> } | undefined)?.response;
+  if (response === undefined || !methods.some((method) => WRITE_METHODS.has(method))) return;
+  response[507] ??= problemResponse(507);
 }
 
 /** The OpenAPI security requirement of a scope: any one of the three credentials (SPEC §5). */
