@@ -69,9 +69,10 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
     genReqId: requestIdOf,
     bodyLimit: config.bodyLimit,
     exposeHeadRoutes: true,
-    // registerDraining answers requests that arrive while closing with a 503 problem instead.
+    // registerDraining serves requests that arrive on open connections while closing (with
+    // Connection: close), and closes idle connections itself, once they are quiet.
     return503OnClosing: false,
-    forceCloseConnections: 'idle',
+    forceCloseConnections: false,
     routerOptions: { maxParamLength: 256 },
     schemaController: { compilersFactory: { buildSerializer: serializerFactory() } },
     ...transportOptions(config),
@@ -96,7 +97,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   registerRepresentations(app);
   registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable);
-  registerDraining(app);
+  registerDraining(app, config);
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);

@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
@@ -7,6 +10,12 @@ import type { Storage } from './db/connect.js';
 import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
 import { ensureSigningKey } from './auth/tokens.js';
 import { ensureFirstAdmin } from './resources/callers/callers.service.js';
+
+/**
+ * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to
+ * close the database and flush the log, before closing is given up on.
+ */
+export const CLOSING_MARGIN_MS = 2000;
 
 /** The steps every way of serving shares (one process, or a primary and its workers). */
 export async function migrate(storage: Storage, logger: Pick<Logger, 'info'>): Promise<void> {
@@ -22,19 +31,47 @@ export async function prepareDatabase(storage: Storage): Promise<MigrationOutcom
 }
 
 export async function listen(config: Config, storage: Storage, logger: Logger): Promise<{ app: FastifyInstance; origin: string }> {
+  const app = await started(config, storage, logger, (built) => built.listen({ host: config.host, port: config.port }));
+  const origin = publicOrigin(app.server.address() as AddressInfo, schemeOf(config));
+  setOrigin(app, config, origin);
+  return { app, origin };
+}
+
+/**
+ * A worker of `rowi serve --workers`: the app, taking the connections its primary hands over
+ * (cluster.ts) rather than accepting any. It listens on a Unix socket of its own that nobody
+ * connects to, so that Node's HTTP server runs as it does when listening: its header and request
+ * time-outs are armed when it starts listening. The socket is removed when the app closes.
+ */
+export async function serveHandedConnections(config: Config, storage: Storage, logger: Logger): Promise<FastifyInstance> {
+  const folder = mkdtempSync(join(tmpdir(), 'rowi-worker-'));
+  return started(config, storage, logger, async (built) => {
+    built.addHook('onClose', async () => rmSync(folder, { recursive: true, force: true }));
+    await built.listen({ path: join(folder, 'unused.sock'), listenTextResolver: () => 'worker ready: it serves the connections the primary hands over' });
+  });
+}
+
+/** The OAuth issuer is the listen address unless ROWI_PUBLIC_URL says otherwise; only once listening is the port known. */
+export function setOrigin(app: FastifyInstance, config: Config, origin: string): void {
+  if (config.publicUrl === '') app.auth.tokens.issuer = origin;
+}
+
+export function schemeOf(config: Config): 'http' | 'https' {
+  return config.tlsCert === '' ? 'http' : 'https';
+}
+
+/** The app, built and listening; a start that fails closes what it opened. */
+async function started(config: Config, storage: Storage, logger: Logger, listenOn: (app: FastifyInstance) => Promise<unknown>): Promise<FastifyInstance> {
   let app;
   try {
     app = await buildApp({ config, storage, logger });
-    await app.listen({ host: config.host, port: config.port });
+    await listenOn(app);
+    return app;
   } catch (error) {
     await app?.close();
     await storage.close();
     throw error;
   }
-  const origin = publicOrigin(app.server.address() as AddressInfo, config.tlsCert === '' ? 'http' : 'https');
-  // The OAuth issuer is the listen address unless ROWI_PUBLIC_URL says otherwise; only now is the port known.
-  if (config.publicUrl === '') app.auth.tokens.issuer = origin;
-  return { app, origin };
 }
 
 /** Creates the first admin on an empty database, logs "listening" once, and writes the banner. */
@@ -58,7 +95,7 @@ export async function announce(config: Config, storage: Storage, logger: Logger,
 }
 
 /** The address to tell people: a wildcard listen address is reachable on loopback. */
-function publicOrigin(address: AddressInfo, scheme: 'http' | 'https'): string {
+export function publicOrigin(address: AddressInfo, scheme: 'http' | 'https'): string {
   const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
   return `${scheme}://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { serveAsPrimary, serveAsWorker } from './cluster.js';
 import type { Config } from './config.js';
 import { openStorage } from './db/connect.js';
-import { announce, listen, migrate } from './listen.js';
+import { announce, CLOSING_MARGIN_MS, listen, migrate } from './listen.js';
 import { createLogger } from './logger.js';
 
 /**
@@ -34,7 +34,7 @@ async function serveAlone(config: Config): Promise<void> {
   // cannot create the first admin and lose its key.
   await announce(config, storage, logger, origin, 'one process');
   closeWithGrace(
-    { delay: config.shutdownTimeout, logger: { error: (message: unknown) => logger.error(message) } },
+    { delay: config.shutdownTimeout + CLOSING_MARGIN_MS, logger: { error: (message: unknown) => logger.error(message) } },
     async ({ signal, err }) => {
       if (err) logger.error({ err }, 'fatal error, shutting down');
       else logger.info({ signal }, 'shutting down: finishing in-flight requests');
@@ -42,6 +42,8 @@ async function serveAlone(config: Config): Promise<void> {
       await storage.close();
       logger.info('stopped');
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
+      // The drain cut requests at the shutdown time-out: exit 1, as the time-out's own would.
+      if (app.drainedCleanly === false) throw new Error('requests were cut off at the shutdown time-out');
     },
   );
 }

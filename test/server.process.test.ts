@@ -162,13 +162,16 @@ describe('rowi serve, graceful shutdown', () => {
 });
 
 describe('rowi serve, draining a kept-alive connection', () => {
-  it('on SIGTERM: a request in flight completes (201), the next one on the same connection gets a 503 problem with Connection: close, exit code 0', async () => {
+  it('on SIGTERM: a request in flight completes (201) with Connection: close, and the server then ends the connection cleanly (no reset); exit code 0', async () => {
     const server = await serve();
     const { port } = new URL(server.baseUrl);
     const socket = connect(Number(port), '127.0.0.1');
     let received = '';
+    let ended = false;
+    let failure: string | undefined;
     socket.on('data', (chunk) => (received += chunk.toString()));
-    socket.on('error', () => undefined);
+    socket.on('end', () => (ended = true));
+    socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code));
     const pause = (ms: number) => new Promise((resolvePause) => setTimeout(resolvePause, ms));
     const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com' });
 
@@ -178,21 +181,57 @@ describe('rowi serve, draining a kept-alive connection', () => {
     server.child.kill('SIGTERM');
     await pause(300);
     socket.write(body.slice(10));
-    for (let waited = 0; !received.includes('}') && waited < 5000; waited += 20) await pause(20);
-    socket.write(`GET /v1/users HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\n\r\n`);
     const code = await server.exited;
+    for (let waited = 0; !ended && waited < 2000; waited += 20) await pause(20);
     socket.destroy();
 
-    const [first, second] = received.split(/(?=HTTP\/1\.1 )/);
-    expect(first).toMatch(/^HTTP\/1\.1 201 /);
-    expect(second).toMatch(/^HTTP\/1\.1 503 /);
-    expect(second).toMatch(/\r\nConnection: close\r\n/i);
-    expect(second).toMatch(/\r\nretry-after: 1\r\n/i);
-    expect(second).toContain('"type":"/problems/service-unavailable"');
+    expect(received).toMatch(/^HTTP\/1\.1 201 /);
+    expect(received).toMatch(/\r\nConnection: close\r\n/i);
+    expect(received.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect(ended).toBe(true);
+    expect(failure).toBeUndefined();
     expect(code).toBe(0);
     const database = new SqliteDatabase(server.dataFile, { readonly: true });
     expect(database.prepare('select count(*) as n from users where email = ?').get('in.flight@example.com')).toEqual({ n: 1 });
     database.close();
+  });
+});
+
+describe('rowi serve, requests on open connections while draining', () => {
+  it('on SIGTERM: on connections kept alive from before, GET /health/ready answers 503 (so balancers move away) and GET /v1/users is served (200), each with Connection: close', async () => {
+    const server = await serve();
+    const { port } = new URL(server.baseUrl);
+    const pause = (ms: number) => new Promise((resolvePause) => setTimeout(resolvePause, ms));
+    const open = () => {
+      const socket = connect(Number(port), '127.0.0.1');
+      const state = { received: '', socket };
+      socket.on('data', (chunk) => (state.received += chunk.toString()));
+      socket.on('error', () => undefined);
+      return state;
+    };
+    const probe = open();
+    const api = open();
+    probe.socket.write('GET /health/live HTTP/1.1\r\nHost: rowi\r\n\r\n');
+    api.socket.write(`GET /v1/users?limit=1 HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\n\r\n`);
+    for (let waited = 0; !(probe.received.includes('\r\n\r\n{') && api.received.includes('\r\n\r\n{')) && waited < 5000; waited += 20) await pause(20);
+    const before = { probe: probe.received.length, api: api.received.length };
+
+    server.child.kill('SIGTERM');
+    for (let waited = 0; !server.stdout().includes('shutting down') && waited < 5000; waited += 10) await pause(10);
+    // Within the quiet time a kept-alive connection is given before it is closed.
+    probe.socket.write('GET /health/ready HTTP/1.1\r\nHost: rowi\r\n\r\n');
+    api.socket.write(`GET /v1/users?limit=1 HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\n\r\n`);
+    expect(await server.exited).toBe(0);
+
+    const probeReply = probe.received.slice(before.probe);
+    const apiReply = api.received.slice(before.api);
+    expect(probeReply).toMatch(/^HTTP\/1\.1 503 /);
+    expect(probeReply).toMatch(/\r\nConnection: close\r\n/i);
+    expect(probeReply).toContain('"type":"/problems/service-unavailable"');
+    expect(apiReply).toMatch(/^HTTP\/1\.1 200 /);
+    expect(apiReply).toMatch(/\r\nConnection: close\r\n/i);
+    probe.socket.destroy();
+    api.socket.destroy();
   });
 });
 
