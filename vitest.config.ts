@@ -7,10 +7,11 @@ import { defineConfig } from 'vitest/config';
  */
 const POSTGRES_FILES = [
   'test/resources/**/*.test.ts',
-  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies}.test.ts',
+  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals}.test.ts',
   'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,oauth,permission-matrix}.test.ts',
   'test/{orders,workers}.process.test.ts',
   'test/postgres/**/*.test.ts',
+  'test/fuzz/**/*.test.ts',
 ];
 
 export default defineConfig({

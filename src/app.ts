@@ -14,7 +14,7 @@ import { registerHandlerTimeout } from './http/timeouts.js';
 import { deleteExpiredKeys } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
-import { pathOf, registerProblemHandlers } from './http/problem.js';
+import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
 import { RateLimiter, registerRateLimits } from './http/rate-limit.js';
@@ -74,6 +74,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
     return503OnClosing: false,
     forceCloseConnections: false,
     routerOptions: { maxParamLength: 256 },
+    frameworkErrors: frameworkErrorHandler,
     schemaController: { compilersFactory: { buildSerializer: serializerFactory() } },
     ...transportOptions(config),
   });

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
+import { MEDIA_TYPES } from '../http/negotiate.js';
 import { operation, representation } from '../http/schemas.js';
 import { ALL_SCOPES, parseScopeList } from './policy.js';
 import type { Principal } from './principals.js';
@@ -110,7 +111,10 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       omitProblems: [415, 422],
       response: {
         200: representation(TokenSchema, 'The access token', {}, ['json']),
-        400: { description: 'RFC 6749 §5.2 error', content: { 'application/json': { schema: OAuthErrorSchema } } },
+        400: {
+          description: 'RFC 6749 §5.2 error; or, for a request refused before its form is read (credentials or a NUL in the query string), a problem',
+          content: { 'application/json': { schema: OAuthErrorSchema }, [MEDIA_TYPES.json.problem]: { schema: { $ref: 'Problem#' } } },
+        },
         401: { description: 'invalid_client (RFC 6749 §5.2)', content: { 'application/json': { schema: OAuthErrorSchema } } },
       },
     }),

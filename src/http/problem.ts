@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
 import { isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
-import { MEDIA_TYPES } from './negotiate.js';
+import { BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation.js';
@@ -31,7 +31,21 @@ export const PROBLEM_TYPE_BASE = '/problems/';
 const toXml = compileXmlSerializer(ProblemSchema);
 
 export function problemFor(error: AppError, request: FastifyRequest): Problem {
-  return problemOf(error, pathOf(request), request.id);
+  return problemOf(error, asUriReference(pathOf(request)), request.id);
+}
+
+/**
+ * The path as a URI reference (RFC 3986), which `instance` must be (RFC 9457 §3.1.5): a path a
+ * client sent may hold characters that a URI cannot (`[`, a space, a byte above 0x7F, a `%` not
+ * starting an escape), which are percent-encoded, byte for byte as they arrived.
+ */
+export function asUriReference(path: string): string {
+  const escape = (byte: number) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  return path.replace(/%(?![0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/gu, (character) => {
+    const code = character.codePointAt(0)!;
+    // Node reads a request line byte by byte (a character per byte); anything wider came from elsewhere, as UTF-8.
+    return code <= 0xff ? escape(code) : [...Buffer.from(character, 'utf8')].map(escape).join('');
+  });
 }
 
 function problemOf(error: AppError, instance: string, requestId: string): Problem {
@@ -176,6 +190,23 @@ function logDiskFull(request: FastifyRequest, error: unknown): void {
   }
   diskFullLoggedAt = now;
   request.log.error({ err: error }, 'PostgreSQL has no disk space left (disk_full): writes are refused (507) until space is freed; this is logged again in 5 minutes at the earliest');
+}
+
+/**
+ * Fastify's own refusals before any route or hook (its `frameworkErrors`): a path segment that is
+ * not validly percent-encoded (400), and a path parameter longer than any record's name (404:
+ * ids have at most 16 digits, places 64 characters). Answered as problems like everything else,
+ * in the format Accept asks for, with the request id.
+ */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  request.format = chooseFormat(request.headers.accept, BOTH_FORMATS) ?? 'json';
+  reply.header('x-request-id', request.id).header('vary', 'Accept');
+  const path = pathOf(request);
+  const problem =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new NotFoundError(`Nothing is found at ${path}.`)
+      : new BadRequestError(`The URL ${path} is not validly percent-encoded (a % must be followed by two hexadecimal digits naming UTF-8 bytes).`);
+  sendProblem(request, reply, problem);
 }
 
 export function pathOf(request: FastifyRequest): string {

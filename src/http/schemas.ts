@@ -203,13 +203,16 @@ export function securityOf(permission: Scope | 'public') {
 
 /**
  * A route's schema. The problems every client can meet on it are derived from what it takes,
- * so the OpenAPI document lists them without anyone having to remember: always 406, 413 (any
+ * so the OpenAPI document lists them without anyone having to remember: always 400 (a URL or a
+ * query string refused before any route), 406 (unless a standard fixes the format), 413 (any
  * request may carry a body), 429 (rate limits), 500 and 503 (a shutdown, load shedding, a
- * database that cannot answer, a handler past its time); 404
- * with an id in the path; 400 with a query or headers; 400, 413, 415 and 422 with a body.
+ * database that cannot answer, a handler past its time); 404 with an id in the path; 400,
+ * 413, 415 and 422 with a body; 507 on writes (documentWriteProblems).
  */
 export function operation<const S extends OperationSpec>(spec: S) {
-  const statuses = new Set([...(spec.jsonFixedBy === undefined ? [406] : []), 413, 429, 500, 503, ...(spec.problems ?? [])]);
+  // 400 on any route: a URL that is not validly percent-encoded, credentials in the query string,
+  // a NUL in a query parameter are refused before the route is reached.
+  const statuses = new Set([400, ...(spec.jsonFixedBy === undefined ? [406] : []), 413, 429, 500, 503, ...(spec.problems ?? [])]);
   // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
   if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);

@@ -55,6 +55,8 @@ const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       permission: 'public',
       summary: 'The rate limits, sizes and time-outs that apply to the caller',
       tags: ['service'],
+      // Public, but credentials sent are checked: an invalid key is 401, as anywhere.
+      problems: [401],
       response: { 200: representation(LimitsSchema, 'The caller\'s limits') },
     }),
   }, async (request) => {

@@ -13,6 +13,18 @@ export const Price = Type.String({
   examples: ['12.50'],
 });
 
+/**
+ * A sum of money rowi computes (a line's total, an order's): two decimal places, and at most what
+ * integer minor units can hold exactly (2^53 − 1 cents: orders whose total would be larger are
+ * refused), so 14 digits before the point.
+ */
+export const Amount = Type.String({
+  pattern: '^(0|[1-9][0-9]{0,13})\\.[0-9]{2}$',
+  maxLength: 17,
+  description: 'decimal string with 2 places (for example "125.00"), below 90071992547409.92',
+  examples: ['125.00'],
+});
+
 /** A decimal string already validated against Price → minor units. */
 export function toMinorUnits(price: string): number {
   const [whole, fraction = ''] = price.split('.');

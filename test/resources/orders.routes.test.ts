@@ -143,6 +143,32 @@ describe('POST /v1/orders', () => {
     expect(await storedInventory(test)).toEqual(before);
   });
 
+  it('POST and PUT /v1/orders: 422 pointing at each line of an item whose lines add up to more than 1,000,000 units (lines are merged), nothing stored changes', async () => {
+    const itemId = await stockedItem('1.00', 3_000_000);
+    const before = await storedInventory(test);
+    const lines = [{ item_id: itemId, quantity: 1_000_000 }, { item_id: itemId, quantity: 1 }];
+    const problem = expectProblem(await placeOrder(lines), 422, 'validation-failed');
+    expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/lines/0/quantity', '#/lines/1/quantity']);
+    expect(problem.errors?.[0]?.detail).toBe(`the lines of item ${itemId} add up to 1000001 units, more than the 1000000 of one line`);
+    expect(await storedInventory(test)).toEqual(before);
+
+    const placed = await placeOrder([{ item_id: itemId, quantity: 1 }]);
+    const replaced = await test.call({ method: 'PUT', url: `/v1/orders/${placed.json.id}`, body: { name: 'SO-1', user_id: userId, lines } });
+    expectProblem(replaced, 422, 'validation-failed');
+    expect((await test.call({ url: `/v1/orders/${placed.json.id}` })).json).toEqual(placed.json);
+  });
+
+  it('POST /v1/orders: 201 with a total longer than any price (a million of the dearest item), written as the OpenAPI document says', async () => {
+    const itemId = await stockedItem('9999999999.99', 1_000_000);
+    const reply = await placeOrder([{ item_id: itemId, quantity: 900 }]);
+    expect(reply.status).toBe(201);
+    expect(reply.json.total).toBe('8999999999991.00');
+    expect(reply.json.lines[0].line_total).toBe('8999999999991.00');
+    const document = test.app.swagger() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, { pattern: string }> } }> }> }>> };
+    const pattern = document.paths['/v1/orders']!.post!.responses['201']!.content['application/json']!.schema.properties.total!.pattern;
+    expect(reply.json.total).toMatch(new RegExp(pattern));
+  });
+
   it('POST /v1/orders: 201 in XML from an XML body with repeated line elements', async () => {
     const item = await stockedItem('3.00', 10);
     const reply = await test.call({

@@ -159,6 +159,8 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['callers'],
       params: ApiKeyParams,
       response: { 204: noContent('Revoked (or already revoked)') },
+      // The last working key of the last caller that can manage callers stays (last-admin).
+      problems: [409],
     }),
   }, async (request, reply) => {
     await db.transaction().execute((trx) => revokeKey(trx, request.params.id, request.params.key_id));

@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
-import { Price } from '../money.js';
+import { Amount, Price } from '../money.js';
 
 export const MAX_LINES = 100;
 export const MAX_LINE_QUANTITY = 1_000_000;
@@ -21,7 +21,7 @@ const LineInput = Type.Object(
 const Lines = Type.Array(LineInput, {
   minItems: 1,
   maxItems: MAX_LINES,
-  description: `1–${MAX_LINES} lines; lines of the same item are merged into one`,
+  description: `1–${MAX_LINES} lines; lines of the same item are merged into one, of at most ${MAX_LINE_QUANTITY} units`,
   xml: { wrapped: true },
 });
 
@@ -30,7 +30,7 @@ const Line = Type.Object(
     item_id: LineInput.properties.item_id,
     quantity: LineInput.properties.quantity,
     unit_price: Type.String({ ...Price, readOnly: true, description: 'the item\'s price when it was first ordered' }),
-    line_total: Type.String({ ...Price, readOnly: true, description: 'unit_price × quantity' }),
+    line_total: Type.String({ ...Amount, readOnly: true, description: 'unit_price × quantity' }),
   },
   { additionalProperties: false, xml: { name: 'line' } },
 );
@@ -42,7 +42,7 @@ export const OrderSchema = Type.Object(
     user_id: Type.Union([Type.Integer({ ...Id, description: 'the user the order is for' }), Type.Null()], { description: 'the user the order is for; null once that user has been deleted' }),
     status: Status,
     lines: Type.Array(Line, { xml: { wrapped: true } }),
-    total: Type.String({ ...Price, readOnly: true, description: 'sum of the line totals' }),
+    total: Type.String({ ...Amount, readOnly: true, description: 'sum of the line totals' }),
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
   },

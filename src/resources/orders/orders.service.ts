@@ -20,7 +20,7 @@ import {
   type StoredLine,
   type StoredOrder,
 } from './orders.repository.js';
-import type { Order, OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
+import { MAX_LINE_QUANTITY, type Order, type OrderCreate, type OrderPatch, type OrderReplace } from './orders.schema.js';
 
 /**
  * Orders reserve stock. Every change that moves stock runs in one transaction that also writes
@@ -158,7 +158,10 @@ interface WantedLine {
   indexes: number[];
 }
 
-/** Lines of the same item are merged into one, at the position of the first. */
+/**
+ * Lines of the same item are merged into one, at the position of the first; the merged line is
+ * held to the bound of any line (422 pointing at each line of the item when it exceeds it).
+ */
 function mergeLines(lines: { item_id: number; quantity: number }[]): Map<number, WantedLine> {
   const merged = new Map<number, WantedLine>();
   lines.forEach((line, index) => {
@@ -170,6 +173,10 @@ function mergeLines(lines: { item_id: number; quantity: number }[]): Map<number,
       merged.set(line.item_id, { item_id: line.item_id, quantity: line.quantity, position: merged.size, indexes: [index] });
     }
   });
+  const errors: FieldError[] = [...merged.values()]
+    .filter((line) => line.quantity > MAX_LINE_QUANTITY)
+    .flatMap((line) => line.indexes.map((index) => ({ in: 'body' as const, pointer: `#/lines/${index}/quantity`, detail: `the lines of item ${line.item_id} add up to ${line.quantity} units, more than the ${MAX_LINE_QUANTITY} of one line` })));
+  if (errors.length > 0) throw new UnprocessableError(`The lines of one item add up to more than ${MAX_LINE_QUANTITY} units.`, errors);
   return merged;
 }
 

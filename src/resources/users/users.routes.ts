@@ -97,12 +97,12 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: operation({
       operationId: 'deleteUser',
       permission: 'users:delete',
-      summary: 'Delete a user',
+      summary: 'Delete a user (409 while the user has placed orders)',
       tags: ['users'],
       params: IdParams,
       headers: IfMatchHeaders,
       response: { 204: noContent('Deleted') },
-      problems: [412],
+      problems: [409, 412],
     }),
   }, async (request, reply) => {
     await db.transaction().execute((trx) => deleteUser(trx, request.params.id, conditionOf(request)));
