@@ -122,8 +122,8 @@ async function main() {
   // version, ETag) and start alike; neither carries the audit trail of the run's other loads.
   const noAuthData = join(bench.work, 'no-auth.db');
   const authData = join(bench.work, 'rowi-auth.db');
-  copyDatabase(rowiData, noAuthData);
-  copyDatabase(rowiData, authData);
+  await copyDatabase(rowiData, noAuthData);
+  await copyDatabase(rowiData, authData);
   // It serves one process whatever ROWI_WORKERS says; set anyway, as for every rowi.
   const noAuth = await startRowi(bench, 'no-auth', sqliteEnv(noAuthData, 1), [join(ROOT, 'bench/unauthenticated-server.mjs')]);
   noAuth.credentials = async () => ({});

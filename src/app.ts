@@ -102,7 +102,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(auditWriterFor(storage, config, logger), logger, config.auditFlushInterval));
+  registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
   registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config), storage.signals), logger, storage.signals));
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
   await registerOpenApi(app, VERSION);

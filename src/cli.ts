@@ -12,6 +12,7 @@ import { createLogger } from './logger.js';
 import { prepareDatabase } from './listen.js';
 import { serve } from './server.js';
 import { VERSION } from './version.js';
+import { unitOfWork } from './db/unit-of-work.js';
 
 const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
 
@@ -96,7 +97,7 @@ async function createCallerCommand(db: Db, name: string, role: string): Promise<
     return usageError('--name must be 1–64 lower-case letters, digits, dots, hyphens or underscores, starting with a letter or digit');
   }
   try {
-    const key = await db.transaction().execute(async (trx) => {
+    const key = await unitOfWork(db, async (trx) => {
       const caller = await createCaller(trx, { name, role: role as Role });
       return (await createApiKey(trx, caller.id, { description: 'created by rowi callers create' })).key;
     });

@@ -1,7 +1,7 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
+import { openSqliteFile } from './helpers/sqlite-file.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, serverPool, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
 import { tempFolder } from './helpers/temp.js';
@@ -153,8 +153,8 @@ describe('rowi serve, graceful shutdown', () => {
     // A request was either answered in full, refused at the door (503 / connection closed), never half-done.
     expect(results.filter((result) => ![201, 503, 0].includes(result.status))).toEqual([]);
     const acknowledged = results.filter((result) => result.status === 201).map((result) => result.email);
-    const database = new SqliteDatabase(server.dataFile, { readonly: true });
-    const stored = (database.prepare('select email from users').all() as { email: string }[]).map((row) => row.email);
+    const database = await openSqliteFile(server.dataFile);
+    const stored = database.all<{ email: string }>('select email from users').map((row) => row.email);
     database.close();
     expect(acknowledged.length).toBeGreaterThanOrEqual(10);
     expect(stored).toEqual(expect.arrayContaining(acknowledged));
@@ -191,8 +191,8 @@ describe('rowi serve, draining a kept-alive connection', () => {
     expect(ended).toBe(true);
     expect(failure).toBeUndefined();
     expect(code).toBe(0);
-    const database = new SqliteDatabase(server.dataFile, { readonly: true });
-    expect(database.prepare('select count(*) as n from users where email = ?').get('in.flight@example.com')).toEqual({ n: 1 });
+    const database = await openSqliteFile(server.dataFile);
+    expect(database.get('select count(*) as n from users where email = ?', 'in.flight@example.com')).toEqual({ n: 1 });
     database.close();
   });
 });
@@ -255,9 +255,9 @@ describe('rowi serve, the first admin caller', () => {
     expect(first.stdout()).not.toContain(secret);
     expect(first.stdout()).not.toContain('ROWI_KEY=');
 
-    const database = new SqliteDatabase(first.dataFile, { readonly: true });
-    const callers = database.prepare('select id, name, role from callers').all() as { id: number; name: string; role: string }[];
-    const keys = database.prepare('select * from api_keys').all() as Record<string, unknown>[];
+    const database = await openSqliteFile(first.dataFile);
+    const callers = database.all<{ id: number; name: string; role: string }>('select id, name, role from callers');
+    const keys = database.all('select * from api_keys');
     database.close();
     expect(callers).toEqual([{ id: expect.any(Number), name: 'admin', role: 'admin' }]);
     expect(keys).toEqual([expect.objectContaining({ caller_id: callers[0]!.id, prefix: key.slice(0, 'rowi_12345678'.length), revoked_at: null })]);
@@ -272,9 +272,9 @@ describe('rowi serve, the first admin caller', () => {
     await again.arrayBuffer();
     expect(await second.stop()).toBe(0);
     expect(second.stdout()).not.toContain(secret);
-    const reopened = new SqliteDatabase(first.dataFile, { readonly: true });
-    expect(reopened.prepare('select count(*) as n from callers').get()).toEqual({ n: 1 });
-    expect(reopened.prepare('select count(*) as n from api_keys').get()).toEqual({ n: 1 });
+    const reopened = await openSqliteFile(first.dataFile);
+    expect(reopened.get('select count(*) as n from callers')).toEqual({ n: 1 });
+    expect(reopened.get('select count(*) as n from api_keys')).toEqual({ n: 1 });
     reopened.close();
   });
 });

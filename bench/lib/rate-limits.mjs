@@ -19,7 +19,7 @@ const REDIS_URL = process.env.ROWI_BENCH_REDIS_URL || process.env.ROWI_TEST_REDI
 export async function startRateLimitServers(bench, { rowi, data, credentials, probePath }) {
   const startOnCopy = async (name, limits, counted) => {
     const copy = join(bench.work, `${name.replace(/^rowi-/, '')}.db`);
-    copyDatabase(data, copy);
+    await copyDatabase(data, copy);
     const server = await startRowi(bench, name, sqliteEnv(copy, 1, limits));
     server.credentials = credentials;
     await countsRequests(server, probePath, counted);

@@ -1,6 +1,6 @@
 // Setting up a rowi for loading: seeding it through its API, credentials, copies of its database,
 // and where the outside services (PostgreSQL, Redis) are, said without their passwords.
-import Sqlite from 'better-sqlite3';
+import { execute, openSqliteConnection } from '../../dist/src/db/sqlite-connection.js';
 import { URLSearchParams } from 'node:url';
 
 /** One request while setting up, with the server's credentials; any other status than the expected one stops the run. */
@@ -52,11 +52,11 @@ export async function issueToken(url, clientId, clientSecret) {
   return (await reply.json()).access_token;
 }
 
-/** A consistent copy of a SQLite database that a running server has open (WAL included). */
-export function copyDatabase(from, to) {
-  const source = new Sqlite(from, { readonly: true });
+/** A consistent copy of a SQLite database that a running server has open (WAL included), with the driver rowi uses. */
+export async function copyDatabase(from, to) {
+  const source = await openSqliteConnection(from, { synchronous: 'full', busyTimeoutMs: 5000 });
   try {
-    source.prepare('VACUUM INTO ?').run(to);
+    execute(source.prepare('VACUUM INTO ?'), [to]);
   } finally {
     source.close();
   }

@@ -1,8 +1,7 @@
-import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { CompiledQuery, Insertable } from 'kysely';
-import type { Config } from '../config.js';
 import type { Storage } from '../db/connect.js';
+import { unitOfWork } from '../db/unit-of-work.js';
 import type { AuditEventsTable, Db, Executor } from '../db/database.js';
 import { pathOf } from '../http/problem.js';
 import { isProbe } from '../http/probes.js';
@@ -38,12 +37,13 @@ export interface AuditWriter {
   close(): Promise<void>;
 }
 
-/** A thread of its own for an SQLite file; the request thread's connection otherwise. */
-export function auditWriterFor(storage: Pick<Storage, 'db' | 'kind'>, config: Pick<Config, 'data' | 'sqliteSynchronous'>, log: FastifyBaseLogger): AuditWriter {
-  // PostgreSQL's writes do not block the thread (the driver is asynchronous), so they go through
-  // the app's own pool; so do those of an in-memory SQLite database, which no worker can open.
-  if (storage.kind === 'postgres' || config.data === ':memory:') return new KyselyAuditWriter(storage.db);
-  return new SqliteWorkerAuditWriter(config.data, config.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
+/**
+ * Where the trail is written: through the unit of work, like every write (db/unit-of-work.ts), so
+ * that on SQLite its batches join the writer's group commits instead of competing with them for
+ * the file's one write lock.
+ */
+export function auditWriterFor(storage: Pick<Storage, 'db'>): AuditWriter {
+  return new KyselyAuditWriter(storage.db);
 }
 
 /**
@@ -129,7 +129,7 @@ function insertOf(db: Executor, size: number): CompiledQuery {
   return compiled;
 }
 
-/** Writes on the connection the requests use: for a database whose writes do not block the thread. */
+/** Writes a batch as one unit of work, in multi-row inserts. */
 export class KyselyAuditWriter implements AuditWriter {
   readonly #db: Db;
 
@@ -140,7 +140,7 @@ export class KyselyAuditWriter implements AuditWriter {
   async write(values: unknown[]): Promise<void> {
     const rows = values.length / WIDTH;
     const at = COLUMNS.indexOf('at');
-    await this.#db.transaction().execute(async (trx) => {
+    await unitOfWork(this.#db, async (trx) => {
       let start = 0;
       while (start < rows) {
         const size = Math.min(ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
@@ -153,70 +153,6 @@ export class KyselyAuditWriter implements AuditWriter {
   }
 
   async close(): Promise<void> {}
-}
-
-/**
- * Writes an SQLite file from a worker thread with its own connection (audit-worker.js), so that
- * neither the inserts nor the commit's fsync stop the thread that answers requests. The thread
- * starts with the first batch, and is started again if it ever dies.
- */
-export class SqliteWorkerAuditWriter implements AuditWriter {
-  readonly #file: string;
-  readonly #synchronous: 'FULL' | 'NORMAL';
-  readonly #log: FastifyBaseLogger;
-  #worker: Worker | undefined;
-  #exited: Promise<void> = Promise.resolve();
-  #nextId = 0;
-  readonly #waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
-
-  constructor(file: string, synchronous: 'FULL' | 'NORMAL', log: FastifyBaseLogger) {
-    this.#file = file;
-    this.#synchronous = synchronous;
-    this.#log = log;
-  }
-
-  write(values: unknown[]): Promise<void> {
-    const worker = (this.#worker ??= this.#start());
-    const id = ++this.#nextId;
-    return new Promise((resolve, reject) => {
-      // An idle writer does not keep the process alive; one with a batch in hand does.
-      if (this.#waiting.size === 0) worker.ref();
-      this.#waiting.set(id, { resolve, reject });
-      worker.postMessage({ id, values });
-    });
-  }
-
-  async close(): Promise<void> {
-    const worker = this.#worker;
-    if (worker === undefined) return;
-    worker.ref();
-    worker.postMessage({ close: true });
-    await this.#exited;
-  }
-
-  #start(): Worker {
-    const worker = new Worker(new URL('./audit-worker.js', import.meta.url), {
-      workerData: { file: this.#file, synchronous: this.#synchronous, columns: COLUMNS, rowsPerInsert: ROWS_PER_INSERT },
-    });
-    worker.unref();
-    worker.on('message', ({ id, error }: { id: number; error?: string }) => {
-      const waiting = this.#waiting.get(id);
-      this.#waiting.delete(id);
-      if (this.#waiting.size === 0) worker.unref();
-      if (error === undefined) waiting?.resolve();
-      else waiting?.reject(new Error(error));
-    });
-    worker.on('error', (error) => this.#log.error({ err: error }, 'the audit trail writer failed'));
-    this.#exited = new Promise((resolve) => {
-      worker.once('exit', () => {
-        this.#worker = undefined;
-        for (const { reject } of this.#waiting.values()) reject(new Error('the audit trail writer stopped'));
-        this.#waiting.clear();
-        resolve();
-      });
-    });
-    return worker;
-  }
 }
 
 /** The action of a request to a public route or an unknown path, which declares none. */

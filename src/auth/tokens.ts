@@ -19,6 +19,7 @@ import type { Db, Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { nowTimestamp } from '../db/clock.js';
+import { unitOfWork } from '../db/unit-of-work.js';
 
 /**
  * rowi's own access tokens (RFC 9068 JWTs from POST /oauth/token) and bearer tokens of an
@@ -258,7 +259,7 @@ async function createSigningKey(db: Executor): Promise<string> {
  * on PostgreSQL; SQLite's write lock), so exactly one key is made.
  */
 export async function ensureSigningKey(db: Db): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  await unitOfWork(db, async (trx) => {
     if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.signing-key'))`.execute(trx);
     const active = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).limit(1).executeTakeFirst();
     if (active === undefined) await createSigningKey(trx);

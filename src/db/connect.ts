@@ -1,13 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import type { FastifyBaseLogger } from 'fastify';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError, type Config } from '../config.js';
 import type { Database, Db } from './database.js';
 import { postgresSignals, processSignals, type Signals } from './signals.js';
-import { RowiSqliteDialect, type SqliteConnectionHandle } from './sqlite-driver.js';
+import { startCheckpoints } from './checkpoints.js';
+import { execute, openSqliteConnection } from './sqlite-connection.js';
+import { RowiSqliteDialect } from './sqlite-driver.js';
 
 export interface Storage {
   db: Db;
@@ -32,7 +33,7 @@ export interface Storage {
 export async function openStorage(config: Config, log: FastifyBaseLogger): Promise<Storage> {
   if (config.databaseUrl !== '') return openPostgres(config, log);
   try {
-    return openSqlite(config, log);
+    return await openSqlite(config, log);
   } catch (error) {
     throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}`);
   }
@@ -43,26 +44,37 @@ type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'> & Partial<Pick<
 /** How long a migration waits for another process's write lock (another instance migrating). */
 const MIGRATION_LOCK_WAIT_MS = 10 * 60 * 1000;
 
+/** Past this size, a write-ahead log that has been checkpointed whole is cut back to it. */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
 /**
- * Opens the embedded SQLite database, creating its folder and file on first start.
+ * Opens the embedded SQLite database, creating its folder and file on first start, with
+ * whichever driver this Node.js has (sqlite-connection.ts).
  *
  * - WAL journal: readers never block the writer, and a commit is one append to the log.
  * - synchronous: FULL by default, so a write acknowledged with 2xx survives a process crash and
- *   a power loss; NORMAL (opt-in) survives a process crash only. better-sqlite3 is built with
- *   NORMAL as its WAL default, so the pragma is set explicitly on every open.
+ *   a power loss; NORMAL (opt-in) survives a process crash only. Set explicitly on every open.
  * - foreign_keys ON (SQLite leaves it off per connection).
- * - No busy timeout on the connection requests use: SQLite would wait for another process's
- *   write lock on the event loop. The driver waits between attempts instead, up to
- *   ROWI_DATABASE_TIMEOUT (sqlite-driver.ts). Migrations get a connection of their own that
- *   may wait long: another instance may be migrating.
+ * - Two connections: the writer, through which every write goes in groups that commit once
+ *   (sqlite-driver.ts), and the reader, for reads outside a transaction. Neither has a busy
+ *   timeout: SQLite would wait for another process's write lock on the event loop; the driver
+ *   waits between attempts instead, up to ROWI_DATABASE_TIMEOUT.
+ * - WAL checkpoints run on a thread of their own (checkpoints.ts), not inside a COMMIT on the
+ *   thread that answers requests.
+ * - Migrations get a connection of their own that may wait long: another instance may be migrating.
  */
-export function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogger): Storage {
-  if (settings.data !== ':memory:') mkdirSync(dirname(settings.data), { recursive: true });
-  const sqlite = openSqliteConnection(settings, 0);
-  const diskFull = diskFullReporter(settings.data, log);
+export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogger): Promise<Storage> {
+  const inMemory = settings.data === ':memory:';
+  if (!inMemory) mkdirSync(dirname(settings.data), { recursive: true });
+  const options = { synchronous: settings.sqliteSynchronous, busyTimeoutMs: 0 };
+  const writer = await openSqliteConnection(settings.data, options);
+  for (const pragma of ['wal_autocheckpoint = 0', `journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`]) execute(writer.prepare(`pragma ${pragma}`));
+  // An in-memory database exists on its one connection only.
+  const reader = inMemory ? writer : await openSqliteConnection(settings.data, options);
   const db = new Kysely<Database>({
-    dialect: new RowiSqliteDialect({ database: withStatementCache(sqlite), lockTimeoutMs: settings.databaseTimeout ?? 5000, ...diskFull }),
+    dialect: new RowiSqliteDialect({ writer, reader, lockTimeoutMs: settings.databaseTimeout ?? 5000, ...diskFullReporter(settings.data, log) }),
   });
+  const checkpoints = inMemory ? undefined : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
   const signals = processSignals();
   return {
     db,
@@ -70,11 +82,9 @@ export function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogger): S
     describe: `SQLite ${settings.data}`,
     signals,
     async unbounded(work) {
-      // An in-memory database exists on its one connection only.
-      if (settings.data === ':memory:') return work(db);
-      const patient = new Kysely<Database>({
-        dialect: new RowiSqliteDialect({ database: withStatementCache(openSqliteConnection(settings, MIGRATION_LOCK_WAIT_MS)), lockTimeoutMs: MIGRATION_LOCK_WAIT_MS }),
-      });
+      if (inMemory) return work(db);
+      const connection = await openSqliteConnection(settings.data, { ...options, busyTimeoutMs: MIGRATION_LOCK_WAIT_MS });
+      const patient = new Kysely<Database>({ dialect: new RowiSqliteDialect({ writer: connection, reader: connection, lockTimeoutMs: MIGRATION_LOCK_WAIT_MS }) });
       try {
         return await work(patient);
       } finally {
@@ -84,17 +94,9 @@ export function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogger): S
     async close() {
       await signals.close();
       await db.destroy();
+      await checkpoints?.close();
     },
   };
-}
-
-function openSqliteConnection(settings: SqliteSettings, busyTimeoutMs: number): SqliteDatabase.Database {
-  const sqlite = new SqliteDatabase(settings.data);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma(`synchronous = ${settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
-  sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  return sqlite;
 }
 
 /**
@@ -198,28 +200,4 @@ export function describePostgres(url: string): string {
   } catch {
     return 'an unparsable URL';
   }
-}
-
-/**
- * Kysely's SQLite driver prepares every statement anew; preparing costs more than running a
- * read by key. Statements are reusable, so keep the most recent ones by their SQL text (the
- * SQL is built by Kysely from a bounded set of query shapes, parameters are bound separately).
- */
-function withStatementCache(sqlite: SqliteDatabase.Database, capacity = 500): SqliteConnectionHandle {
-  const statements = new Map<string, SqliteDatabase.Statement>();
-  return {
-    close: () => void sqlite.close(),
-    get inTransaction() {
-      return sqlite.inTransaction;
-    },
-    prepare(sql: string) {
-      let statement = statements.get(sql);
-      if (statement === undefined) {
-        statement = sqlite.prepare(sql);
-        if (statements.size >= capacity) statements.delete(statements.keys().next().value as string);
-        statements.set(sql, statement);
-      }
-      return statement;
-    },
-  };
 }

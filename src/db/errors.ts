@@ -8,7 +8,8 @@
  */
 export function isUniqueViolation(error: unknown, column?: string): boolean {
   if (typeof error !== 'object' || error === null) return false;
-  const { code, message, table, detail } = error as Record<string, unknown>;
+  const { message, table, detail } = error as Record<string, unknown>;
+  const code = codeOf(error);
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     return column === undefined || String(message).includes(column);
   }
@@ -43,7 +44,8 @@ const TRANSIENT_MESSAGES = /^(timeout exceeded when trying to connect|Connection
  */
 export function isUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
-  const { code, message } = error as Record<string, unknown>;
+  const { message } = error as Record<string, unknown>;
+  const code = codeOf(error);
   if (typeof code === 'string') {
     if (NETWORK_CODES.has(code) || TRANSIENT_SQLSTATES.has(code) || code.startsWith('08')) return true;
     if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_')) return true;
@@ -57,8 +59,7 @@ export function isUnavailable(error: unknown): boolean {
  * checks first holds the write lock, so this does not happen there).
  */
 export function isForeignKeyViolation(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code } = error as Record<string, unknown>;
+  const code = codeOf(error);
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
@@ -69,7 +70,34 @@ export function isForeignKeyViolation(error: unknown): boolean {
  * succeeds once space is freed.
  */
 export function isDiskFull(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { code } = error as Record<string, unknown>;
+  const code = codeOf(error);
   return code === 'SQLITE_FULL' || code === '53100';
 }
+
+/**
+ * The error's code: PostgreSQL's SQLSTATE, a network error's, or SQLite's name for it (SQLITE_BUSY,
+ * SQLITE_CONSTRAINT_UNIQUE…), which better-sqlite3 gives as `code` and node:sqlite as a number
+ * (`errcode`: the primary code in the low byte, the extended one whole).
+ */
+export function codeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, errcode } = error as Record<string, unknown>;
+  if (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number') return SQLITE_CODES[errcode] ?? SQLITE_CODES[errcode & 0xff] ?? `SQLITE_${errcode}`;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** The SQLite result codes rowi tells apart (sqlite.org/rescode.html), extended ones first. */
+const SQLITE_CODES: Record<number, string> = {
+  2067: 'SQLITE_CONSTRAINT_UNIQUE',
+  1555: 'SQLITE_CONSTRAINT_PRIMARYKEY',
+  787: 'SQLITE_CONSTRAINT_FOREIGNKEY',
+  275: 'SQLITE_CONSTRAINT_CHECK',
+  261: 'SQLITE_BUSY_RECOVERY',
+  517: 'SQLITE_BUSY_SNAPSHOT',
+  773: 'SQLITE_BUSY_TIMEOUT',
+  5: 'SQLITE_BUSY',
+  6: 'SQLITE_LOCKED',
+  10: 'SQLITE_IOERR',
+  13: 'SQLITE_FULL',
+  19: 'SQLITE_CONSTRAINT',
+};

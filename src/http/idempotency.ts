@@ -5,6 +5,7 @@ import { nowTimestamp } from '../db/clock.js';
 import type { Db, Trx } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { UnprocessableError } from '../errors.js';
+import { unitOfWork } from '../db/unit-of-work.js';
 
 /**
  * Idempotency-Key on POST (SPEC §4, draft-ietf-httpapi-idempotency-key-header): a retry with the
@@ -58,7 +59,7 @@ export async function runIdempotent(
 ): Promise<IdempotentResult> {
   const key = request.headers['idempotency-key'];
   if (typeof key !== 'string') {
-    return { ...(await db.transaction().execute(work)), replayed: false };
+    return { ...(await unitOfWork(db, work)), replayed: false };
   }
   const scope = idempotencyScope(request);
   const fingerprint = fingerprintOf(request);
@@ -68,7 +69,7 @@ export async function runIdempotent(
   // after the work would let it run the work too and fail on something else, an email taken.)
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute(async (trx) => {
+      return await unitOfWork(db, async (trx) => {
         const existing = await trx
           .selectFrom('idempotency_keys')
           .select(['fingerprint', 'response', 'expires_at'])

@@ -40,7 +40,8 @@ function postUser(options: Omit<CallOptions, 'url'> & { query?: string }) {
 let counting = false;
 async function rowsWritten(): Promise<number> {
   const db = test.storage.db;
-  if (BACKEND === 'sqlite') return (await sql<{ n: number }>`select total_changes() as n`.execute(db)).rows[0]!.n;
+  // total_changes() counts a connection's own writes: asked inside a transaction, it is the writer's.
+  if (BACKEND === 'sqlite') return (await db.transaction().execute((trx) => sql<{ n: number }>`select total_changes() as n`.execute(trx))).rows[0]!.n;
   if (!counting) {
     await sql`create table key_writes (n bigint not null)`.execute(db);
     await sql`insert into key_writes values (0)`.execute(db);

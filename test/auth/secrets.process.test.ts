@@ -1,4 +1,4 @@
-import SqliteDatabase from 'better-sqlite3';
+import { openSqliteFile } from '../helpers/sqlite-file.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServer, type RunningServer } from '../helpers/process.js';
 
@@ -13,11 +13,11 @@ function firstAdminKey(server: RunningServer): string {
   return match[1]!;
 }
 
-/** Every value of every audit_events row of a stopped server's database, read without changing it. */
-function auditRows(dataFile: string): Record<string, unknown>[] {
-  const sqlite = new SqliteDatabase(dataFile, { readonly: true, fileMustExist: true });
+/** Every value of every audit_events row of a stopped server's database, read on a connection of its own. */
+async function auditRows(dataFile: string): Promise<Record<string, unknown>[]> {
+  const sqlite = await openSqliteFile(dataFile);
   try {
-    return sqlite.prepare('select * from audit_events order by id').all() as Record<string, unknown>[];
+    return sqlite.all('select * from audit_events order by id');
   } finally {
     sqlite.close();
   }
@@ -117,8 +117,8 @@ describe('secrets never reach the log, stderr or the audit trail (rowi serve, de
     for (const [name, secret] of Object.entries(secrets)) expect(rest.includes(secret), `${name} on stderr`).toBe(false);
   });
 
-  it('audit_events: every request recorded, and no column of any row holds a key, a secret part or a token', () => {
-    const rows = auditRows(server.dataFile);
+  it('audit_events: every request recorded, and no column of any row holds a key, a secret part or a token', async () => {
+    const rows = await auditRows(server.dataFile);
     // Two to create the caller and its key, three token requests and six API requests.
     expect(rows.length).toBe(11);
     expect(rows.map((row) => row.path)).toContain('/v1/users');
@@ -141,11 +141,11 @@ describe('graceful shutdown writes the whole audit trail', () => {
       expect(replies.map((reply) => reply.status).sort()).toEqual([...Array(40).fill(200), ...Array(10).fill(401)]);
       const requestIds = replies.map((reply) => reply.headers.get('x-request-id')!);
       // Nothing has been written yet.
-      expect(auditRows(server.dataFile)).toEqual([]);
+      expect(await auditRows(server.dataFile)).toEqual([]);
 
       expect(await server.stop('SIGTERM')).toBe(0);
 
-      const rows = auditRows(server.dataFile);
+      const rows = await auditRows(server.dataFile);
       expect(rows).toHaveLength(50);
       expect(rows.map((row) => row.request_id).sort()).toEqual([...requestIds].sort());
     } finally {
@@ -186,9 +186,9 @@ describe('rowi callers create', () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/--role must be one of reader, editor, admin/);
-    const sqlite = new SqliteDatabase(server.dataFile, { readonly: true });
+    const sqlite = await openSqliteFile(server.dataFile);
     try {
-      expect(sqlite.prepare('select name from callers where name = ?').all('crm')).toEqual([]);
+      expect(sqlite.all('select name from callers where name = ?', 'crm')).toEqual([]);
     } finally {
       sqlite.close();
     }

@@ -11,7 +11,7 @@ let folder: string;
 
 beforeAll(async () => {
   folder = tempFolder('compiled');
-  storage = openSqlite({ data: join(folder, 'rowi.db'), sqliteSynchronous: 'full' });
+  storage = await openSqlite({ data: join(folder, 'rowi.db'), sqliteSynchronous: 'full' });
   await migrateToLatest(storage.db);
   const stamp = '2026-01-01T00:00:00.000Z';
   await storage.db

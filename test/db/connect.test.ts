@@ -1,9 +1,9 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
+import { openSqliteFile } from '../helpers/sqlite-file.js';
 import { tempFolder } from '../helpers/temp.js';
 
 const opened: { storage: Storage; folder: string }[] = [];
@@ -14,9 +14,9 @@ afterEach(async () => {
   }
 });
 
-function open(sqliteSynchronous: 'full' | 'normal') {
+async function open(sqliteSynchronous: 'full' | 'normal') {
   const folder = tempFolder('db');
-  const storage = openSqlite({ data: join(folder, 'nested', 'rowi.db'), sqliteSynchronous });
+  const storage = await openSqlite({ data: join(folder, 'nested', 'rowi.db'), sqliteSynchronous });
   opened.push({ storage, folder });
   return storage;
 }
@@ -28,7 +28,7 @@ async function pragma(storage: Storage, name: string): Promise<unknown> {
 
 describe('openSqlite', () => {
   it('openSqlite: WAL journal, synchronous FULL, foreign keys on, and no busy timeout (the driver waits for the lock off the event loop) by default', async () => {
-    const storage = open('full');
+    const storage = await open('full');
     expect(await pragma(storage, 'journal_mode')).toBe('wal');
     // 2 = FULL: a commit is on disk before it is acknowledged, so it survives a crash or power loss.
     expect(await pragma(storage, 'synchronous')).toBe(2);
@@ -37,17 +37,28 @@ describe('openSqlite', () => {
     expect(await pragma(storage, 'busy_timeout')).toBe(0);
   });
 
+  it('openSqlite: the writer runs no WAL checkpoint inside a COMMIT (a thread of its own checkpoints), and keeps the log to 64 MiB once checkpointed', async () => {
+    const storage = await open('full');
+    // Inside a transaction, queries run on the writer.
+    const [autocheckpoint, sizeLimit] = await storage.db.transaction().execute(async (trx) => [
+      Object.values((await sql<Record<string, unknown>>`pragma wal_autocheckpoint`.execute(trx)).rows[0]!)[0],
+      Object.values((await sql<Record<string, unknown>>`pragma journal_size_limit`.execute(trx)).rows[0]!)[0],
+    ]);
+    expect(autocheckpoint).toBe(0);
+    expect(sizeLimit).toBe(64 * 1024 * 1024);
+  });
+
   it('openSqlite: synchronous NORMAL (1) when ROWI_SQLITE_SYNCHRONOUS=normal', async () => {
-    expect(await pragma(open('normal'), 'synchronous')).toBe(1);
+    expect(await pragma(await open('normal'), 'synchronous')).toBe(1);
   });
 
   it('openSqlite: a transaction holds the write lock from BEGIN (BEGIN IMMEDIATE), before its first write', async () => {
     const folder = tempFolder('db');
     const file = join(folder, 'rowi.db');
-    const storage = openSqlite({ data: file, sqliteSynchronous: 'full' });
+    const storage = await openSqlite({ data: file, sqliteSynchronous: 'full' });
     opened.push({ storage, folder });
     await sql`create table t (v integer)`.execute(storage.db);
-    const other = new SqliteDatabase(file, { timeout: 0 });
+    const other = await openSqliteFile(file, { busyTimeoutMs: 0 });
     try {
       await storage.db.transaction().execute(async (trx) => {
         await sql`select count(*) from t`.execute(trx);

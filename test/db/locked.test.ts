@@ -1,6 +1,6 @@
-import SqliteDatabase from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildUser, createUser, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { openSqliteFile, type SqliteFile } from '../helpers/sqlite-file.js';
 
 /**
  * A database locked by another process never stops rowi from answering (SQLite). While another
@@ -10,10 +10,10 @@ import { buildUser, createUser, expectProblem, startApp, storedUsers, type TestA
  * on the event loop: /health/live took 9.5 s.)
  */
 let test: TestApp;
-let other: SqliteDatabase.Database;
+let other: SqliteFile;
 beforeAll(async () => {
   test = await startApp({ ROWI_DATABASE_TIMEOUT: '1500' });
-  other = new SqliteDatabase(test.config.data);
+  other = await openSqliteFile(test.config.data, { busyTimeoutMs: 0 });
 });
 afterEach(() => {
   if (other.inTransaction) other.exec('rollback');

@@ -1,4 +1,3 @@
-import SqliteDatabase from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -9,6 +8,7 @@ import { operation, representation } from '../../src/http/schemas.js';
 import { createUser } from '../../src/resources/users/users.service.js';
 import { buildUser, call, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
 import { BACKEND } from '../helpers/database.js';
+import { openSqliteFile } from '../helpers/sqlite-file.js';
 
 /**
  * The handler budget (ROWI_HANDLER_TIMEOUT, 100 ms here): a request not answered in time gets a
@@ -111,8 +111,7 @@ describe('the handler budget', () => {
     'POST /v1/users: 503 problem with Retry-After within the budget while another connection holds SQLite\'s write lock (the wait does not stop the process); the write, still waiting, gives up at ROWI_DATABASE_TIMEOUT and stores nothing',
     { timeout: 20_000 },
     async () => {
-      const holder = new SqliteDatabase(test.config.data);
-      holder.pragma('busy_timeout = 0');
+      const holder = await openSqliteFile(test.config.data, { busyTimeoutMs: 0 });
       holder.exec('begin immediate');
       let reply;
       let elapsed;

@@ -18,6 +18,7 @@ import {
   NewApiKeySchema,
 } from './callers.schema.js';
 import { createApiKey, createCaller, deleteCaller, getApiKey, getCaller, listApiKeys, listCallers, patchCaller, revokeKey } from './callers.service.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
  * /v1/callers and their keys (SPEC §5), for admins. Every change forgets what this instance
@@ -87,7 +88,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const caller = await db.transaction().execute((trx) => patchCaller(trx, request.params.id, request.body, conditionOf(request)));
+    const caller = await unitOfWork(db, (trx) => patchCaller(trx, request.params.id, request.body, conditionOf(request)));
     await auth.forget();
     return sendRecord(request, reply, caller);
   });
@@ -104,7 +105,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    await db.transaction().execute((trx) => deleteCaller(trx, request.params.id, conditionOf(request)));
+    await unitOfWork(db, (trx) => deleteCaller(trx, request.params.id, conditionOf(request)));
     await auth.forget();
     return sendEmpty(reply, 204);
   });
@@ -135,7 +136,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: representation(NewApiKeySchema, 'Created; store `key` now, it is never shown again', RESPONSE_HEADERS.location) },
     }),
   }, async (request, reply) => {
-    const { record, key } = await db.transaction().execute((trx) => createApiKey(trx, request.params.id, request.body ?? {}));
+    const { record, key } = await unitOfWork(db, (trx) => createApiKey(trx, request.params.id, request.body ?? {}));
     reply.header('cache-control', 'no-store');
     return reply.code(201).header('location', `/v1/callers/${record.caller_id}/keys/${record.id}`).send({ ...record, key });
   });
@@ -163,7 +164,7 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409],
     }),
   }, async (request, reply) => {
-    await db.transaction().execute((trx) => revokeKey(trx, request.params.id, request.params.key_id));
+    await unitOfWork(db, (trx) => revokeKey(trx, request.params.id, request.params.key_id));
     await auth.forget();
     return sendEmpty(reply, 204);
   });

@@ -24,6 +24,7 @@ import {
   type StoredApiKey,
   type StoredCaller,
 } from './callers.repository.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** A caller as the API shows it: grants as arrays, and the scopes they add up to. */
 export interface CallerView {
@@ -196,7 +197,7 @@ function isWorking(key: StoredApiKey, now: string): boolean {
  * so exactly one creates the admin and the others find it; SQLite's write lock does the same.
  */
 export async function ensureFirstAdmin(db: Db): Promise<{ caller: CallerView; key: string } | undefined> {
-  return db.transaction().execute(async (trx) => {
+  return unitOfWork(db, async (trx) => {
     if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.first-admin'))`.execute(trx);
     if ((await countCallers(trx)) > 0) return undefined;
     const caller = await createCaller(trx, { name: 'admin', role: 'admin' });

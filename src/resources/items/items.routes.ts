@@ -5,6 +5,7 @@ import { conditionOf, sendCreated, sendEmpty, sendRecord } from '../../http/reco
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { ITEM_COLLECTION, ItemCreateSchema, ItemPageSchema, ItemPatchSchema, ItemReplaceSchema, ItemSchema } from './items.schema.js';
 import { createItem, deleteItem, getItem, listItems, patchItem, presentItem, replaceItem } from './items.service.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** /v1/items: the catalogue (SPEC §2); creating an item creates its stock at 0. */
 const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -70,7 +71,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const item = await db.transaction().execute((trx) => replaceItem(trx, request.params.id, request.body, conditionOf(request)));
+    const item = await unitOfWork(db, (trx) => replaceItem(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, presentItem(item));
   });
 
@@ -88,7 +89,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const item = await db.transaction().execute((trx) => patchItem(trx, request.params.id, request.body, conditionOf(request)));
+    const item = await unitOfWork(db, (trx) => patchItem(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, presentItem(item));
   });
 
@@ -104,7 +105,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    await db.transaction().execute((trx) => deleteItem(trx, request.params.id, conditionOf(request)));
+    await unitOfWork(db, (trx) => deleteItem(trx, request.params.id, conditionOf(request)));
     return sendEmpty(reply, 204);
   });
 };

@@ -4,6 +4,7 @@ import { conditionOf, sendRecord } from '../../http/records.js';
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { MOVEMENT_COLLECTION, MovementPageSchema, StockPatchSchema, StockReplaceSchema, StockSchema } from './stock.schema.js';
 import { getStock, listMovements, setStock } from './stock.service.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -34,7 +35,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [412],
     }),
   }, async (request, reply) => {
-    const stock = await db.transaction().execute((trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
+    const stock = await unitOfWork(db, (trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, stock);
   });
 
@@ -52,7 +53,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [412],
     }),
   }, async (request, reply) => {
-    const stock = await db.transaction().execute((trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
+    const stock = await unitOfWork(db, (trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, stock);
   });
 

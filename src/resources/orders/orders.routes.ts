@@ -5,6 +5,7 @@ import { conditionOf, sendCreated, sendEmpty, sendRecord } from '../../http/reco
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { ORDER_COLLECTION, OrderCreateSchema, OrderPageSchema, OrderPatchSchema, OrderReplaceSchema, OrderSchema } from './orders.schema.js';
 import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder } from './orders.service.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** /v1/orders: orders that reserve stock atomically (SPEC §2). */
 const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -71,7 +72,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const order = await db.transaction().execute((trx) => replaceOrder(trx, request.params.id, request.body, conditionOf(request)));
+    const order = await unitOfWork(db, (trx) => replaceOrder(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, order);
   });
 
@@ -90,7 +91,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const order = await db.transaction().execute((trx) => patchOrder(trx, request.params.id, request.body, conditionOf(request)));
+    const order = await unitOfWork(db, (trx) => patchOrder(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, order);
   });
 
@@ -106,7 +107,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [412],
     }),
   }, async (request, reply) => {
-    await db.transaction().execute((trx) => deleteOrder(trx, request.params.id, conditionOf(request)));
+    await unitOfWork(db, (trx) => deleteOrder(trx, request.params.id, conditionOf(request)));
     return sendEmpty(reply, 204);
   });
 };

@@ -5,6 +5,7 @@ import { conditionOf, sendCreated, sendEmpty, sendRecord } from '../../http/reco
 import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { USER_COLLECTION, UserCreateSchema, UserPageSchema, UserPatchSchema, UserReplaceSchema, UserSchema } from './users.schema.js';
 import { createUser, deleteUser, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 
 /** /v1/users: the six operations of SPEC §2 on users. */
@@ -71,7 +72,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const user = await db.transaction().execute((trx) => replaceUser(trx, request.params.id, request.body, conditionOf(request)));
+    const user = await unitOfWork(db, (trx) => replaceUser(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, user);
   });
 
@@ -89,7 +90,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    const user = await db.transaction().execute((trx) => patchUser(trx, request.params.id, request.body, conditionOf(request)));
+    const user = await unitOfWork(db, (trx) => patchUser(trx, request.params.id, request.body, conditionOf(request)));
     return sendRecord(request, reply, user);
   });
 
@@ -105,7 +106,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [409, 412],
     }),
   }, async (request, reply) => {
-    await db.transaction().execute((trx) => deleteUser(trx, request.params.id, conditionOf(request)));
+    await unitOfWork(db, (trx) => deleteUser(trx, request.params.id, conditionOf(request)));
     return sendEmpty(reply, 204);
   });
 };

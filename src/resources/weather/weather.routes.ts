@@ -16,6 +16,7 @@ import {
   WeatherSchema,
 } from './weather.schema.js';
 import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type PlaceWrite } from './weather.service.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** Lists show recorded weather only, which any PUT can change: reuse only after asking again. */
 const RECORDED_FRESHNESS = { 'Cache-Control': RESPONSE_HEADERS.cache['Cache-Control'], Age: RESPONSE_HEADERS.cache.Age };
@@ -79,7 +80,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => {
     const recordedBy = request.principal?.name ?? 'anonymous';
-    const result = await db.transaction().execute((trx) => recordObservation(trx, request.params.place, request.body, recordedBy, upsertConditionOf(request)));
+    const result = await unitOfWork(db, (trx) => recordObservation(trx, request.params.place, request.body, recordedBy, upsertConditionOf(request)));
     return sendPlaceWrite(request, reply, result);
   });
 
@@ -100,7 +101,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [412],
     }),
   }, async (request, reply) => {
-    const result = await db.transaction().execute((trx) => patchPlace(trx, request.params.place, request.body, upsertConditionOf(request)));
+    const result = await unitOfWork(db, (trx) => patchPlace(trx, request.params.place, request.body, upsertConditionOf(request)));
     return sendPlaceWrite(request, reply, result);
   });
 
@@ -116,7 +117,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       problems: [412],
     }),
   }, async (request, reply) => {
-    await db.transaction().execute((trx) => deletePlace(trx, request.params.place, conditionOf(request)));
+    await unitOfWork(db, (trx) => deletePlace(trx, request.params.place, conditionOf(request)));
     return sendEmpty(reply, 204);
   });
 

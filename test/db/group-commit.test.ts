@@ -1,0 +1,133 @@
+import { join } from 'node:path';
+import { Kysely, sql, type Generated } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSqliteConnection, type SqliteConnectionHandle } from '../../src/db/sqlite-connection.js';
+import { RowiSqliteDialect } from '../../src/db/sqlite-driver.js';
+import { tempFolder } from '../helpers/temp.js';
+
+/**
+ * Group commit, on a real SQLite file, with every statement of the writer connection recorded:
+ * concurrent transactions (units of work) share one BEGIN and one COMMIT, each in a savepoint of
+ * its own; a unit that fails rolls back only itself; none is acknowledged before the COMMIT that
+ * holds it; a COMMIT that fails fails every unit of its group, and nothing of them is stored.
+ */
+interface Table {
+  id: Generated<number>;
+  v: string;
+}
+
+let writer: SqliteConnectionHandle;
+let reader: SqliteConnectionHandle;
+let db: Kysely<{ t: Table }>;
+let log: string[];
+/** When set, the next COMMIT throws this instead of committing. */
+let failCommit: Error | undefined;
+
+beforeEach(async () => {
+  const file = join(tempFolder('group-commit'), 'g.db');
+  const real = await openSqliteConnection(file, { synchronous: 'full', busyTimeoutMs: 0 });
+  log = [];
+  failCommit = undefined;
+  writer = {
+    prepare(text) {
+      const statement = real.prepare(text);
+      return {
+        reader: statement.reader,
+        all: (parameters) => {
+          log.push(text);
+          return statement.all(parameters);
+        },
+        run: (parameters) => {
+          log.push(text);
+          if (text === 'commit' && failCommit !== undefined) {
+            const error = failCommit;
+            failCommit = undefined;
+            real.prepare('rollback').run();
+            throw error;
+          }
+          return statement.run(parameters);
+        },
+      };
+    },
+    get inTransaction() {
+      return real.inTransaction;
+    },
+    close: () => real.close(),
+  };
+  reader = await openSqliteConnection(file, { synchronous: 'full', busyTimeoutMs: 0 });
+  db = new Kysely<{ t: Table }>({ dialect: new RowiSqliteDialect({ writer, reader, lockTimeoutMs: 1000 }) });
+  await sql`create table t (id integer primary key, v text not null)`.execute(db);
+  log.length = 0;
+});
+afterEach(() => db.destroy());
+
+const insert = (v: string) => db.transaction().execute((trx) => trx.insertInto('t').values({ v }).execute());
+const stored = async () => (await db.selectFrom('t').select('v').orderBy('id').execute()).map((row) => row.v);
+
+describe('group commit (SQLite)', () => {
+  it('20 concurrent transactions: one BEGIN IMMEDIATE and one COMMIT, each transaction in its own savepoint, all stored', async () => {
+    await Promise.all(Array.from({ length: 20 }, (_, index) => insert(`v${index}`)));
+    expect(log.filter((text) => text === 'begin immediate')).toHaveLength(1);
+    expect(log.filter((text) => text === 'commit')).toHaveLength(1);
+    expect(log.filter((text) => text === 'savepoint "unit"')).toHaveLength(20);
+    expect(log.filter((text) => text === 'release savepoint "unit"')).toHaveLength(20);
+    expect((await stored()).sort()).toEqual(Array.from({ length: 20 }, (_, index) => `v${index}`).sort());
+  });
+
+  it('a transaction that fails rolls back only its own work; the others of its group commit', async () => {
+    const outcomes = await Promise.allSettled([
+      insert('first'),
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ v: 'doomed' }).execute();
+        throw new Error('refused');
+      }),
+      insert('third'),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(log).toContain('rollback to savepoint "unit"');
+    expect(log.filter((text) => text === 'commit')).toHaveLength(1);
+    expect(await stored()).toEqual(['first', 'third']);
+  });
+
+  it('no transaction is acknowledged before the COMMIT of its group has run', async () => {
+    const acknowledged: number[] = [];
+    await Promise.all(
+      Array.from({ length: 5 }, (_, index) =>
+        insert(`a${index}`).then(() => {
+          acknowledged.push(log.lastIndexOf('commit'));
+        }),
+      ),
+    );
+    // Each saw a COMMIT already in the log when its promise resolved.
+    expect(acknowledged.every((at) => at !== -1)).toBe(true);
+  });
+
+  it('a COMMIT that fails (a full disk) fails every transaction of its group, and nothing of them is stored', async () => {
+    await insert('before');
+    failCommit = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    const outcomes = await Promise.allSettled(Array.from({ length: 4 }, (_, index) => insert(`lost${index}`)));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    expect((outcomes[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_FULL' });
+    expect(await stored()).toEqual(['before']);
+    // And the writer goes on.
+    await insert('after');
+    expect(await stored()).toEqual(['before', 'after']);
+  });
+
+  it('reads outside a transaction run on the reader and never see a group before it commits', async () => {
+    let seenDuringUnit: string[] | undefined;
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('t').values({ v: 'uncommitted' }).execute();
+      seenDuringUnit = await stored();
+    });
+    expect(seenDuringUnit).toEqual([]);
+    expect(await stored()).toEqual(['uncommitted']);
+    expect(log.some((text) => text.startsWith('select'))).toBe(false);
+  });
+
+  it('a write outside a transaction becomes a unit of its own, committed before it resolves', async () => {
+    await db.insertInto('t').values({ v: 'alone' }).execute();
+    expect(log).toEqual(['begin immediate', 'savepoint "unit"', 'insert into "t" ("v") values (?)', 'release savepoint "unit"', 'commit']);
+    expect(await stored()).toEqual(['alone']);
+  });
+});
