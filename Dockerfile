@@ -1,4 +1,5 @@
-# rowi in a container: build with the compilers better-sqlite3 may need, run without them.
+# rowi in a container, on Node.js 24: SQLite through Node's own node:sqlite, so npm compiles
+# nothing and the image needs no compilers (better-sqlite3 is for Node 20 only).
 #
 #   docker build -t rowi .
 #   docker run -p 8080:8080 -v rowi-data:/data rowi                         # SQLite in the volume
@@ -7,20 +8,18 @@
 #
 # See README "Deployment".
 
-FROM node:20-bookworm-slim AS build
-# better-sqlite3 is a native module: npm compiles it when no prebuilt binary can be downloaded.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The optional package of better-sqlite3 is skipped on Node 24 (its engines say Node 20).
+COPY packages ./packages
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build \
  && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     ROWI_HOST=0.0.0.0 \
     ROWI_PORT=8080 \
