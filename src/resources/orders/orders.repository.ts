@@ -2,7 +2,7 @@ import type { Executor, OrderLineRow, OrderRow, OrderStatus } from '../../db/dat
 import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
 
-const ORDER_COLUMNS = ['id', 'name', 'user_id', 'status', 'total', 'created_at', 'updated_at', 'version'] as const;
+export const ORDER_COLUMNS = ['id', 'name', 'user_id', 'status', 'total', 'created_at', 'updated_at', 'version'] as const;
 export type StoredOrder = Pick<OrderRow, (typeof ORDER_COLUMNS)[number]>;
 export type StoredLine = Pick<OrderLineRow, 'order_id' | 'item_id' | 'position' | 'quantity' | 'unit_price'>;
 

@@ -3,10 +3,8 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, OrderStatus, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
-import { findItemPrices } from '../items/items.repository.js';
 import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
-import { findUserById } from '../users/users.repository.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
 import {
   deleteLines,
@@ -15,11 +13,11 @@ import {
   findOrderById,
   findOrders,
   insertLines,
-  insertOrder,
   updateOrderAtVersion,
   type StoredLine,
   type StoredOrder,
 } from './orders.repository.js';
+import { findPlacementFacts, insertPlacedOrder, type NewLine, type PlacementFacts } from './placement.repository.js';
 import { MAX_LINE_QUANTITY, type Order, type OrderCreate, type OrderPatch, type OrderReplace } from './orders.schema.js';
 
 /**
@@ -52,16 +50,16 @@ export async function listOrders(db: Executor, query: ListQuery) {
 
 export async function placeOrder(trx: Trx, input: OrderCreate): Promise<OrderView> {
   const now = nowTimestamp();
-  await assertUserExists(trx, input.user_id);
+  const facts = await findPlacementFacts(trx, input.user_id, [...new Set(input.lines.map((line) => line.item_id))]);
+  if (!facts.userFound) throw unknownUser(input.user_id);
   const wanted = mergeLines(input.lines);
-  const prices = await priceLines(trx, wanted, new Map());
+  const prices = priceLines(facts, wanted, new Map());
   const total = totalOf(wanted, prices);
-  await assertStockCovers(trx, wanted, new Map());
-  const order = await insertOrder(trx, { name: input.name, user_id: input.user_id, total, now });
-  const stored = linesToStore(order.id, wanted, prices);
-  await insertLines(trx, stored);
-  await applyStockMoves(trx, order.id, stored.map((line) => ({ itemId: line.item_id, kind: 'reserve', units: line.quantity })), now);
-  return presentOrder(order, stored);
+  assertStockCovers(facts, wanted, new Map());
+  const placed = await insertPlacedOrder(trx, { name: input.name, user_id: input.user_id, total, now }, linesToStore(wanted, prices));
+  // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.
+  if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, wanted);
+  return presentOrder(placed.order, placed.lines);
 }
 
 export function replaceOrder(trx: Trx, id: number, input: OrderReplace, condition: VersionCondition): Promise<OrderView> {
@@ -107,17 +105,18 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
     const name = body.name ?? stored.name;
     if (!linesChange && !userChanges && status === stored.status && name === stored.name) return presentOrder(stored, storedLines);
 
-    if (userChanges && userId !== null) await assertUserExists(trx, userId);
+    const facts = userChanges || linesChange ? await findPlacementFacts(trx, userChanges ? userId : null, linesChange ? [...wantedLines.keys()] : []) : undefined;
+    if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
     const now = nowTimestamp();
     let lines = storedLines;
     let total = stored.total;
     const moves: StockMove[] = [];
     if (linesChange) {
       const current = new Map(storedLines.map((line) => [line.item_id, line]));
-      const prices = await priceLines(trx, wantedLines, current);
+      const prices = priceLines(facts!, wantedLines, current);
       total = totalOf(wantedLines, prices);
-      await assertStockCovers(trx, wantedLines, current);
-      lines = linesToStore(id, wantedLines, prices);
+      assertStockCovers(facts!, wantedLines, current);
+      lines = linesToStore(wantedLines, prices).map((line) => ({ order_id: id, ...line }));
       moves.push(...lineDifference(current, wantedLines));
     }
     if (status !== stored.status) {
@@ -188,8 +187,8 @@ function sameLines(wanted: Map<number, WantedLine>, stored: StoredLine[]): boole
  * The unit price of each wanted line: the price captured when the item was first put on the
  * order, else the item's current price. An unknown item is a 422 pointing at each of its lines.
  */
-async function priceLines(db: Executor, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): Promise<Map<number, number>> {
-  const prices = new Map((await findItemPrices(db, [...wanted.keys()])).map((item) => [item.id, item.price]));
+function priceLines(facts: PlacementFacts, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): Map<number, number> {
+  const prices = new Map([...facts.items].map(([id, item]) => [id, item.price]));
   const errors: FieldError[] = [];
   for (const line of wanted.values()) {
     if (!prices.has(line.item_id)) {
@@ -203,14 +202,14 @@ async function priceLines(db: Executor, wanted: Map<number, WantedLine>, current
 }
 
 /** Every line whose additional units exceed the unreserved stock; 409 listing all of them. */
-async function assertStockCovers(db: Executor, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): Promise<void> {
-  const stocks = await stockByItem(db, [...wanted.keys()]);
+function assertStockCovers(facts: PlacementFacts, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): void {
   const short: ShortLine[] = [];
   for (const line of wanted.values()) {
+    const stock = facts.items.get(line.item_id)?.available;
     // Every item has its stock row from its creation: none means the item was deleted since it was priced (PostgreSQL).
-    if (!stocks.has(line.item_id)) throw new ConflictError('concurrent-change', `Item ${line.item_id} was deleted while this request ran; nothing was changed.`);
+    if (stock === undefined) throw itemDeletedMeanwhile(line.item_id);
     const held = current.get(line.item_id)?.quantity ?? 0;
-    const available = (stocks.get(line.item_id)?.quantity ?? 0) + held;
+    const available = stock + held;
     if (line.quantity > available) short.push({ item_id: line.item_id, requested: line.quantity, available });
   }
   if (short.length > 0) throw insufficientStock(short);
@@ -237,9 +236,8 @@ function totalOf(wanted: Map<number, WantedLine>, prices: Map<number, number>): 
   return total;
 }
 
-function linesToStore(orderId: number, wanted: Map<number, WantedLine>, prices: Map<number, number>): StoredLine[] {
+function linesToStore(wanted: Map<number, WantedLine>, prices: Map<number, number>): NewLine[] {
   return [...wanted.values()].map((line) => ({
-    order_id: orderId,
     item_id: line.item_id,
     position: line.position,
     quantity: line.quantity,
@@ -247,10 +245,24 @@ function linesToStore(orderId: number, wanted: Map<number, WantedLine>, prices: 
   }));
 }
 
-async function assertUserExists(db: Executor, userId: number): Promise<void> {
-  if (!(await findUserById(db, userId))) {
-    throw new UnprocessableError(`There is no user ${userId}.`, [{ in: 'body', pointer: '#/user_id', detail: `there is no user ${userId}` }], 'unknown-reference');
+function unknownUser(userId: number): UnprocessableError {
+  return new UnprocessableError(`There is no user ${userId}.`, [{ in: 'body', pointer: '#/user_id', detail: `there is no user ${userId}` }], 'unknown-reference');
+}
+
+function itemDeletedMeanwhile(itemId: number): ConflictError {
+  return new ConflictError('concurrent-change', `Item ${itemId} was deleted while this request ran; nothing was changed.`);
+}
+
+/** The 409 for lines whose stock another writer took after the check: what is available to each now. */
+async function stockTakenMeanwhile(db: Executor, itemIds: number[], wanted: Map<number, WantedLine>): Promise<ConflictError> {
+  const stocks = await stockByItem(db, itemIds);
+  const short: ShortLine[] = [];
+  for (const itemId of itemIds) {
+    const stock = stocks.get(itemId);
+    if (stock === undefined) return itemDeletedMeanwhile(itemId);
+    short.push({ item_id: itemId, requested: wanted.get(itemId)!.quantity, available: stock.quantity });
   }
+  return insufficientStock(short);
 }
 
 /** Read-only fields echoed in a PUT/PATCH must equal the stored values; on PUT, status too. */
