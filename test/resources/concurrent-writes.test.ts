@@ -81,7 +81,7 @@ describe('concurrent writes without If-Match, two instances on one database', ()
     for (const item of items) await setStock(test, item.id, 100);
     const orderings = [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 0, 1], [1, 0, 2]];
     const replies = await Promise.all(Array.from({ length: WRITES }, (_, index) => {
-      const options = { method: 'POST' as const, url: '/v1/orders', key: test.adminKey, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: `Race ${index}`, user_id: user.id, lines: orderings[index % orderings.length].map((at) => ({ item_id: items[at].id, quantity: 1 + at })) }) };
+      const options = { method: 'POST' as const, url: '/v1/orders', key: test.adminKey, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: `Race ${index}`, user_id: user.id, lines: orderings[index % orderings.length]!.map((at) => ({ item_id: items[at]!.id, quantity: 1 + at })) }) };
       return index % 2 === 0 ? test.call(options) : call(second.app, options);
     }));
     expect(statusesOf(replies), replies.find((reply) => reply.status !== 201)?.text).toEqual([201]);
