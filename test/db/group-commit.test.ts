@@ -74,6 +74,37 @@ describe('group commit (SQLite)', () => {
     expect((await stored()).sort()).toEqual(Array.from({ length: 20 }, (_, index) => `v${index}`).sort());
   });
 
+  it('transactions that arrive on successive turns of the event loop join the open group; a turn that brings none commits it', async () => {
+    // Five transactions, each started on the next turn (as requests read from their sockets one turn after another).
+    const turns: Promise<unknown>[] = [];
+    for (let turn = 0; turn < 5; turn++) {
+      turns.push(insert(`turn${turn}`));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(turns);
+    expect(log.filter((text) => text === 'begin immediate')).toHaveLength(1);
+    expect(log.filter((text) => text === 'commit')).toHaveLength(1);
+    // Then nothing arrives for a while: the next transaction is a group of its own, committed without waiting for more.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await insert('alone');
+    expect(log.filter((text) => text === 'commit')).toHaveLength(2);
+    expect((await stored()).sort()).toEqual(['alone', 'turn0', 'turn1', 'turn2', 'turn3', 'turn4']);
+  });
+
+  it('a group stays open at most its window: transactions started on every turn for 60 ms are committed in several groups, each acknowledged', async () => {
+    const started = performance.now();
+    const all: Promise<unknown>[] = [];
+    for (let index = 0; performance.now() - started < 60; index++) {
+      all.push(insert(`w${index}`));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(all);
+    const commits = log.filter((text) => text === 'commit').length;
+    expect(commits).toBeGreaterThanOrEqual(3);
+    expect(commits).toBeLessThan(all.length);
+    expect(await stored()).toHaveLength(all.length);
+  });
+
   it('a transaction that fails rolls back only its own work; the others of its group commit', async () => {
     const outcomes = await Promise.allSettled([
       insert('first'),
