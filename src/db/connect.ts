@@ -6,6 +6,7 @@ import pg from 'pg';
 import { ConfigError, type Config } from '../config.js';
 import type { Database, Db } from './database.js';
 import { postgresSignals, processSignals, type Signals } from './signals.js';
+import { PreparingPool } from './prepared-statements.js';
 import { startCheckpoints } from './checkpoints.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
@@ -155,7 +156,7 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     await pool.end().catch(() => {});
     throw new ConfigError(`ROWI_DATABASE_URL (${where}) cannot be used: ${(error as Error).message}`);
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new PreparingPool(pool) }) });
   const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
   return {
     db,

@@ -1,0 +1,72 @@
+import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
+import type pg from 'pg';
+
+/**
+ * At most this many distinct statements are prepared, per connection; any other runs unprepared,
+ * as every statement did before. rowi's queries are parameterised, so their texts are few (a list
+ * of n values is one text per n); the bound keeps a connection's plans in PostgreSQL's memory
+ * bounded whatever the callers send.
+ */
+export const MAX_PREPARED_STATEMENTS = 256;
+
+/**
+ * The pool Kysely draws its PostgreSQL connections from, with every statement prepared once per
+ * connection: the first execution of a text on a connection parses it under a name, later ones
+ * only bind and execute it, and PostgreSQL may keep a plan for it. Unprepared, PostgreSQL parses
+ * and plans every statement every time; for an order's placement (one data-modifying WITH) that
+ * was about half of the server's time for the statement, and PostgreSQL's CPU was what bounded
+ * orders on one machine (README, Benchmark).
+ *
+ * A pooler between rowi and PostgreSQL must keep prepared statements per client: PgBouncer 1.21
+ * and later in transaction mode does, with max_prepared_statements set.
+ */
+export class PreparingPool implements PostgresPool {
+  readonly #pool: pg.Pool;
+  /** The name of each statement text prepared so far, shared by every connection of the pool. */
+  readonly #names = new Map<string, string>();
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async connect(): Promise<PostgresPoolClient> {
+    return new PreparingClient(await this.#pool.connect(), this.#nameOf);
+  }
+
+  end(): Promise<void> {
+    return this.#pool.end();
+  }
+
+  /** The statement's name; undefined (unprepared) once MAX_PREPARED_STATEMENTS texts have names. */
+  readonly #nameOf = (sql: string): string | undefined => {
+    let name = this.#names.get(sql);
+    if (name === undefined && this.#names.size < MAX_PREPARED_STATEMENTS) {
+      name = `rowi_${this.#names.size}`;
+      this.#names.set(sql, name);
+    }
+    return name;
+  };
+}
+
+/** A connection of the pool, its statements run under the pool's names for them. */
+class PreparingClient implements PostgresPoolClient {
+  readonly #client: pg.PoolClient;
+  readonly #nameOf: (sql: string) => string | undefined;
+
+  constructor(client: pg.PoolClient, nameOf: (sql: string) => string | undefined) {
+    this.#client = client;
+    this.#nameOf = nameOf;
+  }
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(sql: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    // A cursor (Kysely's streaming) is submitted as it is.
+    if (typeof sql !== 'string') return this.#client.query(sql as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
+    return this.#client.query({ name: this.#nameOf(sql), text: sql, values: [...(parameters ?? [])] }) as unknown as Promise<PostgresQueryResult<R>>;
+  }
+
+  release(): void {
+    this.#client.release();
+  }
+}
