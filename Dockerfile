@@ -37,5 +37,7 @@ EXPOSE 8080
 # migrated). Plain HTTP on loopback: with ROWI_TLS_CERT/ROWI_TLS_KEY set, override this check.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ROWI_PORT || 8080) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "dist/src/cli.js"]
+# V8 on Node 24 sizes its young generation from the machine's memory; 16 MB semispaces keep a
+# process's heap as on Node 20 (README, Benchmark: peak RSS 249 MB against 172 MB under load).
+ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/src/cli.js"]
 CMD ["serve"]
