@@ -32,17 +32,24 @@
 // every limit off (nothing counted, no RateLimit headers), counting in memory, and counting in
 // Redis (ROWI_BENCH_REDIS_URL, else ROWI_TEST_REDIS_URL, else redis://127.0.0.1:6379); an
 // unreachable Redis skips its column only.
+//
+// Also: the orders load again with a reader alongside (GET /v1/users/{id} on one more connection);
+// rowi on better-sqlite3 (Node 20) and on node:sqlite (Node 24, when one is found) side by side;
+// for every load the event loop's delay seen by rowi and the CPU its processes spent; after the
+// loads, the stock ledger of every database the orders went to (the run fails if one does not
+// balance); and every target of the README beside its measured value, with ✓ or ✗.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { countsRequests, sameAnswer, sameOrderAnswer, sameRecord } from './lib/checks.mjs';
+import { countsRequests, ledgerOfPostgres, ledgerOfSqlite, sameAnswer, sameOrderAnswer, sameRecord } from './lib/checks.mjs';
 import { findLoadTool, load, measure, median } from './lib/load.mjs';
 import { ORDERED_ITEMS, STOCK_PER_ITEM, orderBodies } from './lib/order-mix.mjs';
 import { dropBenchSchema, setUpPostgres } from './lib/postgres.mjs';
 import { ROOT, adminKeyOf, startProcess, startRowi, stopServers } from './lib/processes.mjs';
 import { redisFailuresOf, startRateLimitServers } from './lib/rate-limits.mjs';
-import { authRatiosOf, limitRatiosOf, printGoals, printRatios, printTable, ratiosOf } from './lib/report.mjs';
+import { authRatiosOf, limitRatiosOf, pairedRatio, printGoals, printRatios, printTable, ratiosOf } from './lib/report.mjs';
+import { startDriverServers } from './lib/drivers.mjs';
 import { writeRecord } from './lib/record.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
 import { copyDatabase, issueToken, seedItems, seedUsers, send } from './lib/setup.mjs';
@@ -184,6 +191,16 @@ async function main() {
     ...(sqliteTwo ? [storageTarget(sqliteTwo, 'SQLite', 2, operation, request, baseline)] : []),
     ...(postgres.one ? [1, 2].map((workers) => storageTarget(workers === 1 ? postgres.one : postgres.two, 'PostgreSQL', workers, operation, pgRequest, baseline)) : []),
   ];
+  // The orders load again, with a reader on a connection of its own sending GET /v1/users/{id}
+  // one after another at the same time: how long a read waits while rowi is busy writing.
+  const readerAlongside = targetOf(`${LABELS.apiKey}, reading alongside`, 'GET /v1/users/{id}', rowi, { ...getUser, credential: 'API key', credentials: apiKey, connections: 1, variant: 'reader alongside orders' });
+  const ordersWithReader = targetOf(`${LABELS.apiKey}, a reader alongside`, 'POST /v1/orders', rowi, { ...postOrder, orders: mix, credential: 'API key', credentials: apiKey, variant: 'with a reader alongside', alongside: readerAlongside });
+  // The two SQLite drivers, each on a copy of rowi's database taken at the same moment, loaded back to back.
+  const drivers = STORAGE_OPERATIONS.some((operation) => operation.includes(options.only)) ? await startDriverServers(bench, { data: rowiData, credentials: apiKey, probePath }) : { skipped: 'not loaded in this run (--only)' };
+  const driverTargets = (drivers.servers ?? []).flatMap((server) => [
+    targetOf(server.label, 'GET /v1/users/{id}', server, { ...getUser, credential: 'API key', credentials: apiKey, variant: 'driver', driver: server.driver }),
+    targetOf(server.label, 'POST /v1/orders', server, { ...postOrder, orders: mix, credential: 'API key', credentials: apiKey, variant: 'driver', driver: server.driver }),
+  ]).sort((a, b) => a.operation.localeCompare(b.operation));
   const limitsOffGetUser = limitsOff && targetOf(LABELS.limitsOff, RATE_LIMIT_OPERATION, limitsOff, { ...getUser, credential: 'API key', credentials: apiKey, variant: 'rate limits off' });
   const counting = (label, server, counted) => targetOf(label, RATE_LIMIT_OPERATION, server, { ...getUser, credential: 'API key', credentials: apiKey, variant: `rate limits in ${counted}`, limitsOff: limitsOffGetUser.name, counted });
   const allTargets = [
@@ -198,7 +215,9 @@ async function main() {
     ...pair(bare, rowi, 'GET /v1/items/{id}/stock', { method: 'GET', path: `/v1/items/${stockProbe.id}/stock`, headers: accept }, apiKey),
     bareOrders,
     apiKeyOrders,
+    ordersWithReader,
     ...variants('POST /v1/orders', bareOrders, { ...postOrder, orders: mix }, postgres.one && { ...postOrder, orders: postgres.mix }),
+    ...driverTargets,
   ];
   const targets = allTargets.filter((target) => target.operation.includes(options.only));
 
@@ -209,11 +228,16 @@ async function main() {
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const target of order) {
       if (warmup > 0) await load(bench, tool, target, warmup);
-      samples.get(target.name).push(await measure(bench, tool, target, duration));
+      samples.get(target.name).push(await measure(bench, tool, target, duration, target.alongside));
     }
   }
 
-  const results = targets.map((target) => ({ ...target, ...median(samples.get(target.name)) }));
+  const measured = targets.map((target) => ({ ...target, ...median(samples.get(target.name)) }));
+  // A reader loaded alongside another target gets a row of its own, after that target's.
+  const results = measured.flatMap((result) => (result.alongside === undefined ? [result] : [
+    { ...result, alongside: undefined },
+    { ...result.alongside, ...samplesFigures(result), name: `${result.name} (reader)`, alongsideOf: result.name },
+  ]));
   printTable(results);
   const ratios = ratiosOf(results, samples);
   const authRatios = authRatiosOf(results, samples);
@@ -222,9 +246,39 @@ async function main() {
   // Redis failing a call (or answering after 250 ms) makes rowi count that request in memory instead.
   const redisFellBack = limitsRedis === undefined ? [] : redisFailuresOf(limitsRedis);
   if (redisFellBack.length > 0) console.log(`warning: ${limitsRedis.name} logged ${redisFellBack.length} time(s) that Redis could not be reached (${[...new Set(redisFellBack)].join('; ')}): the request(s) then were counted in memory`);
-  printGoals(results, ratios, authRatios, limitRatios, redis);
   const storageWorkers = storageTableOf(results, samples, postgres);
   printStorageTable(rounds, storageWorkers, postgres);
+  const driverRatios = printDrivers(results, samples, drivers, rounds);
+  // After every load: the stock ledger of each database the orders loads wrote to still balances.
+  const ledgers = [];
+  if (results.some((result) => result.operation === 'POST /v1/orders' && result.server === rowi)) ledgers.push({ where: 'SQLite, the main rowi', ...(await ledgerOfSqlite(rowiData)) });
+  if (postgres.one && results.some((result) => result.operation === 'POST /v1/orders' && result.storage === 'PostgreSQL')) ledgers.push({ where: 'PostgreSQL', ...(await ledgerOfPostgres(postgres.url)) });
+  const ledgerLines = ledgers.map((ledger) => ({ verdict: ledger.differing.length === 0 ? '✓' : '✗', label: `stock ledger after the orders loads (${ledger.where})`, goal: 'balanced', figure: ledger.differing.length === 0 ? `${ledger.items} items, ${ledger.orders} orders: movements sum to stock, reservations to placed lines` : ledger.differing.slice(0, 5).join('; ') }));
+  const goals = printGoals(results, ratios, authRatios, limitRatios, redis, storageWorkers, ledgerLines);
 
-  writeRecord({ only: options.only, tool, bench, duration, rounds, mix, results, ratios, authRatios, limitRatios, limitsOff, redis, redisFellBack, storageWorkers, postgres });
+  writeRecord({ only: options.only, tool, bench, duration, rounds, mix, results, ratios, authRatios, limitRatios, limitsOff, redis, redisFellBack, storageWorkers, postgres, goals, driverRatios, drivers });
+  if (ledgers.some((ledger) => ledger.differing.length > 0)) process.exitCode = 1;
+}
+
+/** The figures of a load's reader alongside (its own rps, p50, p99), with the server's RSS and loop delay of that load. */
+function samplesFigures(result) {
+  const { rps, p50, p99 } = result.alongsideFigures;
+  return { rps, p50, p99, rssMb: result.rssMb, loopP99: result.loopP99, loopMax: result.loopMax };
+}
+
+/** node:sqlite (Node 24) over better-sqlite3 (Node 20), requests/s per operation, same run. */
+function printDrivers(results, samples, drivers, rounds) {
+  if (drivers.skipped !== undefined) {
+    console.log(`\nSQLite drivers compared: skipped (${drivers.skipped})`);
+    return {};
+  }
+  const ratios = {};
+  console.log(`\nSQLite drivers, node:sqlite (Node ${drivers.servers[1].version}) over better-sqlite3 (Node ${drivers.servers[0].version}), requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`);
+  for (const operation of STORAGE_OPERATIONS) {
+    const [older, newer] = drivers.servers.map((server) => results.find((result) => result.operation === operation && result.server === server));
+    if (older === undefined || newer === undefined) continue;
+    ratios[operation] = pairedRatio(samples, newer.name, older.name);
+    console.log(`  ${operation}: x${ratios[operation].toFixed(2)} (${older.rps.toFixed(0)} -> ${newer.rps.toFixed(0)} req/s, p99 ${older.p99.toFixed(1)} -> ${newer.p99.toFixed(1)} ms, peak RSS ${older.rssMb.toFixed(0)} -> ${newer.rssMb.toFixed(0)} MB)`);
+  }
+  return ratios;
 }

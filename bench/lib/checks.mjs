@@ -78,3 +78,49 @@ export async function countsRequests(server, path, counted) {
     throw new Error(`${server.name} ${problem || `answered ${reply.status}`}: GET /v1/limits says ${JSON.stringify({ rate_limit: limits.rate_limit, counted: limits.counted })}; GET ${path} answered ${reply.status} with RateLimit-Policy ${found.policy} and RateLimit ${found.state}`);
   }
 }
+
+// The stock ledger after the orders loads: for every item, its movements sum to its stock
+// (quantity and reserved), and its reservations to the units of its placed orders' lines.
+const LEDGER = {
+  items: 'select count(*) as n from stock',
+  orders: 'select count(*) as n from orders',
+  differing: `
+    select s.item_id, s.quantity, s.reserved,
+      (select coalesce(sum(m.quantity_change), 0) from stock_movements m where m.item_id = s.item_id) as moved_quantity,
+      (select coalesce(sum(m.reserved_change), 0) from stock_movements m where m.item_id = s.item_id) as moved_reserved,
+      (select coalesce(sum(l.quantity), 0) from order_lines l join orders o on o.id = l.order_id where l.item_id = s.item_id and o.status = 'placed') as placed_units
+    from stock s`,
+};
+
+function ledgerOf(items, orders, rows) {
+  const differing = rows
+    .map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Number(value)])))
+    .filter((row) => row.moved_quantity !== row.quantity || row.moved_reserved !== row.reserved || row.placed_units !== row.reserved)
+    .map((row) => `item ${row.item_id}: stock ${row.quantity}/${row.reserved}, movements ${row.moved_quantity}/${row.moved_reserved}, placed lines ${row.placed_units}`);
+  return { items: Number(items), orders: Number(orders), differing };
+}
+
+/** The ledger of a SQLite file (read while its server runs: WAL lets a reader see the last commit). */
+export async function ledgerOfSqlite(file) {
+  const { openSqliteConnection } = await import('../../dist/src/db/sqlite-connection.js');
+  const connection = await openSqliteConnection(file, { synchronous: 'full', busyTimeoutMs: 5000, readOnly: true });
+  try {
+    const one = (text) => connection.prepare(text).all([])[0].n;
+    return ledgerOf(one(LEDGER.items), one(LEDGER.orders), connection.prepare(LEDGER.differing).all([]));
+  } finally {
+    connection.close();
+  }
+}
+
+/** The ledger of the bench's PostgreSQL schema (the URL names it in its search_path). */
+export async function ledgerOfPostgres(url) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url, statement_timeout: 60_000 });
+  await client.connect();
+  try {
+    const one = async (text) => (await client.query(text)).rows[0].n;
+    return ledgerOf(await one(LEDGER.items), await one(LEDGER.orders), (await client.query(LEDGER.differing)).rows);
+  } finally {
+    await client.end();
+  }
+}

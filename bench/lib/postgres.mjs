@@ -80,7 +80,7 @@ export async function setUpPostgres(bench, skip, sqliteRowi, sqliteProbePath, sq
     { label: 'rowi (SQLite)', ...(await answerOf(sqliteRowi, sqliteProbePath)) },
     { label: 'rowi (PostgreSQL)', ...(await answerOf(one, path)) },
   ]);
-  return { one, two, probe, mix, where };
+  return { one, two, probe, mix, where, url: url.toString() };
 }
 
 /** Drops the run's schema if setUpPostgres created it; a failure is printed, not thrown (it runs while cleaning up). */

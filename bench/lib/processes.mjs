@@ -5,27 +5,39 @@ import { spawn } from 'node:child_process';
 import { openSync, readFileSync, readdirSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVE = [join(ROOT, 'dist/src/cli.js'), 'serve'];
 const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
 
-/** `rowi serve` (or another program that logs "listening on" as rowi does) with these settings. */
-export function startRowi(bench, name, env, args = SERVE) {
-  return startProcess(bench, name, args, env, LISTENING);
+// Preloaded into every rowi process (workers inherit it): the event loop's delay during each load.
+const LOOP_DELAY = join(ROOT, 'bench/lib/loop-delay.mjs');
+/** The V8 options rowi is started with by `npm start` and the Dockerfile (package.json's "start"). */
+const V8_OPTIONS = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start.match(/--max-semi-space-size=\d+/g) ?? [];
+
+/**
+ * `rowi serve` (or another program that logs "listening on" as rowi does) with these settings,
+ * under this Node.js (`node`: another binary than the bench's own, e.g. Node 24 for node:sqlite).
+ */
+export async function startRowi(bench, name, env, args = SERVE, node = process.execPath) {
+  const preload = `--import ${pathToFileURL(LOOP_DELAY).href}`;
+  const options = [...V8_OPTIONS, process.env.NODE_OPTIONS, preload].filter(Boolean).join(' ');
+  const server = await startProcess(bench, name, args, { ...env, NODE_OPTIONS: options }, LISTENING, node);
+  server.loopDelay = true;
+  return server;
 }
 
 /** Starts a server process whose log goes to a file (as in production) and waits for its URL. */
-export async function startProcess(bench, name, args, env, listening) {
+export async function startProcess(bench, name, args, env, listening, node = process.execPath) {
   const logFile = join(bench.work, `${name}.log`);
   const errFile = join(bench.work, `${name}.stderr`);
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')] });
+  const child = spawn(node, args, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')] });
   bench.children.add(child);
   for (let waited = 0; waited < 20_000; waited += 50) {
     const match = listening.exec(readFileSync(logFile, 'utf8'));
     if (match) {
-      const server = { name, child, logFile, errFile, url: match[1] };
+      const server = { name, child, logFile, errFile, url: match[1], node };
       await untilServing(server);
       return server;
     }
