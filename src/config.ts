@@ -6,7 +6,7 @@ import Type, { type Static, type TSchema } from 'typebox';
  * Every setting of rowi, as one schema. Each property names its environment variable and,
  * for the common ones, its `rowi serve` flag; `loadConfig` reads them in that order of
  * precedence (flag, environment, default), checks them against the schema, and freezes the
- * result. Names are part of the contract (SPEC §11): scripts and deployments rely on them.
+ * result. Names are part of the contract (README "Configuration"): scripts and deployments rely on them.
  */
 const setting = <T extends TSchema>(schema: T, env: string, flag?: string) =>
   Object.assign(schema, { 'x-env': env, ...(flag ? { 'x-flag': flag } : {}) });
@@ -140,7 +140,7 @@ export const ConfigSchema = Type.Object({
     }),
     'ROWI_JWT_ALGORITHMS',
   ),
-  // Limits (SPEC §7): README "Limits".
+  // Limits: README "Limits".
   rateLimitAnonymous: setting(
     Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 60, description: 'requests per minute per client address without credentials; 0: unlimited' }),
     'ROWI_RATE_LIMIT_ANONYMOUS',
@@ -256,7 +256,7 @@ export const ConfigSchema = Type.Object({
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 export type ConfigKey = keyof Config;
 
-/** A bad setting: the program stops before it listens and exits with code 2 (SPEC §11). */
+/** A bad setting: the program stops before it listens and exits with code 2 (README "Configuration"). */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }

@@ -1,7 +1,7 @@
 import type { Role } from '../db/database.js';
 
 /**
- * Who may do what (SPEC §5), as pure data and functions: scopes are `<resource>:<action>`;
+ * Who may do what (README "Security"), as pure data and functions: scopes are `<resource>:<action>`;
  * roles are sets of scopes; a caller's grants add to or take from its role.
  */
 export const ACTIONS = ['read', 'create', 'update', 'delete'] as const;
@@ -74,7 +74,7 @@ export interface Permission {
   /**
    * Scopes that must be held as well. A route that addresses one record (`/v1/orders/:id…`)
    * also needs read on that collection, so a caller who may not read orders cannot learn from
-   * 404-versus-other which order ids exist (SPEC §5).
+   * 404-versus-other which order ids exist (README "Security").
    */
   also: readonly Scope[];
   /** The scope's two halves, as the audit trail records them; null for a public route. */

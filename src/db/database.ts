@@ -123,7 +123,7 @@ export type OrderLineRow = Selectable<OrderLinesTable>;
 
 export type Role = 'reader' | 'editor' | 'admin';
 
-/** A system that uses the API (SPEC §5). Users are data; callers are who asks. */
+/** A system that uses the API (README "Security"). Users are data; callers are who asks. */
 export interface CallersTable {
   id: Generated<number>;
   /** Also the OAuth client_id. */

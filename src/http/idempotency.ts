@@ -8,7 +8,7 @@ import { UnprocessableError } from '../errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 
 /**
- * Idempotency-Key on POST (SPEC §4, draft-ietf-httpapi-idempotency-key-header): a retry with the
+ * Idempotency-Key on POST (README "Conventions", draft-ietf-httpapi-idempotency-key-header): a retry with the
  * same key and the same request replays the first response; the same key with a different
  * request is refused with 422.
  *

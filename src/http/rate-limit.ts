@@ -7,7 +7,7 @@ import { isProbe } from './probes.js';
 import { MemoryStore, RedisStore, type Decision } from './rate-limit-stores.js';
 
 /**
- * Per-caller rate limits (SPEC §7), counted with GCRA (the generic cell rate algorithm, a token
+ * Per-caller rate limits (README "Limits"), counted with GCRA (the generic cell rate algorithm, a token
  * bucket kept as one timestamp per key): a caller may spend its whole quota at once, then one
  * request every window/quota. Counted after authentication, so per caller, not per address;
  * requests without credentials are counted per client address. Every counted response says

@@ -11,7 +11,7 @@ export function requestIdOf(request: IncomingMessage): string {
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** Every response, errors included, carries the request id (SPEC §1). */
+/** Every response, errors included, carries the request id (README "Conventions"). */
 export function registerRequestId(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

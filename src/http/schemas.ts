@@ -166,7 +166,7 @@ interface OperationSpec {
   response: Record<number, unknown>;
   /**
    * The scope the operation needs (`users:read`), or public. Every route must declare one:
-   * the authentication plugin refuses to start with a route that does not (SPEC §5).
+   * the authentication plugin refuses to start with a route that does not (README "Security").
    */
   permission: Scope | 'public';
   /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */
@@ -196,7 +196,7 @@ export function documentWriteProblems(route: RouteOptions): void {
   response[507] ??= problemResponse(507);
 }
 
-/** The OpenAPI security requirement of a scope: any one of the three credentials (SPEC §5). */
+/** The OpenAPI security requirement of a scope: any one of the three credentials (README "Security"). */
 export function securityOf(permission: Scope | 'public') {
   return permission === 'public' ? [] : [{ apiKey: [] }, { oauth2: [permission] }, { bearer: [] }];
 }

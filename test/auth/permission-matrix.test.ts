@@ -4,14 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallerWithKey, createItem, createUser, setStock, startApp, type Reply, type TestApp } from '../helpers/app.js';
 
 /**
- * Every route × every kind of credential → the answer SPEC §5 demands. The routes come from the
+ * Every route × every kind of credential → the answer README "Security" demands. The routes come from the
  * app's own route table, so a route added without an entry in EXPECTED fails here.
  */
 
 /** 'describes caller': public, but credentials sent are checked (401 when invalid), since the answer is about the caller. */
 type Needs = 'public' | 'describes caller' | string[];
 
-/** What each route needs, as SPEC §5 reads: a route that addresses a record also needs read on its collection. */
+/** What each route needs, as README "Security" reads: a route that addresses a record also needs read on its collection. */
 const EXPECTED: Record<string, Needs> = {
   'GET /': 'public',
   'HEAD /': 'public',
@@ -94,7 +94,7 @@ const EXPECTED: Record<string, Needs> = {
   'HEAD /v1/audit-events': ['audit-events:read'],
 };
 
-/** SPEC §5's roles, written out here rather than taken from src/auth/policy.ts. */
+/** README "Security"'s roles, written out here rather than taken from src/auth/policy.ts. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
 const ROLE_SCOPES = {
   reader: DATA.map((resource) => `${resource}:read`),
@@ -249,7 +249,7 @@ function executionOrder(route: { method: string; url: string }): number {
   return route.url.includes(':key_id') ? 1 : 2;
 }
 
-/** What is wrong with this answer; empty when it is what SPEC §5 asks for. */
+/** What is wrong with this answer; empty when it is what README "Security" asks for. */
 function check(method: string, needs: Needs, credential: Credential, reply: Reply): { expected: string; wrong: string[] } {
   const wrong: string[] = [];
   const challenge = String(reply.headers['www-authenticate'] ?? '');
@@ -296,7 +296,7 @@ function table(rows: string[][]): string {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')).join('\n');
 }
 
-describe('permission matrix (SPEC §5)', () => {
+describe('permission matrix (README "Security")', () => {
   it('route table: every registered route has an entry in EXPECTED, and every entry is a registered route', () => {
     const registered = test.app.routeTable.list().map((route) => `${route.method} ${route.url}`);
     const unlisted = registered.filter((route) => !(route in EXPECTED));
@@ -313,7 +313,7 @@ describe('permission matrix (SPEC §5)', () => {
     expect(reply.status).toBe(200);
   });
 
-  it('every route × credential: 401 missing/invalid, 403 insufficient-scope or let through, as SPEC §5 says, when called with each of 10 credentials', async () => {
+  it('every route × credential: 401 missing/invalid, 403 insufficient-scope or let through, as README "Security" says, when called with each of 10 credentials', async () => {
     const routes = test.app.routeTable.list().sort((a, b) => executionOrder(a) - executionOrder(b));
     const cells: Cell[] = [];
     const mismatches: string[][] = [['route', 'credential', 'expected', 'got']];

@@ -48,7 +48,7 @@ function findAuditEvents(db: Executor, query: ListQuery) {
 }
 
 /**
- * GET /v1/audit-events (SPEC §5), newest first. Events are written in batches, so the last
+ * GET /v1/audit-events (README "Security"), newest first. Events are written in batches, so the last
  * second or so of requests may not be listed yet.
  */
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {

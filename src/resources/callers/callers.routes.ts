@@ -21,7 +21,7 @@ import { createApiKey, createCaller, deleteCaller, getApiKey, getCaller, listApi
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
- * /v1/callers and their keys (SPEC §5), for admins. Every change forgets what this instance
+ * /v1/callers and their keys (README "Security"), for admins. Every change forgets what this instance
  * believed about callers and keys, so a revoked key or a narrowed role takes effect at once here,
  * and tells the other instances on the database (Signals), which forget as soon as they hear it
  * (within FRESH_MS in any case).

@@ -7,7 +7,7 @@ import { ITEM_COLLECTION, ItemCreateSchema, ItemPageSchema, ItemPatchSchema, Ite
 import { createItem, deleteItem, getItem, listItems, patchItem, presentItem, replaceItem } from './items.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
-/** /v1/items: the catalogue (SPEC §2); creating an item creates its stock at 0. */
+/** /v1/items: the catalogue (README "Calling it"); creating an item creates its stock at 0. */
 const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
 

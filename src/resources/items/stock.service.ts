@@ -108,7 +108,7 @@ function movement(after: StoredStock, kind: MovementKind, quantityChange: number
   };
 }
 
-/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (SPEC §4). */
+/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (README "Conventions"). */
 function assertStockEchoes(stored: StoredStock, body: StockChange): void {
   assertEchoesMatch([
     ...(body.item_id !== undefined && body.item_id !== stored.item_id ? ['item_id'] : []),

@@ -7,7 +7,7 @@ import { ORDER_COLLECTION, OrderCreateSchema, OrderPageSchema, OrderPatchSchema,
 import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder } from './orders.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
-/** /v1/orders: orders that reserve stock atomically (SPEC §2). */
+/** /v1/orders: orders that reserve stock atomically (README "Calling it"). */
 const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
 

@@ -8,7 +8,7 @@ import { createUser, deleteUser, getUser, listUsers, patchUser, replaceUser } fr
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 
-/** /v1/users: the six operations of SPEC §2 on users. */
+/** /v1/users: the six operations every resource has (list, read, create, replace, change, delete) on users. */
 const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
 
