@@ -30,3 +30,41 @@ export function compiledQuery<Params extends unknown[], Row>(
     return result.rows;
   };
 }
+
+/** Multi-row statements are compiled for up to this many rows; more are built per call. */
+export const MAX_COMPILED_ROWS = 32;
+
+/**
+ * A query whose shape depends on a count (the rows of a multi-row insert, the values of an IN
+ * list), compiled once per count up to `maxCount` as compiledQuery does, and built per call
+ * beyond it. `build` takes the flat list of parameters of that many rows or values; the caller
+ * passes the count first.
+ */
+export function compiledPerCount<Row>(
+  maxCount: number,
+  build: (db: Executor, count: number, ...params: unknown[]) => Compilable<Row>,
+): (db: Executor, count: number, ...params: unknown[]) => Promise<Row[]> {
+  const byCount = new Map<number, (db: Executor, ...params: unknown[]) => Promise<Row[]>>();
+  return async (db, count, ...params) => {
+    if (count > maxCount) return (await db.executeQuery<Row>(build(db, count, ...params).compile())).rows;
+    let query = byCount.get(count);
+    if (query === undefined) {
+      query = compiledQuery((executor: Executor, ...values: unknown[]) => build(executor, count, ...values));
+      byCount.set(count, query);
+    }
+    return query(db, ...params);
+  };
+}
+
+/** `values` cut into rows of `fields`, in order: the rows of a compiled multi-row insert. */
+export function rowsOf<T>(values: readonly unknown[], fields: readonly (keyof T)[]): T[] {
+  const rows: T[] = [];
+  for (let start = 0; start < values.length; start += fields.length) {
+    const row: Partial<T> = {};
+    fields.forEach((field, index) => {
+      row[field] = values[start + index] as T[keyof T];
+    });
+    rows.push(row as T);
+  }
+  return rows;
+}

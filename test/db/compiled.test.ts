@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledQuery } from '../../src/db/compiled.js';
+import { compiledPerCount, compiledQuery, rowsOf } from '../../src/db/compiled.js';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { tempFolder } from '../helpers/temp.js';
@@ -66,5 +66,45 @@ describe('compiledQuery', () => {
   it('compiledQuery: a parameter that is not used as a value is refused, not silently ignored', async () => {
     const unused = compiledQuery((db, _id: number) => db.selectFrom('users').select('id').where('id', '=', 1));
     await expect(unused(storage.db, 1)).rejects.toThrow(/every parameter must be used/);
+  });
+});
+
+describe('compiledPerCount', () => {
+  /** Users by id, an IN list of `count` ids, recording each time the query is built. */
+  function usersById() {
+    const builtFor: number[] = [];
+    const query = compiledPerCount(2, (db, count, ...ids) => {
+      builtFor.push(count);
+      return db.selectFrom('users').select(['id', 'name']).where('id', 'in', ids as number[]).orderBy('id');
+    });
+    return { query, builtFor };
+  }
+
+  it('compiledPerCount: built once per count up to the bound, each call with its own values', async () => {
+    const { query, builtFor } = usersById();
+    expect(await query(storage.db, 1, 1)).toEqual([{ id: 1, name: 'ada' }]);
+    expect(await query(storage.db, 1, 2)).toEqual([{ id: 2, name: 'bob' }]);
+    expect(await query(storage.db, 2, 1, 2)).toEqual([{ id: 1, name: 'ada' }, { id: 2, name: 'bob' }]);
+    expect(await query(storage.db, 2, 2, 3)).toEqual([{ id: 2, name: 'bob' }, { id: 3, name: 'cy' }]);
+    expect(builtFor).toEqual([1, 2]);
+  });
+
+  it('compiledPerCount: beyond the bound, built for every call (the cache stays bounded) and still right', async () => {
+    const { query, builtFor } = usersById();
+    expect(await query(storage.db, 3, 1, 2, 3)).toHaveLength(3);
+    expect(await query(storage.db, 3, 3, 2, 1)).toHaveLength(3);
+    expect(builtFor).toEqual([3, 3]);
+  });
+
+  it('compiledPerCount with rowsOf: a multi-row insert compiled once per row count writes every row with its own values', async () => {
+    const insert = compiledPerCount(4, (db, _count, ...values) =>
+      db.insertInto('users').values(rowsOf<{ name: string; email: string; email_key: string; created_at: string; updated_at: string; version: number }>(values, ['name', 'email', 'email_key', 'created_at', 'updated_at', 'version'])),
+    );
+    const stamp = '2026-02-02T00:00:00.000Z';
+    const row = (name: string) => [name, `${name}@example.org`, `${name}@example.org`, stamp, stamp, 7];
+    await insert(storage.db, 2, ...row('dee'), ...row('eve'));
+    await insert(storage.db, 2, ...row('fay'), ...row('gus'));
+    const stored = await storage.db.selectFrom('users').select(['name', 'email', 'version']).where('version', '=', 7).orderBy('name').execute();
+    expect(stored).toEqual(['dee', 'eve', 'fay', 'gus'].map((name) => ({ name, email: `${name}@example.org`, version: 7 })));
   });
 });

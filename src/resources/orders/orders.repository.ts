@@ -1,5 +1,6 @@
 import type { Executor, OrderLineRow, OrderRow, OrderStatus } from '../../db/database.js';
-import { compiledQuery } from '../../db/compiled.js';
+import { sql } from 'kysely';
+import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/paginate.js';
 
 export const ORDER_COLUMNS = ['id', 'name', 'user_id', 'status', 'total', 'created_at', 'updated_at', 'version'] as const;
@@ -36,16 +37,24 @@ export function findLinesOfOrders(db: Executor, orderIds: number[]): Promise<Sto
     .execute();
 }
 
-export function insertOrder(db: Executor, order: { name: string; user_id: number; total: number; now: string }): Promise<StoredOrder> {
-  return db
+// The statements of placing an order, compiled once (per line count for the lines).
+const insertPlacedOrderRow = compiledQuery((db, name: string, userId: number, total: number, now: string) =>
+  db
     .insertInto('orders')
-    .values({ name: order.name, user_id: order.user_id, status: 'placed', total: order.total, version: 1, created_at: order.now, updated_at: order.now })
-    .returning(ORDER_COLUMNS)
-    .executeTakeFirstOrThrow();
+    .values({ name, user_id: userId, status: sql.lit('placed'), total, version: sql.lit(1), created_at: now, updated_at: now })
+    .returning(ORDER_COLUMNS),
+);
+const LINE_FIELDS = ['order_id', 'item_id', 'position', 'quantity', 'unit_price'] as const satisfies readonly (keyof StoredLine)[];
+const insertLineRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) => db.insertInto('order_lines').values(rowsOf<StoredLine>(values, LINE_FIELDS)));
+
+export async function insertOrder(db: Executor, order: { name: string; user_id: number; total: number; now: string }): Promise<StoredOrder> {
+  const [stored] = await insertPlacedOrderRow(db, order.name, order.user_id, order.total, order.now);
+  if (stored === undefined) throw new Error('inserting an order returned no row');
+  return stored;
 }
 
 export async function insertLines(db: Executor, lines: StoredLine[]): Promise<void> {
-  if (lines.length > 0) await db.insertInto('order_lines').values(lines).execute();
+  if (lines.length > 0) await insertLineRows(db, lines.length, ...lines.flatMap((line) => LINE_FIELDS.map((field) => line[field])));
 }
 
 export async function deleteLines(db: Executor, orderId: number): Promise<void> {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.js';
+import { MAX_COMPILED_ROWS, compiledPerCount } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
 import { insertMovements, moveStock, type NewMovement } from '../items/stock.repository.js';
 import { insertLines, insertOrder, ORDER_COLUMNS, type StoredLine, type StoredOrder } from './orders.repository.js';
@@ -19,14 +20,20 @@ export interface PlacementFacts {
   items: Map<number, { price: number; available: number | undefined }>;
 }
 
-/** One read: the user (when `userId` is not null) and the items named, with their stock. */
-export async function findPlacementFacts(db: Executor, userId: number | null, itemIds: number[]): Promise<PlacementFacts> {
-  // One row at least (the left join from a single row), so the user's answer comes back even when no item exists.
-  const { rows } = await sql<{ user_found: unknown; id: number | null; price: number | null; quantity: number | null }>`
+// Compiled once per number of items. One row at least (the left join from a single row), so the
+// user's answer comes back even when no item exists.
+const selectPlacementFacts = compiledPerCount(MAX_COMPILED_ROWS, (db, count, userId, ...itemIds) => {
+  const query = sql<{ user_found: unknown; id: number | null; price: number | null; quantity: number | null }>`
     select exists(select 1 from users where id = ${userId}) as user_found, i.id, i.price, s.quantity
     from (select 1 as one) as anchor
-    left join items i on i.id in (${itemIds.length > 0 ? sql.join(itemIds) : sql`null`})
-    left join stock s on s.item_id = i.id`.execute(db);
+    left join items i on i.id in (${count > 0 ? sql.join(itemIds) : sql`null`})
+    left join stock s on s.item_id = i.id`;
+  return { compile: () => query.compile(db) };
+});
+
+/** One read: the user (when `userId` is not null) and the items named, with their stock. */
+export async function findPlacementFacts(db: Executor, userId: number | null, itemIds: number[]): Promise<PlacementFacts> {
+  const rows = await selectPlacementFacts(db, itemIds.length, userId, ...itemIds);
   const items = new Map<number, { price: number; available: number | undefined }>();
   for (const row of rows) {
     if (row.id !== null) items.set(row.id, { price: row.price!, available: row.quantity ?? undefined });
@@ -67,28 +74,45 @@ async function insertPlacedOrderInSteps(trx: Executor, order: { name: string; us
 }
 
 async function insertPlacedOrderAtOnce(trx: Executor, order: { name: string; user_id: number; total: number; now: string }, lines: NewLine[]): Promise<Placement> {
-  const wanted = sql.join(lines.map((line) => sql`(${line.item_id}::bigint, ${line.position}::integer, ${line.quantity}::bigint, ${line.unit_price}::bigint)`));
+  const rows = await placeOrderAtOnce(trx, lines.length, order.name, order.user_id, order.total, order.now, lines.length, ...lines.flatMap((line) => [line.item_id, line.position, line.quantity, line.unit_price]));
+  const [row] = rows;
+  if (row === undefined) throw new Error('placing an order answered no row');
+  if (row.uncovered !== null) return { uncovered: row.uncovered.map(Number) };
+  const { uncovered: _, ...stored } = row;
+  return { order: stored, lines: lines.map((line) => ({ order_id: stored.id, ...line })) };
+}
+
+/**
+ * The placement on PostgreSQL in one data-modifying WITH, compiled once per number of lines.
+ * Data-modifying WITH queries all run, whatever the final SELECT reads; each sees the others' work
+ * only through RETURNING. The rows are locked as a DELETE of an item takes them (the item, then
+ * its stock, through the cascade), in item order, so neither can wait for the other in a circle:
+ * `items_held` holds the items as the lines' foreign keys would, `locked` the stock rows that
+ * `moved` then updates; `placed` inserts the order only when every line was reserved.
+ */
+const placeOrderAtOnce = compiledPerCount(MAX_COMPILED_ROWS, (db, count, name, userId, total, now, lineCount, ...lineValues) => {
+  const wanted = sql.join(
+    Array.from({ length: count }, (_, index) => {
+      const [itemId, position, quantity, unitPrice] = lineValues.slice(index * 4, index * 4 + 4);
+      return sql`(${itemId}::bigint, ${position}::integer, ${quantity}::bigint, ${unitPrice}::bigint)`;
+    }),
+  );
   const columns = sql.join(ORDER_COLUMNS.map((column) => sql.ref(`placed.${column}`)));
-  // Data-modifying WITH queries all run, whatever the final SELECT reads; each sees the others'
-  // work only through RETURNING. The rows are locked as a DELETE of an item takes them (the item,
-  // then its stock, through the cascade), in item order, so neither can wait for the other in a
-  // circle: `items_held` holds the items as the lines' foreign keys would, `locked` the stock rows
-  // that `moved` then updates; `placed` inserts the order only when every line was reserved.
-  const { rows } = await sql<StoredOrder & { uncovered: number[] | null }>`
+  const query = sql<StoredOrder & { uncovered: number[] | null }>`
     with wanted (item_id, position, quantity, unit_price) as (values ${wanted}),
     items_held as materialized (select id from items where id in (select item_id from wanted) order by id for key share),
     locked as materialized (select stock.item_id from stock join items_held on items_held.id = stock.item_id order by stock.item_id for update of stock),
     moved as (
       update stock set quantity = stock.quantity - wanted.quantity, reserved = stock.reserved + wanted.quantity,
-        version = stock.version + 1, updated_at = ${order.now}
+        version = stock.version + 1, updated_at = ${now}
       from wanted join locked on locked.item_id = wanted.item_id
       where stock.item_id = wanted.item_id and stock.quantity >= wanted.quantity
       returning stock.item_id, stock.quantity, stock.reserved
     ),
     placed as (
       insert into orders (name, user_id, status, total, version, created_at, updated_at)
-      select ${order.name}, ${order.user_id}::bigint, 'placed', ${order.total}::bigint, 1, ${order.now}, ${order.now}
-      where (select count(*) from moved) = ${lines.length}
+      select ${name}, ${userId}::bigint, 'placed', ${total}::bigint, 1, ${now}, ${now}
+      where (select count(*) from moved) = ${lineCount}
       returning ${sql.join(ORDER_COLUMNS.map((column) => sql.ref(column)))}
     ),
     line_rows as (
@@ -97,19 +121,15 @@ async function insertPlacedOrderAtOnce(trx: Executor, order: { name: string; use
     ),
     ledger as (
       insert into stock_movements (item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at)
-      select moved.item_id, 'reserve', -wanted.quantity, wanted.quantity, moved.quantity, moved.reserved, placed.id, ${order.now}
+      select moved.item_id, 'reserve', -wanted.quantity, wanted.quantity, moved.quantity, moved.reserved, placed.id, ${now}
       from placed cross join moved join wanted on wanted.item_id = moved.item_id
     )
     select ${columns}, null::bigint[] as uncovered from placed
     union all
     select ${sql.join(ORDER_COLUMNS.map(() => sql`null`))}, array(select item_id from wanted where item_id not in (select item_id from moved) order by item_id)
-    where not exists (select 1 from placed)`.execute(trx);
-  const [row] = rows;
-  if (row === undefined) throw new Error('placing an order answered no row');
-  if (row.uncovered !== null) return { uncovered: row.uncovered.map(Number) };
-  const { uncovered: _, ...stored } = row;
-  return { order: stored, lines: lines.map((line) => ({ order_id: stored.id, ...line })) };
-}
+    where not exists (select 1 from placed)`;
+  return { compile: () => query.compile(db) };
+});
 
 function reservation(line: NewLine, after: { item_id: number; quantity: number; reserved: number }, orderId: number, now: string): NewMovement {
   return {
