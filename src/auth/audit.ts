@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { CompiledQuery, Insertable } from 'kysely';
 import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import type { AuditEventsTable, Db, Executor } from '../db/database.js';
+import type { Insertable } from 'kysely';
+import type { AuditEventsTable, Db } from '../db/database.js';
+import { AUDIT_COLUMNS, insertAuditEvents } from './audit.repository.js';
 import { pathOf } from '../http/problem.js';
 import { isProbe } from '../http/probes.js';
 
@@ -12,10 +13,7 @@ export type AuditRecord = Omit<Insertable<AuditEventsTable>, 'at'> & { at: numbe
 /** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
 const ROWS_PER_INSERT = 256;
 
-const COLUMNS = [
-  'at', 'request_id', 'caller_id', 'caller_name', 'credential', 'method', 'path',
-  'resource', 'record_id', 'action', 'status', 'duration_ms', 'client_ip',
-] as const satisfies readonly (keyof AuditRecord)[];
+const COLUMNS = AUDIT_COLUMNS satisfies readonly (keyof AuditRecord)[];
 const WIDTH = COLUMNS.length;
 
 /**
@@ -108,27 +106,6 @@ export class AuditLog {
   }
 }
 
-/**
- * Multi-row inserts of 256, 128, … 1 rows, each built and compiled by Kysely once per dialect:
- * under load thousands of events a second are written, and building a 256-row insert every
- * time would cost more than storing it. The SQL does not depend on the values; the parameters
- * are the rows' values, row by row, in COLUMNS order.
- */
-const compiledInserts = new WeakMap<object, Map<number, CompiledQuery>>();
-
-function insertOf(db: Executor, size: number): CompiledQuery {
-  const { adapter } = db.getExecutor();
-  let bySize = compiledInserts.get(adapter);
-  if (bySize === undefined) compiledInserts.set(adapter, (bySize = new Map()));
-  let compiled = bySize.get(size);
-  if (compiled === undefined) {
-    const row = Object.fromEntries(COLUMNS.map((column) => [column, null])) as unknown as Insertable<AuditEventsTable>;
-    compiled = db.insertInto('audit_events').values(Array.from({ length: size }, () => row)).compile();
-    bySize.set(size, compiled);
-  }
-  return compiled;
-}
-
 /** Writes a batch as one unit of work, in multi-row inserts. */
 export class KyselyAuditWriter implements AuditWriter {
   readonly #db: Db;
@@ -146,7 +123,7 @@ export class KyselyAuditWriter implements AuditWriter {
         const size = Math.min(ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
         const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
         for (let index = at; index < parameters.length; index += WIDTH) parameters[index] = new Date(parameters[index] as number).toISOString();
-        await trx.executeQuery({ ...insertOf(trx, size), parameters });
+        await insertAuditEvents(trx, size, parameters);
         start += size;
       }
     });

@@ -14,12 +14,11 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import type { Config } from '../config.js';
-import { sql } from 'kysely';
 import type { Db, Executor } from '../db/database.js';
-import { isSqlite } from '../db/dialect.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { nowTimestamp } from '../db/clock.js';
 import { unitOfWork } from '../db/unit-of-work.js';
+import { findSigningKeys, hasActiveSigningKey, insertSigningKey, retireSigningKeys, takeSigningKeyTurn } from './signing-keys.repository.js';
 
 /**
  * rowi's own access tokens (RFC 9068 JWTs from POST /oauth/token) and bearer tokens of an
@@ -168,7 +167,7 @@ export class TokenService {
   /** Retires the signing key in use and makes a new one; returns the new kid. */
   async rotate(): Promise<string> {
     const now = nowTimestamp();
-    await this.#db.updateTable('signing_keys').set({ retired_at: now }).where('retired_at', 'is', null).execute();
+    await retireSigningKeys(this.#db, now);
     const kid = await this.#createKey();
     await this.#load(true);
     await this.#signals?.publish(SIGNING_KEYS_TOPIC).catch(() => {}); // the others still reread within RELOAD_INTERVAL_MS
@@ -211,7 +210,7 @@ export class TokenService {
     // Signing and publishing reread the keys at most once a second, so a rotation by the CLI or
     // another instance is signed with and published within a second, not a minute.
     if (!force && this.#loadedAt !== 0 && Date.now() - this.#loadedAt < RELOAD_INTERVAL_MS) return;
-    const rows = await this.#db.selectFrom('signing_keys').selectAll().execute();
+    const rows = await findSigningKeys(this.#db);
     const keys = new Map<string, SigningKey>();
     for (const row of rows) {
       const known = this.#keys.get(row.kid);
@@ -244,10 +243,7 @@ async function createSigningKey(db: Executor): Promise<string> {
   const kid = randomUUID();
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
   const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM };
-  await db
-    .insertInto('signing_keys')
-    .values({ kid, algorithm: ALGORITHM, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowTimestamp(), retired_at: null })
-    .execute();
+  await insertSigningKey(db, { kid, algorithm: ALGORITHM, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowTimestamp(), retired_at: null });
   return kid;
 }
 
@@ -260,9 +256,8 @@ async function createSigningKey(db: Executor): Promise<string> {
  */
 export async function ensureSigningKey(db: Db): Promise<void> {
   await unitOfWork(db, async (trx) => {
-    if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.signing-key'))`.execute(trx);
-    const active = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).limit(1).executeTakeFirst();
-    if (active === undefined) await createSigningKey(trx);
+    await takeSigningKeyTurn(trx);
+    if (!(await hasActiveSigningKey(trx))) await createSigningKey(trx);
   });
 }
 

@@ -6,6 +6,7 @@ import type { Db, Trx } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { UnprocessableError } from '../errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
+import { deleteIdempotencyKey, deleteIdempotencyKeysExpiredBy, findIdempotencyKey, insertIdempotencyKey, storeIdempotentResponse } from './idempotency.repository.js';
 
 /**
  * Idempotency-Key on POST (README "Conventions", draft-ietf-httpapi-idempotency-key-header): a retry with the
@@ -70,28 +71,20 @@ export async function runIdempotent(
   for (let attempt = 1; ; attempt++) {
     try {
       return await unitOfWork(db, async (trx) => {
-        const existing = await trx
-          .selectFrom('idempotency_keys')
-          .select(['fingerprint', 'response', 'expires_at'])
-          .where('scope', '=', scope)
-          .where('key', '=', key)
-          .executeTakeFirst();
+        const existing = await findIdempotencyKey(trx, scope, key);
         const now = nowTimestamp();
         if (existing && existing.expires_at > now) {
           if (existing.fingerprint !== fingerprint) throw keyReused(key);
           return { ...(JSON.parse(existing.response) as StoredResponse), replayed: true };
         }
-        if (existing) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
-        await trx
-          .insertInto('idempotency_keys')
-          .values({ scope, key, fingerprint, response: '', created_at: now, expires_at: new Date(Date.now() + KEY_LIFETIME_MS).toISOString() })
-          .execute();
+        if (existing) await deleteIdempotencyKey(trx, scope, key);
+        await insertIdempotencyKey(trx, { scope, key, fingerprint, now, expiresAt: new Date(Date.now() + KEY_LIFETIME_MS).toISOString() });
         const response = await work(trx);
         if (response.status >= 200 && response.status < 300) {
-          await trx.updateTable('idempotency_keys').set({ response: JSON.stringify(response) }).where('scope', '=', scope).where('key', '=', key).execute();
+          await storeIdempotentResponse(trx, scope, key, JSON.stringify(response));
         } else {
           // Only successes are replayed; a refusal leaves the key free for a corrected retry.
-          await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+          await deleteIdempotencyKey(trx, scope, key);
         }
         return { ...response, replayed: false };
       });
@@ -106,8 +99,7 @@ const MAX_CLAIM_ATTEMPTS = 5;
 
 /** Deletes keys past their lifetime; run periodically. */
 export async function deleteExpiredKeys(db: Db): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', nowTimestamp()).executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return deleteIdempotencyKeysExpiredBy(db, nowTimestamp());
 }
 
 /** Same method, same target, same body (whatever its media type, compared as parsed data). */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { LogLevel } from 'fastify';
-import { sql } from 'kysely';
+import { pingDatabase } from './health.repository.js';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { pendingMigrations } from '../db/migrate.js';
@@ -76,7 +76,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
   }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     const database = await timed('the database did not answer', async () => {
-      await sql`select 1`.execute(app.db);
+      await pingDatabase(app.db);
     });
     const migrations = await timed('the migrations could not be read', async () => {
       const pending = await pendingMigrations(app.db);

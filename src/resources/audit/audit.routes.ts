@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+import { findAuditEvents } from '../../auth/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
-import type { Executor } from '../../db/database.js';
-import { fetchPage, type ListQuery } from '../../db/paginate.js';
 import { listQuerySchema, pageSchema, parseListQuery, sendPage, timeBound, type CollectionSpec } from '../../http/paging.js';
 import { Id, RecordFields, RESPONSE_HEADERS, Timestamp, operation, representation } from '../../http/schemas.js';
 
@@ -42,10 +41,6 @@ export const AUDIT_COLLECTION: CollectionSpec = {
     before: timeBound('at', 'before', 'requests that arrived'),
   },
 };
-
-function findAuditEvents(db: Executor, query: ListQuery) {
-  return fetchPage(db.selectFrom('audit_events').selectAll(), query);
-}
 
 /**
  * GET /v1/audit-events (README "Security"), newest first. Events are written in batches, so the last

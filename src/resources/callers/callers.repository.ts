@@ -147,3 +147,11 @@ export async function touchApiKeys(db: Executor, lastUsed: Map<number, string>):
       .execute();
   }
 }
+
+/**
+ * Makes instances that check for the first admin at once take turns until the transaction ends:
+ * a transaction-scoped advisory lock on PostgreSQL; on SQLite the transaction's write lock already does.
+ */
+export async function takeFirstAdminTurn(trx: Executor): Promise<void> {
+  if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.first-admin'))`.execute(trx);
+}

@@ -1,9 +1,7 @@
-import { sql } from 'kysely';
 import { generateApiKey } from '../../auth/api-keys.js';
 import { CALLER_MANAGEMENT_CORE, canManageCallers, isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Role, Trx } from '../../db/database.js';
-import { isSqlite } from '../../db/dialect.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { deleteAtVersion } from '../../db/versioned.js';
@@ -20,6 +18,7 @@ import {
   insertCaller,
   lockCallerManagement,
   revokeApiKey,
+  takeFirstAdminTurn,
   updateCallerAtVersion,
   type StoredApiKey,
   type StoredCaller,
@@ -198,7 +197,7 @@ function isWorking(key: StoredApiKey, now: string): boolean {
  */
 export async function ensureFirstAdmin(db: Db): Promise<{ caller: CallerView; key: string } | undefined> {
   return unitOfWork(db, async (trx) => {
-    if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.first-admin'))`.execute(trx);
+    await takeFirstAdminTurn(trx);
     if ((await countCallers(trx)) > 0) return undefined;
     const caller = await createCaller(trx, { name: 'admin', role: 'admin' });
     const { key } = await createApiKey(trx, caller.id, { description: 'first admin key, created on an empty database' });
