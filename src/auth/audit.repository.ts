@@ -1,4 +1,5 @@
-import type { CompiledQuery, Insertable } from 'kysely';
+import type { Insertable } from 'kysely';
+import { compiledPerCount, rowsOf } from '../db/compiled.js';
 import type { AuditEventsTable, Executor } from '../db/database.js';
 import { fetchPage, type ListQuery } from '../db/paginate.js';
 
@@ -10,30 +11,20 @@ export const AUDIT_COLUMNS = [
   'resource', 'record_id', 'action', 'status', 'duration_ms', 'client_ip',
 ] as const satisfies readonly (keyof Insertable<AuditEventsTable>)[];
 
+/** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
+export const AUDIT_ROWS_PER_INSERT = 256;
+
 /**
- * Multi-row inserts of 256, 128, … 1 rows, each built and compiled by Kysely once per dialect:
- * under load thousands of events a second are written, and building a 256-row insert every
- * time would cost more than storing it. The SQL does not depend on the values; the parameters
- * are the rows' values, row by row, in AUDIT_COLUMNS order.
+ * One insert of `size` events (the trail writes 256, 128, … 1 at a time), compiled once per size:
+ * under load thousands of events a second are written, and building a 256-row insert every time
+ * would cost more than storing it. `values` are the rows' values, row by row, in AUDIT_COLUMNS order.
  */
-const compiledInserts = new WeakMap<object, Map<number, CompiledQuery>>();
+const insertAuditRows = compiledPerCount(AUDIT_ROWS_PER_INSERT, (db, _size, ...values) =>
+  db.insertInto('audit_events').values(rowsOf<Insertable<AuditEventsTable>>(values, AUDIT_COLUMNS)),
+);
 
-function insertOf(db: Executor, size: number): CompiledQuery {
-  const { adapter } = db.getExecutor();
-  let bySize = compiledInserts.get(adapter);
-  if (bySize === undefined) compiledInserts.set(adapter, (bySize = new Map()));
-  let compiled = bySize.get(size);
-  if (compiled === undefined) {
-    const row = Object.fromEntries(AUDIT_COLUMNS.map((column) => [column, null])) as unknown as Insertable<AuditEventsTable>;
-    compiled = db.insertInto('audit_events').values(Array.from({ length: size }, () => row)).compile();
-    bySize.set(size, compiled);
-  }
-  return compiled;
-}
-
-/** Inserts `size` events (a power of two up to 256) whose values follow one another in AUDIT_COLUMNS order. */
 export async function insertAuditEvents(trx: Executor, size: number, values: unknown[]): Promise<void> {
-  await trx.executeQuery({ ...insertOf(trx, size), parameters: values });
+  await insertAuditRows(trx, size, ...values);
 }
 
 export function findAuditEvents(db: Executor, query: ListQuery) {

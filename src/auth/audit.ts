@@ -3,15 +3,12 @@ import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { Insertable } from 'kysely';
 import type { AuditEventsTable, Db } from '../db/database.js';
-import { AUDIT_COLUMNS, insertAuditEvents } from './audit.repository.js';
+import { AUDIT_COLUMNS, AUDIT_ROWS_PER_INSERT, insertAuditEvents } from './audit.repository.js';
 import { pathOf } from '../http/problem.js';
 import { isProbe } from '../http/probes.js';
 
 /** One request, as recorded: `at` in epoch milliseconds until it is written. */
 export type AuditRecord = Omit<Insertable<AuditEventsTable>, 'at'> & { at: number };
-
-/** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
-const ROWS_PER_INSERT = 256;
 
 const COLUMNS = AUDIT_COLUMNS satisfies readonly (keyof AuditRecord)[];
 const WIDTH = COLUMNS.length;
@@ -120,7 +117,7 @@ export class KyselyAuditWriter implements AuditWriter {
     await unitOfWork(this.#db, async (trx) => {
       let start = 0;
       while (start < rows) {
-        const size = Math.min(ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
+        const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
         const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
         for (let index = at; index < parameters.length; index += WIDTH) parameters[index] = new Date(parameters[index] as number).toISOString();
         await insertAuditEvents(trx, size, parameters);

@@ -11,22 +11,33 @@ import type { Executor } from './database.js';
 export function compiledQuery<Params extends unknown[], Row>(
   build: (db: Executor, ...params: Params) => Compilable<Row>,
 ): (db: Executor, ...params: Params) => Promise<Row[]> {
-  const byDialect = new WeakMap<object, { compiled: CompiledQuery<Row>; slots: number[] }>();
-  return async (db, ...params) => {
+  const run = compiledRunner(build as (db: Executor, ...params: unknown[]) => Compilable<Row>);
+  return (db, ...params) => run(db, params);
+}
+
+/** compiledQuery's work, with the parameters as one array (a 256-row insert has thousands). */
+function compiledRunner<Row>(build: (db: Executor, ...params: unknown[]) => Compilable<Row>): (db: Executor, params: readonly unknown[]) => Promise<Row[]> {
+  const byDialect = new WeakMap<object, { compiled: CompiledQuery<Row>; slots: number[]; inOrder: boolean }>();
+  return async (db, params) => {
     const { adapter } = db.getExecutor();
     let prepared = byDialect.get(adapter);
     if (prepared === undefined) {
       const placeholders = params.map(() => ({}));
-      const compiled = build(db, ...(placeholders as Params)).compile();
-      const slots = compiled.parameters.map((parameter) => placeholders.indexOf(parameter as object));
+      const compiled = build(db, ...placeholders).compile();
+      // A map, not indexOf: a 256-row insert has thousands of parameters.
+      const slotOf = new Map<unknown, number>(placeholders.map((placeholder, index) => [placeholder, index]));
+      const slots = compiled.parameters.map((parameter) => slotOf.get(parameter) ?? -1);
       if (slots.some((slot) => slot === -1) || new Set(slots).size !== params.length) {
         throw new Error('compiledQuery: every parameter must be used as a value in the query');
       }
-      prepared = { compiled, slots };
+      // Each parameter used once, in order (a multi-row insert): the values go as they are.
+      const inOrder = slots.length === params.length && slots.every((slot, index) => slot === index);
+      prepared = { compiled, slots, inOrder };
       byDialect.set(adapter, prepared);
     }
-    const { compiled, slots } = prepared;
-    const result = await db.executeQuery<Row>({ ...compiled, parameters: slots.map((slot) => params[slot]) });
+    const { compiled, slots, inOrder } = prepared;
+    const parameters = inOrder ? params : slots.map((slot) => params[slot]);
+    const result = await db.executeQuery<Row>({ ...compiled, parameters });
     return result.rows;
   };
 }
@@ -44,15 +55,15 @@ export function compiledPerCount<Row>(
   maxCount: number,
   build: (db: Executor, count: number, ...params: unknown[]) => Compilable<Row>,
 ): (db: Executor, count: number, ...params: unknown[]) => Promise<Row[]> {
-  const byCount = new Map<number, (db: Executor, ...params: unknown[]) => Promise<Row[]>>();
+  const byCount = new Map<number, (db: Executor, params: readonly unknown[]) => Promise<Row[]>>();
   return async (db, count, ...params) => {
     if (count > maxCount) return (await db.executeQuery<Row>(build(db, count, ...params).compile())).rows;
     let query = byCount.get(count);
     if (query === undefined) {
-      query = compiledQuery((executor: Executor, ...values: unknown[]) => build(executor, count, ...values));
+      query = compiledRunner((executor, ...values) => build(executor, count, ...values));
       byCount.set(count, query);
     }
-    return query(db, ...params);
+    return query(db, params);
   };
 }
 
