@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { AuditLog, auditWriterFor, registerAudit } from './auth/audit.js';
+import { AuditLog, auditWriterFor, registerAudit } from './audit/audit.js';
 import { registerAuthentication } from './auth/authenticate.js';
 import oauthRoutes from './auth/oauth.routes.js';
 import { Authenticator } from './auth/principals.js';
@@ -17,11 +17,13 @@ import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
-import { RateLimiter, registerRateLimits } from './http/rate-limit.js';
+import { RateLimiter, registerRateLimits } from './limits/rate-limit.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
+import { SECURITY_SCHEMES } from './auth/policy.js';
 import { documentWriteProblems } from './http/schemas.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
+import { API_DESCRIPTION, API_TAGS } from './resources/api-description.js';
 import rootRoutes from './resources/root.routes.js';
 import healthRoutes from './resources/health.routes.js';
 import limitsRoutes from './resources/limits.routes.js';
@@ -105,7 +107,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
   registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config), storage.signals), logger, storage.signals));
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
-  await registerOpenApi(app, VERSION);
+  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });

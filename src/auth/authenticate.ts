@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
 import { AuthenticationError, ForbiddenError } from '../errors.js';
-import { missingScopes, permissionOf, type Permission, type Scope } from './policy.js';
+import { missingScopes, permissionOf, securityOf, type Permission, type Scope } from './policy.js';
 import { BEARER_CHALLENGE, challenge, type Authenticator, type Principal } from './principals.js';
 
 declare module 'fastify' {
@@ -48,12 +48,18 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
   app.addHook('onClose', async () => authenticator.close());
 }
 
-/** Refuses a route without a permission; puts the check of a protected one first in its onRequest hooks. */
+/**
+ * Refuses a route without a permission; puts the check of a protected one first in its onRequest
+ * hooks, and its security requirement in its schema.
+ */
 function guard(route: RouteOptions, authenticator: Authenticator): void {
-  const scope = (route.schema as { 'x-permission'?: Scope | 'public' } | undefined)?.['x-permission'];
-  if (scope === undefined) {
+  const schema = route.schema as { 'x-permission'?: Scope | 'public'; security?: unknown } | undefined;
+  const scope = schema?.['x-permission'];
+  if (schema === undefined || scope === undefined) {
     throw new Error(`${String(route.method)} ${route.url} declares no permission: give its operation() a permission (a scope or 'public')`);
   }
+  // The OpenAPI document (generated from these schemas when first asked for) says which credentials it takes.
+  schema.security = securityOf(scope);
   const permission = permissionOf(scope, route.url);
   route.config = { ...route.config, permission };
   if (permission.scope === 'public') return;

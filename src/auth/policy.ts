@@ -14,6 +14,12 @@ export const ROLES = ['reader', 'editor', 'admin'] as const satisfies readonly R
 
 export type Scope = `${string}:${Action}`;
 
+declare module '../http/schemas.js' {
+  /** A route declares one of these scopes as its permission (or 'public'). */
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the scopes, merged into the engine's interface
+  interface RoutePermissions extends Record<Scope, true> {}
+}
+
 /** Caller management: only the admin role has these, and they cannot be granted to another role. */
 export const MANAGEMENT_SCOPES: readonly Scope[] = ACTIONS.map((action): Scope => `callers:${action}`);
 
@@ -34,6 +40,27 @@ export const ALL_SCOPES: readonly Scope[] = [
   ...MANAGEMENT_SCOPES,
   'audit-events:read',
 ];
+
+/** The credentials an operation accepts, as OpenAPI security schemes (README "Security"). */
+export const SECURITY_SCHEMES = {
+  apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key of the caller (rowi_…)' },
+  oauth2: {
+    type: 'oauth2',
+    description: "client credentials: the caller's name as client id, one of its API keys as secret",
+    flows: {
+      clientCredentials: {
+        tokenUrl: '/oauth/token',
+        scopes: Object.fromEntries(ALL_SCOPES.map((scope) => [scope, `${scope.split(':')[1]} ${scope.split(':')[0]}`])),
+      },
+    },
+  },
+  bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'a token of the configured external issuer' },
+} as const;
+
+/** The OpenAPI security requirement of a permission: any one of the three credentials. */
+export function securityOf(permission: Scope | 'public') {
+  return permission === 'public' ? [] : [{ apiKey: [] }, { oauth2: [permission] }, { bearer: [] }];
+}
 
 const dataScopes = (...actions: Action[]): Scope[] =>
   DATA_RESOURCES.flatMap((resource) => actions.map((action): Scope => `${resource}:${action}`));

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Role } from '../db/database.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
-import { findCallerById, findKeyForAuthentication, touchApiKeys } from '../resources/callers/callers.repository.js';
+import { findCallerById, findKeyForAuthentication, touchApiKeys } from './callers.repository.js';
 import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
 import { isGrantable, isScope, parseScopeList, scopesOf } from './policy.js';
 import { TokenError, type TokenService, type VerifiedToken } from './tokens.js';

@@ -192,7 +192,7 @@ export interface Measurements {
   temperature_c: number;
   humidity_pct: number;
   wind_kph: number;
-  /** One word of the vocabulary in resources/weather/conditions.ts. */
+  /** One word of the vocabulary in upstream/conditions.ts. */
   conditions: string;
   observed_at: string;
   /** Who recorded it: the feed's name (the caller's, unless the feed named another). */

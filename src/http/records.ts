@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { UpsertCondition, VersionCondition } from '../resources/versioned.js';
 import { etagFor, ifMatchAllows, ifNoneMatchHits } from './etag.js';
 import type { IdempotentResult } from './idempotency.js';
 
@@ -19,6 +18,19 @@ export function sendTagged(request: FastifyRequest, reply: FastifyReply, body: u
     return reply.code(304).removeHeader('content-type').send();
   }
   return reply.code(status).send(body);
+}
+
+/** The check a conditional request (If-Match) makes against the stored version of its target. */
+export type VersionCondition = (storedVersion: number) => boolean;
+
+/**
+ * If-Match on a request that creates its target when there is none (PUT or PATCH of a place):
+ * `allows` is checked against the stored version as usual; with no target yet, `present` says
+ * whether any If-Match was sent (which then cannot match).
+ */
+export interface UpsertCondition {
+  present: boolean;
+  allows: VersionCondition;
 }
 
 export function conditionOf(request: FastifyRequest): VersionCondition {

@@ -1,6 +1,5 @@
 import type { RouteOptions } from 'fastify';
 import Type, { type TSchema } from 'typebox';
-import type { Scope } from '../auth/policy.js';
 import { MEDIA_TYPES } from './negotiate.js';
 
 /**
@@ -153,6 +152,16 @@ export const REQUEST_BODY_TYPES = {
   patch: ['application/merge-patch+json', 'application/json', 'application/xml'],
 } as const;
 
+/**
+ * What a route may declare as its permission: 'public', or one of the scopes that the
+ * authentication layer adds to this interface (declaration merging, in auth/policy.ts). The
+ * engine checks every declaration at compile time without knowing a scope.
+ */
+export interface RoutePermissions {
+  public: true;
+}
+export type RoutePermission = keyof RoutePermissions & string;
+
 interface OperationSpec {
   operationId: string;
   summary: string;
@@ -168,7 +177,7 @@ interface OperationSpec {
    * The scope the operation needs (`users:read`), or public. Every route must declare one:
    * the authentication plugin refuses to start with a route that does not (README "Security").
    */
-  permission: Scope | 'public';
+  permission: RoutePermission;
   /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */
   problems?: number[];
   /** Implied problem statuses the operation answers otherwise (the token endpoint's RFC 6749 errors). */
@@ -194,11 +203,6 @@ export function documentWriteProblems(route: RouteOptions): void {
   const response = (route.schema as { response?: Record<string, unknown> } | undefined)?.response;
   if (response === undefined || !methods.some((method) => WRITE_METHODS.has(method))) return;
   response[507] ??= problemResponse(507);
-}
-
-/** The OpenAPI security requirement of a scope: any one of the three credentials (README "Security"). */
-export function securityOf(permission: Scope | 'public') {
-  return permission === 'public' ? [] : [{ apiKey: [] }, { oauth2: [permission] }, { bearer: [] }];
 }
 
 /**
@@ -229,10 +233,11 @@ export function operation<const S extends OperationSpec>(spec: S) {
           description: `${spec.description ? `${spec.description} ` : ''}The answer is JSON whatever Accept asks for: ${jsonFixedBy} fixes its media type (no 406).`,
           'x-json-fixed-by': jsonFixedBy,
         }),
+    // The authentication layer reads it, checks the route's callers against it, and adds the
+    // operation's security requirement to the document.
     'x-permission': permission,
-    security: securityOf(permission),
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
     response: { ...problems, ...response },
-  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy'> & { response: S['response']; 'x-permission': Scope | 'public' };
+  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy'> & { response: S['response']; 'x-permission': RoutePermission };
 }

@@ -65,7 +65,7 @@ const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       policy === undefined ? null : { policy: policy.name, quota: policy.quota, window_seconds: policy.windowSeconds };
     return {
       rate_limit: budget(rateLimiter.policyOf(principal)),
-      orders_create: principal === null ? null : budget(rateLimiter.ordersPolicy()),
+      orders_create: principal === null ? null : budget(rateLimiter.budgetPolicy('orders-create')),
       failed_authentication: budget(rateLimiter.failurePolicy()),
       counted: rateLimiter.sharing,
       body_limit_bytes: config.bodyLimit,

@@ -1,5 +1,5 @@
 import { UpstreamFailure } from './upstream-failure.js';
-import { MEASUREMENT_RANGES } from '../resources/weather/ranges.js';
+import { MEASUREMENT_RANGES } from './ranges.js';
 import type { CurrentWeather } from './weather-provider.js';
 import { conditionForWmoCode } from './wmo-codes.js';
 

@@ -3,7 +3,8 @@ import type { Config } from '../config.js';
 import { detailFor, formatCacheStatus, type CacheStatusParts } from './cache-status.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import { failureForAbort, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.js';
-import { createWeatherProvider, type Coordinates, type CurrentWeather, type WeatherProvider } from './weather-provider.js';
+import { createWeatherProvider } from './providers.js';
+import type { Coordinates, CurrentWeather, WeatherProvider } from './weather-provider.js';
 
 export interface UpstreamWeatherOptions {
   ttlSeconds: number;

@@ -1,11 +1,9 @@
-import type { Config } from '../config.js';
-import type { Condition } from '../resources/weather/conditions.js';
-import { OpenMeteoProvider } from './open-meteo.provider.js';
+import type { Condition } from './conditions.js';
 
-// UpstreamFailure lives in its own module so providers can import it without importing this
-// one, which imports every provider (no import cycle).
-export { UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.js';
-
+/**
+ * What a weather provider answers and how rowi asks it. Providers implement this module's
+ * interface; providers.ts picks the configured one (so no provider is imported here).
+ */
 export interface Coordinates {
   latitude: number;
   longitude: number;
@@ -29,19 +27,4 @@ export interface WeatherProvider {
   /** e.g. 'open-meteo'; becomes `source` in rowi's answers */
   readonly name: string;
   current(at: Coordinates, signal: AbortSignal): Promise<CurrentWeather>;
-}
-
-/** The configured provider, or undefined when ROWI_WEATHER_PROVIDER is empty (off). */
-export function createWeatherProvider(config: Pick<Config, 'weatherProvider' | 'weatherUrl'>): WeatherProvider | undefined {
-  switch (config.weatherProvider) {
-    case '':
-      return undefined;
-    case 'open-meteo':
-      return new OpenMeteoProvider(config.weatherUrl);
-    default: {
-      // A provider added to the config schema without a case here fails to compile.
-      const unknown: never = config.weatherProvider;
-      throw new Error(`unknown weather provider ${JSON.stringify(unknown)}`);
-    }
-  }
 }

@@ -1,4 +1,4 @@
-import type { Condition } from '../resources/weather/conditions.js';
+import type { Condition } from './conditions.js';
 
 /**
  * WMO 4677 present-weather codes as Open-Meteo's `weather_code` uses them, grouped onto rowi's

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { UpstreamFailure } from '../../src/upstream/weather-provider.js';
+import { UpstreamFailure } from '../../src/upstream/upstream-failure.js';
 
 /** The UpstreamFailure `promise` rejects with; fails the test if it resolves or rejects with anything else. */
 export async function failureOf(promise: Promise<unknown>): Promise<UpstreamFailure> {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OpenMeteoProvider } from '../../src/upstream/open-meteo.provider.js';
-import { createWeatherProvider } from '../../src/upstream/weather-provider.js';
+import { createWeatherProvider } from '../../src/upstream/providers.js';
 import { OPEN_METEO_UNITS, startFakeOpenMeteo, type FakeBehaviour, type FakeOpenMeteo } from '../helpers/fake-open-meteo.js';
 import { failureOf } from './expect-failure.js';
 

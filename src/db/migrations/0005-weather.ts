@@ -9,7 +9,7 @@ import { addIdColumn, textType } from './portable.js';
  * per place and instant: a feed that sends the same observation again corrects it instead of
  * adding a second one, which keeps PUT idempotent. Measurements are double precision (not
  * PostgreSQL's 4-byte real, which would turn 21.3 into 21.299999). CHECK constraints repeat the
- * ranges the API enforces (resources/weather/ranges.ts), written out: a migration never changes.
+ * ranges the API enforces (upstream/ranges.ts), written out: a migration never changes.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);

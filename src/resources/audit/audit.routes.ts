@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { findAuditEvents } from '../../auth/audit.repository.js';
+import { findAuditEvents } from '../../audit/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
 import { listQuerySchema, pageSchema, parseListQuery, sendPage, timeBound, type CollectionSpec } from '../../http/paging.js';
 import { Id, RecordFields, RESPONSE_HEADERS, Timestamp, operation, representation } from '../../http/schemas.js';

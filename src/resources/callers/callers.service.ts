@@ -6,7 +6,8 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
+import type { VersionCondition } from '../../http/records.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
 import {
   countCallers,
   findApiKey,
@@ -22,7 +23,7 @@ import {
   updateCallerAtVersion,
   type StoredApiKey,
   type StoredCaller,
-} from './callers.repository.js';
+} from '../../auth/callers.repository.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** A caller as the API shows it: grants as arrays, and the scopes they add up to. */

@@ -5,7 +5,8 @@ import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
+import type { VersionCondition } from '../../http/records.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
 import {
   findItemById,
   findItems,

@@ -26,6 +26,8 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/v1/orders', {
+    // Placing orders spends from a tighter budget as well as the caller's own (README "Limits").
+    config: { rateLimitBudget: 'orders-create' },
     schema: operation({
       operationId: 'placeOrder',
       permission: 'orders:create',

@@ -5,7 +5,8 @@ import type { ListQuery } from '../../db/paginate.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked, type VersionCondition } from '../versioned.js';
+import type { VersionCondition } from '../../http/records.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
 import {
   deleteLines,
   findLines,

@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/database.js';
 import { AppError } from '../../errors.js';
-import type { UpstreamFailure } from '../../upstream/weather-provider.js';
+import type { UpstreamFailure } from '../../upstream/upstream-failure.js';
 import type { UpstreamWeather } from '../../upstream/upstream-weather.js';
 import type { Weather } from './weather.schema.js';
 import { getPlace, toWeather, type StoredPlace } from './weather.service.js';

@@ -1,8 +1,8 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, timeBound, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields, Timestamp } from '../../http/schemas.js';
-import { CONDITIONS, type Condition } from './conditions.js';
-import { MEASUREMENT_RANGES } from './ranges.js';
+import { CONDITIONS, type Condition } from '../../upstream/conditions.js';
+import { MEASUREMENT_RANGES } from '../../upstream/ranges.js';
 
 /** How far ahead of rowi's clock an observation may be stamped (clocks of feeds drift). */
 export const FUTURE_TOLERANCE_MS = 5 * 60 * 1000;

@@ -4,7 +4,8 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import type { ListQuery } from '../../db/paginate.js';
 import type { Page } from '../../http/paging.js';
 import { NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
-import { assertCondition, assertMayCreate, assertReadOnlyEchoes, changedConcurrently, type UpsertCondition, type VersionCondition } from '../versioned.js';
+import type { UpsertCondition, VersionCondition } from '../../http/records.js';
+import { assertCondition, assertMayCreate, assertReadOnlyEchoes, changedConcurrently } from '../preconditions.js';
 import {
   findObservations,
   findPlace,

@@ -1,26 +1,18 @@
 import type { Trx } from '../db/database.js';
 import { lockRow, type LockableTable } from '../db/versioned.js';
 import { PreconditionFailedError, UnprocessableError, type FieldError } from '../errors.js';
+import type { UpsertCondition, VersionCondition } from '../http/records.js';
 
 /**
- * What every versioned record shares: the check a conditional request makes against the stored
- * version (If-Match, evaluated by the route into this predicate), and the rule for read-only
- * fields echoed back in a PUT or PATCH body.
+ * What a write checks before it changes a versioned record: the condition of a conditional
+ * request (If-Match, turned by the route into a VersionCondition, http/records.ts) against the
+ * stored version, and the rule for read-only fields echoed back in a PUT or PATCH body.
  */
-export type VersionCondition = (storedVersion: number) => boolean;
-
-export const UNCONDITIONAL: VersionCondition = () => true;
 
 /**
  * If-Match on a request that creates its target when there is none (PUT or PATCH of a place):
- * `allows` is checked against the stored version as usual, and with no target yet any If-Match
- * fails (RFC 9110 §13.1.1: there is no current representation to match).
+ * any If-Match fails, since there is no current representation to match (RFC 9110 §13.1.1).
  */
-export interface UpsertCondition {
-  present: boolean;
-  allows: VersionCondition;
-}
-
 export function assertMayCreate(condition: UpsertCondition, what: string): void {
   if (condition.present) throw new PreconditionFailedError(`${what} does not exist yet, so If-Match cannot match; send the request without If-Match to create it.`);
 }

@@ -3,7 +3,7 @@ import { hasCredentials } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principals.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { isProbe } from './probes.js';
+import { isProbe } from '../http/probes.js';
 import { MemoryStore, RedisStore, type Decision } from './rate-limit-stores.js';
 
 /**
@@ -37,6 +37,9 @@ export interface Policy {
 function policy(name: Policy['name'], quota: number): Policy {
   return { name, quota, windowSeconds: WINDOW_S, header: `"${name}";q=${quota};w=${WINDOW_S}` };
 }
+
+/** The budgets a route may declare on top of the caller's own (see rateLimitBudget). */
+export type Budget = 'orders-create';
 
 /** The limits a request is counted against; empty when none applies. */
 export class RateLimiter {
@@ -88,8 +91,8 @@ export class RateLimiter {
     return principal.role === 'reader' ? this.#policies.reader : principal.role === 'admin' ? this.#policies.admin : this.#policies.editor;
   }
 
-  /** The tighter budget of POST /v1/orders, spent on top of the caller's own. */
-  ordersPolicy(): Policy | undefined {
+  /** A budget a route declares, spent on top of the caller's own; undefined when its quota is 0 (unlimited). */
+  budgetPolicy(_budget: Budget): Policy | undefined {
     return this.#policies.orders;
   }
 
@@ -132,6 +135,11 @@ declare module 'fastify' {
      * failed one spends from the address's failed-authentication budget like a bad X-API-Key.
      */
     authenticatesClient?: boolean;
+    /**
+     * A tighter budget the route spends from on top of the caller's own, per caller (POST
+     * /v1/orders declares 'orders-create'); requests without credentials spend only their address's.
+     */
+    rateLimitBudget?: Budget;
   }
 }
 
@@ -162,7 +170,8 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (isProbe(request)) return done(null, payload);
     const policy = limiter.policyOf(request.principal);
-    const orders = request.method === 'POST' && request.routeOptions.url === '/v1/orders' && request.principal !== null ? limiter.ordersPolicy() : undefined;
+    const budget = request.routeOptions.config.rateLimitBudget;
+    const orders = budget !== undefined && request.principal !== null ? limiter.budgetPolicy(budget) : undefined;
     if (policy === undefined && orders === undefined) return done(null, payload);
     const finish = (decisions: Counted[]) => {
       const single = decisions.length === 1 ? decisions[0]! : undefined;

@@ -1,0 +1,70 @@
+/**
+ * The direction of imports inside src/ (docs/architecture.md draws it), checked by
+ * `npm run lint:imports` in `.ci/run`: a wrong-way import or a cycle fails the run.
+ *
+ * Layers, from the bottom: the foundation (config, errors, logger, version), the database (db),
+ * the HTTP engine (http), authentication (auth), the audit trail and rate limits (audit, limits),
+ * upstream clients (upstream), the resources (resources), and the process (app, server, cli,
+ * cluster, listen), which wires them together. A layer imports only the layers below it.
+ */
+const FOUNDATION = '^src/(config|errors|logger|version)\\.ts$';
+const PROCESS = '^src/(app|server|cli|cluster|listen)\\.ts$';
+
+/** A rule forbidding `from` to import any of `to`. */
+function below(name, from, to, comment) {
+  return { name, comment, severity: 'error', from: { path: from }, to: { path: to } };
+}
+
+export default {
+  forbidden: [
+    {
+      name: 'no-cycle',
+      comment: 'Modules that import each other, directly or around a circle: one of them belongs lower.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'resolvable',
+      comment: 'An import that names no file: a typo, or a file moved without its importers.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+    below('foundation-imports-nothing', FOUNDATION, '^src/(db|http|auth|audit|limits|upstream|resources)/|' + PROCESS, 'config, errors, logger and version are the bottom layer.'),
+    below('db-knows-no-caller', '^src/db/', '^src/(http|auth|audit|limits|upstream|resources)/|' + PROCESS, 'The database layer serves every layer above it and knows none of them.'),
+    below('http-knows-no-resource', '^src/http/', '^src/(auth|audit|limits|upstream|resources)/|' + PROCESS, 'The HTTP engine knows no resource and no detail of authentication.'),
+    below('auth-knows-no-resource', '^src/auth/', '^src/(audit|limits|upstream|resources)/|' + PROCESS, 'Authentication knows no resource.'),
+    below('audit-and-limits-know-no-resource', '^src/(audit|limits)/', '^src/(upstream|resources)/|' + PROCESS, 'The audit trail and the rate limits serve every route and know none.'),
+    below('upstream-knows-no-resource', '^src/upstream/', '^src/(db|http|auth|audit|limits|resources)/|' + PROCESS, 'Upstream clients speak to other services and know nothing of rowi above the foundation.'),
+    below('resources-below-the-process', '^src/resources/', PROCESS, 'Resources are wired together by the process, not the other way.'),
+    {
+      name: 'resources-one-way',
+      comment: 'A resource imports another only down this order: users -> orders -> items (a user with orders cannot be deleted; an order moves stock). Anything shared by several lives in src/resources/ itself.',
+      severity: 'error',
+      from: { path: '^src/resources/([^/]+)/' },
+      to: { path: '^src/resources/([^/]+)/', pathNot: ['^src/resources/$1/', '^src/resources/(orders|items)/'] },
+    },
+    {
+      name: 'orders-know-no-user-module',
+      comment: 'Orders sit below users: users -> orders -> items.',
+      severity: 'error',
+      from: { path: '^src/resources/(orders|items)/' },
+      to: { path: '^src/resources/users/' },
+    },
+    {
+      name: 'items-know-no-orders',
+      comment: 'Items sit below orders: users -> orders -> items.',
+      severity: 'error',
+      from: { path: '^src/resources/items/' },
+      to: { path: '^src/resources/orders/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|test|bench)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'], exportsFields: ['exports'], conditionNames: ['import', 'types', 'node', 'default'] },
+  },
+};
