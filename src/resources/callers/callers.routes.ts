@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { IdempotencyHeaders, runIdempotent } from '../../http/idempotency.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
-import { conditionOf, sendCreated, sendEmpty, sendRecord } from '../../http/records.js';
-import { IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { sendEmpty } from '../../http/records.js';
+import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, type Collection } from '../collection.js';
 import {
   API_KEY_COLLECTION,
   ApiKeyCreateSchema,
@@ -28,87 +28,23 @@ import { unitOfWork } from '../../db/unit-of-work.js';
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
+  const callers: Collection = {
+    path: '/v1/callers',
+    name: 'callers',
+    singular: 'Caller',
+    article: 'a',
+    listing: CALLER_COLLECTION,
+    record: CallerSchema,
+    page: CallerPageSchema,
+    params: CallerParams,
+    afterChange: () => auth.forget(),
+  };
 
-  app.get('/v1/callers', {
-    schema: operation({
-      operationId: 'listCallers',
-      permission: 'callers:read',
-      summary: 'List callers',
-      tags: ['callers'],
-      querystring: listQuerySchema(CALLER_COLLECTION),
-      response: { 200: representation(CallerPageSchema, 'A page of callers', RESPONSE_HEADERS.link) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(CALLER_COLLECTION, request.query);
-    return sendPage(request, reply, await listCallers(db, query), query);
-  });
-
-  app.post('/v1/callers', {
-    schema: operation({
-      operationId: 'createCaller',
-      permission: 'callers:create',
-      summary: 'Create a caller (then give it a key with POST /v1/callers/{id}/keys)',
-      tags: ['callers'],
-      headers: IdempotencyHeaders,
-      body: CallerCreateSchema,
-      response: { 201: representation(CallerSchema, 'Created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.replayed }) },
-      problems: [409],
-    }),
-  }, async (request, reply) => {
-    const result = await runIdempotent(db, request, async (trx) => {
-      const caller = await createCaller(trx, request.body);
-      return { status: 201, body: caller, location: `/v1/callers/${caller.id}`, version: caller.version };
-    });
-    return sendCreated(request, reply, result);
-  });
-
-  app.get('/v1/callers/:id', {
-    schema: operation({
-      operationId: 'getCaller',
-      permission: 'callers:read',
-      summary: 'Read one caller',
-      tags: ['callers'],
-      params: CallerParams,
-      headers: IfNoneMatchHeaders,
-      response: { 200: representation(CallerSchema, 'The caller', RESPONSE_HEADERS.etag), 304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag) },
-    }),
-  }, async (request, reply) => sendRecord(request, reply, await getCaller(db, request.params.id)));
-
-  app.patch('/v1/callers/:id', {
-    schema: operation({
-      operationId: 'patchCaller',
-      permission: 'callers:update',
-      summary: 'Change a caller\'s name, role or grants (JSON Merge Patch)',
-      tags: ['callers'],
-      params: CallerParams,
-      headers: IfMatchHeaders,
-      body: CallerPatchSchema,
-      consumes: REQUEST_BODY_TYPES.patch,
-      response: { 200: representation(CallerSchema, 'The caller as stored', RESPONSE_HEADERS.etag) },
-      problems: [409, 412],
-    }),
-  }, async (request, reply) => {
-    const caller = await unitOfWork(db, (trx) => patchCaller(trx, request.params.id, request.body, conditionOf(request)));
-    await auth.forget();
-    return sendRecord(request, reply, caller);
-  });
-
-  app.delete('/v1/callers/:id', {
-    schema: operation({
-      operationId: 'deleteCaller',
-      permission: 'callers:delete',
-      summary: 'Delete a caller and its keys (its audit events stay)',
-      tags: ['callers'],
-      params: CallerParams,
-      headers: IfMatchHeaders,
-      response: { 204: noContent('Deleted') },
-      problems: [409, 412],
-    }),
-  }, async (request, reply) => {
-    await unitOfWork(db, (trx) => deleteCaller(trx, request.params.id, conditionOf(request)));
-    await auth.forget();
-    return sendEmpty(reply, 204);
-  });
+  listOperation(app, callers, { list: listCallers });
+  createOperation(app, callers, { summary: 'Create a caller (then give it a key with POST /v1/callers/{id}/keys)', body: CallerCreateSchema, create: createCaller });
+  readOperation(app, callers, { read: getCaller });
+  changeOperation(app, callers, { summary: "Change a caller's name, role or grants (JSON Merge Patch)", body: CallerPatchSchema, change: patchCaller });
+  deleteOperation(app, callers, { summary: 'Delete a caller and its keys (its audit events stay)', remove: deleteCaller });
 
   app.get('/v1/callers/:id/keys', {
     schema: operation({

@@ -22,40 +22,26 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }),
   }, async (request, reply) => sendRecord(request, reply, await getStock(db, request.params.id)));
 
-  app.put('/v1/items/:id/stock', {
-    schema: operation({
-      operationId: 'replaceStock',
-      permission: 'stock:update',
-      summary: 'Set the on-hand (unreserved) quantity of an item',
-      tags: ['stock'],
-      params: IdParams,
-      headers: IfMatchHeaders,
-      body: StockReplaceSchema,
-      response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
-      problems: [412],
-    }),
-  }, async (request, reply) => {
-    const stock = await unitOfWork(db, (trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
-    return sendRecord(request, reply, stock);
-  });
-
-  app.patch('/v1/items/:id/stock', {
-    schema: operation({
-      operationId: 'patchStock',
-      permission: 'stock:update',
-      summary: 'Set the on-hand (unreserved) quantity of an item (JSON Merge Patch)',
-      tags: ['stock'],
-      params: IdParams,
-      headers: IfMatchHeaders,
-      body: StockPatchSchema,
-      consumes: REQUEST_BODY_TYPES.patch,
-      response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
-      problems: [412],
-    }),
-  }, async (request, reply) => {
-    const stock = await unitOfWork(db, (trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
-    return sendRecord(request, reply, stock);
-  });
+  // PUT and PATCH take the same one field, so both set it; PATCH also takes a merge patch.
+  for (const method of ['put', 'patch'] as const) {
+    app[method]('/v1/items/:id/stock', {
+      schema: operation({
+        operationId: method === 'put' ? 'replaceStock' : 'patchStock',
+        permission: 'stock:update',
+        summary: `Set the on-hand (unreserved) quantity of an item${method === 'patch' ? ' (JSON Merge Patch)' : ''}`,
+        tags: ['stock'],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        body: method === 'put' ? StockReplaceSchema : StockPatchSchema,
+        ...(method === 'patch' ? { consumes: REQUEST_BODY_TYPES.patch } : {}),
+        response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
+        problems: [412],
+      }),
+    }, async (request, reply) => {
+      const stock = await unitOfWork(db, (trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
+      return sendRecord(request, reply, stock);
+    });
+  }
 
   app.get('/v1/items/:id/stock/movements', {
     schema: operation({

@@ -1,0 +1,195 @@
+import type { FastifyContextConfig, FastifyInstance } from 'fastify';
+import type { Static, TSchema } from 'typebox';
+import type { Db, Trx } from '../db/database.js';
+import type { ListQuery } from '../db/paginate.js';
+import { unitOfWork } from '../db/unit-of-work.js';
+import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
+import { listQuerySchema, parseListQuery, sendPage, type CollectionSpec, type Page } from '../http/paging.js';
+import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
+import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../http/schemas.js';
+
+/**
+ * The operations of a collection of versioned records (list, read, create, replace, change,
+ * delete), built once: a resource declares where it lives and what its records look like, and
+ * passes each operation the service function that does the work and what its documentation says
+ * beyond the usual. What every one of them does the same way is here: the permission its
+ * method needs, paging and its Link header, the ETag of every record and 304 on a current copy,
+ * Idempotency-Key on create with Location, If-Match turned into the condition the service checks
+ * before it writes, the unit of work every write runs in, and the problems each can answer.
+ */
+export interface Collection {
+  /** Where the collection lives; each record at `${path}/:id`. */
+  path: string;
+  /** The scopes' resource (`users` → users:read, users:create, …) and the operations' tag. */
+  name: string;
+  /** The record's name: `User` in operation ids (getUser), `user` in summaries. */
+  singular: string;
+  /** The article before it in summaries (the sound decides: an item, a user). */
+  article: 'a' | 'an';
+  /** How the collection is paged, sorted and filtered. */
+  listing: CollectionSpec;
+  /** A record, and a page of them, as answered. */
+  record: TSchema;
+  page: TSchema;
+  /** The path parameters of one record; IdParams unless the resource names its own. */
+  params?: TSchema;
+  /** What a stored record is answered as (the default: as it is). */
+  present?: (stored: never) => unknown;
+  /** Runs after every committed change or delete of a record (callers: forget what this instance believed of callers and keys). */
+  afterChange?: () => Promise<void>;
+}
+
+interface Versioned {
+  id: number;
+  version: number;
+}
+
+interface Documented {
+  /** The operation's summary, when it says more than the usual one. */
+  summary?: string;
+  description?: string;
+  /** Problem statuses beyond those the declaration implies (409 on a conflict, 412 with If-Match). */
+  problems?: number[];
+  /** The operation's id, when not the usual verb and the record's name (placeOrder). */
+  operationId?: string;
+  /** What the route declares to the plugins (a rate-limit budget). */
+  config?: FastifyContextConfig;
+}
+
+const nounOf = (collection: Collection) => collection.singular.toLowerCase();
+const presented = (collection: Collection, stored: unknown) => (collection.present ? collection.present(stored as never) : stored);
+
+/** GET /collection: a page, sorted and filtered as the collection allows, with a Link to the next one. */
+export function listOperation<Row>(app: FastifyInstance, collection: Collection, spec: Documented & { list: (db: Db, query: ListQuery) => Promise<Page<Row>> }): void {
+  const { db } = app;
+  app.get(collection.path, {
+    ...(spec.config ? { config: spec.config } : {}),
+    schema: operation({
+      operationId: spec.operationId ?? `list${collection.singular}s`,
+      permission: `${collection.name}:read`,
+      summary: spec.summary ?? `List ${collection.name}`,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [collection.name],
+      querystring: listQuerySchema(collection.listing),
+      response: { 200: representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link) },
+      ...(spec.problems ? { problems: spec.problems } : {}),
+    }),
+  }, async (request, reply) => {
+    const query = parseListQuery(collection.listing, request.query as Record<string, unknown>);
+    return sendPage(request, reply, await spec.list(db, query), query);
+  });
+}
+
+/** POST /collection: creates a record in one unit of work, replayed for a repeated Idempotency-Key; 201 with Location and ETag. */
+export function createOperation<Body extends TSchema>(
+  app: FastifyInstance,
+  collection: Collection,
+  spec: Documented & { body: Body; summary: string; created?: string; create: (trx: Trx, body: Static<Body>) => Promise<Versioned> },
+): void {
+  const { db } = app;
+  app.post(collection.path, {
+    ...(spec.config ? { config: spec.config } : {}),
+    schema: operation({
+      operationId: spec.operationId ?? `create${collection.singular}`,
+      permission: `${collection.name}:create`,
+      summary: spec.summary,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [collection.name],
+      headers: IdempotencyHeaders,
+      body: spec.body,
+      response: {
+        201: representation(collection.record, spec.created ?? 'Created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.replayed }),
+      },
+      problems: spec.problems ?? [409],
+    }),
+  }, async (request, reply) => {
+    const result = await runIdempotent(db, request, async (trx) => {
+      const record = await spec.create(trx, request.body as Static<Body>);
+      return { status: 201, body: presented(collection, record), location: `${collection.path}/${record.id}`, version: record.version };
+    });
+    return sendCreated(request, reply, result);
+  });
+}
+
+/** GET /collection/:id: the record with its ETag, or 304 when the client's copy is current. */
+export function readOperation(app: FastifyInstance, collection: Collection, spec: Documented & { read: (db: Db, id: number) => Promise<{ version: number }> }): void {
+  const { db } = app;
+  app.get(`${collection.path}/:id`, {
+    schema: operation({
+      operationId: spec.operationId ?? `get${collection.singular}`,
+      permission: `${collection.name}:read`,
+      summary: spec.summary ?? `Read one ${nounOf(collection)}`,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [collection.name],
+      params: collection.params ?? IdParams,
+      headers: IfNoneMatchHeaders,
+      response: {
+        200: representation(collection.record, `The ${nounOf(collection)}`, RESPONSE_HEADERS.etag),
+        304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
+      },
+      ...(spec.problems ? { problems: spec.problems } : {}),
+    }),
+  }, async (request, reply) => {
+    const stored = await spec.read(db, (request.params as { id: number }).id);
+    return sendRecord(request, reply, presented(collection, stored) as { version: number });
+  });
+}
+
+type Write<Body extends TSchema> = (trx: Trx, id: number, body: Static<Body>, condition: VersionCondition) => Promise<{ version: number }>;
+
+/** PUT /collection/:id: replaces the writable fields, checked against If-Match. */
+export function replaceOperation<Body extends TSchema>(app: FastifyInstance, collection: Collection, spec: Documented & { body: Body; replace: Write<Body> }): void {
+  writeOperation(app, collection, 'put', spec, spec.replace, spec.summary ?? `Replace ${collection.article} ${nounOf(collection)}'s writable fields`);
+}
+
+/** PATCH /collection/:id: a JSON Merge Patch (or a partial JSON or XML body), checked against If-Match. */
+export function changeOperation<Body extends TSchema>(app: FastifyInstance, collection: Collection, spec: Documented & { body: Body; change: Write<Body> }): void {
+  writeOperation(app, collection, 'patch', spec, spec.change, spec.summary ?? `Change some fields of ${collection.article} ${nounOf(collection)} (JSON Merge Patch)`);
+}
+
+function writeOperation<Body extends TSchema>(app: FastifyInstance, collection: Collection, method: 'put' | 'patch', spec: Documented & { body: Body }, write: Write<Body>, summary: string): void {
+  const { db } = app;
+  app[method](`${collection.path}/:id`, {
+    schema: operation({
+      operationId: spec.operationId ?? `${method === 'put' ? 'replace' : 'patch'}${collection.singular}`,
+      permission: `${collection.name}:update`,
+      summary,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [collection.name],
+      params: collection.params ?? IdParams,
+      headers: IfMatchHeaders,
+      body: spec.body,
+      ...(method === 'patch' ? { consumes: REQUEST_BODY_TYPES.patch } : {}),
+      response: { 200: representation(collection.record, `The ${nounOf(collection)} as stored`, RESPONSE_HEADERS.etag) },
+      problems: spec.problems ?? [409, 412],
+    }),
+  }, async (request, reply) => {
+    const id = (request.params as { id: number }).id;
+    const stored = await unitOfWork(db, (trx) => write(trx, id, request.body as Static<Body>, conditionOf(request)));
+    await collection.afterChange?.();
+    return sendRecord(request, reply, presented(collection, stored) as { version: number });
+  });
+}
+
+/** DELETE /collection/:id: 204, checked against If-Match. */
+export function deleteOperation(app: FastifyInstance, collection: Collection, spec: Documented & { summary: string; remove: (trx: Trx, id: number, condition: VersionCondition) => Promise<void> }): void {
+  const { db } = app;
+  app.delete(`${collection.path}/:id`, {
+    schema: operation({
+      operationId: spec.operationId ?? `delete${collection.singular}`,
+      permission: `${collection.name}:delete`,
+      summary: spec.summary,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [collection.name],
+      params: collection.params ?? IdParams,
+      headers: IfMatchHeaders,
+      response: { 204: noContent('Deleted') },
+      problems: spec.problems ?? [409, 412],
+    }),
+  }, async (request, reply) => {
+    const id = (request.params as { id: number }).id;
+    await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request)));
+    await collection.afterChange?.();
+    return sendEmpty(reply, 204);
+  });
+}
