@@ -6,8 +6,8 @@ import type { Db, Trx } from './database.js';
  * Idempotency-Key's response and, later, the events of a change are written inside the same
  * transaction as the change they belong to, so they commit or vanish with it.
  *
- * On SQLite the transaction is a unit of a group that commits once for many requests (the driver,
- * sqlite-driver.ts): the promise resolves once that COMMIT is on disk, so what a 2xx acknowledges
+ * On SQLite the transaction is a unit of a group that commits once for many requests (the writer,
+ * group-commit.ts): the promise resolves once that COMMIT is on disk, so what a 2xx acknowledges
  * survives a crash. On PostgreSQL it is a transaction of its own on a pooled connection, and
  * PostgreSQL groups the flushes of concurrent commits itself.
  */
