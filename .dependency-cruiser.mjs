@@ -2,12 +2,12 @@
  * The direction of imports inside src/ (docs/architecture.md draws it), checked by
  * `npm run lint:imports` in `.ci/run`: a wrong-way import or a cycle fails the run.
  *
- * Layers, from the bottom: the foundation (config, errors, logger, version), the database (db),
+ * Layers, from the bottom: the foundation (config and settings, errors, logger, version), the database (db),
  * the HTTP engine (http), authentication (auth), the audit trail and rate limits (audit, limits),
  * upstream clients (upstream), the resources (resources), and the process (app, server, cli,
  * cluster, listen), which wires them together. A layer imports only the layers below it.
  */
-const FOUNDATION = '^src/(config|errors|logger|version)\\.ts$';
+const FOUNDATION = '^src/(config|settings|settings-limits|settings-weather|errors|logger|version)\\.ts$';
 const PROCESS = '^src/(app|server|cli|cluster|listen)\\.ts$';
 
 /** A rule forbidding `from` to import any of `to`. */

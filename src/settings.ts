@@ -1,0 +1,130 @@
+import Type, { type TSchema } from 'typebox';
+
+/**
+ * rowi's settings, each a schema that names its environment variable and, for the common ones,
+ * its `rowi serve` flag (config.ts puts them together and reads them). Names are part of the
+ * contract (README "Configuration"): scripts and deployments rely on them. This file holds
+ * serving and storage, and SQLite's durability; settings-limits.ts who may call and how much;
+ * settings-weather.ts the weather provider.
+ */
+export const setting = <T extends TSchema>(schema: T, env: string, flag?: string) =>
+  Object.assign(schema, { 'x-env': env, ...(flag ? { 'x-flag': flag } : {}) });
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Where rowi listens, how it logs, and where it keeps its data. */
+export const SERVING_SETTINGS = {
+  host: setting(
+    Type.String({
+      pattern: '^[A-Za-z0-9.:%_-]{1,253}$',
+      default: '127.0.0.1',
+      description: 'address to listen on (an IP address or a host name)',
+    }),
+    'ROWI_HOST',
+    'host',
+  ),
+  port: setting(
+    Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }),
+    'ROWI_PORT',
+    'port',
+  ),
+  data: setting(
+    Type.String({ minLength: 1, default: './data/rowi.db', description: 'SQLite database file' }),
+    'ROWI_DATA',
+    'data',
+  ),
+  databaseUrl: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^postgres(ql)?://\\S+$',
+      'x-error': 'must be a postgres:// (or postgresql://) connection URL',
+      'x-secret': true,
+      description: 'postgres://user:password@host:5432/database selects PostgreSQL instead of the SQLite file',
+    }),
+    'ROWI_DATABASE_URL',
+    'database-url',
+  ),
+  databasePoolSize: setting(
+    Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections each rowi process keeps at most' }),
+    'ROWI_DATABASE_POOL_SIZE',
+  ),
+  databaseTimeout: setting(
+    Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      default: 5000,
+      description: 'milliseconds a request waits for the database (a PostgreSQL connection or statement, SQLite\'s write lock held by another process) before a 503',
+    }),
+    'ROWI_DATABASE_TIMEOUT',
+  ),
+  workers: setting(
+    Type.Integer({ minimum: 0, maximum: 256, default: 0, description: 'processes of rowi serve sharing the port; 0: one per core' }),
+    'ROWI_WORKERS',
+    'workers',
+  ),
+  logLevel: setting(
+    Type.Union(
+      LOG_LEVELS.map((level) => Type.Literal(level)),
+      { default: 'info', description: 'pino log level' },
+    ),
+    'ROWI_LOG_LEVEL',
+    'log-level',
+  ),
+  bodyLimit: setting(
+    Type.Integer({
+      minimum: 1024,
+      maximum: 100 * 1024 * 1024,
+      default: 1024 * 1024,
+      description: 'largest request body accepted, in bytes (413 above it)',
+    }),
+    'ROWI_BODY_LIMIT',
+  ),
+  shutdownTimeout: setting(
+    Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      default: 10_000,
+      description: 'milliseconds in-flight requests get to finish after SIGTERM/SIGINT',
+    }),
+    'ROWI_SHUTDOWN_TIMEOUT',
+  ),
+  tlsCert: setting(
+    Type.String({ default: '', description: 'PEM certificate (chain) file; with ROWI_TLS_KEY, rowi serves HTTPS and sends HSTS' }),
+    'ROWI_TLS_CERT',
+    'tls-cert',
+  ),
+  tlsKey: setting(
+    Type.String({ default: '', description: 'PEM private key file of ROWI_TLS_CERT' }),
+    'ROWI_TLS_KEY',
+    'tls-key',
+  ),
+  trustProxy: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)*$',
+      'x-error': 'must be a comma-separated list of IP addresses or CIDR ranges',
+      description: 'comma-separated proxy addresses or CIDR ranges whose X-Forwarded-For/-Proto/-Host are believed',
+    }),
+    'ROWI_TRUST_PROXY',
+  ),
+  publicUrl: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^https?://[^/?#\\s]+$',
+      description: 'origin callers reach rowi at (https://api.example.com); the OAuth issuer; default: the listen address',
+    }),
+    'ROWI_PUBLIC_URL',
+  ),
+};
+
+/** How durable a write to SQLite is before rowi answers it. */
+export const DURABILITY_SETTINGS = {
+  sqliteSynchronous: setting(
+    Type.Union([Type.Literal('full'), Type.Literal('normal')], {
+      default: 'full',
+      description:
+        'SQLite synchronous mode: full survives power loss; normal survives a process crash only',
+    }),
+    'ROWI_SQLITE_SYNCHRONOUS',
+  ),
+};
