@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { parseXmlBody, scanXml, XML_LIMITS, type XmlSchema } from '../../src/http/xml.js';
+import { parseXmlBody, type XmlSchema } from '../../src/http/xml.js';
+import { scanXml, XML_LIMITS } from '../../src/http/xml-scan.js';
 
 /**
  * The XML reader on its own: scanXml's limits and refusals, the mapping parseXmlBody restores, and
