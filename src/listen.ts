@@ -8,7 +8,7 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { Storage } from './db/connect.js';
 import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
-import { ensureSigningKey } from './auth/tokens.js';
+import { ensureSigningKey } from './auth/signing-keys.js';
 import { ensureFirstAdmin } from './resources/callers/callers.service.js';
 
 /**
