@@ -9,7 +9,7 @@ import type { Config } from './config.js';
 import type { Storage } from './db/connect.js';
 import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
 import { ensureSigningKey } from './auth/signing-keys.js';
-import { ensureFirstAdmin } from './resources/callers/callers.service.js';
+import { ensureFirstAdmin } from './resources/callers/api-keys.service.js';
 
 /**
  * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
 import { AuthenticationError, ForbiddenError } from '../errors.js';
 import { missingScopes, permissionOf, securityOf, type Permission, type Scope } from './policy.js';
-import { BEARER_CHALLENGE, challenge, type Authenticator, type Principal } from './principals.js';
+import { BEARER_CHALLENGE, challenge } from './challenge.js';
+import type { Authenticator, Principal } from './principals.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

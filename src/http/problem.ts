@@ -7,7 +7,7 @@ import { isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.j
 import { BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
-import { validationError } from './validation.js';
+import { validationError } from './validation-errors.js';
 import { compileXmlSerializer } from './xml.js';
 
 /**

@@ -9,7 +9,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
 import { prepareDatabase } from '../../src/listen.js';
-import { ensureFirstAdmin } from '../../src/resources/callers/callers.service.js';
+import { ensureFirstAdmin } from '../../src/resources/callers/api-keys.service.js';
 import { buildItem, buildUser, call, expectProblem, type CallOptions } from '../helpers/app.js';
 import { NO_RATE_LIMITS } from '../helpers/limits.js';
 import { tempFolder } from '../helpers/temp.js';

@@ -17,7 +17,8 @@ import {
   CallerSchema,
   NewApiKeySchema,
 } from './callers.schema.js';
-import { createApiKey, createCaller, deleteCaller, getApiKey, getCaller, listApiKeys, listCallers, patchCaller, revokeKey } from './callers.service.js';
+import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
+import { createCaller, deleteCaller, getCaller, listCallers, patchCaller } from './callers.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**

@@ -1,7 +1,6 @@
-import { generateApiKey } from '../../auth/api-keys.js';
 import { CALLER_MANAGEMENT_CORE, canManageCallers, isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
-import { nowTimestamp, toTimestamp } from '../../db/clock.js';
-import type { Db, Executor, Role, Trx } from '../../db/database.js';
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, Role, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paginate.js';
 import { deleteAtVersion } from '../../db/versioned.js';
@@ -9,22 +8,14 @@ import { ConflictError, NotFoundError, UnprocessableError, type FieldError } fro
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
 import {
-  countCallers,
-  findApiKey,
-  findApiKeys,
   findCallerById,
   findAdmins,
   findCallers,
-  insertApiKey,
   insertCaller,
   lockCallerManagement,
-  revokeApiKey,
-  takeFirstAdminTurn,
   updateCallerAtVersion,
-  type StoredApiKey,
   type StoredCaller,
 } from '../../auth/callers.repository.js';
-import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** A caller as the API shows it: grants as arrays, and the scopes they add up to. */
 export interface CallerView {
@@ -129,84 +120,12 @@ export async function deleteCaller(trx: Trx, id: number, condition: VersionCondi
   }, `Caller ${id}`);
 }
 
-export interface ApiKeyInput {
-  description?: string;
-  expires_at?: string;
-}
-
-/** A new key for the caller: the stored record, and the key itself, which is never shown again. */
-export async function createApiKey(trx: Trx, callerId: number, input: ApiKeyInput = {}): Promise<{ record: StoredApiKey; key: string }> {
-  await findStoredCaller(trx, callerId);
-  // The schema has checked that expires_at is an instant rowi stores.
-  const expiresAt = input.expires_at === undefined ? null : toTimestamp(input.expires_at)!;
-  if (expiresAt !== null && expiresAt <= nowTimestamp()) {
-    throw new UnprocessableError('expires_at is in the past; a key must expire in the future (or never).', [
-      { in: 'body', pointer: '#/expires_at', detail: 'must be in the future' },
-    ]);
-  }
-  const generated = generateApiKey();
-  const record = await insertApiKey(trx, {
-    caller_id: callerId,
-    prefix: generated.prefix,
-    secret_hash: generated.secretHash,
-    description: input.description ?? '',
-    expires_at: expiresAt,
-    now: nowTimestamp(),
-  });
-  return { record, key: generated.key };
-}
-
-export async function listApiKeys(db: Executor, callerId: number, query: ListQuery) {
-  await findStoredCaller(db, callerId);
-  return findApiKeys(db, callerId, query);
-}
-
-export async function getApiKey(db: Executor, callerId: number, keyId: number): Promise<StoredApiKey> {
-  await findStoredCaller(db, callerId);
-  const key = await findApiKey(db, callerId, keyId);
-  if (!key) throw new NotFoundError(`Caller ${callerId} has no API key ${keyId}.`);
-  return key;
-}
-
-/** Revokes a key (it stays listed, with revoked_at); revoking a revoked key changes nothing. */
-export async function revokeKey(trx: Trx, callerId: number, keyId: number): Promise<void> {
-  await lockCallerManagement(trx);
-  const key = await getApiKey(trx, callerId, keyId);
-  const now = nowTimestamp();
-  if (isWorking(key, now)) {
-    await assertManagementSurvives(trx, { callerId, keysLost: 1 }, () =>
-      `Key ${keyId} is the last working API key of caller ${callerId}, the last caller that can manage callers; revoking it would leave nobody able to.`,
-    );
-  }
-  await revokeApiKey(trx, keyId, now);
-}
-
 function sameMembers(echoed: readonly string[], stored: readonly string[]): boolean {
   const set = new Set(echoed);
   return set.size === stored.length && stored.every((scope) => set.has(scope));
 }
 
-function isWorking(key: StoredApiKey, now: string): boolean {
-  return key.revoked_at === null && (key.expires_at === null || key.expires_at > now);
-}
-
-/**
- * On an empty database, the first admin caller and its key, so that someone can manage the
- * rest; undefined when callers exist. The key is returned once, to be shown once. Instances that
- * start at once on an empty PostgreSQL database take turns (a transaction-scoped advisory lock),
- * so exactly one creates the admin and the others find it; SQLite's write lock does the same.
- */
-export async function ensureFirstAdmin(db: Db): Promise<{ caller: CallerView; key: string } | undefined> {
-  return unitOfWork(db, async (trx) => {
-    await takeFirstAdminTurn(trx);
-    if ((await countCallers(trx)) > 0) return undefined;
-    const caller = await createCaller(trx, { name: 'admin', role: 'admin' });
-    const { key } = await createApiKey(trx, caller.id, { description: 'first admin key, created on an empty database' });
-    return { caller, key };
-  });
-}
-
-async function findStoredCaller(db: Executor, id: number): Promise<StoredCaller> {
+export async function findStoredCaller(db: Executor, id: number): Promise<StoredCaller> {
   const caller = await findCallerById(db, id);
   if (!caller) throw new NotFoundError(`There is no caller ${id}.`);
   return caller;
@@ -224,7 +143,7 @@ function checkedFields(input: CallerInput): { name: string; role: Role; extra_sc
 }
 
 /** What a change does to one caller, as far as managing callers goes. */
-interface ManagementChange {
+export interface ManagementChange {
   callerId: number;
   role?: Role;
   removed?: string[];
@@ -239,7 +158,7 @@ interface ManagementChange {
  * create, repair or re-key a caller through the API again. `why` says what this change does.
  * The caller holds lockCallerManagement.
  */
-async function assertManagementSurvives(trx: Trx, change: ManagementChange, why: () => string): Promise<void> {
+export async function assertManagementSurvives(trx: Trx, change: ManagementChange, why: () => string): Promise<void> {
   const admins = await findAdmins(trx, nowTimestamp());
   const manages = (admin: { role: Role; removed: string[]; workingKeys: number }) => admin.workingKeys > 0 && canManageCallers(admin.role, admin.removed);
   const before = admins.map((admin) => ({ id: admin.id, role: 'admin' as Role, removed: parseScopeList(admin.removed_scopes), workingKeys: admin.working_keys }));
