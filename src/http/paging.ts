@@ -1,9 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import { toTimestamp } from '../db/clock.js';
-import type { ListQuery, SortKey } from '../db/paginate.js';
+import type { ListQuery, SortKey } from '../db/paging.js';
 import { BadRequestError } from '../errors.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
 import { Timestamp } from './schemas.js';
 
 /**
@@ -157,4 +157,44 @@ export function sendPage<Row>(request: FastifyRequest, reply: FastifyReply, page
     reply.header('link', `<${target.pathname}${target.search}>; rel="next"`);
   }
   return reply.send({ data: page.rows, next_cursor: nextCursor });
+}
+
+/**
+ * Keyset cursors: the sort keys of the last row of a page, so the next page starts strictly
+ * after it whatever was inserted meanwhile. A cursor is opaque to callers: base64url JSON plus
+ * a check value, so that a truncated, altered or made-up cursor is refused (400) instead of
+ * silently paging from somewhere else. It is not a secret: it only says where a page starts,
+ * and every filter of the request is still applied.
+ */
+export interface CursorPosition {
+  /** The sort the cursor was made for, e.g. "name,-created_at,id". */
+  sort: string;
+  /** The last row's values of those sort keys, in order. */
+  values: (string | number)[];
+}
+
+const CHECK_BYTES = 9;
+
+function check(payload: string): string {
+  return createHash('sha256').update(`rowi-cursor-v1:${payload}`).digest().subarray(0, CHECK_BYTES).toString('base64url');
+}
+
+export function encodeCursor(position: CursorPosition): string {
+  const payload = Buffer.from(JSON.stringify([position.sort, ...position.values])).toString('base64url');
+  return `${payload}.${check(payload)}`;
+}
+
+/** The position a cursor holds, or undefined when it is not one rowi made. */
+export function decodeCursor(cursor: string): CursorPosition | undefined {
+  const [payload, checkValue, extra] = cursor.split('.');
+  if (!payload || !checkValue || extra !== undefined || check(payload) !== checkValue) return undefined;
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    if (!Array.isArray(decoded) || typeof decoded[0] !== 'string') return undefined;
+    const [sort, ...values] = decoded as unknown[];
+    if (!values.every((value) => typeof value === 'string' || typeof value === 'number')) return undefined;
+    return { sort: sort as string, values: values as (string | number)[] };
+  } catch {
+    return undefined;
+  }
 }

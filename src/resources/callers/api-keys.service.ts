@@ -2,7 +2,7 @@ import { generateApiKey } from '../../auth/api-keys.js';
 import { countCallers, findApiKey, findApiKeys, insertApiKey, lockCallerManagement, revokeApiKey, takeFirstAdminTurn, type StoredApiKey } from '../../auth/callers.repository.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paginate.js';
+import type { ListQuery } from '../../db/paging.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { NotFoundError, UnprocessableError } from '../../errors.js';
 import { assertManagementSurvives, createCaller, findStoredCaller, type CallerView } from './callers.service.js';

@@ -2,7 +2,7 @@ import { CALLER_MANAGEMENT_CORE, canManageCallers, isGrantable, parseScopeList, 
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Role, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import type { ListQuery } from '../../db/paginate.js';
+import type { ListQuery } from '../../db/paging.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
@@ -41,7 +41,7 @@ export interface CallerInput {
 
 export type CallerPatch = Partial<CallerInput> & { id?: number; created_at?: string; updated_at?: string; scopes?: string[] };
 
-export function viewOf(caller: StoredCaller): CallerView {
+export function presentCaller(caller: StoredCaller): CallerView {
   const extra = parseScopeList(caller.extra_scopes);
   const removed = parseScopeList(caller.removed_scopes);
   const held = scopesOf(caller.role, extra, removed);
@@ -60,17 +60,17 @@ export function viewOf(caller: StoredCaller): CallerView {
 }
 
 export async function getCaller(db: Executor, id: number): Promise<CallerView> {
-  return viewOf(await findStoredCaller(db, id));
+  return presentCaller(await findStoredCaller(db, id));
 }
 
 export async function listCallers(db: Executor, query: ListQuery) {
   const page = await findCallers(db, query);
-  return { rows: page.rows.map(viewOf), nextAfter: page.nextAfter };
+  return { rows: page.rows.map(presentCaller), nextAfter: page.nextAfter };
 }
 
 export async function createCaller(trx: Trx, input: CallerInput): Promise<CallerView> {
   const fields = checkedFields(input);
-  return viewOf(await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })));
+  return presentCaller(await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })));
 }
 
 /** JSON Merge Patch of name, role and grants; the last caller that can manage callers cannot stop being one. */
@@ -79,7 +79,7 @@ export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, cond
   return withRowLocked(trx, { table: 'callers', id }, async () => {
     const stored = await findStoredCaller(trx, id);
     assertCondition(condition, stored.version, `Caller ${id}`);
-    const current = viewOf(stored);
+    const current = presentCaller(stored);
     // scopes is what role and grants add up to: it may be echoed as read, in any order.
     const scopesDiffer = patch.scopes !== undefined && !sameMembers(patch.scopes, current.scopes);
     assertReadOnlyEchoes(stored, patch, scopesDiffer ? ['scopes'] : []);
@@ -103,7 +103,7 @@ export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, cond
     const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every((field) => fields[field] === stored[field]);
     if (unchanged) return current;
     const updated = await withNameUniqueness(fields.name, () => updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }));
-    return updated && viewOf(updated);
+    return updated && presentCaller(updated);
   }, `Caller ${id}`);
 }
 

@@ -2,7 +2,7 @@ import { nowTimestamp } from '../../db/clock.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import type { ListQuery } from '../../db/paginate.js';
+import type { ListQuery } from '../../db/paging.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';

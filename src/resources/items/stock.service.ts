@@ -1,6 +1,6 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paginate.js';
+import type { ListQuery } from '../../db/paging.js';
 import { ConflictError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';

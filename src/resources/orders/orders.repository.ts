@@ -1,7 +1,7 @@
 import type { Executor, OrderLineRow, OrderRow, OrderStatus } from '../../db/database.js';
 import { sql } from 'kysely';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
-import { fetchPage, type ListQuery } from '../../db/paginate.js';
+import { fetchPage, type ListQuery } from '../../db/paging.js';
 
 export const ORDER_COLUMNS = ['id', 'name', 'user_id', 'status', 'total', 'created_at', 'updated_at', 'version'] as const;
 export type StoredOrder = Pick<OrderRow, (typeof ORDER_COLUMNS)[number]>;

@@ -1,7 +1,7 @@
 import { nowTimestamp } from '../../db/clock.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, OrderStatus, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paginate.js';
+import type { ListQuery } from '../../db/paging.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';

@@ -3,7 +3,7 @@ import { AppError } from '../../errors.js';
 import type { UpstreamFailure } from '../../upstream/upstream-failure.js';
 import type { UpstreamWeather } from '../../upstream/upstream-weather.js';
 import type { Weather } from './weather.schema.js';
-import { getPlace, toWeather, type StoredPlace } from './weather.service.js';
+import { getPlace, presentWeather, type StoredPlace } from './weather.service.js';
 
 /** What the response headers say about how fresh the weather is (RFC 9111, RFC 9211). */
 export interface Freshness {
@@ -42,7 +42,7 @@ export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather
   }
   if (place.observed_at !== null && place.observed_at > lookup.weather.observed_at) return recorded(place, lookup.stale, lookup.cacheStatus);
   return {
-    weather: { ...toWeather(place, lookup.stale), ...lookup.weather, source: lookup.source },
+    weather: { ...presentWeather(place, lookup.stale), ...lookup.weather, source: lookup.source },
     freshness: {
       cacheControl: lookup.stale ? REVALIDATE : `private, max-age=${lookup.ttlSeconds}`,
       age: lookup.ageSeconds,
@@ -54,7 +54,7 @@ export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather
 
 function recorded(place: StoredPlace, stale: boolean, cacheStatus: string | undefined): WeatherReading {
   return {
-    weather: toWeather(place, stale),
+    weather: presentWeather(place, stale),
     freshness: {
       cacheControl: REVALIDATE,
       age: 0,

@@ -15,7 +15,7 @@ import {
   WeatherPageSchema,
   WeatherSchema,
 } from './weather.schema.js';
-import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, toWeather, type PlaceWrite } from './weather.service.js';
+import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, presentWeather, type PlaceWrite } from './weather.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** Lists show recorded weather only, which any PUT can change: reuse only after asking again. */
@@ -38,7 +38,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const query = parseListQuery(PLACE_COLLECTION, request.query);
     const page = await listPlaces(db, query);
-    return sendPage(request, revalidate(reply), { ...page, rows: page.rows.map((place) => toWeather(place)) }, query);
+    return sendPage(request, revalidate(reply), { ...page, rows: page.rows.map((place) => presentWeather(place)) }, query);
   });
 
   app.get('/v1/weather/:place', {
@@ -145,7 +145,7 @@ function revalidate(reply: FastifyReply): FastifyReply {
 
 function sendPlaceWrite(request: FastifyRequest, reply: FastifyReply, { place, created }: PlaceWrite) {
   if (created) reply.header('location', `/v1/weather/${place.place}`);
-  return sendRecord(request, reply, { ...toWeather(place), version: place.version }, created ? 201 : 200);
+  return sendRecord(request, reply, { ...presentWeather(place), version: place.version }, created ? 201 : 200);
 }
 
 /** The weather with the headers that say how fresh it is; 304 when the client's copy is current. */

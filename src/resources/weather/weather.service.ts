@@ -1,7 +1,7 @@
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Executor, Measurements, Trx } from '../../db/database.js';
 import { deleteAtVersion } from '../../db/versioned.js';
-import type { ListQuery } from '../../db/paginate.js';
+import type { ListQuery } from '../../db/paging.js';
 import type { Page } from '../../http/paging.js';
 import { NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { UpsertCondition, VersionCondition } from '../../http/records.js';
@@ -80,7 +80,7 @@ export async function deletePlace(trx: Trx, slug: string, condition: VersionCond
 }
 
 /** The stored place as the API shows it, with its latest recorded observation. */
-export function toWeather(place: StoredPlace, stale = false): Weather {
+export function presentWeather(place: StoredPlace, stale = false): Weather {
   return {
     id: place.id,
     place: place.place,
