@@ -150,8 +150,7 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
       permission = request.routeOptions.config.permission ?? null;
     }
     const principal = request.principal;
-    const params = request.params as Record<string, unknown> | undefined;
-    const recordId = params?.key_id ?? params?.id ?? params?.place;
+    const recordId = permission === null || permission.scope === 'public' ? undefined : lastParameterOf(request.params);
     const elapsed = reply.elapsedTime;
     audit.record({
       at: Date.now() - elapsed,
@@ -173,3 +172,14 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onClose', async () => audit.close());
 }
 
+/**
+ * The record a request addresses: the last parameter of its route's path (`/v1/users/:id` → id,
+ * `/v1/callers/:id/keys/:key_id` → key_id, `/v1/weather/:place` → place), on a route that needs
+ * a permission; none on a collection or a public route. Fastify keeps parameters in path order.
+ */
+function lastParameterOf(params: unknown): unknown {
+  if (params === null || typeof params !== 'object') return undefined;
+  let last: unknown;
+  for (const key in params) last = (params as Record<string, unknown>)[key];
+  return last;
+}

@@ -45,7 +45,7 @@ describe('the audit trail, written every 50 ms', () => {
   let editor: Awaited<ReturnType<typeof createCallerWithKey>>;
   let started: string;
   let finished: string;
-  const replies: Record<'list' | 'create' | 'read' | 'anonymous' | 'forbidden' | 'unknownPath' | 'oauth' | 'withToken', Reply> = {} as never;
+  const replies: Record<'list' | 'create' | 'read' | 'anonymous' | 'forbidden' | 'unknownPath' | 'oauth' | 'withToken' | 'key' | 'place' | 'problemType', Reply> = {} as never;
   let events: AuditEvent[];
   const eventOf = (name: keyof typeof replies) => events.find((event) => event.request_id === requestIdOf(replies[name]))!;
 
@@ -79,6 +79,13 @@ describe('the audit trail, written every 50 ms', () => {
     await sleep(5);
     replies.withToken = await test.call({ method: 'DELETE', url: '/v1/users/999999', headers: { authorization: `Bearer ${replies.oauth.json.access_token}` } });
     await sleep(5);
+    // The record is the last parameter of the route's path, whatever it is called; a public route names none.
+    replies.key = await test.call({ url: `/v1/callers/${editor.caller.id}/keys/999998` });
+    await sleep(5);
+    replies.place = await test.call({ url: '/v1/weather/nowhere-at-all' });
+    await sleep(5);
+    replies.problemType = await test.call({ url: '/problems/not-found', key: null });
+    await sleep(5);
     finished = new Date().toISOString();
     await sleep(5);
     events = await waitForEvents(test, Object.values(replies).map(requestIdOf));
@@ -95,6 +102,9 @@ describe('the audit trail, written every 50 ms', () => {
       unknownPath: 404,
       oauth: 200,
       withToken: 403,
+      key: 404,
+      place: 404,
+      problemType: 200,
     });
   });
 
@@ -113,6 +123,9 @@ describe('the audit trail, written every 50 ms', () => {
       unknownPath: { ...anonymous, method: 'GET', path: '/v1/nowhere', resource: null, record_id: null, action: 'read', status: 404 },
       oauth: { ...anonymous, method: 'POST', path: '/oauth/token', resource: null, record_id: null, action: 'create', status: 200 },
       withToken: { caller_id: editor.caller.id, caller_name: 'audit-editor', credential: 'oauth', method: 'DELETE', path: '/v1/users/999999', resource: 'users', record_id: '999999', action: 'delete', status: 403 },
+      key: { ...admin, method: 'GET', path: `/v1/callers/${editor.caller.id}/keys/999998`, resource: 'callers', record_id: '999998', action: 'read', status: 404 },
+      place: { ...admin, method: 'GET', path: '/v1/weather/nowhere-at-all', resource: 'weather', record_id: 'nowhere-at-all', action: 'read', status: 404 },
+      problemType: { ...anonymous, method: 'GET', path: '/problems/not-found', resource: null, record_id: null, action: 'read', status: 200 },
     };
     for (const name of Object.keys(expected) as (keyof typeof replies)[]) {
       const event = eventOf(name);
@@ -189,7 +202,7 @@ describe('the audit trail, written every 50 ms', () => {
       expect(Object.fromEntries(next.searchParams)).toEqual({ after: started, before: finished, limit: '3', cursor: reply.json.next_cursor });
       url = link![1]!;
     }
-    expect(pages).toBe(3);
+    expect(pages).toBe(Math.ceil(Object.keys(replies).length / 3));
     expect(seen).toEqual(Object.values(replies).map(requestIdOf).reverse());
   });
 
