@@ -1,22 +1,34 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two projects: "sqlite" runs every test file on the embedded default; "postgres" runs the files
- * that touch storage again on PostgreSQL (test/helpers/database.ts), plus those only PostgreSQL
- * has. Without ROWI_TEST_PG_URL the second project is left out, and global-setup.ts says so.
+ * Four projects, by what a test needs:
+ * - "fast": every test that runs in this process on the sources (unit tests of pure code, and
+ *   the app in-process on a fresh SQLite file per test app). No build.
+ * - "process": the tests that run the built CLI (`*.process.test.ts`: real sockets, several
+ *   processes, workers, crashes, draining, TLS, the README's curl examples). Their global setup
+ *   builds dist/ once a run, when a source changed (test/helpers/build-once.ts).
+ * - "fast-postgres" and "process-postgres": the files that touch storage, again on PostgreSQL
+ *   (test/helpers/database.ts), plus those only PostgreSQL has. Without ROWI_TEST_PG_URL they are
+ *   left out, and global-setup.ts says so.
+ * `npm test` runs them all; `npx vitest run --project fast` is the quick loop while writing code.
  */
-const POSTGRES_FILES = [
+const PROCESS_FILES = 'test/**/*.process.test.ts';
+/** The files that touch storage, run again on PostgreSQL, and those only PostgreSQL has. */
+const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
   'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals}.test.ts',
-  'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,oauth,permission-matrix}.test.ts',
-  'test/{orders,workers}.process.test.ts',
+  'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,permission-matrix}.test.ts',
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
 ];
+const POSTGRES_PROCESS = ['test/auth/oauth.process.test.ts', 'test/{orders,workers}.process.test.ts', 'test/postgres/**/*.process.test.ts'];
+const SETUP = 'test/helpers/global-setup.ts';
+const BUILD = 'test/helpers/build-once.ts';
+const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };
 
 export default defineConfig({
   test: {
-    globalSetup: ['test/helpers/global-setup.ts'],
+    globalSetup: [SETUP],
     pool: 'forks',
     // Test files share their worker's module cache instead of importing the app afresh each
     // (a third of a second per file, half a minute a run). They can: every file starts its own
@@ -28,9 +40,13 @@ export default defineConfig({
     // database (file or schema) and port 0.
     fileParallelism: true,
     projects: [
-      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/postgres/**'] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [PROCESS_FILES, 'test/postgres/**'] } },
+      { extends: true, test: { name: 'process', include: [PROCESS_FILES], exclude: ['test/postgres/**'], globalSetup: [SETUP, BUILD] } },
       ...(process.env.ROWI_TEST_PG_URL
-        ? [{ extends: true as const, test: { name: 'postgres', include: POSTGRES_FILES, env: { ROWI_TEST_BACKEND: 'postgres' } } }]
+        ? [
+            { extends: true as const, test: { name: 'fast-postgres', include: POSTGRES_FAST, exclude: [PROCESS_FILES], env: POSTGRES } },
+            { extends: true as const, test: { name: 'process-postgres', include: POSTGRES_PROCESS, globalSetup: [SETUP, BUILD], env: POSTGRES } },
+          ]
         : []),
     ],
   },

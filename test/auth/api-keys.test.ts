@@ -3,19 +3,10 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/db/connect.js';
-import {
-  buildUser,
-  call,
-  createCallerWithKey,
-  createItem,
-  createUser,
-  expectProblem,
-  setStock,
-  startApp,
-  storedUsers,
-  type CallOptions,
-  type TestApp,
-} from '../helpers/app.js';
+import { call, startApp, type CallOptions, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser, createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 import { BACKEND } from '../helpers/database.js';
 
 let test: TestApp;

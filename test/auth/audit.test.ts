@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUser, createCallerWithKey, expectProblem, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser, createCallerWithKey } from '../helpers/records.js';
 import { BACKEND } from '../helpers/database.js';
 
 interface AuditEvent {

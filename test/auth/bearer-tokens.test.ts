@@ -1,6 +1,9 @@
 import { SignJWT, exportSPKI, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildUser, createCallerWithKey, expectProblem, startApp, storedUsers, type Reply, type TestApp } from '../helpers/app.js';
+import { startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser, createCallerWithKey } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 import { hmacWithPublicKey, partsOf, startIssuer, tamperedToken, unsignedToken, type LocalIssuer } from '../helpers/issuer.js';
 
 const AUDIENCE = 'https://rowi.test';

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUser, createCallerWithKey, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser, createCallerWithKey } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 
 describe('Idempotency-Key per caller', () => {
   let test: TestApp;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, decodeJwt, decodeProtectedHeader, importJWK, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCallerWithKey, createItem, createUser, setStock, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
 
 /**
  * Every route × every kind of credential → the answer README "Security" demands. The routes come from the

@@ -10,7 +10,9 @@ import { loadConfig } from '../../src/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
 import { prepareDatabase } from '../../src/listen.js';
 import { ensureFirstAdmin } from '../../src/resources/callers/api-keys.service.js';
-import { buildItem, buildUser, call, expectProblem, type CallOptions } from '../helpers/app.js';
+import { call, type CallOptions } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildItem, buildUser } from '../helpers/records.js';
 import { NO_RATE_LIMITS } from '../helpers/limits.js';
 import { tempFolder } from '../helpers/temp.js';
 

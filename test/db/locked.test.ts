@@ -1,5 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildUser, createUser, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser, createUser } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 import { openSqliteFile, type SqliteFile } from '../helpers/sqlite-file.js';
 
 /**

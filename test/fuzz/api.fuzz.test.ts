@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCallerWithKey, createItem, createUser, setStock, startApp, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
 import { buildObservation } from '../helpers/weather.js';
 import { ResponseChecker } from './responses.js';
 import { requestFor, type FuzzRequest, type Operation } from './requests.js';

@@ -6,16 +6,16 @@ import type { TestProject } from 'vitest/node';
 
 /**
  * One temporary folder for every file a test run writes; removed when the run ends. The
- * "postgres" project drops the test schemas of processes that are gone, before (what an
+ * PostgreSQL projects drop the test schemas of processes that are gone, before (what an
  * interrupted run left) and after (this run's).
  */
 export default async function setup(project: TestProject) {
   const root = mkdtempSync(join(tmpdir(), 'rowi-tests-'));
   project.provide('tmpRoot', root);
-  if (project.name === 'sqlite' && !process.env.ROWI_TEST_PG_URL) {
+  if (project.name === 'fast' && !process.env.ROWI_TEST_PG_URL) {
     console.warn('\n[rowi tests] ROWI_TEST_PG_URL is not set: the PostgreSQL runs of the storage tests are SKIPPED (.ci/run sets it).\n');
   }
-  const postgres = project.name === 'postgres' ? process.env.ROWI_TEST_PG_URL! : undefined;
+  const postgres = project.name.endsWith('postgres') ? process.env.ROWI_TEST_PG_URL! : undefined;
   if (postgres) await dropLeftoverSchemas(postgres);
   return async () => {
     rmSync(root, { recursive: true, force: true });

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUser, createItem, createUser, expectProblem, setStock, startApp, storedInventory, storedUsers, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser, createItem, createUser, setStock } from '../helpers/records.js';
+import { storedInventory, storedUsers } from '../helpers/stored.js';
 import { buildObservation, weatherHelpers } from '../helpers/weather.js';
 
 /**

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VERSION } from '../../src/version.js';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
 
 describe('health probes (/health/live, /health/ready)', () => {
   let test: TestApp | undefined;

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/db/connect.js';
 import { deleteExpiredKeys } from '../../src/http/idempotency.js';
-import { buildUser, call, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { call, startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 
 let test: TestApp;
 beforeAll(async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createItem, createUser, expectProblem, setStock, startApp, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createItem, createUser, setStock } from '../helpers/records.js';
 import { buildObservation } from '../helpers/weather.js';
 
 /**

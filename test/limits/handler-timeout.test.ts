@@ -6,7 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { operation, representation } from '../../src/http/schemas.js';
 import { createUser } from '../../src/resources/users/users.service.js';
-import { buildUser, call, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { call, startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 import { BACKEND } from '../helpers/database.js';
 import { openSqliteFile } from '../helpers/sqlite-file.js';
 

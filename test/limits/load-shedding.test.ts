@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildUser, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildUser } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 
 /**
  * Load shedding, in-process: the app runs in the test's own process, so blocking the test's

@@ -3,7 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/db/connect.js';
-import { call, createCallerWithKey, expectProblem, startApp, storedUsers, type Reply, type TestApp } from '../helpers/app.js';
+import { call, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createCallerWithKey } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCallerWithKey, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createCallerWithKey } from '../helpers/records.js';
 
 /**
  * Nobody is ever locked out of caller management through the API. A caller can manage callers

@@ -3,7 +3,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
-import { call, createItem, createUser, setStock, startApp, type TestApp } from '../helpers/app.js';
+import { call, startApp, type TestApp } from '../helpers/app.js';
+import { createItem, createUser, setStock } from '../helpers/records.js';
 
 /**
  * A request without a precondition never fails one: concurrent unconditional writes of the same

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Item } from '../../src/resources/items/items.schema.js';
 import type { Movement } from '../../src/resources/items/stock.schema.js';
-import { buildItem, createItem, createUser, expectProblem, setStock, startApp, storedInventory, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { buildItem, createItem, createUser, setStock } from '../helpers/records.js';
+import { storedInventory } from '../helpers/stored.js';
 
 let test: TestApp;
 beforeAll(async () => {

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createItem, createUser, expectProblem, setStock, startApp, storedInventory, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createItem, createUser, setStock } from '../helpers/records.js';
+import { storedInventory } from '../helpers/stored.js';
 
 let test: TestApp;
 let userId: number;

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, expectProblem, startApp, storedUsers, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createUser } from '../helpers/records.js';
+import { storedUsers } from '../helpers/stored.js';
 
 let test: TestApp;
 const NAMES = ['delta', 'alpha', 'charlie', 'bravo', 'echo', 'alpha', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo'];

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
 import { buildObservation, weatherHelpers } from '../helpers/weather.js';
 
 let test: TestApp;

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCallerWithKey, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createCallerWithKey } from '../helpers/records.js';
 import { buildObservation, DOCUMENTED_CONDITIONS, weatherHelpers } from '../helpers/weather.js';
 
 let test: TestApp;
