@@ -13,6 +13,7 @@
 import { pathToFileURL } from 'node:url';
 import Fastify, { LogController } from 'fastify';
 import { registerAccessLog } from '../dist/src/app.js';
+import { SECURITY_SCHEMES } from '../dist/src/auth/policy.js';
 import { loadConfig } from '../dist/src/config.js';
 import { openStorage } from '../dist/src/db/connect.js';
 import { migrateToLatest } from '../dist/src/db/migrate.js';
@@ -31,6 +32,7 @@ import { createLogger } from '../dist/src/logger.js';
 import itemsRoutes from '../dist/src/resources/items/items.routes.js';
 import stockRoutes from '../dist/src/resources/items/stock.routes.js';
 import ordersRoutes from '../dist/src/resources/orders/orders.routes.js';
+import { API_DESCRIPTION, API_TAGS } from '../dist/src/resources/api-description.js';
 import rootRoutes from '../dist/src/resources/root.routes.js';
 import healthRoutes from '../dist/src/resources/health.routes.js';
 import usersRoutes from '../dist/src/resources/users/users.routes.js';
@@ -73,7 +75,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   // decoration of registerAuthentication is kept, so requests have the same shape as rowi's and
   // code that reads request.principal (idempotency scopes) sees "nobody" rather than undefined.
   app.decorateRequest('principal', null);
-  await registerOpenApi(app, VERSION);
+  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
