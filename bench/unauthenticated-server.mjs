@@ -22,12 +22,17 @@ import { registerLoadShedding } from '../dist/src/http/load-shedding.js';
 import { deleteExpiredKeys } from '../dist/src/http/idempotency.js';
 import { RouteTable } from '../dist/src/http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from '../dist/src/http/openapi.js';
-import { registerProblemHandlers } from '../dist/src/http/problem.js';
+import { frameworkErrorHandler, registerProblemHandlers } from '../dist/src/http/problem.js';
 import { registerRepresentations } from '../dist/src/http/representation.js';
 import { registerRequestId, requestIdOf } from '../dist/src/http/request-id.js';
 import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
 import { registerHandlerTimeout } from '../dist/src/http/timeouts.js';
+import { documentWriteProblems } from '../dist/src/http/schemas.js';
+import { serializerFactory } from '../dist/src/http/serializers.js';
+import { registerQueryTextCheck } from '../dist/src/http/text.js';
 import { validatorCompiler } from '../dist/src/http/validation.js';
+import { registerRateLimits } from '../dist/src/limits/rate-limit.js';
+import { RateLimiter } from '../dist/src/limits/rate-limiter.js';
 import { createLogger } from '../dist/src/logger.js';
 import itemsRoutes from '../dist/src/resources/items/items.routes.js';
 import stockRoutes from '../dist/src/resources/items/stock.routes.js';
@@ -50,8 +55,10 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
     bodyLimit: config.bodyLimit,
     exposeHeadRoutes: true,
     return503OnClosing: false,
-    forceCloseConnections: 'idle',
+    forceCloseConnections: false,
     routerOptions: { maxParamLength: 256 },
+    frameworkErrors: frameworkErrorHandler,
+    schemaController: { compilersFactory: { buildSerializer: serializerFactory() } },
     ...transportOptions(config),
   });
 
@@ -61,13 +68,17 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   app.decorate('storage', storage);
   app.decorate('routeTable', routeTable);
   app.setValidatorCompiler(validatorCompiler);
-  app.addHook('onRoute', (route) => routeTable.add(route));
+  app.addHook('onRoute', (route) => {
+    routeTable.add(route);
+    documentWriteProblems(route);
+  });
 
   registerRequestId(app);
   registerHsts(app, config);
   registerRepresentations(app);
+  registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable);
-  registerDraining(app);
+  registerDraining(app, config);
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);
@@ -75,6 +86,9 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   // decoration of registerAuthentication is kept, so requests have the same shape as rowi's and
   // code that reads request.principal (idempotency scopes) sees "nobody" rather than undefined.
   app.decorateRequest('principal', null);
+  // Counted as rowi counts (without a principal, per client address), so the comparison with rowi
+  // measures credentials and the audit trail, not rate limiting as well.
+  registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
   await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES });
 
   await app.register(rootRoutes, { version: VERSION });
