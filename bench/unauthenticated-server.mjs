@@ -18,6 +18,7 @@ import { loadConfig } from '../dist/src/config.js';
 import { openStorage } from '../dist/src/db/connect.js';
 import { migrateToLatest } from '../dist/src/db/migrate.js';
 import { registerDraining } from '../dist/src/http/draining.js';
+import { registerLingeringClose } from '../dist/src/http/lingering-close.js';
 import { registerLoadShedding } from '../dist/src/http/load-shedding.js';
 import { deleteExpiredKeys } from '../dist/src/http/idempotency.js';
 import { RouteTable } from '../dist/src/http/not-allowed.js';
@@ -79,6 +80,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable);
   registerDraining(app, config);
+  registerLingeringClose(app);
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);

@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
 import { registerDraining } from './http/draining.js';
+import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
 import { registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
@@ -102,6 +103,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable);
   registerDraining(app, config);
+  registerLingeringClose(app);
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);

@@ -113,6 +113,36 @@ describe('rowi serve, over a real socket', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
     expect(answer).toContain('"type":"/problems/body-too-large"');
   });
+
+  it('a body still arriving after the 413 meets a lingering close, not a reset: the client reads the answer and its connection ends cleanly', async () => {
+    const { port } = new URL(server.baseUrl);
+    const outcome = await new Promise<{ answer: string; error: string | undefined }>((resolveOutcome, reject) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let answer = '';
+      let error: string | undefined;
+      const timer = setTimeout(() => reject(new Error(`the connection did not end within 5 s; got ${answer}`)), 5000);
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.on('error', (failure: NodeJS.ErrnoException) => (error = failure.code));
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolveOutcome({ answer, error });
+      });
+      socket.write(`POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      const chunk = 'x'.repeat(64 * 1024);
+      // Bounded: for 800 ms at most, as fast as the connection takes it; the server's FIN ends it sooner.
+      const stopAt = Date.now() + 800;
+      const pump = () => {
+        if (socket.destroyed || !socket.writable) return;
+        if (Date.now() > stopAt) return void socket.end();
+        if (socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`)) setImmediate(pump);
+        else socket.once('drain', pump);
+      };
+      pump();
+    });
+    expect(outcome.answer).toMatch(/^HTTP\/1\.1 413 /);
+    // Ended at once, rowi's writes of the answer met the client's bytes with a reset (EPIPE or ECONNRESET here).
+    expect(outcome.error).toBeUndefined();
+  });
 });
 
 describe('rowi serve, graceful shutdown', () => {
