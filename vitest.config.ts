@@ -44,7 +44,7 @@ export default defineConfig({
       { extends: true, test: { name: 'process', include: [PROCESS_FILES], exclude: ['test/postgres/**'], globalSetup: [SETUP, BUILD] } },
       ...(process.env.ROWI_TEST_PG_URL
         ? [
-            { extends: true as const, test: { name: 'fast-postgres', include: POSTGRES_FAST, exclude: [PROCESS_FILES], env: POSTGRES } },
+            { extends: true as const, test: { name: 'fast-postgres', include: POSTGRES_FAST, exclude: [PROCESS_FILES, 'test/resources/money.test.ts'], env: POSTGRES } },
             { extends: true as const, test: { name: 'process-postgres', include: POSTGRES_PROCESS, globalSetup: [SETUP, BUILD], env: POSTGRES } },
           ]
         : []),

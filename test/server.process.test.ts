@@ -116,6 +116,8 @@ describe('rowi serve, over a real socket', () => {
 
   it('a body still arriving after the 413 meets a lingering close, not a reset: the client reads the answer and its connection ends cleanly', async () => {
     const { port } = new URL(server.baseUrl);
+    const storedUsers = async () => ((await (await fetch(`${server.baseUrl}/v1/users?limit=500`, { headers: { 'x-api-key': server.adminKey } })).json()) as { data: unknown[] }).data;
+    const before = await storedUsers();
     const outcome = await new Promise<{ answer: string; error: string | undefined }>((resolveOutcome, reject) => {
       const socket = connect(Number(port), '127.0.0.1');
       let answer = '';
@@ -140,8 +142,11 @@ describe('rowi serve, over a real socket', () => {
       pump();
     });
     expect(outcome.answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(outcome.answer).toContain('content-type: application/problem+json');
+    expect(outcome.answer).toContain('"type":"/problems/body-too-large"');
     // Ended at once, rowi's writes of the answer met the client's bytes with a reset (EPIPE or ECONNRESET here).
     expect(outcome.error).toBeUndefined();
+    expect(await storedUsers()).toEqual(before);
   });
 });
 

@@ -63,25 +63,25 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     const policy = limiter.failurePolicy();
     if (policy === undefined || !presentsCredentials(request) || !limiter.isThrottled(request.ip)) return done();
     const decision = limiter.takeFailure(request.ip);
-    done(refusal(policy, decision, reply, 'Too many requests with invalid credentials came from this address'));
+    done(refusal(policy, decision, reply));
   });
 
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (isProbe(request)) return done(null, payload);
     const policy = limiter.policyOf(request.principal);
     const budget = request.routeOptions.config.rateLimitBudget;
-    const orders = budget !== undefined && request.principal !== null ? limiter.budgetPolicy(budget) : undefined;
-    if (policy === undefined && orders === undefined) return done(null, payload);
+    const declared = budget !== undefined && request.principal !== null ? limiter.budgetPolicy(budget) : undefined;
+    if (policy === undefined && declared === undefined) return done(null, payload);
     const finish = (decisions: Counted[]) => {
       const single = decisions.length === 1 ? decisions[0]! : undefined;
       reply.header('ratelimit-policy', single ? single.policy.header : decisions.map((counted) => counted.policy.header).join(', '));
       reply.header('ratelimit', single ? standing(single) : decisions.map(standing).join(', '));
       const refused = decisions.find(({ decision }) => !decision.allowed);
       if (refused === undefined) return done(null, payload);
-      done(refusal(refused.policy, refused.decision, reply, refused.policy.name === 'orders-create' ? 'This caller has placed too many orders' : `This ${refused.policy.name} has made too many requests`));
+      done(refusal(refused.policy, refused.decision, reply));
     };
     // In memory the count is synchronous: no promise per request on the hot path.
-    const counted = count(limiter, subjectOf(request), policy, orders);
+    const counted = count(limiter, subjectOf(request), policy, declared);
     if (counted instanceof Promise) counted.then(finish, (error: Error) => done(error));
     else finish(counted);
   });
@@ -122,30 +122,30 @@ interface Counted {
   decision: Decision;
 }
 
-function count(limiter: RateLimiter, key: string, policy: Policy | undefined, orders: Policy | undefined): Counted[] | Promise<Counted[]> {
+function count(limiter: RateLimiter, key: string, policy: Policy | undefined, declared: Policy | undefined): Counted[] | Promise<Counted[]> {
   const first = policy === undefined ? undefined : limiter.take(key, policy);
-  if (first instanceof Promise) return first.then((decision) => countOrders(limiter, key, [{ policy: policy!, decision }], orders));
-  return countOrders(limiter, key, first === undefined ? [] : [{ policy: policy!, decision: first }], orders);
+  if (first instanceof Promise) return first.then((decision) => countDeclared(limiter, key, [{ policy: policy!, decision }], declared));
+  return countDeclared(limiter, key, first === undefined ? [] : [{ policy: policy!, decision: first }], declared);
 }
 
-/** The tighter budget is spent only when the caller's own allowed the request. */
-function countOrders(limiter: RateLimiter, key: string, counted: Counted[], orders: Policy | undefined): Counted[] | Promise<Counted[]> {
-  if (orders === undefined || counted.some(({ decision }) => !decision.allowed)) return counted;
-  const decision = limiter.take(key, orders);
-  if (decision instanceof Promise) return decision.then((resolved) => [...counted, { policy: orders, decision: resolved }]);
-  counted.push({ policy: orders, decision });
+/** The route's declared budget is spent only when the caller's own allowed the request. */
+function countDeclared(limiter: RateLimiter, key: string, counted: Counted[], declared: Policy | undefined): Counted[] | Promise<Counted[]> {
+  if (declared === undefined || counted.some(({ decision }) => !decision.allowed)) return counted;
+  const decision = limiter.take(key, declared);
+  if (decision instanceof Promise) return decision.then((resolved) => [...counted, { policy: declared, decision: resolved }]);
+  counted.push({ policy: declared, decision });
   return counted;
 }
 
 const standing = ({ policy, decision }: Counted) => `"${policy.name}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`;
 
-function refusal(policy: Policy, decision: Decision, reply: FastifyReply, what: string): AppError {
+function refusal(policy: Policy, decision: Decision, reply: FastifyReply): AppError {
   const retryAfter = Math.max(1, Math.ceil(decision.retryMs / 1000));
   if (!reply.hasHeader('ratelimit-policy')) {
     reply.header('ratelimit-policy', policy.header);
     reply.header('ratelimit', `"${policy.name}";r=0;t=${Math.ceil(decision.resetMs / 1000)}`);
   }
-  return new AppError('rate-limited', `${what}: the "${policy.name}" policy allows ${policy.quota} per ${policy.windowSeconds} s. Retry after ${retryAfter} s.`, {
+  return new AppError('rate-limited', `${policy.tooMany}: the "${policy.name}" policy allows ${policy.quota} per ${policy.windowSeconds} s. Retry after ${retryAfter} s.`, {
     headers: { 'retry-after': String(retryAfter) },
     extensions: { policy: policy.name, quota: policy.quota, window_seconds: policy.windowSeconds },
   });

@@ -21,42 +21,59 @@ export interface Policy {
   windowSeconds: number;
   /** Its RateLimit-Policy item, made once. */
   header: string;
+  /** What a 429 of this policy says happened. */
+  tooMany: string;
 }
 
-export function policy(name: Policy['name'], quota: number): Policy {
-  return { name, quota, windowSeconds: WINDOW_S, header: `"${name}";q=${quota};w=${WINDOW_S}` };
+export function policy(name: Policy['name'], quota: number, tooMany = `This ${name} has made too many requests`): Policy {
+  return { name, quota, windowSeconds: WINDOW_S, header: `"${name}";q=${quota};w=${WINDOW_S}`, tooMany };
 }
 
-/** The budgets a route may declare on top of the caller's own (see rateLimitBudget). */
-export type Budget = 'orders-create';
+/**
+ * The budgets a route may declare on top of the caller's own (see rateLimitBudget): the setting
+ * of each one's quota per caller, and what its 429 says. A budget is a policy of the same name.
+ */
+const BUDGETS = {
+  'orders-create': { quotaOf: (config: Config) => config.rateLimitOrdersCreate, tooMany: 'This caller has placed too many orders' },
+} as const satisfies Partial<Record<Policy['name'], { quotaOf: (config: Config) => number; tooMany: string }>>;
+export type Budget = keyof typeof BUDGETS;
+
+interface DeclaredBudget {
+  /** Undefined when its quota is 0 (unlimited). */
+  policy: Policy | undefined;
+  /** Its counters, when counted in memory. */
+  store: MemoryStore;
+}
 
 /** The limits a request is counted against; empty when none applies. */
 export class RateLimiter {
+  /** The callers' and addresses' own budgets, when counted in memory. */
   readonly #memory = new MemoryStore();
-  /** POST /v1/orders by caller, when counted in memory. */
-  readonly #orders = new MemoryStore();
+  readonly #budgets: Record<Budget, DeclaredBudget>;
   /** Failed authentications, by client address: always this instance's own. */
   readonly #failures = new MemoryStore();
   readonly #redis: RedisStore | undefined;
-  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'orders' | 'failures', Policy | undefined>;
+  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'failures', Policy | undefined>;
   readonly #sweep: NodeJS.Timeout;
 
   /** `namespace`: what identifies the database (instances on one database share their counters). */
   constructor(config: Config, namespace: string, log: FastifyBaseLogger) {
     // External subjects have no role here; they are counted like editors. 0: unlimited.
-    const unlessZero = (name: Policy['name'], quota: number) => (quota === 0 ? undefined : policy(name, quota));
+    const unlessZero = (name: Policy['name'], quota: number, tooMany?: string) => (quota === 0 ? undefined : policy(name, quota, tooMany));
     this.#policies = {
       address: unlessZero('address', config.rateLimitAnonymous),
       reader: unlessZero('caller', config.rateLimitReader),
       editor: unlessZero('caller', config.rateLimitEditor),
       admin: unlessZero('caller', config.rateLimitAdmin),
-      orders: unlessZero('orders-create', config.rateLimitOrdersCreate),
-      failures: unlessZero('failed-auth', config.authFailureLimit),
+      failures: unlessZero('failed-auth', config.authFailureLimit, 'Too many requests with invalid credentials came from this address'),
     };
+    this.#budgets = Object.fromEntries(
+      Object.entries(BUDGETS).map(([name, budget]) => [name, { policy: unlessZero(name as Budget, budget.quotaOf(config), budget.tooMany), store: new MemoryStore() }]),
+    ) as Record<Budget, DeclaredBudget>;
     this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
     this.#sweep = setInterval(() => {
       this.#memory.sweep();
-      this.#orders.sweep();
+      for (const budget of Object.values(this.#budgets)) budget.store.sweep();
       this.#failures.sweep();
     }, WINDOW_MS);
     this.#sweep.unref();
@@ -81,8 +98,8 @@ export class RateLimiter {
   }
 
   /** A budget a route declares, spent on top of the caller's own; undefined when its quota is 0 (unlimited). */
-  budgetPolicy(_budget: Budget): Policy | undefined {
-    return this.#policies.orders;
+  budgetPolicy(budget: Budget): Policy | undefined {
+    return this.#budgets[budget].policy;
   }
 
   /** Failed authentications per address; undefined when ROWI_AUTH_FAILURE_LIMIT is 0. */
@@ -92,8 +109,9 @@ export class RateLimiter {
 
   take(key: string, policy: Policy): Decision | Promise<Decision> {
     if (this.#redis !== undefined) return this.#redis.take(`${policy.name}:${key}`, policy.quota, WINDOW_MS);
-    // In memory, one store per policy: no key to build per request.
-    return (policy.name === 'orders-create' ? this.#orders : this.#memory).take(key, policy.quota, WINDOW_MS);
+    // In memory, a store per budget: no key to build per request.
+    const store = policy.name in BUDGETS ? this.#budgets[policy.name as Budget].store : this.#memory;
+    return store.take(key, policy.quota, WINDOW_MS);
   }
 
   /** A failed authentication, counted in memory: an instance's own defence never waits on Redis. */

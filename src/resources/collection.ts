@@ -57,6 +57,22 @@ interface Documented {
 }
 
 const nounOf = (collection: Collection) => collection.singular.toLowerCase();
+
+/**
+ * What every operation's schema says the same way: its id and summary (the operation's own, or
+ * the usual ones), the scope of its action on the collection, its description, tag and problems.
+ */
+function documented(collection: Collection, spec: Documented, action: 'read' | 'create' | 'update' | 'delete', usual: { operationId: string; summary: string; problems?: number[] }) {
+  const problems = spec.problems ?? usual.problems;
+  return {
+    operationId: spec.operationId ?? usual.operationId,
+    permission: `${collection.name}:${action}` as const,
+    summary: spec.summary ?? usual.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    tags: [collection.name],
+    ...(problems ? { problems } : {}),
+  };
+}
 const presented = (collection: Collection, stored: unknown) => (collection.present ? collection.present(stored as never) : stored);
 
 /** GET /collection: a page, sorted and filtered as the collection allows, with a Link to the next one. */
@@ -65,14 +81,9 @@ export function listOperation<Row>(app: FastifyInstance, collection: Collection,
   app.get(collection.path, {
     ...(spec.config ? { config: spec.config } : {}),
     schema: operation({
-      operationId: spec.operationId ?? `list${collection.singular}s`,
-      permission: `${collection.name}:read`,
-      summary: spec.summary ?? `List ${collection.name}`,
-      ...(spec.description ? { description: spec.description } : {}),
-      tags: [collection.name],
+      ...documented(collection, spec, 'read', { operationId: `list${collection.singular}s`, summary: `List ${collection.name}` }),
       querystring: listQuerySchema(collection.listing),
       response: { 200: representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link) },
-      ...(spec.problems ? { problems: spec.problems } : {}),
     }),
   }, async (request, reply) => {
     const query = parseListQuery(collection.listing, request.query as Record<string, unknown>);
@@ -90,17 +101,12 @@ export function createOperation<Body extends TSchema>(
   app.post(collection.path, {
     ...(spec.config ? { config: spec.config } : {}),
     schema: operation({
-      operationId: spec.operationId ?? `create${collection.singular}`,
-      permission: `${collection.name}:create`,
-      summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
-      tags: [collection.name],
+      ...documented(collection, spec, 'create', { operationId: `create${collection.singular}`, summary: spec.summary, problems: [409] }),
       headers: IdempotencyHeaders,
       body: spec.body,
       response: {
         201: representation(collection.record, spec.created ?? 'Created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.replayed }),
       },
-      problems: spec.problems ?? [409],
     }),
   }, async (request, reply) => {
     const result = await runIdempotent(db, request, async (trx) => {
@@ -116,18 +122,13 @@ export function readOperation(app: FastifyInstance, collection: Collection, spec
   const { db } = app;
   app.get(`${collection.path}/:id`, {
     schema: operation({
-      operationId: spec.operationId ?? `get${collection.singular}`,
-      permission: `${collection.name}:read`,
-      summary: spec.summary ?? `Read one ${nounOf(collection)}`,
-      ...(spec.description ? { description: spec.description } : {}),
-      tags: [collection.name],
+      ...documented(collection, spec, 'read', { operationId: `get${collection.singular}`, summary: `Read one ${nounOf(collection)}` }),
       params: collection.params ?? IdParams,
       headers: IfNoneMatchHeaders,
       response: {
         200: representation(collection.record, `The ${nounOf(collection)}`, RESPONSE_HEADERS.etag),
         304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
       },
-      ...(spec.problems ? { problems: spec.problems } : {}),
     }),
   }, async (request, reply) => {
     const stored = await spec.read(db, (request.params as { id: number }).id);
@@ -151,17 +152,12 @@ function writeOperation<Body extends TSchema>(app: FastifyInstance, collection: 
   const { db } = app;
   app[method](`${collection.path}/:id`, {
     schema: operation({
-      operationId: spec.operationId ?? `${method === 'put' ? 'replace' : 'patch'}${collection.singular}`,
-      permission: `${collection.name}:update`,
-      summary,
-      ...(spec.description ? { description: spec.description } : {}),
-      tags: [collection.name],
+      ...documented(collection, spec, 'update', { operationId: `${method === 'put' ? 'replace' : 'patch'}${collection.singular}`, summary, problems: [409, 412] }),
       params: collection.params ?? IdParams,
       headers: IfMatchHeaders,
       body: spec.body,
       ...(method === 'patch' ? { consumes: REQUEST_BODY_TYPES.patch } : {}),
       response: { 200: representation(collection.record, `The ${nounOf(collection)} as stored`, RESPONSE_HEADERS.etag) },
-      problems: spec.problems ?? [409, 412],
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;
@@ -176,15 +172,10 @@ export function deleteOperation(app: FastifyInstance, collection: Collection, sp
   const { db } = app;
   app.delete(`${collection.path}/:id`, {
     schema: operation({
-      operationId: spec.operationId ?? `delete${collection.singular}`,
-      permission: `${collection.name}:delete`,
-      summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
-      tags: [collection.name],
+      ...documented(collection, spec, 'delete', { operationId: `delete${collection.singular}`, summary: spec.summary, problems: [409, 412] }),
       params: collection.params ?? IdParams,
       headers: IfMatchHeaders,
       response: { 204: noContent('Deleted') },
-      problems: spec.problems ?? [409, 412],
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;

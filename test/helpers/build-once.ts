@@ -3,7 +3,7 @@ import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The global setup of the process projects: the tests that run the built CLI (real sockets,
+ * The global setup (vitest calls `setup`) of the process projects: the tests that run the built CLI (real sockets,
  * several processes, crashes, draining) need dist/, so it is built here, once a run, and only
  * when a source changed since the last build; the fast projects run on the sources and need none.
  * Both process projects call it, one after the other (vitest sets projects up in turn): the
@@ -13,7 +13,7 @@ const ROOT = join(import.meta.dirname, '../..');
 const STAMP = join(ROOT, 'dist', '.built');
 const INPUTS = ['src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
 
-export default function buildOnce(): void {
+export function setup(): void {
   if (newestInput() < stampTime()) return;
   const started = Date.now();
   execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });

@@ -1,22 +1,14 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SOURCES, sourcesOf } from '../helpers/sources.js';
 
 /**
  * Every source file stays under 250 lines: a file that grows past it holds more than one concern
  * and is split by concern (docs/architecture.md), not trimmed.
  */
 
-const SOURCES = join(import.meta.dirname, '../../src');
 const MOST_LINES = 249;
-
-function sourcesOf(folder: string): string[] {
-  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(folder, entry.name);
-    if (entry.isDirectory()) return sourcesOf(path);
-    return /\.(ts|js)$/.test(entry.name) ? [path] : [];
-  });
-}
 
 function linesOf(path: string): number {
   const text = readFileSync(path, 'utf8');

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SOURCES, sourcesOf } from '../helpers/sources.js';
 
 /**
  * SQL lives in repositories (`*.repository.ts`, one per table family, taking the database or the
@@ -8,18 +9,8 @@ import { describe, expect, it } from 'vitest';
  * and version helpers that repositories share). Everywhere else a query is a call of a repository.
  */
 
-const SOURCES = join(import.meta.dirname, '../../src');
-
 /** Kysely's query builders and raw SQL, as code writes them. */
 const SQL = [/\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\(/, /\bsql\s*(<[^>]*>)?`/, /\bsql\.(raw|join|ref|lit|id|table)\(/, /\.executeQuery\(/];
-
-function sourcesOf(folder: string): string[] {
-  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(folder, entry.name);
-    if (entry.isDirectory()) return sourcesOf(path);
-    return /\.(ts|js)$/.test(entry.name) ? [path] : [];
-  });
-}
 
 /** The lines of a file that write SQL, as "file:line: text". */
 function sqlLinesOf(path: string): string[] {

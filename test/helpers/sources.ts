@@ -1,0 +1,14 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The source folder, for the tests of the code's own rules (test/structure/). */
+export const SOURCES = join(import.meta.dirname, '../../src');
+
+/** Every .ts and .js file under `folder`, at any depth. */
+export function sourcesOf(folder: string = SOURCES): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) return sourcesOf(path);
+    return /\.(ts|js)$/.test(entry.name) ? [path] : [];
+  });
+}
