@@ -4,10 +4,10 @@
  *
  * Layers, from the bottom: the foundation (config and settings, errors, logger, version), the database (db),
  * the HTTP engine (http), authentication (auth), the audit trail and rate limits (audit, limits),
- * upstream clients (upstream), the resources (resources), and the process (app, server, cli,
+ * events (events: the outbox, its feed, webhooks and the bus; on the database only), upstream clients (upstream), the resources (resources), and the process (app, server, cli,
  * cluster, listen), which wires them together. A layer imports only the layers below it.
  */
-const FOUNDATION = '^src/(config|settings|settings-limits|settings-weather|errors|logger|version)\\.ts$';
+const FOUNDATION = '^src/(config|settings|settings-limits|settings-weather|settings-events|errors|logger|version)\\.ts$';
 const PROCESS = '^src/(app|server|cli|cluster|listen)\\.ts$';
 
 /** A rule forbidding `from` to import any of `to`. */
@@ -31,11 +31,12 @@ export default {
       from: {},
       to: { couldNotResolve: true },
     },
-    below('foundation-imports-nothing', FOUNDATION, '^src/(db|http|auth|audit|limits|upstream|resources)/|' + PROCESS, 'config, errors, logger and version are the bottom layer.'),
-    below('db-knows-no-caller', '^src/db/', '^src/(http|auth|audit|limits|upstream|resources)/|' + PROCESS, 'The database layer serves every layer above it and knows none of them.'),
-    below('http-knows-no-resource', '^src/http/', '^src/(auth|audit|limits|upstream|resources)/|' + PROCESS, 'The HTTP engine knows no resource and no detail of authentication.'),
-    below('auth-knows-no-resource', '^src/auth/', '^src/(audit|limits|upstream|resources)/|' + PROCESS, 'Authentication knows no resource.'),
+    below('foundation-imports-nothing', FOUNDATION, '^src/(db|http|auth|audit|limits|events|upstream|resources)/|' + PROCESS, 'config, errors, logger and version are the bottom layer.'),
+    below('db-knows-no-caller', '^src/db/', '^src/(http|auth|audit|limits|events|upstream|resources)/|' + PROCESS, 'The database layer serves every layer above it and knows none of them.'),
+    below('http-knows-no-resource', '^src/http/', '^src/(auth|audit|limits|events|upstream|resources)/|' + PROCESS, 'The HTTP engine knows no resource and no detail of authentication.'),
+    below('auth-knows-no-resource', '^src/auth/', '^src/(audit|limits|events|upstream|resources)/|' + PROCESS, 'Authentication knows no resource.'),
     below('audit-and-limits-know-no-resource', '^src/(audit|limits)/', '^src/(upstream|resources)/|' + PROCESS, 'The audit trail and the rate limits serve every route and know none.'),
+    below('events-know-no-resource', '^src/events/', '^src/(http|auth|audit|limits|upstream|resources)/|' + PROCESS, 'The outbox, the feed, webhook delivery and the bus serve the resources and know none; they stand on the database and the foundation.'),
     below('upstream-knows-no-resource', '^src/upstream/', '^src/(db|http|auth|audit|limits|resources)/|' + PROCESS, 'Upstream clients speak to other services and know nothing of rowi above the foundation.'),
     below('resources-below-the-process', '^src/resources/', PROCESS, 'Resources are wired together by the process, not the other way.'),
     {

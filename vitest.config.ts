@@ -20,8 +20,9 @@ const POSTGRES_FAST = [
   'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,permission-matrix}.test.ts',
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
+  'test/events/**/*.test.ts',
 ];
-const POSTGRES_PROCESS = ['test/auth/oauth.process.test.ts', 'test/{orders,workers}.process.test.ts', 'test/postgres/**/*.process.test.ts'];
+const POSTGRES_PROCESS = ['test/auth/oauth.process.test.ts', 'test/{orders,workers}.process.test.ts', 'test/postgres/**/*.process.test.ts', 'test/events/**/*.process.test.ts'];
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
 const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };

@@ -37,6 +37,9 @@ import callersRoutes from './resources/callers/callers.routes.js';
 import auditRoutes from './resources/audit/audit.routes.js';
 import weatherRoutes from './resources/weather/weather.routes.js';
 import { upstreamWeatherFor, type UpstreamWeather } from './upstream/upstream-weather.js';
+import eventsRoutes from './resources/events/events.routes.js';
+import webhookEndpointsRoutes from './resources/webhook-endpoints/webhook-endpoints.routes.js';
+import { startEvents } from './events/events.js';
 import { VERSION } from './version.js';
 
 declare module 'fastify' {
@@ -122,6 +125,10 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
+  const events = startEvents({ db, signals: storage.signals, config, log: logger, userAgent: `rowi-webhooks/${VERSION}` });
+  app.addHook('onClose', () => events.close());
+  await app.register(eventsRoutes, { feed: events.feed, config });
+  await app.register(webhookEndpointsRoutes, { config, policy: events.policy });
   await app.register(oauthRoutes);
   registerOpenApiRoute(app);
 

@@ -4,13 +4,14 @@ import Type, { type Static, type TSchema } from 'typebox';
 import { DURABILITY_SETTINGS, SERVING_SETTINGS } from './settings.js';
 import { LIMIT_SETTINGS } from './settings-limits.js';
 import { WEATHER_SETTINGS } from './settings-weather.js';
+import { EVENT_SETTINGS } from './settings-events.js';
 
 /**
  * Every setting of rowi, as one schema, in the order of `rowi --help` and of the README's table.
  * `loadConfig` reads each from its flag, its environment variable or its default, in that order
  * of precedence, checks it against the schema, and freezes the result.
  */
-export const ConfigSchema = Type.Object({ ...SERVING_SETTINGS, ...LIMIT_SETTINGS, ...WEATHER_SETTINGS, ...DURABILITY_SETTINGS });
+export const ConfigSchema = Type.Object({ ...SERVING_SETTINGS, ...LIMIT_SETTINGS, ...WEATHER_SETTINGS, ...EVENT_SETTINGS, ...DURABILITY_SETTINGS });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 export type ConfigKey = keyof Config;

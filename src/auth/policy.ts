@@ -39,7 +39,20 @@ export const ALL_SCOPES: readonly Scope[] = [
   ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
   ...MANAGEMENT_SCOPES,
   'audit-events:read',
+  'events:read',
+  ...ACTIONS.map((action): Scope => `webhook-endpoints:${action}`),
 ];
+
+/**
+ * The resources an event can be of, each seen with its own read scope: a caller reads an event
+ * only when it may read the resource the event is about.
+ */
+export const EVENT_RESOURCES = [...DATA_RESOURCES, 'callers', 'webhook-endpoints'] as const;
+
+/** The resources whose events a caller with these scopes may see. */
+export function readableResources(scopes: ReadonlySet<string>): string[] {
+  return EVENT_RESOURCES.filter((resource) => scopes.has(`${resource}:read`));
+}
 
 /** The credentials an operation accepts, as OpenAPI security schemes (README "Security"). */
 export const SECURITY_SCHEMES = {
@@ -66,8 +79,8 @@ const dataScopes = (...actions: Action[]): Scope[] =>
   DATA_RESOURCES.flatMap((resource) => actions.map((action): Scope => `${resource}:${action}`));
 
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
-  reader: dataScopes('read'),
-  editor: dataScopes('read', 'create', 'update'),
+  reader: [...dataScopes('read'), 'events:read'],
+  editor: [...dataScopes('read', 'create', 'update'), 'events:read'],
   admin: ALL_SCOPES,
 };
 

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { EventTables } from './event-tables.js';
 
 /**
  * Every table rowi stores, as Kysely sees it. Column names equal API field names (snake_case),
@@ -6,7 +7,7 @@ import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction
  * by the application (never by the database), so that both backends store and compare them
  * identically.
  */
-export interface Database {
+export interface Database extends EventTables {
   users: UsersTable;
   idempotency_keys: IdempotencyKeysTable;
   items: ItemsTable;

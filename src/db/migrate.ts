@@ -6,6 +6,7 @@ import * as m0002 from './migrations/0002-inventory-orders.js';
 import * as m0003 from './migrations/0003-callers-audit.js';
 import * as m0004 from './migrations/0004-caller-rate-limit.js';
 import * as m0005 from './migrations/0005-weather.js';
+import * as m0006 from './migrations/0006-events.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003-callers-audit': m0003,
   '0004-caller-rate-limit': m0004,
   '0005-weather': m0005,
+  '0006-events': m0006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

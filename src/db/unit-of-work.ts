@@ -3,14 +3,34 @@ import type { Db, Trx } from './database.js';
 /**
  * The one way rowi writes: `work` runs in a transaction, and whatever it wrote is committed
  * whole, or nothing of it is (README "Development": transactions and locking). The record of an
- * Idempotency-Key's response and, later, the events of a change are written inside the same
- * transaction as the change they belong to, so they commit or vanish with it.
+ * Idempotency-Key's response and the events of a change (events/outbox.ts) are written inside the
+ * same transaction as the change they belong to, so they commit or vanish with it.
  *
  * On SQLite the transaction is a unit of a group that commits once for many requests (the writer,
  * group-commit.ts): the promise resolves once that COMMIT is on disk, so what a 2xx acknowledges
  * survives a crash. On PostgreSQL it is a transaction of its own on a pooled connection, and
  * PostgreSQL groups the flushes of concurrent commits itself.
  */
-export function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<T> {
-  return db.transaction().execute(work);
+export async function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<T> {
+  let unit: Trx | undefined;
+  const result = await db.transaction().execute((trx) => {
+    unit = trx;
+    return work(trx);
+  });
+  const listeners = committedListeners.get(db);
+  if (listeners !== undefined && unit !== undefined) for (const listener of listeners) listener(unit);
+  return result;
+}
+
+const committedListeners = new WeakMap<Db, Set<(trx: Trx) => void>>();
+
+/**
+ * Calls `listener` after each unit of work on `db` has committed, with the transaction it ran
+ * in (the outbox uses it to wake the readers of events the unit wrote). Returns the unsubscribe.
+ */
+export function onCommitted(db: Db, listener: (trx: Trx) => void): () => void {
+  let listeners = committedListeners.get(db);
+  if (listeners === undefined) committedListeners.set(db, (listeners = new Set()));
+  listeners.add(listener);
+  return () => listeners.delete(listener);
 }

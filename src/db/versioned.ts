@@ -2,7 +2,7 @@ import type { Executor, Trx } from './database.js';
 import { isSqlite } from './dialect.js';
 
 /** Tables whose rows carry a `version` (incremented on every change; ETags derive from it). */
-export type VersionedTable = 'users' | 'items' | 'orders' | 'callers' | 'places';
+export type VersionedTable = 'users' | 'items' | 'orders' | 'callers' | 'places' | 'webhook_endpoints';
 
 /** Deletes the row if it is still at `version`; true when a row was deleted. */
 export async function deleteAtVersion(db: Executor, table: VersionedTable, id: number, version: number): Promise<boolean> {

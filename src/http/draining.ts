@@ -20,6 +20,8 @@ import { isProbe } from './probes.js';
  *    reset: Node's own http.Server.close() closes idle connections at once, and cut 2–16 requests
  *    under keep-alive load. A client that sends requests back to back is never quiet that long: it
  *    gets its next answer with `Connection: close` instead.
+ *    Event streams, which never end by themselves, are ended at once (their clients reconnect
+ *    elsewhere and resume with Last-Event-ID).
  * 4. The app's other closing work (the audit trail's last batch, the database) waits until every
  *    connection has ended, or ROWI_SHUTDOWN_TIMEOUT has passed: then what is left is cut, and the
  *    drain reports it (the process exits 1).
@@ -38,6 +40,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** How the last drain ended: undefined until the app closes; false when connections were cut. */
     drainedCleanly: boolean | undefined;
+    /**
+     * Responses that never end by themselves (an event stream): the drain calls `end` on each
+     * first, so that they finish cleanly instead of holding the shutdown until its time-out.
+     */
+    openStreams: Set<{ end(): void }>;
   }
 }
 
@@ -46,6 +53,7 @@ export function registerDraining(app: FastifyInstance, config: Pick<Config, 'shu
   const connections = new Map<Socket, Tracked>();
   const server = app.server;
   app.decorate('drainedCleanly', undefined);
+  app.decorate('openStreams', new Set<{ end(): void }>());
 
   // With TLS the request's socket is the TLS socket, which 'secureConnection' hands over.
   server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
@@ -77,6 +85,7 @@ export function registerDraining(app: FastifyInstance, config: Pick<Config, 'shu
 
   app.addHook('preClose', async () => {
     draining = true;
+    for (const stream of app.openStreams) stream.end();
     // net.Server's close, not http.Server's: that one would also close idle connections at once.
     if (server.listening) Reflect.apply(NetServer.prototype.close, server, []);
     app.drainedCleanly = await drain(connections, config.shutdownTimeout);

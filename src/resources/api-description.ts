@@ -5,7 +5,7 @@
  */
 export const API_DESCRIPTION =
   'Resource-Oriented Web Interface: users, items, stock, orders and weather over REST. ' +
-  'Every operation answers in JSON or XML (chosen by Accept); every failure is an RFC 9457 problem. ' +
+  'Every operation answers in JSON or XML (chosen by Accept), except events and webhook endpoints (JSON only); every failure is an RFC 9457 problem. ' +
   "XML maps JSON one-to-one: members become child elements, array items are wrapped in the array's element " +
   'and named by the item schema\'s xml.name (or "i"), and null is an empty element with nil="true".';
 
@@ -15,6 +15,8 @@ export const API_TAGS = [
   { name: 'items', description: 'Things that are sold, with their stock' },
   { name: 'stock', description: 'Stock of an item and its ledger' },
   { name: 'orders', description: 'Orders that reserve stock' },
+  { name: 'events', description: 'Every change as an event: listed, read, or streamed live (Server-Sent Events)' },
+  { name: 'webhook-endpoints', description: 'Where events are POSTed, signed as Standard Webhooks says; deliveries and their attempts (admin only)' },
   { name: 'callers', description: 'Systems that use the API, their roles, grants and API keys (admin only)' },
   { name: 'audit', description: 'Who did what, when, with which outcome (admin only)' },
   { name: 'auth', description: 'OAuth 2.0 client credentials: tokens, keys and metadata' },

@@ -1,4 +1,4 @@
-import type { FastifyContextConfig, FastifyInstance } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from 'typebox';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/paging.js';
@@ -37,6 +37,8 @@ export interface Collection {
   present?: (stored: never) => unknown;
   /** Runs after every committed change or delete of a record (callers: forget what this instance believed of callers and keys). */
   afterChange?: () => Promise<void>;
+  /** The media types of its representations; JSON and XML unless it says JSON only. */
+  formats?: readonly ('json' | 'xml')[];
 }
 
 interface Versioned {
@@ -54,6 +56,11 @@ interface Documented {
   operationId?: string;
   /** What the route declares to the plugins (a rate-limit budget). */
   config?: FastifyContextConfig;
+  /**
+   * Checks the body before the unit of work starts, for a check that waits on something slow
+   * (resolving a webhook URL's host), which must not hold the transaction open.
+   */
+  check?: (body: never) => Promise<void>;
 }
 
 const nounOf = (collection: Collection) => collection.singular.toLowerCase();
@@ -75,6 +82,12 @@ function documented(collection: Collection, spec: Documented, action: 'read' | '
 }
 const presented = (collection: Collection, stored: unknown) => (collection.present ? collection.present(stored as never) : stored);
 
+/** What a collection's write operations accept: JSON only, or JSON and XML. */
+function consumes(collection: Collection, method: 'post' | 'put' | 'patch') {
+  const types = method === 'patch' ? REQUEST_BODY_TYPES.patch : REQUEST_BODY_TYPES.write;
+  return collection.formats?.includes('xml') === false ? types.filter((type) => !type.endsWith('/xml')) : types;
+}
+
 /** GET /collection: a page, sorted and filtered as the collection allows, with a Link to the next one. */
 export function listOperation<Row>(app: FastifyInstance, collection: Collection, spec: Documented & { list: (db: Db, query: ListQuery) => Promise<Page<Row>> }): void {
   const { db } = app;
@@ -83,7 +96,7 @@ export function listOperation<Row>(app: FastifyInstance, collection: Collection,
     schema: operation({
       ...documented(collection, spec, 'read', { operationId: `list${collection.singular}s`, summary: `List ${collection.name}` }),
       querystring: listQuerySchema(collection.listing),
-      response: { 200: representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link) },
+      response: { 200: representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link, collection.formats) },
     }),
   }, async (request, reply) => {
     const query = parseListQuery(collection.listing, request.query as Record<string, unknown>);
@@ -95,7 +108,7 @@ export function listOperation<Row>(app: FastifyInstance, collection: Collection,
 export function createOperation<Body extends TSchema>(
   app: FastifyInstance,
   collection: Collection,
-  spec: Documented & { body: Body; summary: string; created?: string; create: (trx: Trx, body: Static<Body>) => Promise<Versioned> },
+  spec: Documented & { body: Body; summary: string; created?: string; createdRecord?: TSchema; create: (trx: Trx, body: Static<Body>, request: FastifyRequest) => Promise<Versioned> },
 ): void {
   const { db } = app;
   app.post(collection.path, {
@@ -104,13 +117,15 @@ export function createOperation<Body extends TSchema>(
       ...documented(collection, spec, 'create', { operationId: `create${collection.singular}`, summary: spec.summary, problems: [409] }),
       headers: IdempotencyHeaders,
       body: spec.body,
+      consumes: consumes(collection, 'post'),
       response: {
-        201: representation(collection.record, spec.created ?? 'Created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.replayed }),
+        201: representation(spec.createdRecord ?? collection.record, spec.created ?? 'Created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.replayed }, collection.formats),
       },
     }),
   }, async (request, reply) => {
+    await spec.check?.(request.body as never);
     const result = await runIdempotent(db, request, async (trx) => {
-      const record = await spec.create(trx, request.body as Static<Body>);
+      const record = await spec.create(trx, request.body as Static<Body>, request);
       return { status: 201, body: presented(collection, record), location: `${collection.path}/${record.id}`, version: record.version };
     });
     return sendCreated(request, reply, result);
@@ -126,7 +141,7 @@ export function readOperation(app: FastifyInstance, collection: Collection, spec
       params: collection.params ?? IdParams,
       headers: IfNoneMatchHeaders,
       response: {
-        200: representation(collection.record, `The ${nounOf(collection)}`, RESPONSE_HEADERS.etag),
+        200: representation(collection.record, `The ${nounOf(collection)}`, RESPONSE_HEADERS.etag, collection.formats),
         304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
       },
     }),
@@ -136,7 +151,7 @@ export function readOperation(app: FastifyInstance, collection: Collection, spec
   });
 }
 
-type Write<Body extends TSchema> = (trx: Trx, id: number, body: Static<Body>, condition: VersionCondition) => Promise<{ version: number }>;
+type Write<Body extends TSchema> = (trx: Trx, id: number, body: Static<Body>, condition: VersionCondition, request: FastifyRequest) => Promise<{ version: number }>;
 
 /** PUT /collection/:id: replaces the writable fields, checked against If-Match. */
 export function replaceOperation<Body extends TSchema>(app: FastifyInstance, collection: Collection, spec: Documented & { body: Body; replace: Write<Body> }): void {
@@ -156,12 +171,13 @@ function writeOperation<Body extends TSchema>(app: FastifyInstance, collection: 
       params: collection.params ?? IdParams,
       headers: IfMatchHeaders,
       body: spec.body,
-      ...(method === 'patch' ? { consumes: REQUEST_BODY_TYPES.patch } : {}),
-      response: { 200: representation(collection.record, `The ${nounOf(collection)} as stored`, RESPONSE_HEADERS.etag) },
+      consumes: consumes(collection, method),
+      response: { 200: representation(collection.record, `The ${nounOf(collection)} as stored`, RESPONSE_HEADERS.etag, collection.formats) },
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;
-    const stored = await unitOfWork(db, (trx) => write(trx, id, request.body as Static<Body>, conditionOf(request)));
+    await spec.check?.(request.body as never);
+    const stored = await unitOfWork(db, (trx) => write(trx, id, request.body as Static<Body>, conditionOf(request), request));
     await collection.afterChange?.();
     return sendRecord(request, reply, presented(collection, stored) as { version: number });
   });

@@ -93,17 +93,41 @@ const EXPECTED: Record<string, Needs> = {
 
   'GET /v1/audit-events': ['audit-events:read'],
   'HEAD /v1/audit-events': ['audit-events:read'],
+
+  'GET /v1/events': ['events:read'],
+  'HEAD /v1/events': ['events:read'],
+  'GET /v1/events/stream': ['events:read'],
+  'HEAD /v1/events/stream': ['events:read'],
+  'GET /v1/events/:id': ['events:read'],
+  'HEAD /v1/events/:id': ['events:read'],
+
+  'GET /v1/webhook-endpoints': ['webhook-endpoints:read'],
+  'HEAD /v1/webhook-endpoints': ['webhook-endpoints:read'],
+  'POST /v1/webhook-endpoints': ['webhook-endpoints:create'],
+  'GET /v1/webhook-endpoints/:id': ['webhook-endpoints:read'],
+  'HEAD /v1/webhook-endpoints/:id': ['webhook-endpoints:read'],
+  'PATCH /v1/webhook-endpoints/:id': ['webhook-endpoints:update', 'webhook-endpoints:read'],
+  'DELETE /v1/webhook-endpoints/:id': ['webhook-endpoints:delete', 'webhook-endpoints:read'],
+  'POST /v1/webhook-endpoints/:id/rotate-secret': ['webhook-endpoints:update', 'webhook-endpoints:read'],
+  'POST /v1/webhook-endpoints/:id/ping': ['webhook-endpoints:update', 'webhook-endpoints:read'],
+  'GET /v1/webhook-endpoints/:id/deliveries': ['webhook-endpoints:read'],
+  'HEAD /v1/webhook-endpoints/:id/deliveries': ['webhook-endpoints:read'],
+  'GET /v1/webhook-endpoints/:id/deliveries/:delivery_id': ['webhook-endpoints:read'],
+  'HEAD /v1/webhook-endpoints/:id/deliveries/:delivery_id': ['webhook-endpoints:read'],
+  'POST /v1/webhook-endpoints/:id/deliveries/:delivery_id/retry': ['webhook-endpoints:update', 'webhook-endpoints:read'],
 };
 
 /** README "Security"'s roles, written out here rather than taken from src/auth/policy.ts. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
 const ROLE_SCOPES = {
-  reader: DATA.map((resource) => `${resource}:read`),
-  editor: DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
+  reader: [...DATA.map((resource) => `${resource}:read`), 'events:read'],
+  editor: [...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)), 'events:read'],
   admin: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
     ...['read', 'create', 'update', 'delete'].map((action) => `callers:${action}`),
     'audit-events:read',
+    'events:read',
+    ...['read', 'create', 'update', 'delete'].map((action) => `webhook-endpoints:${action}`),
   ],
 };
 
@@ -122,6 +146,8 @@ interface Targets {
   callerId: number;
   keyId: number;
   place: string;
+  endpointId: number;
+  deliveryId: number;
 }
 
 interface Cell {
@@ -214,13 +240,20 @@ async function createTargets(): Promise<Targets> {
   const place = `matrix-${++places}`;
   const created = await test.call({ method: 'PATCH', url: `/v1/weather/${place}`, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ name: 'Matrix' }) });
   if (created.status !== 201) throw new Error(`could not create the place: ${created.status} ${created.text}`);
-  return { userId: user.id, itemId: item.id, orderId: order.json.id as number, callerId: target.caller.id, keyId: target.keyId, place };
+  const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/matrix' } });
+  if (endpoint.status !== 201) throw new Error(`could not create the webhook endpoint: ${endpoint.status} ${endpoint.text}`);
+  const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.id}/ping` });
+  if (ping.status !== 202) throw new Error(`could not ping the webhook endpoint: ${ping.status} ${ping.text}`);
+  return { userId: user.id, itemId: item.id, orderId: order.json.id as number, callerId: target.caller.id, keyId: target.keyId, place, endpointId: endpoint.json.id, deliveryId: ping.json.id };
 }
 
 function concreteUrl(url: string, targets: Targets): string {
   const collection = /^\/v1\/([a-z-]+)\/:id/.exec(url)?.[1];
-  const ids: Record<string, number> = { users: targets.userId, items: targets.itemId, orders: targets.orderId, callers: targets.callerId };
+  const ids: Record<string, number | string> = { users: targets.userId, items: targets.itemId, orders: targets.orderId, callers: targets.callerId, 'webhook-endpoints': targets.endpointId, events: `evt_${'0'.repeat(28)}` };
+  // The stream, for a caller it lets through, would stay open: an unknown type makes that a 400 (after authentication).
+  if (url === '/v1/events/stream') return `${url}?types=no.such-type`;
   return url
+    .replace(':delivery_id', String(targets.deliveryId))
     .replace(':type', 'not-found')
     .replace(':place', targets.place)
     .replace(':key_id', String(targets.keyId))

@@ -3,8 +3,8 @@ import { ALL_SCOPES, isGrantable, isScope, missingScopes, parseScopeList, permis
 
 /** The roles of README "Security" written out by hand, so the module is checked against the documented rules and not against itself. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
-const READER = DATA.map((resource) => `${resource}:read`);
-const EDITOR = DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`));
+const READER = [...DATA.map((resource) => `${resource}:read`), 'events:read'];
+const EDITOR = [...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)), 'events:read'];
 const ADMIN = [
   ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
   'callers:read',
@@ -12,12 +12,17 @@ const ADMIN = [
   'callers:update',
   'callers:delete',
   'audit-events:read',
+  'events:read',
+  'webhook-endpoints:read',
+  'webhook-endpoints:create',
+  'webhook-endpoints:update',
+  'webhook-endpoints:delete',
 ];
 
 const sorted = (scopes: Iterable<string>) => [...scopes].sort();
 
 describe('policy: scopesOf', () => {
-  it('scopesOf: every data read and nothing else when the role is reader', () => {
+  it('scopesOf: every data read and the events (of what it may read) when the role is reader', () => {
     expect(sorted(scopesOf('reader', [], []))).toEqual(sorted(READER));
   });
 

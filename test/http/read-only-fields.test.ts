@@ -41,6 +41,7 @@ async function targets(): Promise<Record<string, Target>> {
   await setStock(test, item.id, 10);
   const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'ro', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
   await test.call({ method: 'PUT', url: '/v1/weather/read-only', body: buildObservation() });
+  const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/rowi' } });
   const users = { url: `/v1/users/${user.id}`, read: `/v1/users/${user.id}` };
   const items = { url: `/v1/items/${item.id}`, read: `/v1/items/${item.id}` };
   const stock = { url: `/v1/items/${item.id}/stock`, read: `/v1/items/${item.id}/stock` };
@@ -58,6 +59,7 @@ async function targets(): Promise<Record<string, Target>> {
     'PATCH /v1/callers/{id}': { url: '/v1/callers/1', read: '/v1/callers/1', body: {} },
     'PUT /v1/weather/{place}': { ...weather, body: buildObservation() },
     'PATCH /v1/weather/{place}': { ...weather, body: {} },
+    'PATCH /v1/webhook-endpoints/{id}': { url: `/v1/webhook-endpoints/${endpoint.json.id}`, read: `/v1/webhook-endpoints/${endpoint.json.id}`, body: {} },
   };
 }
 
@@ -111,6 +113,7 @@ describe('read-only fields on every PUT and PATCH', () => {
       'PUT /v1/users/{id} id', 'PATCH /v1/users/{id} created_at', 'PATCH /v1/items/{id} updated_at',
       'PUT /v1/items/{id}/stock reserved', 'PATCH /v1/items/{id}/stock item_id', 'PUT /v1/orders/{id} total', 'PUT /v1/orders/{id} status',
       'PATCH /v1/callers/{id} scopes', 'PUT /v1/weather/{place} place', 'PATCH /v1/weather/{place} stale', 'PATCH /v1/weather/{place} observed_at',
+      'PATCH /v1/webhook-endpoints/{id} created_at', 'PATCH /v1/webhook-endpoints/{id} failed_attempts',
     ]));
   });
 

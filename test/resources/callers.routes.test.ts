@@ -7,7 +7,7 @@ import { createCallerWithKey } from '../helpers/records.js';
 const KEY_PATTERN = /^rowi_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/;
 
 /** The editor role's scopes, in the API's stable order (resource by resource; read, create, update, delete). */
-const EDITOR_SCOPES = ['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) => [`${resource}:read`, `${resource}:create`, `${resource}:update`]);
+const EDITOR_SCOPES = [...['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) => [`${resource}:read`, `${resource}:create`, `${resource}:update`]), 'events:read'];
 
 let test: TestApp;
 beforeAll(async () => {

@@ -5,7 +5,8 @@ import type { Db, Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paging.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { NotFoundError, UnprocessableError } from '../../errors.js';
-import { assertManagementSurvives, createCaller, findStoredCaller, type CallerView } from './callers.service.js';
+import { recordEvent } from '../../events/outbox.js';
+import { assertManagementSurvives, callerPath, createCaller, findStoredCaller, type CallerView } from './callers.service.js';
 
 /**
  * The API keys of callers (README "Security"): made with a secret shown once, listed and read
@@ -36,6 +37,7 @@ export async function createApiKey(trx: Trx, callerId: number, input: ApiKeyInpu
     expires_at: expiresAt,
     now: nowTimestamp(),
   });
+  await recordEvent(trx, 'api_key.created', keyPath(callerId, record.id), record);
   return { record, key: generated.key };
 }
 
@@ -61,8 +63,12 @@ export async function revokeKey(trx: Trx, callerId: number, keyId: number): Prom
       `Key ${keyId} is the last working API key of caller ${callerId}, the last caller that can manage callers; revoking it would leave nobody able to.`,
     );
   }
+  if (key.revoked_at !== null) return;
   await revokeApiKey(trx, keyId, now);
+  await recordEvent(trx, 'api_key.revoked', keyPath(callerId, keyId), { ...key, revoked_at: now });
 }
+
+const keyPath = (callerId: number, keyId: number) => `${callerPath(callerId)}/keys/${keyId}`;
 
 function isWorking(key: StoredApiKey, now: string): boolean {
   return key.revoked_at === null && (key.expires_at === null || key.expires_at > now);

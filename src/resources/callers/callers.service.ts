@@ -1,3 +1,4 @@
+import { recordEvent } from '../../events/outbox.js';
 import { CALLER_MANAGEMENT_CORE, canManageCallers, isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Role, Trx } from '../../db/database.js';
@@ -70,7 +71,9 @@ export async function listCallers(db: Executor, query: ListQuery) {
 
 export async function createCaller(trx: Trx, input: CallerInput): Promise<CallerView> {
   const fields = checkedFields(input);
-  return presentCaller(await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })));
+  const caller = presentCaller(await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })));
+  await recordEvent(trx, 'caller.created', callerPath(caller.id), caller);
+  return caller;
 }
 
 /** JSON Merge Patch of name, role and grants; the last caller that can manage callers cannot stop being one. */
@@ -103,7 +106,10 @@ export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, cond
     const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every((field) => fields[field] === stored[field]);
     if (unchanged) return current;
     const updated = await withNameUniqueness(fields.name, () => updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }));
-    return updated && presentCaller(updated);
+    if (!updated) return undefined;
+    const caller = presentCaller(updated);
+    await recordEvent(trx, 'caller.updated', callerPath(id), caller);
+    return caller;
   }, `Caller ${id}`);
 }
 
@@ -116,9 +122,13 @@ export async function deleteCaller(trx: Trx, id: number, condition: VersionCondi
     if (stored.role === 'admin') {
       await assertManagementSurvives(trx, { callerId: id, deleted: true }, () => `Caller ${id} is the last caller that can manage callers; deleting it would leave nobody able to.`);
     }
-    return (await deleteAtVersion(trx, 'callers', id, stored.version)) ? true : undefined;
+    if (!(await deleteAtVersion(trx, 'callers', id, stored.version))) return undefined;
+    await recordEvent(trx, 'caller.deleted', callerPath(id), { id });
+    return true;
   }, `Caller ${id}`);
 }
+
+export const callerPath = (id: number) => `/v1/callers/${id}`;
 
 function sameMembers(echoed: readonly string[], stored: readonly string[]): boolean {
   const set = new Set(echoed);

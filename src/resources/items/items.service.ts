@@ -4,6 +4,7 @@ import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paging.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
+import { recordEvent } from '../../events/outbox.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
@@ -41,6 +42,7 @@ export async function createItem(trx: Trx, input: ItemCreate): Promise<StoredIte
   const now = nowTimestamp();
   const item = await withSkuUniqueness(input.sku, () => insertItem(trx, { name: input.name, sku: input.sku, price: toMinorUnits(input.price), now }));
   await insertStock(trx, item.id, now);
+  await recordEvent(trx, 'item.created', itemPath(item.id), presentItem(item));
   return item;
 }
 
@@ -64,7 +66,9 @@ export async function deleteItem(trx: Trx, id: number, condition: VersionConditi
     if (await isItemOrdered(trx, id)) {
       throw new ConflictError('item-in-use', `Item ${id} is on orders; an item that has been ordered cannot be deleted.`);
     }
-    return (await deleteAtVersion(trx, 'items', id, stored.version)) ? true : undefined;
+    if (!(await deleteAtVersion(trx, 'items', id, stored.version))) return undefined;
+    await recordEvent(trx, 'item.deleted', itemPath(id), { id });
+    return true;
   }, `Item ${id}`);
 }
 
@@ -81,7 +85,9 @@ async function changeItem(
     assertReadOnlyEchoes(stored, body);
     const wanted = next(stored);
     if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price) return stored;
-    return withSkuUniqueness(wanted.sku, () => updateItemAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
+    const updated = await withSkuUniqueness(wanted.sku, () => updateItemAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
+    if (updated) await recordEvent(trx, 'item.updated', itemPath(id), presentItem(updated));
+    return updated;
   }, `Item ${id}`);
 }
 
@@ -95,6 +101,8 @@ async function withSkuUniqueness<T>(sku: string, write: () => Promise<T>): Promi
     throw error;
   }
 }
+
+const itemPath = (id: number) => `/v1/items/${id}`;
 
 export function itemNotFound(id: number): NotFoundError {
   return new NotFoundError(`There is no item ${id}.`);

@@ -4,6 +4,7 @@ import type { ListQuery } from '../../db/paging.js';
 import { ConflictError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
+import { recordEvents, type EventDraft } from '../../events/outbox.js';
 import { findItemById } from './items.repository.js';
 import { findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
@@ -31,7 +32,9 @@ export async function setStock(trx: Trx, itemId: number, change: StockChange, co
     const now = nowTimestamp();
     const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, change.quantity, now);
     if (!updated) return undefined;
-    await insertMovements(trx, [movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now)]);
+    const set = movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now);
+    await insertMovements(trx, [set]);
+    await recordEvents(trx, stockEvents([set]));
     return updated;
   }, `The stock of item ${itemId}`);
 }
@@ -77,6 +80,22 @@ export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMov
     movements.push(movement(moved, move.kind, change.quantity, change.reserved, orderId, now));
   }
   await insertMovements(trx, movements);
+  await recordEvents(trx, stockEvents(movements));
+}
+
+/** A stock.changed event for each movement: the stock after it, and the movement. */
+export function stockEvents(movements: readonly NewMovement[]): EventDraft[] {
+  return movements.map((moved) => ({
+    type: 'stock.changed',
+    path: `/v1/items/${moved.item_id}/stock`,
+    data: {
+      item_id: moved.item_id,
+      quantity: moved.quantity_after,
+      reserved: moved.reserved_after,
+      updated_at: moved.created_at,
+      movement: { kind: moved.kind, quantity_change: moved.quantity_change, reserved_change: moved.reserved_change, order_id: moved.order_id },
+    },
+  }));
 }
 
 /** Stock of the given items, by item id. */

@@ -3,7 +3,8 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, OrderStatus, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paging.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
-import { applyStockMoves, insufficientStock, stockByItem, type ShortLine, type StockMove } from '../items/stock.service.js';
+import { recordEvent, recordEvents } from '../../events/outbox.js';
+import { applyStockMoves, insufficientStock, stockByItem, stockEvents, type ShortLine, type StockMove } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
@@ -61,7 +62,9 @@ export async function placeOrder(trx: Trx, input: OrderCreate): Promise<OrderVie
   const placed = await insertPlacedOrder(trx, { name: input.name, user_id: input.user_id, total, now }, linesToStore(wanted, prices));
   // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.
   if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, wanted);
-  return presentOrder(placed.order, placed.lines);
+  const order = presentOrder(placed.order, placed.lines);
+  await recordEvents(trx, [{ type: 'order.created', path: orderPath(order.id), data: order }, ...stockEvents(placed.movements)]);
+  return order;
 }
 
 export function replaceOrder(trx: Trx, id: number, input: OrderReplace, condition: VersionCondition): Promise<OrderView> {
@@ -80,6 +83,7 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
     assertCondition(condition, order.version, `Order ${id}`);
     const lines = await findLines(trx, id);
     if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
+    await recordEvent(trx, 'order.deleted', orderPath(id), { id });
     if (order.status === 'placed') await applyStockMoves(trx, id, lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })), nowTimestamp());
     return true;
   }, `Order ${id}`);
@@ -133,8 +137,11 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
       await deleteLines(trx, id);
       await insertLines(trx, lines);
     }
+    const order = presentOrder(updated, lines);
+    if (status !== stored.status) await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
+    else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
     await applyStockMoves(trx, id, moves, now);
-    return presentOrder(updated, lines);
+    return order;
   }, `Order ${id}`);
 }
 
@@ -188,6 +195,8 @@ function presentOrder(order: StoredOrder, lines: StoredLine[]): OrderView {
     })),
   };
 }
+
+const orderPath = (id: number) => `/v1/orders/${id}`;
 
 function orderNotFound(id: number): NotFoundError {
   return new NotFoundError(`There is no order ${id}.`);

@@ -8,8 +8,9 @@ import { insertLines, insertOrder, ORDER_COLUMNS, type StoredLine, type StoredOr
 /**
  * Placing an order in as few statements as the database allows: one read for everything the
  * checks need, and on PostgreSQL one statement for every write (the order, its lines, the
- * reservations and their ledger entries), so an order costs four round trips (BEGIN, read, write,
- * COMMIT) instead of one per row. SQLite runs in the process, where a statement costs
+ * reservations and their ledger entries), and the stock after each reservation comes back for the
+ * order's events, so an order costs five round trips (BEGIN, read, write, its events, COMMIT)
+ * instead of one per row. SQLite runs in the process, where a statement costs
  * microseconds, and has no data-modifying WITH: there the writes stay one statement each.
  */
 
@@ -46,7 +47,7 @@ export async function findPlacementFacts(db: Executor, userId: number | null, it
 export type NewLine = Omit<StoredLine, 'order_id'>;
 
 /** The order written, or the items whose stock could no longer cover their line (another writer took it meanwhile). */
-export type Placement = { order: StoredOrder; lines: StoredLine[] } | { uncovered: number[] };
+export type Placement = { order: StoredOrder; lines: StoredLine[]; movements: NewMovement[] } | { uncovered: number[] };
 
 /**
  * Writes a placed order, its lines, and for each line a reservation of its units with the ledger
@@ -70,7 +71,7 @@ async function insertPlacedOrderInSteps(trx: Executor, order: { name: string; us
     movements.push(reservation(line, moved, stored.id, order.now));
   }
   await insertMovements(trx, movements);
-  return { order: stored, lines: storedLines };
+  return { order: stored, lines: storedLines, movements };
 }
 
 async function insertPlacedOrderAtOnce(trx: Executor, order: { name: string; user_id: number; total: number; now: string }, lines: NewLine[]): Promise<Placement> {
@@ -78,8 +79,12 @@ async function insertPlacedOrderAtOnce(trx: Executor, order: { name: string; use
   const [row] = rows;
   if (row === undefined) throw new Error('placing an order answered no row');
   if (row.uncovered !== null) return { uncovered: row.uncovered.map(Number) };
-  const { uncovered: _, ...stored } = row;
-  return { order: stored, lines: lines.map((line) => ({ order_id: stored.id, ...line })) };
+  const { uncovered: _, moved, ...stored } = row;
+  const byItem = new Map(lines.map((line) => [line.item_id, line]));
+  const movements = (moved ?? []).map(([itemId, quantity, reserved]) =>
+    reservation(byItem.get(Number(itemId))!, { item_id: Number(itemId), quantity: Number(quantity), reserved: Number(reserved) }, stored.id, order.now),
+  );
+  return { order: stored, lines: lines.map((line) => ({ order_id: stored.id, ...line })), movements };
 }
 
 /**
@@ -98,7 +103,7 @@ const placeOrderAtOnce = compiledPerCount(MAX_COMPILED_ROWS, (db, count, name, u
     }),
   );
   const columns = sql.join(ORDER_COLUMNS.map((column) => sql.ref(`placed.${column}`)));
-  const query = sql<StoredOrder & { uncovered: number[] | null }>`
+  const query = sql<StoredOrder & { uncovered: number[] | null; moved: [number, number, number][] | null }>`
     with wanted (item_id, position, quantity, unit_price) as (values ${wanted}),
     items_held as materialized (select id from items where id in (select item_id from wanted) order by id for key share),
     locked as materialized (select stock.item_id from stock join items_held on items_held.id = stock.item_id order by stock.item_id for update of stock),
@@ -124,9 +129,11 @@ const placeOrderAtOnce = compiledPerCount(MAX_COMPILED_ROWS, (db, count, name, u
       select moved.item_id, 'reserve', -wanted.quantity, wanted.quantity, moved.quantity, moved.reserved, placed.id, ${now}
       from placed cross join moved join wanted on wanted.item_id = moved.item_id
     )
-    select ${columns}, null::bigint[] as uncovered from placed
+    select ${columns}, null::bigint[] as uncovered,
+      (select json_agg(json_build_array(item_id, quantity, reserved) order by item_id) from moved) as moved
+    from placed
     union all
-    select ${sql.join(ORDER_COLUMNS.map(() => sql`null`))}, array(select item_id from wanted where item_id not in (select item_id from moved) order by item_id)
+    select ${sql.join(ORDER_COLUMNS.map(() => sql`null`))}, array(select item_id from wanted where item_id not in (select item_id from moved) order by item_id), null
     where not exists (select 1 from placed)`;
   return { compile: () => query.compile(db) };
 });

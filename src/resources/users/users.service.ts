@@ -4,6 +4,7 @@ import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { ListQuery } from '../../db/paging.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
+import { recordEvent } from '../../events/outbox.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
@@ -30,7 +31,9 @@ export function listUsers(db: Executor, query: ListQuery) {
 }
 
 export async function createUser(trx: Trx, input: UserCreate): Promise<StoredUser> {
-  return withEmailUniqueness(input.email, () => insertUser(trx, { name: input.name, email: input.email, now: nowTimestamp() }));
+  const user = await withEmailUniqueness(input.email, () => insertUser(trx, { name: input.name, email: input.email, now: nowTimestamp() }));
+  await recordEvent(trx, 'user.created', userPath(user.id), user);
+  return user;
 }
 
 export function replaceUser(trx: Trx, id: number, input: UserReplace, condition: VersionCondition): Promise<StoredUser> {
@@ -49,7 +52,9 @@ export async function deleteUser(trx: Trx, id: number, condition: VersionConditi
     if (await hasPlacedOrders(trx, id)) {
       throw new ConflictError('user-has-open-orders', `User ${id} has placed orders; fulfil, cancel or delete them first.`);
     }
-    return (await deleteAtVersion(trx, 'users', id, stored.version)) ? true : undefined;
+    if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return undefined;
+    await recordEvent(trx, 'user.deleted', userPath(id), { id });
+    return true;
   }, `User ${id}`);
 }
 
@@ -67,7 +72,9 @@ async function changeUser(
     const wanted = next(stored);
     // A write that changes nothing keeps the version, so ETags held by clients stay valid.
     if (wanted.name === stored.name && wanted.email === stored.email) return stored;
-    return withEmailUniqueness(wanted.email, () => updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
+    const updated = await withEmailUniqueness(wanted.email, () => updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
+    if (updated) await recordEvent(trx, 'user.updated', userPath(id), updated);
+    return updated;
   }, `User ${id}`);
 }
 
@@ -83,6 +90,8 @@ async function withEmailUniqueness<T>(email: string, write: () => Promise<T>): P
     throw error;
   }
 }
+
+const userPath = (id: number) => `/v1/users/${id}`;
 
 function userNotFound(id: number): NotFoundError {
   return new NotFoundError(`There is no user ${id}.`);

@@ -1,3 +1,4 @@
+import { recordEvent } from '../../events/outbox.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Executor, Measurements, Trx } from '../../db/database.js';
 import { deleteAtVersion } from '../../db/versioned.js';
@@ -58,17 +59,19 @@ export async function recordObservation(trx: Trx, slug: string, input: Observati
   const { place: stored, created } = await findOrCreatePlace(trx, slug, input, condition, observation);
   assertEchoes(stored, input);
   await upsertObservation(trx, stored.id, observation, nowTimestamp());
-  if (created) return { place: stored, created };
   const isLatest = stored.observed_at === null || observation.observed_at >= stored.observed_at;
-  return { place: await applyChanges(trx, stored, { ...(isLatest ? observation : {}), ...placeChanges(stored, input) }), created };
+  const place = created ? stored : await applyChanges(trx, stored, { ...(isLatest ? observation : {}), ...placeChanges(stored, input) });
+  await recordEvent(trx, 'weather.observed', weatherPath(place), { ...presentWeather(place), observation });
+  return { place, created };
 }
 
 /** PATCH (JSON Merge Patch): name and coordinates; creates the place when there is none yet. */
 export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: UpsertCondition): Promise<PlaceWrite> {
   const { place: stored, created } = await findOrCreatePlace(trx, slug, patch, condition);
   assertEchoes(stored, patch);
-  if (created) return { place: stored, created };
-  return { place: await applyChanges(trx, stored, placeChanges(stored, patch)), created };
+  const place = created ? stored : await applyChanges(trx, stored, placeChanges(stored, patch));
+  if (created || place.version !== stored.version) await recordEvent(trx, 'weather.updated', weatherPath(place), presentWeather(place));
+  return { place, created };
 }
 
 /** Deletes the place and its history (the foreign key cascades). */
@@ -77,7 +80,10 @@ export async function deletePlace(trx: Trx, slug: string, condition: VersionCond
   if (!stored) throw placeNotFound(slug);
   assertCondition(condition, stored.version, `Place ${stored.place}`);
   if (!(await deleteAtVersion(trx, 'places', stored.id, stored.version))) throw changedConcurrently(`Place ${stored.place}`);
+  await recordEvent(trx, 'weather.deleted', weatherPath(stored), { id: stored.id, place: stored.place });
 }
+
+const weatherPath = (place: StoredPlace) => `/v1/weather/${encodeURIComponent(place.place)}`;
 
 /** The stored place as the API shows it, with its latest recorded observation. */
 export function presentWeather(place: StoredPlace, stale = false): Weather {

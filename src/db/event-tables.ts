@@ -1,0 +1,80 @@
+import type { Generated, Selectable } from 'kysely';
+
+/** The outbox and the webhooks' tables (migration 0006), part of Database. */
+export interface EventTables {
+  events: EventsTable;
+  event_cursors: EventCursorsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+}
+
+/** An event of the outbox, written in the transaction of the change it tells of. */
+export interface EventsTable {
+  seq: Generated<number>;
+  /** The writing transaction's id on PostgreSQL, 0 on SQLite: with seq, the order readers follow. */
+  txid: Generated<number | string>;
+  id: string;
+  type: string;
+  resource: string;
+  path: string;
+  created_at: string;
+  /** JSON: the resource after the change, or its id when deleted. */
+  data: string;
+}
+export type EventRow = Selectable<EventsTable>;
+
+export interface EventCursorsTable {
+  name: string;
+  txid: number | string;
+  seq: number | string;
+  lease_owner: string | null;
+  lease_until: string | null;
+}
+
+export interface WebhookEndpointsTable {
+  id: Generated<number>;
+  url: string;
+  description: string;
+  /** JSON array of event types, or ["*"]. */
+  events: string;
+  /** JSON array of the resources whose events it may receive (its creator's read scopes). */
+  resources: string;
+  enabled: number;
+  disabled_reason: string | null;
+  /** Failed attempts in a row; a success resets it. */
+  failures: number;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'dead';
+
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  endpoint_id: number;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  lease_until: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: number;
+  attempted_at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

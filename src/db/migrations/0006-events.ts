@@ -1,0 +1,98 @@
+import { sql, type Kysely } from 'kysely';
+import { isSqlite } from '../dialect.js';
+import { addIdColumn, textType } from './portable.js';
+
+/**
+ * The outbox of events and the webhooks that deliver them.
+ *
+ * `events` is written in the transaction of the change it tells of. Its rows are read in the
+ * order (txid, seq): on SQLite txid is 0 and seq follows the single writer's commits; on
+ * PostgreSQL txid is the writing transaction's id, and readers take only events of transactions
+ * older than every one still running (events/outbox.repository.ts), so nothing that commits later
+ * can appear behind a position a reader has passed. `id` is the public, time-sortable id.
+ *
+ * `event_cursors` keeps how far each consumer of the outbox (the webhook fan-out, the NATS
+ * publisher) has read, with the lease of the one instance that runs it.
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  const text = textType(db);
+  const sqlite = isSqlite(db);
+  await db.schema
+    .createTable('events')
+    .addColumn('seq', sqlite ? 'integer' : 'bigint', (column) => (sqlite ? column.primaryKey().autoIncrement() : column.primaryKey().generatedByDefaultAsIdentity()))
+    .addColumn('txid', 'bigint', (column) => column.notNull().defaultTo(sqlite ? 0 : sql`(pg_current_xact_id()::text::bigint)`))
+    .addColumn('id', text, (column) => column.notNull())
+    .addColumn('type', text, (column) => column.notNull())
+    // The resource whose read scope sees the event (orders → orders:read).
+    .addColumn('resource', text, (column) => column.notNull())
+    .addColumn('path', text, (column) => column.notNull())
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('data', text, (column) => column.notNull())
+    .execute();
+  await db.schema.createIndex('events_id_unique').on('events').column('id').unique().execute();
+  await db.schema.createIndex('events_txid_seq').on('events').columns(['txid', 'seq']).execute();
+  await db.schema.createIndex('events_type_id').on('events').columns(['type', 'id']).execute();
+  await db.schema.createIndex('events_created_at').on('events').column('created_at').execute();
+
+  await db.schema
+    .createTable('event_cursors')
+    .addColumn('name', text, (column) => column.primaryKey())
+    .addColumn('txid', 'bigint', (column) => column.notNull())
+    .addColumn('seq', 'bigint', (column) => column.notNull())
+    .addColumn('lease_owner', text)
+    .addColumn('lease_until', text)
+    .execute();
+
+  await db.schema
+    .createTable('webhook_endpoints')
+    .$call((table) => addIdColumn(db, table))
+    .addColumn('url', text, (column) => column.notNull())
+    .addColumn('description', text, (column) => column.notNull())
+    // JSON arrays: the event types wanted (["*"] for all), and the resources its creator could read.
+    .addColumn('events', text, (column) => column.notNull())
+    .addColumn('resources', text, (column) => column.notNull())
+    .addColumn('enabled', 'integer', (column) => column.notNull())
+    .addColumn('disabled_reason', text)
+    .addColumn('failures', 'integer', (column) => column.notNull().defaultTo(0))
+    .addColumn('secret', text, (column) => column.notNull())
+    .addColumn('previous_secret', text)
+    .addColumn('previous_secret_expires_at', text)
+    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
+    .execute();
+  await db.schema.createIndex('webhook_endpoints_created_at_id').on('webhook_endpoints').columns(['created_at', 'id']).execute();
+
+  await db.schema
+    .createTable('webhook_deliveries')
+    .$call((table) => addIdColumn(db, table))
+    .addColumn('endpoint_id', 'bigint', (column) => column.notNull().references('webhook_endpoints.id').onDelete('cascade'))
+    .addColumn('event_id', text, (column) => column.notNull())
+    .addColumn('event_type', text, (column) => column.notNull())
+    // pending (to be sent, now or at next_attempt_at), succeeded, dead (given up: the dead letter).
+    .addColumn('status', text, (column) => column.notNull())
+    .addColumn('attempts', 'integer', (column) => column.notNull().defaultTo(0))
+    .addColumn('next_attempt_at', text)
+    .addColumn('lease_until', text)
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
+    .execute();
+  await db.schema.createIndex('webhook_deliveries_endpoint_id_id').on('webhook_deliveries').columns(['endpoint_id', 'id']).execute();
+  await db.schema.createIndex('webhook_deliveries_status_endpoint_id').on('webhook_deliveries').columns(['status', 'endpoint_id', 'id']).execute();
+  await db.schema.createIndex('webhook_deliveries_created_at').on('webhook_deliveries').column('created_at').execute();
+
+  await db.schema
+    .createTable('webhook_attempts')
+    .$call((table) => addIdColumn(db, table))
+    .addColumn('delivery_id', 'bigint', (column) => column.notNull().references('webhook_deliveries.id').onDelete('cascade'))
+    .addColumn('attempted_at', text, (column) => column.notNull())
+    .addColumn('status_code', 'integer')
+    .addColumn('duration_ms', 'integer', (column) => column.notNull())
+    .addColumn('error', text)
+    .execute();
+  await db.schema.createIndex('webhook_attempts_delivery_id_id').on('webhook_attempts').columns(['delivery_id', 'id']).execute();
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_endpoints', 'event_cursors', 'events']) await db.schema.dropTable(table).execute();
+}

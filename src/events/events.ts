@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { Signals } from '../db/signals.js';
+import { EventFeed } from './feed.js';
+import { startPruning } from './retention.js';
+import { AddressPolicy } from './ssrf.js';
+import { retrySchedule, WebhookDispatcher } from './webhooks.js';
+
+export interface EventsDependencies {
+  db: Db;
+  signals: Signals;
+  config: Config;
+  log: FastifyBaseLogger;
+  userAgent: string;
+}
+
+/** The event side of a process: the live feed, webhook delivery, the NATS bus and pruning, started and stopped together. */
+export interface Events {
+  feed: EventFeed;
+  policy: AddressPolicy;
+  close(): Promise<void>;
+}
+
+export function startEvents({ db, signals, config, log, userAgent }: EventsDependencies): Events {
+  const feed = new EventFeed(db, signals, log);
+  const policy = new AddressPolicy(config.webhookAllowHosts);
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const dispatcher = new WebhookDispatcher(db, feed, log, {
+    retrySchedule: retrySchedule(config.webhookRetrySchedule),
+    timeoutMs: config.webhookTimeout,
+    disableAfter: config.webhookDisableAfter,
+    policy,
+    userAgent,
+    owner,
+  });
+  dispatcher.start();
+  const stopPruning = startPruning(db, config.eventsRetention, log);
+  return {
+    feed,
+    policy,
+    async close() {
+      stopPruning();
+      await dispatcher.close();
+      feed.close();
+    },
+  };
+}

@@ -1,0 +1,174 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../db/database.js';
+import { EVERYTHING, type Signals } from '../db/signals.js';
+import { onCommitted } from '../db/unit-of-work.js';
+import { wroteEventsIn } from './outbox.js';
+import { findEventsAfter, latestPosition, type Position, type StoredEvent } from './outbox.repository.js';
+
+/** The signal that tells the other processes and instances: events were committed. */
+export const EVENTS_TOPIC = 'events';
+
+/** A reader of the live feed: where it stands, what it may see, and where events go. */
+export interface FeedReader {
+  position: Position;
+  /** The resources whose events it sees (its read scopes). */
+  resources: ReadonlySet<string>;
+  /** Only these types, when given. */
+  types?: ReadonlySet<string>;
+  deliver(events: StoredEvent[]): void;
+}
+
+const BATCH = 500;
+/** How often readers look without being woken: a signal may be lost, and on PostgreSQL an event waits for older transactions to end. */
+const POLL_MS = 500;
+/** Other processes are told at most this often (a PostgreSQL NOTIFY is a round trip). */
+const SIGNAL_EVERY_MS = 20;
+
+/**
+ * The outbox as it grows, for this process: woken after a local commit that wrote events, by the
+ * signal of another process or instance, and by a poll; each wake reads the new events once and
+ * hands each reader what it may see. A reader that starts behind (a stream resumed with
+ * Last-Event-ID) catches up from the table, in batches, before it joins.
+ */
+export class EventFeed {
+  readonly #db: Db;
+  readonly #signals: Signals;
+  readonly #log: FastifyBaseLogger;
+  readonly #readers = new Set<FeedReader>();
+  readonly #wakeListeners = new Set<() => void>();
+  readonly #unsubscribe: (() => void)[] = [];
+  #head: Promise<Position> | undefined;
+  #running = false;
+  #again = false;
+  #signalTimer: NodeJS.Timeout | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(db: Db, signals: Signals, log: FastifyBaseLogger) {
+    this.#db = db;
+    this.#signals = signals;
+    this.#log = log;
+    this.#unsubscribe.push(
+      onCommitted(db, (trx) => {
+        if (!wroteEventsIn(trx)) return;
+        this.wake();
+        this.#signalOthers();
+      }),
+      signals.subscribe((topic) => {
+        if (topic === EVENTS_TOPIC || topic === EVERYTHING) this.wake();
+      }),
+    );
+  }
+
+  /** Runs `listener` on every wake (the webhook dispatcher, the NATS publisher); returns the unsubscribe. */
+  onWake(listener: () => void): () => void {
+    this.#wakeListeners.add(listener);
+    this.#ensurePoll();
+    return () => this.#wakeListeners.delete(listener);
+  }
+
+  /** Adds a reader at its position; it is handed every later event it may see, in order. */
+  async add(reader: FeedReader): Promise<() => void> {
+    await this.#headPosition();
+    this.#readers.add(reader);
+    this.#ensurePoll();
+    this.wake();
+    return () => this.#readers.delete(reader);
+  }
+
+  get readers(): number {
+    return this.#readers.size;
+  }
+
+  wake(): void {
+    if (this.#closed) return;
+    for (const listener of this.#wakeListeners) listener();
+    if (this.#readers.size === 0) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    setImmediate(() => void this.#run());
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const unsubscribe of this.#unsubscribe) unsubscribe();
+    clearTimeout(this.#signalTimer);
+    clearInterval(this.#poll);
+    this.#readers.clear();
+  }
+
+  /** Where the feed stands: a reader that starts here gets only events committed from now on. */
+  headPosition(): Promise<Position> {
+    return this.#headPosition();
+  }
+
+  #headPosition(): Promise<Position> {
+    this.#head ??= latestPosition(this.#db);
+    return this.#head;
+  }
+
+  #ensurePoll(): void {
+    if (this.#poll !== undefined) return;
+    this.#poll = setInterval(() => {
+      if (this.#readers.size > 0 || this.#wakeListeners.size > 0) this.wake();
+    }, POLL_MS);
+    this.#poll.unref();
+  }
+
+  #signalOthers(): void {
+    if (this.#signalTimer !== undefined) return;
+    this.#signalTimer = setTimeout(() => {
+      this.#signalTimer = undefined;
+      this.#signals.publish(EVENTS_TOPIC).catch((error: unknown) => this.#log.warn({ err: error }, 'could not tell other instances of new events'));
+    }, SIGNAL_EVERY_MS);
+    this.#signalTimer.unref();
+  }
+
+  async #run(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        await this.#tick();
+      } while (this.#again && !this.#closed);
+    } catch (error) {
+      this.#log.warn({ err: error }, 'could not read new events; trying again');
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #tick(): Promise<void> {
+    const head = await this.#headPosition();
+    const batch = await findEventsAfter(this.#db, head, { limit: BATCH });
+    const next = batch.length > 0 ? positionOf(batch[batch.length - 1]!) : head;
+    for (const reader of this.#readers) {
+      if (samePosition(reader.position, head)) {
+        handOver(reader, batch, next);
+        continue;
+      }
+      // Behind: catch up from the table, up to where the feed now stands.
+      const rows = await findEventsAfter(this.#db, reader.position, { limit: BATCH, upTo: next, resources: [...reader.resources], ...(reader.types ? { types: [...reader.types] } : {}) });
+      handOver(reader, rows, rows.length === BATCH ? positionOf(rows[rows.length - 1]!) : next);
+      if (rows.length === BATCH) this.#again = true;
+    }
+    this.#head = Promise.resolve(next);
+    if (batch.length === BATCH) this.#again = true;
+  }
+}
+
+function handOver(reader: FeedReader, events: StoredEvent[], next: Position): void {
+  const visible = events.filter((event) => reader.resources.has(event.resource) && (reader.types === undefined || reader.types.has(event.type)));
+  reader.position = next;
+  if (visible.length > 0) reader.deliver(visible);
+}
+
+export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
+  return { txid: event.txid, seq: event.seq };
+}
+
+function samePosition(a: Position, b: Position): boolean {
+  return a.txid === b.txid && a.seq === b.seq;
+}

@@ -1,0 +1,116 @@
+import { sql, type SqlBool } from 'kysely';
+import { compiledPerCount, MAX_COMPILED_ROWS, rowsOf } from '../db/compiled.js';
+import type { Executor } from '../db/database.js';
+import { isSqlite } from '../db/dialect.js';
+import type { EventRow } from '../db/event-tables.js';
+import { fetchPage, type ListQuery } from '../db/paging.js';
+
+/** Where a reader of the outbox stands: after the event at (txid, seq). */
+export interface Position {
+  txid: number;
+  seq: number;
+}
+
+export const START: Position = { txid: 0, seq: 0 };
+
+export type NewEvent = Pick<EventRow, 'id' | 'type' | 'resource' | 'path' | 'created_at' | 'data'>;
+const EVENT_FIELDS = ['id', 'type', 'resource', 'path', 'created_at', 'data'] as const satisfies readonly (keyof NewEvent)[];
+const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'created_at', 'data'] as const;
+export type StoredEvent = Omit<EventRow, 'txid'> & { txid: number };
+
+// A multi-row insert compiled once per number of events (a change writes one to a few).
+const insertRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) => db.insertInto('events').values(rowsOf<NewEvent>(values, EVENT_FIELDS)));
+
+export async function insertEvents(db: Executor, events: NewEvent[]): Promise<void> {
+  await insertRows(db, events.length, ...events.flatMap((event) => EVENT_FIELDS.map((field) => event[field])));
+}
+
+/**
+ * On PostgreSQL, only events of transactions older than every transaction still running: those
+ * can no longer be joined by an event that sorts before them. On SQLite every committed event
+ * (one writer, whose ids follow its commits).
+ */
+function settled(db: Executor) {
+  return isSqlite(db) ? sql<SqlBool>`1 = 1` : sql<SqlBool>`txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`;
+}
+
+function afterPosition(position: Position) {
+  return sql<SqlBool>`(txid > ${position.txid} or (txid = ${position.txid} and seq > ${position.seq}))`;
+}
+
+const asStored = (row: EventRow): StoredEvent => ({ ...row, txid: Number(row.txid), seq: Number(row.seq) });
+
+/**
+ * Settled events after `position`, in outbox order, at most `limit`, up to `upTo` when given;
+ * only of the given resources and types when those are given.
+ */
+export async function findEventsAfter(
+  db: Executor,
+  position: Position,
+  options: { limit: number; upTo?: Position; resources?: readonly string[]; types?: readonly string[] },
+): Promise<StoredEvent[]> {
+  let query = db.selectFrom('events').select(EVENT_COLUMNS).where(settled(db)).where(afterPosition(position));
+  if (options.upTo) query = query.where(sql<SqlBool>`not ${afterPosition(options.upTo)}`);
+  if (options.resources) query = query.where('resource', 'in', options.resources.length > 0 ? [...options.resources] : ['']);
+  if (options.types && options.types.length > 0) query = query.where('type', 'in', [...options.types]);
+  const rows = await query.orderBy('txid').orderBy('seq').limit(options.limit).execute();
+  return rows.map(asStored);
+}
+
+/** The position of the newest settled event (START when there is none). */
+export async function latestPosition(db: Executor): Promise<Position> {
+  const row = await db.selectFrom('events').select(['txid', 'seq']).where(settled(db)).orderBy('txid', 'desc').orderBy('seq', 'desc').limit(1).executeTakeFirst();
+  return row ? { txid: Number(row.txid), seq: Number(row.seq) } : START;
+}
+
+export async function findEventById(db: Executor, id: string): Promise<StoredEvent | undefined> {
+  const row = await db.selectFrom('events').select(EVENT_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row ? asStored(row) : undefined;
+}
+
+/** A page of the events of the given resources (the caller's readable ones). */
+export async function findEvents(db: Executor, query: ListQuery, resources: readonly string[]) {
+  const page = await fetchPage(db.selectFrom('events').select(EVENT_COLUMNS).where('resource', 'in', resources.length > 0 ? [...resources] : ['']), query);
+  return { ...page, rows: page.rows.map(asStored) };
+}
+
+/** Deletes at most `limit` events created before `cutoff`, oldest first; answers how many. */
+export async function deleteEventsBefore(db: Executor, cutoff: string, limit: number): Promise<number> {
+  const oldest = db.selectFrom('events').select('seq').where('created_at', '<', cutoff).orderBy('created_at').limit(limit);
+  const result = await db.deleteFrom('events').where('seq', 'in', oldest).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** A consumer's cursor, made at the newest settled event the first time it is asked for. */
+export async function cursorOf(db: Executor, name: string): Promise<Position & { lease_owner: string | null; lease_until: string | null }> {
+  const row = await db.selectFrom('event_cursors').selectAll().where('name', '=', name).executeTakeFirst();
+  if (row) return { txid: Number(row.txid), seq: Number(row.seq), lease_owner: row.lease_owner, lease_until: row.lease_until };
+  const start = await latestPosition(db);
+  await db.insertInto('event_cursors').values({ name, txid: start.txid, seq: start.seq, lease_owner: null, lease_until: null }).onConflict((conflict) => conflict.column('name').doNothing()).execute();
+  return cursorOf(db, name);
+}
+
+/**
+ * Takes or renews the lease of a consumer for `owner` until `until`, when nobody else holds an
+ * unexpired one; answers whether `owner` holds it now.
+ */
+export async function takeLease(db: Executor, name: string, owner: string, now: string, until: string): Promise<boolean> {
+  await cursorOf(db, name);
+  const result = await db
+    .updateTable('event_cursors')
+    .set({ lease_owner: owner, lease_until: until })
+    .where('name', '=', name)
+    .where((where) => where.or([where('lease_owner', 'is', null), where('lease_owner', '=', owner), where('lease_until', '<', now)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Moves a consumer's cursor, while `owner` holds its lease; answers whether it did. */
+export async function moveCursor(db: Executor, name: string, owner: string, position: Position): Promise<boolean> {
+  const result = await db.updateTable('event_cursors').set({ txid: position.txid, seq: position.seq }).where('name', '=', name).where('lease_owner', '=', owner).executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export async function releaseLease(db: Executor, name: string, owner: string): Promise<void> {
+  await db.updateTable('event_cursors').set({ lease_owner: null, lease_until: null }).where('name', '=', name).where('lease_owner', '=', owner).execute();
+}

@@ -1,0 +1,231 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { nowTimestamp } from '../db/clock.js';
+import type { Db, Trx } from '../db/database.js';
+import { unitOfWork } from '../db/unit-of-work.js';
+import { claimDelivery, deadLetterPending, findDueDeliveries, insertAttempt, insertDeliveries, nextAttemptAt, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
+import type { EventFeed } from './feed.js';
+import { positionOf } from './feed.js';
+import { presentEvent } from './outbox.js';
+import { cursorOf, findEventById, findEventsAfter, moveCursor, takeLease, type StoredEvent } from './outbox.repository.js';
+import { webhookHeaders } from './signing.js';
+import type { AddressPolicy } from './ssrf.js';
+import { countEndpointFailure, disableFailingEndpoint, findEnabledEndpoints, findEndpointById, resetEndpointFailures, type StoredEndpoint } from './webhook-endpoints.repository.js';
+import { sendWebhook, type AttemptOutcome } from './webhook-sender.js';
+
+export interface WebhookOptions {
+  /** Seconds before each retry; after the last, a delivery is dead-lettered. */
+  retrySchedule: readonly number[];
+  timeoutMs: number;
+  /** Failed attempts in a row that disable an endpoint. */
+  disableAfter: number;
+  policy: AddressPolicy;
+  userAgent: string;
+  /** This process, as the holder of the dispatcher's lease. */
+  owner: string;
+}
+
+const CURSOR = 'webhooks';
+const LEASE_MS = 15_000;
+const FAN_OUT_BATCH = 500;
+const MAX_SENDING = 16;
+const JITTER = 0.2;
+const RUN_EVERY_MS = 10;
+
+/** Parses ROWI_WEBHOOK_RETRY_SCHEDULE. */
+export function retrySchedule(text: string): number[] {
+  return text.split(',').map(Number);
+}
+
+/**
+ * Webhook delivery (docs/events.md). One process of the deployment holds the dispatcher's lease
+ * (a row of event_cursors, renewed while it runs; another takes over within LEASE_MS when it
+ * stops), and does two things when woken by new events or a due retry:
+ *
+ * 1. Fan-out: the outbox's events after the webhooks' cursor become deliveries of the enabled
+ *    endpoints that want them (their types, of resources their creator could read, made after the
+ *    endpoint), in one unit of work that also moves the cursor: an event is fanned out once.
+ * 2. Sending: of each endpoint, the oldest pending delivery, when due, is claimed (a lease on the
+ *    delivery, so that no two processes send it at once) and POSTed, signed as Standard Webhooks
+ *    says. The outcome is recorded as an attempt; a failure is retried on the schedule, with
+ *    jitter, then dead-lettered; an endpoint failing `disableAfter` times in a row is disabled and
+ *    its pending deliveries dead-lettered. A process that dies mid-attempt leaves the lease to
+ *    expire: the delivery is sent again (at least once).
+ */
+export class WebhookDispatcher {
+  readonly #db: Db;
+  readonly #feed: EventFeed;
+  readonly #log: FastifyBaseLogger;
+  readonly #options: WebhookOptions;
+  readonly #sending = new Map<number, Promise<void>>();
+  #leaseUntil = 0;
+  #retryLeaseAt = 0;
+  #running = false;
+  #again = false;
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #closed = false;
+
+  constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
+    this.#db = db;
+    this.#feed = feed;
+    this.#log = log;
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#unsubscribe = this.#feed.onWake(() => this.wake());
+    this.wake();
+  }
+
+  wake(): void {
+    if (this.#closed) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    setImmediate(() => void this.#run());
+  }
+
+  /** Stops taking work; attempts in flight finish (each bounded by its time-out). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe?.();
+    clearTimeout(this.#timer);
+    await Promise.allSettled(this.#sending.values());
+  }
+
+  async #run(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        if (!(await this.#holdLease())) return;
+        while ((await this.#fanOut()) === FAN_OUT_BATCH && !this.#closed);
+        await this.#sendDue();
+        // Under a stream of commits, a run at most every RUN_EVERY_MS: each one takes every event since the last.
+        if (this.#again) await new Promise((resolve) => setTimeout(resolve, RUN_EVERY_MS));
+      } while (this.#again && !this.#closed);
+      await this.#scheduleNext();
+    } catch (error) {
+      this.#log.warn({ err: error }, 'webhook dispatcher failed; trying again');
+      this.#later(1000);
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #holdLease(): Promise<boolean> {
+    const now = Date.now();
+    if (this.#leaseUntil - now > LEASE_MS / 3) return true;
+    if (now < this.#retryLeaseAt) return false;
+    const until = now + LEASE_MS;
+    const held = await unitOfWork(this.#db, (trx) => takeLease(trx, CURSOR, this.#options.owner, new Date(now).toISOString(), new Date(until).toISOString()));
+    if (held) this.#leaseUntil = until;
+    else {
+      this.#leaseUntil = 0;
+      // Another process delivers; look again when its lease could have run out.
+      this.#retryLeaseAt = now + LEASE_MS / 3;
+      this.#later(LEASE_MS / 3);
+    }
+    return held;
+  }
+
+  /** Fans out one batch of events; answers how many events it read. */
+  async #fanOut(): Promise<number> {
+    const cursor = await cursorOf(this.#db, CURSOR);
+    const peek = await findEventsAfter(this.#db, cursor, { limit: 1 });
+    if (peek.length === 0) return 0;
+    return unitOfWork(this.#db, async (trx) => {
+      const from = await cursorOf(trx, CURSOR);
+      const events = await findEventsAfter(trx, from, { limit: FAN_OUT_BATCH });
+      if (events.length === 0) return 0;
+      const endpoints = await findEnabledEndpoints(trx);
+      const now = nowTimestamp();
+      const deliveries = events.flatMap((event) => endpoints.filter((endpoint) => wants(endpoint, event)).map((endpoint) => newDelivery(endpoint.id, event, now)));
+      await insertDeliveries(trx, deliveries);
+      if (!(await moveCursor(trx, CURSOR, this.#options.owner, positionOf(events[events.length - 1]!)))) throw new Error('the webhook dispatcher lost its lease');
+      return events.length;
+    });
+  }
+
+  async #sendDue(): Promise<void> {
+    if (this.#sending.size >= MAX_SENDING) return;
+    const now = nowTimestamp();
+    const due = await findDueDeliveries(this.#db, now, MAX_SENDING * 2);
+    for (const delivery of due) {
+      if (this.#sending.size >= MAX_SENDING || this.#closed) break;
+      if (this.#sending.has(delivery.endpoint_id)) continue;
+      const leaseUntil = new Date(Date.now() + this.#options.timeoutMs + LEASE_MS).toISOString();
+      if (!(await unitOfWork(this.#db, (trx) => claimDelivery(trx, delivery.id, now, leaseUntil)))) continue;
+      const attempt = this.#attempt(delivery)
+        .catch((error: unknown) => this.#log.warn({ err: error, delivery_id: delivery.id }, 'webhook attempt could not be recorded; it is sent again when its lease runs out'))
+        .finally(() => {
+          this.#sending.delete(delivery.endpoint_id);
+          this.wake();
+        });
+      this.#sending.set(delivery.endpoint_id, attempt);
+    }
+  }
+
+  async #attempt(delivery: StoredDelivery): Promise<void> {
+    const endpoint = await findEndpointById(this.#db, delivery.endpoint_id);
+    if (!endpoint) return;
+    const event = await findEventById(this.#db, delivery.event_id);
+    const attemptedAt = nowTimestamp();
+    const outcome: AttemptOutcome = event
+      ? await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent })
+      : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (ROWI_EVENTS_RETENTION)' };
+    await unitOfWork(this.#db, (trx) => this.#record(trx, delivery, endpoint, outcome, attemptedAt, event === undefined));
+  }
+
+  async #record(trx: Trx, delivery: StoredDelivery, endpoint: StoredEndpoint, outcome: AttemptOutcome, attemptedAt: string, gone: boolean): Promise<void> {
+    const now = nowTimestamp();
+    await insertAttempt(trx, { delivery_id: delivery.id, attempted_at: attemptedAt, status_code: outcome.statusCode, duration_ms: outcome.durationMs, error: outcome.error });
+    const attempts = delivery.attempts + 1;
+    if (outcome.ok) {
+      await updateDelivery(trx, delivery.id, { status: 'succeeded', attempts, next_attempt_at: null }, now);
+      await resetEndpointFailures(trx, endpoint.id);
+      return;
+    }
+    const schedule = this.#options.retrySchedule;
+    const dead = gone || attempts > schedule.length;
+    const delay = dead ? 0 : schedule[attempts - 1]! * 1000 * (1 - JITTER + Math.random() * 2 * JITTER);
+    await updateDelivery(trx, delivery.id, { status: dead ? 'dead' : 'pending', attempts, next_attempt_at: dead ? null : new Date(Date.now() + delay).toISOString() }, now);
+    if ((await countEndpointFailure(trx, endpoint.id)) >= this.#options.disableAfter) {
+      await disableFailingEndpoint(trx, endpoint.id, `disabled after ${this.#options.disableAfter} failed attempts in a row (the last: ${outcome.error})`, now);
+      await deadLetterPending(trx, endpoint.id, now);
+      this.#log.warn({ endpoint_id: endpoint.id }, 'webhook endpoint disabled: it kept failing');
+    }
+  }
+
+  async #scheduleNext(): Promise<void> {
+    if (this.#closed) return;
+    const next = await nextAttemptAt(this.#db);
+    if (next !== undefined) this.#later(Math.max(0, Date.parse(next) - Date.now()) + 5);
+  }
+
+  #later(ms: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.wake(), Math.min(ms, 2 ** 31 - 1));
+    this.#timer.unref();
+  }
+}
+
+function wants(endpoint: StoredEndpoint, event: StoredEvent): boolean {
+  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at) return false;
+  const types = JSON.parse(endpoint.events) as string[];
+  const resources = JSON.parse(endpoint.resources) as string[];
+  return resources.includes(event.resource) && (types.includes('*') || types.includes(event.type));
+}
+
+export function newDelivery(endpointId: number, event: Pick<StoredEvent, 'id' | 'type'>, now: string): NewDelivery {
+  return { endpoint_id: endpointId, event_id: event.id, event_type: event.type, status: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, created_at: now, updated_at: now };
+}
+
+/** The body and the signed headers of a delivery: signed by the current secret, and by the previous one during a rotation's overlap. */
+function signed(endpoint: StoredEndpoint, event: StoredEvent): [string, Record<string, string>] {
+  const body = JSON.stringify(presentEvent(event));
+  const secrets = [endpoint.secret];
+  if (endpoint.previous_secret !== null && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > nowTimestamp()) secrets.push(endpoint.previous_secret);
+  return [body, webhookHeaders(secrets, event.id, Math.floor(Date.now() / 1000), body)];
+}

@@ -1,0 +1,55 @@
+import Type from 'typebox';
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../events/event-types.js';
+import { EVENT_ID_PATTERN } from '../../events/outbox.js';
+import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { RecordFields } from '../../http/schemas.js';
+
+export const EventId = Type.String({ pattern: EVENT_ID_PATTERN, 'x-error': 'must be an event id (evt_ and 28 hexadecimal digits)', description: 'the event id: evt_ and 28 hexadecimal digits, sortable by time' });
+
+export const EventTypeSchema = Type.Union(
+  EVENT_TYPE_NAMES.map((type) => Type.Literal(type)),
+  { description: `the event type: ${EVENT_TYPE_NAMES.map((type) => `${type} (${EVENT_TYPES[type].description})`).join('; ')}` },
+);
+
+export const EventSchema = Type.Object(
+  {
+    id: EventId,
+    type: EventTypeSchema,
+    created_at: Type.String({ ...RecordFields.created_at, description: 'when the change was made (RFC 3339, UTC)' }),
+    path: Type.String({ description: 'the path of the resource the event is about' }),
+    data: Type.Object({}, { additionalProperties: true, description: 'the resource as it was after the change (as GET answers it), or its id when it was deleted' }),
+  },
+  { additionalProperties: false, title: 'Event' },
+);
+
+export const EventPageSchema = pageSchema(EventSchema, 'events');
+
+export const EventParams = Type.Object({ id: EventId });
+
+export const EVENTS_COLLECTION: CollectionSpec = {
+  sortable: { id: 'string' },
+  defaultSort: '-id',
+  filters: {
+    type: { schema: EventTypeSchema, column: 'type', operator: '=' },
+    created_after: CREATED_RANGE_FILTERS.created_after!,
+    created_before: CREATED_RANGE_FILTERS.created_before!,
+  },
+};
+
+/** The stream's query: which types, comma-separated (all the caller may see when absent). */
+export const StreamQuery = Type.Object(
+  {
+    types: Type.Optional(
+      Type.String({
+        pattern: `^(?:${EVENT_TYPE_NAMES.map((type) => type.replace('.', '\\.')).join('|')})(?:,(?:${EVENT_TYPE_NAMES.map((type) => type.replace('.', '\\.')).join('|')}))*$`,
+        'x-error': `must be a comma-separated list of event types (${EVENT_TYPE_NAMES.join(', ')})`,
+        description: 'only these event types, comma-separated',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({ pattern: EVENT_ID_PATTERN, 'x-error': 'must be the id of an event (evt_ and 28 hexadecimal digits)', description: 'the id of the last event received: the stream resumes after it' })),
+});

@@ -1,0 +1,78 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Config } from '../../config.js';
+import type { AddressPolicy } from '../../events/ssrf.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
+import { conditionOf, sendRecord } from '../../http/records.js';
+import { IdParams, IfMatchHeaders, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
+import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, type Collection } from '../collection.js';
+import { registerDeliveryRoutes } from './deliveries.routes.js';
+import {
+  WEBHOOK_ENDPOINTS_COLLECTION,
+  WebhookEndpointCreateSchema,
+  WebhookEndpointPageSchema,
+  WebhookEndpointPatchSchema,
+  WebhookEndpointSchema,
+  WebhookEndpointWithSecretSchema,
+  type WebhookEndpointCreate,
+  type WebhookEndpointPatch,
+} from './webhook-endpoints.schema.js';
+import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, patchEndpoint, rotateSecret } from './webhook-endpoints.service.js';
+
+const ENDPOINTS: Collection = {
+  path: '/v1/webhook-endpoints',
+  name: 'webhook-endpoints',
+  singular: 'WebhookEndpoint',
+  article: 'a',
+  listing: WEBHOOK_ENDPOINTS_COLLECTION,
+  record: WebhookEndpointSchema,
+  page: WebhookEndpointPageSchema,
+  formats: ['json'],
+};
+
+/** /v1/webhook-endpoints: where events are POSTed, signed (docs/events.md). */
+const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy: AddressPolicy }> = async (app, { config, policy }) => {
+  const { db } = app;
+  const context = (request: { principal: { scopes: ReadonlySet<string> } | null }) => ({ scopes: request.principal!.scopes });
+  const checkUrl = async (body: { url?: string }) => {
+    if (body.url !== undefined) await policy.assertAllowed(body.url);
+  };
+  listOperation(app, ENDPOINTS, { list: listEndpoints });
+  createOperation(app, ENDPOINTS, {
+    summary: 'Create a webhook endpoint (its signing secret is in this answer only)',
+    description: 'Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The answer holds the signing secret: it is never shown again (rotate it to get a new one).',
+    body: WebhookEndpointCreateSchema,
+    createdRecord: WebhookEndpointWithSecretSchema,
+    problems: [409, 422],
+    check: checkUrl,
+    create: (trx, body, request) => createEndpoint(trx, body as WebhookEndpointCreate, context(request)),
+  });
+  readOperation(app, ENDPOINTS, { read: getEndpoint });
+  changeOperation(app, ENDPOINTS, {
+    summary: "Change a webhook endpoint's URL, events, description, or enable it again (JSON Merge Patch)",
+    body: WebhookEndpointPatchSchema,
+    check: checkUrl,
+    change: (trx, id, body, condition, request) => patchEndpoint(trx, id, body as WebhookEndpointPatch, condition, context(request)),
+  });
+  deleteOperation(app, ENDPOINTS, { summary: 'Delete a webhook endpoint and its deliveries', remove: deleteEndpoint });
+
+  app.post('/v1/webhook-endpoints/:id/rotate-secret', {
+    schema: operation({
+      operationId: 'rotateWebhookSecret',
+      permission: 'webhook-endpoints:update',
+      summary: "Rotate a webhook endpoint's signing secret",
+      description: `A new secret, in this answer only. The previous one keeps signing beside it (two signatures in webhook-signature) for ROWI_WEBHOOK_SECRET_OVERLAP seconds (${config.webhookSecretOverlap} here), so receivers can switch without losing a delivery; 409 while that overlap lasts.`,
+      tags: ['webhook-endpoints'],
+      params: IdParams,
+      headers: IfMatchHeaders,
+      problems: [409, 412],
+      response: { 200: representation(WebhookEndpointWithSecretSchema, 'The endpoint with its new secret', RESPONSE_HEADERS.etag, ['json']) },
+    }),
+  }, async (request, reply) => {
+    const rotated = await unitOfWork(db, (trx) => rotateSecret(trx, request.params.id, conditionOf(request), config.webhookSecretOverlap));
+    return sendRecord(request, reply, rotated);
+  });
+
+  registerDeliveryRoutes(app);
+};
+
+export default webhookEndpointsRoutes;

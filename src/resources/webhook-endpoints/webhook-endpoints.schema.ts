@@ -1,0 +1,106 @@
+import Type, { type Static } from 'typebox';
+import { EVENT_TYPE_NAMES } from '../../events/event-types.js';
+import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { EchoedReadOnly, Id, RecordFields, Timestamp } from '../../http/schemas.js';
+import { EVENT_ID_PATTERN } from '../../events/outbox.js';
+
+/** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
+const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
+
+const EventTypeOrAll = Type.Union([Type.Literal('*'), ...SUBSCRIBABLE.map((type) => Type.Literal(type))], { description: 'an event type, or * for every type' });
+
+const Events = Type.Array(EventTypeOrAll, {
+  minItems: 1,
+  maxItems: SUBSCRIBABLE.length,
+  uniqueItems: true,
+  description: 'the event types sent to the endpoint; ["*"] for all (of the resources its creator may read)',
+});
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address' });
+const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F]*$', 'x-error': 'must be at most 500 characters, without control characters', description: 'what the endpoint is for, up to 500 characters' });
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const endpointFields = {
+  id: RecordFields.id,
+  url: Url,
+  description: Description,
+  events: Events,
+  enabled: Type.Boolean({ description: 'false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row)' }),
+  disabled_reason: Nullable(Type.String({ readOnly: true, description: 'why rowi disabled the endpoint; null when a caller did, or when enabled' })),
+  failed_attempts: Type.Integer({ minimum: 0, readOnly: true, description: 'failed attempts in a row (a success resets it)' }),
+  previous_secret_expires_at: Nullable(Type.String({ ...Timestamp, readOnly: true, description: 'until when the secret before the last rotation still signs beside the current one' })),
+  created_at: RecordFields.created_at,
+  updated_at: RecordFields.updated_at,
+};
+
+export const WebhookEndpointSchema = Type.Object(endpointFields, { additionalProperties: false, title: 'WebhookEndpoint' });
+
+const Secret = Type.String({ description: 'the signing secret (whsec_ and base64, as Standard Webhooks): shown only in this answer' });
+
+export const WebhookEndpointWithSecretSchema = Type.Object({ ...endpointFields, secret: Secret }, { additionalProperties: false, title: 'WebhookEndpointWithSecret' });
+
+export const WebhookEndpointPageSchema = pageSchema(WebhookEndpointSchema, 'webhook_endpoints');
+
+export const WebhookEndpointCreateSchema = Type.Object(
+  {
+    url: Url,
+    events: Type.Optional(Events),
+    enabled: Type.Optional(Type.Boolean({ default: true })),
+    description: Type.Optional(Description),
+  },
+  { additionalProperties: false, title: 'WebhookEndpointCreate' },
+);
+export type WebhookEndpointCreate = Static<typeof WebhookEndpointCreateSchema>;
+
+export const WebhookEndpointPatchSchema = Type.Object(
+  {
+    url: Type.Optional(Url),
+    events: Type.Optional(Events),
+    enabled: Type.Optional(Type.Boolean()),
+    description: Type.Optional(Description),
+    ...EchoedReadOnly,
+  },
+  { additionalProperties: false, title: 'WebhookEndpointPatch' },
+);
+export type WebhookEndpointPatch = Static<typeof WebhookEndpointPatchSchema>;
+
+export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionSpec = { sortable: { id: 'integer', created_at: 'string' }, filters: { ...CREATED_RANGE_FILTERS } };
+
+const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('dead')], {
+  description: 'pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand)',
+});
+
+export const AttemptSchema = Type.Object(
+  {
+    attempted_at: Type.String({ ...Timestamp, description: 'when the attempt started' }),
+    status_code: Type.Union([Type.Integer({ minimum: 100, maximum: 999 }), Type.Null()], { description: "the endpoint's answer; null when none came" }),
+    duration_ms: Type.Integer({ minimum: 0, description: 'how long the attempt took' }),
+    error: Nullable(Type.String({ description: 'why the attempt failed; null when it succeeded' })),
+  },
+  { additionalProperties: false, title: 'WebhookAttempt' },
+);
+
+export const DeliverySchema = Type.Object(
+  {
+    id: RecordFields.id,
+    endpoint_id: Type.Integer({ ...Id, description: 'the endpoint it is sent to' }),
+    event_id: Type.String({ pattern: EVENT_ID_PATTERN, description: 'the event sent (GET /v1/events/{id}); its id is also the webhook-id header' }),
+    event_type: Type.String({ description: 'the type of the event sent' }),
+    status: DeliveryStatus,
+    next_attempt_at: Nullable(Type.String({ ...Timestamp, description: 'when the next attempt is due; null unless pending' })),
+    attempts: Type.Array(AttemptSchema, { description: 'every attempt, oldest first' }),
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+  },
+  { additionalProperties: false, title: 'WebhookDelivery' },
+);
+
+export const DeliveryPageSchema = pageSchema(DeliverySchema, 'webhook_deliveries');
+
+export const DELIVERIES_COLLECTION: CollectionSpec = {
+  sortable: { id: 'integer' },
+  defaultSort: '-id',
+  filters: { status: { schema: DeliveryStatus, column: 'status', operator: '=' }, ...CREATED_RANGE_FILTERS },
+};
+
+export const DeliveryParams = Type.Object({ id: Id, delivery_id: Id });

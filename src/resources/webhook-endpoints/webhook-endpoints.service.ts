@@ -1,0 +1,156 @@
+import { readableResources } from '../../auth/policy.js';
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, Trx } from '../../db/database.js';
+import type { ListQuery } from '../../db/paging.js';
+import { deleteAtVersion } from '../../db/versioned.js';
+import { EVENT_TYPES, type EventType } from '../../events/event-types.js';
+import { newSecret } from '../../events/signing.js';
+import { findEndpointById, findEndpoints, insertEndpoint, updateEndpointAtVersion, type EndpointChanges, type StoredEndpoint } from '../../events/webhook-endpoints.repository.js';
+import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
+import type { VersionCondition } from '../../http/records.js';
+import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import type { WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
+
+/**
+ * Webhook endpoints (docs/events.md): where events are POSTed, which types, and the secret that
+ * signs them. An endpoint receives events only of the resources its creator (or the last caller
+ * to change it) may read, so a webhook never shows what its owner could not GET.
+ */
+export interface EndpointView {
+  id: number;
+  url: string;
+  description: string;
+  events: string[];
+  enabled: boolean;
+  disabled_reason: string | null;
+  failed_attempts: number;
+  previous_secret_expires_at: string | null;
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export function presentEndpoint(endpoint: StoredEndpoint): EndpointView {
+  const previousActive = endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > nowTimestamp();
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    description: endpoint.description,
+    events: JSON.parse(endpoint.events) as string[],
+    enabled: endpoint.enabled === 1,
+    disabled_reason: endpoint.disabled_reason,
+    failed_attempts: endpoint.failures,
+    previous_secret_expires_at: previousActive ? endpoint.previous_secret_expires_at : null,
+    version: endpoint.version,
+    created_at: endpoint.created_at,
+    updated_at: endpoint.updated_at,
+  };
+}
+
+/** What a change of an endpoint needs to know of the request. */
+export interface EndpointContext {
+  /** The scopes of the caller writing it. */
+  scopes: ReadonlySet<string>;
+}
+
+export async function getEndpoint(db: Executor, id: number): Promise<EndpointView> {
+  return presentEndpoint(await findStoredEndpoint(db, id));
+}
+
+export async function findStoredEndpoint(db: Executor, id: number): Promise<StoredEndpoint> {
+  const endpoint = await findEndpointById(db, id);
+  if (!endpoint) throw new NotFoundError(`There is no webhook endpoint ${id}.`);
+  return endpoint;
+}
+
+export async function listEndpoints(db: Executor, query: ListQuery) {
+  const page = await findEndpoints(db, query);
+  return { ...page, rows: page.rows.map(presentEndpoint) };
+}
+
+/** The URL has been checked (AddressPolicy.assertAllowed) before the unit of work. */
+export async function createEndpoint(trx: Trx, input: WebhookEndpointCreate, context: EndpointContext): Promise<EndpointView & { secret: string }> {
+  const events = input.events ?? ['*'];
+  const now = nowTimestamp();
+  const stored = await insertEndpoint(trx, {
+    url: input.url,
+    description: input.description ?? '',
+    events: JSON.stringify(events),
+    resources: JSON.stringify(allowedResources(events, context.scopes)),
+    enabled: input.enabled === false ? 0 : 1,
+    secret: newSecret(),
+    created_at: now,
+    updated_at: now,
+  });
+  return { ...presentEndpoint(stored), secret: stored.secret };
+}
+
+/** JSON Merge Patch of url, events, enabled and description; enabling an endpoint starts its failure count again. */
+export function patchEndpoint(trx: Trx, id: number, patch: WebhookEndpointPatch, condition: VersionCondition, context: EndpointContext): Promise<EndpointView> {
+  return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
+    const stored = await findStoredEndpoint(trx, id);
+    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
+    assertReadOnlyEchoes(stored, patch);
+    const changes: EndpointChanges = {};
+    if (patch.url !== undefined && patch.url !== stored.url) changes.url = patch.url;
+    if (patch.description !== undefined && patch.description !== stored.description) changes.description = patch.description;
+    if (patch.events !== undefined) {
+      const events = JSON.stringify(patch.events);
+      const resources = JSON.stringify(allowedResources(patch.events, context.scopes));
+      if (events !== stored.events) changes.events = events;
+      if (resources !== stored.resources) changes.resources = resources;
+    }
+    if (patch.enabled !== undefined && (patch.enabled ? 1 : 0) !== stored.enabled) {
+      changes.enabled = patch.enabled ? 1 : 0;
+      changes.disabled_reason = null;
+      if (patch.enabled) changes.failures = 0;
+    }
+    if (Object.keys(changes).length === 0) return presentEndpoint(stored);
+    const updated = await updateEndpointAtVersion(trx, id, stored.version, changes, nowTimestamp());
+    return updated && presentEndpoint(updated);
+  }, `Webhook endpoint ${id}`);
+}
+
+export async function deleteEndpoint(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  await withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
+    const stored = await findStoredEndpoint(trx, id);
+    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
+    return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? true : undefined;
+  }, `Webhook endpoint ${id}`);
+}
+
+/**
+ * A new signing secret; the current one keeps signing beside it for `overlapSeconds`. Refused
+ * while an earlier rotation's overlap lasts: a third secret would drop one receivers may still use.
+ */
+export function rotateSecret(trx: Trx, id: number, condition: VersionCondition, overlapSeconds: number): Promise<EndpointView & { secret: string }> {
+  return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
+    const stored = await findStoredEndpoint(trx, id);
+    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
+    const now = nowTimestamp();
+    if (stored.previous_secret_expires_at !== null && stored.previous_secret_expires_at > now) {
+      throw new ConflictError('rotation-in-progress', `Webhook endpoint ${id}'s previous secret signs until ${stored.previous_secret_expires_at}; rotate again after that.`, {
+        previous_secret_expires_at: stored.previous_secret_expires_at,
+      });
+    }
+    const expires = new Date(Date.now() + overlapSeconds * 1000).toISOString();
+    const updated = await updateEndpointAtVersion(trx, id, stored.version, { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires }, now);
+    return updated && { ...presentEndpoint(updated), secret: updated.secret };
+  }, `Webhook endpoint ${id}`);
+}
+
+/** The resources an endpoint may receive events of: those of the types it asks for that the caller may read; 422 for a type it may not. */
+function allowedResources(events: readonly string[], scopes: ReadonlySet<string>): string[] {
+  const readable = readableResources(scopes);
+  if (events.includes('*')) {
+    if (events.length > 1) throw new UnprocessableError('events: "*" already means every type; give it alone.', [{ in: 'body', pointer: '#/events', detail: '"*" must be the only member' }]);
+    return readable.filter((resource) => resource !== 'webhook-endpoints');
+  }
+  const errors: FieldError[] = [];
+  events.forEach((type, index) => {
+    const resource = EVENT_TYPES[type as EventType].resource;
+    if (!readable.includes(resource)) errors.push({ in: 'body', pointer: `#/events/${index}`, detail: `${type} is an event of ${resource}, which this caller may not read (${resource}:read)` });
+  });
+  if (errors.length > 0) throw new UnprocessableError('The endpoint asks for events of resources this caller may not read.', errors);
+  return [...new Set(events.map((type) => EVENT_TYPES[type as EventType].resource))].sort();
+}
