@@ -95,7 +95,7 @@ export class AddressPolicy {
       const allowedByName = this.hostAllowed(hostname);
       for (const { address } of addresses) {
         const refused = allowedByName ? undefined : this.refusal(address);
-        if (refused) return callback(Object.assign(new Error(`${hostname} resolves to ${refused}; not sent (ROWI_WEBHOOK_ALLOW_HOSTS)`), { code: 'EADDRNOTALLOWED' }), '', 0);
+        if (refused) return callback(Object.assign(new Error(`${hostname} resolves to ${refused.replace(' is a ', ', a ')}; not sent (ROWI_WEBHOOK_ALLOW_HOSTS)`), { code: 'EADDRNOTALLOWED' }), '', 0);
       }
       if (options.all) return callback(null, addresses);
       const first = addresses[0]!;
@@ -122,7 +122,7 @@ export class AddressPolicy {
     });
     for (const { address } of addresses) {
       const refused = this.refusal(address);
-      if (refused) return `resolves to ${refused}`;
+      if (refused) return `resolves to ${refused.replace(' is a ', ', a ')}`;
     }
     return undefined;
   }
