@@ -49,8 +49,12 @@ export const EVENT_SETTINGS = {
     Type.String({ default: '', pattern: '^$|^(nats|tls)://\\S+$', 'x-error': 'must be a nats:// or tls:// URL', description: 'NATS server: every committed event is also published to JetStream (subject rowi.events.<type>); empty: off', 'x-secret': true }),
     'ROWI_NATS_URL',
   ),
+  natsSubject: setting(
+    Type.String({ default: 'rowi.events', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+){0,7}$', 'x-error': 'must be dot-separated tokens of letters, digits, _ or -', description: 'the subjects events are published on: <this>.<type> (rowi.events.order.created)' }),
+    'ROWI_NATS_SUBJECT',
+  ),
   natsStream: setting(
-    Type.String({ default: 'ROWI_EVENTS', pattern: '^[A-Za-z0-9_-]{1,64}$', 'x-error': 'must be 1 to 64 letters, digits, _ or -', description: 'JetStream stream that holds the subjects rowi.events.> (made when missing)' }),
+    Type.String({ default: 'ROWI_EVENTS', pattern: '^[A-Za-z0-9_-]{1,64}$', 'x-error': 'must be 1 to 64 letters, digits, _ or -', description: 'JetStream stream that holds the subjects ROWI_NATS_SUBJECT.> (made when missing)' }),
     'ROWI_NATS_STREAM',
   ),
 };

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
+import { NatsBus } from './nats-bus.js';
 import { startPruning } from './retention.js';
 import { AddressPolicy } from './ssrf.js';
 import { retrySchedule, WebhookDispatcher } from './webhooks.js';
@@ -37,13 +38,15 @@ export function startEvents({ db, signals, config, log, userAgent }: EventsDepen
     owner,
   });
   dispatcher.start();
+  const bus = config.natsUrl === '' ? undefined : new NatsBus(db, feed, log, { url: config.natsUrl, stream: config.natsStream, subject: config.natsSubject, owner });
+  bus?.start();
   const stopPruning = startPruning(db, config.eventsRetention, log);
   return {
     feed,
     policy,
     async close() {
       stopPruning();
-      await dispatcher.close();
+      await Promise.all([dispatcher.close(), bus?.close()]);
       feed.close();
     },
   };

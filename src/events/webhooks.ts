@@ -6,7 +6,8 @@ import { claimDelivery, deadLetterPending, findDueDeliveries, insertAttempt, ins
 import type { EventFeed } from './feed.js';
 import { positionOf } from './feed.js';
 import { presentEvent } from './outbox.js';
-import { cursorOf, findEventById, findEventsAfter, moveCursor, takeLease, type StoredEvent } from './outbox.repository.js';
+import { Lease } from './lease.js';
+import { cursorOf, findEventById, findEventsAfter, moveCursor, type StoredEvent } from './outbox.repository.js';
 import { webhookHeaders } from './signing.js';
 import type { AddressPolicy } from './ssrf.js';
 import { countEndpointFailure, disableFailingEndpoint, findEnabledEndpoints, findEndpointById, resetEndpointFailures, type StoredEndpoint } from './webhook-endpoints.repository.js';
@@ -57,8 +58,7 @@ export class WebhookDispatcher {
   readonly #log: FastifyBaseLogger;
   readonly #options: WebhookOptions;
   readonly #sending = new Map<number, Promise<void>>();
-  #leaseUntil = 0;
-  #retryLeaseAt = 0;
+  readonly #lease: Lease;
   #running = false;
   #again = false;
   #timer: NodeJS.Timeout | undefined;
@@ -70,6 +70,7 @@ export class WebhookDispatcher {
     this.#feed = feed;
     this.#log = log;
     this.#options = options;
+    this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS);
   }
 
   start(): void {
@@ -115,18 +116,9 @@ export class WebhookDispatcher {
   }
 
   async #holdLease(): Promise<boolean> {
-    const now = Date.now();
-    if (this.#leaseUntil - now > LEASE_MS / 3) return true;
-    if (now < this.#retryLeaseAt) return false;
-    const until = now + LEASE_MS;
-    const held = await unitOfWork(this.#db, (trx) => takeLease(trx, CURSOR, this.#options.owner, new Date(now).toISOString(), new Date(until).toISOString()));
-    if (held) this.#leaseUntil = until;
-    else {
-      this.#leaseUntil = 0;
-      // Another process delivers; look again when its lease could have run out.
-      this.#retryLeaseAt = now + LEASE_MS / 3;
-      this.#later(LEASE_MS / 3);
-    }
+    const held = await this.#lease.held();
+    // Another process delivers; look again when its lease could have run out.
+    if (!held) this.#later(this.#lease.retryMs);
     return held;
   }
 

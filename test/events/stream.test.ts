@@ -38,7 +38,7 @@ describe('GET /v1/events/stream', () => {
     for (let index = 0; index < 3; index++) missed.push((await createUser(test)).user.id);
     const resumed = await open('', { 'last-event-id': first!.id });
     const { user: live } = await createUser(test);
-    const events = await resumed.waitFor(4);
+    await resumed.waitFor(4);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(resumed.events.map((event) => event.data.data.id)).toEqual([...missed, live.id]);
     resumed.close();

@@ -15,6 +15,9 @@ export default async function setup(project: TestProject) {
   if (project.name === 'fast' && !process.env.ROWI_TEST_PG_URL) {
     console.warn('\n[rowi tests] ROWI_TEST_PG_URL is not set: the PostgreSQL runs of the storage tests are SKIPPED (.ci/run sets it).\n');
   }
+  if (project.name === 'fast' && !process.env.ROWI_TEST_NATS_URL) {
+    console.warn('\n[rowi tests] ROWI_TEST_NATS_URL is not set: the tests of the NATS bus are SKIPPED (.ci/run sets it).\n');
+  }
   const postgres = project.name.endsWith('postgres') ? process.env.ROWI_TEST_PG_URL! : undefined;
   if (postgres) await dropLeftoverSchemas(postgres);
   return async () => {

@@ -1,0 +1,138 @@
+import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../db/database.js';
+import { unitOfWork } from '../db/unit-of-work.js';
+import type { EventFeed } from './feed.js';
+import { positionOf } from './feed.js';
+import { Lease } from './lease.js';
+import { presentEvent } from './outbox.js';
+import { cursorOf, findEventsAfter, moveCursor } from './outbox.repository.js';
+
+const CURSOR = 'nats';
+const LEASE_MS = 15_000;
+const BATCH = 200;
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 10_000;
+
+
+/**
+ * The bus (ROWI_NATS_URL): every committed event is published to NATS JetStream on
+ * `rowi.events.<type>` (ROWI_NATS_SUBJECT), from the outbox, in outbox order, by the one process holding the bus's
+ * lease. The event id is the message id, so JetStream drops a message published twice (after a
+ * crash between publishing and moving the cursor) within its duplicate window; the cursor moves
+ * only past events JetStream acknowledged, so none is lost while NATS is away: publishing resumes
+ * where it stopped, with back-off.
+ */
+export class NatsBus {
+  readonly #db: Db;
+  readonly #feed: EventFeed;
+  readonly #log: FastifyBaseLogger;
+  readonly #url: string;
+  readonly #stream: string;
+  readonly #subject: string;
+  readonly #lease: Lease;
+  #connection: NatsConnection | undefined;
+  #client: JetStreamClient | undefined;
+  #running = false;
+  #again = false;
+  #closed = false;
+  #retryMs = RETRY_MIN_MS;
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: { url: string; stream: string; subject: string; owner: string }) {
+    this.#db = db;
+    this.#feed = feed;
+    this.#log = log;
+    this.#url = options.url;
+    this.#stream = options.stream;
+    this.#subject = options.subject;
+    this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS);
+  }
+
+  start(): void {
+    this.#unsubscribe = this.#feed.onWake(() => this.wake());
+    this.wake();
+  }
+
+  wake(): void {
+    if (this.#closed) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    setImmediate(() => void this.#run());
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe?.();
+    clearTimeout(this.#timer);
+    while (this.#running) await new Promise((resolve) => setTimeout(resolve, 10));
+    await this.#connection?.close().catch(() => {});
+  }
+
+  async #run(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        if (!(await this.#lease.held())) {
+          this.#later(this.#lease.retryMs);
+          return;
+        }
+        while ((await this.#publishBatch()) === BATCH && !this.#closed);
+      } while (this.#again && !this.#closed);
+      this.#retryMs = RETRY_MIN_MS;
+    } catch (error) {
+      this.#log.warn({ err: error, retry_ms: this.#retryMs }, 'could not publish events to NATS; trying again');
+      await this.#disconnect();
+      this.#later(this.#retryMs);
+      this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #publishBatch(): Promise<number> {
+    const cursor = await cursorOf(this.#db, CURSOR);
+    const events = await findEventsAfter(this.#db, cursor, { limit: BATCH });
+    if (events.length === 0) return 0;
+    const client = await this.#jetstream();
+    for (const event of events) {
+      await client.publish(`${this.#subject}.${event.type}`, JSON.stringify(presentEvent(event)), { msgID: event.id });
+    }
+    const moved = await unitOfWork(this.#db, (trx) => moveCursor(trx, CURSOR, this.#lease.owner, positionOf(events[events.length - 1]!)));
+    if (!moved) throw new Error('the NATS publisher lost its lease');
+    return events.length;
+  }
+
+  async #jetstream(): Promise<JetStreamClient> {
+    if (this.#client && this.#connection && !this.#connection.isClosed()) return this.#client;
+    const connection = await connect({ servers: this.#url, name: 'rowi', reconnect: false, timeout: 2000 });
+    const manager = await jetstreamManager(connection);
+    try {
+      await manager.streams.info(this.#stream);
+    } catch {
+      await manager.streams.add({ name: this.#stream, subjects: [`${this.#subject}.>`] });
+    }
+    this.#connection = connection;
+    this.#client = jetstream(connection);
+    this.#log.info({ stream: this.#stream }, 'publishing events to NATS JetStream');
+    return this.#client;
+  }
+
+  async #disconnect(): Promise<void> {
+    const connection = this.#connection;
+    this.#connection = undefined;
+    this.#client = undefined;
+    await connection?.close().catch(() => {});
+  }
+
+  #later(ms: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.wake(), ms);
+    this.#timer.unref();
+  }
+}
