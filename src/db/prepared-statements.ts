@@ -48,6 +48,15 @@ export class PreparingPool implements PostgresPool {
   };
 }
 
+/**
+ * Every transaction rowi begins on PostgreSQL first takes a shared advisory lock of its schema
+ * (one simple query with the BEGIN, so no round trip more), before it has a transaction id. The
+ * readers of the outbox use it to know which running transactions may still add events: those
+ * holding the lock (events/outbox.repository.ts). Shared locks never wait for each other.
+ */
+export const WRITERS_LOCK_CLASS = 1919907689;
+const BEGIN_AS_WRITER = `begin; select pg_advisory_xact_lock_shared(${WRITERS_LOCK_CLASS}, hashtext(current_schema()))`;
+
 /** A connection of the pool, its statements run under the pool's names for them. */
 class PreparingClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
@@ -63,6 +72,8 @@ class PreparingClient implements PostgresPoolClient {
   query<R>(sql: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
     // A cursor (Kysely's streaming) is submitted as it is.
     if (typeof sql !== 'string') return this.#client.query(sql as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
+    // Kysely's BEGIN of a transaction (its answer is not read).
+    if (sql === 'begin') return this.#client.query(BEGIN_AS_WRITER) as unknown as Promise<PostgresQueryResult<R>>;
     return this.#client.query({ name: this.#nameOf(sql), text: sql, values: [...(parameters ?? [])] }) as unknown as Promise<PostgresQueryResult<R>>;
   }
 

@@ -23,6 +23,7 @@ const BATCH = 500;
 const POLL_MS = 500;
 /** Other processes are told at most this often (a PostgreSQL NOTIFY is a round trip). */
 const SIGNAL_EVERY_MS = 20;
+const ROUND_MS = 5;
 
 /**
  * The outbox as it grows, for this process: woken after a local commit that wrote events, by the
@@ -69,6 +70,8 @@ export class EventFeed {
 
   /** Adds a reader at its position; it is handed every later event it may see, in order. */
   async add(reader: FeedReader): Promise<() => void> {
+    // Read nobody's events while it had no reader: it starts from the outbox's end again.
+    if (this.#readers.size === 0 && !this.#running) this.#head = undefined;
     await this.#headPosition();
     this.#readers.add(reader);
     this.#ensurePoll();
@@ -100,11 +103,6 @@ export class EventFeed {
     this.#readers.clear();
   }
 
-  /** Where the feed stands: a reader that starts here gets only events committed from now on. */
-  headPosition(): Promise<Position> {
-    return this.#headPosition();
-  }
-
   #headPosition(): Promise<Position> {
     this.#head ??= latestPosition(this.#db);
     return this.#head;
@@ -132,6 +130,8 @@ export class EventFeed {
       do {
         this.#again = false;
         await this.#tick();
+        // Under a stream of commits, a read at most every ROUND_MS: each takes every event since the last.
+        if (this.#again) await new Promise((resolve) => setTimeout(resolve, ROUND_MS));
       } while (this.#again && !this.#closed);
     } catch (error) {
       this.#log.warn({ err: error }, 'could not read new events; trying again');
@@ -161,12 +161,18 @@ export class EventFeed {
 
 function handOver(reader: FeedReader, events: StoredEvent[], next: Position): void {
   const visible = events.filter((event) => reader.resources.has(event.resource) && (reader.types === undefined || reader.types.has(event.type)));
+  // A reader that started ahead of the feed (a stream opened while the feed was idle) waits for it.
+  if (isBefore(next, reader.position)) return;
   reader.position = next;
   if (visible.length > 0) reader.deliver(visible);
 }
 
 export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
   return { txid: event.txid, seq: event.seq };
+}
+
+function isBefore(a: Position, b: Position): boolean {
+  return a.txid < b.txid || (a.txid === b.txid && a.seq < b.seq);
 }
 
 function samePosition(a: Position, b: Position): boolean {

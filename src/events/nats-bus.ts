@@ -6,6 +6,7 @@ import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventFeed } from './feed.js';
 import { positionOf } from './feed.js';
 import { Lease } from './lease.js';
+import { OutboxWorker } from './outbox-worker.js';
 import { presentEvent } from './outbox.js';
 import { cursorOf, findEventsAfter, moveCursor } from './outbox.repository.js';
 
@@ -24,9 +25,8 @@ const RETRY_MAX_MS = 10_000;
  * only past events JetStream acknowledged, so none is lost while NATS is away: publishing resumes
  * where it stopped, with back-off.
  */
-export class NatsBus {
+export class NatsBus extends OutboxWorker {
   readonly #db: Db;
-  readonly #feed: EventFeed;
   readonly #log: FastifyBaseLogger;
   readonly #url: string;
   readonly #stream: string;
@@ -34,16 +34,11 @@ export class NatsBus {
   readonly #lease: Lease;
   #connection: NatsConnection | undefined;
   #client: JetStreamClient | undefined;
-  #running = false;
-  #again = false;
-  #closed = false;
   #retryMs = RETRY_MIN_MS;
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
 
   constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: { url: string; stream: string; subject: string; owner: string }) {
+    super(feed);
     this.#db = db;
-    this.#feed = feed;
     this.#log = log;
     this.#url = options.url;
     this.#stream = options.stream;
@@ -51,48 +46,29 @@ export class NatsBus {
     this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS);
   }
 
-  start(): void {
-    this.#unsubscribe = this.#feed.onWake(() => this.wake());
-    this.wake();
-  }
-
-  wake(): void {
-    if (this.#closed) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = true;
-    setImmediate(() => void this.#run());
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    this.#unsubscribe?.();
-    clearTimeout(this.#timer);
-    while (this.#running) await new Promise((resolve) => setTimeout(resolve, 10));
+  override async close(): Promise<void> {
+    await super.close();
     await this.#connection?.close().catch(() => {});
   }
 
-  async #run(): Promise<void> {
-    try {
-      do {
-        this.#again = false;
-        if (!(await this.#lease.held())) {
-          this.#later(this.#lease.retryMs);
-          return;
-        }
-        while ((await this.#publishBatch()) === BATCH && !this.#closed);
-      } while (this.#again && !this.#closed);
-      this.#retryMs = RETRY_MIN_MS;
-    } catch (error) {
-      this.#log.warn({ err: error, retry_ms: this.#retryMs }, 'could not publish events to NATS; trying again');
-      await this.#disconnect();
-      this.#later(this.#retryMs);
-      this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
-    } finally {
-      this.#running = false;
+  protected async round(): Promise<boolean> {
+    if (!(await this.#lease.held())) {
+      this.later(this.#lease.retryMs);
+      return false;
     }
+    while ((await this.#publishBatch()) === BATCH && !this.closed);
+    return true;
+  }
+
+  protected async settled(): Promise<void> {
+    this.#retryMs = RETRY_MIN_MS;
+  }
+
+  protected async failed(error: unknown): Promise<void> {
+    this.#log.warn({ err: error, retry_ms: this.#retryMs }, 'could not publish events to NATS; trying again');
+    await this.#disconnect();
+    this.later(this.#retryMs);
+    this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
   }
 
   async #publishBatch(): Promise<number> {
@@ -130,9 +106,4 @@ export class NatsBus {
     await connection?.close().catch(() => {});
   }
 
-  #later(ms: number): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.wake(), ms);
-    this.#timer.unref();
-  }
 }

@@ -2,6 +2,7 @@ import { sql, type SqlBool } from 'kysely';
 import { compiledPerCount, MAX_COMPILED_ROWS, rowsOf } from '../db/compiled.js';
 import type { Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
+import { WRITERS_LOCK_CLASS } from '../db/prepared-statements.js';
 import type { EventRow } from '../db/event-tables.js';
 import { fetchPage, type ListQuery } from '../db/paging.js';
 
@@ -26,12 +27,24 @@ export async function insertEvents(db: Executor, events: NewEvent[]): Promise<vo
 }
 
 /**
- * On PostgreSQL, only events of transactions older than every transaction still running: those
- * can no longer be joined by an event that sorts before them. On SQLite every committed event
- * (one writer, whose ids follow its commits).
+ * Events no later commit can sort before. On SQLite every committed event (one writer, whose seq
+ * follows its commits). On PostgreSQL, events of transactions older than every running rowi
+ * transaction of this schema that has a transaction id: each of those holds the writers' lock
+ * (taken with its BEGIN, db/prepared-statements.ts) and may still add events, with its txid; one
+ * that has no transaction id yet will get a greater one than any committed. Transactions of other
+ * schemas and databases hold nothing back.
  */
 function settled(db: Executor) {
-  return isSqlite(db) ? sql<SqlBool>`1 = 1` : sql<SqlBool>`txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`;
+  if (isSqlite(db)) return sql<SqlBool>`1 = 1`;
+  return sql<SqlBool>`txid < coalesce((
+    select min(running::text::bigint) from pg_snapshot_xip(pg_current_snapshot()) as running
+    where running::text::bigint % 4294967296 in (
+      select holder.transactionid::text::bigint from pg_locks as writer
+      join pg_locks as holder on holder.pid = writer.pid and holder.locktype = 'transactionid'
+      where writer.locktype = 'advisory' and writer.classid = ${sql.lit(WRITERS_LOCK_CLASS)}::oid and writer.objid = hashtext(current_schema())::oid
+        and writer.objsubid = 2 and writer.database = (select oid from pg_database where datname = current_database())
+    )
+  ), 9223372036854775807)`;
 }
 
 function afterPosition(position: Position) {
@@ -81,12 +94,15 @@ export async function deleteEventsBefore(db: Executor, cutoff: string, limit: nu
   return Number(result.numDeletedRows);
 }
 
-/** A consumer's cursor, made at the newest settled event the first time it is asked for. */
+/**
+ * A consumer's cursor, made at the start of the outbox the first time it is asked for: a consumer
+ * that starts late still reads every event kept (an event committed before its first round is not
+ * skipped).
+ */
 export async function cursorOf(db: Executor, name: string): Promise<Position & { lease_owner: string | null; lease_until: string | null }> {
   const row = await db.selectFrom('event_cursors').selectAll().where('name', '=', name).executeTakeFirst();
   if (row) return { txid: Number(row.txid), seq: Number(row.seq), lease_owner: row.lease_owner, lease_until: row.lease_until };
-  const start = await latestPosition(db);
-  await db.insertInto('event_cursors').values({ name, txid: start.txid, seq: start.seq, lease_owner: null, lease_until: null }).onConflict((conflict) => conflict.column('name').doNothing()).execute();
+  await db.insertInto('event_cursors').values({ name, txid: START.txid, seq: START.seq, lease_owner: null, lease_until: null }).onConflict((conflict) => conflict.column('name').doNothing()).execute();
   return cursorOf(db, name);
 }
 

@@ -4,6 +4,7 @@ import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { claimDelivery, deadLetterPending, findDueDeliveries, insertAttempt, insertDeliveries, nextAttemptAt, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
 import type { EventFeed } from './feed.js';
+import { OutboxWorker } from './outbox-worker.js';
 import { positionOf } from './feed.js';
 import { presentEvent } from './outbox.js';
 import { Lease } from './lease.js';
@@ -30,7 +31,6 @@ const LEASE_MS = 15_000;
 const FAN_OUT_BATCH = 500;
 const MAX_SENDING = 16;
 const JITTER = 0.2;
-const RUN_EVERY_MS = 10;
 
 /** Parses ROWI_WEBHOOK_RETRY_SCHEDULE. */
 export function retrySchedule(text: string): number[] {
@@ -52,74 +52,47 @@ export function retrySchedule(text: string): number[] {
  *    its pending deliveries dead-lettered. A process that dies mid-attempt leaves the lease to
  *    expire: the delivery is sent again (at least once).
  */
-export class WebhookDispatcher {
+export class WebhookDispatcher extends OutboxWorker {
   readonly #db: Db;
-  readonly #feed: EventFeed;
   readonly #log: FastifyBaseLogger;
   readonly #options: WebhookOptions;
   readonly #sending = new Map<number, Promise<void>>();
   readonly #lease: Lease;
-  #running = false;
-  #again = false;
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
-  #closed = false;
 
   constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
+    super(feed);
     this.#db = db;
-    this.#feed = feed;
     this.#log = log;
     this.#options = options;
     this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS);
   }
 
-  start(): void {
-    this.#unsubscribe = this.#feed.onWake(() => this.wake());
-    this.wake();
-  }
-
-  wake(): void {
-    if (this.#closed) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = true;
-    setImmediate(() => void this.#run());
-  }
-
   /** Stops taking work; attempts in flight finish (each bounded by its time-out). */
-  async close(): Promise<void> {
-    this.#closed = true;
-    this.#unsubscribe?.();
-    clearTimeout(this.#timer);
+  override async close(): Promise<void> {
+    await super.close();
     await Promise.allSettled(this.#sending.values());
   }
 
-  async #run(): Promise<void> {
-    try {
-      do {
-        this.#again = false;
-        if (!(await this.#holdLease())) return;
-        while ((await this.#fanOut()) === FAN_OUT_BATCH && !this.#closed);
-        await this.#sendDue();
-        // Under a stream of commits, a run at most every RUN_EVERY_MS: each one takes every event since the last.
-        if (this.#again) await new Promise((resolve) => setTimeout(resolve, RUN_EVERY_MS));
-      } while (this.#again && !this.#closed);
-      await this.#scheduleNext();
-    } catch (error) {
-      this.#log.warn({ err: error }, 'webhook dispatcher failed; trying again');
-      this.#later(1000);
-    } finally {
-      this.#running = false;
+  protected async round(): Promise<boolean> {
+    if (!(await this.#lease.held())) {
+      // Another process delivers; look again when its lease could have run out.
+      this.later(this.#lease.retryMs);
+      return false;
     }
+    while ((await this.#fanOut()) === FAN_OUT_BATCH && !this.closed);
+    await this.#sendDue();
+    return true;
   }
 
-  async #holdLease(): Promise<boolean> {
-    const held = await this.#lease.held();
-    // Another process delivers; look again when its lease could have run out.
-    if (!held) this.#later(this.#lease.retryMs);
-    return held;
+  protected async settled(): Promise<void> {
+    if (this.closed) return;
+    const next = await nextAttemptAt(this.#db);
+    if (next !== undefined) this.later(Math.max(0, Date.parse(next) - Date.now()) + 5);
+  }
+
+  protected async failed(error: unknown): Promise<void> {
+    this.#log.warn({ err: error }, 'webhook dispatcher failed; trying again');
+    this.later(1000);
   }
 
   /** Fans out one batch of events; answers how many events it read. */
@@ -145,7 +118,7 @@ export class WebhookDispatcher {
     const now = nowTimestamp();
     const due = await findDueDeliveries(this.#db, now, MAX_SENDING * 2);
     for (const delivery of due) {
-      if (this.#sending.size >= MAX_SENDING || this.#closed) break;
+      if (this.#sending.size >= MAX_SENDING || this.closed) break;
       if (this.#sending.has(delivery.endpoint_id)) continue;
       const leaseUntil = new Date(Date.now() + this.#options.timeoutMs + LEASE_MS).toISOString();
       if (!(await unitOfWork(this.#db, (trx) => claimDelivery(trx, delivery.id, now, leaseUntil)))) continue;
@@ -190,17 +163,6 @@ export class WebhookDispatcher {
     }
   }
 
-  async #scheduleNext(): Promise<void> {
-    if (this.#closed) return;
-    const next = await nextAttemptAt(this.#db);
-    if (next !== undefined) this.#later(Math.max(0, Date.parse(next) - Date.now()) + 5);
-  }
-
-  #later(ms: number): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.wake(), Math.min(ms, 2 ** 31 - 1));
-    this.#timer.unref();
-  }
 }
 
 function wants(endpoint: StoredEndpoint, event: StoredEvent): boolean {

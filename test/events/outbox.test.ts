@@ -140,3 +140,30 @@ describe('GET /v1/events', () => {
     expect(reply.status).toBe(406);
   });
 });
+
+describe.skipIf(process.env.ROWI_TEST_BACKEND !== 'postgres')('reading the outbox on PostgreSQL', () => {
+  it('findEventsAfter: an event committed while an older transaction that writes events is still open waits for it, then both come in transaction order', async () => {
+    const { findEventsAfter, latestPosition } = await import('../../src/events/outbox.repository.js');
+    const { recordEvent } = await import('../../src/events/outbox.js');
+    const { unitOfWork } = await import('../../src/db/unit-of-work.js');
+    const start = await latestPosition(test.storage.db);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let began!: () => void;
+    const begun = new Promise<void>((resolve) => (began = resolve));
+    // The older transaction: it has a transaction id (it wrote) before the newer one commits its event.
+    const older = unitOfWork(test.storage.db, async (trx) => {
+      await trx.insertInto('users').values({ name: 'Older', email: `older.${process.pid}@example.com`, email_key: `older.${process.pid}@example.com`, version: 1, created_at: new Date().toISOString(), updated_at: new Date().toISOString() }).execute();
+      began();
+      await held;
+      await recordEvent(trx, 'user.created', '/v1/users/0', { name: 'Older' });
+    });
+    await begun;
+    const { user } = await createUser(test);
+    expect(await findEventsAfter(test.storage.db, start, { limit: 10 })).toEqual([]);
+    release();
+    await older;
+    const events = await findEventsAfter(test.storage.db, start, { limit: 10 });
+    expect(events.map((event) => JSON.parse(event.data).name)).toEqual(['Older', user.name]);
+  });
+});

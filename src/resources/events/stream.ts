@@ -6,7 +6,7 @@ import type { Config } from '../../config.js';
 import { AppError } from '../../errors.js';
 import { positionOf, type EventFeed, type FeedReader } from '../../events/feed.js';
 import { presentEvent } from '../../events/outbox.js';
-import { findEventById, type StoredEvent } from '../../events/outbox.repository.js';
+import { findEventById, latestPosition, type StoredEvent } from '../../events/outbox.repository.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
 import { StreamHeaders, StreamQuery } from './events.schema.js';
 
@@ -58,7 +58,9 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
     const resources = new Set(readableResources(principal.scopes));
     const { types } = request.query as Static<typeof StreamQuery>;
     const lastEventId = (request.headers as Static<typeof StreamHeaders>)['last-event-id'];
-    let from;
+    // Where the stream starts is fixed before its headers go out: an event committed once the
+    // client holds the 200 is always sent.
+    let from = await latestPosition(db);
     if (lastEventId !== undefined) {
       const last = await findEventById(db, lastEventId);
       if (!last || !resources.has(last.resource)) {
@@ -86,7 +88,7 @@ interface StreamOptions {
   feed: EventFeed;
   heartbeatMs: number;
   reader: Pick<FeedReader, 'resources' | 'types'>;
-  from: FeedReader['position'] | undefined;
+  from: FeedReader['position'];
   onEnd: () => void;
 }
 
@@ -120,7 +122,7 @@ function startStream(request: FastifyRequest, reply: FastifyReply, options: Stre
 
   const reader: FeedReader = {
     ...options.reader,
-    position: options.from ?? { txid: 0, seq: 0 },
+    position: options.from,
     deliver: (events: StoredEvent[]) => {
       if (ended) return;
       response.write(events.map(frame).join(''));
@@ -131,8 +133,6 @@ function startStream(request: FastifyRequest, reply: FastifyReply, options: Stre
     },
   };
   void (async () => {
-    if (options.from === undefined) reader.position = await feed.headPosition();
-    if (ended) return;
     unsubscribe = await feed.add(reader);
     if (ended) unsubscribe();
   })().catch((error: unknown) => {
