@@ -110,7 +110,7 @@ export class AddressPolicy {
   }
 
   /** Every address the host resolves to that may not be sent to (empty when none, or when it does not resolve). */
-  async resolvedRefusal(host: string, timeoutMs = 2000): Promise<string | undefined> {
+  async resolvedRefusal(host: string, timeoutMs = 1000): Promise<string | undefined> {
     const bare = unbracket(host);
     if (isIP(bare) !== 0 || this.hostAllowed(bare)) return undefined;
     const addresses = await new Promise<LookupAddress[]>((resolve) => {

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
@@ -27,6 +28,8 @@ let operations: Operation[];
 let credentials: { admin: string; reader: string };
 let fixtures: Record<string, (string | number)[]>;
 let references: Record<string, unknown[]>;
+/** The app over a real socket: an event stream's answer never ends, so it is read there and cut. */
+let base: string;
 
 beforeAll(async () => {
   test = await startApp();
@@ -45,6 +48,10 @@ beforeAll(async () => {
   const reader = await createCallerWithKey(test, { role: 'reader', name: 'fuzz-reader' });
   const target = await createCallerWithKey(test, { role: 'editor', name: 'fuzz-target' });
   await test.call({ method: 'PUT', url: '/v1/weather/fuzz-place', body: buildObservation() });
+  const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/fuzz' } });
+  const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.id}/ping` });
+  const [event] = (await test.call({ url: '/v1/events?limit=1' })).json.data;
+  base = await test.app.listen({ host: '127.0.0.1', port: 0 });
   credentials = { admin: test.adminKey, reader: reader.key };
   references = { user_id: [user.id], item_id: [item.id] };
   fixtures = {
@@ -55,12 +62,16 @@ beforeAll(async () => {
     '/v1/callers/keys': [target.keyId],
     '/v1/weather': ['fuzz-place', 'FUZZ-PLACE'],
     '/problems': ['not-found', 'validation-failed', 'nope'],
+    '/v1/webhook-endpoints': [endpoint.json.id],
+    '/v1/webhook-endpoints/deliveries': [ping.json.id],
+    '/v1/events': [event.id],
   };
 });
 afterAll(() => test.close());
 
 function fixturesFor(path: string, parameter: string): (string | number)[] {
   if (parameter === 'key_id') return fixtures['/v1/callers/keys']!;
+  if (parameter === 'delivery_id') return fixtures['/v1/webhook-endpoints/deliveries']!;
   const collection = Object.keys(fixtures).find((prefix) => path.startsWith(`${prefix}/`) || path === prefix);
   return collection === undefined ? [] : fixtures[collection]!;
 }
@@ -68,11 +79,34 @@ function fixturesFor(path: string, parameter: string): (string | number)[] {
 /** How many answers of each status the run got: what the fuzzing reached. */
 const statuses = new Map<number, number>();
 
-async function send(request: FuzzRequest) {
+async function send(request: FuzzRequest, operation: Operation) {
   const started = performance.now();
+  if ((operation as { 'x-event-stream'?: true })['x-event-stream'] && request.method === 'GET') return sendToStream(request, started);
   const response = await test.app.inject({ method: request.method as 'GET', url: request.url, headers: request.headers, ...(request.body !== undefined ? { payload: request.body } : {}) });
   statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
   return { status: response.statusCode, headers: response.headers, body: response.body, ms: performance.now() - started };
+}
+
+/** An event stream: its status and headers, and the body of a refusal; a 200 is cut once its headers are in. */
+function sendToStream(request: FuzzRequest, started: number) {
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string; ms: number }>((resolve, reject) => {
+    // Header values go as their UTF-8 bytes, as the in-process requests send them (Node's client takes Latin-1 only).
+    const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, Buffer.from(String(value), 'utf8').toString('latin1')]));
+    const outgoing = httpRequest(`${base}${request.url}`, { method: request.method, headers }, (response) => {
+      const status = response.statusCode ?? 0;
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      if (status === 200) {
+        outgoing.destroy();
+        resolve({ status, headers: response.headers, body: '', ms: performance.now() - started });
+        return;
+      }
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status, headers: response.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end(request.body);
+  });
 }
 
 describe('fuzzing every operation of the OpenAPI document', () => {
@@ -84,7 +118,7 @@ describe('fuzzing every operation of the OpenAPI document', () => {
       try {
         await fc.assert(
           fc.asyncProperty(requestFor(operation, credentials, fixturesFor, references), async (request) => {
-            const answer = await send(request);
+            const answer = await send(request, operation);
             const problem = checker.problemWith(operation, answer);
             if (problem !== undefined) throw new Error(`${operation.method} ${operation.path}: ${problem}\nanswer ${answer.status}: ${answer.body.slice(0, 600)}`);
           }),
