@@ -47,9 +47,14 @@ function settled(db: Executor) {
   ), 9223372036854775807)`;
 }
 
-function afterPosition(position: Position) {
+/** After the position, in readers' order: seq on SQLite (txid is always 0 there), (txid, seq) on PostgreSQL. */
+function afterPosition(db: Executor, position: Position) {
+  if (isSqlite(db)) return sql<SqlBool>`seq > ${position.seq}`;
   return sql<SqlBool>`(txid > ${position.txid} or (txid = ${position.txid} and seq > ${position.seq}))`;
 }
+
+const inReadersOrder = <Q extends { orderBy(column: 'txid' | 'seq', direction?: 'asc' | 'desc'): Q }>(db: Executor, query: Q, direction: 'asc' | 'desc' = 'asc'): Q =>
+  isSqlite(db) ? query.orderBy('seq', direction) : query.orderBy('txid', direction).orderBy('seq', direction);
 
 const asStored = (row: EventRow): StoredEvent => ({ ...row, txid: Number(row.txid), seq: Number(row.seq) });
 
@@ -60,19 +65,20 @@ const asStored = (row: EventRow): StoredEvent => ({ ...row, txid: Number(row.txi
 export async function findEventsAfter(
   db: Executor,
   position: Position,
-  options: { limit: number; upTo?: Position; resources?: readonly string[]; types?: readonly string[] },
+  options: { limit: number; upTo?: Position; resources?: readonly string[]; types?: readonly string[]; withoutData?: boolean },
 ): Promise<StoredEvent[]> {
-  let query = db.selectFrom('events').select(EVENT_COLUMNS).where(settled(db)).where(afterPosition(position));
-  if (options.upTo) query = query.where(sql<SqlBool>`not ${afterPosition(options.upTo)}`);
+  const columns = options.withoutData ? EVENT_COLUMNS.map((column) => (column === 'data' ? sql<string>`''`.as('data') : column)) : EVENT_COLUMNS;
+  let query = db.selectFrom('events').select(columns as typeof EVENT_COLUMNS).where(settled(db)).where(afterPosition(db, position));
+  if (options.upTo) query = query.where(sql<SqlBool>`not ${afterPosition(db, options.upTo)}`);
   if (options.resources) query = query.where('resource', 'in', options.resources.length > 0 ? [...options.resources] : ['']);
   if (options.types && options.types.length > 0) query = query.where('type', 'in', [...options.types]);
-  const rows = await query.orderBy('txid').orderBy('seq').limit(options.limit).execute();
+  const rows = await inReadersOrder(db, query).limit(options.limit).execute();
   return rows.map(asStored);
 }
 
 /** The position of the newest settled event (START when there is none). */
 export async function latestPosition(db: Executor): Promise<Position> {
-  const row = await db.selectFrom('events').select(['txid', 'seq']).where(settled(db)).orderBy('txid', 'desc').orderBy('seq', 'desc').limit(1).executeTakeFirst();
+  const row = await inReadersOrder(db, db.selectFrom('events').select(['txid', 'seq']).where(settled(db)), 'desc').limit(1).executeTakeFirst();
   return row ? { txid: Number(row.txid), seq: Number(row.seq) } : START;
 }
 
@@ -87,9 +93,9 @@ export async function findEvents(db: Executor, query: ListQuery, resources: read
   return { ...page, rows: page.rows.map(asStored) };
 }
 
-/** Deletes at most `limit` events created before `cutoff`, oldest first; answers how many. */
-export async function deleteEventsBefore(db: Executor, cutoff: string, limit: number): Promise<number> {
-  const oldest = db.selectFrom('events').select('seq').where('created_at', '<', cutoff).orderBy('created_at').limit(limit);
+/** Deletes at most `limit` events with ids below `beforeId` (made before a time: firstEventIdAt), oldest first; answers how many. */
+export async function deleteEventsBefore(db: Executor, beforeId: string, limit: number): Promise<number> {
+  const oldest = db.selectFrom('events').select('seq').where('id', '<', beforeId).orderBy('id').limit(limit);
   const result = await db.deleteFrom('events').where('seq', 'in', oldest).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { nowTimestamp } from '../db/clock.js';
 import type { Trx } from '../db/database.js';
 import { resourceOf, type EventType } from './event-types.js';
 import { insertEvents, type NewEvent, type StoredEvent } from './outbox.repository.js';
@@ -28,15 +27,11 @@ export function wroteEventsIn(trx: Trx): boolean {
 /** Writes the events of a change in the change's transaction. */
 export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string })[]): Promise<void> {
   if (drafts.length === 0) return;
-  const now = nowTimestamp();
-  const events: NewEvent[] = drafts.map((draft) => ({
-    id: draft.id ?? nextEventId(),
-    type: draft.type,
-    resource: resourceOf(draft.type),
-    path: draft.path,
-    created_at: now,
-    data: JSON.stringify(draft.data),
-  }));
+  const events: NewEvent[] = drafts.map((draft) => {
+    const id = draft.id ?? nextEventId();
+    // The time in the id is the event's time: a range of times is a range of ids.
+    return { id, type: draft.type, resource: resourceOf(draft.type), path: draft.path, created_at: timeOfEventId(id), data: JSON.stringify(draft.data) };
+  });
   await insertEvents(trx, events);
   wroteEvents.add(trx);
 }
@@ -68,6 +63,22 @@ export function nextEventId(): string {
 }
 
 export const EVENT_ID_PATTERN = '^evt_[0-9a-f]{28}$';
+
+/** When an event was made: the time its id begins with, as rowi writes timestamps. */
+export function timeOfEventId(id: string): string {
+  return new Date(parseInt(id.slice(4, 16), 16)).toISOString();
+}
+
+/**
+ * The greatest id an event made at `timestamp` (rowi's stored form) or before can have, and the
+ * least one made after it: a time bound on events as a bound on ids.
+ */
+export function lastEventIdAt(timestamp: string): string {
+  return `evt_${Date.parse(timestamp).toString(16).padStart(12, '0')}${'f'.repeat(16)}`;
+}
+export function firstEventIdAt(timestamp: string): string {
+  return `evt_${Date.parse(timestamp).toString(16).padStart(12, '0')}${'0'.repeat(16)}`;
+}
 
 /** An event as the API, the stream, webhooks and the bus show it. */
 export function presentEvent(event: Pick<StoredEvent, 'id' | 'type' | 'created_at' | 'path' | 'data'>) {

@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../db/database.js';
+import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { deleteDeliveriesBefore } from './deliveries.repository.js';
 import { deleteEventsBefore } from './outbox.repository.js';
+import { firstEventIdAt } from './outbox.js';
 
 const PRUNE_EVERY_MS = 60_000;
 /** Rows one statement deletes at most: a short transaction, so writers never wait long behind it. */
@@ -23,9 +24,10 @@ export function startPruning(db: Db, retentionSeconds: number, log: FastifyBaseL
     try {
       const cutoff = new Date(Date.now() - retentionSeconds * 1000).toISOString();
       let deleted = 0;
-      for (const prune of [deleteEventsBefore, deleteDeliveriesBefore]) {
+      const prunes = [(trx: Trx) => deleteEventsBefore(trx, firstEventIdAt(cutoff), BATCH), (trx: Trx) => deleteDeliveriesBefore(trx, cutoff, BATCH)];
+      for (const prune of prunes) {
         for (let batch = 0; batch < MAX_BATCHES; batch++) {
-          const count = await unitOfWork(db, (trx) => prune(trx, cutoff, BATCH));
+          const count = await unitOfWork(db, prune);
           deleted += count;
           if (count < BATCH) break;
           await new Promise((resolve) => setImmediate(resolve));

@@ -8,7 +8,7 @@ import { OutboxWorker } from './outbox-worker.js';
 import { positionOf } from './feed.js';
 import { presentEvent } from './outbox.js';
 import { Lease } from './lease.js';
-import { cursorOf, findEventById, findEventsAfter, moveCursor, type StoredEvent } from './outbox.repository.js';
+import { cursorOf, findEventById, findEventsAfter, latestPosition, moveCursor, type StoredEvent } from './outbox.repository.js';
 import { webhookHeaders } from './signing.js';
 import type { AddressPolicy } from './ssrf.js';
 import { countEndpointFailure, disableFailingEndpoint, findEnabledEndpoints, findEndpointById, resetEndpointFailures, type StoredEndpoint } from './webhook-endpoints.repository.js';
@@ -98,17 +98,18 @@ export class WebhookDispatcher extends OutboxWorker {
   /** Fans out one batch of events; answers how many events it read. */
   async #fanOut(): Promise<number> {
     const cursor = await cursorOf(this.#db, CURSOR);
-    const peek = await findEventsAfter(this.#db, cursor, { limit: 1 });
+    const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
     return unitOfWork(this.#db, async (trx) => {
-      const from = await cursorOf(trx, CURSOR);
-      const events = await findEventsAfter(trx, from, { limit: FAN_OUT_BATCH });
-      if (events.length === 0) return 0;
       const endpoints = await findEnabledEndpoints(trx);
+      // Nobody to send to: the cursor moves to the end at once, no event is read.
+      const events = endpoints.length === 0 ? [] : await findEventsAfter(trx, await cursorOf(trx, CURSOR), { limit: FAN_OUT_BATCH, withoutData: true });
+      const to = endpoints.length === 0 ? await latestPosition(trx) : events.length > 0 ? positionOf(events[events.length - 1]!) : undefined;
+      if (to === undefined) return 0;
       const now = nowTimestamp();
       const deliveries = events.flatMap((event) => endpoints.filter((endpoint) => wants(endpoint, event)).map((endpoint) => newDelivery(endpoint.id, event, now)));
       await insertDeliveries(trx, deliveries);
-      if (!(await moveCursor(trx, CURSOR, this.#options.owner, positionOf(events[events.length - 1]!)))) throw new Error('the webhook dispatcher lost its lease');
+      if (!(await moveCursor(trx, CURSOR, this.#lease.owner, to))) throw new Error('the webhook dispatcher lost its lease');
       return events.length;
     });
   }

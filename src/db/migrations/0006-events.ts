@@ -29,10 +29,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', text, (column) => column.notNull())
     .addColumn('data', text, (column) => column.notNull())
     .execute();
+  // Two indexes only, since every change writes its events: the id (read by id, paged by id, and
+  // ranges of time, as ids begin with their time) and the type (listing by type). On SQLite the
+  // readers' order is seq, the table's own key; on PostgreSQL (txid, seq) needs one more.
   await db.schema.createIndex('events_id_unique').on('events').column('id').unique().execute();
-  await db.schema.createIndex('events_txid_seq').on('events').columns(['txid', 'seq']).execute();
   await db.schema.createIndex('events_type_id').on('events').columns(['type', 'id']).execute();
-  await db.schema.createIndex('events_created_at').on('events').column('created_at').execute();
+  if (!sqlite) await db.schema.createIndex('events_txid_seq').on('events').columns(['txid', 'seq']).execute();
 
   await db.schema
     .createTable('event_cursors')

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../events/event-types.js';
 import { EVENT_ID_PATTERN } from '../../events/outbox.js';
+import { firstEventIdAt, lastEventIdAt } from '../../events/outbox.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { RecordFields } from '../../http/schemas.js';
 
@@ -31,8 +32,9 @@ export const EVENTS_COLLECTION: CollectionSpec = {
   defaultSort: '-id',
   filters: {
     type: { schema: EventTypeSchema, column: 'type', operator: '=' },
-    created_after: CREATED_RANGE_FILTERS.created_after!,
-    created_before: CREATED_RANGE_FILTERS.created_before!,
+    // Ids begin with their time, so a time range is an id range: the id index serves it.
+    created_after: { ...CREATED_RANGE_FILTERS.created_after!, column: 'id', normalize: (value: string) => lastEventIdAt(CREATED_RANGE_FILTERS.created_after!.normalize!(value as never) as string) },
+    created_before: { ...CREATED_RANGE_FILTERS.created_before!, column: 'id', normalize: (value: string) => firstEventIdAt(CREATED_RANGE_FILTERS.created_before!.normalize!(value as never) as string) },
   },
 };
 
