@@ -56,16 +56,37 @@ export async function nextAttemptAt(db: Executor): Promise<string | undefined> {
   return row?.next ?? undefined;
 }
 
-/** Takes the delivery for one attempt, until `leaseUntil`; false when another took it first. */
-export async function claimDelivery(db: Executor, id: number, now: string, leaseUntil: string): Promise<boolean> {
-  const result = await db
+/** The pending deliveries of an endpoint, oldest first, that are due and nobody holds: its queue. */
+export function findQueue(db: Executor, endpointId: number, now: string, limit: number): Promise<StoredDelivery[]> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .where(sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** Takes the deliveries for an attempt each, until `leaseUntil`; answers the ids taken (another process may have taken some first). */
+export async function claimDeliveries(db: Executor, ids: number[], now: string, leaseUntil: string): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
     .updateTable('webhook_deliveries')
     .set({ lease_until: leaseUntil })
-    .where('id', '=', id)
+    .where('id', 'in', ids)
     .where('status', '=', 'pending')
     .where(sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** Gives claimed deliveries back unsent. */
+export async function releaseDeliveries(db: Executor, ids: number[]): Promise<void> {
+  if (ids.length > 0) await db.updateTable('webhook_deliveries').set({ lease_until: null }).where('id', 'in', ids).where('status', '=', 'pending').execute();
 }
 
 export async function insertAttempt(db: Executor, attempt: Omit<StoredAttempt, 'id'>): Promise<void> {

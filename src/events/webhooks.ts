@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { claimDelivery, deadLetterPending, findDueDeliveries, insertAttempt, insertDeliveries, nextAttemptAt, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
+import { claimDeliveries, deadLetterPending, findDueDeliveries, findQueue, insertAttempt, insertDeliveries, nextAttemptAt, releaseDeliveries, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
 import type { EventFeed } from './feed.js';
 import { OutboxWorker } from './outbox-worker.js';
 import { positionOf } from './feed.js';
@@ -30,6 +30,9 @@ const CURSOR = 'webhooks';
 const LEASE_MS = 15_000;
 const FAN_OUT_BATCH = 500;
 const MAX_SENDING = 16;
+/** Deliveries of one endpoint claimed and sent in a row, their outcomes recorded together. */
+const QUEUE = 32;
+const BATCH_MS = 5000;
 const JITTER = 0.2;
 
 /** Parses ROWI_WEBHOOK_RETRY_SCHEDULE. */
@@ -118,30 +121,55 @@ export class WebhookDispatcher extends OutboxWorker {
     if (this.#sending.size >= MAX_SENDING) return;
     const now = nowTimestamp();
     const due = await findDueDeliveries(this.#db, now, MAX_SENDING * 2);
-    for (const delivery of due) {
+    for (const head of due) {
       if (this.#sending.size >= MAX_SENDING || this.closed) break;
-      if (this.#sending.has(delivery.endpoint_id)) continue;
-      const leaseUntil = new Date(Date.now() + this.#options.timeoutMs + LEASE_MS).toISOString();
-      if (!(await unitOfWork(this.#db, (trx) => claimDelivery(trx, delivery.id, now, leaseUntil)))) continue;
-      const attempt = this.#attempt(delivery)
-        .catch((error: unknown) => this.#log.warn({ err: error, delivery_id: delivery.id }, 'webhook attempt could not be recorded; it is sent again when its lease runs out'))
+      if (this.#sending.has(head.endpoint_id)) continue;
+      // The endpoint's next deliveries, from its head, claimed at once: sent in order, one at a time.
+      const queue = await findQueue(this.#db, head.endpoint_id, now, QUEUE);
+      // A batch stops starting attempts after BATCH_MS: its claims last that, one attempt and a margin.
+      const leaseUntil = new Date(Date.now() + BATCH_MS + this.#options.timeoutMs + LEASE_MS).toISOString();
+      const claimed = new Set(await unitOfWork(this.#db, (trx) => claimDeliveries(trx, queue.map((delivery) => delivery.id), now, leaseUntil)));
+      const gap = queue.findIndex((delivery) => !claimed.has(delivery.id));
+      const batch = gap === -1 ? queue : queue.slice(0, gap);
+      if (batch.length === 0 || batch[0]!.id !== head.id) {
+        if (claimed.size > 0) await unitOfWork(this.#db, (trx) => releaseDeliveries(trx, [...claimed]));
+        continue;
+      }
+      const attempt = this.#attempt(batch, [...claimed].filter((id) => !batch.some((delivery) => delivery.id === id)))
+        .catch((error: unknown) => this.#log.warn({ err: error, endpoint_id: head.endpoint_id }, 'webhook attempts could not be recorded; they are sent again when their lease runs out'))
         .finally(() => {
-          this.#sending.delete(delivery.endpoint_id);
+          this.#sending.delete(head.endpoint_id);
           this.wake();
         });
-      this.#sending.set(delivery.endpoint_id, attempt);
+      this.#sending.set(head.endpoint_id, attempt);
     }
   }
 
-  async #attempt(delivery: StoredDelivery): Promise<void> {
-    const endpoint = await findEndpointById(this.#db, delivery.endpoint_id);
+  /**
+   * Sends the claimed deliveries of one endpoint in order, stopping at the first failure (the
+   * rest wait for it: an endpoint gets its events in order), and records every outcome in one
+   * unit of work; the deliveries not sent are released.
+   */
+  async #attempt(batch: StoredDelivery[], unused: number[]): Promise<void> {
+    const endpoint = await findEndpointById(this.#db, batch[0]!.endpoint_id);
     if (!endpoint) return;
-    const event = await findEventById(this.#db, delivery.event_id);
-    const attemptedAt = nowTimestamp();
-    const outcome: AttemptOutcome = event
-      ? await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent })
-      : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (ROWI_EVENTS_RETENTION)' };
-    await unitOfWork(this.#db, (trx) => this.#record(trx, delivery, endpoint, outcome, attemptedAt, event === undefined));
+    const outcomes: { delivery: StoredDelivery; outcome: AttemptOutcome; attemptedAt: string; gone: boolean }[] = [];
+    const started = Date.now();
+    for (const delivery of batch) {
+      if (Date.now() - started > BATCH_MS) break;
+      const event = await findEventById(this.#db, delivery.event_id);
+      const attemptedAt = nowTimestamp();
+      const outcome: AttemptOutcome = event
+        ? await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent })
+        : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (ROWI_EVENTS_RETENTION)' };
+      outcomes.push({ delivery, outcome, attemptedAt, gone: event === undefined });
+      if (!outcome.ok || this.closed) break;
+    }
+    const unsent = [...unused, ...batch.slice(outcomes.length).map((delivery) => delivery.id)];
+    await unitOfWork(this.#db, async (trx) => {
+      for (const { delivery, outcome, attemptedAt, gone } of outcomes) await this.#record(trx, delivery, endpoint, outcome, attemptedAt, gone);
+      await releaseDeliveries(trx, unsent);
+    });
   }
 
   async #record(trx: Trx, delivery: StoredDelivery, endpoint: StoredEndpoint, outcome: AttemptOutcome, attemptedAt: string, gone: boolean): Promise<void> {
