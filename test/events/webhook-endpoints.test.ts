@@ -118,3 +118,28 @@ describe('AddressPolicy', () => {
     expect(error?.message).toMatch(/localhost resolves to .* loopback/);
   });
 });
+
+describe('the audit trail of webhook endpoints', () => {
+  it('POST, PATCH, rotate-secret and DELETE of /v1/webhook-endpoints: each in the audit trail, with its action and record', async () => {
+    const audited = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' });
+    try {
+      const created = await audited.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/audited' } });
+      const id = created.json.id as number;
+      await audited.call({ method: 'PATCH', url: `/v1/webhook-endpoints/${id}`, body: { description: 'audited' } });
+      await audited.call({ method: 'POST', url: `/v1/webhook-endpoints/${id}/rotate-secret` });
+      await audited.call({ method: 'DELETE', url: `/v1/webhook-endpoints/${id}` });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const trail = (await audited.call({ url: '/v1/audit-events?resource=webhook-endpoints' })).json.data.reverse();
+      expect(trail.map((event: { method: string; action: string; status: number; record_id: string | null }) => [event.method, event.action, event.status, event.record_id])).toEqual([
+        ['POST', 'create', 201, null],
+        ['PATCH', 'update', 200, String(id)],
+        ['POST', 'update', 200, String(id)],
+        ['DELETE', 'delete', 204, String(id)],
+      ]);
+      // The secret never reaches the trail.
+      expect(JSON.stringify(trail)).not.toContain(created.json.secret);
+    } finally {
+      await audited.close();
+    }
+  });
+});
