@@ -164,7 +164,7 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
       jti: expect.any(String),
     });
     expect(Math.abs(claims.iat! - Date.now() / 1000)).toBeLessThan(60);
-    expect(scope.split(' ').sort()).toEqual(['items', 'orders', 'stock', 'users', 'weather'].flatMap((data) => [`${data}:create`, `${data}:read`, `${data}:update`]).sort());
+    expect(scope.split(' ').sort()).toEqual([...['items', 'orders', 'stock', 'users', 'weather'].flatMap((data) => [`${data}:create`, `${data}:read`, `${data}:update`]), 'events:read'].sort());
   });
 
   it('POST /oauth/token: scope=users:read gives a token that may GET /v1/users but gets 403 insufficient-scope on POST /v1/users', async () => {
