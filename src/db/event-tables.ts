@@ -18,8 +18,7 @@ export interface EventsTable {
   type: string;
   resource: string;
   path: string;
-  created_at: string;
-  /** JSON: the resource after the change, or its id when deleted. */
+  /** JSON: the resource after the change, or its id when deleted. (Its time is in its id.) */
   data: string;
 }
 export type EventRow = Selectable<EventsTable>;

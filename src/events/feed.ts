@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { onCommitted } from '../db/unit-of-work.js';
 import { wroteEventsIn } from './outbox.js';
-import { findEventsAfter, latestPosition, type Position, type StoredEvent } from './outbox.repository.js';
+import { findEventsAfter, latestPosition, positionOf, type Position, type StoredEvent } from './outbox.repository.js';
 
 /** The signal that tells the other processes and instances: events were committed. */
 export const EVENTS_TOPIC = 'events';
@@ -165,10 +165,6 @@ function handOver(reader: FeedReader, events: StoredEvent[], next: Position): vo
   if (isBefore(next, reader.position)) return;
   reader.position = next;
   if (visible.length > 0) reader.deliver(visible);
-}
-
-export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
-  return { txid: event.txid, seq: event.seq };
 }
 
 function isBefore(a: Position, b: Position): boolean {

@@ -4,11 +4,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventFeed } from './feed.js';
-import { positionOf } from './feed.js';
 import { Lease } from './lease.js';
 import { OutboxWorker } from './outbox-worker.js';
 import { presentEvent } from './outbox.js';
-import { cursorOf, findEventsAfter, moveCursor } from './outbox.repository.js';
+import { cursorOf, findEventsAfter, moveCursor, positionOf } from './outbox.repository.js';
 
 const CURSOR = 'nats';
 const LEASE_MS = 15_000;

@@ -3,6 +3,7 @@ import { compiledPerCount, MAX_COMPILED_ROWS, rowsOf } from '../db/compiled.js';
 import type { Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { WRITERS_LOCK_CLASS } from '../db/prepared-statements.js';
+import { timeOfEventId } from './event-ids.js';
 import type { EventRow } from '../db/event-tables.js';
 import { fetchPage, type ListQuery } from '../db/paging.js';
 
@@ -14,10 +15,11 @@ export interface Position {
 
 export const START: Position = { txid: 0, seq: 0 };
 
-export type NewEvent = Pick<EventRow, 'id' | 'type' | 'resource' | 'path' | 'created_at' | 'data'>;
-const EVENT_FIELDS = ['id', 'type', 'resource', 'path', 'created_at', 'data'] as const satisfies readonly (keyof NewEvent)[];
-const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'created_at', 'data'] as const;
-export type StoredEvent = Omit<EventRow, 'txid'> & { txid: number };
+export type NewEvent = Pick<EventRow, 'id' | 'type' | 'resource' | 'path' | 'data'>;
+const EVENT_FIELDS = ['id', 'type', 'resource', 'path', 'data'] as const satisfies readonly (keyof NewEvent)[];
+const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'data'] as const;
+/** An event as read, with the time its id carries. */
+export type StoredEvent = Omit<EventRow, 'txid'> & { txid: number; created_at: string };
 
 // A multi-row insert compiled once per number of events (a change writes one to a few).
 const insertRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) => db.insertInto('events').values(rowsOf<NewEvent>(values, EVENT_FIELDS)));
@@ -56,7 +58,12 @@ function afterPosition(db: Executor, position: Position) {
 const inReadersOrder = <Q extends { orderBy(column: 'txid' | 'seq', direction?: 'asc' | 'desc'): Q }>(db: Executor, query: Q, direction: 'asc' | 'desc' = 'asc'): Q =>
   isSqlite(db) ? query.orderBy('seq', direction) : query.orderBy('txid', direction).orderBy('seq', direction);
 
-const asStored = (row: EventRow): StoredEvent => ({ ...row, txid: Number(row.txid), seq: Number(row.seq) });
+const asStored = (row: EventRow): StoredEvent => ({ ...row, txid: Number(row.txid), seq: Number(row.seq), created_at: timeOfEventId(row.id) });
+
+/** Where a reader stands once it has read this event. */
+export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
+  return { txid: event.txid, seq: event.seq };
+}
 
 /**
  * Settled events after `position`, in outbox order, at most `limit`, up to `upTo` when given;

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Trx } from '../db/database.js';
+import { nextEventId } from './event-ids.js';
 import { resourceOf, type EventType } from './event-types.js';
 import { insertEvents, type NewEvent, type StoredEvent } from './outbox.repository.js';
 
@@ -29,8 +29,7 @@ export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string
   if (drafts.length === 0) return;
   const events: NewEvent[] = drafts.map((draft) => {
     const id = draft.id ?? nextEventId();
-    // The time in the id is the event's time: a range of times is a range of ids.
-    return { id, type: draft.type, resource: resourceOf(draft.type), path: draft.path, created_at: timeOfEventId(id), data: JSON.stringify(draft.data) };
+    return { id, type: draft.type, resource: resourceOf(draft.type), path: draft.path, data: JSON.stringify(draft.data) };
   });
   await insertEvents(trx, events);
   wroteEvents.add(trx);
@@ -38,46 +37,6 @@ export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string
 
 export function recordEvent(trx: Trx, type: EventType, path: string, data: unknown, id?: string): Promise<void> {
   return recordEvents(trx, [{ type, path, data, ...(id === undefined ? {} : { id }) }]);
-}
-
-/** This process's part of every event id: two instances never make the same id. */
-const NODE = randomBytes(5).toString('hex');
-let lastMs = 0;
-let counter = 0;
-
-/**
- * `evt_` and 28 hex digits: the time in milliseconds (12), a counter (6), this process's random
- * part (10). Ids sort by the time they were made; within a process, in the order they were made
- * (a clock that steps back does not reorder them).
- */
-export function nextEventId(): string {
-  const ms = Math.max(Date.now(), lastMs);
-  if (ms !== lastMs) {
-    lastMs = ms;
-    counter = 0;
-  } else if (++counter > 0xffffff) {
-    lastMs = ms + 1;
-    counter = 0;
-  }
-  return `evt_${lastMs.toString(16).padStart(12, '0')}${counter.toString(16).padStart(6, '0')}${NODE}`;
-}
-
-export const EVENT_ID_PATTERN = '^evt_[0-9a-f]{28}$';
-
-/** When an event was made: the time its id begins with, as rowi writes timestamps. */
-export function timeOfEventId(id: string): string {
-  return new Date(parseInt(id.slice(4, 16), 16)).toISOString();
-}
-
-/**
- * The greatest id an event made at `timestamp` (rowi's stored form) or before can have, and the
- * least one made after it: a time bound on events as a bound on ids.
- */
-export function lastEventIdAt(timestamp: string): string {
-  return `evt_${Date.parse(timestamp).toString(16).padStart(12, '0')}${'f'.repeat(16)}`;
-}
-export function firstEventIdAt(timestamp: string): string {
-  return `evt_${Date.parse(timestamp).toString(16).padStart(12, '0')}${'0'.repeat(16)}`;
 }
 
 /** An event as the API, the stream, webhooks and the bus show it. */

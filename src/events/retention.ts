@@ -3,7 +3,7 @@ import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { deleteDeliveriesBefore } from './deliveries.repository.js';
 import { deleteEventsBefore } from './outbox.repository.js';
-import { firstEventIdAt } from './outbox.js';
+import { firstEventIdAt } from './event-ids.js';
 
 const PRUNE_EVERY_MS = 60_000;
 /** Rows one statement deletes at most: a short transaction, so writers never wait long behind it. */

@@ -43,14 +43,14 @@ export class AddressPolicy {
     return family !== 0 && this.#ranges.check(bare, family === 4 ? 'ipv4' : 'ipv6');
   }
 
-  /** Why an address may not be sent to, or undefined when it may. */
+  /** What kind of address may not be sent to ("a loopback, … address"), or undefined when it may. */
   refusal(address: string): string | undefined {
     const family = isIP(address);
-    if (family === 0) return `${address} is not an IP address`;
+    if (family === 0) return 'not an IP address';
     const plain = mappedV4(address) ?? address;
     const plainFamily = isIP(plain) === 4 ? 'ipv4' : 'ipv6';
     if (this.#ranges.check(plain, plainFamily) || this.#ranges.check(address, family === 4 ? 'ipv4' : 'ipv6')) return undefined;
-    return BLOCKED.check(plain, plainFamily) ? `${address} is a loopback, private, link-local, multicast or reserved address` : undefined;
+    return BLOCKED.check(plain, plainFamily) ? 'a loopback, private, link-local, multicast or reserved address' : undefined;
   }
 
   /**
@@ -75,7 +75,7 @@ export class AddressPolicy {
     if (host === 'localhost' || host.endsWith('.localhost')) return `names ${host}, a loopback host`;
     if (isIP(host) !== 0) {
       const refused = this.refusal(host);
-      if (refused) return `names ${refused}`;
+      if (refused) return `names ${host}, ${refused}`;
     }
     return undefined;
   }
@@ -95,7 +95,7 @@ export class AddressPolicy {
       const allowedByName = this.hostAllowed(hostname);
       for (const { address } of addresses) {
         const refused = allowedByName ? undefined : this.refusal(address);
-        if (refused) return callback(Object.assign(new Error(`${hostname} resolves to ${refused.replace(' is a ', ', a ')}; not sent (ROWI_WEBHOOK_ALLOW_HOSTS)`), { code: 'EADDRNOTALLOWED' }), '', 0);
+        if (refused) return callback(Object.assign(new Error(`${hostname} resolves to ${address}, ${refused}; not sent (ROWI_WEBHOOK_ALLOW_HOSTS)`), { code: 'EADDRNOTALLOWED' }), '', 0);
       }
       if (options.all) return callback(null, addresses);
       const first = addresses[0]!;
@@ -122,7 +122,7 @@ export class AddressPolicy {
     });
     for (const { address } of addresses) {
       const refused = this.refusal(address);
-      if (refused) return `resolves to ${refused.replace(' is a ', ', a ')}`;
+      if (refused) return `resolves to ${address}, ${refused}`;
     }
     return undefined;
   }

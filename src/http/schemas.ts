@@ -21,6 +21,9 @@ export const RecordFields = {
   updated_at: Type.String({ ...Timestamp, readOnly: true, description: 'when the record last changed (RFC 3339, UTC)' }),
 };
 
+/** A string field that may also be null. */
+export const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+
 /** A display name: 1–200 characters with at least one visible one and no control characters. */
 export const DisplayName = Type.String({
   minLength: 1,

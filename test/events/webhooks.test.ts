@@ -113,6 +113,8 @@ describe('webhook delivery', () => {
     await createUser(test);
     expectProblem(await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/ping` }), 409, 'endpoint-disabled');
     expectProblem(await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/deliveries/${deliveries[0]!.id}/retry` }), 409, 'endpoint-disabled');
+    // Refused, they stored nothing: no delivery for the ping, the dead one still dead.
+    expect(await deliveriesOf(endpoint.id)).toEqual(deliveries);
     // Enabled again: the count starts over, and a dead delivery can be sent again by hand.
     receiver.behaviour = answer(200);
     const enabled = await test.call({ method: 'PATCH', url: `/v1/webhook-endpoints/${endpoint.id}`, body: { enabled: true } });
@@ -123,6 +125,19 @@ describe('webhook delivery', () => {
     const after = await eventually(() => deliveriesOf(endpoint.id), (list) => list.find((delivery) => delivery.id === deliveries[0]!.id)?.status === 'succeeded');
     expect(after.find((delivery) => delivery.id === deliveries[0]!.id)!.attempts.at(-1)!.status_code).toBe(200);
     expectProblem(await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/deliveries/${deliveries[0]!.id + 100000}/retry` }), 404, 'not-found');
+  });
+
+  it('POST /v1/webhook-endpoints/{id}/deliveries/{id}/retry: 409 delivery-pending when the delivery is still being sent; the delivery unchanged', async () => {
+    const endpoint = await endpointFor(['*']);
+    // The receiver holds the attempt open past the time-out: the delivery stays pending meanwhile.
+    receiver.behaviour = () => {};
+    const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/ping` });
+    await receiver.waitFor(1);
+    const before = (await test.call({ url: `/v1/webhook-endpoints/${endpoint.id}/deliveries/${ping.json.id}` })).json;
+    expect(before).toMatchObject({ status: 'pending', attempts: [] });
+    const refused = expectProblem(await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.id}/deliveries/${ping.json.id}/retry` }), 409, 'delivery-pending');
+    expect(refused.detail).toContain(`Delivery ${ping.json.id} is still pending`);
+    expect((await test.call({ url: `/v1/webhook-endpoints/${endpoint.id}/deliveries/${ping.json.id}` })).json).toEqual(before);
   });
 
   it('POST /v1/webhook-endpoints/{id}/ping: 202 with the delivery; the endpoint gets a signed webhook.ping, and no other endpoint does', async () => {

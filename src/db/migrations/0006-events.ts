@@ -26,7 +26,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // The resource whose read scope sees the event (orders → orders:read).
     .addColumn('resource', text, (column) => column.notNull())
     .addColumn('path', text, (column) => column.notNull())
-    .addColumn('created_at', text, (column) => column.notNull())
+    // No created_at: the id begins with the event's time (events/event-ids.ts).
     .addColumn('data', text, (column) => column.notNull())
     .execute();
   // Two indexes only, since every change writes its events: the id (read by id, paged by id, and

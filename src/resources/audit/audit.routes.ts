@@ -3,9 +3,7 @@ import Type from 'typebox';
 import { findAuditEvents } from '../../audit/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
 import { listQuerySchema, pageSchema, parseListQuery, sendPage, timeBound, type CollectionSpec } from '../../http/paging.js';
-import { Id, RecordFields, RESPONSE_HEADERS, Timestamp, operation, representation } from '../../http/schemas.js';
-
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+import { Id, Nullable, RecordFields, RESPONSE_HEADERS, Timestamp, operation, representation } from '../../http/schemas.js';
 
 export const AuditEventSchema = Type.Object(
   {

@@ -1,11 +1,10 @@
 import Type from 'typebox';
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../events/event-types.js';
-import { EVENT_ID_PATTERN } from '../../events/outbox.js';
-import { firstEventIdAt, lastEventIdAt } from '../../events/outbox.js';
+import { firstEventIdAt, lastEventIdAt } from '../../events/event-ids.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { RecordFields } from '../../http/schemas.js';
+import { EventId } from '../event-id.js';
 
-export const EventId = Type.String({ pattern: EVENT_ID_PATTERN, 'x-error': 'must be an event id (evt_ and 28 hexadecimal digits)', description: 'the event id: evt_ and 28 hexadecimal digits, sortable by time' });
 
 export const EventTypeSchema = Type.Union(
   EVENT_TYPE_NAMES.map((type) => Type.Literal(type)),
@@ -53,5 +52,5 @@ export const StreamQuery = Type.Object(
 );
 
 export const StreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ pattern: EVENT_ID_PATTERN, 'x-error': 'must be the id of an event (evt_ and 28 hexadecimal digits)', description: 'the id of the last event received: the stream resumes after it' })),
+  'last-event-id': Type.Optional(Type.String({ ...EventId, description: 'the id of the last event received: the stream resumes after it' })),
 });

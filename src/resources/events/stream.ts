@@ -4,9 +4,9 @@ import Type from 'typebox';
 import { readableResources } from '../../auth/policy.js';
 import type { Config } from '../../config.js';
 import { AppError } from '../../errors.js';
-import { positionOf, type EventFeed, type FeedReader } from '../../events/feed.js';
+import type { EventFeed, FeedReader } from '../../events/feed.js';
 import { presentEvent } from '../../events/outbox.js';
-import { findEventById, latestPosition, type StoredEvent } from '../../events/outbox.repository.js';
+import { findEventById, latestPosition, positionOf, type StoredEvent } from '../../events/outbox.repository.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
 import { StreamHeaders, StreamQuery } from './events.schema.js';
 

@@ -1,8 +1,8 @@
 import Type, { type Static } from 'typebox';
 import { EVENT_TYPE_NAMES } from '../../events/event-types.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { EchoedReadOnly, Id, RecordFields, Timestamp } from '../../http/schemas.js';
-import { EVENT_ID_PATTERN } from '../../events/outbox.js';
+import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp } from '../../http/schemas.js';
+import { EventId } from '../event-id.js';
 
 /** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
 const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
@@ -18,7 +18,6 @@ const Events = Type.Array(EventTypeOrAll, {
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address' });
 const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F]*$', 'x-error': 'must be at most 500 characters, without control characters', description: 'what the endpoint is for, up to 500 characters' });
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const endpointFields = {
   id: RecordFields.id,
@@ -84,7 +83,7 @@ export const DeliverySchema = Type.Object(
   {
     id: RecordFields.id,
     endpoint_id: Type.Integer({ ...Id, description: 'the endpoint it is sent to' }),
-    event_id: Type.String({ pattern: EVENT_ID_PATTERN, description: 'the event sent (GET /v1/events/{id}); its id is also the webhook-id header' }),
+    event_id: Type.String({ ...EventId, description: 'the event sent (GET /v1/events/{id}); its id is also the webhook-id header' }),
     event_type: Type.String({ description: 'the type of the event sent' }),
     status: DeliveryStatus,
     next_attempt_at: Nullable(Type.String({ ...Timestamp, description: 'when the next attempt is due; null unless pending' })),
