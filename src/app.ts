@@ -22,7 +22,7 @@ import { registerRateLimits } from './limits/rate-limit.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { registerRequestId, requestIdOf } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
-import { documentWriteProblems } from './http/schemas.js';
+import { documentWriteProblems } from './http/write-problems.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
 import { API_DESCRIPTION, API_TAGS } from './resources/api-description.js';

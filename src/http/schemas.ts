@@ -1,4 +1,3 @@
-import type { RouteOptions } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import { MEDIA_TYPES } from './negotiate.js';
 
@@ -101,7 +100,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
 
 const problemRef = { $ref: 'Problem#' };
 
-function problemResponse(status: number) {
+export function problemResponse(status: number) {
   return {
     description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
     ...(status === 503 || status === 429 || status === 502 || status === 507 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
@@ -198,28 +197,13 @@ interface OperationSpec {
   eventStream?: true;
 }
 
-/** Methods that write: any of them can find the database without space for the write (507). */
-const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-/**
- * Adds the 507 problem to the documented responses of a route that writes (run for every route
- * as it is registered): which operations write is known from their method, not from what each
- * declares.
- */
-export function documentWriteProblems(route: RouteOptions): void {
-  const methods = [route.method].flat();
-  const response = (route.schema as { response?: Record<string, unknown> } | undefined)?.response;
-  if (response === undefined || !methods.some((method) => WRITE_METHODS.has(method))) return;
-  response[507] ??= problemResponse(507);
-}
-
 /**
  * A route's schema. The problems every client can meet on it are derived from what it takes,
  * so the OpenAPI document lists them without anyone having to remember: always 400 (a URL or a
  * query string refused before any route), 406 (unless a standard fixes the format), 413 (any
  * request may carry a body), 429 (rate limits), 500 and 503 (a shutdown, load shedding, a
  * database that cannot answer, a handler past its time); 404 with an id in the path; 400,
- * 413, 415 and 422 with a body; 507 on writes (documentWriteProblems).
+ * 413, 415 and 422 with a body; 507 on writes (write-problems.ts).
  */
 export function operation<const S extends OperationSpec>(spec: S) {
   // 400 on any route: a URL that is not validly percent-encoded, credentials in the query string,
