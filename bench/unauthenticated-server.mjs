@@ -28,7 +28,7 @@ import { registerRepresentations } from '../dist/src/http/representation.js';
 import { registerRequestId, requestIdOf } from '../dist/src/http/request-id.js';
 import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
 import { registerHandlerTimeout } from '../dist/src/http/timeouts.js';
-import { documentWriteProblems } from '../dist/src/http/schemas.js';
+import { documentWriteProblems } from '../dist/src/http/write-problems.js';
 import { serializerFactory } from '../dist/src/http/serializers.js';
 import { registerQueryTextCheck } from '../dist/src/http/text.js';
 import { validatorCompiler } from '../dist/src/http/validation.js';
