@@ -25,7 +25,7 @@ import { RouteTable } from '../dist/src/http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from '../dist/src/http/openapi.js';
 import { frameworkErrorHandler, registerProblemHandlers } from '../dist/src/http/problem.js';
 import { registerRepresentations } from '../dist/src/http/representation.js';
-import { registerRequestId, requestIdOf } from '../dist/src/http/request-id.js';
+import { registerRequestId, requestIdOf, requestLogger } from '../dist/src/http/request-id.js';
 import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
 import { registerHandlerTimeout } from '../dist/src/http/timeouts.js';
 import { documentWriteProblems } from '../dist/src/http/write-problems.js';
@@ -53,6 +53,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestIdOf,
+    childLoggerFactory: requestLogger,
     bodyLimit: config.bodyLimit,
     exposeHeadRoutes: true,
     return503OnClosing: false,

@@ -20,7 +20,7 @@ import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './limits/rate-limit.js';
 import { RateLimiter } from './limits/rate-limiter.js';
-import { registerRequestId, requestIdOf } from './http/request-id.js';
+import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
 import { documentWriteProblems } from './http/write-problems.js';
 import { serializerFactory } from './http/serializers.js';
@@ -74,6 +74,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
     // Fastify's two lines per request are replaced by one access-log line (registerAccessLog).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: requestIdOf,
+    childLoggerFactory: requestLogger,
     bodyLimit: config.bodyLimit,
     exposeHeadRoutes: true,
     // registerDraining serves requests that arrive on open connections while closing (with

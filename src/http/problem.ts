@@ -8,6 +8,7 @@ import { BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation-errors.js';
+import { correlate } from './request-id.js';
 import { compileXmlSerializer } from './xml.js';
 
 /**
@@ -200,7 +201,8 @@ function logDiskFull(request: FastifyRequest, error: unknown): void {
  */
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   request.format = chooseFormat(request.headers.accept, BOTH_FORMATS) ?? 'json';
-  reply.header('x-request-id', request.id).header('vary', 'Accept');
+  correlate(request, reply);
+  reply.header('vary', 'Accept');
   const path = pathOf(request);
   const problem =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 
 /** A caller's X-Request-Id is kept when sane: 1–128 characters of a conservative set. */
@@ -11,10 +11,65 @@ export function requestIdOf(request: IncomingMessage): string {
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
-/** Every response, errors included, carries the request id (README "Conventions"). */
+/**
+ * W3C Trace Context: `traceparent` is `version-traceid-parentid-flags` in lower-case hex. A
+ * version other than 00 may add fields after the flags (kept forward compatible, as the
+ * specification asks); ff, an all-zero trace id or parent id make the header invalid.
+ */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const ZERO_TRACE = '0'.repeat(32);
+const ZERO_PARENT = '0'.repeat(16);
+
+/** The trace a request belongs to, and rowi's own span in it. */
+export interface TraceContext {
+  traceId: string;
+  /** rowi's span: the parent id of whatever rowi calls next, and the id it answers with. */
+  spanId: string;
+  flags: string;
+}
+
+const traces = new WeakMap<IncomingMessage, TraceContext>();
+
+/**
+ * The trace of a request: the caller's trace id and flags when its `traceparent` is valid, else a
+ * new trace (flags 00: not sampled); rowi's span id is always new. Computed once per request.
+ */
+export function traceOf(request: IncomingMessage): TraceContext {
+  let trace = traces.get(request);
+  if (trace !== undefined) return trace;
+  const header = request.headers.traceparent;
+  const match = typeof header === 'string' ? TRACEPARENT.exec(header.trim()) : null;
+  const valid = match !== null && match[1] !== 'ff' && (match[1] !== '00' || match[5] === undefined) && match[2] !== ZERO_TRACE && match[3] !== ZERO_PARENT;
+  trace = valid
+    ? { traceId: match[2]!, spanId: randomBytes(8).toString('hex'), flags: match[4]! }
+    : { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), flags: '00' };
+  traces.set(request, trace);
+  return trace;
+}
+
+/** The `traceresponse` header: the trace id, with rowi's span as the parent of what follows. */
+export function traceResponseOf(request: IncomingMessage): string {
+  const trace = traceOf(request);
+  return `00-${trace.traceId}-${trace.spanId}-${trace.flags}`;
+}
+
+/**
+ * Fastify's childLoggerFactory: every log line of a request carries its request id (`reqId`) and
+ * its trace id (`trace_id`), so a caller's trace finds rowi's lines.
+ */
+export function requestLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, options: object, raw: IncomingMessage): FastifyBaseLogger {
+  return logger.child({ ...bindings, trace_id: traceOf(raw).traceId }, options);
+}
+
+/** The headers that tie a response to its request: X-Request-Id and traceresponse. */
+export function correlate(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id).header('traceresponse', traceResponseOf(request.raw));
+}
+
+/** Every response, errors included, carries the request id and the trace (README "Conventions"). */
 export function registerRequestId(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
+    correlate(request, reply);
     done();
   });
 }

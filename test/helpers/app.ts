@@ -42,11 +42,10 @@ export interface Reply {
   mediaType: string;
 }
 
-/** A fresh database of the run's backend per call (see database.ts), migrated, with the real app on it. */
-export async function startApp(settings: Record<string, string> = {}): Promise<TestApp> {
+/** A fresh database of the run's backend per call (see database.ts), migrated, with the real app on it (logging to `logger`). */
+export async function startApp(settings: Record<string, string> = {}, logger: pino.Logger = pino({ level: 'silent' })): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...NO_RATE_LIMITS, ...settings });
-  const logger = pino({ level: 'silent' });
   const storage = await openStorage(config, logger);
   await prepareDatabase(storage);
   const admin = await ensureFirstAdmin(storage.db);
