@@ -7,6 +7,7 @@ import { TokenService } from './auth/tokens.js';
 import type { Config } from './config.js';
 import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
+import { registerCors } from './http/cors.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
@@ -102,6 +103,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   });
 
   registerRequestId(app);
+  await registerCors(app, config.corsOrigins, routeTable);
   registerHsts(app, config);
   registerRepresentations(app);
   registerQueryTextCheck(app);

@@ -10,6 +10,9 @@ import Type, { type TSchema } from 'typebox';
 export const setting = <T extends TSchema>(schema: T, env: string, flag?: string) =>
   Object.assign(schema, { 'x-env': env, ...(flag ? { 'x-flag': flag } : {}) });
 
+/** A web origin as browsers send it: scheme, host (name, IPv4 or [IPv6]) and an optional port. */
+const ORIGIN = 'https?://([A-Za-z0-9.-]+|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?';
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** Where rowi listens, how it logs, and where it keeps its data. */
@@ -114,6 +117,15 @@ export const SERVING_SETTINGS = {
       description: 'origin callers reach rowi at (https://api.example.com); the OAuth issuer; default: the listen address',
     }),
     'ROWI_PUBLIC_URL',
+  ),
+  corsOrigins: setting(
+    Type.String({
+      default: '',
+      pattern: `^$|^\\*$|^${ORIGIN}(,${ORIGIN})*$`,
+      'x-error': 'must be * or a comma-separated list of origins (https://app.example.com, no path or trailing slash)',
+      description: 'browser origins allowed to call rowi (CORS), comma-separated, or * for any; empty: none (browsers refuse cross-origin calls)',
+    }),
+    'ROWI_CORS_ORIGINS',
   ),
 };
 

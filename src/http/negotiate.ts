@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 /**
  * Content negotiation (RFC 9110 §12.5.1): which representation a response takes, chosen from
  * the request's Accept header with q-values. rowi speaks JSON and XML; the problem media types
@@ -119,4 +120,15 @@ export function mediaTypeOf(contentType: string | undefined): string {
 export function charsetOf(contentType: string | undefined): string | undefined {
   const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '');
   return match?.[1]?.toLowerCase();
+}
+
+/** Adds a field to Vary, keeping those already there (CORS adds Origin; representations add Accept). */
+export function addVary(reply: FastifyReply, field: string): void {
+  const current = reply.getHeader('vary');
+  if (current === undefined || current === '') {
+    reply.header('vary', field);
+    return;
+  }
+  const fields = String(current).split(',').map((name) => name.trim().toLowerCase());
+  if (!fields.includes(field.toLowerCase()) && !fields.includes('*')) reply.header('vary', `${String(current)}, ${field}`);
 }

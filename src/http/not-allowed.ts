@@ -8,9 +8,10 @@ import type { RouteOptions } from 'fastify';
 export class RouteTable {
   readonly #routes: { method: string; url: string; pattern: RegExp }[] = [];
 
+  /** OPTIONS routes are left out: every path answers OPTIONS (and CORS adds one for all paths). */
   add(route: Pick<RouteOptions, 'method' | 'url'>): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) this.#routes.push({ method, url: route.url, pattern: toPattern(route.url) });
+    for (const method of methods) if (method !== 'OPTIONS') this.#routes.push({ method, url: route.url, pattern: toPattern(route.url) });
   }
 
   /** Every registered (method, url) pair, e.g. for checking the OpenAPI document. */

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
 import { isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
-import { BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
+import { addVary, BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation-errors.js';
@@ -202,7 +202,7 @@ function logDiskFull(request: FastifyRequest, error: unknown): void {
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   request.format = chooseFormat(request.headers.accept, BOTH_FORMATS) ?? 'json';
   correlate(request, reply);
-  reply.header('vary', 'Accept');
+  addVary(reply, 'Accept');
   const path = pathOf(request);
   const problem =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { BadRequestError, NotAcceptableError, UnsupportedMediaTypeError } from '../errors.js';
-import { BOTH_FORMATS, MEDIA_TYPES, charsetOf, chooseFormat, mediaTypeOf, type Format } from './negotiate.js';
+import { addVary, BOTH_FORMATS, MEDIA_TYPES, charsetOf, chooseFormat, mediaTypeOf, type Format } from './negotiate.js';
 import { assertStorableText, decodeUtf8 } from './text.js';
 import { compileXmlSerializer, parseXmlBody, type XmlSchema } from './xml.js';
 
@@ -43,7 +43,7 @@ export function registerRepresentations(app: FastifyInstance): void {
       done();
       return;
     }
-    reply.header('vary', 'Accept');
+    addVary(reply, 'Accept');
     const format = chooseFormat(request.headers.accept, formats);
     if (format === undefined) {
       done(new NotAcceptableError(request.headers.accept ?? '', formats.map((available) => MEDIA_TYPES[available].data)));
