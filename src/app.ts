@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
 import { registerCors } from './http/cors.js';
+import { registerDocsPage } from './http/docs-page.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
@@ -134,6 +135,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   await app.register(webhookEndpointsRoutes, { config, policy: events.policy });
   await app.register(oauthRoutes);
   registerOpenApiRoute(app);
+  registerDocsPage(app);
 
   const sweep = setInterval(() => {
     deleteExpiredKeys(db).catch((error: unknown) => app.log.warn({ err: error }, 'could not delete expired idempotency keys'));
