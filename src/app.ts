@@ -43,6 +43,9 @@ import eventsRoutes from './resources/events/events.routes.js';
 import webhookEndpointsRoutes from './resources/webhook-endpoints/webhook-endpoints.routes.js';
 import { startEvents } from './events/events.js';
 import { VERSION } from './version.js';
+import { registry } from './metrics.js';
+import { registerRequestMetrics } from './http/request-metrics.js';
+import metricsRoutes from './resources/metrics.routes.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -60,6 +63,8 @@ export interface AppDependencies {
   config: Config;
   storage: Storage;
   logger: FastifyBaseLogger;
+  /** The metrics exposition: this process's, unless a --workers worker asks its primary for all of them. */
+  collectMetrics?: () => Promise<string>;
 }
 
 const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
@@ -69,7 +74,7 @@ const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
  * (request id, representations, problems, OpenAPI), then the resources. The caller owns the
  * database and closes it after the app.
  */
-export async function buildApp({ config, storage, logger }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, logger, collectMetrics = () => registry.metrics() }: AppDependencies): Promise<FastifyInstance> {
   const { db } = storage;
   const app = Fastify({
     loggerInstance: logger,
@@ -104,6 +109,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   });
 
   registerRequestId(app);
+  registerRequestMetrics(app);
   await registerCors(app, config.corsOrigins, routeTable);
   registerHsts(app, config);
   registerRepresentations(app);
@@ -122,6 +128,7 @@ export async function buildApp({ config, storage, logger }: AppDependencies): Pr
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
   await app.register(limitsRoutes);
+  await app.register(metricsRoutes, { collect: collectMetrics });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);
   await app.register(stockRoutes);

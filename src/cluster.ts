@@ -7,6 +7,7 @@ import { openStorage, type Storage } from './db/connect.js';
 import { relayWorkerSignals } from './db/signals.js';
 import { announce, CLOSING_MARGIN_MS, migrate, publicOrigin, schemeOf, serveHandedConnections, setOrigin } from './listen.js';
 import { createLogger } from './logger.js';
+import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
 
 /**
  * `rowi serve --workers N`: the primary migrates the database, forks N workers, and once they are
@@ -46,6 +47,7 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
     throw error;
   }
   relayWorkerSignals();
+  aggregateWorkerMetrics();
 
   let shuttingDown = false;
   let listener: Server | undefined;
@@ -191,7 +193,7 @@ export async function serveAsWorker(config: Config): Promise<void> {
   let app: FastifyInstance;
   try {
     storage = await openStorage(config, logger);
-    app = await serveHandedConnections(config, storage, logger);
+    app = await serveHandedConnections(config, storage, logger, workerMetrics());
   } catch (error) {
     const message: WorkerMessage = { type: 'rowi:failed', message: (error as Error).message, config: error instanceof ConfigError };
     process.send!(message, () => process.exit(error instanceof ConfigError ? 2 : 1));

@@ -31,7 +31,7 @@ export async function prepareDatabase(storage: Storage): Promise<MigrationOutcom
 }
 
 export async function listen(config: Config, storage: Storage, logger: Logger): Promise<{ app: FastifyInstance; origin: string }> {
-  const app = await started(config, storage, logger, (built) => built.listen({ host: config.host, port: config.port }));
+  const app = await started(config, storage, logger, undefined, (built) => built.listen({ host: config.host, port: config.port }));
   const origin = publicOrigin(app.server.address() as AddressInfo, schemeOf(config));
   setOrigin(app, config, origin);
   return { app, origin };
@@ -43,9 +43,9 @@ export async function listen(config: Config, storage: Storage, logger: Logger): 
  * connects to, so that Node's HTTP server runs as it does when listening: its header and request
  * time-outs are armed when it starts listening. The socket is removed when the app closes.
  */
-export async function serveHandedConnections(config: Config, storage: Storage, logger: Logger): Promise<FastifyInstance> {
+export async function serveHandedConnections(config: Config, storage: Storage, logger: Logger, collectMetrics: () => Promise<string>): Promise<FastifyInstance> {
   const folder = mkdtempSync(join(tmpdir(), 'rowi-worker-'));
-  return started(config, storage, logger, async (built) => {
+  return started(config, storage, logger, collectMetrics, async (built) => {
     built.addHook('onClose', async () => rmSync(folder, { recursive: true, force: true }));
     await built.listen({ path: join(folder, 'unused.sock'), listenTextResolver: () => 'worker ready: it serves the connections the primary hands over' });
   });
@@ -61,10 +61,16 @@ export function schemeOf(config: Config): 'http' | 'https' {
 }
 
 /** The app, built and listening; a start that fails closes what it opened. */
-async function started(config: Config, storage: Storage, logger: Logger, listenOn: (app: FastifyInstance) => Promise<unknown>): Promise<FastifyInstance> {
+async function started(
+  config: Config,
+  storage: Storage,
+  logger: Logger,
+  collectMetrics: (() => Promise<string>) | undefined,
+  listenOn: (app: FastifyInstance) => Promise<unknown>,
+): Promise<FastifyInstance> {
   let app;
   try {
-    app = await buildApp({ config, storage, logger });
+    app = await buildApp({ config, storage, logger, ...(collectMetrics === undefined ? {} : { collectMetrics }) });
     await listenOn(app);
     return app;
   } catch (error) {

@@ -41,6 +41,7 @@ export const ALL_SCOPES: readonly Scope[] = [
   'audit-events:read',
   'events:read',
   ...ACTIONS.map((action): Scope => `webhook-endpoints:${action}`),
+  'metrics:read',
 ];
 
 /**

@@ -1,4 +1,5 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
+import { metrics, secondsSince } from '../metrics.js';
 import type pg from 'pg';
 
 /**
@@ -30,7 +31,10 @@ export class PreparingPool implements PostgresPool {
   }
 
   async connect(): Promise<PostgresPoolClient> {
-    return new PreparingClient(await this.#pool.connect(), this.#nameOf);
+    const start = process.hrtime.bigint();
+    const client = await this.#pool.connect();
+    metrics.poolWait.observe(secondsSince(start));
+    return new PreparingClient(client, this.#nameOf);
   }
 
   end(): Promise<void> {

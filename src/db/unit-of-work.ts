@@ -1,3 +1,4 @@
+import { metrics, secondsSince } from '../metrics.js';
 import type { Db, Trx } from './database.js';
 
 /**
@@ -13,10 +14,18 @@ import type { Db, Trx } from './database.js';
  */
 export async function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<T> {
   let unit: Trx | undefined;
-  const result = await db.transaction().execute((trx) => {
-    unit = trx;
-    return work(trx);
-  });
+  const start = process.hrtime.bigint();
+  let result: T;
+  try {
+    result = await db.transaction().execute((trx) => {
+      unit = trx;
+      return work(trx);
+    });
+  } catch (error) {
+    metrics.transactionDuration.observe({ outcome: 'rolled_back' }, secondsSince(start));
+    throw error;
+  }
+  metrics.transactionDuration.observe({ outcome: 'committed' }, secondsSince(start));
   const listeners = committedListeners.get(db);
   if (listeners !== undefined && unit !== undefined) for (const listener of listeners) listener(unit);
   return result;

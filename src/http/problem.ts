@@ -9,6 +9,7 @@ import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation-errors.js';
 import { correlate } from './request-id.js';
+import { metrics } from '../metrics.js';
 import { compileXmlSerializer } from './xml.js';
 
 /**
@@ -81,11 +82,15 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
   return reply.send(prepareProblem(request, reply, error));
 }
 
+/** The problem types of a refusal by authentication or authorisation, counted by kind in the metrics. */
+const AUTH_FAILURES = new Set<string>(['malformed-credentials', 'missing-credentials', 'invalid-credentials', 'insufficient-scope']);
+
 /**
  * Sets the status and headers of the problem on the reply and returns the body to send, for
  * code that hands the body to someone else to send (a plugin's handler that sends what it returns).
  */
 export function prepareProblem(request: FastifyRequest, reply: FastifyReply, error: AppError): Problem {
+  if (AUTH_FAILURES.has(error.type)) metrics.authFailures.inc({ kind: error.type });
   const format = request.format ?? 'json';
   for (const [name, value] of Object.entries(error.headers ?? {})) reply.header(name, value);
   // The route's ETag or Location describe a success that did not happen.

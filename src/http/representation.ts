@@ -100,9 +100,9 @@ function describeRepresentations(route: RouteOptions): void {
       xmlSerializers[status] = compileXmlSerializer(xml.schema);
     }
   }
-  const marks = route.schema as { 'x-json-fixed-by'?: string; 'x-event-stream'?: true } | undefined;
+  const marks = route.schema as { 'x-json-fixed-by'?: string; 'x-event-stream'?: true; 'x-fixed-media-type'?: string } | undefined;
   // An event stream is negotiated by nobody: its problems are JSON, like those of a fixed format.
-  const jsonFixed = marks?.['x-json-fixed-by'] !== undefined || marks?.['x-event-stream'] === true;
+  const jsonFixed = marks?.['x-json-fixed-by'] !== undefined || marks?.['x-event-stream'] === true || marks?.['x-fixed-media-type'] !== undefined;
   route.config = {
     ...route.config,
     formats: jsonFixed ? ['json'] : formats.size === 0 ? BOTH_FORMATS : BOTH_FORMATS.filter((format) => formats.has(format)),

@@ -195,6 +195,8 @@ interface OperationSpec {
    * asks for (no 406); its problems are JSON.
    */
   eventStream?: true;
+  /** The operation answers this media type whatever Accept asks for (no 406); its problems are JSON. */
+  fixedMediaType?: string;
 }
 
 /**
@@ -208,7 +210,7 @@ interface OperationSpec {
 export function operation<const S extends OperationSpec>(spec: S) {
   // 400 on any route: a URL that is not validly percent-encoded, credentials in the query string,
   // a NUL in a query parameter are refused before the route is reached.
-  const statuses = new Set([400, ...(spec.jsonFixedBy === undefined && spec.eventStream === undefined ? [406] : []), 413, 429, 500, 503, ...(spec.problems ?? [])]);
+  const statuses = new Set([400, ...(spec.jsonFixedBy === undefined && spec.eventStream === undefined && spec.fixedMediaType === undefined ? [406] : []), 413, 429, 500, 503, ...(spec.problems ?? [])]);
   // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
   if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);
@@ -216,10 +218,11 @@ export function operation<const S extends OperationSpec>(spec: S) {
   if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);
   for (const status of spec.omitProblems ?? []) statuses.delete(status);
   const problems = Object.fromEntries([...statuses].sort().map((status) => [status, problemResponse(status)]));
-  const { problems: _problems, omitProblems: _omitProblems, jsonFixedBy, eventStream, permission, response, ...rest } = spec;
+  const { problems: _problems, omitProblems: _omitProblems, jsonFixedBy, eventStream, fixedMediaType, permission, response, ...rest } = spec;
   return {
     ...rest,
     ...(eventStream === undefined ? {} : { 'x-event-stream': true }),
+    ...(fixedMediaType === undefined ? {} : { 'x-fixed-media-type': fixedMediaType }),
     ...(jsonFixedBy === undefined
       ? {}
       : {
@@ -232,5 +235,5 @@ export function operation<const S extends OperationSpec>(spec: S) {
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
     response: { ...problems, ...response },
-  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy' | 'eventStream'> & { response: S['response']; 'x-permission': RoutePermission };
+  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy' | 'eventStream' | 'fixedMediaType'> & { response: S['response']; 'x-permission': RoutePermission };
 }

@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principals.js';
 import { AppError } from '../errors.js';
 import { isProbe } from '../http/probes.js';
 import type { Decision } from './rate-limit-stores.js';
+import { metrics } from '../metrics.js';
 import type { Budget, Policy, RateLimiter } from './rate-limiter.js';
 
 /**
@@ -140,6 +141,7 @@ function countDeclared(limiter: RateLimiter, key: string, counted: Counted[], de
 const standing = ({ policy, decision }: Counted) => `"${policy.name}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`;
 
 function refusal(policy: Policy, decision: Decision, reply: FastifyReply): AppError {
+  metrics.rateLimited.inc({ policy: policy.name });
   const retryAfter = Math.max(1, Math.ceil(decision.retryMs / 1000));
   if (!reply.hasHeader('ratelimit-policy')) {
     reply.header('ratelimit-policy', policy.header);

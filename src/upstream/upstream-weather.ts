@@ -4,6 +4,7 @@ import { detailFor, formatCacheStatus, type CacheStatusParts } from './cache-sta
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import { failureForAbort, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.js';
 import { createWeatherProvider } from './providers.js';
+import { metrics, watchBreaker } from '../metrics.js';
 import type { Coordinates, CurrentWeather, WeatherProvider } from './weather-provider.js';
 
 export interface UpstreamWeatherOptions {
@@ -74,6 +75,7 @@ export class UpstreamWeather {
     this.#log = log;
     this.#now = now;
     this.#breaker = new CircuitBreaker({ failures: options.breakerFailures, cooldownMs: options.breakerCooldownMs }, now);
+    watchBreaker(() => this.#breaker.state);
   }
 
   /** Calls made to the provider since start, for tests and the bench. */
@@ -89,7 +91,11 @@ export class UpstreamWeather {
   async lookup(at: Coordinates): Promise<UpstreamLookup> {
     const key = `${at.latitude},${at.longitude}`;
     const cached = this.#read(key);
-    if (cached && this.#ageSeconds(cached) < this.#options.ttlSeconds) return this.#served(cached, { hit: true });
+    if (cached && this.#ageSeconds(cached) < this.#options.ttlSeconds) {
+      metrics.upstreamCache.inc({ result: 'hit' });
+      return this.#served(cached, { hit: true });
+    }
+    metrics.upstreamCache.inc({ result: cached ? 'expired' : 'miss' });
     const fwd = cached ? 'stale' : 'uri-miss';
     let call = this.#inFlight.get(key);
     const collapsed = call !== undefined;
@@ -131,11 +137,13 @@ export class UpstreamWeather {
       const answer = { weather, fetchedAt: this.#now() };
       this.#store(key, answer);
       this.#breaker.succeeded(trial);
+      metrics.upstreamCalls.inc({ outcome: 'ok' });
       if (this.#failing !== undefined) this.#log.info({ source: this.source }, `weather provider ${this.source} answers again`);
       this.#failing = undefined;
       return { ok: true, answer };
     } catch (error) {
       const failure = this.#asFailure(error, controller.signal);
+      metrics.upstreamCalls.inc({ outcome: failure.kind });
       // Cancelled by close(): says nothing about the provider.
       if (!this.#closed) this.#noteFailure(failure, trial);
       return { ok: false, failure };

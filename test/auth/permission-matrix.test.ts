@@ -97,6 +97,8 @@ const EXPECTED: Record<string, Needs> = {
   'HEAD /v1/callers/:id/keys/:key_id': ['callers:read'],
   'DELETE /v1/callers/:id/keys/:key_id': ['callers:delete', 'callers:read'],
 
+  'GET /metrics': ['metrics:read'],
+  'HEAD /metrics': ['metrics:read'],
   'GET /v1/audit-events': ['audit-events:read'],
   'HEAD /v1/audit-events': ['audit-events:read'],
 
@@ -134,6 +136,7 @@ const ROLE_SCOPES = {
     'audit-events:read',
     'events:read',
     ...['read', 'create', 'update', 'delete'].map((action) => `webhook-endpoints:${action}`),
+    'metrics:read',
   ],
 };
 

@@ -17,6 +17,7 @@ const ADMIN = [
   'webhook-endpoints:create',
   'webhook-endpoints:update',
   'webhook-endpoints:delete',
+  'metrics:read',
 ];
 
 const sorted = (scopes: Iterable<string>) => [...scopes].sort();

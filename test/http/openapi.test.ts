@@ -62,8 +62,8 @@ describe('GET /v1/openapi.json', () => {
 
   it('GET /v1/openapi.json: every operation documents 406 (unless a standard fixes its format as JSON, or it is an event stream) and 500 as RFC 9457 problems in JSON and XML', () => {
     for (const [path, method, operation] of operations()) {
-      const marks = operation as { 'x-json-fixed-by'?: string; 'x-event-stream'?: true };
-      const fixed = marks['x-json-fixed-by'] !== undefined || marks['x-event-stream'] === true;
+      const marks = operation as { 'x-json-fixed-by'?: string; 'x-event-stream'?: true; 'x-fixed-media-type'?: string };
+      const fixed = marks['x-json-fixed-by'] !== undefined || marks['x-event-stream'] === true || marks['x-fixed-media-type'] !== undefined;
       for (const status of fixed ? ['500'] : ['406', '500']) {
         const content = operation.responses[status]?.content;
         expect(Object.keys(content ?? {}), `${method} ${path} ${status}`).toEqual(['application/problem+json', 'application/problem+xml']);

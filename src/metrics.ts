@@ -1,0 +1,91 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * rowi's Prometheus metrics (docs: README "Metrics"), one set per process, which every layer
+ * records into: the HTTP engine its requests, the database its transactions and pool waits, the
+ * limits and authentication their refusals, the weather client its upstream calls. Served at
+ * /metrics (resources/metrics.routes.ts); with --workers the primary adds up every worker's.
+ *
+ * Labels are bounded: route templates (never concrete paths), methods, status classes, policy
+ * and failure names from rowi's own lists.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+// Gauges named like counters, which Prometheus's naming rules refuse (promtool check metrics);
+// nodejs_active_handles, _requests and _resources by type remain, and add up to them.
+for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const metrics = {
+  requestDuration: new Histogram({
+    name: 'rowi_http_request_duration_seconds',
+    help: 'Time from a request\'s arrival to its response, by route template, method and status class',
+    labelNames: ['route', 'method', 'status_class'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  requestsInFlight: new Gauge({
+    name: 'rowi_http_requests_in_flight',
+    help: 'Requests being served now',
+    registers: [registry],
+  }),
+  transactionDuration: new Histogram({
+    name: 'rowi_db_transaction_duration_seconds',
+    help: 'Units of work (write transactions), from their start to their commit (durable) or rollback, by outcome',
+    labelNames: ['outcome'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  poolWait: new Histogram({
+    name: 'rowi_db_pool_wait_seconds',
+    help: 'Time a PostgreSQL query or transaction waited for a connection of the pool',
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  rateLimited: new Counter({
+    name: 'rowi_rate_limit_rejections_total',
+    help: 'Requests refused with 429 by a rate limit, by policy',
+    labelNames: ['policy'] as const,
+    registers: [registry],
+  }),
+  authFailures: new Counter({
+    name: 'rowi_auth_failures_total',
+    help: 'Requests refused by authentication or authorisation, by kind (the problem type)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  upstreamCalls: new Counter({
+    name: 'rowi_weather_upstream_calls_total',
+    help: 'Calls to the weather provider, by outcome (ok, or the kind of failure)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  upstreamCache: new Counter({
+    name: 'rowi_weather_cache_lookups_total',
+    help: 'Lookups of the weather cache, by result (hit: fresh, expired: kept past its TTL, miss: none)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  }),
+  breakerState: new Gauge({
+    name: 'rowi_weather_breaker_state',
+    help: 'The state of the circuit breaker in front of the weather provider: 1 for the state it is in (closed, open: no calls, half-open: one trial call), 0 for the others; summed over --workers',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const state = breakerOf?.();
+      for (const each of BREAKER_STATES) this.set({ state: each }, state === each ? 1 : 0);
+    },
+  }),
+};
+
+const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;
+let breakerOf: (() => string) | undefined;
+
+/** Where the weather client's breaker state is read when metrics are collected (the latest client's). */
+export function watchBreaker(read: () => string): void {
+  breakerOf = read;
+}
+
+/** Seconds since `start` (a process.hrtime.bigint()). */
+export const secondsSince = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e9;
