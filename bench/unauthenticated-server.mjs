@@ -29,6 +29,7 @@ import { registerRequestId, requestIdOf, requestLogger } from '../dist/src/http/
 import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
 import { registerHandlerTimeout } from '../dist/src/http/timeouts.js';
 import { documentWriteProblems } from '../dist/src/http/write-problems.js';
+import { boundRoute } from '../dist/src/http/bounds.js';
 import { serializerFactory } from '../dist/src/http/serializers.js';
 import { registerQueryTextCheck } from '../dist/src/http/text.js';
 import { validatorCompiler } from '../dist/src/http/validation.js';
@@ -73,6 +74,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   app.addHook('onRoute', (route) => {
     routeTable.add(route);
     documentWriteProblems(route);
+    boundRoute(route);
   });
 
   registerRequestId(app);
@@ -92,7 +94,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   // Counted as rowi counts (without a principal, per client address), so the comparison with rowi
   // measures credentials and the audit trail, not rate limiting as well.
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
-  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES });
+  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, publicUrl: config.publicUrl });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });

@@ -25,6 +25,8 @@ import { RateLimiter } from './limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
 import { documentWriteProblems } from './http/write-problems.js';
+import { boundRoute } from './http/bounds.js';
+import { addDeprecationHeaders } from './http/deprecation.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
 import { API_DESCRIPTION, API_TAGS } from './resources/api-description.js';
@@ -106,6 +108,8 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   app.addHook('onRoute', (route) => {
     routeTable.add(route);
     documentWriteProblems(route);
+    boundRoute(route);
+    addDeprecationHeaders(route);
   });
 
   registerRequestId(app);
@@ -123,7 +127,7 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
   registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config), storage.signals), logger, storage.signals));
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
-  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES });
+  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, publicUrl: config.publicUrl });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });

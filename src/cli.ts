@@ -10,7 +10,7 @@ import { createApiKey } from './resources/callers/api-keys.service.js';
 import { createCaller } from './resources/callers/callers.service.js';
 import { openStorage } from './db/connect.js';
 import { createLogger } from './logger.js';
-import { prepareDatabase } from './listen.js';
+import { apiDocument, prepareDatabase } from './listen.js';
 import { serve } from './server.js';
 import { VERSION } from './version.js';
 import { unitOfWork } from './db/unit-of-work.js';
@@ -25,6 +25,7 @@ Usage:
   rowi signing-keys rotate [flags]
                          retire the key that signs access tokens and make a new one
                          (the old public key stays published until its tokens expire)
+  rowi openapi [flags]   print the OpenAPI document (JSON) this version serves, without a database
   rowi --version | --help
 
 Settings (flag, environment variable, default):
@@ -44,7 +45,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  if (!['serve', 'migrate', 'callers', 'signing-keys'].includes(command)) return usageError(`unknown command "${command}"`);
+  if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi'].includes(command)) return usageError(`unknown command "${command}"`);
 
   let flags: Record<string, string | boolean | undefined>;
   let positionals: string[];
@@ -67,6 +68,10 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'serve') {
     await serve(config);
     return -1; // keeps running until a signal
+  }
+  if (command === 'openapi') {
+    process.stdout.write(`${JSON.stringify(await apiDocument(config), null, 2)}\n`);
+    return 0;
   }
   if (command === 'callers' && positionals.join(' ') !== 'create') return usageError('the callers command is: rowi callers create --name NAME --role ROLE');
   if (command === 'signing-keys' && positionals.join(' ') !== 'rotate') return usageError('the signing-keys command is: rowi signing-keys rotate');

@@ -6,7 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
-import type { Storage } from './db/connect.js';
+import { openStorage, type Storage } from './db/connect.js';
+import { createLogger } from './logger.js';
 import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
 import { ensureSigningKey } from './auth/signing-keys.js';
 import { ensureFirstAdmin } from './resources/callers/api-keys.service.js';
@@ -104,4 +105,25 @@ export async function announce(config: Config, storage: Storage, logger: Logger,
 export function publicOrigin(address: AddressInfo, scheme: 'http' | 'https'): string {
   const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
   return `${scheme}://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
+}
+
+/**
+ * The OpenAPI document this version serves (`rowi openapi`), from the app built on an empty
+ * in-memory database: what it documents depends on the code and the settings (ROWI_PUBLIC_URL),
+ * never on data.
+ */
+export async function apiDocument(config: Config): Promise<unknown> {
+  const memory = { ...config, data: ':memory:', databaseUrl: '', logLevel: 'silent' } as Config;
+  const logger = createLogger(memory, 2);
+  const storage = await openStorage(memory, logger);
+  try {
+    await prepareDatabase(storage);
+    const app = await buildApp({ config: memory, storage, logger });
+    await app.ready();
+    const document = app.swagger();
+    await app.close();
+    return document;
+  } finally {
+    await storage.close();
+  }
 }

@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { MEDIA_TYPES } from '../http/negotiate.js';
-import { operation, representation } from '../http/schemas.js';
+import { operation, representation, RESPONSE_HEADERS } from '../http/schemas.js';
 import { ALL_SCOPES, parseScopeList } from './policy.js';
 import type { Principal } from './principals.js';
 
@@ -113,9 +113,14 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
         200: representation(TokenSchema, 'The access token', {}, ['json']),
         400: {
           description: 'RFC 6749 §5.2 error; or, for a request refused before its form is read (credentials or a NUL in the query string), a problem',
+          headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
           content: { 'application/json': { schema: OAuthErrorSchema }, [MEDIA_TYPES.json.problem]: { schema: { $ref: 'Problem#' } } },
         },
-        401: { description: 'invalid_client (RFC 6749 §5.2)', content: { 'application/json': { schema: OAuthErrorSchema } } },
+        401: {
+          description: 'invalid_client (RFC 6749 §5.2)',
+          headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
+          content: { 'application/json': { schema: OAuthErrorSchema } },
+        },
       },
     }),
   }, async (request, reply) => {

@@ -1,6 +1,8 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
+import { bound } from './bounds.js';
+import { nameComponents } from './openapi-components.js';
 import { ProblemSchema, operation, representation } from './schemas.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
@@ -15,6 +17,8 @@ export interface OpenApiOptions {
   tags: readonly { name: string; description: string }[];
   /** The credentials operations accept, named by the security requirements of the routes. */
   securitySchemes: SecuritySchemes;
+  /** The origin callers reach rowi at (ROWI_PUBLIC_URL); empty: the document's own origin. */
+  publicUrl: string;
 }
 
 /**
@@ -23,6 +27,7 @@ export interface OpenApiOptions {
  * before any route, and serve it with `registerOpenApiRoute` after them.
  */
 export async function registerOpenApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+  bound(ProblemSchema);
   app.addSchema(ProblemSchema);
   await app.register(swagger, {
     openapi: {
@@ -31,11 +36,19 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         title: 'rowi',
         version: options.version,
         description: options.description,
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'rowi maintainers', ...(options.publicUrl === '' ? {} : { url: `${options.publicUrl}/docs` }) },
       },
+      // A relative URL is resolved against where the document was fetched: the rowi that serves it.
+      // x-internal: false says the server is for callers outside the deployment too (OWASP inventory).
+      servers: [
+        Object.assign({ url: options.publicUrl === '' ? '/' : options.publicUrl, description: options.publicUrl === '' ? 'the rowi that serves this document' : 'rowi' }, { 'x-internal': false }),
+      ],
       tags: [...options.tags],
       components: { securitySchemes: options.securitySchemes },
     },
     exposeHeadRoutes: true,
+    transformObject: (documents) => nameComponents(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Record<string, unknown>),
     refResolver: {
       // Shared schemas appear under their own $id ("Problem") in components.schemas.
       buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`),

@@ -129,13 +129,13 @@ function badQuery(parameter: string, detail: string): BadRequestError {
 }
 
 /** The collection envelope's schema: `{data: [...], next_cursor}` (README "Conventions"). */
-export function pageSchema(item: TSchema & { xml?: { name?: string } }, rootName: string) {
+export function pageSchema(item: TSchema & { xml?: { name?: string }; title?: string }, rootName: string) {
   return Type.Object(
     {
-      data: Type.Array(item, { xml: { wrapped: true } }),
-      next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as cursor to get the next page; null on the last page' }),
+      data: Type.Array(item, { maxItems: MAX_LIMIT, xml: { wrapped: true } }),
+      next_cursor: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], { description: 'pass as cursor to get the next page; null on the last page' }),
     },
-    { additionalProperties: false, xml: { name: rootName } },
+    { additionalProperties: false, xml: { name: rootName }, ...(item.title === undefined ? {} : { title: `${item.title}Page` }) },
   );
 }
 

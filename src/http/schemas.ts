@@ -103,7 +103,11 @@ const problemRef = { $ref: 'Problem#' };
 export function problemResponse(status: number) {
   return {
     description: PROBLEM_DESCRIPTIONS[status] ?? 'Problem',
-    ...(status === 503 || status === 429 || status === 502 || status === 507 ? { headers: { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } } : {}),
+    headers: {
+      ...RESPONSE_HEADERS.requestId,
+      ...RESPONSE_HEADERS.rateLimit,
+      ...(status === 503 || status === 429 || status === 502 || status === 507 ? { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } : {}),
+    },
     content: {
       [MEDIA_TYPES.json.problem]: { schema: problemRef },
       [MEDIA_TYPES.xml.problem]: { schema: problemRef },

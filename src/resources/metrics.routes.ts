@@ -28,7 +28,7 @@ const metricsRoutes: FastifyPluginAsyncTypebox<MetricsRoutesOptions> = async (ap
       response: {
         200: {
           description: 'The metrics, in the Prometheus text exposition format',
-          headers: { ...RESPONSE_HEADERS.requestId },
+          headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
           content: { 'text/plain': { schema: Type.String({ description: 'Prometheus text exposition format 0.0.4', maxLength: 10_000_000 }) } },
         },
       },

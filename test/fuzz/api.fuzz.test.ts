@@ -1,3 +1,4 @@
+import { dereferenced } from '../helpers/openapi.js';
 import { request as httpRequest } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +34,7 @@ let base: string;
 
 beforeAll(async () => {
   test = await startApp();
-  const document = test.app.swagger() as unknown as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>; components: { schemas: Record<string, Schema> } };
+  const document = dereferenced(test.app.swagger()) as unknown as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>; components: { schemas: Record<string, Schema> } };
   checker = new ResponseChecker(document.components.schemas);
   operations = Object.entries(document.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, operation]) => ({ ...operation, parameters: operation.parameters ?? [], method: method.toUpperCase(), path })),

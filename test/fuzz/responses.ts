@@ -41,6 +41,8 @@ export class ResponseChecker {
     if (mediaType.endsWith('xml')) return answer.body.startsWith('<?xml') ? undefined : 'an XML answer that is not XML';
     // An event stream: the fuzzer reads its status and headers and cuts it (the stream tests read its events).
     if (mediaType === 'text/event-stream') return undefined;
+    // Text (the metrics exposition): a string, bounded as its schema says.
+    if (mediaType === 'text/plain') return typeof content.schema.maxLength === 'number' && answer.body.length > content.schema.maxLength ? 'a text longer than its schema allows' : undefined;
     let parsed: unknown;
     try {
       parsed = JSON.parse(answer.body);

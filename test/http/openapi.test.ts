@@ -1,3 +1,4 @@
+import { dereferenced } from '../helpers/openapi.js';
 import { DOCS_PATH } from '../../src/http/docs-page.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +20,7 @@ beforeAll(async () => {
   const reply = await test.call({ url: '/v1/openapi.json' });
   expect(reply.status).toBe(200);
   expect(reply.mediaType).toBe('application/json');
-  document = reply.json as Document;
+  document = dereferenced(reply.json as Document);
 });
 afterAll(() => test.close());
 
@@ -67,7 +68,7 @@ describe('GET /v1/openapi.json', () => {
       for (const status of fixed ? ['500'] : ['406', '500']) {
         const content = operation.responses[status]?.content;
         expect(Object.keys(content ?? {}), `${method} ${path} ${status}`).toEqual(['application/problem+json', 'application/problem+xml']);
-        expect(content!['application/problem+json']!.schema).toEqual({ $ref: '#/components/schemas/Problem' });
+        expect(content!['application/problem+json']!.schema).toEqual(document.components.schemas.Problem);
       }
     }
     expect(document.components.schemas.Problem).toMatchObject({ xml: { name: 'problem', namespace: 'urn:ietf:rfc:7807' } });

@@ -1,3 +1,4 @@
+import { dereferenced } from '../helpers/openapi.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
@@ -83,7 +84,7 @@ const readOnlyMembers = (schema: Schema | undefined) =>
 
 describe('read-only fields on every PUT and PATCH', () => {
   it('every PUT and PATCH of the OpenAPI document: 422 naming the field, nothing stored changed, for each read-only field sent with another value than the stored one', async () => {
-    const document = test.app.swagger() as unknown as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>> };
+    const document = dereferenced(test.app.swagger()) as unknown as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>> };
     const aims = await targets();
     const checked: string[] = [];
     for (const [path, operations] of Object.entries(document.paths)) {

@@ -1,3 +1,4 @@
+import { dereferenced } from '../helpers/openapi.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
@@ -167,7 +168,7 @@ describe('POST /v1/orders', () => {
     expect(reply.status).toBe(201);
     expect(reply.json.total).toBe('8999999999991.00');
     expect(reply.json.lines[0].line_total).toBe('8999999999991.00');
-    const document = test.app.swagger() as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, { pattern: string }> } }> }> }>> };
+    const document = dereferenced(test.app.swagger()) as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, { pattern: string }> } }> }> }>> };
     const pattern = document.paths['/v1/orders']!.post!.responses['201']!.content['application/json']!.schema.properties.total!.pattern;
     expect(reply.json.total).toMatch(new RegExp(pattern));
   });

@@ -41,7 +41,7 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
       response: {
         200: {
           description: 'The stream: it stays open until the client or the server ends it',
-          headers: { ...RESPONSE_HEADERS.requestId },
+          headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
           content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: id, event and data (JSON) lines, a blank line after each event; lines starting with : are comments' }) } },
         },
       },
