@@ -15,7 +15,7 @@ const LineInput = Type.Object(
     item_id: Type.Integer({ ...Id, description: 'the item ordered' }),
     quantity: Type.Integer({ minimum: 1, maximum: MAX_LINE_QUANTITY, description: `units, 1 to ${MAX_LINE_QUANTITY}` }),
   },
-  { additionalProperties: false, xml: { name: 'line' } },
+  { additionalProperties: false, title: 'OrderLineInput', xml: { name: 'line' } },
 );
 
 const Lines = Type.Array(LineInput, {
@@ -32,7 +32,7 @@ const Line = Type.Object(
     unit_price: Type.String({ ...Price, readOnly: true, description: 'the item\'s price when it was first ordered' }),
     line_total: Type.String({ ...Amount, readOnly: true, description: 'unit_price × quantity' }),
   },
-  { additionalProperties: false, xml: { name: 'line' } },
+  { additionalProperties: false, title: 'OrderLine', xml: { name: 'line' } },
 );
 
 export const OrderSchema = Type.Object(
