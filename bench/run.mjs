@@ -37,7 +37,7 @@
 // rowi on better-sqlite3 (Node 20) and on node:sqlite (Node 24, when one is found) side by side;
 // for every load the event loop's delay seen by rowi and the CPU its processes spent; after the
 // loads, the stock ledger of every database the orders went to (the run fails if one does not
-// balance); and every target of the README beside its measured value, with ✓ or ✗.
+// balance); and every target of docs/performance.md beside its measured value, with ✓ or ✗.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -7,7 +7,7 @@ import { WEATHER_SETTINGS } from './settings-weather.js';
 import { EVENT_SETTINGS } from './settings-events.js';
 
 /**
- * Every setting of rowi, as one schema, in the order of `rowi --help` and of the README's table.
+ * Every setting of rowi, as one schema, in the order of `rowi --help` and of the table in docs/operations.md.
  * `loadConfig` reads each from its flag, its environment variable or its default, in that order
  * of precedence, checks it against the schema, and freezes the result.
  */
@@ -17,7 +17,7 @@ export type Config = Readonly<Static<typeof ConfigSchema>>;
 export type ConfigKey = keyof Config;
 
 
-/** A bad setting: the program stops before it listens and exits with code 2 (README "Configuration"). */
+/** A bad setting: the program stops before it listens and exits with code 2 (docs/operations.md "Configuration"). */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -33,7 +33,7 @@ export const CONFIG_FLAGS: Record<string, { type: 'string' }> = Object.fromEntri
     .map((schema) => [schema['x-flag'] as string, { type: 'string' as const }]),
 );
 
-/** One line per setting, for `rowi --help` and the README's configuration table. */
+/** One line per setting, for `rowi --help` and the configuration table of docs/operations.md. */
 export function describeSettings(): { env: string; flag?: string; default: unknown; description: string }[] {
   return Object.values(settings).map((schema) => ({
     env: schema['x-env'],

@@ -92,7 +92,7 @@ export async function announce(config: Config, storage: Storage, logger: Logger,
       (firstAdmin
         ? `\nThe database was empty, so rowi created the admin caller "${firstAdmin.caller.name}". Its API key, shown only this once:\n\n` +
           `  ROWI_KEY=${firstAdmin.key}\n\n` +
-          `Keep it somewhere safe; create callers for your systems with it (README: Security).\n`
+          `Keep it somewhere safe; create callers for your systems with it (docs/security.md).\n`
         : '') +
       `\nTry it (with ROWI_KEY set to an API key):\n` +
       `  curl -s -X POST ${baseUrl}/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'\n` +

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
- * rowi's Prometheus metrics (docs: README "Metrics"), one set per process, which every layer
+ * rowi's Prometheus metrics (docs: docs/operations.md "Metrics"), one set per process, which every layer
  * records into: the HTTP engine its requests, the database its transactions and pool waits, the
  * limits and authentication their refusals, the weather client its upstream calls. Served at
  * /metrics (resources/metrics.routes.ts); with --workers the primary adds up every worker's.

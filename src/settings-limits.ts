@@ -28,7 +28,7 @@ export const LIMIT_SETTINGS = {
     }),
     'ROWI_JWT_ALGORITHMS',
   ),
-  // Limits: README "Limits".
+  // Limits: docs/operations.md "Limits".
   rateLimitAnonymous: setting(
     Type.Integer({ minimum: 0, maximum: 1_000_000_000, default: 60, description: 'requests per minute per client address without credentials; 0: unlimited' }),
     'ROWI_RATE_LIMIT_ANONYMOUS',

@@ -3,7 +3,7 @@ import Type, { type TSchema } from 'typebox';
 /**
  * rowi's settings, each a schema that names its environment variable and, for the common ones,
  * its `rowi serve` flag (config.ts puts them together and reads them). Names are part of the
- * contract (README "Configuration"): scripts and deployments rely on them. This file holds
+ * contract (docs/operations.md "Configuration"): scripts and deployments rely on them. This file holds
  * serving and storage, and SQLite's durability; settings-limits.ts who may call and how much;
  * settings-weather.ts the weather provider.
  */

@@ -1,14 +1,14 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema, describeSettings, loadConfig } from '../src/config.js';
+import { documentation } from './helpers/docs.js';
 
 /**
- * Every setting the README documents accepts every value the README documents for it: its
+ * Every setting the documentation (README and docs/) documents accepts every value it documents for it: its
  * default (which is also what the parser uses when the setting is unset), and each value a table
- * gives a meaning to (`0`: unlimited, `full`: …). Read from the README's tables themselves, so a
+ * gives a meaning to (`0`: unlimited, `full`: …). Read from the documentation's tables themselves, so a
  * new row or value is checked as soon as it is written.
  */
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const DOCS = documentation();
 
 interface Row {
   line: number;
@@ -26,7 +26,7 @@ const backticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match
 function documentedRows(): Row[] {
   const rows: Row[] = [];
   let header: string[] | undefined;
-  README.split('\n').forEach((text, index) => {
+  DOCS.split('\n').forEach((text, index) => {
     if (!text.startsWith('|')) {
       header = undefined;
       return;
@@ -53,34 +53,34 @@ function documentedRows(): Row[] {
 const settingsByEnv = new Map(describeSettings().map((setting) => [setting.env, setting]));
 const keyOf = new Map(Object.entries(ConfigSchema.properties).map(([key, schema]) => [(schema as unknown as { 'x-env': string })['x-env'], key]));
 
-describe('the README\'s settings against the config parser', () => {
+describe('the documented settings against the config parser', () => {
   const rows = documentedRows();
 
-  it('README: every ROWI_ setting in a table is one the parser reads, and the Configuration table lists every setting', () => {
+  it('docs: every ROWI_ setting in a table is one the parser reads, and the Configuration table lists every setting', () => {
     expect(rows.length).toBeGreaterThan(40);
-    for (const row of rows) for (const env of row.settings) expect(settingsByEnv.has(env), `README line ${row.line}: ${env} is not a setting rowi reads`).toBe(true);
+    for (const row of rows) for (const env of row.settings) expect(settingsByEnv.has(env), `documentation line ${row.line}: ${env} is not a setting rowi reads`).toBe(true);
     const documented = new Set(rows.flatMap((row) => row.settings));
-    for (const env of settingsByEnv.keys()) expect(documented.has(env), `${env} is not documented in the README`).toBe(true);
+    for (const env of settingsByEnv.keys()) expect(documented.has(env), `${env} is not documented (docs/operations.md "Configuration")`).toBe(true);
   });
 
-  it('README: each documented default is accepted and is the value used when the setting is unset', () => {
+  it('docs: each documented default is accepted and is the value used when the setting is unset', () => {
     for (const row of rows.filter((candidate) => candidate.defaults !== undefined)) {
       const defaults = row.defaults!.length === row.settings.length ? row.defaults! : row.settings.map(() => row.defaults![0]!);
       row.settings.forEach((env, index) => {
         const documented = defaults[index] ?? '';
         const parsed = loadConfig(documented === '' ? {} : { [env]: documented });
         const key = keyOf.get(env) as keyof typeof parsed;
-        expect(String(parsed[key]), `README line ${row.line}: ${env} documents the default ${JSON.stringify(documented)}`).toBe(String(settingsByEnv.get(env)!.default));
+        expect(String(parsed[key]), `documentation line ${row.line}: ${env} documents the default ${JSON.stringify(documented)}`).toBe(String(settingsByEnv.get(env)!.default));
       });
     }
   });
 
-  it('README: each value a table gives a meaning to (`0`: unlimited, `full`: …) is accepted by the settings of its row', () => {
+  it('docs: each value a table gives a meaning to (`0`: unlimited, `full`: …) is accepted by the settings of its row', () => {
     const checked: string[] = [];
     for (const row of rows) {
       for (const value of row.values) {
         for (const env of row.settings) {
-          expect(() => loadConfig({ [env]: value }), `README line ${row.line}: ${env}=${value}`).not.toThrow();
+          expect(() => loadConfig({ [env]: value }), `documentation line ${row.line}: ${env}=${value}`).not.toThrow();
           checked.push(`${env}=${value}`);
         }
       }
@@ -88,7 +88,7 @@ describe('the README\'s settings against the config parser', () => {
     expect(checked).toEqual(expect.arrayContaining(['ROWI_AUTH_FAILURE_LIMIT=0', 'ROWI_RATE_LIMIT_ORDERS_CREATE=0', 'ROWI_WORKERS=1', 'ROWI_SQLITE_SYNCHRONOUS=normal', 'ROWI_MAX_HEAP_USED=0']));
   });
 
-  it('ROWI_AUTH_FAILURE_LIMIT=0: accepted (the policy is off), as the README says', () => {
+  it('ROWI_AUTH_FAILURE_LIMIT=0: accepted (the policy is off), as docs/operations.md says', () => {
     expect(loadConfig({ ROWI_AUTH_FAILURE_LIMIT: '0' }).authFailureLimit).toBe(0);
   });
 });

@@ -1,22 +1,24 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, DATA_RESOURCES } from '../src/auth/policy.js';
 import { PROBLEM_TYPES } from '../src/errors.js';
 import { POLICY_NAMES } from '../src/limits/rate-limiter.js';
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { documentation, readDoc } from './helpers/docs.js';
 
 /**
  * The catalogues the code keeps once (problem types, scopes, rate-limit policies) against the
- * README's reference tables: a type, scope or policy added, renamed or dropped on one side only
+ * documentation's reference tables (DOCS and docs/): a type, scope or policy added, renamed or dropped on one side only
  * fails here. (The settings' table is checked the same way in config.test.ts.)
  */
 
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const DOCS = documentation();
 
 /** The body rows of the first table after `heading`, as cells. */
 function tableAfter(heading: string): string[][] {
-  const lines = README.split('\n');
+  const lines = DOCS.split('\n');
   const start = lines.findIndex((line) => line === heading);
-  expect(start, `README has no heading ${heading}`).toBeGreaterThan(-1);
+  expect(start, `DOCS has no heading ${heading}`).toBeGreaterThan(-1);
   const rows: string[][] = [];
   for (const line of lines.slice(start + 1)) {
     if (line.startsWith('#')) break;
@@ -32,7 +34,7 @@ function tableAfter(heading: string): string[][] {
 
 const backticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]!);
 
-describe('README reference tables against the code', () => {
+describe('DOCS reference tables against the code', () => {
   it('Errors: the table lists every problem type, each with the status rowi answers it with, and no other', () => {
     const documented = Object.fromEntries(tableAfter('## Errors').map(([status, type]) => [backticked(type!)[0], Number(status)]));
     const coded = Object.fromEntries(Object.entries(PROBLEM_TYPES).map(([type, { status }]) => [type, status]));
@@ -41,7 +43,7 @@ describe('README reference tables against the code', () => {
   });
 
   it('Roles and scopes: the resources named are those of the scopes, data and administration alike', () => {
-    const section = README.slice(README.indexOf('### Roles and scopes'));
+    const section = DOCS.slice(DOCS.indexOf('### Roles and scopes'));
     const sentence = /resources are (.+?) \(data\), (.+?) \(administration\)/s.exec(section);
     expect(sentence, 'the sentence naming the resources').not.toBeNull();
     const data = backticked(sentence![1]!);
@@ -57,3 +59,33 @@ describe('README reference tables against the code', () => {
     expect([...documented].sort()).toEqual([...POLICY_NAMES].sort());
   });
 });
+
+describe('the documentation as files', () => {
+  it('README.md is the front page: under 10 KB, linking every file of docs/', () => {
+    const readme = readDoc('README.md');
+    expect(Buffer.byteLength(readme)).toBeLessThan(10 * 1024);
+    for (const file of readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md'))) expect(readme, `README links docs/${file}`).toContain(`](docs/${file})`);
+  });
+
+  it('every relative link of the README and docs/ names a file that exists, and every #anchor a heading of it', () => {
+    const broken: string[] = [];
+    for (const file of ['README.md', ...readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]) {
+      for (const [, target] of readDoc(file).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^(https?:|mailto:)/.test(target!)) continue;
+        const [path, anchor] = target!.split('#');
+        const linked = path === '' ? file : join(dirname(file), path!);
+        if (!existsSync(new URL(`../${linked}`, import.meta.url))) {
+          broken.push(`${file}: ${target} (no ${linked})`);
+          continue;
+        }
+        if (anchor !== undefined && linked.endsWith('.md') && !headingSlugs(readDoc(linked)).includes(anchor)) broken.push(`${file}: ${target} (no heading #${anchor})`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});
+
+/** GitHub's anchors of a Markdown file's headings. */
+function headingSlugs(markdown: string): string[] {
+  return [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((match) => match[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replaceAll(' ', '-'));
+}

@@ -20,7 +20,7 @@ export function writeRecord({ only, tool, bench, duration, rounds, mix, results,
     order_mix: { items: mix.itemIds.length, lines: `1-${mix.maxLines}`, quantity: 1, stock_per_item: STOCK_PER_ITEM },
     // loop_delay_p99_ms: the worst p99 of the event loop's delay over the server's processes during the load (null: the baseline).
     results: results.map(({ name, rps, p50, p99, rssMb, loopP99, loopMax }) => ({ name, rps, p50_ms: p50, p99_ms: p99, peak_rss_mb: rssMb, loop_delay_p99_ms: loopP99, loop_delay_max_ms: loopMax })),
-    // Every target of the README with what this run measured: ✓ met, ✗ missed, - not measurable here.
+    // Every target of docs/performance.md with what this run measured: ✓ met, ✗ missed, - not measurable here.
     goals: goals.map(({ verdict, label, goal, figure }) => ({ met: verdict === '✓' ? true : verdict === '✗' ? false : null, target: label, goal, measured: figure })),
     // node:sqlite (Node 24) over better-sqlite3 (Node 20), requests/s, same run.
     sqlite_drivers: drivers.skipped === undefined ? { node_sqlite_over_better_sqlite3: driverRatios, nodes: drivers.servers.map((server) => ({ driver: server.driver, node: server.version })) } : { skipped: drivers.skipped },

@@ -1,7 +1,7 @@
 // What a run prints: the table of targets, the ratios measured within the run, and the goals.
 import { RATE_LIMIT_OPERATION, columnOf, isReference } from './targets.mjs';
 
-// What rowi must reach (README, Benchmark); each is printed beside what this run measured, with ✓
+// What rowi must reach (docs/performance.md); each is printed beside what this run measured, with ✓
 // or ✗. Ratios are over a target of the same run: the bare baseline, rowi without authentication,
 // rowi with rate limits off, or rowi in one process.
 const RSS_LIMIT_MB = 120;
@@ -143,7 +143,7 @@ export function printGoals(results, ratios, authRatios, limitRatios, redis, stor
   if (lines.length === 0) return lines;
   const width = Math.max(...lines.map((line) => line.label.length)) + 2;
   const goalWidth = Math.max(...lines.map((line) => line.goal.length));
-  console.log('\nTargets (README, Benchmark), measured in this run:');
+  console.log('\nTargets (docs/performance.md), measured in this run:');
   for (const line of lines) console.log(`  ${line.verdict} ${`${line.label} `.padEnd(width, '.')} ${line.goal.padEnd(goalWidth)}  measured: ${line.figure}`);
   return lines;
 }

@@ -57,7 +57,7 @@ export function storageTarget(server, storage, workers, operation, request, base
 }
 
 /**
- * rowi's API key target of the README's goals over the baseline and of earlier records: SQLite,
+ * rowi's API key target of docs/performance.md over the baseline and of earlier records: SQLite,
  * one process, rate limits in memory, the main rowi (the auth comparison's targets carry a variant).
  */
 export function isReference(target) {

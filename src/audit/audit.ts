@@ -42,7 +42,7 @@ export function auditWriterFor(storage: Pick<Storage, 'db'>): AuditWriter {
 }
 
 /**
- * The audit trail (README "Security"): one event per request, allowed or refused. Events are buffered in
+ * The audit trail (docs/security.md): one event per request, allowed or refused. Events are buffered in
  * memory and written in multi-row inserts every `flushInterval` ms (or sooner when many are
  * waiting), so a request never waits on an audit write; closing writes whatever is pending.
  */

@@ -27,7 +27,7 @@ const MAX_CREDENTIAL_LENGTH = 4096;
 const CREDENTIALS_IN_QUERY = /[?&](?:api[_-]?key|access_token|x-api-key)=/i;
 
 /**
- * Authentication and authorisation, in one place (README "Security"): every route declares a permission
+ * Authentication and authorisation, in one place (docs/security.md): every route declares a permission
  * (registering one without fails at start), and every request is checked in onRequest, before
  * its body is read or validated, so a caller without access learns nothing from the answer.
  * The check is bound to each route when it is registered, so a request pays for no look-up of

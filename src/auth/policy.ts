@@ -1,7 +1,7 @@
 import type { Role } from '../db/database.js';
 
 /**
- * Who may do what (README "Security"), as pure data and functions: scopes are `<resource>:<action>`;
+ * Who may do what (docs/security.md), as pure data and functions: scopes are `<resource>:<action>`;
  * roles are sets of scopes; a caller's grants add to or take from its role.
  */
 export const ACTIONS = ['read', 'create', 'update', 'delete'] as const;
@@ -55,7 +55,7 @@ export function readableResources(scopes: ReadonlySet<string>): string[] {
   return EVENT_RESOURCES.filter((resource) => scopes.has(`${resource}:read`));
 }
 
-/** The credentials an operation accepts, as OpenAPI security schemes (README "Security"). */
+/** The credentials an operation accepts, as OpenAPI security schemes (docs/security.md). */
 export const SECURITY_SCHEMES = {
   apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key of the caller (rowi_…)' },
   oauth2: {
@@ -115,7 +115,7 @@ export interface Permission {
   /**
    * Scopes that must be held as well. A route that addresses one record (`/v1/orders/:id…`)
    * also needs read on that collection, so a caller who may not read orders cannot learn from
-   * 404-versus-other which order ids exist (README "Security").
+   * 404-versus-other which order ids exist (docs/security.md).
    */
   also: readonly Scope[];
   /** The scope's two halves, as the audit trail records them; null for a public route. */

@@ -124,7 +124,7 @@ export type OrderLineRow = Selectable<OrderLinesTable>;
 
 export type Role = 'reader' | 'editor' | 'admin';
 
-/** A system that uses the API (README "Security"). Users are data; callers are who asks. */
+/** A system that uses the API (docs/security.md). Users are data; callers are who asks. */
 export interface CallersTable {
   id: Generated<number>;
   /** Also the OAuth client_id. */
@@ -188,7 +188,7 @@ export interface AuditEventsTable {
 }
 export type AuditEventRow = Selectable<AuditEventsTable>;
 
-/** What an observation measured (ranges in README "Weather"); null on a place before its first one. */
+/** What an observation measured (ranges in docs/guide.md "Weather"); null on a place before its first one. */
 export interface Measurements {
   temperature_c: number;
   humidity_pct: number;

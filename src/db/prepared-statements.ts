@@ -16,7 +16,7 @@ export const MAX_PREPARED_STATEMENTS = 256;
  * only bind and execute it, and PostgreSQL may keep a plan for it. Unprepared, PostgreSQL parses
  * and plans every statement every time; for an order's placement (one data-modifying WITH) that
  * was about half of the server's time for the statement, and PostgreSQL's CPU was what bounded
- * orders on one machine (README, Benchmark).
+ * orders on one machine (docs/performance.md).
  *
  * A pooler between rowi and PostgreSQL must keep prepared statements per client: PgBouncer 1.21
  * and later in transaction mode does, with max_prepared_statements set.

@@ -3,7 +3,7 @@ import type { Db, Trx } from './database.js';
 
 /**
  * The one way rowi writes: `work` runs in a transaction, and whatever it wrote is committed
- * whole, or nothing of it is (README "Development": transactions and locking). The record of an
+ * whole, or nothing of it is (docs/development.md: transactions and locking). The record of an
  * Idempotency-Key's response and the events of a change (events/outbox.ts) are written inside the
  * same transaction as the change they belong to, so they commit or vanish with it.
  *

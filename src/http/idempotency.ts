@@ -9,7 +9,7 @@ import { unitOfWork } from '../db/unit-of-work.js';
 import { deleteIdempotencyKey, deleteIdempotencyKeysExpiredBy, findIdempotencyKey, insertIdempotencyKey, storeIdempotentResponse } from './idempotency.repository.js';
 
 /**
- * Idempotency-Key on POST (README "Conventions", draft-ietf-httpapi-idempotency-key-header): a retry with the
+ * Idempotency-Key on POST (docs/guide.md "Conventions", draft-ietf-httpapi-idempotency-key-header): a retry with the
  * same key and the same request replays the first response; the same key with a different
  * request is refused with 422.
  *

@@ -1,7 +1,7 @@
 import type { RouteOptions } from 'fastify';
 
 /**
- * Fastify answers a method that a path does not support with 404. rowi's contract (README "Conventions") wants
+ * Fastify answers a method that a path does not support with 404. rowi's contract (docs/guide.md "Conventions") wants
  * 405 with an Allow header listing the methods the path does support, and OPTIONS answered with
  * that list. Every route is recorded here as it is registered, so the list cannot go stale.
  */

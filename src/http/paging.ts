@@ -7,7 +7,7 @@ import { BadRequestError } from '../errors.js';
 import { Timestamp } from './schemas.js';
 
 /**
- * Collections (README "Conventions"): keyset cursor paging, equality and time-range filters and `sort`, all
+ * Collections (docs/guide.md "Conventions"): keyset cursor paging, equality and time-range filters and `sort`, all
  * declared per resource in a CollectionSpec and enforced here. The same declaration produces
  * the query-string schema (validation and OpenAPI) and the ListQuery the repository runs.
  */
@@ -128,7 +128,7 @@ function badQuery(parameter: string, detail: string): BadRequestError {
   return new BadRequestError(`Query parameter ${parameter} ${detail}.`, [{ in: 'query', pointer: `#/${parameter}`, detail }], 'invalid-query');
 }
 
-/** The collection envelope's schema: `{data: [...], next_cursor}` (README "Conventions"). */
+/** The collection envelope's schema: `{data: [...], next_cursor}` (docs/guide.md "Conventions"). */
 export function pageSchema(item: TSchema & { xml?: { name?: string }; title?: string }, rootName: string) {
   return Type.Object(
     {

@@ -21,7 +21,7 @@ declare module 'fastify' {
 }
 
 /**
- * What a JSON body may hold, checked in one pass over the text before it is parsed (README
+ * What a JSON body may hold, checked in one pass over the text before it is parsed (docs/guide.md
  * "Conventions"): rowi's documents are a few levels deep and hold a few hundred values (an order
  * of 100 lines, about 300). Parsing a megabyte of 100,000 members takes V8 about 100 ms, stalling
  * every request of the process; the scan refuses it in a few.

@@ -181,7 +181,7 @@ interface OperationSpec {
   response: Record<number, unknown>;
   /**
    * The scope the operation needs (`users:read`), or public. Every route must declare one:
-   * the authentication plugin refuses to start with a route that does not (README "Security").
+   * the authentication plugin refuses to start with a route that does not (docs/security.md).
    */
   permission: RoutePermission;
   /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */

@@ -25,7 +25,7 @@ export interface TransportOptions {
 }
 
 /**
- * How rowi meets the network (README "Security"): HTTPS from ROWI_TLS_CERT/ROWI_TLS_KEY (HTTP/1.1),
+ * How rowi meets the network (docs/security.md): HTTPS from ROWI_TLS_CERT/ROWI_TLS_KEY (HTTP/1.1),
  * X-Forwarded-* believed only from the proxies named in ROWI_TRUST_PROXY, so that a direct
  * caller cannot pose as another address or as HTTPS, and the time-outs of every phase of a
  * connection (timeouts.ts).

@@ -96,7 +96,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
 
 /**
  * With ROWI_REDIS_URL: whether the rate-limit counters are shared. Redis unreachable is a warning,
- * not a failure: the instance still serves, counting alone (README "Limits").
+ * not a failure: the instance still serves, counting alone (docs/operations.md "Limits").
  */
 function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
   if (sharing === undefined || sharing === 'instance') return {};

@@ -11,7 +11,7 @@ export interface MetricsRoutesOptions {
 }
 
 /**
- * GET /metrics: rowi's Prometheus metrics (README "Metrics"), for a scraper holding the
+ * GET /metrics: rowi's Prometheus metrics (docs/operations.md "Metrics"), for a scraper holding the
  * `metrics:read` scope (an admin, or a caller granted it; Prometheus can use an API key as a
  * header or the OAuth client-credentials flow). Outside /v1, like the health probes: it
  * describes the service, not a resource.

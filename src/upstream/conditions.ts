@@ -1,5 +1,5 @@
 /**
- * The documented vocabulary of `conditions` (README "Weather"): one word for what the sky does,
+ * The documented vocabulary of `conditions` (docs/guide.md "Weather"): one word for what the sky does,
  * coarse enough that every feed and provider can map onto it. It follows the groups of the WMO
  * present-weather codes (WMO 4677, as Open-Meteo's `weather_code` uses them).
  */

@@ -5,14 +5,14 @@ import { startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
 
 /**
- * Every route × every kind of credential → the answer README "Security" demands. The routes come from the
+ * Every route × every kind of credential → the answer docs/security.md demands. The routes come from the
  * app's own route table, so a route added without an entry in EXPECTED fails here.
  */
 
 /** 'describes caller': public, but credentials sent are checked (401 when invalid), since the answer is about the caller. */
 type Needs = 'public' | 'describes caller' | string[];
 
-/** What each route needs, as README "Security" reads: a route that addresses a record also needs read on its collection. */
+/** What each route needs, as docs/security.md reads: a route that addresses a record also needs read on its collection. */
 const EXPECTED: Record<string, Needs> = {
   'GET /': 'public',
   'HEAD /': 'public',
@@ -125,7 +125,7 @@ const EXPECTED: Record<string, Needs> = {
   'POST /v1/webhook-endpoints/:id/deliveries/:delivery_id/retry': ['webhook-endpoints:update', 'webhook-endpoints:read'],
 };
 
-/** README "Security"'s roles, written out here rather than taken from src/auth/policy.ts. */
+/** docs/security.md's roles, written out here rather than taken from src/auth/policy.ts. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
 const ROLE_SCOPES = {
   reader: [...DATA.map((resource) => `${resource}:read`), 'events:read'],
@@ -292,7 +292,7 @@ function executionOrder(route: { method: string; url: string }): number {
   return route.url.includes(':key_id') ? 1 : 2;
 }
 
-/** What is wrong with this answer; empty when it is what README "Security" asks for. */
+/** What is wrong with this answer; empty when it is what docs/security.md asks for. */
 function check(method: string, needs: Needs, credential: Credential, reply: Reply): { expected: string; wrong: string[] } {
   const wrong: string[] = [];
   const challenge = String(reply.headers['www-authenticate'] ?? '');
@@ -339,7 +339,7 @@ function table(rows: string[][]): string {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')).join('\n');
 }
 
-describe('permission matrix (README "Security")', () => {
+describe('permission matrix (docs/security.md)', () => {
   it('route table: every registered route has an entry in EXPECTED, and every entry is a registered route', () => {
     const registered = test.app.routeTable.list().map((route) => `${route.method} ${route.url}`);
     const unlisted = registered.filter((route) => !(route in EXPECTED));
@@ -356,7 +356,7 @@ describe('permission matrix (README "Security")', () => {
     expect(reply.status).toBe(200);
   });
 
-  it('every route × credential: 401 missing/invalid, 403 insufficient-scope or let through, as README "Security" says, when called with each of 10 credentials', async () => {
+  it('every route × credential: 401 missing/invalid, 403 insufficient-scope or let through, as docs/security.md says, when called with each of 10 credentials', async () => {
     const routes = test.app.routeTable.list().sort((a, b) => executionOrder(a) - executionOrder(b));
     const cells: Cell[] = [];
     const mismatches: string[][] = [['route', 'credential', 'expected', 'got']];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, isGrantable, isScope, missingScopes, parseScopeList, permissionOf, scopesOf, type Scope } from '../../src/auth/policy.js';
 
-/** The roles of README "Security" written out by hand, so the module is checked against the documented rules and not against itself. */
+/** The roles of docs/security.md written out by hand, so the module is checked against the documented rules and not against itself. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
 const READER = [...DATA.map((resource) => `${resource}:read`), 'events:read'];
 const EDITOR = [...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)), 'events:read'];

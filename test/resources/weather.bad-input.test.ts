@@ -166,7 +166,7 @@ describe('PUT /v1/weather/{place}: bodies that are refused', () => {
 });
 
 /**
- * Path segments that cannot name a place (README "Weather": a slug of letters, digits and hyphens, 1–64).
+ * Path segments that cannot name a place (docs/guide.md "Weather": a slug of letters, digits and hyphens, 1–64).
  * As with non-numeric ids, a URL that cannot name a place names none: 404 on every method.
  */
 const NOT_SLUGS: [string, string][] = [

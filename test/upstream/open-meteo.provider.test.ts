@@ -7,7 +7,7 @@ import { failureOf } from './expect-failure.js';
 /**
  * The Open-Meteo provider against a real local server playing Open-Meteo: the request it sends,
  * how the documented answer maps onto rowi's fields, and the failure kind of every way the
- * upstream can go wrong (README "Weather": 504 for timeouts, 502 for the rest, decided from the kind).
+ * upstream can go wrong (docs/guide.md "Weather": 504 for timeouts, 502 for the rest, decided from the kind).
  */
 
 const BERLIN = { latitude: 52.52, longitude: 13.41 };

@@ -41,7 +41,7 @@ export const AUDIT_COLLECTION: CollectionSpec = {
 };
 
 /**
- * GET /v1/audit-events (README "Security"), newest first. Events are written in batches, so the last
+ * GET /v1/audit-events (docs/security.md), newest first. Events are written in batches, so the last
  * second or so of requests may not be listed yet.
  */
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -9,7 +9,7 @@ import { recordEvent } from '../../events/outbox.js';
 import { assertManagementSurvives, callerPath, createCaller, findStoredCaller, type CallerView } from './callers.service.js';
 
 /**
- * The API keys of callers (README "Security"): made with a secret shown once, listed and read
+ * The API keys of callers (docs/security.md): made with a secret shown once, listed and read
  * without it, revoked (never deleted, so the audit trail can still name them); and, on an empty
  * database, the first admin caller with its key.
  */

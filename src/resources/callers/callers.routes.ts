@@ -22,7 +22,7 @@ import { createCaller, deleteCaller, getCaller, listCallers, patchCaller } from 
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
- * /v1/callers and their keys (README "Security"), for admins. Every change forgets what this instance
+ * /v1/callers and their keys (docs/security.md), for admins. Every change forgets what this instance
  * believed about callers and keys, so a revoked key or a narrowed role takes effect at once here,
  * and tells the other instances on the database (Signals), which forget as soon as they hear it
  * (within FRESH_MS in any case).

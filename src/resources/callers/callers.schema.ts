@@ -27,7 +27,7 @@ const ScopeName = Type.Union(
 const ScopeList = (description: string) => Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
 
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()], {
-  description: 'requests per minute this caller may make; null: its role\'s default (README "Limits")',
+  description: 'requests per minute this caller may make; null: its role\'s default (docs/operations.md "Limits")',
 });
 
 export const CallerSchema = Type.Object(

@@ -5,7 +5,7 @@ import { createItem, deleteItem, getItem, listItems, patchItem, presentItem, rep
 
 const ITEMS: Collection = { path: '/v1/items', name: 'items', singular: 'Item', article: 'an', listing: ITEM_COLLECTION, record: ItemSchema, page: ItemPageSchema, present: presentItem };
 
-/** /v1/items: the catalogue (README "Calling it"); creating an item creates its stock at 0. */
+/** /v1/items: the catalogue (docs/guide.md); creating an item creates its stock at 0. */
 const itemsRoutes: FastifyPluginAsync = async (app) => {
   listOperation(app, ITEMS, { list: listItems });
   createOperation(app, ITEMS, { summary: 'Create an item (and its stock, at quantity 0)', body: ItemCreateSchema, create: createItem });

@@ -6,7 +6,7 @@ const MovementKind = Type.Union([Type.Literal('set'), Type.Literal('reserve'), T
   description: 'set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order',
 });
 
-/** Stock of one item (README "Calling it"): quantity is on hand and unreserved; reserved is held by placed orders. */
+/** Stock of one item (docs/guide.md): quantity is on hand and unreserved; reserved is held by placed orders. */
 const StockQuantity = Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, description: 'units on hand and not reserved, 0 to 10¹²' });
 
 export const StockSchema = Type.Object(

@@ -128,7 +128,7 @@ function movement(after: StoredStock, kind: MovementKind, quantityChange: number
   };
 }
 
-/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (README "Conventions"). */
+/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (docs/guide.md "Conventions"). */
 function assertStockEchoes(stored: StoredStock, body: StockChange): void {
   assertEchoesMatch([
     ...(body.item_id !== undefined && body.item_id !== stored.item_id ? ['item_id'] : []),

@@ -6,7 +6,7 @@ import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder
 const ORDERS: Collection = { path: '/v1/orders', name: 'orders', singular: 'Order', article: 'an', listing: ORDER_COLLECTION, record: OrderSchema, page: OrderPageSchema };
 
 /**
- * /v1/orders: orders that reserve stock atomically (README "Calling it"). What differs from
+ * /v1/orders: orders that reserve stock atomically (docs/guide.md). What differs from
  * other resources: placing spends from a tighter rate-limit budget, a replace re-reserves only
  * the difference, a change may move the status, and a delete releases what the order reserves.
  */
@@ -17,7 +17,7 @@ const ordersRoutes: FastifyPluginAsync = async (app) => {
     summary: 'Place an order, reserving stock for every line or for none',
     description: 'All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines.',
     created: 'Placed',
-    // Placing orders spends from a tighter budget as well as the caller's own (README "Limits").
+    // Placing orders spends from a tighter budget as well as the caller's own (docs/operations.md "Limits").
     config: { rateLimitBudget: 'orders-create' },
     body: OrderCreateSchema,
     create: placeOrder,

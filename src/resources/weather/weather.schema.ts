@@ -51,7 +51,7 @@ const nullable = <T extends TSchema>(schema: T, description: string) => Type.Uni
 /** A measurement of the place's latest observation: null until there is one. */
 const untilFirstObservation = (schema: TSchema & { description?: string }) => nullable(schema, `${schema.description ?? ''}; null before the first observation`);
 
-/** A place and its latest weather: recorded, or from the upstream provider (README "Weather"). */
+/** A place and its latest weather: recorded, or from the upstream provider (docs/guide.md "Weather"). */
 export const WeatherSchema = Type.Object(
   {
     id: RecordFields.id,

@@ -188,7 +188,7 @@ function checkObservation(input: ObservationInput, recordedBy: string): Measurem
   };
 }
 
-/** The rules of writes (README "Conventions") for place bodies: id and timestamps as for every record, and `place` naming the path's. */
+/** The rules of writes (docs/guide.md "Conventions") for place bodies: id and timestamps as for every record, and `place` naming the path's. */
 function assertEchoes(stored: StoredPlace, body: { place?: string; id?: number; created_at?: string; updated_at?: string }): void {
   if (body.place !== undefined && placeKey(body.place) !== stored.place) {
     throw new UnprocessableError(`The body names place ${body.place}, but the path names ${stored.place}.`, [

@@ -1,0 +1,16 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * rowi's documentation: the README (the front page) and docs/. The files whose curl examples are
+ * run (test/readme.process.test.ts), in the order they run against one server: the guide first
+ * (it creates the records the others use), the README's example last.
+ */
+export const EXAMPLE_FILES = ['docs/guide.md', 'docs/security.md', 'docs/operations.md', 'README.md'] as const;
+
+/** Every documentation file the reference checks read. */
+export const DOC_FILES = ['README.md', 'docs/guide.md', 'docs/security.md', 'docs/errors.md', 'docs/operations.md', 'docs/events.md', 'docs/development.md', 'docs/performance.md'] as const;
+
+export const readDoc = (file: string): string => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+
+/** All of the documentation as one text, file after file. */
+export const documentation = (): string => DOC_FILES.map(readDoc).join('\n');
