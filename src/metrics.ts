@@ -20,7 +20,7 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 export const metrics = {
   requestDuration: new Histogram({
     name: 'rowi_http_request_duration_seconds',
-    help: 'Time from a request\'s arrival to its response, by route template, method and status class',
+    help: 'Time from a request\'s arrival to its response, by route template (unmatched for unknown paths), method and status class (2xx…; 4xx also for a client that left first)',
     labelNames: ['route', 'method', 'status_class'] as const,
     buckets: SECONDS,
     registers: [registry],
@@ -32,7 +32,7 @@ export const metrics = {
   }),
   transactionDuration: new Histogram({
     name: 'rowi_db_transaction_duration_seconds',
-    help: 'Units of work (write transactions), from their start to their commit (durable) or rollback, by outcome',
+    help: 'Units of work (write transactions), from their start to their commit or rollback, by outcome (committed: durable, rolled_back)',
     labelNames: ['outcome'] as const,
     buckets: SECONDS,
     registers: [registry],
@@ -51,13 +51,13 @@ export const metrics = {
   }),
   authFailures: new Counter({
     name: 'rowi_auth_failures_total',
-    help: 'Requests refused by authentication or authorisation, by kind (the problem type)',
+    help: 'Requests refused by authentication or authorisation, by kind (the problem type: missing-credentials, invalid-credentials, malformed-credentials, insufficient-scope)',
     labelNames: ['kind'] as const,
     registers: [registry],
   }),
   upstreamCalls: new Counter({
     name: 'rowi_weather_upstream_calls_total',
-    help: 'Calls to the weather provider, by outcome (ok, or the kind of failure)',
+    help: 'Calls to the weather provider, by outcome (ok, timeout, bad-answer, unreachable)',
     labelNames: ['outcome'] as const,
     registers: [registry],
   }),

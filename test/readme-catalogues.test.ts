@@ -5,6 +5,7 @@ import { POLICY_NAMES } from '../src/limits/rate-limiter.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { documentation, readDoc } from './helpers/docs.js';
+import { regenerated, TABLES, writeTable } from './helpers/reference-tables.js';
 
 /**
  * The catalogues the code keeps once (problem types, scopes, rate-limit policies) against the
@@ -89,3 +90,11 @@ describe('the documentation as files', () => {
 function headingSlugs(markdown: string): string[] {
   return [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((match) => match[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replaceAll(' ', '-'));
 }
+
+describe('the generated reference tables', () => {
+  it.each(TABLES.map((table) => [`${table.file}: ${table.name}`, table] as const))('%s is what the code generates (npm run docs rewrites it)', (_name, table) => {
+    if (process.env.ROWI_UPDATE_DOCS === '1') writeTable(table);
+    const { current, expected } = regenerated(table);
+    expect(current).toBe(expected);
+  });
+});
