@@ -29,10 +29,20 @@ export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string
   if (drafts.length === 0) return;
   const events: NewEvent[] = drafts.map((draft) => {
     const id = draft.id ?? nextEventId();
-    return { id, type: draft.type, resource: resourceOf(draft.type), path: draft.path, data: JSON.stringify(draft.data) };
+    return { id, type: draft.type, resource: resourceOf(draft.type), path: draft.path, data: JSON.stringify(representation(draft.data)) };
   });
   await insertEvents(trx, events);
   wroteEvents.add(trx);
+}
+
+/**
+ * The data as GET answers the resource: services hand over a record with the `version` its ETag is
+ * made from, which the response serialiser leaves out; so does an event.
+ */
+function representation(data: unknown): unknown {
+  if (typeof data !== 'object' || data === null || !('version' in data)) return data;
+  const { version: _version, ...rest } = data as Record<string, unknown>;
+  return rest;
 }
 
 export function recordEvent(trx: Trx, type: EventType, path: string, data: unknown, id?: string): Promise<void> {

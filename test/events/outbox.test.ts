@@ -22,6 +22,21 @@ async function lastEventId(): Promise<string | undefined> {
 }
 
 describe('the outbox', () => {
+  it('an event\'s data is the resource as GET answers it: the same members, nothing internal (no version)', async () => {
+    const before = await lastEventId();
+    const { user } = await createUser(test);
+    const { item } = await createItem(test, { price: '3.00' });
+    await setStock(test, item.id, 5);
+    const placed = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'Shape', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
+    const caller = await test.call({ method: 'POST', url: '/v1/callers', body: { name: `shape-${user.id}`, role: 'reader' } });
+    const events = await eventsSince(before);
+    for (const [type, url] of [['user.created', `/v1/users/${user.id}`], ['item.created', `/v1/items/${item.id}`], ['order.created', `/v1/orders/${placed.json.id}`], ['caller.created', `/v1/callers/${caller.json.id}`]]) {
+      const event = events.find((each) => each.type === type)!;
+      const read = await test.call({ url: url! });
+      expect(event.data, type).toEqual(read.json);
+    }
+  });
+
   it('GET /v1/events: lists the events of users, items, stock and orders, with the resource after each change, when they are made', async () => {
     const before = await lastEventId();
     const { user } = await createUser(test);
