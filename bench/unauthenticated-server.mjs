@@ -40,6 +40,7 @@ import itemsRoutes from '../dist/src/resources/items/items.routes.js';
 import stockRoutes from '../dist/src/resources/items/stock.routes.js';
 import ordersRoutes from '../dist/src/resources/orders/orders.routes.js';
 import { API_DESCRIPTION, API_TAGS } from '../dist/src/resources/api-description.js';
+import { API_EXAMPLES } from '../dist/src/resources/api-examples.js';
 import rootRoutes from '../dist/src/resources/root.routes.js';
 import healthRoutes from '../dist/src/resources/health.routes.js';
 import usersRoutes from '../dist/src/resources/users/users.routes.js';
@@ -94,7 +95,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   // Counted as rowi counts (without a principal, per client address), so the comparison with rowi
   // measures credentials and the audit trail, not rate limiting as well.
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
-  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, publicUrl: config.publicUrl });
+  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, examples: API_EXAMPLES, publicUrl: config.publicUrl });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });

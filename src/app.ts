@@ -30,6 +30,7 @@ import { addDeprecationHeaders } from './http/deprecation.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
 import { API_DESCRIPTION, API_TAGS } from './resources/api-description.js';
+import { API_EXAMPLES } from './resources/api-examples.js';
 import rootRoutes from './resources/root.routes.js';
 import healthRoutes from './resources/health.routes.js';
 import limitsRoutes from './resources/limits.routes.js';
@@ -127,7 +128,7 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
   registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config), storage.signals), logger, storage.signals));
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
-  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, publicUrl: config.publicUrl });
+  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, examples: API_EXAMPLES, publicUrl: config.publicUrl });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });

@@ -22,7 +22,7 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
  * Returns the document with its titled schemas named. Two different schemas with one title are a
  * mistake in the code (a client would get one type for both): it throws, and rowi does not start.
  */
-export function nameComponents<T extends Json>(document: T): T {
+export function nameComponents<T extends Json>(document: T, examples: Record<string, unknown> = {}): T {
   const components = (isObject(document.components) ? document.components : {}) as Json;
   const schemas = (isObject(components.schemas) ? components.schemas : {}) as Json;
   const seen = new Map<string, string>();
@@ -46,6 +46,7 @@ export function nameComponents<T extends Json>(document: T): T {
 
   const paths = visit(document.paths, false) as Record<string, Record<string, Json>>;
   const named = Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, visit(schema, false)]));
+  addExamples(named, examples);
   const operations = Object.values(paths).flatMap((methods) => Object.values(methods)).filter((operation) => isObject(operation.responses));
   const responses = nameProblemResponses(operations);
   const headers = nameHeaders([...operations.flatMap((operation) => Object.values(operation.responses as Json)), ...Object.values(responses)].filter(isObject));
@@ -59,6 +60,22 @@ export function nameComponents<T extends Json>(document: T): T {
       headers: sortByName({ ...(components.headers as Json | undefined), ...headers }),
     },
   };
+}
+
+/**
+ * Gives each named schema its example; a page (`UserPage`) without one of its own gets a page of
+ * its record's example. An example for a name that is no schema is a mistake: it throws.
+ */
+function addExamples(schemas: Json, examples: Record<string, unknown>): void {
+  for (const [name, example] of Object.entries(examples)) {
+    const schema = schemas[name];
+    if (!isObject(schema)) throw new Error(`An example is given for ${name}, which is not a schema of the document`);
+    schema.examples = [example];
+  }
+  for (const [name, schema] of Object.entries(schemas)) {
+    const record = name.endsWith('Page') ? examples[name.slice(0, -'Page'.length)] : undefined;
+    if (isObject(schema) && schema.examples === undefined && record !== undefined) schema.examples = [{ data: [record], next_cursor: null }];
+  }
 }
 
 /** The most frequent of each key's values, as JSON text. */

@@ -17,6 +17,8 @@ export interface OpenApiOptions {
   tags: readonly { name: string; description: string }[];
   /** The credentials operations accept, named by the security requirements of the routes. */
   securitySchemes: SecuritySchemes;
+  /** An example of each named schema, by name. */
+  examples: Record<string, unknown>;
   /** The origin callers reach rowi at (ROWI_PUBLIC_URL); empty: the document's own origin. */
   publicUrl: string;
 }
@@ -48,7 +50,7 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
       components: { securitySchemes: options.securitySchemes },
     },
     exposeHeadRoutes: true,
-    transformObject: (documents) => nameComponents(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Record<string, unknown>),
+    transformObject: (documents) => nameComponents(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Record<string, unknown>, options.examples),
     refResolver: {
       // Shared schemas appear under their own $id ("Problem") in components.schemas.
       buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`),

@@ -781,7 +781,19 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** ApiKey */
+        /**
+         * ApiKey
+         * @example {
+         *       "id": 2,
+         *       "caller_id": 2,
+         *       "prefix": "rowi_geej5b4a",
+         *       "description": "sales system, production",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "expires_at": null,
+         *       "last_used_at": "2026-06-01T12:05:00.000Z",
+         *       "revoked_at": null
+         *     }
+         */
         ApiKey: {
             /**
              * Format: int64
@@ -809,7 +821,13 @@ export interface components {
             /** @description when the key was revoked; null while it works */
             readonly revoked_at: string | null;
         };
-        /** ApiKeyCreate */
+        /**
+         * ApiKeyCreate
+         * @example {
+         *       "description": "sales system, production",
+         *       "expires_at": "2027-06-01T00:00:00Z"
+         *     }
+         */
         ApiKeyCreate: {
             description?: string;
             /**
@@ -818,13 +836,48 @@ export interface components {
              */
             expires_at?: string;
         };
-        /** ApiKeyPage */
+        /**
+         * ApiKeyPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 2,
+         *           "caller_id": 2,
+         *           "prefix": "rowi_geej5b4a",
+         *           "description": "sales system, production",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "expires_at": null,
+         *           "last_used_at": "2026-06-01T12:05:00.000Z",
+         *           "revoked_at": null
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         ApiKeyPage: {
             data: components["schemas"]["ApiKey"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** AuditEvent */
+        /**
+         * AuditEvent
+         * @example {
+         *       "id": 7,
+         *       "at": "2026-06-01T12:00:00.000Z",
+         *       "request_id": "c0f8f90c-718e-448b-b37d-2242b1b0ee3f",
+         *       "caller_id": 2,
+         *       "caller_name": "sales-system",
+         *       "credential": "api_key",
+         *       "method": "POST",
+         *       "path": "/v1/orders",
+         *       "resource": "orders",
+         *       "record_id": "1",
+         *       "action": "create",
+         *       "status": 201,
+         *       "duration_ms": 4.2,
+         *       "client_ip": "192.0.2.10"
+         *     }
+         */
         AuditEvent: {
             /**
              * Format: int64
@@ -857,13 +910,56 @@ export interface components {
             duration_ms: number;
             client_ip: string | null;
         };
-        /** AuditEventPage */
+        /**
+         * AuditEventPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 7,
+         *           "at": "2026-06-01T12:00:00.000Z",
+         *           "request_id": "c0f8f90c-718e-448b-b37d-2242b1b0ee3f",
+         *           "caller_id": 2,
+         *           "caller_name": "sales-system",
+         *           "credential": "api_key",
+         *           "method": "POST",
+         *           "path": "/v1/orders",
+         *           "resource": "orders",
+         *           "record_id": "1",
+         *           "action": "create",
+         *           "status": 201,
+         *           "duration_ms": 4.2,
+         *           "client_ip": "192.0.2.10"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         AuditEventPage: {
             data: components["schemas"]["AuditEvent"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** AuthorizationServerMetadata */
+        /**
+         * AuthorizationServerMetadata
+         * @example {
+         *       "issuer": "https://api.example.com",
+         *       "token_endpoint": "https://api.example.com/oauth/token",
+         *       "jwks_uri": "https://api.example.com/.well-known/jwks.json",
+         *       "grant_types_supported": [
+         *         "client_credentials"
+         *       ],
+         *       "token_endpoint_auth_methods_supported": [
+         *         "client_secret_basic",
+         *         "client_secret_post"
+         *       ],
+         *       "scopes_supported": [
+         *         "users:read",
+         *         "orders:read",
+         *         "orders:create"
+         *       ],
+         *       "response_types_supported": []
+         *     }
+         */
         AuthorizationServerMetadata: {
             issuer: string;
             token_endpoint: string;
@@ -873,7 +969,37 @@ export interface components {
             scopes_supported: string[];
             response_types_supported: string[];
         };
-        /** Caller */
+        /**
+         * Caller
+         * @example {
+         *       "id": 2,
+         *       "name": "sales-system",
+         *       "role": "editor",
+         *       "extra_scopes": [],
+         *       "removed_scopes": [],
+         *       "scopes": [
+         *         "users:read",
+         *         "users:create",
+         *         "users:update",
+         *         "items:read",
+         *         "items:create",
+         *         "items:update",
+         *         "stock:read",
+         *         "stock:create",
+         *         "stock:update",
+         *         "orders:read",
+         *         "orders:create",
+         *         "orders:update",
+         *         "weather:read",
+         *         "weather:create",
+         *         "weather:update",
+         *         "events:read"
+         *       ],
+         *       "rate_limit": null,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         Caller: {
             /**
              * Format: int64
@@ -903,7 +1029,13 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** CallerCreate */
+        /**
+         * CallerCreate
+         * @example {
+         *       "name": "sales-system",
+         *       "role": "editor"
+         *     }
+         */
         CallerCreate: {
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name: string;
@@ -916,13 +1048,53 @@ export interface components {
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
         };
-        /** CallerPage */
+        /**
+         * CallerPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 2,
+         *           "name": "sales-system",
+         *           "role": "editor",
+         *           "extra_scopes": [],
+         *           "removed_scopes": [],
+         *           "scopes": [
+         *             "users:read",
+         *             "users:create",
+         *             "users:update",
+         *             "items:read",
+         *             "items:create",
+         *             "items:update",
+         *             "stock:read",
+         *             "stock:create",
+         *             "stock:update",
+         *             "orders:read",
+         *             "orders:create",
+         *             "orders:update",
+         *             "weather:read",
+         *             "weather:create",
+         *             "weather:update",
+         *             "events:read"
+         *           ],
+         *           "rate_limit": null,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         CallerPage: {
             data: components["schemas"]["Caller"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** CallerPatch */
+        /**
+         * CallerPatch
+         * @example {
+         *       "rate_limit": 600
+         *     }
+         */
         CallerPatch: {
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name?: string;
@@ -952,7 +1124,32 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** Event */
+        /**
+         * Event
+         * @example {
+         *       "id": "evt_01a214fb578f000000b9bd50f327",
+         *       "type": "order.created",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "path": "/v1/orders/1",
+         *       "data": {
+         *         "id": 1,
+         *         "name": "SO-1001",
+         *         "user_id": 1,
+         *         "status": "placed",
+         *         "lines": [
+         *           {
+         *             "item_id": 1,
+         *             "quantity": 2,
+         *             "unit_price": "2.50",
+         *             "line_total": "5.00"
+         *           }
+         *         ],
+         *         "total": "5.00",
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
         Event: {
             /** @description the event id: evt_ and 28 hexadecimal digits, sortable by time */
             id: string;
@@ -970,13 +1167,59 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** EventPage */
+        /**
+         * EventPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "evt_01a214fb578f000000b9bd50f327",
+         *           "type": "order.created",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "path": "/v1/orders/1",
+         *           "data": {
+         *             "id": 1,
+         *             "name": "SO-1001",
+         *             "user_id": 1,
+         *             "status": "placed",
+         *             "lines": [
+         *               {
+         *                 "item_id": 1,
+         *                 "quantity": 2,
+         *                 "unit_price": "2.50",
+         *                 "line_total": "5.00"
+         *               }
+         *             ],
+         *             "total": "5.00",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         EventPage: {
             data: components["schemas"]["Event"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** Health */
+        /**
+         * Health
+         * @example {
+         *       "status": "pass",
+         *       "version": "0.1.0",
+         *       "checks": {
+         *         "database": {
+         *           "status": "pass",
+         *           "duration_ms": 0.64
+         *         },
+         *         "migrations": {
+         *           "status": "pass",
+         *           "duration_ms": 3.65
+         *         }
+         *       }
+         *     }
+         */
         Health: {
             /** @enum {string} */
             status: "pass";
@@ -1012,7 +1255,22 @@ export interface components {
                 };
             };
         };
-        /** Index */
+        /**
+         * Index
+         * @example {
+         *       "name": "rowi",
+         *       "version": "0.1.0",
+         *       "links": {
+         *         "self": "/v1",
+         *         "openapi": "/v1/openapi.json",
+         *         "users": "/v1/users",
+         *         "items": "/v1/items",
+         *         "orders": "/v1/orders",
+         *         "weather": "/v1/weather",
+         *         "limits": "/v1/limits"
+         *       }
+         *     }
+         */
         Index: {
             name: string;
             version: string;
@@ -1029,7 +1287,17 @@ export interface components {
                 limits: string;
             };
         };
-        /** Item */
+        /**
+         * Item
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         Item: {
             /**
              * Format: int64
@@ -1056,7 +1324,14 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** ItemCreate */
+        /**
+         * ItemCreate
+         * @example {
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50"
+         *     }
+         */
         ItemCreate: {
             /** @description display name, 1–200 characters */
             name: string;
@@ -1068,13 +1343,33 @@ export interface components {
              */
             price: string;
         };
-        /** ItemPage */
+        /**
+         * ItemPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "name": "Widget",
+         *           "sku": "WID-1",
+         *           "price": "2.50",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         ItemPage: {
             data: components["schemas"]["Item"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** ItemPatch */
+        /**
+         * ItemPatch
+         * @example {
+         *       "price": "2.75"
+         *     }
+         */
         ItemPatch: {
             /** @description display name, 1–200 characters */
             name?: string;
@@ -1101,7 +1396,14 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** ItemReplace */
+        /**
+         * ItemReplace
+         * @example {
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.75"
+         *     }
+         */
         ItemReplace: {
             /** @description display name, 1–200 characters */
             name: string;
@@ -1128,7 +1430,22 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** JWKS */
+        /**
+         * JWKS
+         * @example {
+         *       "keys": [
+         *         {
+         *           "kid": "4e59a6ce-969d-4b43-aa41-d6e67c3c7cb8",
+         *           "kty": "EC",
+         *           "alg": "ES256",
+         *           "use": "sig",
+         *           "crv": "P-256",
+         *           "x": "v_7iIcN7S4RR0Qo5WnyMc20k2YoFcWQrhVMDKbubjEs",
+         *           "y": "j8iZlKcPVViXx67mIYv0wkoCUWU_WDc4mSYBrPPzf2I"
+         *         }
+         *       ]
+         *     }
+         */
         JWKS: {
             keys: ({
                 kid: string;
@@ -1138,7 +1455,36 @@ export interface components {
                 [key: string]: unknown;
             })[];
         };
-        /** Limits */
+        /**
+         * Limits
+         * @example {
+         *       "rate_limit": {
+         *         "policy": "caller",
+         *         "quota": 1200,
+         *         "window_seconds": 60
+         *       },
+         *       "orders_create": {
+         *         "policy": "orders-create",
+         *         "quota": 300,
+         *         "window_seconds": 60
+         *       },
+         *       "failed_authentication": {
+         *         "policy": "failed-auth",
+         *         "quota": 10,
+         *         "window_seconds": 60
+         *       },
+         *       "counted": "instance",
+         *       "body_limit_bytes": 1048576,
+         *       "page_size_max": 500,
+         *       "timeouts_ms": {
+         *         "headers": 10000,
+         *         "request": 30000,
+         *         "keep_alive": 72000,
+         *         "handler": 15000,
+         *         "database": 5000
+         *       }
+         *     }
+         */
         Limits: {
             /** @description the caller's own budget (the client address's, without credentials); null: unlimited */
             rate_limit: {
@@ -1216,7 +1562,20 @@ export interface components {
                 database: number;
             };
         };
-        /** NewApiKey */
+        /**
+         * NewApiKey
+         * @example {
+         *       "id": 2,
+         *       "caller_id": 2,
+         *       "prefix": "rowi_geej5b4a",
+         *       "description": "sales system, production",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "expires_at": null,
+         *       "last_used_at": null,
+         *       "revoked_at": null,
+         *       "key": "rowi_geej5b4a_xJQRB8HDy7_cZ_kpLwHaoqUX6OywiXDi773aFBy09uI"
+         *     }
+         */
         NewApiKey: {
             /**
              * Format: int64
@@ -1246,12 +1605,32 @@ export interface components {
             /** @description the API key; shown only in this response: store it now */
             key: string;
         };
-        /** OAuthError */
+        /**
+         * OAuthError
+         * @example {
+         *       "error": "invalid_client",
+         *       "error_description": "The client id and secret do not match."
+         *     }
+         */
         OAuthError: {
             error: "invalid_request" | "invalid_client" | "unsupported_grant_type" | "invalid_scope";
             error_description: string;
         };
-        /** Observation */
+        /**
+         * Observation
+         * @example {
+         *       "id": 1,
+         *       "place": "tokyo",
+         *       "temperature_c": 12.5,
+         *       "humidity_pct": 60,
+         *       "wind_kph": 8,
+         *       "conditions": "partly-cloudy",
+         *       "observed_at": "2026-06-01T09:00:00.000Z",
+         *       "source": "weather-feed",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         Observation: {
             /**
              * Format: int64
@@ -1286,7 +1665,17 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** ObservationInput */
+        /**
+         * ObservationInput
+         * @example {
+         *       "name": "Tokyo",
+         *       "temperature_c": 12.5,
+         *       "humidity_pct": 60,
+         *       "wind_kph": 8,
+         *       "conditions": "partly-cloudy",
+         *       "observed_at": "2026-06-01T18:00:00+09:00"
+         *     }
+         */
         ObservationInput: {
             /** @description air temperature, °C, -100 to 70 */
             temperature_c: number;
@@ -1327,7 +1716,26 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** ObservationPage */
+        /**
+         * ObservationPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "place": "tokyo",
+         *           "temperature_c": 12.5,
+         *           "humidity_pct": 60,
+         *           "wind_kph": 8,
+         *           "conditions": "partly-cloudy",
+         *           "observed_at": "2026-06-01T09:00:00.000Z",
+         *           "source": "weather-feed",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         ObservationPage: {
             data: components["schemas"]["Observation"][];
             /** @description pass as cursor to get the next page; null on the last page */
@@ -1337,7 +1745,26 @@ export interface components {
         OpenAPI: {
             [key: string]: unknown;
         };
-        /** Order */
+        /**
+         * Order
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "status": "placed",
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2,
+         *           "unit_price": "2.50",
+         *           "line_total": "5.00"
+         *         }
+         *       ],
+         *       "total": "5.00",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         Order: {
             /**
              * Format: int64
@@ -1367,7 +1794,19 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** OrderCreate */
+        /**
+         * OrderCreate
+         * @example {
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2
+         *         }
+         *       ]
+         *     }
+         */
         OrderCreate: {
             /** @description the caller's reference for the order, 1–200 characters */
             name: string;
@@ -1379,7 +1818,15 @@ export interface components {
             /** @description 1–100 lines; lines of the same item are merged into one, of at most 1000000 units */
             lines: components["schemas"]["OrderLineInput"][];
         };
-        /** OrderLine */
+        /**
+         * OrderLine
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 2,
+         *       "unit_price": "2.50",
+         *       "line_total": "5.00"
+         *     }
+         */
         OrderLine: {
             /**
              * Format: int64
@@ -1402,7 +1849,13 @@ export interface components {
              */
             readonly line_total: string;
         };
-        /** OrderLineInput */
+        /**
+         * OrderLineInput
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 2
+         *     }
+         */
         OrderLineInput: {
             /**
              * Format: int64
@@ -1415,13 +1868,42 @@ export interface components {
              */
             quantity: number;
         };
-        /** OrderPage */
+        /**
+         * OrderPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "name": "SO-1001",
+         *           "user_id": 1,
+         *           "status": "placed",
+         *           "lines": [
+         *             {
+         *               "item_id": 1,
+         *               "quantity": 2,
+         *               "unit_price": "2.50",
+         *               "line_total": "5.00"
+         *             }
+         *           ],
+         *           "total": "5.00",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         OrderPage: {
             data: components["schemas"]["Order"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** OrderPatch */
+        /**
+         * OrderPatch
+         * @example {
+         *       "status": "fulfilled"
+         *     }
+         */
         OrderPatch: {
             /** @description the caller's reference for the order, 1–200 characters */
             name?: string;
@@ -1455,7 +1937,19 @@ export interface components {
             readonly updated_at?: string;
             readonly total?: string;
         };
-        /** OrderReplace */
+        /**
+         * OrderReplace
+         * @example {
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 3
+         *         }
+         *       ]
+         *     }
+         */
         OrderReplace: {
             /** @description the caller's reference for the order, 1–200 characters */
             name: string;
@@ -1485,7 +1979,13 @@ export interface components {
             readonly updated_at?: string;
             readonly total?: string;
         };
-        /** PlacePatch */
+        /**
+         * PlacePatch
+         * @example {
+         *       "latitude": 35.68,
+         *       "longitude": 139.69
+         *     }
+         */
         PlacePatch: {
             /** @description display name, 1–200 characters */
             name?: string;
@@ -1511,7 +2011,29 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** Problem */
+        /**
+         * Problem
+         * @example {
+         *       "type": "/problems/validation-failed",
+         *       "title": "Validation failed",
+         *       "status": 422,
+         *       "detail": "The body has 2 invalid fields.",
+         *       "instance": "/v1/users",
+         *       "request_id": "0b6f3a54-5d0e-4a55-a0a7-4a1b1cfb5a0e",
+         *       "errors": [
+         *         {
+         *           "in": "body",
+         *           "pointer": "#/name",
+         *           "detail": "must not be empty"
+         *         },
+         *         {
+         *           "in": "body",
+         *           "pointer": "#/email",
+         *           "detail": "must be an email address"
+         *         }
+         *       ]
+         *     }
+         */
         Problem: {
             /**
              * Format: uri-reference
@@ -1540,7 +2062,15 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** ProblemType */
+        /**
+         * ProblemType
+         * @example {
+         *       "type": "/problems/email-taken",
+         *       "status": 409,
+         *       "title": "Email already in use",
+         *       "description": "Another user has this email address; emails are compared without regard to case."
+         *     }
+         */
         ProblemType: {
             /** Format: uri-reference */
             type: string;
@@ -1549,7 +2079,15 @@ export interface components {
             title: string;
             description: string;
         };
-        /** Stock */
+        /**
+         * Stock
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 98,
+         *       "reserved": 2,
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         Stock: {
             /**
              * Format: int64
@@ -1572,7 +2110,20 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** StockMovement */
+        /**
+         * StockMovement
+         * @example {
+         *       "id": 2,
+         *       "item_id": 1,
+         *       "kind": "reserve",
+         *       "quantity_change": -2,
+         *       "reserved_change": 2,
+         *       "quantity_after": 98,
+         *       "reserved_after": 2,
+         *       "order_id": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         StockMovement: {
             /**
              * Format: int64
@@ -1608,13 +2159,36 @@ export interface components {
              */
             readonly created_at: string;
         };
-        /** StockMovementPage */
+        /**
+         * StockMovementPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 2,
+         *           "item_id": 1,
+         *           "kind": "reserve",
+         *           "quantity_change": -2,
+         *           "reserved_change": 2,
+         *           "quantity_after": 98,
+         *           "reserved_after": 2,
+         *           "order_id": 1,
+         *           "created_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         StockMovementPage: {
             data: components["schemas"]["StockMovement"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** StockPatch */
+        /**
+         * StockPatch
+         * @example {
+         *       "quantity": 120
+         *     }
+         */
         StockPatch: {
             /**
              * Format: int64
@@ -1634,7 +2208,12 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** StockReplace */
+        /**
+         * StockReplace
+         * @example {
+         *       "quantity": 100
+         *     }
+         */
         StockReplace: {
             /**
              * Format: int64
@@ -1654,7 +2233,15 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** Token */
+        /**
+         * Token
+         * @example {
+         *       "access_token": "eyJhbGciOiJFUzI1NiIsImtpZCI6IjRlNTlhNmNlIn0.eyJzdWIiOiJzYWxlcy1zeXN0ZW0ifQ.c2lnbmF0dXJl",
+         *       "token_type": "Bearer",
+         *       "expires_in": 900,
+         *       "scope": "orders:read orders:create"
+         *     }
+         */
         Token: {
             /** @description a JWT (RFC 9068); send it as Authorization: Bearer <token> */
             access_token: string;
@@ -1668,7 +2255,14 @@ export interface components {
             /** @description the scopes it carries, space-separated */
             scope: string;
         };
-        /** TokenRequest */
+        /**
+         * TokenRequest
+         * @example {
+         *       "grant_type": "client_credentials",
+         *       "client_id": "sales-system",
+         *       "client_secret": "rowi_geej5b4a_xJQRB8HDy7_cZ_kpLwHaoqUX6OywiXDi773aFBy09uI"
+         *     }
+         */
         TokenRequest: {
             /** @description client_credentials */
             grant_type: string;
@@ -1681,7 +2275,16 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** User */
+        /**
+         * User
+         * @example {
+         *       "id": 1,
+         *       "name": "Ada Lovelace",
+         *       "email": "ada@example.com",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         User: {
             /**
              * Format: int64
@@ -1706,7 +2309,13 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** UserCreate */
+        /**
+         * UserCreate
+         * @example {
+         *       "name": "Ada Lovelace",
+         *       "email": "ada@example.com"
+         *     }
+         */
         UserCreate: {
             /** @description display name, 1–200 characters */
             name: string;
@@ -1716,13 +2325,32 @@ export interface components {
              */
             email: string;
         };
-        /** UserPage */
+        /**
+         * UserPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         UserPage: {
             data: components["schemas"]["User"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** UserPatch */
+        /**
+         * UserPatch
+         * @example {
+         *       "name": "Ada King"
+         *     }
+         */
         UserPatch: {
             /** @description display name, 1–200 characters */
             name?: string;
@@ -1747,7 +2375,13 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** UserReplace */
+        /**
+         * UserReplace
+         * @example {
+         *       "name": "Ada King",
+         *       "email": "ada@example.com"
+         *     }
+         */
         UserReplace: {
             /** @description display name, 1–200 characters */
             name: string;
@@ -1772,7 +2406,25 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** Weather */
+        /**
+         * Weather
+         * @example {
+         *       "id": 1,
+         *       "place": "tokyo",
+         *       "name": "Tokyo",
+         *       "latitude": 35.68,
+         *       "longitude": 139.69,
+         *       "temperature_c": 12.5,
+         *       "humidity_pct": 60,
+         *       "wind_kph": 8,
+         *       "conditions": "partly-cloudy",
+         *       "observed_at": "2026-06-01T09:00:00.000Z",
+         *       "source": "weather-feed",
+         *       "stale": false,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         Weather: {
             /**
              * Format: int64
@@ -1812,13 +2464,44 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** WeatherPage */
+        /**
+         * WeatherPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "place": "tokyo",
+         *           "name": "Tokyo",
+         *           "latitude": 35.68,
+         *           "longitude": 139.69,
+         *           "temperature_c": 12.5,
+         *           "humidity_pct": 60,
+         *           "wind_kph": 8,
+         *           "conditions": "partly-cloudy",
+         *           "observed_at": "2026-06-01T09:00:00.000Z",
+         *           "source": "weather-feed",
+         *           "stale": false,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         WeatherPage: {
             data: components["schemas"]["Weather"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** WebhookAttempt */
+        /**
+         * WebhookAttempt
+         * @example {
+         *       "attempted_at": "2026-06-01T12:05:00.000Z",
+         *       "status_code": 204,
+         *       "duration_ms": 38,
+         *       "error": null
+         *     }
+         */
         WebhookAttempt: {
             /**
              * Format: date-time
@@ -1834,7 +2517,27 @@ export interface components {
             duration_ms: number;
             error: string | null;
         };
-        /** WebhookDelivery */
+        /**
+         * WebhookDelivery
+         * @example {
+         *       "id": 1,
+         *       "endpoint_id": 1,
+         *       "event_id": "evt_01a214fb578f000000b9bd50f327",
+         *       "event_type": "order.created",
+         *       "status": "succeeded",
+         *       "next_attempt_at": null,
+         *       "attempts": [
+         *         {
+         *           "attempted_at": "2026-06-01T12:05:00.000Z",
+         *           "status_code": 204,
+         *           "duration_ms": 38,
+         *           "error": null
+         *         }
+         *       ],
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z"
+         *     }
+         */
         WebhookDelivery: {
             /**
              * Format: int64
@@ -1866,13 +2569,55 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** WebhookDeliveryPage */
+        /**
+         * WebhookDeliveryPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "endpoint_id": 1,
+         *           "event_id": "evt_01a214fb578f000000b9bd50f327",
+         *           "event_type": "order.created",
+         *           "status": "succeeded",
+         *           "next_attempt_at": null,
+         *           "attempts": [
+         *             {
+         *               "attempted_at": "2026-06-01T12:05:00.000Z",
+         *               "status_code": 204,
+         *               "duration_ms": 38,
+         *               "error": null
+         *             }
+         *           ],
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:05:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         WebhookDeliveryPage: {
             data: components["schemas"]["WebhookDelivery"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** WebhookEndpoint */
+        /**
+         * WebhookEndpoint
+         * @example {
+         *       "id": 1,
+         *       "url": "https://hooks.example.com/rowi",
+         *       "description": "order desk",
+         *       "events": [
+         *         "order.created",
+         *         "order.status_changed"
+         *       ],
+         *       "enabled": true,
+         *       "disabled_reason": null,
+         *       "failed_attempts": 0,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
         WebhookEndpoint: {
             /**
              * Format: int64
@@ -1905,7 +2650,17 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** WebhookEndpointCreate */
+        /**
+         * WebhookEndpointCreate
+         * @example {
+         *       "url": "https://hooks.example.com/rowi",
+         *       "events": [
+         *         "order.created",
+         *         "order.status_changed"
+         *       ],
+         *       "description": "order desk"
+         *     }
+         */
         WebhookEndpointCreate: {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
             url: string;
@@ -1916,13 +2671,40 @@ export interface components {
             /** @description what the endpoint is for, up to 500 characters */
             description?: string;
         };
-        /** WebhookEndpointPage */
+        /**
+         * WebhookEndpointPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "url": "https://hooks.example.com/rowi",
+         *           "description": "order desk",
+         *           "events": [
+         *             "order.created",
+         *             "order.status_changed"
+         *           ],
+         *           "enabled": true,
+         *           "disabled_reason": null,
+         *           "failed_attempts": 0,
+         *           "previous_secret_expires_at": null,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         WebhookEndpointPage: {
             data: components["schemas"]["WebhookEndpoint"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** WebhookEndpointPatch */
+        /**
+         * WebhookEndpointPatch
+         * @example {
+         *       "enabled": false
+         *     }
+         */
         WebhookEndpointPatch: {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
             url?: string;
@@ -1947,7 +2729,25 @@ export interface components {
              */
             readonly updated_at?: string;
         };
-        /** WebhookEndpointWithSecret */
+        /**
+         * WebhookEndpointWithSecret
+         * @example {
+         *       "id": 1,
+         *       "url": "https://hooks.example.com/rowi",
+         *       "description": "order desk",
+         *       "events": [
+         *         "order.created",
+         *         "order.status_changed"
+         *       ],
+         *       "enabled": true,
+         *       "disabled_reason": null,
+         *       "failed_attempts": 0,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "secret": "whsec_EAT3UyjG4d5HoN9SqsBCe1qnYGVDaYe4/g+mRCu5Usk="
+         *     }
+         */
         WebhookEndpointWithSecret: {
             /**
              * Format: int64
