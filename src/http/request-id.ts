@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 
@@ -40,9 +40,10 @@ export function traceOf(request: IncomingMessage): TraceContext {
   const header = request.headers.traceparent;
   const match = typeof header === 'string' ? TRACEPARENT.exec(header.trim()) : null;
   const valid = match !== null && match[1] !== 'ff' && (match[1] !== '00' || match[5] === undefined) && match[2] !== ZERO_TRACE && match[3] !== ZERO_PARENT;
-  trace = valid
-    ? { traceId: match[2]!, spanId: randomBytes(8).toString('hex'), flags: match[4]! }
-    : { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), flags: '00' };
+  // randomUUID draws from a pool of random bytes (randomBytes would make a call per id): 32 hex
+  // digits for a trace id, 16 for a span id.
+  const spanId = randomUUID().replaceAll('-', '').slice(0, 16);
+  trace = valid ? { traceId: match[2]!, spanId, flags: match[4]! } : { traceId: randomUUID().replaceAll('-', ''), spanId, flags: '00' };
   traces.set(request, trace);
   return trace;
 }
