@@ -28,8 +28,7 @@ import { registerRepresentations } from '../dist/src/http/representation.js';
 import { registerRequestId, requestIdOf, requestLogger } from '../dist/src/http/request-id.js';
 import { registerHsts, transportOptions } from '../dist/src/http/transport.js';
 import { registerHandlerTimeout } from '../dist/src/http/timeouts.js';
-import { documentWriteProblems } from '../dist/src/http/write-problems.js';
-import { boundRoute } from '../dist/src/http/bounds.js';
+import { completeRoute } from '../dist/src/http/route-completion.js';
 import { serializerFactory } from '../dist/src/http/serializers.js';
 import { registerQueryTextCheck } from '../dist/src/http/text.js';
 import { validatorCompiler } from '../dist/src/http/validation.js';
@@ -74,8 +73,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRoute', (route) => {
     routeTable.add(route);
-    documentWriteProblems(route);
-    boundRoute(route);
+    completeRoute(route);
   });
 
   registerRequestId(app);

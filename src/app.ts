@@ -24,9 +24,7 @@ import { registerRateLimits } from './limits/rate-limit.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
-import { documentWriteProblems } from './http/write-problems.js';
-import { boundRoute } from './http/bounds.js';
-import { addDeprecationHeaders } from './http/deprecation.js';
+import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
 import { API_DESCRIPTION, API_TAGS } from './resources/api-description.js';
@@ -108,9 +106,7 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   app.setValidatorCompiler(validatorCompiler);
   app.addHook('onRoute', (route) => {
     routeTable.add(route);
-    documentWriteProblems(route);
-    boundRoute(route);
-    addDeprecationHeaders(route);
+    completeRoute(route);
   });
 
   registerRequestId(app);

@@ -209,7 +209,7 @@ interface OperationSpec {
  * query string refused before any route), 406 (unless a standard fixes the format), 413 (any
  * request may carry a body), 429 (rate limits), 500 and 503 (a shutdown, load shedding, a
  * database that cannot answer, a handler past its time); 404 with an id in the path; 400,
- * 413, 415 and 422 with a body; 507 on writes (write-problems.ts).
+ * 413, 415 and 422 with a body; 507 on writes (route-completion.ts).
  */
 export function operation<const S extends OperationSpec>(spec: S) {
   // 400 on any route: a URL that is not validly percent-encoded, credentials in the query string,

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRowiClient, type Order, type Problem, type RowiClient, type User } from '../../clients/typescript/src/index.js';
-import { startApp, type TestApp } from '../helpers/app.js';
+import { listenOnLoopback, startApp, type TestApp } from '../helpers/app.js';
 
 /**
  * The typed client of clients/typescript (openapi-typescript + openapi-fetch, generated from
@@ -13,9 +13,7 @@ let rowi: RowiClient;
 let baseUrl: string;
 beforeAll(async () => {
   test = await startApp();
-  await test.app.listen({ host: '127.0.0.1', port: 0 });
-  const address = test.app.server.address();
-  baseUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+  baseUrl = await listenOnLoopback(test);
   rowi = createRowiClient({ baseUrl, apiKey: test.adminKey });
 });
 afterAll(() => test.close());

@@ -81,3 +81,10 @@ export async function call(app: FastifyInstance, options: CallOptions): Promise<
   if (mediaType.endsWith('json') && response.body !== '') json = JSON.parse(response.body);
   return { status: response.statusCode, headers: response.headers, text: response.body, json, mediaType };
 }
+
+/** Serves the test app on a loopback port as well (for a browser or an HTTP client); returns its origin. */
+export async function listenOnLoopback(test: TestApp): Promise<string> {
+  await test.app.listen({ host: '127.0.0.1', port: 0 });
+  const address = test.app.server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { startApp, type TestApp } from '../helpers/app.js';
+import { listenOnLoopback, startApp, type TestApp } from '../helpers/app.js';
 import { browserMissing, launchChromium } from '../helpers/browser.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createUser } from '../helpers/records.js';
@@ -13,9 +13,7 @@ let test: TestApp;
 let origin: string;
 beforeAll(async () => {
   test = await startApp();
-  await test.app.listen({ host: '127.0.0.1', port: 0 });
-  const address = test.app.server.address();
-  origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+  origin = await listenOnLoopback(test);
 });
 afterAll(() => test.close());
 
