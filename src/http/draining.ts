@@ -85,6 +85,7 @@ export function registerDraining(app: FastifyInstance, config: Pick<Config, 'shu
 
   app.addHook('preClose', async () => {
     draining = true;
+    app.log.info('draining: every answer from now on says Connection: close');
     for (const stream of app.openStreams) stream.end();
     // net.Server's close, not http.Server's: that one would also close idle connections at once.
     if (server.listening) Reflect.apply(NetServer.prototype.close, server, []);

@@ -89,7 +89,8 @@ async function drainUnderLoad(workers: number) {
   };
   const watcher = (async () => {
     while (server.child.exitCode === null && performance.now() < deadline + 15_000) {
-      if (drainingSeenAt === Infinity && server.stdout().includes('"msg":"shutting down')) drainingSeenAt = performance.now();
+      // Every process that serves (each worker) says when its drain began.
+      if (drainingSeenAt === Infinity && server.stdout().split('"msg":"draining:').length > workers) drainingSeenAt = performance.now();
       await new Promise((resolvePause) => setTimeout(resolvePause, 2));
     }
   })();
@@ -102,6 +103,7 @@ async function drainUnderLoad(workers: number) {
   console.log(`drain under keep-alive load (${workers} process${workers > 1 ? 'es' : ''}): ${outcomes.length} requests, ${answered.length} answered, errors ${JSON.stringify(errors.map((outcome) => outcome.error))}`);
 
   expect(signalledAt).toBeLessThan(Infinity);
+  expect(drainingSeenAt).toBeLessThan(Infinity);
   expect(code).toBe(0);
   // No reset, no hang-up: only "nobody listens" after the drain began.
   expect(errors.filter((outcome) => outcome.error !== 'ECONNREFUSED'), JSON.stringify(errors)).toEqual([]);

@@ -112,11 +112,11 @@ describe('rowi serve, draining under load', () => {
         }
       }
     };
-    // The moment rowi says it is shutting down: it has begun draining by then (the log line is
-    // written before the close starts, and arrives here after).
+    // The moment rowi says its drain began (the log line is written once every answer says
+    // Connection: close, and arrives here after).
     const watcher = (async () => {
       while (first.child.exitCode === null && performance.now() < deadline + 15_000) {
-        if (drainingSeenAt === Infinity && first.stdout().includes('"msg":"shutting down')) drainingSeenAt = performance.now();
+        if (drainingSeenAt === Infinity && first.stdout().includes('"msg":"draining:')) drainingSeenAt = performance.now();
         await pause(5);
       }
     })();
