@@ -7,7 +7,7 @@
  * events (events: the outbox, its feed, webhooks and the bus; on the database only), upstream clients (upstream), the resources (resources), and the process (app, server, cli,
  * cluster, listen), which wires them together. A layer imports only the layers below it.
  */
-const FOUNDATION = '^src/(config|settings|settings-limits|settings-weather|settings-events|errors|logger|metrics|version)\\.ts$';
+const FOUNDATION = '^src/(config|settings|settings-limits|settings-weather|settings-events|errors|logger|metrics|metrics-histogram|version)\\.ts$';
 const PROCESS = '^src/(app|server|cli|cluster|cluster-metrics|listen)\\.ts$';
 
 /** A rule forbidding `from` to import any of `to`. */

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SeriesHistogram } from './metrics-histogram.js';
 
 /**
  * rowi's Prometheus metrics (docs: docs/operations.md "Metrics"), one set per process, which every layer
@@ -15,10 +16,13 @@ collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
 // nodejs_active_handles, _requests and _resources by type remain, and add up to them.
 for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
 
+/** Requests being served now: a plain number on the hot path, read into its gauge when scraped. */
+export const inFlight = { count: 0 };
+
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export const metrics = {
-  requestDuration: new Histogram({
+  requestDuration: new SeriesHistogram({
     name: 'rowi_http_request_duration_seconds',
     help: 'Time from a request\'s arrival to its response, by route template (unmatched for unknown paths), method and status class (2xx…; 4xx also for a client that left first)',
     labelNames: ['route', 'method', 'status_class'] as const,
@@ -29,6 +33,9 @@ export const metrics = {
     name: 'rowi_http_requests_in_flight',
     help: 'Requests being served now',
     registers: [registry],
+    collect() {
+      this.set(inFlight.count);
+    },
   }),
   transactionDuration: new Histogram({
     name: 'rowi_db_transaction_duration_seconds',

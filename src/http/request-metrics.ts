@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { metrics, secondsSince } from '../metrics.js';
+import { inFlight, metrics } from '../metrics.js';
+import type { Series } from '../metrics-histogram.js';
 
-type Observer = { observe(seconds: number): void };
-/** The histogram's child for each route, method and status class: observing through it skips hashing the labels each time. */
-const observers = new Map<string, Observer>();
-const observerOf = (route: string, method: string, statusClass: string): Observer => {
+/** The duration series of each route, method and status class, found by one lookup per request. */
+const seriesTable = new Map<string, Series>();
+const seriesOf = (route: string, method: string, statusClass: string): Series => {
   const key = `${route} ${method} ${statusClass}`;
-  let observer = observers.get(key);
-  if (observer === undefined) observers.set(key, (observer = metrics.requestDuration.labels(route, method, statusClass)));
-  return observer;
+  let series = seriesTable.get(key);
+  if (series === undefined) seriesTable.set(key, (series = metrics.requestDuration.series(route, method, statusClass)));
+  return series;
 };
 
 /** Route templates as the OpenAPI document writes them (/v1/users/{id}), cached per template. */
@@ -22,19 +22,22 @@ const templateOf = (request: FastifyRequest): string => {
   return template;
 };
 
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
 /**
  * Every request is timed and counted in flight, from its arrival until its response is done or
  * its connection is gone (the raw response's close fires once, either way), by route template,
- * method and status class (2xx, 4xx…).
+ * method and status class (2xx, 4xx…). The hot path only adds numbers; the metrics are read
+ * from them when scraped (metrics.ts).
  */
 export function registerRequestMetrics(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
-    const start = process.hrtime.bigint();
-    metrics.requestsInFlight.inc();
+    const start = performance.now();
+    inFlight.count++;
     reply.raw.once('close', () => {
-      metrics.requestsInFlight.dec();
+      inFlight.count--;
       const status = reply.raw.headersSent ? reply.statusCode : 499;
-      observerOf(templateOf(request), request.method, `${Math.floor(status / 100)}xx`).observe(secondsSince(start));
+      seriesOf(templateOf(request), request.method, STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`).observe((performance.now() - start) / 1000);
     });
     done();
   });

@@ -39,7 +39,8 @@ export const TABLES: Table[] = [
   },
 ];
 
-const typeOf = (metric: Metric): string => (metric.constructor.name === 'Histogram' ? 'histogram' : metric.constructor.name === 'Counter' ? 'counter' : 'gauge');
+/** prom-client's own name of the metric's type (histogram, counter, gauge), as the exposition writes it. */
+const typeOf = (metric: Metric): string => (metric as unknown as { type: string }).type;
 
 const start = (table: Table) => `<!-- generated: ${table.name}; npm run docs rewrites it, do not edit -->`;
 const END = '<!-- end of generated table -->';
