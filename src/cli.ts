@@ -30,7 +30,7 @@ Usage:
 
 Settings (flag, environment variable, default):
 ${describeSettings()
-  .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${String(setting.default).padEnd(16)} ${setting.description}`)
+  .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${setting.description.replaceAll('`', '')}`)
   .join('\n')}
 
 A bad setting stops rowi before it listens, with exit code 2.`;

@@ -33,14 +33,31 @@ export const CONFIG_FLAGS: Record<string, { type: 'string' }> = Object.fromEntri
     .map((schema) => [schema['x-flag'] as string, { type: 'string' as const }]),
 );
 
+/** A setting as `rowi --help` and the configuration table of docs/operations.md describe it. */
+export interface SettingDescription {
+  env: string;
+  flag?: string;
+  default: unknown;
+  /** The default in words where the value alone says little (an empty string: unset). */
+  defaultText?: string;
+  description: string;
+  /** A secret (a URL with a password): never echoed in messages. */
+  secret: boolean;
+}
+
 /** One line per setting, for `rowi --help` and the configuration table of docs/operations.md. */
-export function describeSettings(): { env: string; flag?: string; default: unknown; description: string }[] {
-  return Object.values(settings).map((schema) => ({
-    env: schema['x-env'],
-    ...(schema['x-flag'] ? { flag: `--${schema['x-flag']}` } : {}),
-    default: schema.default,
-    description: String(schema.description ?? ''),
-  }));
+export function describeSettings(): SettingDescription[] {
+  return Object.values(settings).map((schema) => {
+    const rule = schema as unknown as Record<string, unknown>;
+    return {
+      env: schema['x-env'],
+      ...(schema['x-flag'] ? { flag: `--${schema['x-flag']}` } : {}),
+      default: schema.default,
+      ...(typeof rule['x-default-text'] === 'string' ? { defaultText: rule['x-default-text'] } : {}),
+      description: String(schema.description ?? ''),
+      secret: rule['x-secret'] === true,
+    };
+  });
 }
 
 const validator = new Ajv({ allErrors: false, strict: false });
@@ -124,5 +141,5 @@ function explain(schema: SettingSchema): string {
     const choices = (rule.anyOf as { const: string }[]).map((option) => option.const);
     return `expected one of ${choices.join(', ')}`;
   }
-  return String(schema.description ?? 'invalid value');
+  return String(schema.description ?? 'invalid value').replaceAll('`', '');
 }

@@ -41,20 +41,20 @@ export const EVENT_SETTINGS = {
       default: '',
       pattern: '^$|^[A-Za-z0-9.:/_-]+(,[A-Za-z0-9.:/_-]+)*$',
       'x-error': 'must be a comma-separated list of host names, IP addresses and CIDR ranges',
-      description: 'comma-separated host names, IP addresses and CIDR ranges webhooks may be sent to although they are private, loopback or link-local; they may use http://',
+      description: 'comma-separated host names, IP addresses and CIDR ranges webhooks may be sent to although they are private, loopback or link-local; they may use `http://`',
     }),
     'ROWI_WEBHOOK_ALLOW_HOSTS',
   ),
   natsUrl: setting(
-    Type.String({ default: '', pattern: '^$|^(nats|tls)://\\S+$', 'x-error': 'must be a nats:// or tls:// URL', description: 'NATS server: every committed event is also published to JetStream (subject rowi.events.<type>); empty: off', 'x-secret': true }),
+    Type.String({ default: '', pattern: '^$|^(nats|tls)://\\S+$', 'x-error': 'must be a nats:// or tls:// URL', description: '`nats://host:4222`: every committed event is also published to NATS JetStream (subject `rowi.events.<type>`); unset: off', 'x-secret': true }),
     'ROWI_NATS_URL',
   ),
   natsSubject: setting(
-    Type.String({ default: 'rowi.events', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+){0,7}$', 'x-error': 'must be dot-separated tokens of letters, digits, _ or -', description: 'the subjects events are published on: <this>.<type> (rowi.events.order.created)' }),
+    Type.String({ default: 'rowi.events', pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+){0,7}$', 'x-error': 'must be dot-separated tokens of letters, digits, _ or -', description: 'the subjects events are published on: `<this>.<type>` (`rowi.events.order.created`)' }),
     'ROWI_NATS_SUBJECT',
   ),
   natsStream: setting(
-    Type.String({ default: 'ROWI_EVENTS', pattern: '^[A-Za-z0-9_-]{1,64}$', 'x-error': 'must be 1 to 64 letters, digits, _ or -', description: 'JetStream stream that holds the subjects ROWI_NATS_SUBJECT.> (made when missing)' }),
+    Type.String({ default: 'ROWI_EVENTS', pattern: '^[A-Za-z0-9_-]{1,64}$', 'x-error': 'must be 1 to 64 letters, digits, _ or -', description: 'JetStream stream that holds the subjects `<ROWI_NATS_SUBJECT>.>` (made when missing)' }),
     'ROWI_NATS_STREAM',
   ),
 };

@@ -6,7 +6,7 @@ export const WEATHER_SETTINGS = {
   weatherProvider: setting(
     Type.Union([Type.Literal(''), Type.Literal('open-meteo')], {
       default: '',
-      description: 'upstream weather provider asked for the current weather of places with coordinates; empty: off (recorded observations only)',
+      description: '`open-meteo`: ask this upstream provider for the current weather of places with coordinates; unset: off (recorded observations only)',
     }),
     'ROWI_WEATHER_PROVIDER',
   ),

@@ -91,4 +91,11 @@ describe('the documented settings against the config parser', () => {
   it('ROWI_AUTH_FAILURE_LIMIT=0: accepted (the policy is off), as docs/operations.md says', () => {
     expect(loadConfig({ ROWI_AUTH_FAILURE_LIMIT: '0' }).authFailureLimit).toBe(0);
   });
+
+  it('ROWI_HOST, ROWI_PUBLIC_URL, ROWI_JWT_ISSUER, ROWI_JWT_JWKS_URL: a bad value stops rowi with the setting and its rule named', () => {
+    expect(() => loadConfig({ ROWI_HOST: 'a b' })).toThrow('ROWI_HOST="a b" is not a valid setting: must be an IP address or a host name');
+    expect(() => loadConfig({ ROWI_PUBLIC_URL: 'https://api.example.com/v1' })).toThrow('ROWI_PUBLIC_URL="https://api.example.com/v1" is not a valid setting: must be an origin');
+    expect(() => loadConfig({ ROWI_JWT_ISSUER: 'issuer.example.com' })).toThrow('ROWI_JWT_ISSUER="issuer.example.com" is not a valid setting: must be an http:// or https:// URL');
+    expect(() => loadConfig({ ROWI_JWT_JWKS_URL: 'ftp://x' })).toThrow('ROWI_JWT_JWKS_URL="ftp://x" is not a valid setting: must be an http:// or https:// URL');
+  });
 });

@@ -1,11 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Metric } from 'prom-client';
+import { describeSettings } from '../../src/config.js';
 import { PROBLEM_TYPES } from '../../src/errors.js';
 import { registry } from '../../src/metrics.js';
 
 /**
  * The reference tables of docs/, generated from the code's catalogues: the problem types
- * (src/errors.ts) and the metrics (src/metrics.ts). Each sits in its file between a start and an
+ * (src/errors.ts), the metrics (src/metrics.ts) and the settings (src/settings*.ts, as
+ * `rowi --help` lists them). Each sits in its file between a start and an
  * end marker; `npm run docs` rewrites them, and test/readme-catalogues.test.ts fails while a file
  * holds anything else there.
  */
@@ -36,6 +38,20 @@ export const TABLES: Table[] = [
         .concat('| `nodejs_eventloop_lag_*`, `process_*`, `nodejs_*` | | | prom-client\'s event-loop delay, process and runtime metrics |')
         .join('\n');
     },
+  },
+  {
+    file: 'docs/operations.md',
+    name: 'settings, from src/settings*.ts',
+    rows: () =>
+      ['| Variable | Flag | Default | Meaning |', '|---|---|---|---|']
+        .concat(
+          describeSettings().map((setting) => {
+            const fallback = setting.defaultText ?? (setting.default === '' ? 'unset' : `\`${String(setting.default)}\``);
+            const meaning = `${setting.description}${setting.secret ? ' (never echoed in messages)' : ''}`;
+            return `| \`${setting.env}\` | ${setting.flag === undefined ? '' : `\`${setting.flag}\``} | ${cell(fallback)} | ${cell(meaning)} |`;
+          }),
+        )
+        .join('\n'),
   },
 ];
 
