@@ -346,7 +346,7 @@ describe('rowi command line', () => {
   it('rowi migrate: applies the migrations once, then reports the database up to date', async () => {
     const dataFile = tempDataFile();
     const first = await runCli(['migrate', '--data', dataFile]);
-    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users, 0002-inventory-orders, 0003-callers-audit, 0004-caller-rate-limit, 0005-weather, 0006-events\n' });
+    expect(first).toMatchObject({ code: 0, stdout: 'applied 0001-users, 0002-inventory-orders, 0003-callers-audit, 0004-caller-rate-limit, 0005-weather, 0006-events, 0007-delivery-claims\n' });
     const second = await runCli(['migrate', '--data', dataFile]);
     expect(second).toMatchObject({ code: 0, stdout: 'database is up to date\n' });
   });

@@ -63,6 +63,8 @@ export interface WebhookDeliveriesTable {
   attempts: number;
   next_attempt_at: string | null;
   lease_until: string | null;
+  /** The lease holder that claimed it last (events/lease.ts). */
+  claimed_by: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -70,18 +70,23 @@ export function findQueue(db: Executor, endpointId: number, now: string, limit: 
     .execute();
 }
 
-/** Takes the deliveries for an attempt each, until `leaseUntil`; answers the ids taken (another process may have taken some first). */
-export async function claimDeliveries(db: Executor, ids: number[], now: string, leaseUntil: string): Promise<number[]> {
+/** Takes the deliveries for an attempt each, for `owner` until `leaseUntil`; answers the ids taken (another process may have taken some first). */
+export async function claimDeliveries(db: Executor, ids: number[], now: string, leaseUntil: string, owner: string): Promise<number[]> {
   if (ids.length === 0) return [];
   const rows = await db
     .updateTable('webhook_deliveries')
-    .set({ lease_until: leaseUntil })
+    .set({ lease_until: leaseUntil, claimed_by: owner })
     .where('id', 'in', ids)
     .where('status', '=', 'pending')
     .where(sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
     .returning('id')
     .execute();
   return rows.map((row) => row.id);
+}
+
+/** Gives back every pending delivery `owner` has claimed (a process that died): they are due again at once. */
+export async function releaseClaimsOf(db: Executor, owner: string): Promise<void> {
+  await db.updateTable('webhook_deliveries').set({ lease_until: null }).where('claimed_by', '=', owner).where('status', '=', 'pending').execute();
 }
 
 /** Gives claimed deliveries back unsent. */

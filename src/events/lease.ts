@@ -1,25 +1,31 @@
-import type { Db } from '../db/database.js';
+import { hostname } from 'node:os';
+import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { takeLease } from './outbox.repository.js';
+import { cursorOf, takeLease } from './outbox.repository.js';
 
 /**
  * The lease that makes one process of a deployment the consumer of the outbox for one purpose
  * (webhooks, the NATS bus): a row of event_cursors naming its holder until a time. The holder
- * renews it as it works; when it stops, another process takes it over once it has run out.
+ * renews it as it works; when it stops, another process takes it over once it has run out, or
+ * at once when the holder was a process of this host that is no longer running (a crash, kill -9,
+ * a restart after either): a holder is named `host:pid:random` (events/events.ts).
  */
 export class Lease {
   readonly #db: Db;
   readonly #name: string;
   readonly #owner: string;
   readonly #lengthMs: number;
+  readonly #onTakeOver: ((trx: Trx, previous: string) => Promise<void>) | undefined;
   #until = 0;
   #retryAt = 0;
 
-  constructor(db: Db, name: string, owner: string, lengthMs: number) {
+  /** `onTakeOver` runs in the unit of work that takes the lease from a holder that died. */
+  constructor(db: Db, name: string, owner: string, lengthMs: number, onTakeOver?: (trx: Trx, previous: string) => Promise<void>) {
     this.#db = db;
     this.#name = name;
     this.#owner = owner;
     this.#lengthMs = lengthMs;
+    this.#onTakeOver = onTakeOver;
   }
 
   get owner(): string {
@@ -37,9 +43,34 @@ export class Lease {
     if (this.#until - now > this.#lengthMs / 3) return true;
     if (now < this.#retryAt) return false;
     const until = now + this.#lengthMs;
-    const held = await unitOfWork(this.#db, (trx) => takeLease(trx, this.#name, this.#owner, new Date(now).toISOString(), new Date(until).toISOString()));
+    const held = await unitOfWork(this.#db, async (trx) => {
+      const holder = (await cursorOf(trx, this.#name)).lease_owner;
+      const gone = holder !== null && holder !== this.#owner && diedOnThisHost(holder) ? holder : undefined;
+      const taken = await takeLease(trx, this.#name, this.#owner, new Date(now).toISOString(), new Date(until).toISOString(), gone);
+      if (taken && gone !== undefined) await this.#onTakeOver?.(trx, gone);
+      return taken;
+    });
     this.#until = held ? until : 0;
     if (!held) this.#retryAt = now + this.retryMs;
     return held;
+  }
+}
+
+/**
+ * Whether a lease holder (`host:pid:random`) was a process of this host that no longer runs.
+ * Only a definite answer counts: another host, this very process (another app in it), a process
+ * that runs (or whose pid runs something else now) or one this user may not signal is taken to
+ * be alive, and its lease runs out as usual.
+ */
+export function diedOnThisHost(holder: string): boolean {
+  const match = /^(.+):(\d+):[0-9a-f]+$/.exec(holder);
+  if (match === null || match[1] !== hostname()) return false;
+  const pid = Number(match[2]);
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }

@@ -121,15 +121,18 @@ export async function cursorOf(db: Executor, name: string): Promise<Position & {
 
 /**
  * Takes or renews the lease of a consumer for `owner` until `until`, when nobody else holds an
- * unexpired one; answers whether `owner` holds it now.
+ * unexpired one, or the one who does is `gone` (a process known to have died); answers whether
+ * `owner` holds it now.
  */
-export async function takeLease(db: Executor, name: string, owner: string, now: string, until: string): Promise<boolean> {
+export async function takeLease(db: Executor, name: string, owner: string, now: string, until: string, gone?: string): Promise<boolean> {
   await cursorOf(db, name);
   const result = await db
     .updateTable('event_cursors')
     .set({ lease_owner: owner, lease_until: until })
     .where('name', '=', name)
-    .where((where) => where.or([where('lease_owner', 'is', null), where('lease_owner', '=', owner), where('lease_until', '<', now)]))
+    .where((where) =>
+      where.or([where('lease_owner', 'is', null), where('lease_owner', '=', owner), where('lease_until', '<', now), ...(gone === undefined ? [] : [where('lease_owner', '=', gone)])]),
+    )
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }

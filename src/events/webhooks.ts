@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { claimDeliveries, deadLetterPending, findDueDeliveries, findQueue, insertAttempt, insertDeliveries, nextAttemptAt, releaseDeliveries, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
+import { claimDeliveries, deadLetterPending, findDueDeliveries, findQueue, insertAttempt, insertDeliveries, nextAttemptAt, releaseClaimsOf, releaseDeliveries, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
 import type { EventFeed } from './feed.js';
 import { OutboxWorker } from './outbox-worker.js';
 import { presentEvent } from './outbox.js';
@@ -42,7 +42,7 @@ export function retrySchedule(text: string): number[] {
 /**
  * Webhook delivery (docs/events.md). One process of the deployment holds the dispatcher's lease
  * (a row of event_cursors, renewed while it runs; another takes over within LEASE_MS when it
- * stops), and does two things when woken by new events or a due retry:
+ * stops, and at once when it was a process of this host that died: events/lease.ts), and does two things when woken by new events or a due retry:
  *
  * 1. Fan-out: the outbox's events after the webhooks' cursor become deliveries of the enabled
  *    endpoints that want them (their types, of resources their creator could read, made after the
@@ -51,8 +51,9 @@ export function retrySchedule(text: string): number[] {
  *    delivery, so that no two processes send it at once) and POSTed, signed as Standard Webhooks
  *    says. The outcome is recorded as an attempt; a failure is retried on the schedule, with
  *    jitter, then dead-lettered; an endpoint failing `disableAfter` times in a row is disabled and
- *    its pending deliveries dead-lettered. A process that dies mid-attempt leaves the lease to
- *    expire: the delivery is sent again (at least once).
+ *    its pending deliveries dead-lettered. A process that dies mid-attempt leaves its claims to
+ *    expire, or to the process that takes the lease over from it: the delivery is sent again (at
+ *    least once).
  */
 export class WebhookDispatcher extends OutboxWorker {
   readonly #db: Db;
@@ -66,7 +67,8 @@ export class WebhookDispatcher extends OutboxWorker {
     this.#db = db;
     this.#log = log;
     this.#options = options;
-    this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS);
+    // Taking over from a process that died: its claims are given back, to be sent again now.
+    this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS, (trx, previous) => releaseClaimsOf(trx, previous));
   }
 
   /** Stops taking work; attempts in flight finish (each bounded by its time-out). */
@@ -127,7 +129,7 @@ export class WebhookDispatcher extends OutboxWorker {
       const queue = await findQueue(this.#db, head.endpoint_id, now, QUEUE);
       // A batch stops starting attempts after BATCH_MS: its claims last that, one attempt and a margin.
       const leaseUntil = new Date(Date.now() + BATCH_MS + this.#options.timeoutMs + LEASE_MS).toISOString();
-      const claimed = new Set(await unitOfWork(this.#db, (trx) => claimDeliveries(trx, queue.map((delivery) => delivery.id), now, leaseUntil)));
+      const claimed = new Set(await unitOfWork(this.#db, (trx) => claimDeliveries(trx, queue.map((delivery) => delivery.id), now, leaseUntil, this.#lease.owner)));
       const gap = queue.findIndex((delivery) => !claimed.has(delivery.id));
       const batch = gap === -1 ? queue : queue.slice(0, gap);
       if (batch.length === 0 || batch[0]!.id !== head.id) {
@@ -201,7 +203,7 @@ function wants(endpoint: StoredEndpoint, event: StoredEvent): boolean {
 }
 
 export function newDelivery(endpointId: number, event: Pick<StoredEvent, 'id' | 'type'>, now: string): NewDelivery {
-  return { endpoint_id: endpointId, event_id: event.id, event_type: event.type, status: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, created_at: now, updated_at: now };
+  return { endpoint_id: endpointId, event_id: event.id, event_type: event.type, status: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, claimed_by: null, created_at: now, updated_at: now };
 }
 
 /** The body and the signed headers of a delivery: signed by the current secret, and by the previous one during a rotation's overlap. */

@@ -308,6 +308,7 @@ describe('rowi serve on PostgreSQL: faults', () => {
       { name: '0004-caller-rate-limit', n: 1 },
       { name: '0005-weather', n: 1 },
       { name: '0006-events', n: 1 },
+      { name: '0007-delivery-claims', n: 1 },
     ]);
     const { rows: admins } = await adminQuery(`select count(*)::int as n from ${db.schema}.callers`);
     expect(admins).toEqual([{ n: 1 }]);
