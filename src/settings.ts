@@ -33,7 +33,7 @@ export const SERVING_SETTINGS = {
     'port',
   ),
   data: setting(
-    Type.String({ minLength: 1, default: './data/rowi.db', description: 'SQLite database file (created, with its folder, on first start)' }),
+    Type.String({ minLength: 1, default: './data/rowi.db', 'x-error': 'must be the path of a file', description: 'SQLite database file (created, with its folder, on first start)' }),
     'ROWI_DATA',
     'data',
   ),

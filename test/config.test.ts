@@ -92,7 +92,10 @@ describe('the documented settings against the config parser', () => {
     expect(loadConfig({ ROWI_AUTH_FAILURE_LIMIT: '0' }).authFailureLimit).toBe(0);
   });
 
-  it('ROWI_HOST, ROWI_PUBLIC_URL, ROWI_JWT_ISSUER, ROWI_JWT_JWKS_URL: a bad value stops rowi with the setting and its rule named', () => {
+  it('--data, ROWI_HOST, ROWI_PUBLIC_URL, ROWI_JWT_ISSUER, ROWI_JWT_JWKS_URL: a bad value stops rowi with the setting and its rule named', () => {
+    // An empty variable is unset (the default); an empty flag is a value.
+    expect(loadConfig({ ROWI_DATA: '' }).data).toBe('./data/rowi.db');
+    expect(() => loadConfig({}, { data: '' })).toThrow('--data="" is not a valid setting: must be the path of a file');
     expect(() => loadConfig({ ROWI_HOST: 'a b' })).toThrow('ROWI_HOST="a b" is not a valid setting: must be an IP address or a host name');
     expect(() => loadConfig({ ROWI_PUBLIC_URL: 'https://api.example.com/v1' })).toThrow('ROWI_PUBLIC_URL="https://api.example.com/v1" is not a valid setting: must be an origin');
     expect(() => loadConfig({ ROWI_JWT_ISSUER: 'issuer.example.com' })).toThrow('ROWI_JWT_ISSUER="issuer.example.com" is not a valid setting: must be an http:// or https:// URL');
