@@ -55,6 +55,14 @@ describe('GET /v1/openapi.json', () => {
     expect(test.app.routeTable.list().length).toBeGreaterThanOrEqual(14);
   });
 
+  it('GET /v1/openapi.json: every operation\'s tag is one of the document\'s tags, each described', () => {
+    const defined = new Map(((document as unknown as { tags: { name: string; description?: string }[] }).tags).map((tag) => [tag.name, tag.description]));
+    for (const [path, method, operation] of operations()) {
+      for (const tag of (operation as { tags?: string[] }).tags ?? []) expect(defined.has(tag), `${method.toUpperCase()} ${path}: tag ${tag} is not in the document's tags`).toBe(true);
+    }
+    for (const [name, description] of defined) expect(description, name).toBeTruthy();
+  });
+
   it('GET /v1/openapi.json: operation ids are unique', () => {
     const ids = operations().map(([, , operation]) => operation.operationId);
     expect(ids.every((id) => typeof id === 'string')).toBe(true);
