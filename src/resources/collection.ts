@@ -65,17 +65,31 @@ interface Documented {
 
 const nounOf = (collection: Collection) => collection.singular.toLowerCase();
 
+/** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
+const IF_MATCH = 'With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).';
+const READ_ONLY = 'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
+const usualDescription = {
+  list: (collection: Collection) =>
+    `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,
+  read: (collection: Collection) => `The ${nounOf(collection)} with its ETag; with If-None-Match naming the current ETag, 304 without a body.`,
+  create: (collection: Collection) =>
+    `Creates ${collection.article} ${nounOf(collection)}: 201 with it, its Location and ETag. With an Idempotency-Key, repeating the request answers the first answer again (Idempotent-Replayed: true) instead of creating another.`,
+  put: (collection: Collection) => `Replaces every writable field of the ${nounOf(collection)}; 200 with it as stored. ${READ_ONLY} ${IF_MATCH}`,
+  patch: (collection: Collection) => `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the ${nounOf(collection)} as stored. ${READ_ONLY} ${IF_MATCH}`,
+  delete: (collection: Collection) => `Deletes the ${nounOf(collection)}: 204. ${IF_MATCH}`,
+};
+
 /**
  * What every operation's schema says the same way: its id and summary (the operation's own, or
  * the usual ones), the scope of its action on the collection, its description, tag and problems.
  */
-function documented(collection: Collection, spec: Documented, action: 'read' | 'create' | 'update' | 'delete', usual: { operationId: string; summary: string; problems?: number[] }) {
+function documented(collection: Collection, spec: Documented, action: 'read' | 'create' | 'update' | 'delete', usual: { operationId: string; summary: string; description: string; problems?: number[] }) {
   const problems = spec.problems ?? usual.problems;
   return {
     operationId: spec.operationId ?? usual.operationId,
     permission: `${collection.name}:${action}` as const,
     summary: spec.summary ?? usual.summary,
-    ...(spec.description ? { description: spec.description } : {}),
+    description: spec.description ?? usual.description,
     tags: [collection.name],
     ...(problems ? { problems } : {}),
   };
@@ -94,7 +108,7 @@ export function listOperation<Row>(app: FastifyInstance, collection: Collection,
   app.get(collection.path, {
     ...(spec.config ? { config: spec.config } : {}),
     schema: operation({
-      ...documented(collection, spec, 'read', { operationId: `list${collection.singular}s`, summary: `List ${collection.name}` }),
+      ...documented(collection, spec, 'read', { operationId: `list${collection.singular}s`, summary: `List ${collection.name}`, description: usualDescription.list(collection) }),
       querystring: listQuerySchema(collection.listing),
       response: { 200: representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link, collection.formats) },
     }),
@@ -114,7 +128,7 @@ export function createOperation<Body extends TSchema>(
   app.post(collection.path, {
     ...(spec.config ? { config: spec.config } : {}),
     schema: operation({
-      ...documented(collection, spec, 'create', { operationId: `create${collection.singular}`, summary: spec.summary, problems: [409] }),
+      ...documented(collection, spec, 'create', { operationId: `create${collection.singular}`, summary: spec.summary, description: usualDescription.create(collection), problems: [409] }),
       headers: IdempotencyHeaders,
       body: spec.body,
       consumes: consumes(collection, 'post'),
@@ -137,7 +151,7 @@ export function readOperation(app: FastifyInstance, collection: Collection, spec
   const { db } = app;
   app.get(`${collection.path}/:id`, {
     schema: operation({
-      ...documented(collection, spec, 'read', { operationId: `get${collection.singular}`, summary: `Read one ${nounOf(collection)}` }),
+      ...documented(collection, spec, 'read', { operationId: `get${collection.singular}`, summary: `Read one ${nounOf(collection)}`, description: usualDescription.read(collection) }),
       params: collection.params ?? IdParams,
       headers: IfNoneMatchHeaders,
       response: {
@@ -167,7 +181,7 @@ function writeOperation<Body extends TSchema>(app: FastifyInstance, collection: 
   const { db } = app;
   app[method](`${collection.path}/:id`, {
     schema: operation({
-      ...documented(collection, spec, 'update', { operationId: `${method === 'put' ? 'replace' : 'patch'}${collection.singular}`, summary, problems: [409, 412] }),
+      ...documented(collection, spec, 'update', { operationId: `${method === 'put' ? 'replace' : 'patch'}${collection.singular}`, summary, description: usualDescription[method](collection), problems: [409, 412] }),
       params: collection.params ?? IdParams,
       headers: IfMatchHeaders,
       body: spec.body,
@@ -188,7 +202,7 @@ export function deleteOperation(app: FastifyInstance, collection: Collection, sp
   const { db } = app;
   app.delete(`${collection.path}/:id`, {
     schema: operation({
-      ...documented(collection, spec, 'delete', { operationId: `delete${collection.singular}`, summary: spec.summary, problems: [409, 412] }),
+      ...documented(collection, spec, 'delete', { operationId: `delete${collection.singular}`, summary: spec.summary, description: usualDescription.delete(collection), problems: [409, 412] }),
       params: collection.params ?? IdParams,
       headers: IfMatchHeaders,
       response: { 204: noContent('Deleted') },

@@ -54,6 +54,7 @@ const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'getLimits',
       permission: 'public',
       summary: 'The rate limits, sizes and time-outs that apply to the caller',
+      description: 'The caller\'s rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.',
       tags: ['service'],
       // Public, but credentials sent are checked: an invalid key is 401, as anywhere.
       problems: [401],

@@ -7,13 +7,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Redirects to the API index */
+        /**
+         * Redirects to the API index
+         * @description A permanent redirect (308) to /v1, the index of the collections.
+         */
         get: operations["root"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Redirects to the API index */
+        /**
+         * Redirects to the API index
+         * @description A permanent redirect (308) to /v1, the index of the collections.
+         */
         head: operations["root-head"];
         patch?: never;
         trace?: never;
@@ -25,13 +31,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Index of the collections */
+        /**
+         * Index of the collections
+         * @description The service's name and version, and a link to every collection and to this OpenAPI document (also in the Link header, rel="service-desc"). Public.
+         */
         get: operations["getIndex"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Index of the collections */
+        /**
+         * Index of the collections
+         * @description The service's name and version, and a link to every collection and to this OpenAPI document (also in the Link header, rel="service-desc"). Public.
+         */
         head: operations["getIndex-head"];
         patch?: never;
         trace?: never;
@@ -43,13 +55,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Documentation of a problem type (the `type` of a problem resolves here) */
+        /**
+         * Documentation of a problem type (the `type` of a problem resolves here)
+         * @description The status, title and meaning of one problem type (RFC 9457): every problem's `type` is a URL here. 404 for a type rowi does not have. Public.
+         */
         get: operations["getProblemType"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Documentation of a problem type (the `type` of a problem resolves here) */
+        /**
+         * Documentation of a problem type (the `type` of a problem resolves here)
+         * @description The status, title and meaning of one problem type (RFC 9457): every problem's `type` is a URL here. 404 for a type rowi does not have. Public.
+         */
         head: operations["getProblemType-head"];
         patch?: never;
         trace?: never;
@@ -61,13 +79,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process is up and answers */
+        /**
+         * Liveness: the process is up and answers
+         * @description For a process supervisor: 200 while the process answers at all, whatever the state of the database. Public, never rate-limited, not in the audit trail; 503 once the process drains.
+         */
         get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Liveness: the process is up and answers */
+        /**
+         * Liveness: the process is up and answers
+         * @description For a process supervisor: 200 while the process answers at all, whatever the state of the database. Public, never rate-limited, not in the audit trail; 503 once the process drains.
+         */
         head: operations["getLiveness-head"];
         patch?: never;
         trace?: never;
@@ -79,13 +103,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers and is migrated; 503 problem otherwise */
+        /**
+         * Readiness: the database answers and is migrated; 503 problem otherwise
+         * @description For a load balancer: 200 while this instance can serve the API (its database answers and is migrated), else a 503 problem without the database's error text; also 503 while it drains. Public, never rate-limited, not in the audit trail.
+         */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Readiness: the database answers and is migrated; 503 problem otherwise */
+        /**
+         * Readiness: the database answers and is migrated; 503 problem otherwise
+         * @description For a load balancer: 200 while this instance can serve the API (its database answers and is migrated), else a 503 problem without the database's error text; also 503 while it drains. Public, never rate-limited, not in the audit trail.
+         */
         head: operations["getReadiness-head"];
         patch?: never;
         trace?: never;
@@ -97,13 +127,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The rate limits, sizes and time-outs that apply to the caller */
+        /**
+         * The rate limits, sizes and time-outs that apply to the caller
+         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
+         */
         get: operations["getLimits"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** The rate limits, sizes and time-outs that apply to the caller */
+        /**
+         * The rate limits, sizes and time-outs that apply to the caller
+         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
+         */
         head: operations["getLimits-head"];
         patch?: never;
         trace?: never;
@@ -139,14 +175,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List users */
+        /**
+         * List users
+         * @description A page of users, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         get: operations["listUsers"];
         put?: never;
-        /** Create a user */
+        /**
+         * Create a user
+         * @description Creates a user: 201 with it, its Location and ETag. With an Idempotency-Key, repeating the request answers the first answer again (Idempotent-Replayed: true) instead of creating another.
+         */
         post: operations["createUser"];
         delete?: never;
         options?: never;
-        /** List users */
+        /**
+         * List users
+         * @description A page of users, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         head: operations["listUsers-head"];
         patch?: never;
         trace?: never;
@@ -158,17 +203,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one user */
+        /**
+         * Read one user
+         * @description The user with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         get: operations["getUser"];
-        /** Replace a user's writable fields */
+        /**
+         * Replace a user's writable fields
+         * @description Replaces every writable field of the user; 200 with it as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         put: operations["replaceUser"];
         post?: never;
-        /** Delete a user (409 while the user has placed orders) */
+        /**
+         * Delete a user (409 while the user has placed orders)
+         * @description Deletes the user: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         delete: operations["deleteUser"];
         options?: never;
-        /** Read one user */
+        /**
+         * Read one user
+         * @description The user with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         head: operations["getUser-head"];
-        /** Change some fields of a user (JSON Merge Patch) */
+        /**
+         * Change some fields of a user (JSON Merge Patch)
+         * @description JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the user as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         patch: operations["patchUser"];
         trace?: never;
     };
@@ -179,14 +239,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List items */
+        /**
+         * List items
+         * @description A page of items, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         get: operations["listItems"];
         put?: never;
-        /** Create an item (and its stock, at quantity 0) */
+        /**
+         * Create an item (and its stock, at quantity 0)
+         * @description Creates an item: 201 with it, its Location and ETag. With an Idempotency-Key, repeating the request answers the first answer again (Idempotent-Replayed: true) instead of creating another.
+         */
         post: operations["createItem"];
         delete?: never;
         options?: never;
-        /** List items */
+        /**
+         * List items
+         * @description A page of items, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         head: operations["listItems-head"];
         patch?: never;
         trace?: never;
@@ -198,17 +267,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one item */
+        /**
+         * Read one item
+         * @description The item with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         get: operations["getItem"];
-        /** Replace an item's writable fields */
+        /**
+         * Replace an item's writable fields
+         * @description Replaces every writable field of the item; 200 with it as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         put: operations["replaceItem"];
         post?: never;
-        /** Delete an item that is on no order (with its stock and stock ledger) */
+        /**
+         * Delete an item that is on no order (with its stock and stock ledger)
+         * @description Deletes the item: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         delete: operations["deleteItem"];
         options?: never;
-        /** Read one item */
+        /**
+         * Read one item
+         * @description The item with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         head: operations["getItem-head"];
-        /** Change some fields of an item (JSON Merge Patch) */
+        /**
+         * Change some fields of an item (JSON Merge Patch)
+         * @description JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the item as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         patch: operations["patchItem"];
         trace?: never;
     };
@@ -219,16 +303,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read the stock of an item */
+        /**
+         * Read the stock of an item
+         * @description The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         get: operations["getStock"];
-        /** Set the on-hand (unreserved) quantity of an item */
+        /**
+         * Set the on-hand (unreserved) quantity of an item
+         * @description The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 otherwise).
+         */
         put: operations["replaceStock"];
         post?: never;
         delete?: never;
         options?: never;
-        /** Read the stock of an item */
+        /**
+         * Read the stock of an item
+         * @description The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         head: operations["getStock-head"];
-        /** Set the on-hand (unreserved) quantity of an item (JSON Merge Patch) */
+        /**
+         * Set the on-hand (unreserved) quantity of an item (JSON Merge Patch)
+         * @description The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 otherwise).
+         */
         patch: operations["patchStock"];
         trace?: never;
     };
@@ -263,7 +359,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List orders */
+        /**
+         * List orders
+         * @description A page of orders, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         get: operations["listOrders"];
         put?: never;
         /**
@@ -273,7 +372,10 @@ export interface paths {
         post: operations["placeOrder"];
         delete?: never;
         options?: never;
-        /** List orders */
+        /**
+         * List orders
+         * @description A page of orders, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         head: operations["listOrders-head"];
         patch?: never;
         trace?: never;
@@ -285,15 +387,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one order */
+        /**
+         * Read one order
+         * @description The order with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         get: operations["getOrder"];
-        /** Replace the name, user and lines of a placed order, re-reserving only the difference */
+        /**
+         * Replace the name, user and lines of a placed order, re-reserving only the difference
+         * @description Replaces every writable field of the order; 200 with it as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         put: operations["replaceOrder"];
         post?: never;
-        /** Delete an order, releasing the stock it still reserves */
+        /**
+         * Delete an order, releasing the stock it still reserves
+         * @description Deletes the order: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         delete: operations["deleteOrder"];
         options?: never;
-        /** Read one order */
+        /**
+         * Read one order
+         * @description The order with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         head: operations["getOrder-head"];
         /**
          * Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)
@@ -344,7 +458,10 @@ export interface paths {
          */
         put: operations["recordObservation"];
         post?: never;
-        /** Delete a place and its history */
+        /**
+         * Delete a place and its history
+         * @description Deletes the place and every observation recorded of it: 204. With If-Match, only while the stored ETag matches (412 otherwise).
+         */
         delete: operations["deletePlace"];
         options?: never;
         /**
@@ -352,7 +469,10 @@ export interface paths {
          * @description The newest of the latest recorded observation and, when a provider is configured and the place has coordinates, the provider's current weather (cached). When the provider fails, the last value rowi has is served with stale: true; with none, 502 or 504.
          */
         head: operations["getWeather-head"];
-        /** Set a place's name or coordinates (JSON Merge Patch); creates the place when there is none */
+        /**
+         * Set a place's name or coordinates (JSON Merge Patch); creates the place when there is none
+         * @description Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. With If-Match, only while the stored ETag matches (412 otherwise).
+         */
         patch: operations["patchPlace"];
         trace?: never;
     };
@@ -363,13 +483,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a place's recorded observations, newest first */
+        /**
+         * List a place's recorded observations, newest first
+         * @description A page of the observations recorded of the place (PUT /v1/weather/{place}), newest first; `sort=observed_at` for oldest first; filters `observed_after` and `observed_before`. The provider's readings are not recorded here.
+         */
         get: operations["listObservations"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** List a place's recorded observations, newest first */
+        /**
+         * List a place's recorded observations, newest first
+         * @description A page of the observations recorded of the place (PUT /v1/weather/{place}), newest first; `sort=observed_at` for oldest first; filters `observed_after` and `observed_before`. The provider's readings are not recorded here.
+         */
         head: operations["listObservations-head"];
         patch?: never;
         trace?: never;
@@ -381,14 +507,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List callers */
+        /**
+         * List callers
+         * @description A page of callers, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         get: operations["listCallers"];
         put?: never;
-        /** Create a caller (then give it a key with POST /v1/callers/{id}/keys) */
+        /**
+         * Create a caller (then give it a key with POST /v1/callers/{id}/keys)
+         * @description Creates a caller: 201 with it, its Location and ETag. With an Idempotency-Key, repeating the request answers the first answer again (Idempotent-Replayed: true) instead of creating another.
+         */
         post: operations["createCaller"];
         delete?: never;
         options?: never;
-        /** List callers */
+        /**
+         * List callers
+         * @description A page of callers, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         head: operations["listCallers-head"];
         patch?: never;
         trace?: never;
@@ -400,16 +535,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one caller */
+        /**
+         * Read one caller
+         * @description The caller with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         get: operations["getCaller"];
         put?: never;
         post?: never;
-        /** Delete a caller and its keys (its audit events stay) */
+        /**
+         * Delete a caller and its keys (its audit events stay)
+         * @description Deletes the caller: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         delete: operations["deleteCaller"];
         options?: never;
-        /** Read one caller */
+        /**
+         * Read one caller
+         * @description The caller with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         head: operations["getCaller-head"];
-        /** Change a caller's name, role or grants (JSON Merge Patch) */
+        /**
+         * Change a caller's name, role or grants (JSON Merge Patch)
+         * @description JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the caller as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         patch: operations["patchCaller"];
         trace?: never;
     };
@@ -420,14 +567,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a caller's API keys (never the keys themselves) */
+        /**
+         * List a caller's API keys (never the keys themselves)
+         * @description A page of the caller's keys: each one's id, prefix (the readable start of the key), description, expiry, last use and revocation; never the key, which rowi keeps only as a hash.
+         */
         get: operations["listApiKeys"];
         put?: never;
-        /** Create an API key for a caller; the key is in this response only */
+        /**
+         * Create an API key for a caller; the key is in this response only
+         * @description A new key for the caller (several may be valid at once, to rotate without downtime), with an optional description and expiry. 201 with the key itself in `key`, shown this once: store it now.
+         */
         post: operations["createApiKey"];
         delete?: never;
         options?: never;
-        /** List a caller's API keys (never the keys themselves) */
+        /**
+         * List a caller's API keys (never the keys themselves)
+         * @description A page of the caller's keys: each one's id, prefix (the readable start of the key), description, expiry, last use and revocation; never the key, which rowi keeps only as a hash.
+         */
         head: operations["listApiKeys-head"];
         patch?: never;
         trace?: never;
@@ -439,14 +595,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one API key's record (not the key) */
+        /**
+         * Read one API key's record (not the key)
+         * @description The key's record: prefix, description, expiry, last use and revocation; never the key.
+         */
         get: operations["getApiKey"];
         put?: never;
         post?: never;
-        /** Revoke an API key: it stops working at once on this instance, within a second everywhere */
+        /**
+         * Revoke an API key: it stops working at once on this instance, within a second everywhere
+         * @description Revokes the key: requests with it are 401 invalid-credentials at once on this instance and within a second on every other process and instance; its record stays, with revoked_at. 204.
+         */
         delete: operations["revokeApiKey"];
         options?: never;
-        /** Read one API key's record (not the key) */
+        /**
+         * Read one API key's record (not the key)
+         * @description The key's record: prefix, description, expiry, last use and revocation; never the key.
+         */
         head: operations["getApiKey-head"];
         patch?: never;
         trace?: never;
@@ -554,7 +719,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook-endpoints */
+        /**
+         * List webhook-endpoints
+         * @description A page of webhook-endpoints, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
@@ -564,7 +732,10 @@ export interface paths {
         post: operations["createWebhookEndpoint"];
         delete?: never;
         options?: never;
-        /** List webhook-endpoints */
+        /**
+         * List webhook-endpoints
+         * @description A page of webhook-endpoints, in the order `sort` asks (comma-separated fields, - for descending; ties by id), at most `limit` a page. The next page is at the Link header's rel="next" and the page's `next` cursor; filters narrow the list; any other query parameter is 400.
+         */
         head: operations["listWebhookEndpoints-head"];
         patch?: never;
         trace?: never;
@@ -576,16 +747,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one webhookendpoint */
+        /**
+         * Read one webhookendpoint
+         * @description The webhookendpoint with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint and its deliveries */
+        /**
+         * Delete a webhook endpoint and its deliveries
+         * @description Deletes the webhookendpoint: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
-        /** Read one webhookendpoint */
+        /**
+         * Read one webhookendpoint
+         * @description The webhookendpoint with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         */
         head: operations["getWebhookEndpoint-head"];
-        /** Change a webhook endpoint's URL, events, description, or enable it again (JSON Merge Patch) */
+        /**
+         * Change a webhook endpoint's URL, events, description, or enable it again (JSON Merge Patch)
+         * @description JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the webhookendpoint as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         */
         patch: operations["patchWebhookEndpoint"];
         trace?: never;
     };
@@ -616,13 +799,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a webhook endpoint's deliveries, newest first, with their attempts */
+        /**
+         * List a webhook endpoint's deliveries, newest first, with their attempts
+         * @description A page of the endpoint's deliveries, newest first, each with every attempt (when, status code, duration, error); filter by `status` (pending, succeeded, dead).
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** List a webhook endpoint's deliveries, newest first, with their attempts */
+        /**
+         * List a webhook endpoint's deliveries, newest first, with their attempts
+         * @description A page of the endpoint's deliveries, newest first, each with every attempt (when, status code, duration, error); filter by `status` (pending, succeeded, dead).
+         */
         head: operations["listWebhookDeliveries-head"];
         patch?: never;
         trace?: never;
@@ -634,13 +823,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one delivery with its attempts */
+        /**
+         * Read one delivery with its attempts
+         * @description The delivery, its status and next attempt, with every attempt made (when, status code, duration, error).
+         */
         get: operations["getWebhookDelivery"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Read one delivery with its attempts */
+        /**
+         * Read one delivery with its attempts
+         * @description The delivery, its status and next attempt, with every attempt made (when, status code, duration, error).
+         */
         head: operations["getWebhookDelivery-head"];
         patch?: never;
         trace?: never;
