@@ -14,34 +14,64 @@ export interface AttemptOutcome {
 const MAX_ANSWER_BYTES = 4096;
 
 /**
+ * A kept-alive connection left idle this long is closed by rowi: before the receiver's own idle
+ * time-out (Node's 5 s, nginx's 75 s) can close it under a request rowi is starting on it.
+ */
+const IDLE_CONNECTION_MS = 2000;
+
+/** The connections rowi keeps to receivers, so that deliveries in a row do not each connect (and shake hands over TLS) anew. */
+export interface WebhookAgents {
+  http: http.Agent;
+  https: https.Agent;
+  destroy(): void;
+}
+
+export function webhookAgents(): WebhookAgents {
+  const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, maxFreeSockets: 16, scheduling: 'lifo' as const };
+  const agents = { http: new http.Agent(options), https: new https.Agent(options) };
+  return { ...agents, destroy: () => Object.values(agents).forEach((agent) => agent.destroy()) };
+}
+
+interface SendOptions {
+  timeoutMs: number;
+  policy: AddressPolicy;
+  userAgent: string;
+  agents: WebhookAgents;
+}
+
+/**
  * POSTs one delivery: a 2xx answer is a success; anything else (another status, a redirect,
  * which is never followed, a connection that fails or closes, no answer within `timeoutMs`) is a
- * failure with its reason. The connection goes only to addresses the policy allows (ssrf.ts).
+ * failure with its reason. The connection goes only to addresses the policy allows (ssrf.ts), and
+ * is kept for the next delivery when the answer ended within its limit. A kept connection that the
+ * receiver closed just as rowi sent on it is tried once more on a new one (at least once allows it).
  */
-export function sendWebhook(
-  url: string,
-  body: string,
-  headers: Record<string, string>,
-  options: { timeoutMs: number; policy: AddressPolicy; userAgent: string },
-): Promise<AttemptOutcome> {
+export async function sendWebhook(url: string, body: string, headers: Record<string, string>, options: SendOptions): Promise<AttemptOutcome> {
+  const first = await attempt(url, body, headers, options);
+  return first.retry ? (await attempt(url, body, headers, options)).outcome : first.outcome;
+}
+
+function attempt(url: string, body: string, headers: Record<string, string>, options: SendOptions): Promise<{ outcome: AttemptOutcome; retry: boolean }> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
-    const settle = (outcome: Omit<AttemptOutcome, 'durationMs'>) => {
+    let ended = false;
+    const settle = (outcome: Omit<AttemptOutcome, 'durationMs'>, retry = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      request.destroy();
-      resolve({ ...outcome, durationMs: elapsed() });
+      // An answer read to its end leaves the connection to the agent, for the next delivery.
+      if (!ended) request.destroy();
+      resolve({ outcome: { ...outcome, durationMs: elapsed() }, retry });
     };
     const target = new URL(url);
-    const client = target.protocol === 'https:' ? https : http;
-    const request = client.request(target, {
+    const secure = target.protocol === 'https:';
+    const request = (secure ? https : http).request(target, {
       method: 'POST',
-      agent: false,
+      agent: secure ? options.agents.https : options.agents.http,
       lookup: options.policy.lookup as never,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': options.userAgent, connection: 'close' },
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': options.userAgent },
     });
     let answered: (() => void) | undefined;
     // An answer whose body is slow still counts by its status; no answer at all is a failure.
@@ -59,11 +89,16 @@ export function sendWebhook(
         read += chunk.length;
         if (read >= MAX_ANSWER_BYTES) done();
       });
-      response.on('end', done);
+      response.on('end', () => {
+        ended = true;
+        done();
+      });
       response.on('error', done);
       response.on('aborted', done);
     });
-    request.on('error', (error: NodeJS.ErrnoException) => settle({ ok: false, statusCode: null, error: describe(error) }));
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      settle({ ok: false, statusCode: null, error: describe(error) }, request.reusedSocket && answered === undefined && (error.code === 'ECONNRESET' || error.code === 'EPIPE')),
+    );
     request.end(body);
   });
 }

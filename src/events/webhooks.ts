@@ -11,7 +11,7 @@ import { cursorOf, findEventById, findEventsAfter, latestPosition, moveCursor, p
 import { webhookHeaders } from './signing.js';
 import type { AddressPolicy } from './ssrf.js';
 import { countEndpointFailure, disableFailingEndpoint, findEnabledEndpoints, findEndpointById, resetEndpointFailures, type StoredEndpoint } from './webhook-endpoints.repository.js';
-import { sendWebhook, type AttemptOutcome } from './webhook-sender.js';
+import { sendWebhook, webhookAgents, type AttemptOutcome } from './webhook-sender.js';
 
 export interface WebhookOptions {
   /** Seconds before each retry; after the last, a delivery is dead-lettered. */
@@ -61,6 +61,8 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #options: WebhookOptions;
   readonly #sending = new Map<number, Promise<void>>();
   readonly #lease: Lease;
+  /** Connections kept to receivers between deliveries. */
+  readonly #agents = webhookAgents();
 
   constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
     super(feed);
@@ -75,6 +77,7 @@ export class WebhookDispatcher extends OutboxWorker {
   override async close(): Promise<void> {
     await super.close();
     await Promise.allSettled(this.#sending.values());
+    this.#agents.destroy();
   }
 
   protected async round(): Promise<boolean> {
@@ -161,7 +164,7 @@ export class WebhookDispatcher extends OutboxWorker {
       const event = await findEventById(this.#db, delivery.event_id);
       const attemptedAt = nowTimestamp();
       const outcome: AttemptOutcome = event
-        ? await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent })
+        ? await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent, agents: this.#agents })
         : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (ROWI_EVENTS_RETENTION)' };
       outcomes.push({ delivery, outcome, attemptedAt, gone: event === undefined });
       if (!outcome.ok || this.closed) break;

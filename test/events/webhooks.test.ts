@@ -81,6 +81,52 @@ describe('webhook delivery', () => {
     });
   }
 
+  it('deliveries in a row to one endpoint share one connection (no new connection, or TLS handshake, per delivery)', async () => {
+    const endpoint = await endpointFor(['user.created', 'user.updated']);
+    const { user } = await createUser(test);
+    for (const name of ['A', 'B', 'C', 'D']) await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, body: { name } });
+    const received = await receiver.waitFor(5);
+    expect(new Set(received.map((request) => request.connection)).size).toBe(1);
+    const deliveries = await eventually(() => deliveriesOf(endpoint.id), (list) => list.length === 5 && list.every((delivery) => delivery.status === 'succeeded'));
+    expect(deliveries.map((delivery) => delivery.attempts.length)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('a receiver that closes idle connections quickly: the next delivery goes on a new connection and succeeds at its first attempt', async () => {
+    receiver = new Receiver();
+    receiver.idleTimeoutMs = 100;
+    await receiver.start();
+    const created = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: receiver.url, events: ['user.created'] } });
+    await createUser(test);
+    await receiver.waitFor(1);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await createUser(test);
+    const received = await receiver.waitFor(2);
+    expect(new Set(received.map((request) => request.connection)).size).toBe(2);
+    const deliveries = await eventually(() => deliveriesOf(created.json.id), (list) => list.length === 2 && list.every((delivery) => delivery.status === 'succeeded'));
+    expect(deliveries.map((delivery) => delivery.attempts.length)).toEqual([1, 1]);
+  });
+
+  it('a kept connection the receiver closes as the next delivery arrives: that delivery is sent again at once on a new connection, one attempt recorded', async () => {
+    const endpoint = await endpointFor(['user.created', 'user.updated']);
+    const served = new WeakMap<object, number>();
+    receiver.behaviour = (request, response, received) => {
+      const count = (served.get(request.socket) ?? 0) + 1;
+      served.set(request.socket, count);
+      if (count === 2) request.socket.destroy();
+      else answer(200)(request, response, received);
+    };
+    const { user } = await createUser(test);
+    await receiver.waitFor(1);
+    await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, body: { name: 'Again' } });
+    const received = await receiver.waitFor(3);
+    // The second delivery twice, with one webhook-id: receivers de-duplicate by it (at least once).
+    expect(received.map((request) => request.event.type)).toEqual(['user.created', 'user.updated', 'user.updated']);
+    expect(received[2]!.headers['webhook-id']).toBe(received[1]!.headers['webhook-id']);
+    expect(received[2]!.connection).not.toBe(received[1]!.connection);
+    const deliveries = await eventually(() => deliveriesOf(endpoint.id), (list) => list.length === 2 && list.every((delivery) => delivery.status === 'succeeded'));
+    expect(deliveries.map((delivery) => delivery.attempts.map((attempt) => attempt.status_code))).toEqual([[200], [200]]);
+  });
+
   it('a receiver that is down, then comes back: it gets the rest, in order', async () => {
     const endpoint = await endpointFor(['user.created', 'user.updated']);
     const port = await receiver.stop();

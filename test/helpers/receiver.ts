@@ -8,6 +8,8 @@ export interface Received {
   body: string;
   /** The event in the body, parsed. */
   event: { id: string; type: string; path: string; data: Record<string, unknown> };
+  /** The sender's port: requests on one connection share it. */
+  connection: number;
 }
 
 /** How the receiver answers a request: a status, or its own handling of the raw exchange. */
@@ -21,6 +23,8 @@ export const answer = (status: number, headers: Record<string, string> = {}): Be
 export class Receiver {
   readonly received: Received[] = [];
   behaviour: Behaviour = answer(200);
+  /** How long the receiver keeps an idle connection open (Node's default 5 s); set before start. */
+  idleTimeoutMs = 5000;
   #server: Server | undefined;
   #port = 0;
 
@@ -34,11 +38,12 @@ export class Receiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        const received: Received = { at: Date.now(), headers: request.headers, body, event: JSON.parse(body) as Received['event'] };
+        const received: Received = { at: Date.now(), headers: request.headers, body, event: JSON.parse(body) as Received['event'], connection: request.socket.remotePort ?? 0 };
         this.received.push(received);
         this.behaviour(request, response, received);
       });
     });
+    this.#server.keepAliveTimeout = this.idleTimeoutMs;
     await new Promise<void>((resolve) => this.#server!.listen(port, '127.0.0.1', resolve));
     this.#port = (this.#server.address() as AddressInfo).port;
     return this;
