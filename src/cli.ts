@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { CONFIG_FLAGS, ConfigError, describeSettings, loadConfig } from './config.js';
+import { CONFIG_FLAGS, ConfigError, describeSettings, loadConfig, plainText } from './config.js';
 import { ROLES } from './auth/policy.js';
 import { TokenService } from './auth/tokens.js';
 import type { Db, Role } from './db/database.js';
@@ -30,7 +30,7 @@ Usage:
 
 Settings (flag, environment variable, default):
 ${describeSettings()
-  .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${setting.description.replaceAll('`', '')}`)
+  .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${plainText(setting.description)}`)
   .join('\n')}
 
 A bad setting stops rowi before it listens, with exit code 2.`;

@@ -45,6 +45,9 @@ export interface SettingDescription {
   secret: boolean;
 }
 
+/** A setting's description as plain text (a message, `rowi --help`): without the Markdown code marks the docs' table keeps. */
+export const plainText = (description: string): string => description.replaceAll('`', '');
+
 /** One line per setting, for `rowi --help` and the configuration table of docs/operations.md. */
 export function describeSettings(): SettingDescription[] {
   return Object.values(settings).map((schema) => {
@@ -141,5 +144,5 @@ function explain(schema: SettingSchema): string {
     const choices = (rule.anyOf as { const: string }[]).map((option) => option.const);
     return `expected one of ${choices.join(', ')}`;
   }
-  return String(schema.description ?? 'invalid value').replaceAll('`', '');
+  return plainText(String(schema.description ?? 'invalid value'));
 }

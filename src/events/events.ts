@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
+import { leaseHolderName } from './lease.js';
 import { NatsBus } from './nats-bus.js';
 import { startPruning } from './retention.js';
 import { AddressPolicy } from './ssrf.js';
@@ -28,7 +27,7 @@ export interface Events {
 export function startEvents({ db, signals, config, log, userAgent }: EventsDependencies): Events {
   const feed = new EventFeed(db, signals, log);
   const policy = new AddressPolicy(config.webhookAllowHosts);
-  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const owner = leaseHolderName();
   const dispatcher = new WebhookDispatcher(db, feed, log, {
     retrySchedule: retrySchedule(config.webhookRetrySchedule),
     timeoutMs: config.webhookTimeout,

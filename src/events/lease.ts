@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
@@ -8,7 +9,7 @@ import { cursorOf, takeLease } from './outbox.repository.js';
  * (webhooks, the NATS bus): a row of event_cursors naming its holder until a time. The holder
  * renews it as it works; when it stops, another process takes it over once it has run out, or
  * at once when the holder was a process of this host that is no longer running (a crash, kill -9,
- * a restart after either): a holder is named `host:pid:random` (events/events.ts).
+ * a restart after either): a holder is named `host:pid:random` (leaseHolderName).
  */
 export class Lease {
   readonly #db: Db;
@@ -56,8 +57,13 @@ export class Lease {
   }
 }
 
+/** This process's name as a lease holder: its host, its pid (which diedOnThisHost reads back) and a random part, unique per process start. */
+export function leaseHolderName(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
 /**
- * Whether a lease holder (`host:pid:random`) was a process of this host that no longer runs.
+ * Whether a lease holder (`host:pid:random`, leaseHolderName) was a process of this host that no longer runs.
  * Only a definite answer counts: another host, this very process (another app in it), a process
  * that runs (or whose pid runs something else now) or one this user may not signal is taken to
  * be alive, and its lease runs out as usual.

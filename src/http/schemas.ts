@@ -33,6 +33,9 @@ export const DisplayName = Type.String({
   description: 'display name, 1–200 characters',
 });
 
+/** What an operation's description says of its conditional headers, in the same words everywhere. */
+export const CONDITIONAL_WRITE = 'With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).';
+export const CONDITIONAL_READ = 'With If-None-Match naming the current ETag, 304 without a body.';
 export const IfMatchHeaders = Type.Object({ 'if-match': Type.Optional(Type.String({ description: 'ETag the change is conditional on (412 when stale)' })) });
 export const IfNoneMatchHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'ETag of the copy the client holds (304 when current)' })),

@@ -6,7 +6,7 @@ import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { listQuerySchema, parseListQuery, sendPage, type CollectionSpec, type Page } from '../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
-import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../http/schemas.js';
+import { CONDITIONAL_READ, CONDITIONAL_WRITE, IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../http/schemas.js';
 
 /**
  * The operations of a collection of versioned records (list, read, create, replace, change,
@@ -66,17 +66,16 @@ interface Documented {
 const nounOf = (collection: Collection) => collection.singular.toLowerCase();
 
 /** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
-const IF_MATCH = 'With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).';
 const READ_ONLY = 'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
 const usualDescription = {
   list: (collection: Collection) =>
     `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,
-  read: (collection: Collection) => `The ${nounOf(collection)} with its ETag; with If-None-Match naming the current ETag, 304 without a body.`,
+  read: (collection: Collection) => `The ${nounOf(collection)} with its ETag. ${CONDITIONAL_READ}`,
   create: (collection: Collection) =>
     `Creates ${collection.article} ${nounOf(collection)}: 201 with it, its Location and ETag. With an Idempotency-Key, repeating the request answers the first answer again (Idempotent-Replayed: true) instead of creating another.`,
-  put: (collection: Collection) => `Replaces every writable field of the ${nounOf(collection)}; 200 with it as stored. ${READ_ONLY} ${IF_MATCH}`,
-  patch: (collection: Collection) => `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the ${nounOf(collection)} as stored. ${READ_ONLY} ${IF_MATCH}`,
-  delete: (collection: Collection) => `Deletes the ${nounOf(collection)}: 204. ${IF_MATCH}`,
+  put: (collection: Collection) => `Replaces every writable field of the ${nounOf(collection)}; 200 with it as stored. ${READ_ONLY} ${CONDITIONAL_WRITE}`,
+  patch: (collection: Collection) => `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the ${nounOf(collection)} as stored. ${READ_ONLY} ${CONDITIONAL_WRITE}`,
+  delete: (collection: Collection) => `Deletes the ${nounOf(collection)}: 204. ${CONDITIONAL_WRITE}`,
 };
 
 /**

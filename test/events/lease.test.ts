@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diedOnThisHost, Lease } from '../../src/events/lease.js';
+import { diedOnThisHost, Lease, leaseHolderName } from '../../src/events/lease.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 /** The pid of a process of this host that has ended (a child run to its end). */
@@ -17,6 +17,8 @@ describe('the outbox consumers\' lease (webhooks, NATS): taken over at once from
     // Alive: the test runner's parent, and this process itself (another app in it may hold it).
     expect(diedOnThisHost(holder(hostname(), process.ppid))).toBe(false);
     expect(diedOnThisHost(holder(hostname(), process.pid))).toBe(false);
+    expect(diedOnThisHost(leaseHolderName())).toBe(false);
+    expect(leaseHolderName()).toMatch(new RegExp(`^${hostname().replaceAll('.', '\\.')}:${process.pid}:[0-9a-f]{8}$`));
     // Another host: nothing is known of its processes.
     expect(diedOnThisHost(holder(`not-${hostname()}`, endedPid()))).toBe(false);
     expect(diedOnThisHost('no pid here')).toBe(false);

@@ -205,7 +205,7 @@ export interface paths {
         };
         /**
          * Read one user
-         * @description The user with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The user with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         get: operations["getUser"];
         /**
@@ -222,7 +222,7 @@ export interface paths {
         options?: never;
         /**
          * Read one user
-         * @description The user with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The user with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         head: operations["getUser-head"];
         /**
@@ -269,7 +269,7 @@ export interface paths {
         };
         /**
          * Read one item
-         * @description The item with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The item with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         get: operations["getItem"];
         /**
@@ -286,7 +286,7 @@ export interface paths {
         options?: never;
         /**
          * Read one item
-         * @description The item with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The item with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         head: operations["getItem-head"];
         /**
@@ -305,12 +305,12 @@ export interface paths {
         };
         /**
          * Read the stock of an item
-         * @description The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         get: operations["getStock"];
         /**
          * Set the on-hand (unreserved) quantity of an item
-         * @description The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 otherwise).
+         * @description The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
          */
         put: operations["replaceStock"];
         post?: never;
@@ -318,12 +318,12 @@ export interface paths {
         options?: never;
         /**
          * Read the stock of an item
-         * @description The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         head: operations["getStock-head"];
         /**
          * Set the on-hand (unreserved) quantity of an item (JSON Merge Patch)
-         * @description The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 otherwise).
+         * @description The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
          */
         patch: operations["patchStock"];
         trace?: never;
@@ -389,7 +389,7 @@ export interface paths {
         };
         /**
          * Read one order
-         * @description The order with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The order with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         get: operations["getOrder"];
         /**
@@ -406,7 +406,7 @@ export interface paths {
         options?: never;
         /**
          * Read one order
-         * @description The order with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The order with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         head: operations["getOrder-head"];
         /**
@@ -460,7 +460,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a place and its history
-         * @description Deletes the place and every observation recorded of it: 204. With If-Match, only while the stored ETag matches (412 otherwise).
+         * @description Deletes the place and every observation recorded of it: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
          */
         delete: operations["deletePlace"];
         options?: never;
@@ -471,7 +471,7 @@ export interface paths {
         head: operations["getWeather-head"];
         /**
          * Set a place's name or coordinates (JSON Merge Patch); creates the place when there is none
-         * @description Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. With If-Match, only while the stored ETag matches (412 otherwise).
+         * @description Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
          */
         patch: operations["patchPlace"];
         trace?: never;
@@ -537,7 +537,7 @@ export interface paths {
         };
         /**
          * Read one caller
-         * @description The caller with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The caller with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         get: operations["getCaller"];
         put?: never;
@@ -550,7 +550,7 @@ export interface paths {
         options?: never;
         /**
          * Read one caller
-         * @description The caller with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The caller with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         head: operations["getCaller-head"];
         /**
@@ -749,7 +749,7 @@ export interface paths {
         };
         /**
          * Read one webhookendpoint
-         * @description The webhookendpoint with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The webhookendpoint with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
@@ -762,7 +762,7 @@ export interface paths {
         options?: never;
         /**
          * Read one webhookendpoint
-         * @description The webhookendpoint with its ETag; with If-None-Match naming the current ETag, 304 without a body.
+         * @description The webhookendpoint with its ETag. With If-None-Match naming the current ETag, 304 without a body.
          */
         head: operations["getWebhookEndpoint-head"];
         /**

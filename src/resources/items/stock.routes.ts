@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
-import { IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { CONDITIONAL_READ, CONDITIONAL_WRITE, IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { MOVEMENT_COLLECTION, MovementPageSchema, StockPatchSchema, StockReplaceSchema, StockSchema } from './stock.schema.js';
 import { getStock, listMovements, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
@@ -15,7 +15,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'getStock',
       permission: 'stock:read',
       summary: 'Read the stock of an item',
-      description: 'The item\'s on-hand quantity (not reserved), what open orders reserve, and the version as ETag; with If-None-Match naming the current ETag, 304 without a body.',
+      description: `The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag. ${CONDITIONAL_READ}`,
       tags: ['stock'],
       params: IdParams,
       headers: IfNoneMatchHeaders,
@@ -30,7 +30,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: method === 'put' ? 'replaceStock' : 'patchStock',
         permission: 'stock:update',
         summary: `Set the on-hand (unreserved) quantity of an item${method === 'patch' ? ' (JSON Merge Patch)' : ''}`,
-        description: 'The inventory system\'s count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. With If-Match, only while the stored ETag matches (412 otherwise).',
+        description: 'The inventory system\'s count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. ' + CONDITIONAL_WRITE,
         tags: ['stock'],
         params: IdParams,
         headers: IfMatchHeaders,

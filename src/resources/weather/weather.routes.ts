@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { entityTag } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendEmpty, sendRecord, sendTagged, upsertConditionOf } from '../../http/records.js';
-import { IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { CONDITIONAL_WRITE, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { REVALIDATE, readCurrentWeather, type WeatherReading } from './current-weather.js';
 import {
   OBSERVATION_COLLECTION,
@@ -89,7 +89,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'patchPlace',
       permission: 'weather:update',
       summary: 'Set a place\'s name or coordinates (JSON Merge Patch); creates the place when there is none',
-      description: 'Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. With If-Match, only while the stored ETag matches (412 otherwise).',
+      description: 'Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. ' + CONDITIONAL_WRITE,
       tags: ['weather'],
       params: PlaceParams,
       headers: IfMatchHeaders,
@@ -111,7 +111,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'deletePlace',
       permission: 'weather:delete',
       summary: 'Delete a place and its history',
-      description: 'Deletes the place and every observation recorded of it: 204. With If-Match, only while the stored ETag matches (412 otherwise).',
+      description: `Deletes the place and every observation recorded of it: 204. ${CONDITIONAL_WRITE}`,
       tags: ['weather'],
       params: PlaceParams,
       headers: IfMatchHeaders,
