@@ -197,7 +197,7 @@ function writeOperation<Body extends TSchema>(app: FastifyInstance, collection: 
 }
 
 /** DELETE /collection/:id: 204, checked against If-Match. */
-export function deleteOperation(app: FastifyInstance, collection: Collection, spec: Documented & { summary: string; remove: (trx: Trx, id: number, condition: VersionCondition) => Promise<void> }): void {
+export function deleteOperation(app: FastifyInstance, collection: Collection, spec: Documented & { summary: string; remove: (trx: Trx, id: number, condition: VersionCondition, request: FastifyRequest) => Promise<void> }): void {
   const { db } = app;
   app.delete(`${collection.path}/:id`, {
     schema: operation({
@@ -208,7 +208,7 @@ export function deleteOperation(app: FastifyInstance, collection: Collection, sp
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;
-    await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request)));
+    await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), request));
     await collection.afterChange?.();
     return sendEmpty(reply, 204);
   });

@@ -2800,6 +2800,7 @@ export interface components {
          * @example {
          *       "id": 1,
          *       "url": "https://hooks.example.com/rowi",
+         *       "owner_caller_id": 1,
          *       "description": "order desk",
          *       "events": [
          *         "order.created",
@@ -2821,9 +2822,11 @@ export interface components {
             readonly id: number;
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
             url: string;
+            /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
+            readonly owner_caller_id: number | null;
             /** @description what the endpoint is for, up to 500 characters */
             description: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;
@@ -2859,7 +2862,7 @@ export interface components {
         WebhookEndpointCreate: {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
             url: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @default true */
             enabled: boolean;
@@ -2873,6 +2876,7 @@ export interface components {
          *         {
          *           "id": 1,
          *           "url": "https://hooks.example.com/rowi",
+         *           "owner_caller_id": 1,
          *           "description": "order desk",
          *           "events": [
          *             "order.created",
@@ -2903,7 +2907,7 @@ export interface components {
         WebhookEndpointPatch: {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
             url?: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             enabled?: boolean;
             /** @description what the endpoint is for, up to 500 characters */
@@ -2929,6 +2933,7 @@ export interface components {
          * @example {
          *       "id": 1,
          *       "url": "https://hooks.example.com/rowi",
+         *       "owner_caller_id": 1,
          *       "description": "order desk",
          *       "events": [
          *         "order.created",
@@ -2951,9 +2956,11 @@ export interface components {
             readonly id: number;
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
             url: string;
+            /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
+            readonly owner_caller_id: number | null;
             /** @description what the endpoint is for, up to 500 characters */
             description: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;

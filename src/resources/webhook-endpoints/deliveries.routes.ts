@@ -3,6 +3,7 @@ import { unitOfWork } from '../../db/unit-of-work.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { IdParams, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { getDelivery, listDeliveries, pingEndpoint, retryDelivery } from './deliveries.service.js';
+import { endpointContext } from './endpoint-access.js';
 import { DELIVERIES_COLLECTION, DeliveryPageSchema, DeliveryParams, DeliverySchema } from './webhook-endpoints.schema.js';
 
 const TAGS = ['webhook-endpoints'];
@@ -54,7 +55,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
     }),
   }, async (request, reply) => {
     const params = request.params as { id: number; delivery_id: number };
-    const delivery = await unitOfWork(db, (trx) => retryDelivery(trx, params.id, params.delivery_id));
+    const delivery = await unitOfWork(db, (trx) => retryDelivery(trx, params.id, params.delivery_id, endpointContext(request)));
     return reply.code(202).send(delivery);
   });
 
@@ -71,7 +72,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;
-    const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id));
+    const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id, endpointContext(request)));
     return reply.code(202).header('location', `/v1/webhook-endpoints/${id}/deliveries/${delivery.id}`).send(delivery);
   });
 }

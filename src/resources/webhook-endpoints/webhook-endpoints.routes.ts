@@ -6,6 +6,7 @@ import { conditionOf, sendRecord } from '../../http/records.js';
 import { IdParams, IfMatchHeaders, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, type Collection } from '../collection.js';
 import { registerDeliveryRoutes } from './deliveries.routes.js';
+import { endpointContext } from './endpoint-access.js';
 import {
   WEBHOOK_ENDPOINTS_COLLECTION,
   WebhookEndpointCreateSchema,
@@ -32,7 +33,7 @@ const ENDPOINTS: Collection = {
 /** /v1/webhook-endpoints: where events are POSTed, signed (docs/events.md). */
 const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy: AddressPolicy }> = async (app, { config, policy }) => {
   const { db } = app;
-  const context = (request: { principal: { scopes: ReadonlySet<string> } | null }) => ({ scopes: request.principal!.scopes });
+  const context = endpointContext;
   const checkUrl = async (body: { url?: string }) => {
     if (body.url !== undefined) await policy.assertAllowed(body.url);
   };
@@ -53,7 +54,7 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     check: checkUrl,
     change: (trx, id, body, condition, request) => patchEndpoint(trx, id, body as WebhookEndpointPatch, condition, context(request)),
   });
-  deleteOperation(app, ENDPOINTS, { summary: 'Delete a webhook endpoint and its deliveries', remove: deleteEndpoint });
+  deleteOperation(app, ENDPOINTS, { summary: 'Delete a webhook endpoint and its deliveries', remove: (trx, id, condition, request) => deleteEndpoint(trx, id, condition, context(request)) });
 
   app.post('/v1/webhook-endpoints/:id/rotate-secret', {
     schema: operation({
@@ -68,7 +69,7 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
       response: { 200: representation(WebhookEndpointWithSecretSchema, 'The endpoint with its new secret', RESPONSE_HEADERS.etag, ['json']) },
     }),
   }, async (request, reply) => {
-    const rotated = await unitOfWork(db, (trx) => rotateSecret(trx, request.params.id, conditionOf(request), config.webhookSecretOverlap));
+    const rotated = await unitOfWork(db, (trx) => rotateSecret(trx, request.params.id, conditionOf(request), config.webhookSecretOverlap, context(request)));
     return sendRecord(request, reply, rotated);
   });
 

@@ -13,7 +13,7 @@ const Events = Type.Array(EventTypeOrAll, {
   minItems: 1,
   maxItems: SUBSCRIBABLE.length,
   uniqueItems: true,
-  description: 'the event types sent to the endpoint; ["*"] for all (of the resources its creator may read)',
+  description: 'the event types sent to the endpoint; ["*"] for all (of the resources its owner may read)',
 });
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address' });
@@ -22,6 +22,11 @@ const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000-\\u0008\\
 const endpointFields = {
   id: RecordFields.id,
   url: Url,
+  owner_caller_id: Type.Union([Type.Integer({ ...Id }), Type.Null()], {
+    readOnly: true,
+    description:
+      'the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL',
+  }),
   description: Description,
   events: Events,
   enabled: Type.Boolean({ description: 'false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row)' }),
