@@ -2820,11 +2820,11 @@ export interface components {
              * @description server-assigned identifier
              */
             readonly id: number;
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
             /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
             readonly owner_caller_id: number | null;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
@@ -2860,13 +2860,13 @@ export interface components {
          *     }
          */
         WebhookEndpointCreate: {
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @default true */
             enabled: boolean;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
         };
         /**
@@ -2905,12 +2905,12 @@ export interface components {
          *     }
          */
         WebhookEndpointPatch: {
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url?: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             enabled?: boolean;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
             /**
              * Format: int64
@@ -2954,11 +2954,11 @@ export interface components {
              * @description server-assigned identifier
              */
             readonly id: number;
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
             /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
             readonly owner_caller_id: number | null;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];

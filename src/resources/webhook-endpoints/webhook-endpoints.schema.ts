@@ -16,8 +16,31 @@ const Events = Type.Array(EventTypeOrAll, {
   description: 'the event types sent to the endpoint; ["*"] for all (of the resources its owner may read)',
 });
 
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address' });
-const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F]*$', 'x-error': 'must be at most 500 characters, without control characters', description: 'what the endpoint is for, up to 500 characters' });
+/**
+ * Characters no URL or one-line text of an endpoint may hold: C0 controls and DEL (a URL parser
+ * drops tab, CR and LF, so the host called would not be the one listed), C1 controls, and the
+ * invisible and bidirectional formatting characters (zero-width, joiners, marks, embeddings,
+ * overrides and isolates, the line and paragraph separators, the byte order mark, fillers), which
+ * make a text read otherwise than it is.
+ */
+const INVISIBLE = '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u061C\\u115F\\u1160\\u180E\\u200B-\\u200F\\u2028-\\u202E\\u2060-\\u206F\\u3164\\uFEFF\\uFFA0\\uFFF9-\\uFFFB';
+/** And in a URL, spaces of every kind too (a URL has none; a path's spaces are written %20). */
+const SPACES = '\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000';
+
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  pattern: `^[^${INVISIBLE}${SPACES}]+$`,
+  'x-error': 'must be a URL without spaces, control characters or invisible (zero-width, bidirectional) characters',
+  description:
+    'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/)',
+});
+const Description = Type.String({
+  maxLength: 500,
+  pattern: `^[^${INVISIBLE}]*$`,
+  'x-error': 'must be at most 500 characters on one line, without control characters or invisible (zero-width, bidirectional) characters',
+  description: 'what the endpoint is for, up to 500 characters on one line',
+});
 
 const endpointFields = {
   id: RecordFields.id,

@@ -71,7 +71,7 @@ export async function createEndpoint(trx: Trx, input: WebhookEndpointCreate, con
   const events = input.events ?? ['*'];
   const now = nowTimestamp();
   const stored = await insertEndpoint(trx, {
-    url: input.url,
+    url: storedUrl(input.url),
     owner_caller_id: ownerFor(context),
     description: input.description ?? '',
     events: JSON.stringify(events),
@@ -93,7 +93,7 @@ export function patchEndpoint(trx: Trx, id: number, patch: WebhookEndpointPatch,
   return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
     const stored = await findStoredEndpoint(trx, id);
     const owner = ownerScopes(stored);
-    const url = patch.url ?? stored.url;
+    const url = patch.url === undefined ? stored.url : storedUrl(patch.url);
     const changes: EndpointChanges = {};
     if (url !== stored.url) changes.url = url;
     if (owner === undefined) changes.owner_caller_id = ownerFor(context);
@@ -146,6 +146,15 @@ export function rotateSecret(trx: Trx, id: number, condition: VersionCondition, 
     const updated = await updateEndpointAtVersion(trx, id, stored.version, { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires }, now);
     return updated && { ...presentEndpoint(updated), secret: updated.secret };
   }, `Webhook endpoint ${id}`);
+}
+
+/**
+ * The URL as rowi will call it (the WHATWG serialisation: host in lower case and punycode,
+ * backslashes as slashes, a path of at least "/"), so that what is listed is what is called. Its
+ * characters were checked by the schema: nothing the parser drops (tab, CR, LF) is left.
+ */
+function storedUrl(text: string): string {
+  return new URL(text).href;
 }
 
 /** The resources an endpoint may receive events of: those of the types it asks for that `whose` scopes may read; 422 for a type they may not. */
