@@ -66,7 +66,8 @@ interface Documented {
 const nounOf = (collection: Collection) => collection.singular.toLowerCase();
 
 /** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
-const READ_ONLY = 'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
+/** What a PUT or PATCH says of read-only and unknown fields. */
+export const READ_ONLY = 'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
 const usualDescription = {
   list: (collection: Collection) =>
     `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,

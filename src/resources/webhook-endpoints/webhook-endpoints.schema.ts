@@ -91,6 +91,10 @@ export const WebhookEndpointPatchSchema = Type.Object(
 );
 export type WebhookEndpointPatch = Static<typeof WebhookEndpointPatchSchema>;
 
+/** What the operations that change an endpoint say of who may (endpoint-access.ts). */
+export const WHO_MAY_CHANGE =
+  'Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.';
+
 export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionSpec = { sortable: { id: 'integer', created_at: 'string' }, filters: { ...CREATED_RANGE_FILTERS } };
 
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('dead')], {
