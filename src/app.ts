@@ -23,7 +23,7 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './limits/rate-limit.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { SECURITY_SCHEMES } from './auth/policy.js';
+import { readableResources, scopesOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -137,7 +137,14 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
-  const events = startEvents({ db, signals: storage.signals, config, log: logger, userAgent: `rowi-webhooks/${VERSION}` });
+  const events = startEvents({
+    db,
+    signals: storage.signals,
+    config,
+    log: logger,
+    userAgent: `rowi-webhooks/${VERSION}`,
+    readableBy: (owner) => new Set(readableResources(scopesOfGrants(owner))),
+  });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });
   await app.register(webhookEndpointsRoutes, { config, policy: events.policy });

@@ -104,6 +104,18 @@ export function scopesOf(role: Role, extra: readonly string[], removed: readonly
   return scopes;
 }
 
+/** A caller's grants as stored: its role, and its extra and removed scopes (space-separated). */
+export interface StoredGrants {
+  role: Role;
+  extra_scopes: string;
+  removed_scopes: string;
+}
+
+/** The scopes a caller holds, from its grants as stored. */
+export function scopesOfGrants(grants: StoredGrants): ReadonlySet<string> {
+  return scopesOf(grants.role, parseScopeList(grants.extra_scopes), parseScopeList(grants.removed_scopes));
+}
+
 /** Space-separated scope lists, the form of OAuth's `scope` (RFC 6749 §3.3) and of the store. */
 export function parseScopeList(text: string | undefined): string[] {
   return text === undefined ? [] : text.split(' ').filter((scope) => scope !== '');

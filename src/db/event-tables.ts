@@ -37,8 +37,10 @@ export interface WebhookEndpointsTable {
   description: string;
   /** JSON array of event types, or ["*"]. */
   events: string;
-  /** JSON array of the resources whose events it may receive (its creator's read scopes). */
+  /** JSON array of the resources whose events it may receive: of its types, those its owner could read when they were set. */
   resources: string;
+  /** The caller it acts for (its creator; migration 0008); the id stays when that caller is deleted. */
+  owner_caller_id: number | null;
   enabled: number;
   disabled_reason: string | null;
   /** Failed attempts in a row; a success resets it. */

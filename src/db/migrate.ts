@@ -8,6 +8,7 @@ import * as m0004 from './migrations/0004-caller-rate-limit.js';
 import * as m0005 from './migrations/0005-weather.js';
 import * as m0006 from './migrations/0006-events.js';
 import * as m0007 from './migrations/0007-delivery-claims.js';
+import * as m0008 from './migrations/0008-webhook-owners.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005-weather': m0005,
   '0006-events': m0006,
   '0007-delivery-claims': m0007,
+  '0008-webhook-owners': m0008,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -7,6 +7,7 @@ import { leaseHolderName } from './lease.js';
 import { NatsBus } from './nats-bus.js';
 import { startPruning } from './retention.js';
 import { AddressPolicy } from './ssrf.js';
+import type { ReadableBy } from './webhook-owners.js';
 import { retrySchedule, WebhookDispatcher } from './webhooks.js';
 
 export interface EventsDependencies {
@@ -15,6 +16,8 @@ export interface EventsDependencies {
   config: Config;
   log: FastifyBaseLogger;
   userAgent: string;
+  /** What a webhook endpoint's owner may read now (auth/policy.ts, handed in by app.ts). */
+  readableBy: ReadableBy;
 }
 
 /** The event side of a process: the live feed, webhook delivery, the NATS bus and pruning, started and stopped together. */
@@ -24,7 +27,7 @@ export interface Events {
   close(): Promise<void>;
 }
 
-export function startEvents({ db, signals, config, log, userAgent }: EventsDependencies): Events {
+export function startEvents({ db, signals, config, log, userAgent, readableBy }: EventsDependencies): Events {
   const feed = new EventFeed(db, signals, log);
   const policy = new AddressPolicy(config.webhookAllowHosts);
   const owner = leaseHolderName();
@@ -35,6 +38,7 @@ export function startEvents({ db, signals, config, log, userAgent }: EventsDepen
     policy,
     userAgent,
     owner,
+    readableBy,
   });
   dispatcher.start();
   const bus = config.natsUrl === '' ? undefined : new NatsBus(db, feed, log, { url: config.natsUrl, stream: config.natsStream, subject: config.natsSubject, owner });

@@ -1,26 +1,18 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { AppError } from '../errors.js';
+import { reachedIPv4, specialPurpose } from './special-addresses.js';
 
 /**
- * Where webhooks may be sent (server-side request forgery): never to an address inside the
- * network rowi runs in (loopback, private, shared, link-local, multicast, reserved, the cloud
- * metadata address), unless ROWI_WEBHOOK_ALLOW_HOSTS names the host or a range that holds the
- * address; and over https only, unless the host is allow-listed. The rule is applied to the URL
- * when an endpoint is written, and to every address the host resolves to at each delivery: the
- * connection is made to the address that was checked, so a name that resolves elsewhere the
- * second time (DNS rebinding) gains nothing.
+ * Where webhooks may be sent (server-side request forgery): never to an address that is not on
+ * the public internet (special-addresses.ts: the IANA special-purpose registries, multicast, IPv6
+ * outside global unicast, and the IPv4 address inside IPv6 forms), unless ROWI_WEBHOOK_ALLOW_HOSTS
+ * names the host or a range that holds the address; and over https only, unless the host is
+ * allow-listed. The rule is applied to the URL when an endpoint is written and before every
+ * attempt (an endpoint written while the allow-list said otherwise is not sent to), and to every
+ * address the host resolves to at each connection: the connection is made to the address that was
+ * checked, so a name that resolves elsewhere the second time (DNS rebinding) gains nothing.
  */
-const BLOCKED = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) BLOCKED.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) BLOCKED.addSubnet(network, prefix, 'ipv6');
-
 export class AddressPolicy {
   readonly #hosts = new Set<string>();
   readonly #ranges = new BlockList();
@@ -43,14 +35,14 @@ export class AddressPolicy {
     return family !== 0 && this.#ranges.check(bare, family === 4 ? 'ipv4' : 'ipv6');
   }
 
-  /** What kind of address may not be sent to ("a loopback, … address"), or undefined when it may. */
+  /** What kind of address may not be sent to ("a loopback address", …), or undefined when it may. */
   refusal(address: string): string | undefined {
     const family = isIP(address);
     if (family === 0) return 'not an IP address';
-    const plain = mappedV4(address) ?? address;
-    const plainFamily = isIP(plain) === 4 ? 'ipv4' : 'ipv6';
-    if (this.#ranges.check(plain, plainFamily) || this.#ranges.check(address, family === 4 ? 'ipv4' : 'ipv6')) return undefined;
-    return BLOCKED.check(plain, plainFamily) ? 'a loopback, private, link-local, multicast or reserved address' : undefined;
+    if (this.#ranges.check(address, family === 4 ? 'ipv4' : 'ipv6')) return undefined;
+    const reached = reachedIPv4(address);
+    if (reached !== undefined && this.#ranges.check(reached, 'ipv4')) return undefined;
+    return specialPurpose(address);
   }
 
   /**
@@ -130,15 +122,4 @@ export class AddressPolicy {
 
 function unbracket(host: string): string {
   return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-
-/** The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:127.0.0.1), if it is one. */
-function mappedV4(address: string): string | undefined {
-  const match = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (match) return match[1];
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!hex) return undefined;
-  const high = parseInt(hex[1]!, 16);
-  const low = parseInt(hex[2]!, 16);
-  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
 }

@@ -1,8 +1,11 @@
 import type { Executor } from '../db/database.js';
 import type { WebhookEndpointRow } from '../db/event-tables.js';
 import { fetchPage, type ListQuery } from '../db/paging.js';
+import type { OwnerGrants } from './webhook-owners.js';
 
 export type StoredEndpoint = WebhookEndpointRow;
+/** An endpoint with its owner's grants as stored now; owner null when that caller no longer exists. */
+export type EndpointWithOwner = StoredEndpoint & { owner: OwnerGrants | null };
 
 export type NewEndpoint = Omit<StoredEndpoint, 'id' | 'version' | 'failures' | 'disabled_reason' | 'previous_secret' | 'previous_secret_expires_at'>;
 
@@ -18,11 +21,32 @@ export function findEndpoints(db: Executor, query: ListQuery) {
   return fetchPage(db.selectFrom('webhook_endpoints').selectAll(), query);
 }
 
-export function findEnabledEndpoints(db: Executor): Promise<StoredEndpoint[]> {
-  return db.selectFrom('webhook_endpoints').selectAll().where('enabled', '=', 1).orderBy('id').execute();
+function selectWithOwner(db: Executor) {
+  return db
+    .selectFrom('webhook_endpoints as e')
+    .leftJoin('callers as c', 'c.id', 'e.owner_caller_id')
+    .selectAll('e')
+    .select(['c.role as owner_role', 'c.extra_scopes as owner_extra_scopes', 'c.removed_scopes as owner_removed_scopes']);
 }
 
-export type EndpointChanges = Partial<Pick<StoredEndpoint, 'url' | 'description' | 'events' | 'resources' | 'enabled' | 'disabled_reason' | 'failures' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>>;
+type RowWithOwner = StoredEndpoint & { owner_role: OwnerGrants['role'] | null; owner_extra_scopes: string | null; owner_removed_scopes: string | null };
+
+function withOwner({ owner_role, owner_extra_scopes, owner_removed_scopes, ...endpoint }: RowWithOwner): EndpointWithOwner {
+  return { ...endpoint, owner: owner_role === null ? null : { role: owner_role, extra_scopes: owner_extra_scopes ?? '', removed_scopes: owner_removed_scopes ?? '' } };
+}
+
+/** The enabled endpoints, each with its owner's grants as they are now. */
+export async function findEnabledEndpoints(db: Executor): Promise<EndpointWithOwner[]> {
+  const rows = await selectWithOwner(db).where('e.enabled', '=', 1).orderBy('e.id').execute();
+  return rows.map(withOwner);
+}
+
+export async function findEndpointWithOwner(db: Executor, id: number): Promise<EndpointWithOwner | undefined> {
+  const row = await selectWithOwner(db).where('e.id', '=', id).executeTakeFirst();
+  return row && withOwner(row);
+}
+
+export type EndpointChanges = Partial<Pick<StoredEndpoint, 'url' | 'description' | 'events' | 'resources' | 'owner_caller_id' | 'enabled' | 'disabled_reason' | 'failures' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>>;
 
 /** Changes the endpoint if it is still at `version`, with a new version; undefined when it moved. */
 export function updateEndpointAtVersion(db: Executor, id: number, version: number, changes: EndpointChanges, now: string): Promise<StoredEndpoint | undefined> {
@@ -45,8 +69,8 @@ export async function resetEndpointFailures(db: Executor, id: number): Promise<v
   await db.updateTable('webhook_endpoints').set({ failures: 0 }).where('id', '=', id).where('failures', '>', 0).execute();
 }
 
-/** Disables the endpoint (a new version) because its deliveries keep failing. */
-export async function disableFailingEndpoint(db: Executor, id: number, reason: string, now: string): Promise<void> {
+/** Disables the endpoint (a new version) for a reason of rowi's: its deliveries keep failing, its owner is gone. */
+export async function disableEndpoint(db: Executor, id: number, reason: string, now: string): Promise<void> {
   await db
     .updateTable('webhook_endpoints')
     .set((eb) => ({ enabled: 0, disabled_reason: reason, version: eb('version', '+', 1), updated_at: now }))

@@ -42,11 +42,16 @@ interface SendOptions {
 /**
  * POSTs one delivery: a 2xx answer is a success; anything else (another status, a redirect,
  * which is never followed, a connection that fails or closes, no answer within `timeoutMs`) is a
- * failure with its reason. The connection goes only to addresses the policy allows (ssrf.ts), and
- * is kept for the next delivery when the answer ended within its limit. A kept connection that the
+ * failure with its reason. The URL is checked first, and the connection goes only to addresses the
+ * policy allows (ssrf.ts); a URL the policy refuses is a failed attempt that says why. The
+ * connection is kept for the next delivery when the answer ended within its limit. A kept connection that the
  * receiver closed just as rowi sent on it is tried once more on a new one (at least once allows it).
  */
 export async function sendWebhook(url: string, body: string, headers: Record<string, string>, options: SendOptions): Promise<AttemptOutcome> {
+  // The URL as stored may have been allowed by settings this process does not have (an address
+  // literal is connected to without a look-up, so the lookup's check would not see it).
+  const refused = options.policy.urlRefusal(url);
+  if (refused !== undefined) return { ok: false, statusCode: null, durationMs: 0, error: `not sent: the URL ${refused}` };
   const first = await attempt(url, body, headers, options);
   return first.retry ? (await attempt(url, body, headers, options)).outcome : first.outcome;
 }

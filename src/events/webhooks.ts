@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
-import type { Db, Trx } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { claimDeliveries, deadLetterPending, findDueDeliveries, findQueue, insertAttempt, insertDeliveries, nextAttemptAt, releaseClaimsOf, releaseDeliveries, updateDelivery, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
+import { claimDeliveries, findDueDeliveries, findQueue, insertDeliveries, nextAttemptAt, releaseClaimsOf, releaseDeliveries, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
+import { disableOwnerless, goesOn, notSent, recordTurn, type OutcomeRules, type Turn } from './delivery-outcomes.js';
 import type { EventFeed } from './feed.js';
 import { OutboxWorker } from './outbox-worker.js';
 import { presentEvent } from './outbox.js';
@@ -10,16 +11,15 @@ import { Lease } from './lease.js';
 import { cursorOf, findEventById, findEventsAfter, latestPosition, moveCursor, positionOf, type StoredEvent } from './outbox.repository.js';
 import { webhookHeaders } from './signing.js';
 import type { AddressPolicy } from './ssrf.js';
-import { countEndpointFailure, disableFailingEndpoint, findEnabledEndpoints, findEndpointById, resetEndpointFailures, type StoredEndpoint } from './webhook-endpoints.repository.js';
-import { sendWebhook, webhookAgents, type AttemptOutcome } from './webhook-sender.js';
+import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner, type StoredEndpoint } from './webhook-endpoints.repository.js';
+import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
+import { sendWebhook, webhookAgents } from './webhook-sender.js';
 
-export interface WebhookOptions {
-  /** Seconds before each retry; after the last, a delivery is dead-lettered. */
-  retrySchedule: readonly number[];
+export interface WebhookOptions extends OutcomeRules {
   timeoutMs: number;
-  /** Failed attempts in a row that disable an endpoint. */
-  disableAfter: number;
   policy: AddressPolicy;
+  /** What an endpoint's owner may read, from its grants as stored (webhook-owners.ts). */
+  readableBy: ReadableBy;
   userAgent: string;
   /** This process, as the holder of the dispatcher's lease. */
   owner: string;
@@ -32,7 +32,6 @@ const MAX_SENDING = 16;
 /** Deliveries of one endpoint claimed and sent in a row, their outcomes recorded together. */
 const QUEUE = 32;
 const BATCH_MS = 5000;
-const JITTER = 0.2;
 
 /** Parses ROWI_WEBHOOK_RETRY_SCHEDULE. */
 export function retrySchedule(text: string): number[] {
@@ -45,13 +44,14 @@ export function retrySchedule(text: string): number[] {
  * stops, and at once when it was a process of this host that died: events/lease.ts), and does two things when woken by new events or a due retry:
  *
  * 1. Fan-out: the outbox's events after the webhooks' cursor become deliveries of the enabled
- *    endpoints that want them (their types, of resources their creator could read, made after the
- *    endpoint), in one unit of work that also moves the cursor: an event is fanned out once.
+ *    endpoints that want them (their types, of resources their owner may read as it is stored
+ *    now, made after the endpoint), in one unit of work that also moves the cursor: an event is
+ *    fanned out once. An endpoint whose owner no longer exists is disabled instead.
  * 2. Sending: of each endpoint, the oldest pending delivery, when due, is claimed (a lease on the
- *    delivery, so that no two processes send it at once) and POSTed, signed as Standard Webhooks
- *    says. The outcome is recorded as an attempt; a failure is retried on the schedule, with
- *    jitter, then dead-lettered; an endpoint failing `disableAfter` times in a row is disabled and
- *    its pending deliveries dead-lettered. A process that dies mid-attempt leaves its claims to
+ *    delivery, so that no two processes send it at once), its owner's access checked again, and
+ *    POSTed, signed as Standard Webhooks says (delivery-outcomes.ts says what each outcome does):
+ *    a failure is retried on the schedule, with jitter, then dead-lettered; an endpoint failing
+ *    `disableAfter` times in a row is disabled and its pending deliveries dead-lettered. A process that dies mid-attempt leaves its claims to
  *    expire, or to the process that takes the lease over from it: the delivery is sent again (at
  *    least once).
  */
@@ -108,13 +108,17 @@ export class WebhookDispatcher extends OutboxWorker {
     const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
     return unitOfWork(this.#db, async (trx) => {
-      const endpoints = await findEnabledEndpoints(trx);
+      const endpoints: { endpoint: EndpointWithOwner; readable: ReadonlySet<string> }[] = [];
+      for (const endpoint of await findEnabledEndpoints(trx)) {
+        if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
+        else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner) });
+      }
       // Nobody to send to: the cursor moves to the end at once, no event is read.
       const events = endpoints.length === 0 ? [] : await findEventsAfter(trx, await cursorOf(trx, CURSOR), { limit: FAN_OUT_BATCH, withoutData: true });
       const to = endpoints.length === 0 ? await latestPosition(trx) : events.length > 0 ? positionOf(events[events.length - 1]!) : undefined;
       if (to === undefined) return 0;
       const now = nowTimestamp();
-      const deliveries = events.flatMap((event) => endpoints.filter((endpoint) => wants(endpoint, event)).map((endpoint) => newDelivery(endpoint.id, event, now)));
+      const deliveries = events.flatMap((event) => endpoints.filter(({ endpoint, readable }) => wants(endpoint, readable, event)).map(({ endpoint }) => newDelivery(endpoint.id, event, now)));
       await insertDeliveries(trx, deliveries);
       if (!(await moveCursor(trx, CURSOR, this.#lease.owner, to))) throw new Error('the webhook dispatcher lost its lease');
       return events.length;
@@ -152,54 +156,49 @@ export class WebhookDispatcher extends OutboxWorker {
   /**
    * Sends the claimed deliveries of one endpoint in order, stopping at the first failure (the
    * rest wait for it: an endpoint gets its events in order), and records every outcome in one
-   * unit of work; the deliveries not sent are released.
+   * unit of work; the deliveries not sent are released. The owner's grants are read again once
+   * they are OWNER_FRESH_MS old, so a batch never sends long on what its owner could once read.
    */
   async #attempt(batch: StoredDelivery[], unused: number[]): Promise<void> {
-    const endpoint = await findEndpointById(this.#db, batch[0]!.endpoint_id);
-    if (!endpoint) return;
-    const outcomes: { delivery: StoredDelivery; outcome: AttemptOutcome; attemptedAt: string; gone: boolean }[] = [];
+    const endpointId = batch[0]!.endpoint_id;
+    let endpoint = await findEndpointWithOwner(this.#db, endpointId);
+    let checkedAt = Date.now();
+    const turns: Turn[] = [];
     const started = Date.now();
     for (const delivery of batch) {
       if (Date.now() - started > BATCH_MS) break;
-      const event = await findEventById(this.#db, delivery.event_id);
-      const attemptedAt = nowTimestamp();
-      const outcome: AttemptOutcome = event
-        ? await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent, agents: this.#agents })
-        : { ok: false, statusCode: null, durationMs: 0, error: 'the event is no longer kept (ROWI_EVENTS_RETENTION)' };
-      outcomes.push({ delivery, outcome, attemptedAt, gone: event === undefined });
-      if (!outcome.ok || this.closed) break;
+      if (Date.now() - checkedAt > OWNER_FRESH_MS) {
+        endpoint = await findEndpointWithOwner(this.#db, endpointId);
+        checkedAt = Date.now();
+      }
+      // Deleted meanwhile: its deliveries went with it.
+      if (!endpoint) return;
+      const turn = await this.#take(endpoint, delivery);
+      turns.push(turn);
+      if (!goesOn(turn) || this.closed) break;
     }
-    const unsent = [...unused, ...batch.slice(outcomes.length).map((delivery) => delivery.id)];
+    const unsent = [...unused, ...batch.slice(turns.length).map((delivery) => delivery.id)];
     await unitOfWork(this.#db, async (trx) => {
-      for (const { delivery, outcome, attemptedAt, gone } of outcomes) await this.#record(trx, delivery, endpoint, outcome, attemptedAt, gone);
+      for (const turn of turns) await recordTurn(trx, endpointId, turn, this.#options, this.#log);
       await releaseDeliveries(trx, unsent);
     });
   }
 
-  async #record(trx: Trx, delivery: StoredDelivery, endpoint: StoredEndpoint, outcome: AttemptOutcome, attemptedAt: string, gone: boolean): Promise<void> {
-    const now = nowTimestamp();
-    await insertAttempt(trx, { delivery_id: delivery.id, attempted_at: attemptedAt, status_code: outcome.statusCode, duration_ms: outcome.durationMs, error: outcome.error });
-    const attempts = delivery.attempts + 1;
-    if (outcome.ok) {
-      await updateDelivery(trx, delivery.id, { status: 'succeeded', attempts, next_attempt_at: null }, now);
-      await resetEndpointFailures(trx, endpoint.id);
-      return;
-    }
-    const schedule = this.#options.retrySchedule;
-    const dead = gone || attempts > schedule.length;
-    const delay = dead ? 0 : schedule[attempts - 1]! * 1000 * (1 - JITTER + Math.random() * 2 * JITTER);
-    await updateDelivery(trx, delivery.id, { status: dead ? 'dead' : 'pending', attempts, next_attempt_at: dead ? null : new Date(Date.now() + delay).toISOString() }, now);
-    if ((await countEndpointFailure(trx, endpoint.id)) >= this.#options.disableAfter) {
-      await disableFailingEndpoint(trx, endpoint.id, `disabled after ${this.#options.disableAfter} failed attempts in a row (the last: ${outcome.error})`, now);
-      await deadLetterPending(trx, endpoint.id, now);
-      this.#log.warn({ endpoint_id: endpoint.id }, 'webhook endpoint disabled: it kept failing');
-    }
+  /** One delivery's turn: sent, or why not. */
+  async #take(endpoint: EndpointWithOwner, delivery: StoredDelivery): Promise<Turn> {
+    const attemptedAt = nowTimestamp();
+    const ownerId = endpoint.owner_caller_id;
+    const event = await findEventById(this.#db, delivery.event_id);
+    if (!event) return { delivery, kind: 'gone', outcome: notSent('the event is no longer kept (ROWI_EVENTS_RETENTION)'), attemptedAt, ownerId };
+    const refused = ownerRefusal(ownerId, endpoint.owner && this.#options.readableBy(endpoint.owner), event);
+    if (refused) return { delivery, kind: endpoint.owner ? 'skipped' : 'ownerless', outcome: notSent(refused), attemptedAt, ownerId };
+    const outcome = await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent, agents: this.#agents });
+    return { delivery, kind: 'sent', outcome, attemptedAt, ownerId };
   }
-
 }
 
-function wants(endpoint: StoredEndpoint, event: StoredEvent): boolean {
-  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at) return false;
+function wants(endpoint: StoredEndpoint, readable: ReadonlySet<string>, event: StoredEvent): boolean {
+  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at || !readable.has(event.resource)) return false;
   const types = JSON.parse(endpoint.events) as string[];
   const resources = JSON.parse(endpoint.resources) as string[];
   return resources.includes(event.resource) && (types.includes('*') || types.includes(event.type));

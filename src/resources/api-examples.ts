@@ -18,6 +18,7 @@ const apiKey = { id: 2, caller_id: 2, prefix: 'rowi_geej5b4a', description: 'sal
 const endpoint = {
   id: 1,
   url: 'https://hooks.example.com/rowi',
+  owner_caller_id: 1,
   description: 'order desk',
   events: ['order.created', 'order.status_changed'],
   enabled: true,

@@ -66,7 +66,8 @@ interface Documented {
 const nounOf = (collection: Collection) => collection.singular.toLowerCase();
 
 /** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
-const READ_ONLY = 'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
+/** What a PUT or PATCH says of read-only and unknown fields. */
+export const READ_ONLY = 'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
 const usualDescription = {
   list: (collection: Collection) =>
     `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,
@@ -197,7 +198,7 @@ function writeOperation<Body extends TSchema>(app: FastifyInstance, collection: 
 }
 
 /** DELETE /collection/:id: 204, checked against If-Match. */
-export function deleteOperation(app: FastifyInstance, collection: Collection, spec: Documented & { summary: string; remove: (trx: Trx, id: number, condition: VersionCondition) => Promise<void> }): void {
+export function deleteOperation(app: FastifyInstance, collection: Collection, spec: Documented & { summary: string; remove: (trx: Trx, id: number, condition: VersionCondition, request: FastifyRequest) => Promise<void> }): void {
   const { db } = app;
   app.delete(`${collection.path}/:id`, {
     schema: operation({
@@ -208,7 +209,7 @@ export function deleteOperation(app: FastifyInstance, collection: Collection, sp
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;
-    await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request)));
+    await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), request));
     await collection.afterChange?.();
     return sendEmpty(reply, 204);
   });

@@ -26,21 +26,25 @@ describe('POST /v1/webhook-endpoints', () => {
   });
 
   for (const [name, url, detail] of [
-    ['no URL', 'not a url', /absolute URL/],
+    ['no URL', 'not-a-url', /absolute URL/],
     ['another scheme', 'ftp://hooks.example.com/x', /https/],
     ['http to a public host', 'http://hooks.example.com/x', /must use https/],
     ['credentials', 'https://user:pw@hooks.example.com/x', /credentials/],
     ['a fragment', 'https://hooks.example.com/x#frag', /fragment/],
-    ['loopback', 'https://127.0.0.1/x', /loopback, private/],
+    ['loopback', 'https://127.0.0.1/x', /127\.0\.0\.1, a loopback address/],
     ['loopback by name', 'https://localhost:8443/x', /loopback host/],
-    ['IPv6 loopback', 'https://[::1]/x', /loopback, private/],
-    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/x', /loopback, private/],
+    ['IPv6 loopback', 'https://[::1]/x', /::1, a loopback address/],
+    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/x', /IPv4-mapped form of 127\.0\.0\.1, a loopback address/],
     ['a private network', 'https://10.1.2.3/x', /private/],
     ['another private network', 'https://192.168.1.10/x', /private/],
     ['link-local (the cloud metadata address)', 'https://169.254.169.254/latest/meta-data', /link-local/],
     ['IPv6 unique local', 'https://[fd00::1]/x', /private/],
     ['multicast', 'https://224.0.0.1/x', /multicast/],
-    ['the unspecified address', 'https://0.0.0.0/x', /reserved|private/],
+    ['the unspecified address', 'https://0.0.0.0/x', /the unspecified address/],
+    ['IPv4-compatible loopback', 'https://[::127.0.0.1]/x', /IPv4-compatible address .* carrying 127\.0\.0\.1, a loopback/],
+    ['IPv4-translated loopback', 'https://[::ffff:0:127.0.0.1]/x', /IPv4-translated address .* carrying 127\.0\.0\.1, a loopback/],
+    ['6to4 of loopback', 'https://[2002:7f00:1::]/x', /6to4 address .* carrying 127\.0\.0\.1, a loopback/],
+    ['NAT64 of a private address', 'https://[64:ff9b::10.0.0.1]/x', /NAT64 .* form of 10\.0\.0\.1, a private address/],
   ] as const) {
     it(`POST /v1/webhook-endpoints: 422 webhook-url-refused pointing at #/url for ${name}; nothing stored`, async () => {
       const before = await count();
@@ -70,6 +74,53 @@ describe('POST /v1/webhook-endpoints', () => {
       expect(await count()).toBe(before);
     });
   }
+
+  for (const [name, url] of [
+    ['CR and LF inside the host (the parser drops them: example.com would be called)', 'https://exa\r\nmple.com/'],
+    ['a tab inside the host', 'https://exa\tmple.com/'],
+    ['a leading space', ' https://hooks.example.com/'],
+    ['a space in the path', 'https://hooks.example.com/a b'],
+    ['DEL', 'https://hooks.example.com/\u007F'],
+    ['a C1 control (NEL)', 'https://hooks.example.com/\u0085'],
+    ['a zero-width space in the host', 'https://hooks.exa\u200Bmple.com/'],
+    ['a right-to-left override', 'https://hooks.example.com/\u202Egpj.exe'],
+    ['a byte order mark', '\uFEFFhttps://hooks.example.com/'],
+    ['a no-break space', 'https://hooks.example.com/\u00A0'],
+  ] as const) {
+    it(`POST and PATCH /v1/webhook-endpoints: 422 validation-failed pointing at #/url for ${name}; nothing stored or changed`, async () => {
+      const before = await count();
+      expect(expectProblem(await post({ url }), 422, 'validation-failed').errors).toEqual([expect.objectContaining({ pointer: '#/url', detail: expect.stringContaining('control characters') })]);
+      expect(await count()).toBe(before);
+      const created = (await post({ url: 'https://hooks.example.com/kept' })).json;
+      expectProblem(await test.call({ method: 'PATCH', url: `/v1/webhook-endpoints/${created.id}`, body: { url } }), 422, 'validation-failed');
+      expect((await test.call({ url: `/v1/webhook-endpoints/${created.id}` })).json).toMatchObject({ url: 'https://hooks.example.com/kept', updated_at: created.updated_at });
+    });
+  }
+
+  for (const [name, description] of [
+    ['CR and LF', 'sales\r\nX-Injected: 1'],
+    ['a line separator', 'sales\u2028system'],
+    ['a right-to-left override', 'sales \u202Emetsys'],
+    ['a tab', 'sales\tsystem'],
+  ] as const) {
+    it(`POST /v1/webhook-endpoints: 422 validation-failed pointing at #/description for ${name} in the description`, async () => {
+      expect(expectProblem(await post({ url: 'https://hooks.example.com/x', description }), 422, 'validation-failed').errors?.map((error) => error.pointer)).toEqual(['#/description']);
+    });
+  }
+
+  it('POST and PATCH /v1/webhook-endpoints: the URL is stored, listed and called as rowi parses it (lower-case host, punycode, backslashes as slashes, a path of at least /)', async () => {
+    for (const [given, stored] of [
+      ['https://Hooks.EXAMPLE.com', 'https://hooks.example.com/'],
+      ['https://hooks.example.com\\rowi\\in', 'https://hooks.example.com/rowi/in'],
+      ['https://hooks.b\u00FCcher.example/x', 'https://hooks.xn--bcher-kva.example/x'],
+      ['https://hooks.example.com:443/x?a=1', 'https://hooks.example.com/x?a=1'],
+    ] as const) {
+      const created = await post({ url: given });
+      expect(created.json.url, given).toBe(stored);
+      expect((await test.call({ method: 'PATCH', url: `/v1/webhook-endpoints/${created.json.id}`, body: { url: given } })).json.url).toBe(stored);
+      expect((await test.call({ url: '/v1/webhook-endpoints?limit=500' })).json.data.find((endpoint: { id: number }) => endpoint.id === created.json.id).url).toBe(stored);
+    }
+  });
 
   it('POST /v1/webhook-endpoints: 415 for an XML body (webhook endpoints are JSON only)', async () => {
     const reply = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', headers: { 'content-type': 'application/xml' }, body: '<webhook_endpoint><url>https://hooks.example.com/x</url></webhook_endpoint>' });

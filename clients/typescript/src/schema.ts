@@ -727,7 +727,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint (its signing secret is in this answer only)
-         * @description Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The answer holds the signing secret: it is never shown again (rotate it to get a new one).
+         * @description Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The endpoint acts for the caller creating it, its owner (owner_caller_id): it is sent only what the owner may read at each delivery; the subject of an external issuer's token may not create one (403 webhook-endpoint-forbidden). The answer holds the signing secret: it is never shown again (rotate it to get a new one).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -756,7 +756,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint and its deliveries
-         * @description Deletes the webhookendpoint: 204. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         * @description Deletes the endpoint and its deliveries: 204. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
@@ -767,7 +767,7 @@ export interface paths {
         head: operations["getWebhookEndpoint-head"];
         /**
          * Change a webhook endpoint's URL, events, description, or enable it again (JSON Merge Patch)
-         * @description JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the webhookendpoint as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
+         * @description JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the endpoint as stored. Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing. Only its owner may change its URL. Enabling an endpoint whose owner was deleted makes the caller its owner. With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).
          */
         patch: operations["patchWebhookEndpoint"];
         trace?: never;
@@ -783,7 +783,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's signing secret
-         * @description A new secret, in this answer only. The previous one keeps signing beside it (two signatures in webhook-signature) for ROWI_WEBHOOK_SECRET_OVERLAP seconds (86400 here), so receivers can switch without losing a delivery; 409 while that overlap lasts.
+         * @description A new secret, in this answer only. The previous one keeps signing beside it (two signatures in webhook-signature) for ROWI_WEBHOOK_SECRET_OVERLAP seconds (86400 here), so receivers can switch without losing a delivery; 409 while that overlap lasts. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -851,7 +851,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again
-         * @description A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint. 409 while it is still pending, or when the endpoint is disabled.
+         * @description A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint (if the endpoint's owner may still read its event). 409 while it is still pending, or when the endpoint is disabled. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -871,7 +871,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event (webhook.ping) to a webhook endpoint
-         * @description A webhook.ping event is written and delivered to this endpoint only, signed and retried like any other; follow it at the Location given. 409 when the endpoint is disabled.
+         * @description A webhook.ping event is written and delivered to this endpoint only, signed and retried like any other; follow it at the Location given. 409 when the endpoint is disabled. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.
          */
         post: operations["pingWebhookEndpoint"];
         delete?: never;
@@ -2800,6 +2800,7 @@ export interface components {
          * @example {
          *       "id": 1,
          *       "url": "https://hooks.example.com/rowi",
+         *       "owner_caller_id": 1,
          *       "description": "order desk",
          *       "events": [
          *         "order.created",
@@ -2819,11 +2820,13 @@ export interface components {
              * @description server-assigned identifier
              */
             readonly id: number;
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
+            readonly owner_caller_id: number | null;
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;
@@ -2857,13 +2860,13 @@ export interface components {
          *     }
          */
         WebhookEndpointCreate: {
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @default true */
             enabled: boolean;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
         };
         /**
@@ -2873,6 +2876,7 @@ export interface components {
          *         {
          *           "id": 1,
          *           "url": "https://hooks.example.com/rowi",
+         *           "owner_caller_id": 1,
          *           "description": "order desk",
          *           "events": [
          *             "order.created",
@@ -2901,12 +2905,12 @@ export interface components {
          *     }
          */
         WebhookEndpointPatch: {
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url?: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             enabled?: boolean;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
             /**
              * Format: int64
@@ -2929,6 +2933,7 @@ export interface components {
          * @example {
          *       "id": 1,
          *       "url": "https://hooks.example.com/rowi",
+         *       "owner_caller_id": 1,
          *       "description": "order desk",
          *       "events": [
          *         "order.created",
@@ -2949,11 +2954,13 @@ export interface components {
              * @description server-assigned identifier
              */
             readonly id: number;
-            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address */
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
-            /** @description what the endpoint is for, up to 500 characters */
+            /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
+            readonly owner_caller_id: number | null;
+            /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
-            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its creator may read) */
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
             events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;

@@ -3,7 +3,8 @@ import { unitOfWork } from '../../db/unit-of-work.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { IdParams, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { getDelivery, listDeliveries, pingEndpoint, retryDelivery } from './deliveries.service.js';
-import { DELIVERIES_COLLECTION, DeliveryPageSchema, DeliveryParams, DeliverySchema } from './webhook-endpoints.schema.js';
+import { endpointContext } from './endpoint-access.js';
+import { DELIVERIES_COLLECTION, DeliveryPageSchema, DeliveryParams, DeliverySchema, WHO_MAY_CHANGE } from './webhook-endpoints.schema.js';
 
 const TAGS = ['webhook-endpoints'];
 
@@ -46,7 +47,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
       operationId: 'retryWebhookDelivery',
       permission: 'webhook-endpoints:update',
       summary: 'Send a delivery again',
-      description: 'A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint. 409 while it is still pending, or when the endpoint is disabled.',
+      description: `A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint (if the endpoint's owner may still read its event). 409 while it is still pending, or when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
       tags: TAGS,
       params: DeliveryParams,
       problems: [409],
@@ -54,7 +55,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
     }),
   }, async (request, reply) => {
     const params = request.params as { id: number; delivery_id: number };
-    const delivery = await unitOfWork(db, (trx) => retryDelivery(trx, params.id, params.delivery_id));
+    const delivery = await unitOfWork(db, (trx) => retryDelivery(trx, params.id, params.delivery_id, endpointContext(request)));
     return reply.code(202).send(delivery);
   });
 
@@ -63,7 +64,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
       operationId: 'pingWebhookEndpoint',
       permission: 'webhook-endpoints:update',
       summary: 'Send a test event (webhook.ping) to a webhook endpoint',
-      description: 'A webhook.ping event is written and delivered to this endpoint only, signed and retried like any other; follow it at the Location given. 409 when the endpoint is disabled.',
+      description: `A webhook.ping event is written and delivered to this endpoint only, signed and retried like any other; follow it at the Location given. 409 when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
       tags: TAGS,
       params: IdParams,
       problems: [409],
@@ -71,7 +72,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
     }),
   }, async (request, reply) => {
     const id = (request.params as { id: number }).id;
-    const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id));
+    const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id, endpointContext(request)));
     return reply.code(202).header('location', `/v1/webhook-endpoints/${id}/deliveries/${delivery.id}`).send(delivery);
   });
 }

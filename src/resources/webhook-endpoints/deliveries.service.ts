@@ -6,6 +6,7 @@ import { nextEventId } from '../../events/event-ids.js';
 import { recordEvent } from '../../events/outbox.js';
 import { newDelivery } from '../../events/webhooks.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
+import { assertMayChange, type EndpointContext } from './endpoint-access.js';
 import { findStoredEndpoint, presentEndpoint } from './webhook-endpoints.service.js';
 
 /** A delivery as the API shows it, with its attempts. */
@@ -47,8 +48,8 @@ async function findStoredDelivery(db: Executor, endpointId: number, id: number):
 }
 
 /** Sends a succeeded or dead-lettered delivery again, on a fresh retry schedule. */
-export async function retryDelivery(trx: Trx, endpointId: number, id: number) {
-  await assertEnabled(trx, endpointId);
+export async function retryDelivery(trx: Trx, endpointId: number, id: number, context: EndpointContext) {
+  await assertEnabled(trx, endpointId, context);
   const delivery = await findStoredDelivery(trx, endpointId, id);
   if (delivery.status === 'pending') throw new ConflictError('delivery-pending', `Delivery ${id} is still pending: it is sent without being asked.`);
   const now = nowTimestamp();
@@ -57,8 +58,8 @@ export async function retryDelivery(trx: Trx, endpointId: number, id: number) {
 }
 
 /** A webhook.ping event, sent to this endpoint only (never fanned out). */
-export async function pingEndpoint(trx: Trx, endpointId: number) {
-  const endpoint = await assertEnabled(trx, endpointId);
+export async function pingEndpoint(trx: Trx, endpointId: number, context: EndpointContext) {
+  const endpoint = await assertEnabled(trx, endpointId, context);
   const path = `/v1/webhook-endpoints/${endpointId}`;
   const event = { id: nextEventId(), type: 'webhook.ping' as const };
   await recordEvent(trx, event.type, path, { endpoint_id: endpointId, url: endpoint.url }, event.id);
@@ -66,8 +67,11 @@ export async function pingEndpoint(trx: Trx, endpointId: number) {
   return presentDelivery(delivery!, []);
 }
 
-async function assertEnabled(trx: Trx, endpointId: number) {
-  const endpoint = presentEndpoint(await findStoredEndpoint(trx, endpointId));
+/** The endpoint, when this caller may change it (endpoint-access.ts) and it is enabled. */
+async function assertEnabled(trx: Trx, endpointId: number, context: EndpointContext) {
+  const stored = await findStoredEndpoint(trx, endpointId);
+  assertMayChange(stored, context);
+  const endpoint = presentEndpoint(stored);
   if (!endpoint.enabled) throw new ConflictError('endpoint-disabled', `Webhook endpoint ${endpointId} is disabled${endpoint.disabled_reason ? ` (${endpoint.disabled_reason})` : ''}; enable it with PATCH {"enabled": true} first.`);
   return endpoint;
 }

@@ -13,15 +13,43 @@ const Events = Type.Array(EventTypeOrAll, {
   minItems: 1,
   maxItems: SUBSCRIBABLE.length,
   uniqueItems: true,
-  description: 'the event types sent to the endpoint; ["*"] for all (of the resources its creator may read)',
+  description: 'the event types sent to the endpoint; ["*"] for all (of the resources its owner may read)',
 });
 
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address' });
-const Description = Type.String({ maxLength: 500, pattern: '^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F]*$', 'x-error': 'must be at most 500 characters, without control characters', description: 'what the endpoint is for, up to 500 characters' });
+/**
+ * Characters no URL or one-line text of an endpoint may hold: C0 controls and DEL (a URL parser
+ * drops tab, CR and LF, so the host called would not be the one listed), C1 controls, and the
+ * invisible and bidirectional formatting characters (zero-width, joiners, marks, embeddings,
+ * overrides and isolates, the line and paragraph separators, the byte order mark, fillers), which
+ * make a text read otherwise than it is.
+ */
+const INVISIBLE = '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u061C\\u115F\\u1160\\u180E\\u200B-\\u200F\\u2028-\\u202E\\u2060-\\u206F\\u3164\\uFEFF\\uFFA0\\uFFF9-\\uFFFB';
+/** And in a URL, spaces of every kind too (a URL has none; a path's spaces are written %20). */
+const SPACES = '\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000';
+
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  pattern: `^[^${INVISIBLE}${SPACES}]+$`,
+  'x-error': 'must be a URL without spaces, control characters or invisible (zero-width, bidirectional) characters',
+  description:
+    'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/)',
+});
+const Description = Type.String({
+  maxLength: 500,
+  pattern: `^[^${INVISIBLE}]*$`,
+  'x-error': 'must be at most 500 characters on one line, without control characters or invisible (zero-width, bidirectional) characters',
+  description: 'what the endpoint is for, up to 500 characters on one line',
+});
 
 const endpointFields = {
   id: RecordFields.id,
   url: Url,
+  owner_caller_id: Type.Union([Type.Integer({ ...Id }), Type.Null()], {
+    readOnly: true,
+    description:
+      'the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL',
+  }),
   description: Description,
   events: Events,
   enabled: Type.Boolean({ description: 'false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row)' }),
@@ -62,6 +90,10 @@ export const WebhookEndpointPatchSchema = Type.Object(
   { additionalProperties: false, title: 'WebhookEndpointPatch' },
 );
 export type WebhookEndpointPatch = Static<typeof WebhookEndpointPatchSchema>;
+
+/** What the operations that change an endpoint say of who may (endpoint-access.ts). */
+export const WHO_MAY_CHANGE =
+  'Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.';
 
 export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionSpec = { sortable: { id: 'integer', created_at: 'string' }, filters: { ...CREATED_RANGE_FILTERS } };
 

@@ -5,20 +5,23 @@ import type { ListQuery } from '../../db/paging.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { EVENT_TYPES, type EventType } from '../../events/event-types.js';
 import { newSecret } from '../../events/signing.js';
-import { findEndpointById, findEndpoints, insertEndpoint, updateEndpointAtVersion, type EndpointChanges, type StoredEndpoint } from '../../events/webhook-endpoints.repository.js';
+import { findEndpointWithOwner, findEndpoints, insertEndpoint, updateEndpointAtVersion, type EndpointChanges, type EndpointWithOwner, type StoredEndpoint } from '../../events/webhook-endpoints.repository.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import { assertMayChange, ownerFor, ownerScopes, type EndpointContext } from './endpoint-access.js';
 import type { WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
 
 /**
  * Webhook endpoints (docs/events.md): where events are POSTed, which types, and the secret that
- * signs them. An endpoint receives events only of the resources its creator (or the last caller
- * to change it) may read, so a webhook never shows what its owner could not GET.
+ * signs them. An endpoint acts for its owner, the caller that created it: it receives events only
+ * of the resources its owner may read (checked again at every delivery), so a webhook never shows
+ * what its owner could not GET; endpoint-access.ts says who may change it.
  */
 export interface EndpointView {
   id: number;
   url: string;
+  owner_caller_id: number | null;
   description: string;
   events: string[];
   enabled: boolean;
@@ -35,6 +38,7 @@ export function presentEndpoint(endpoint: StoredEndpoint): EndpointView {
   return {
     id: endpoint.id,
     url: endpoint.url,
+    owner_caller_id: endpoint.owner_caller_id,
     description: endpoint.description,
     events: JSON.parse(endpoint.events) as string[],
     enabled: endpoint.enabled === 1,
@@ -47,18 +51,12 @@ export function presentEndpoint(endpoint: StoredEndpoint): EndpointView {
   };
 }
 
-/** What a change of an endpoint needs to know of the request. */
-export interface EndpointContext {
-  /** The scopes of the caller writing it. */
-  scopes: ReadonlySet<string>;
-}
-
 export async function getEndpoint(db: Executor, id: number): Promise<EndpointView> {
   return presentEndpoint(await findStoredEndpoint(db, id));
 }
 
-export async function findStoredEndpoint(db: Executor, id: number): Promise<StoredEndpoint> {
-  const endpoint = await findEndpointById(db, id);
+export async function findStoredEndpoint(db: Executor, id: number): Promise<EndpointWithOwner> {
+  const endpoint = await findEndpointWithOwner(db, id);
   if (!endpoint) throw new NotFoundError(`There is no webhook endpoint ${id}.`);
   return endpoint;
 }
@@ -73,10 +71,11 @@ export async function createEndpoint(trx: Trx, input: WebhookEndpointCreate, con
   const events = input.events ?? ['*'];
   const now = nowTimestamp();
   const stored = await insertEndpoint(trx, {
-    url: input.url,
+    url: storedUrl(input.url),
+    owner_caller_id: ownerFor(context),
     description: input.description ?? '',
     events: JSON.stringify(events),
-    resources: JSON.stringify(allowedResources(events, context.scopes)),
+    resources: JSON.stringify(allowedResources(events, context.scopes, 'this caller')),
     enabled: input.enabled === false ? 0 : 1,
     secret: newSecret(),
     created_at: now,
@@ -85,21 +84,29 @@ export async function createEndpoint(trx: Trx, input: WebhookEndpointCreate, con
   return { ...presentEndpoint(stored), secret: stored.secret };
 }
 
-/** JSON Merge Patch of url, events, enabled and description; enabling an endpoint starts its failure count again. */
+/**
+ * JSON Merge Patch of url, events, enabled and description; enabling an endpoint starts its
+ * failure count again. The events are checked against what its owner may read; an endpoint
+ * without an owner (deleted) becomes the changing caller's, and is set up for what it may read.
+ */
 export function patchEndpoint(trx: Trx, id: number, patch: WebhookEndpointPatch, condition: VersionCondition, context: EndpointContext): Promise<EndpointView> {
   return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
     const stored = await findStoredEndpoint(trx, id);
-    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
-    assertReadOnlyEchoes(stored, patch);
+    const owner = ownerScopes(stored);
+    const url = patch.url === undefined ? stored.url : storedUrl(patch.url);
     const changes: EndpointChanges = {};
-    if (patch.url !== undefined && patch.url !== stored.url) changes.url = patch.url;
-    if (patch.description !== undefined && patch.description !== stored.description) changes.description = patch.description;
-    if (patch.events !== undefined) {
-      const events = JSON.stringify(patch.events);
-      const resources = JSON.stringify(allowedResources(patch.events, context.scopes));
-      if (events !== stored.events) changes.events = events;
+    if (url !== stored.url) changes.url = url;
+    if (owner === undefined) changes.owner_caller_id = ownerFor(context);
+    if (patch.events !== undefined || owner === undefined) {
+      const events = patch.events ?? (JSON.parse(stored.events) as string[]);
+      const resources = JSON.stringify(owner === undefined ? allowedResources(events, context.scopes, 'this caller') : allowedResources(events, owner, `its owner (caller ${stored.owner_caller_id})`));
+      if (JSON.stringify(events) !== stored.events) changes.events = JSON.stringify(events);
       if (resources !== stored.resources) changes.resources = resources;
     }
+    assertMayChange(stored, context, { resources: changes.resources ?? stored.resources, url: changes.url !== undefined });
+    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
+    assertReadOnlyEchoes(stored, patch);
+    if (patch.description !== undefined && patch.description !== stored.description) changes.description = patch.description;
     if (patch.enabled !== undefined && (patch.enabled ? 1 : 0) !== stored.enabled) {
       changes.enabled = patch.enabled ? 1 : 0;
       changes.disabled_reason = null;
@@ -111,9 +118,10 @@ export function patchEndpoint(trx: Trx, id: number, patch: WebhookEndpointPatch,
   }, `Webhook endpoint ${id}`);
 }
 
-export async function deleteEndpoint(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+export async function deleteEndpoint(trx: Trx, id: number, condition: VersionCondition, context: EndpointContext): Promise<void> {
   await withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
     const stored = await findStoredEndpoint(trx, id);
+    assertMayChange(stored, context);
     assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
     return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? true : undefined;
   }, `Webhook endpoint ${id}`);
@@ -123,9 +131,10 @@ export async function deleteEndpoint(trx: Trx, id: number, condition: VersionCon
  * A new signing secret; the current one keeps signing beside it for `overlapSeconds`. Refused
  * while an earlier rotation's overlap lasts: a third secret would drop one receivers may still use.
  */
-export function rotateSecret(trx: Trx, id: number, condition: VersionCondition, overlapSeconds: number): Promise<EndpointView & { secret: string }> {
+export function rotateSecret(trx: Trx, id: number, condition: VersionCondition, overlapSeconds: number, context: EndpointContext): Promise<EndpointView & { secret: string }> {
   return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
     const stored = await findStoredEndpoint(trx, id);
+    assertMayChange(stored, context);
     assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
     const now = nowTimestamp();
     if (stored.previous_secret_expires_at !== null && stored.previous_secret_expires_at > now) {
@@ -139,8 +148,17 @@ export function rotateSecret(trx: Trx, id: number, condition: VersionCondition, 
   }, `Webhook endpoint ${id}`);
 }
 
-/** The resources an endpoint may receive events of: those of the types it asks for that the caller may read; 422 for a type it may not. */
-function allowedResources(events: readonly string[], scopes: ReadonlySet<string>): string[] {
+/**
+ * The URL as rowi will call it (the WHATWG serialisation: host in lower case and punycode,
+ * backslashes as slashes, a path of at least "/"), so that what is listed is what is called. Its
+ * characters were checked by the schema: nothing the parser drops (tab, CR, LF) is left.
+ */
+function storedUrl(text: string): string {
+  return new URL(text).href;
+}
+
+/** The resources an endpoint may receive events of: those of the types it asks for that `whose` scopes may read; 422 for a type they may not. */
+function allowedResources(events: readonly string[], scopes: ReadonlySet<string>, whose: string): string[] {
   const readable = readableResources(scopes);
   if (events.includes('*')) {
     if (events.length > 1) throw new UnprocessableError('events: "*" already means every type; give it alone.', [{ in: 'body', pointer: '#/events', detail: '"*" must be the only member' }]);
@@ -149,8 +167,8 @@ function allowedResources(events: readonly string[], scopes: ReadonlySet<string>
   const errors: FieldError[] = [];
   events.forEach((type, index) => {
     const resource = EVENT_TYPES[type as EventType].resource;
-    if (!readable.includes(resource)) errors.push({ in: 'body', pointer: `#/events/${index}`, detail: `${type} is an event of ${resource}, which this caller may not read (${resource}:read)` });
+    if (!readable.includes(resource)) errors.push({ in: 'body', pointer: `#/events/${index}`, detail: `${type} is an event of ${resource}, which ${whose} may not read (${resource}:read)` });
   });
-  if (errors.length > 0) throw new UnprocessableError('The endpoint asks for events of resources this caller may not read.', errors);
+  if (errors.length > 0) throw new UnprocessableError(`The endpoint asks for events of resources ${whose} may not read.`, errors);
   return [...new Set(events.map((type) => EVENT_TYPES[type as EventType].resource))].sort();
 }
