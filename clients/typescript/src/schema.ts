@@ -1024,6 +1024,7 @@ export interface components {
          *     }
          */
         ApiKeyCreate: {
+            /** @description what the key is for, up to 200 characters */
             description?: string;
             /**
              * Format: date-time
