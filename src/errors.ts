@@ -5,7 +5,7 @@
  */
 export const PROBLEM_TYPES = {
   'bad-request': { status: 400, title: 'Bad request', description: 'The request is malformed in a way no more specific type names: a URL that is not validly percent-encoded, a request line that is not HTTP (connection closed).' },
-  'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, is empty, is not UTF-8, or holds text rowi refuses (NUL, a lone surrogate, an XML entity other than the five, an element named `__proto__`); `errors` points at it where it can.' },
+  'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, is empty, is not UTF-8, or holds text rowi refuses (NUL, a lone surrogate, an XML entity other than the five, an element named `__proto__`, an XML attribute other than `nil="true"` and namespace declarations, an XML declaration of another encoding than UTF-8 or another version than 1.0); `errors` points at it where it can.' },
   'body-too-deep': { status: 400, title: 'Body nested too deeply', description: 'The body nests objects, arrays or elements deeper than rowi accepts (32 levels).' },
   'body-too-complex': { status: 400, title: 'Body too complex', description: 'The body holds more than rowi reads: a JSON body more than 10,000 values (members and items); an XML body more than 2,000 elements, 16 attributes an element, 2,000 attributes in all, or 128 KiB of text (element text, attribute values, CDATA and comments). rowi\'s documents need far less.' },
   'xml-doctype-refused': { status: 400, title: 'XML DOCTYPE refused', description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.' },
