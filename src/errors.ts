@@ -21,7 +21,7 @@ export const PROBLEM_TYPES = {
   'email-taken': { status: 409, title: 'Email already in use', description: 'Another user has this email address; emails are compared without regard to case.' },
   'sku-taken': { status: 409, title: 'SKU already in use', description: 'Another item has this SKU; SKUs are unique and compared exactly.' },
   'item-in-use': { status: 409, title: 'Item is on orders', description: 'The item appears on orders (open or closed), which would lose their meaning without it; it cannot be deleted.' },
-  'insufficient-stock': { status: 409, title: 'Insufficient stock', description: 'Stock cannot cover every line of the order; nothing was reserved. `short_lines` lists each line that is short, with the quantity requested and the quantity available.' },
+  'insufficient-stock': { status: 409, title: 'Insufficient stock', description: 'Stock cannot cover every line of the order; nothing was reserved. `short_lines` lists each line that is short, with the quantity requested and, to a caller that may read stock (`stock:read`), the quantity available.' },
   'invalid-transition': { status: 409, title: 'Invalid status transition', description: 'An order moves only from placed to fulfilled or cancelled; the status asked for cannot be reached from the current one (or is not a status). `allowed_statuses` lists what can.' },
   'order-not-placed': { status: 409, title: 'Order is closed', description: 'Changing the lines or user of a fulfilled or cancelled order (any `PUT` on one).' },
   'user-has-open-orders': { status: 409, title: 'User has placed orders', description: 'The user has orders still placed; fulfil, cancel or delete them before deleting the user.' },
