@@ -5,11 +5,11 @@
  */
 export const PROBLEM_TYPES = {
   'bad-request': { status: 400, title: 'Bad request', description: 'The request is malformed in a way no more specific type names: a URL that is not validly percent-encoded, a request line that is not HTTP (connection closed).' },
-  'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, is empty, is not UTF-8, or holds text rowi refuses (NUL, a lone surrogate, an XML entity other than the five, an element named `__proto__`); `errors` points at it where it can.' },
+  'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, is empty, is not UTF-8, or holds text rowi refuses (NUL, a lone surrogate, an XML entity other than the five, an element named `__proto__`, an XML attribute other than `nil="true"` and namespace declarations, an XML declaration of another encoding than UTF-8 or another version than 1.0); `errors` points at it where it can.' },
   'body-too-deep': { status: 400, title: 'Body nested too deeply', description: 'The body nests objects, arrays or elements deeper than rowi accepts (32 levels).' },
   'body-too-complex': { status: 400, title: 'Body too complex', description: 'The body holds more than rowi reads: a JSON body more than 10,000 values (members and items); an XML body more than 2,000 elements, 16 attributes an element, 2,000 attributes in all, or 128 KiB of text (element text, attribute values, CDATA and comments). rowi\'s documents need far less.' },
   'xml-doctype-refused': { status: 400, title: 'XML DOCTYPE refused', description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.' },
-  'invalid-query': { status: 400, title: 'Invalid query parameter', description: 'Unknown query parameter, bad `limit`, `sort`, `cursor` or filter, a NUL (`%00`) in any parameter.' },
+  'invalid-query': { status: 400, title: 'Invalid query parameter', description: 'Unknown query parameter, bad `limit`, `sort`, `cursor` or filter, an integer not written in decimal digits (`0x10`, `1e1`, ` 5`), a NUL (`%00`) in any parameter.' },
   'invalid-header': { status: 400, title: 'Invalid header', description: 'A request header rowi reads (Idempotency-Key, If-Match…) is malformed.' },
   'malformed-credentials': { status: 400, title: 'Malformed credentials', description: 'Credentials were sent in a way rowi refuses: in the query string (where they end up in logs), empty, oversized, or two kinds at once. Send one API key in X-API-Key or one bearer token in Authorization.' },
   'missing-credentials': { status: 401, title: 'Authentication required', description: 'The operation needs credentials: an API key in X-API-Key or a bearer token in Authorization (WWW-Authenticate says how).' },
@@ -22,7 +22,7 @@ export const PROBLEM_TYPES = {
   'email-taken': { status: 409, title: 'Email already in use', description: 'Another user has this email address; emails are compared without regard to case.' },
   'sku-taken': { status: 409, title: 'SKU already in use', description: 'Another item has this SKU; SKUs are unique and compared exactly.' },
   'item-in-use': { status: 409, title: 'Item is on orders', description: 'The item appears on orders (open or closed), which would lose their meaning without it; it cannot be deleted.' },
-  'insufficient-stock': { status: 409, title: 'Insufficient stock', description: 'Stock cannot cover every line of the order; nothing was reserved. `short_lines` lists each line that is short, with the quantity requested and the quantity available.' },
+  'insufficient-stock': { status: 409, title: 'Insufficient stock', description: 'Stock cannot cover every line of the order; nothing was reserved. `short_lines` lists each line that is short, with the quantity requested and, to a caller that may read stock (`stock:read`), the quantity available.' },
   'invalid-transition': { status: 409, title: 'Invalid status transition', description: 'An order moves only from placed to fulfilled or cancelled; the status asked for cannot be reached from the current one (or is not a status). `allowed_statuses` lists what can.' },
   'order-not-placed': { status: 409, title: 'Order is closed', description: 'Changing the lines or user of a fulfilled or cancelled order (any `PUT` on one).' },
   'user-has-open-orders': { status: 409, title: 'User has placed orders', description: 'The user has orders still placed; fulfil, cancel or delete them before deleting the user.' },

@@ -127,7 +127,8 @@ export interface Permission {
   /**
    * Scopes that must be held as well. A route that addresses one record (`/v1/orders/:id…`)
    * also needs read on that collection, so a caller who may not read orders cannot learn from
-   * 404-versus-other which order ids exist (docs/security.md).
+   * 404-versus-other which order ids exist (docs/security.md); and read on a part of the record
+   * that has scopes of its own (`/v1/items/:id/stock` needs stock:read too), whose answers show it.
    */
   also: readonly Scope[];
   /** The scope's two halves, as the audit trail records them; null for a public route. */
@@ -138,12 +139,12 @@ export interface Permission {
 /** The permission of a route, from its declared scope and its URL. */
 export function permissionOf(scope: Scope | 'public', url: string): Permission {
   if (scope === 'public') return { scope, also: [], resource: null, action: null };
-  const record = /^\/v1\/([a-z-]+)\/:/.exec(url);
-  const read: Scope | undefined = record ? `${record[1]!}:read` : undefined;
+  const addressed = /^\/v1\/[a-z-]+\/:/.test(url) ? url.split('/').filter((segment) => /^[a-z-]+$/.test(segment)) : [];
+  const reads = addressed.map((segment): Scope => `${segment}:read`).filter((read) => read !== scope && isScope(read));
   const split = scope.lastIndexOf(':');
   return {
     scope,
-    also: read !== undefined && read !== scope && isScope(read) ? [read] : [],
+    also: reads,
     resource: scope.slice(0, split),
     action: scope.slice(split + 1) as Action,
   };

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 
@@ -29,14 +29,26 @@ export interface TraceContext {
 }
 
 /**
- * Ids rowi makes: random per process, then a counter, so each is unique without a call to the
- * random source per request (W3C asks for unique ids; 64 random bits per process and a 32-bit
- * counter that wraps after 4 billion requests). A new trace id is 96 random bits and the counter.
+ * Ids rowi makes are random, as W3C Trace Context asks (§ "Considerations for trace-id field
+ * generation"): an id made of a counter would tell any caller the server's request rate and let
+ * it guess other requests' ids. The random bytes are drawn from the random source in blocks and
+ * handed out a few at a time, so a request costs no call to it (one per 512 span ids).
  */
-const PROCESS_RANDOM = randomUUID().replaceAll('-', '');
-const SPAN_PREFIX = PROCESS_RANDOM.slice(0, 8);
-const TRACE_PREFIX = PROCESS_RANDOM.slice(8, 32);
-let nextId = 0;
+const randomPool = Buffer.allocUnsafe(4096);
+let poolOffset = randomPool.length;
+
+/** `bytes` random bytes as lower-case hex, never all zeros (an invalid id). */
+function randomHex(bytes: number): string {
+  for (;;) {
+    if (poolOffset + bytes > randomPool.length) {
+      randomFillSync(randomPool);
+      poolOffset = 0;
+    }
+    const start = poolOffset;
+    poolOffset += bytes;
+    for (let index = start; index < poolOffset; index++) if (randomPool[index] !== 0) return randomPool.toString('hex', start, poolOffset);
+  }
+}
 
 /** Where a request's trace is kept on it: a symbol property is cheaper than a WeakMap lookup per request. */
 const TRACE = Symbol('rowi.trace');
@@ -52,9 +64,8 @@ export function traceOf(request: Traced): TraceContext {
   const header = request.headers.traceparent;
   const match = typeof header === 'string' ? TRACEPARENT.exec(header.trim()) : null;
   const valid = match !== null && match[1] !== 'ff' && (match[1] !== '00' || match[5] === undefined) && match[2] !== ZERO_TRACE && match[3] !== ZERO_PARENT;
-  const sequence = (nextId = (nextId + 1) >>> 0).toString(16).padStart(8, '0');
-  const spanId = `${SPAN_PREFIX}${sequence}`;
-  trace = valid ? { traceId: match[2]!, spanId, flags: match[4]! } : { traceId: `${TRACE_PREFIX}${sequence}`, spanId, flags: '00' };
+  const spanId = randomHex(8);
+  trace = valid ? { traceId: match[2]!, spanId, flags: match[4]! } : { traceId: randomHex(16), spanId, flags: '00' };
   request[TRACE] = trace;
   return trace;
 }

@@ -1,4 +1,5 @@
 import Type, { type TSchema } from 'typebox';
+import { freeText } from './free-text.js';
 import { MEDIA_TYPES } from './negotiate.js';
 
 /**
@@ -23,15 +24,8 @@ export const RecordFields = {
 /** A string field that may also be null. */
 export const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
-/** A display name: 1–200 characters with at least one visible one and no control characters. */
-export const DisplayName = Type.String({
-  minLength: 1,
-  maxLength: 200,
-  // No control characters: they cannot travel in XML.
-  pattern: '^(?=.*\\S)[^\\u0000-\\u001F\\u007F]*$',
-  'x-error': 'must contain a visible character and no control characters',
-  description: 'display name, 1–200 characters',
-});
+/** A display name: 1–200 characters, at least one of them visible, none refused as free text (free-text.ts). */
+export const DisplayName = freeText({ minLength: 1, maxLength: 200, visible: true, description: 'display name, 1–200 characters' });
 
 /** What an operation's description says of its conditional headers, in the same words everywhere. */
 export const CONDITIONAL_WRITE = 'With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).';

@@ -2,13 +2,15 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { toTimestamp } from '../db/clock.js';
+import { decimalTextCheck } from './number-text.js';
 
 /**
  * Request validation. One Ajv per kind of input, because they must differ:
  * - bodies are never coerced ("5" is not a number, 5 is not a name) and every violation is
  *   reported, each with a JSON Pointer;
- * - query strings and path parameters arrive as text and are coerced to the declared types;
- *   a path id must also be written canonically ("007", "1e3" and "0x10" name no record).
+ * - query strings, headers and path parameters arrive as text and are coerced to the declared
+ *   types, once the text of each integer or number is found written in decimal digits
+ *   (number-text.ts: "007", "1e3", "0x10" and " 5" are refused, where Number() would read them).
  */
 function createAjv(options: { coerce: boolean; allErrors: boolean }) {
   const ajv = new Ajv({
@@ -38,8 +40,6 @@ const textAjv = createAjv({ coerce: true, allErrors: false });
  * seconds of CPU and megabytes of answer. rowi's largest valid body has a few hundred values.
  */
 const EVERY_ERROR_UP_TO_VALUES = 2000;
-
-const CANONICAL_INTEGER = /^(?:0|[1-9]\d*)$/;
 
 /**
  * Validators are compiled on a route's first request, not when the app starts: Ajv compiling
@@ -75,21 +75,19 @@ export function compileAllValidators(): number {
 function compileValidator(schema: unknown, httpPart: string | undefined): ValidateFunction {
   if (httpPart === 'body') return bodyValidator(schema as object);
   const validate = textAjv.compile(schema as object);
-  if (httpPart !== 'params') return validate;
-  const integers = Object.entries((schema as { properties?: Record<string, { type?: string }> }).properties ?? {})
-    .filter(([, property]) => property.type === 'integer')
-    .map(([name]) => name);
-  const checkParams = ((data: Record<string, unknown>) => {
-    const bad = integers.find((name) => typeof data[name] === 'string' && !CANONICAL_INTEGER.test(data[name] as string));
-    if (bad !== undefined) {
-      checkParams.errors = [{ instancePath: `/${bad}`, keyword: 'type', params: { type: 'integer' }, schemaPath: '', message: 'must be an integer' }];
+  const checkText = decimalTextCheck(schema as object);
+  if (checkText === undefined) return validate;
+  const checked = ((data: Record<string, unknown>) => {
+    const refused = checkText(data);
+    if (refused !== undefined) {
+      checked.errors = [refused];
       return false;
     }
     const valid = validate(data);
-    checkParams.errors = validate.errors;
+    checked.errors = validate.errors;
     return valid;
   }) as ValidateFunction;
-  return checkParams;
+  return checked;
 }
 
 /**

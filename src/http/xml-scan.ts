@@ -62,6 +62,7 @@ export function scanXml(text: string): void {
       const end = text.indexOf('?>', open + 2);
       if (end === -1) return;
       checkText(open + 2, end, false);
+      if (/^<\?xml\s/.test(text.slice(open, open + 6))) checkDeclaration(text.slice(open + 5, end));
       index = end + 2;
       continue;
     }
@@ -74,7 +75,8 @@ export function scanXml(text: string): void {
     }
     let position = endOfName(text, open + 1);
     if (position === open + 1) return;
-    checkName(text.slice(open + 1, position), 'element');
+    const element = text.slice(open + 1, position);
+    checkName(element, 'element');
     if (++elements > XML_LIMITS.elements) throw tooComplex(`more than ${XML_LIMITS.elements} elements`);
     if (++depth > XML_LIMITS.depth) {
       throw new BadRequestError(`The XML body is nested deeper than ${XML_LIMITS.depth} levels.`, undefined, 'body-too-deep');
@@ -94,7 +96,8 @@ export function scanXml(text: string): void {
       }
       const nameEnd = endOfName(text, position);
       if (nameEnd === position) return;
-      checkName(text.slice(position, nameEnd), 'attribute');
+      const attribute = text.slice(position, nameEnd);
+      checkName(attribute, 'attribute');
       if (++own > XML_LIMITS.attributesPerElement) throw tooComplex(`an element with more than ${XML_LIMITS.attributesPerElement} attributes`);
       if (++attributes > XML_LIMITS.attributes) throw tooComplex(`more than ${XML_LIMITS.attributes} attributes`);
       position = skipSpace(text, nameEnd);
@@ -105,6 +108,7 @@ export function scanXml(text: string): void {
       const valueEnd = text.indexOf(quote, position + 1);
       if (valueEnd === -1) return;
       checkText(position + 1, valueEnd, true);
+      checkAttribute(element, attribute, text.slice(position + 1, valueEnd));
       position = valueEnd + 1;
     }
     index = position;
@@ -136,6 +140,44 @@ function checkName(name: string, kind: 'element' | 'attribute'): void {
   const local = name.slice(name.lastIndexOf(':') + 1);
   if (RESERVED_NAMES.has(local)) {
     throw new BadRequestError(`The XML body has an ${kind} named ${name}; the names __proto__, constructor and prototype are refused.`, undefined, 'malformed-body');
+  }
+}
+
+/**
+ * rowi's XML carries every value in an element (the mapping of xml.ts); the only attributes it
+ * reads are `nil="true"` (null) and namespace declarations. Any other (an `id="7"`, an
+ * `xml:lang`) would be dropped unread, so the caller would believe it sent what rowi never took:
+ * refused, named.
+ */
+function checkAttribute(element: string, attribute: string, value: string): void {
+  if (attribute === 'xmlns' || attribute.startsWith('xmlns:')) return;
+  const local = attribute.slice(attribute.lastIndexOf(':') + 1);
+  if (local === 'nil' && value.trim() === 'true') return;
+  const why = local === 'nil' ? `nil="${value}" (nil may only be "true", for null)` : `an attribute ${attribute}`;
+  throw new BadRequestError(
+    `The XML body has ${why} on <${element}>; rowi's XML holds values in elements only (the one attribute it reads is nil="true", besides namespace declarations).`,
+    [{ in: 'body', pointer: '#', detail: `<${element}> has ${why}` }],
+    'malformed-body',
+  );
+}
+
+/**
+ * The XML declaration: rowi reads bodies as UTF-8 (decoded before they are parsed) and by the
+ * rules of XML 1.0. A declaration of another encoding or version would be ignored, so the body
+ * would be read otherwise than its sender wrote it: refused, named.
+ */
+function checkDeclaration(declaration: string): void {
+  const encoding = /\sencoding\s*=\s*(["'])([^"']*)\1/.exec(declaration)?.[2];
+  if (encoding !== undefined && encoding.toLowerCase() !== 'utf-8') {
+    throw new BadRequestError(`The XML declaration names the encoding ${encoding}; rowi reads XML bodies in UTF-8 only: send UTF-8 and declare encoding="UTF-8" or none.`, [
+      { in: 'body', pointer: '#', detail: `declares encoding="${encoding}"` },
+    ], 'malformed-body');
+  }
+  const version = /\sversion\s*=\s*(["'])([^"']*)\1/.exec(declaration)?.[2];
+  if (version !== undefined && version !== '1.0') {
+    throw new BadRequestError(`The XML declaration names version ${version}; rowi reads XML 1.0 only: declare version="1.0".`, [
+      { in: 'body', pointer: '#', detail: `declares version="${version}"` },
+    ], 'malformed-body');
   }
 }
 

@@ -1,5 +1,6 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError, UnprocessableError } from '../errors.js';
+import { DECIMAL_INTEGER } from './number-text.js';
 import { scanXml } from './xml-scan.js';
 
 /**
@@ -131,10 +132,19 @@ export function parseXmlBody(text: string, schema: XmlSchema | undefined): unkno
   if (roots.length !== 1 || Array.isArray(document[roots[0]!])) {
     throw new BadRequestError('The XML body must have exactly one root element.', undefined, 'malformed-body');
   }
-  return restoreTypes(document[roots[0]!], schema);
+  const expected = schema?.xml?.name;
+  // The root names the representation: a <item> sent to users is not a user with other fields.
+  if (expected !== undefined && roots[0] !== expected) throw wrongElement('#', roots[0]!, `the root element must be <${expected}>`);
+  return restoreTypes(document[roots[0]!], schema, '');
 }
 
-function restoreTypes(node: unknown, schema: XmlSchema | undefined): unknown {
+/** 422 naming where an element of another name stands where the schema names one (xml.name). */
+function wrongElement(pointer: string, found: string, rule: string): UnprocessableError {
+  const detail = `is an element <${found}>; ${rule}`;
+  return new UnprocessableError(`The XML body is invalid: ${pointer} ${detail}.`, [{ in: 'body', pointer, detail }]);
+}
+
+function restoreTypes(node: unknown, schema: XmlSchema | undefined, pointer: string): unknown {
   if (isRecord(node) && node[`@${NIL}`] === 'true') return null;
   const value = withoutAttributes(node);
   const shape = schema?.anyOf ? schema.anyOf.find((branch) => branch.type !== 'null') : schema;
@@ -144,16 +154,19 @@ function restoreTypes(node: unknown, schema: XmlSchema | undefined): unknown {
       if (value === '') return {};
       if (!isRecord(value)) return value;
       return Object.fromEntries(
-        Object.entries(value).map(([key, member]) => [key, restoreTypes(member, shape.properties?.[key])]),
+        Object.entries(value).map(([key, member]) => [key, restoreTypes(member, shape.properties?.[key], `${pointer}/${key}`)]),
       );
     case 'array': {
       if (value === '') return [];
       const itemName = shape.items?.xml?.name ?? ITEM;
-      if (!isRecord(value) || Object.keys(value).some((key) => key !== itemName)) return value;
+      if (!isRecord(value)) return value;
+      const other = Object.keys(value).find((key) => key !== itemName);
+      if (other !== undefined) throw wrongElement(`#${pointer}`, other, `each item of ${pointer.slice(1) || 'the list'} is an element <${itemName}>`);
       const items = value[itemName];
-      return (Array.isArray(items) ? items : [items]).map((item) => restoreTypes(item, shape.items));
+      return (Array.isArray(items) ? items : [items]).map((item, index) => restoreTypes(item, shape.items, `${pointer}/${index}`));
     }
     case 'integer':
+      return typeof value === 'string' && INTEGER.test(value) ? Number(value) : value;
     case 'number':
       return typeof value === 'string' && JSON_NUMBER.test(value) ? Number(value) : value;
     case 'boolean':
@@ -163,7 +176,9 @@ function restoreTypes(node: unknown, schema: XmlSchema | undefined): unknown {
   }
 }
 
+/** A number as JSON writes it; an integer in decimal digits only, as everywhere rowi reads one as text (number-text.ts). */
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+const INTEGER = new RegExp(DECIMAL_INTEGER);
 
 function withoutAttributes(node: unknown): unknown {
   if (!isRecord(node)) return node;

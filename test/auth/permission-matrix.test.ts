@@ -60,8 +60,8 @@ const EXPECTED: Record<string, Needs> = {
 
   'GET /v1/items/:id/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/:id/stock': ['stock:read', 'items:read'],
-  'PUT /v1/items/:id/stock': ['stock:update', 'items:read'],
-  'PATCH /v1/items/:id/stock': ['stock:update', 'items:read'],
+  'PUT /v1/items/:id/stock': ['stock:update', 'items:read', 'stock:read'],
+  'PATCH /v1/items/:id/stock': ['stock:update', 'items:read', 'stock:read'],
   'GET /v1/items/:id/stock/movements': ['stock:read', 'items:read'],
   'HEAD /v1/items/:id/stock/movements': ['stock:read', 'items:read'],
 

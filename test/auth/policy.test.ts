@@ -91,8 +91,8 @@ describe('policy: permissionOf and missingScopes', () => {
     expect(permissionOf('callers:delete', '/v1/callers/:id/keys/:key_id')).toMatchObject({ scope: 'callers:delete', also: ['callers:read'] });
   });
 
-  it('permissionOf: the item\'s read as well when a sub-resource of an item is addressed', () => {
-    expect(permissionOf('stock:update', '/v1/items/:id/stock')).toMatchObject({ scope: 'stock:update', also: ['items:read'] });
+  it('permissionOf: the item\'s read as well when a sub-resource of an item is addressed, and the stock\'s own read to change it', () => {
+    expect(permissionOf('stock:update', '/v1/items/:id/stock')).toMatchObject({ scope: 'stock:update', also: ['items:read', 'stock:read'] });
     expect(permissionOf('stock:read', '/v1/items/:id/stock/movements')).toMatchObject({ scope: 'stock:read', also: ['items:read'] });
   });
 

@@ -86,7 +86,7 @@ function compareSchema(where: string, old: Json | undefined, now: Json | undefin
     for (const bound of ['minLength', 'minimum', 'minItems']) {
       if (typeof now[bound] === 'number' && !(typeof old[bound] === 'number' && old[bound] >= now[bound])) found.push(`${where}: ${bound} narrowed (${old[bound] ?? 'none'} → ${now[bound]})`);
     }
-    if (old.pattern !== undefined && now.pattern !== old.pattern) found.push(`${where}: pattern changed`);
+    if (now.pattern !== undefined && now.pattern !== old.pattern) found.push(`${where}: ${old.pattern === undefined ? 'new pattern' : 'pattern changed'}`);
   } else {
     for (const name of Object.keys(old.properties ?? {})) if (now.properties?.[name] === undefined) found.push(`${where}: response field ${name} removed`);
   }

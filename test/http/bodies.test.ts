@@ -58,12 +58,13 @@ const manyAttributes = `<user ${Array.from({ length: 90_000 }, (_, index) => `a$
 
 describe('XML bodies', () => {
   it.each([
-    ['90,000 attributes on one element (a CPU amplifier)', manyAttributes, 'body-too-complex'],
+    // Refused at the first: rowi's XML has no attributes but nil and namespace declarations.
+    ['90,000 attributes on one element (a CPU amplifier)', manyAttributes, 'malformed-body'],
     ['250,000 tiny elements (a megabyte)', `<user>${'<a/>'.repeat(250_000)}</user>`, 'body-too-complex'],
     ['a megabyte of comments', `<user>${'<!-- c -->'.repeat(100_000)}</user>`, 'body-too-complex'],
     ['an element named __proto__', '<user><__proto__>x</__proto__><name>x</name><email>proto@example.com</email></user>', 'malformed-body'],
     ['an element named constructor', '<user><name>x</name><email>c@example.com</email><constructor>1</constructor></user>', 'malformed-body'],
-    ['nesting of 150 hidden behind attribute values holding "/>"', `<user>${'<a x="/>">'.repeat(150)}${'</a>'.repeat(150)}</user>`, 'body-too-deep'],
+    ['nesting of 150 hidden behind attribute values holding "/>"', `<user>${'<a xmlns:x="/>">'.repeat(150)}${'</a>'.repeat(150)}</user>`, 'body-too-deep'],
     ['nesting of 150 with comments between the levels', `<user>${'<a><!-- -->'.repeat(150)}${'</a>'.repeat(150)}</user>`, 'body-too-deep'],
     ['a NUL as &#0;', '<user><name>a&#0;b</name><email>nul@example.com</email></user>', 'malformed-body'],
     ['a NUL as &#x0; in an attribute', '<user x="&#x0;"><name>a</name><email>nul2@example.com</email></user>', 'malformed-body'],

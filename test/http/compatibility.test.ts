@@ -48,6 +48,12 @@ describe('breakingChanges: what it finds', () => {
     ['a narrowed bound of an input', (document) => {
       document.components.schemas.UserCreate.properties.name.maxLength = 10;
     }, /POST \/v1\/users body\.name: maxLength narrowed \(200 → 10\)/],
+    ['a new pattern of an input', (document) => {
+      document.paths['/v1/users'].get.parameters.find((parameter: Json) => parameter.name === 'cursor').schema.pattern = '^[a-z]+$';
+    }, /GET \/v1\/users parameter query cursor: new pattern/],
+    ['a changed pattern of an input', (document) => {
+      document.components.schemas.ItemCreate.properties.sku.pattern = '^[A-Z]+$';
+    }, /POST \/v1\/items body\.sku: pattern changed/],
     ['a changed type', (document) => {
       document.components.schemas.User.properties.id.type = 'string';
     }, /GET \/v1\/users\/\{id\} 200\.id: type narrowed or changed \(integer → string\)/],

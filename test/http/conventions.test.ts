@@ -59,10 +59,10 @@ describe('bad request bodies change nothing stored', () => {
 
   it.each([
     ['an empty name', { name: '' }, '#/name', 'must not be empty'],
-    ['a blank name', { name: '   ' }, '#/name', 'must contain a visible character and no control characters'],
+    ['a blank name', { name: '   ' }, '#/name', 'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators'],
     ['a 201-character name', { name: 'n'.repeat(201) }, '#/name', 'must be at most 200 characters long'],
     ['a non-string name', { name: 42 }, '#/name', 'must be a string'],
-    ['a name with a control character', { name: 'bell\u0007' }, '#/name', 'must contain a visible character and no control characters'],
+    ['a name with a control character', { name: 'bell\u0007' }, '#/name', 'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators'],
     ['an invalid email', { email: 'not-an-email' }, '#/email', 'must be a valid email address'],
     ['a non-string email', { email: ['a@example.com'] }, '#/email', 'must be a string'],
     ['an unknown field', { role: 'admin' }, '#/role', 'is not a known field'],

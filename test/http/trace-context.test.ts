@@ -81,4 +81,25 @@ describe('W3C trace context', () => {
     const second = await test.call({ url: '/v1/users' });
     expect(TRACERESPONSE.exec(String(first.headers.traceresponse))![1]).not.toBe(TRACERESPONSE.exec(String(second.headers.traceresponse))![1]);
   });
+
+  it('GET /v1/limits: new trace ids and span ids are random, with no shared prefix or counter, when many requests come without traceparent', async () => {
+    const traceIds: string[] = [];
+    const spanIds: string[] = [];
+    // Sequential, as a client sees them; 256 ids of random hex leave every digit position about 16 values.
+    for (let index = 0; index < 256; index++) {
+      const [, traceId, spanId] = TRACERESPONSE.exec(String((await test.call({ url: '/v1/limits', key: null })).headers.traceresponse))!;
+      traceIds.push(traceId!);
+      spanIds.push(spanId!);
+    }
+    for (const ids of [traceIds, spanIds]) {
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids.every((id) => /^[0-9a-f]+$/.test(id) && !/^0+$/.test(id))).toBe(true);
+      // A per-process prefix is one value at each of its positions; a counter's high digits barely move.
+      const positions = Array.from({ length: ids[0]!.length }, (_, position) => new Set(ids.map((id) => id[position])).size);
+      expect(Math.min(...positions), `distinct hex digits at each position: ${positions.join(' ')}`).toBeGreaterThanOrEqual(8);
+      // Nor does one id follow from the one before: no two in a row differ by a small step.
+      const steps = ids.slice(1).map((id, index) => BigInt(`0x${id}`) - BigInt(`0x${ids[index]!}`));
+      expect(steps.filter((step) => step > -1000n && step < 1000n)).toEqual([]);
+    }
+  });
 });

@@ -22,11 +22,11 @@ function refusal(text: string): { type: string; detail: string } | undefined {
 
 describe('scanXml', () => {
   it.each([
-    ['150 levels hidden behind attribute values holding "/>"', `<user>${'<a x="/>">'.repeat(150)}${'</a>'.repeat(150)}</user>`],
+    ['150 levels hidden behind attribute values holding "/>"', `<user>${'<a xmlns:x="/>">'.repeat(150)}${'</a>'.repeat(150)}</user>`],
     ['150 levels with a comment after each open tag', `<user>${'<a><!-- > -->'.repeat(150)}${'</a>'.repeat(150)}</user>`],
     ['150 levels with CDATA holding "</a>" after each open tag', `<user>${'<a><![CDATA[</a>]]>'.repeat(150)}${'</a>'.repeat(150)}</user>`],
     ['150 levels with processing instructions holding ">"', `<user>${'<a><?pi > ?>'.repeat(150)}${'</a>'.repeat(150)}</user>`],
-    ['150 levels with single-quoted attributes holding ">"', `<user>${"<a y='>' z='/>'>".repeat(150)}${'</a>'.repeat(150)}</user>`],
+    ['150 levels with single-quoted attributes holding ">"', `<user>${"<a xmlns:y='>' xmlns:z='/>'>".repeat(150)}${'</a>'.repeat(150)}</user>`],
   ])('refuses nesting past 32 levels however it is written: %s', (_case, text) => {
     expect(refusal(text)).toMatchObject({ type: 'body-too-deep' });
   });
@@ -37,13 +37,13 @@ describe('scanXml', () => {
   });
 
   it.each([
-    ['90,000 attributes on one element', `<user ${Array.from({ length: 90_000 }, (_, index) => `a${index}="1"`).join(' ')}/>`, /more than 16 attributes/],
-    ['17 attributes on one element', `<user ${Array.from({ length: 17 }, (_, index) => `a${index}="1"`).join(' ')}/>`, /more than 16 attributes/],
+    ['90,000 attributes on one element', `<user ${Array.from({ length: 90_000 }, (_, index) => `xmlns:a${index}="urn:a"`).join(' ')}/>`, /more than 16 attributes/],
+    ['17 attributes on one element', `<user ${Array.from({ length: 17 }, (_, index) => `xmlns:a${index}="urn:a"`).join(' ')}/>`, /more than 16 attributes/],
     ['2,001 elements', `<user>${'<a/>'.repeat(2000)}</user>`, /more than 2000 elements/],
-    ['2,001 attributes over many elements', `<user>${'<a x="1"/>'.repeat(2001)}</user>`, /more than 2000 (elements|attributes)/],
+    ['2,001 attributes over many elements', `<user>${'<a nil="true"/>'.repeat(2001)}</user>`, /more than 2000 (elements|attributes)/],
     ['a megabyte of text', `<user><name>${'x'.repeat(1_000_000)}</name></user>`, /KiB of text/],
     ['a megabyte of comments', `<user>${'<!-- c -->'.repeat(100_000)}</user>`, /KiB of text/],
-    ['long attribute values', `<user a="${'x'.repeat(200_000)}"/>`, /KiB of text/],
+    ['long attribute values', `<user xmlns:a="${'x'.repeat(200_000)}"/>`, /KiB of text/],
   ])('refuses %s with body-too-complex', (_case, text, detail) => {
     const refused = refusal(text);
     expect(refused?.type).toBe('body-too-complex');
@@ -51,7 +51,7 @@ describe('scanXml', () => {
   });
 
   it('accepts 16 attributes and 2,000 elements', () => {
-    expect(() => scanXml(`<user ${Array.from({ length: 16 }, (_, index) => `a${index}="1"`).join(' ')}/>`)).not.toThrow();
+    expect(() => scanXml(`<user ${Array.from({ length: 16 }, (_, index) => `xmlns:a${index}="urn:a"`).join(' ')}/>`)).not.toThrow();
     expect(() => scanXml(`<user>${'<a/>'.repeat(1999)}</user>`)).not.toThrow();
   });
 
@@ -67,7 +67,7 @@ describe('scanXml', () => {
 
   it.each([
     ['&#0; in text', '<user><name>a&#0;b</name></user>', /NUL character/],
-    ['&#x0000; in an attribute', '<user a="&#x0000;"><name>a</name></user>', /NUL character/],
+    ['&#x0000; in an attribute', '<user xmlns:a="&#x0000;"><name>a</name></user>', /NUL character/],
     ['a raw NUL', '<user><name>a\u0000b</name></user>', /NUL character/],
     ['a raw U+0001', '<user><name>a\u0001b</name></user>', /U\+0001, which XML 1.0 does not allow/],
     ['a raw U+FFFE', '<user><name>a\ufffeb</name></user>', /U\+FFFE/],
@@ -93,6 +93,65 @@ describe('scanXml', () => {
   });
 });
 
+const ORDER: XmlSchema = {
+  type: 'object',
+  xml: { name: 'order' },
+  properties: {
+    name: { type: 'string' },
+    user_id: { type: 'integer' },
+    lines: { type: 'array', items: { type: 'object', xml: { name: 'line' }, properties: { item_id: { type: 'integer' }, quantity: { type: 'integer' } } } },
+  },
+};
+
+/** The problem parseXmlBody throws for an order body, or undefined. */
+function orderRefusal(text: string): { status: number; type: string; detail: string; errors?: unknown } | undefined {
+  try {
+    parseXmlBody(text, ORDER);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    return { status: error.status, type: error.type, detail: error.message, errors: error.errors };
+  }
+}
+
+describe('element names, attributes and the declaration', () => {
+  it.each([
+    ['another resource\'s root', '<item><name>x</name></item>', '#', /<item>; the root element must be <order>/],
+    ['a root of no resource', '<document><name>x</name></document>', '#', /<document>; the root element must be <order>/],
+    ['items of a list named otherwise', '<order><lines><item><item_id>1</item_id><quantity>1</quantity></item></lines></order>', '#/lines', /<item>; each item of lines is an element <line>/],
+    ['one item of a list named otherwise', '<order><lines><line><item_id>1</item_id><quantity>1</quantity></line><i><item_id>2</item_id></i></lines></order>', '#/lines', /<i>; each item of lines is an element <line>/],
+  ])('refuses %s with 422 naming where', (_case, text, pointer, detail) => {
+    expect(orderRefusal(text)).toMatchObject({ status: 422, type: 'validation-failed', errors: [{ in: 'body', pointer, detail: expect.stringMatching(detail) }] });
+  });
+
+  it.each([
+    ['an id attribute on the root', '<order id="7"><name>x</name></order>', /an attribute id on <order>/],
+    ['an attribute on a member', '<order><name lang="en">x</name></order>', /an attribute lang on <name>/],
+    ['an attribute on an item of a list', '<order><lines><line quantity="5"><item_id>1</item_id></line></lines></order>', /an attribute quantity on <line>/],
+    ['xml:lang', '<order xml:lang="en"><name>x</name></order>', /an attribute xml:lang on <order>/],
+    ['nil="false"', '<order><name nil="false">x</name></order>', /nil="false" \(nil may only be "true"/],
+    ['an encoding other than UTF-8', '<?xml version="1.0" encoding="ISO-8859-1"?><order><name>x</name></order>', /encoding ISO-8859-1; rowi reads XML bodies in UTF-8 only/],
+    ['UTF-16 declared', "<?xml version='1.0' encoding='UTF-16'?><order/>", /encoding UTF-16/],
+    ['XML 1.1', '<?xml version="1.1"?><order><name>x</name></order>', /version 1.1; rowi reads XML 1.0 only/],
+  ])('refuses %s with 400 malformed-body naming it', (_case, text, detail) => {
+    expect(orderRefusal(text)).toMatchObject({ status: 400, type: 'malformed-body', detail: expect.stringMatching(detail) });
+  });
+
+  it.each([
+    ['a UTF-8 declaration', '<?xml version="1.0" encoding="UTF-8"?><order><name>x</name></order>', { name: 'x' }],
+    ['a lower-case utf-8 declaration, single-quoted', "<?xml version='1.0' encoding='utf-8' standalone='yes'?><order><name>x</name></order>", { name: 'x' }],
+    ['a default namespace', '<order xmlns="urn:example"><name>x</name></order>', { name: 'x' }],
+    ['nil="true", prefixed', '<order xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><name xsi:nil="true"/></order>', { name: null }],
+    ['a list of lines', '<order><lines><line><item_id>1</item_id><quantity>2</quantity></line></lines></order>', { lines: [{ item_id: 1, quantity: 2 }] }],
+  ])('reads %s', (_case, text, value) => {
+    expect(parseXmlBody(text, ORDER)).toEqual(value);
+  });
+
+  it.each(['0x10', '1e1', '0b11', '5.0', '+5', '05', ' 5x'])('leaves an integer written %s as text, for validation to refuse', (written) => {
+    expect(parseXmlBody(`<order><user_id>${written}</user_id></order>`, ORDER)).toEqual({ user_id: written.trim() });
+  });
+});
+
 /** Fragments whose concatenations cover what an XML body can be, well-formed or not. */
 const FRAGMENTS = [
   '<user>', '</user>', '<name>', '</name>', '<email>', '</email>', '<a>', '</a>', '<a/>', '<i>', '</i>', '<x:a xmlns:x="urn:x">', '</x:a>',
@@ -102,7 +161,7 @@ const FRAGMENTS = [
 ];
 
 describe('parseXmlBody on any shape', () => {
-  it('never throws anything but a 400 problem, whatever the body (fast-check, seeded)', () => {
+  it('never throws anything but a 400 problem, or 422 for elements named otherwise than the schema names them, whatever the body (fast-check, seeded)', () => {
     const seed = Number(process.env.ROWI_FUZZ_SEED ?? 20261124);
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...FRAGMENTS), { maxLength: 40 }), (parts) => {
@@ -110,7 +169,7 @@ describe('parseXmlBody on any shape', () => {
         try {
           parseXmlBody(text, USER);
         } catch (error) {
-          if (!(error instanceof AppError) || error.status !== 400) throw error;
+          if (!(error instanceof AppError) || !(error.status === 400 || (error.status === 422 && error.type === 'validation-failed'))) throw error;
         }
       }),
       { seed, numRuns: Number(process.env.ROWI_FUZZ_RUNS ?? 2000) },

@@ -67,7 +67,7 @@ const BAD_MEMBERS: [string, string, string, string, string, unknown][] = [
   ['conditions is empty', 'conditions', '""', 'validation-failed', '#/conditions', ONE_OF_CONDITIONS],
   ['source is empty', 'source', '""', 'validation-failed', '#/source', 'must not be empty'],
   ['source has 65 characters', 'source', JSON.stringify('s'.repeat(65)), 'validation-failed', '#/source', expect.any(String)],
-  ['source has a control character', 'source', '"feed\\u0007"', 'validation-failed', '#/source', 'must be 1–64 characters without control characters'],
+  ['source has a control character', 'source', '"feed\\u0007"', 'validation-failed', '#/source', 'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators'],
   ['name is empty', 'name', '""', 'validation-failed', '#/name', expect.any(String)],
   ['latitude is 91', 'latitude', '91', 'validation-failed', '#/latitude', 'must be at most 90'],
   ['latitude comes without longitude', 'latitude', '35.68', 'validation-failed', '#/latitude', 'latitude and longitude are set or cleared together'],

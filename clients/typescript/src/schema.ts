@@ -367,7 +367,7 @@ export interface paths {
         put?: never;
         /**
          * Place an order, reserving stock for every line or for none
-         * @description All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines.
+         * @description All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines (with the quantity available to a caller with stock:read). Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -411,7 +411,7 @@ export interface paths {
         head: operations["getOrder-head"];
         /**
          * Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)
-         * @description status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition.
+         * @description status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.
          */
         patch: operations["patchOrder"];
         trace?: never;
@@ -1024,6 +1024,7 @@ export interface components {
          *     }
          */
         ApiKeyCreate: {
+            /** @description what the key is for, up to 200 characters */
             description?: string;
             /**
              * Format: date-time

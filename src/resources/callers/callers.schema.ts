@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { ALL_SCOPES, ROLES } from '../../auth/policy.js';
+import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { EchoedReadOnly, Id, RecordFields, Timestamp } from '../../http/schemas.js';
 
@@ -102,7 +103,7 @@ export const NewApiKeySchema = Type.Object(
 
 export const ApiKeyCreateSchema = Type.Object(
   {
-    description: Type.Optional(Type.String({ maxLength: 200, pattern: '^[^\\u0000-\\u001F\\u007F]*$', 'x-error': 'must contain no control characters' })),
+    description: Type.Optional(freeText({ maxLength: 200, visible: false, description: 'what the key is for, up to 200 characters' })),
     expires_at: Type.Optional(Type.String({ ...Timestamp, description: 'when the key stops working (RFC 3339, in the future)' })),
   },
   { additionalProperties: false, xml: { name: 'api_key' }, title: 'ApiKeyCreate' },

@@ -63,9 +63,10 @@ export interface ShortLine {
  * transaction. Each move is one conditional UPDATE, so a reserve that stock cannot cover
  * changes nothing; the caller has checked availability first (to list every short line), so a
  * failure here means a concurrent writer took the stock in between (possible on PostgreSQL),
- * and the whole transaction is abandoned with the same 409.
+ * and the whole transaction is abandoned with the same 409 (with the stock available only when
+ * `showsAvailable`: the caller may read stock).
  */
-export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMove[], now: string): Promise<void> {
+export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMove[], now: string, showsAvailable = false): Promise<void> {
   const movements: NewMovement[] = [];
   // Rows are always locked in item order, so two concurrent orders can never deadlock (PostgreSQL).
   for (const move of [...moves].sort((a, b) => a.itemId - b.itemId)) {
@@ -75,7 +76,7 @@ export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMov
       const stock = await findStock(trx, move.itemId);
       // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
       if (stock === undefined) throw new ConflictError('concurrent-change', `Item ${move.itemId} was deleted while this request ran; nothing was changed.`);
-      throw insufficientStock([{ item_id: move.itemId, requested: move.units, available: stock.quantity }]);
+      throw insufficientStock([{ item_id: move.itemId, requested: move.units, available: stock.quantity }], showsAvailable);
     }
     movements.push(movement(moved, move.kind, change.quantity, change.reserved, orderId, now));
   }
@@ -103,9 +104,19 @@ export async function stockByItem(db: Executor, itemIds: number[]): Promise<Map<
   return new Map((await findStocks(db, itemIds)).map((stock) => [stock.item_id, stock]));
 }
 
-export function insufficientStock(shortLines: ShortLine[]): ConflictError {
-  const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`).join('; ');
-  return new ConflictError('insufficient-stock', `Stock cannot cover every line, so nothing was reserved (${list}).`, { short_lines: shortLines });
+/**
+ * The 409 of an order that stock cannot cover. How many units are available is the stock's
+ * business: a caller that may not read stock is told which lines are short, not by how much.
+ */
+export function insufficientStock(shortLines: ShortLine[], showsAvailable: boolean): ConflictError {
+  if (showsAvailable) {
+    const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`).join('; ');
+    return new ConflictError('insufficient-stock', `Stock cannot cover every line, so nothing was reserved (${list}).`, { short_lines: shortLines });
+  }
+  const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested`).join('; ');
+  return new ConflictError('insufficient-stock', `Stock cannot cover every line, so nothing was reserved (${list}); how many are available is shown to callers that may read stock.`, {
+    short_lines: shortLines.map((line) => ({ item_id: line.item_id, requested: line.requested })),
+  });
 }
 
 /** How each kind of move changes the three counters. */

@@ -62,8 +62,8 @@ export function priceLines(facts: PlacementFacts, wanted: Map<number, WantedLine
   return prices;
 }
 
-/** Every line whose additional units exceed the unreserved stock; 409 listing all of them. */
-export function assertStockCovers(facts: PlacementFacts, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): void {
+/** Every line whose additional units exceed the unreserved stock; 409 listing all of them (with the stock available when the caller may read stock). */
+export function assertStockCovers(facts: PlacementFacts, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>, showsAvailable: boolean): void {
   const short: ShortLine[] = [];
   for (const line of wanted.values()) {
     const stock = facts.items.get(line.item_id)?.available;
@@ -73,7 +73,7 @@ export function assertStockCovers(facts: PlacementFacts, wanted: Map<number, Wan
     const available = stock + held;
     if (line.quantity > available) short.push({ item_id: line.item_id, requested: line.quantity, available });
   }
-  if (short.length > 0) throw insufficientStock(short);
+  if (short.length > 0) throw insufficientStock(short, showsAvailable);
 }
 
 /** The moves that turn the current reservations into the wanted ones: only the difference. */

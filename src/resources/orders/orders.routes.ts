@@ -1,7 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, replaceOperation, type Collection } from '../collection.js';
 import { ORDER_COLLECTION, OrderCreateSchema, OrderPageSchema, OrderPatchSchema, OrderReplaceSchema, OrderSchema } from './orders.schema.js';
+import { readerOf } from '../references.js';
 import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder } from './orders.service.js';
+
+/** What the descriptions of the operations that name a user or items say of the scopes that takes. */
+const REFERENCES = 'Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.';
 
 const ORDERS: Collection = { path: '/v1/orders', name: 'orders', singular: 'Order', article: 'an', listing: ORDER_COLLECTION, record: OrderSchema, page: OrderPageSchema };
 
@@ -15,24 +19,24 @@ const ordersRoutes: FastifyPluginAsync = async (app) => {
   createOperation(app, ORDERS, {
     operationId: 'placeOrder',
     summary: 'Place an order, reserving stock for every line or for none',
-    description: 'All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines.',
+    description: `All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines (with the quantity available to a caller with stock:read). ${REFERENCES}`,
     created: 'Placed',
     // Placing orders spends from a tighter budget as well as the caller's own (docs/operations.md "Limits").
     config: { rateLimitBudget: 'orders-create' },
     body: OrderCreateSchema,
-    create: placeOrder,
+    create: (trx, body, request) => placeOrder(trx, body, readerOf(request)),
   });
   readOperation(app, ORDERS, { read: getOrder });
   replaceOperation(app, ORDERS, {
     summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
     body: OrderReplaceSchema,
-    replace: replaceOrder,
+    replace: (trx, id, body, condition, request) => replaceOrder(trx, id, body, condition, readerOf(request)),
   });
   changeOperation(app, ORDERS, {
     summary: 'Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)',
-    description: 'status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition.',
+    description: `status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. ${REFERENCES}`,
     body: OrderPatchSchema,
-    change: patchOrder,
+    change: (trx, id, body, condition, request) => patchOrder(trx, id, body, condition, readerOf(request)),
   });
   deleteOperation(app, ORDERS, { summary: 'Delete an order, releasing the stock it still reserves', problems: [412], remove: deleteOrder });
 };

@@ -8,6 +8,7 @@ import { applyStockMoves, insufficientStock, stockByItem, stockEvents, type Shor
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import { assertMayRefer, mayRead, type Reader, type Reference } from '../references.js';
 import {
   deleteLines,
   findLines,
@@ -51,28 +52,30 @@ export async function listOrders(db: Executor, query: ListQuery) {
   return { ...page, rows: page.rows.map((order) => presentOrder(order, byOrder.get(order.id) ?? [])) };
 }
 
-export async function placeOrder(trx: Trx, input: OrderCreate): Promise<OrderView> {
+/** `reader`: the caller, who must be able to read the user and items it names, and sees stock counts only if it may read stock. */
+export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): Promise<OrderView> {
+  assertMayRefer(reader, [{ resource: 'users', pointer: '#/user_id' }, { resource: 'items', pointer: '#/lines' }]);
   const now = nowTimestamp();
   const facts = await findPlacementFacts(trx, input.user_id, [...new Set(input.lines.map((line) => line.item_id))]);
   if (!facts.userFound) throw unknownUser(input.user_id);
   const wanted = mergeLines(input.lines);
   const prices = priceLines(facts, wanted, new Map());
   const total = totalOf(wanted, prices);
-  assertStockCovers(facts, wanted, new Map());
+  assertStockCovers(facts, wanted, new Map(), mayRead(reader, 'stock'));
   const placed = await insertPlacedOrder(trx, { name: input.name, user_id: input.user_id, total, now }, linesToStore(wanted, prices));
   // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.
-  if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, wanted);
+  if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, wanted, mayRead(reader, 'stock'));
   const order = presentOrder(placed.order, placed.lines);
   await recordEvents(trx, [{ type: 'order.created', path: orderPath(order.id), data: order }, ...stockEvents(placed.movements)]);
   return order;
 }
 
-export function replaceOrder(trx: Trx, id: number, input: OrderReplace, condition: VersionCondition): Promise<OrderView> {
-  return changeOrder(trx, id, condition, input, 'replace');
+export function replaceOrder(trx: Trx, id: number, input: OrderReplace, condition: VersionCondition, reader: Reader): Promise<OrderView> {
+  return changeOrder(trx, id, condition, input, 'replace', reader);
 }
 
-export function patchOrder(trx: Trx, id: number, patch: OrderPatch, condition: VersionCondition): Promise<OrderView> {
-  return changeOrder(trx, id, condition, patch, 'patch');
+export function patchOrder(trx: Trx, id: number, patch: OrderPatch, condition: VersionCondition, reader: Reader): Promise<OrderView> {
+  return changeOrder(trx, id, condition, patch, 'patch', reader);
 }
 
 /** Deletes the order; stock it still reserves (a placed order) is released. */
@@ -92,7 +95,7 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
 /** Which statuses an order in a status may move to. */
 const TRANSITIONS: Record<OrderStatus, OrderStatus[]> = { placed: ['fulfilled', 'cancelled'], fulfilled: [], cancelled: [] };
 
-async function changeOrder(trx: Trx, id: number, condition: VersionCondition, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): Promise<OrderView> {
+async function changeOrder(trx: Trx, id: number, condition: VersionCondition, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch', reader: Reader): Promise<OrderView> {
   return withRowLocked(trx, { table: 'orders', id }, async () => {
     const stored = await findOrderById(trx, id);
     if (!stored) throw orderNotFound(id);
@@ -104,6 +107,7 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
     const linesChange = wantedLines !== undefined && !sameLines(wantedLines, storedLines);
     const userId = body.user_id ?? stored.user_id;
     const userChanges = userId !== stored.user_id;
+    assertMayRefer(reader, newReferences(storedLines, wantedLines, userChanges));
     if (stored.status !== 'placed' && (mode === 'replace' || linesChange || userChanges)) {
       throw new ConflictError('order-not-placed', `Order ${id} is ${stored.status}; only a placed order's lines and user can change.`, { current_status: stored.status });
     }
@@ -121,7 +125,7 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
       const current = new Map(storedLines.map((line) => [line.item_id, line]));
       const prices = priceLines(facts!, wantedLines, current);
       total = totalOf(wantedLines, prices);
-      assertStockCovers(facts!, wantedLines, current);
+      assertStockCovers(facts!, wantedLines, current, mayRead(reader, 'stock'));
       lines = linesToStore(wantedLines, prices).map((line) => ({ order_id: id, ...line }));
       moves.push(...lineDifference(current, wantedLines));
     }
@@ -140,7 +144,7 @@ async function changeOrder(trx: Trx, id: number, condition: VersionCondition, bo
     const order = presentOrder(updated, lines);
     if (status !== stored.status) await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
     else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
-    await applyStockMoves(trx, id, moves, now);
+    await applyStockMoves(trx, id, moves, now, mayRead(reader, 'stock'));
     return order;
   }, `Order ${id}`);
 }
@@ -158,12 +162,21 @@ function assertTransition(order: StoredOrder, status: string): OrderStatus {
   return status as OrderStatus;
 }
 
+/**
+ * What a change refers to that the order did not: another user, items not on it yet. The user and
+ * items already on the order are the order's, which the caller may read.
+ */
+function newReferences(storedLines: StoredLine[], wantedLines: Map<number, WantedLine> | undefined, userChanges: boolean): Reference[] {
+  const newItems = wantedLines !== undefined && [...wantedLines.keys()].some((itemId) => !storedLines.some((line) => line.item_id === itemId));
+  return [...(userChanges ? [{ resource: 'users' as const, pointer: '#/user_id' }] : []), ...(newItems ? [{ resource: 'items' as const, pointer: '#/lines' }] : [])];
+}
+
 function unknownUser(userId: number): UnprocessableError {
   return new UnprocessableError(`There is no user ${userId}.`, [{ in: 'body', pointer: '#/user_id', detail: `there is no user ${userId}` }], 'unknown-reference');
 }
 
 /** The 409 for lines whose stock another writer took after the check: what is available to each now. */
-async function stockTakenMeanwhile(db: Executor, itemIds: number[], wanted: Map<number, WantedLine>): Promise<ConflictError> {
+async function stockTakenMeanwhile(db: Executor, itemIds: number[], wanted: Map<number, WantedLine>, showsAvailable: boolean): Promise<ConflictError> {
   const stocks = await stockByItem(db, itemIds);
   const short: ShortLine[] = [];
   for (const itemId of itemIds) {
@@ -171,7 +184,7 @@ async function stockTakenMeanwhile(db: Executor, itemIds: number[], wanted: Map<
     if (stock === undefined) return itemDeletedMeanwhile(itemId);
     short.push({ item_id: itemId, requested: wanted.get(itemId)!.quantity, available: stock.quantity });
   }
-  return insufficientStock(short);
+  return insufficientStock(short, showsAvailable);
 }
 
 /** Read-only fields echoed in a PUT/PATCH must equal the stored values; on PUT, status too. */

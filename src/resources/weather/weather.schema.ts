@@ -1,4 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox';
+import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, timeBound, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields, Timestamp } from '../../http/schemas.js';
 import { CONDITIONS, type Condition } from '../../upstream/conditions.js';
@@ -39,13 +40,7 @@ const Measured = {
   observed_at: Type.String({ ...Timestamp, description: 'when it was measured (RFC 3339); at most 5 minutes ahead of the server\'s clock' }),
 };
 
-const Source = Type.String({
-  minLength: 1,
-  maxLength: 64,
-  pattern: '^[^\\u0000-\\u001F\\u007F]+$',
-  'x-error': 'must be 1–64 characters without control characters',
-  description: SOURCE_DESCRIPTION,
-});
+const Source = freeText({ minLength: 1, maxLength: 64, visible: true, description: SOURCE_DESCRIPTION });
 
 const nullable = <T extends TSchema>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
 /** A measurement of the place's latest observation: null until there is one. */
