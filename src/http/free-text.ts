@@ -23,16 +23,19 @@ import Type from 'typebox';
  * characters beyond U+FFFF cannot be written. The invisible characters beyond it (tag characters,
  * musical and shorthand format controls) are not refused.
  */
-const REFUSED =
+/** The refused characters, as the inside of a regular expression's character class. */
+export const REFUSED_CHARACTERS =
   '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u034F\\u061C\\u115F\\u1160\\u17B4\\u17B5\\u180E\\u200B\\u200E\\u200F\\u2028-\\u202E\\u2060-\\u206F' +
   '\\u3164\\uFDD0-\\uFDEF\\uFEFF\\uFFA0\\uFFF0-\\uFFFB\\uFFFE\\uFFFF';
 /** Spaces, and the invisible characters that are allowed: none of them makes a text visible. */
-const BLANK = '\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000\\u200C\\u200D\\u180B-\\u180D\\u180F\\uFE00-\\uFE0F';
+/** Spaces of every kind, as the inside of a character class (a URL holds none). */
+export const SPACE_CHARACTERS = '\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000';
+const BLANK = SPACE_CHARACTERS + '\\u200C\\u200D\\u180B-\\u180D\\u180F\\uFE00-\\uFE0F';
 
 /** Free text that may be empty: no refused character. */
-export const FREE_TEXT_PATTERN = `^[^${REFUSED}]*$`;
+export const FREE_TEXT_PATTERN = `^[^${REFUSED_CHARACTERS}]*$`;
 /** Free text with at least one visible character (a name): blanks, one visible character, then anything allowed. */
-export const VISIBLE_TEXT_PATTERN = `^[${BLANK}]*[^${REFUSED}${BLANK}][^${REFUSED}]*$`;
+export const VISIBLE_TEXT_PATTERN = `^[${BLANK}]*[^${REFUSED_CHARACTERS}${BLANK}][^${REFUSED_CHARACTERS}]*$`;
 
 const RULE = 'no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators';
 

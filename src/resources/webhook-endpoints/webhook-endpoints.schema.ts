@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { EVENT_TYPE_NAMES } from '../../events/event-types.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { REFUSED_CHARACTERS, SPACE_CHARACTERS, freeText } from '../../http/free-text.js';
 import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp } from '../../http/schemas.js';
 import { EventId } from '../event-id.js';
 
@@ -17,30 +18,18 @@ const Events = Type.Array(EventTypeOrAll, {
 });
 
 /**
- * Characters no URL or one-line text of an endpoint may hold: C0 controls and DEL (a URL parser
- * drops tab, CR and LF, so the host called would not be the one listed), C1 controls, and the
- * invisible and bidirectional formatting characters (zero-width, joiners, marks, embeddings,
- * overrides and isolates, the line and paragraph separators, the byte order mark, fillers), which
- * make a text read otherwise than it is.
+ * A URL parser drops tab, CR and LF, so a URL holding them would list one host and call another:
+ * the free-text rule's characters are refused, and spaces of every kind (a URL has none).
  */
-const INVISIBLE = '\\u0000-\\u001F\\u007F-\\u009F\\u00AD\\u061C\\u115F\\u1160\\u180E\\u200B-\\u200F\\u2028-\\u202E\\u2060-\\u206F\\u3164\\uFEFF\\uFFA0\\uFFF9-\\uFFFB';
-/** And in a URL, spaces of every kind too (a URL has none; a path's spaces are written %20). */
-const SPACES = '\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u202F\\u205F\\u3000';
-
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
-  pattern: `^[^${INVISIBLE}${SPACES}]+$`,
+  pattern: `^[^${REFUSED_CHARACTERS}${SPACE_CHARACTERS}]+$`,
   'x-error': 'must be a URL without spaces, control characters or invisible (zero-width, bidirectional) characters',
   description:
     'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/)',
 });
-const Description = Type.String({
-  maxLength: 500,
-  pattern: `^[^${INVISIBLE}]*$`,
-  'x-error': 'must be at most 500 characters on one line, without control characters or invisible (zero-width, bidirectional) characters',
-  description: 'what the endpoint is for, up to 500 characters on one line',
-});
+const Description = freeText({ maxLength: 500, visible: false, description: 'what the endpoint is for, up to 500 characters on one line' });
 
 const endpointFields = {
   id: RecordFields.id,
