@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { CONFIG_FLAGS, ConfigError, describeSettings, loadConfig, plainText } from './config.js';
+import cluster from 'node:cluster';
+import { CONFIG_FLAGS, ConfigError, describeSettings, describeUnknown, loadConfig, nearestName, plainText, unknownSettings } from './config.js';
 import { ROLES } from './auth/policy.js';
 import { TokenService } from './auth/tokens.js';
 import type { Db, Role } from './db/database.js';
@@ -33,7 +34,8 @@ ${describeSettings()
   .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${plainText(setting.description)}`)
   .join('\n')}
 
-A bad setting stops rowi before it listens, with exit code 2.`;
+A bad setting stops rowi before it does anything, with exit code 2; so do an empty one, a flag
+given twice, and a ROWI_ variable that is no setting (ROWI_UNKNOWN_SETTINGS=warn lets it through).`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -47,24 +49,36 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi'].includes(command)) return usageError(`unknown command "${command}"`);
 
+  const options = { ...CONFIG_FLAGS, ...(command === 'callers' ? CALLER_FLAGS : {}), help: { type: 'boolean' as const, short: 'h' } };
   let flags: Record<string, string | boolean | undefined>;
   let positionals: string[];
+  let tokens: { kind: string; name?: string }[];
   try {
-    ({ values: flags, positionals } = parseArgs({
+    ({ values: flags, positionals, tokens } = parseArgs({
       args: rest,
-      options: { ...CONFIG_FLAGS, ...(command === 'callers' ? CALLER_FLAGS : {}), help: { type: 'boolean', short: 'h' } },
+      options,
       strict: true,
       allowPositionals: command === 'callers' || command === 'signing-keys',
+      tokens: true,
     }));
   } catch (error) {
-    return usageError((error as Error).message);
+    return usageError(flagError(error as Error & { code?: string }, Object.keys(options)));
   }
   if (flags.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  // parseArgs keeps the last of a repeated flag; two values for one setting are a mistake to say.
+  const given = tokens.flatMap((token) => (token.kind === 'option' && token.name !== undefined ? [token.name] : []));
+  const repeated = given.find((name, index) => given.indexOf(name) !== index);
+  if (repeated !== undefined) return usageError(`--${repeated} is given more than once: give it once`);
 
   const config = loadConfig(process.env, flags as Record<string, string | undefined>);
+  // A worker of `rowi serve --workers` reads the same environment: the primary has said it.
+  const unknown = unknownSettings(process.env);
+  if (unknown.length > 0 && !cluster.isWorker) {
+    process.stderr.write(`rowi: warning: ${unknown.map(describeUnknown).join('; ')}: not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)\n`);
+  }
   if (command === 'serve') {
     await serve(config);
     return -1; // keeps running until a signal
@@ -116,6 +130,14 @@ async function createCallerCommand(db: Db, name: string, role: string): Promise<
     }
     throw error;
   }
+}
+
+/** parseArgs's refusal in rowi's words: an unknown flag with the nearest known one (`--prot`: did you mean --port?). */
+function flagError(error: Error & { code?: string }, known: string[]): string {
+  const unknown = /^Unknown option '(-{1,2}[^']+)'/.exec(error.message)?.[1];
+  if (error.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || unknown === undefined) return error.message;
+  const nearest = nearestName(unknown, known.map((name) => `--${name}`));
+  return `unknown flag ${unknown}${nearest === undefined ? '' : ` (did you mean ${nearest}?)`}`;
 }
 
 function usageError(message: string): number {

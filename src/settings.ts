@@ -144,3 +144,15 @@ export const DURABILITY_SETTINGS = {
     'ROWI_SQLITE_SYNCHRONOUS',
   ),
 };
+
+/** What rowi checks before it starts, beyond each setting's own rule: the environment's other ROWI_ names (config.ts). */
+export const START_CHECK_SETTINGS = {
+  unknownSettings: setting(
+    Type.Union([Type.Literal('refuse'), Type.Literal('warn')], {
+      default: 'refuse',
+      description:
+        'an environment variable named `ROWI_…` that is no setting (a misspelling: `ROWI_PROT`). `refuse`: stop with exit code 2, naming it and the nearest setting; `warn`: say so on stderr and start, for an environment other programs share. Never settings: `ROWI_KEY` (the examples\' API key) and the tools\' `ROWI_TEST_…`, `ROWI_BENCH_…`, `ROWI_CI_…`',
+    }),
+    'ROWI_UNKNOWN_SETTINGS',
+  ),
+};
