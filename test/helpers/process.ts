@@ -37,6 +37,7 @@ export interface StartOptions {
   dataFile?: string;
   /** The database of another server (its `database`); default: a new one of the run's backend. */
   database?: Record<string, string>;
+  /** Settings of this server; '' leaves one out (the default, not this helper's). */
   env?: Record<string, string>;
   args?: string[];
   timeoutMs?: number;
@@ -59,8 +60,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const database = options.database ?? (options.dataFile !== undefined ? { ROWI_DATA: options.dataFile } : (await createTestDatabase()).env);
   const dataFile = database.ROWI_DATA ?? '';
   // One process unless a test asks for workers: the default (one per core) is for production.
+  const env = { ...inherited(), ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...database, ...options.env };
   const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
-    env: { ...inherited(), ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...database, ...options.env },
+    // A setting a test gives as '' is left out: the shipped default instead of this helper's.
+    env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
