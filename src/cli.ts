@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import cluster from 'node:cluster';
-import { CONFIG_FLAGS, ConfigError, describeSettings, describeUnknown, loadConfig, nearestName, plainText, unknownSettings } from './config.js';
+import { CONFIG_FLAGS, ConfigError, describeSettings, describeUnknown, loadConfig, nearestName, plainText, unknownSettings, type Config } from './config.js';
+import { damagedAtStart } from './db/corruption.js';
+import { isCorruption } from './db/errors.js';
 import { ROLES } from './auth/policy.js';
 import { TokenService } from './auth/tokens.js';
 import type { Db, Role } from './db/database.js';
@@ -9,9 +11,8 @@ import { AppError } from './errors.js';
 import { CALLER_NAME_PATTERN } from './resources/callers/callers.schema.js';
 import { createApiKey } from './resources/callers/api-keys.service.js';
 import { createCaller } from './resources/callers/callers.service.js';
-import { openStorage } from './db/connect.js';
 import { createLogger } from './logger.js';
-import { apiDocument, prepareDatabase } from './listen.js';
+import { apiDocument, openCheckedStorage, prepareDatabase } from './listen.js';
 import { serve } from './server.js';
 import { VERSION } from './version.js';
 import { unitOfWork } from './db/unit-of-work.js';
@@ -79,6 +80,15 @@ async function main(argv: string[]): Promise<number> {
   if (unknown.length > 0 && !cluster.isWorker) {
     process.stderr.write(`rowi: warning: ${unknown.map(describeUnknown).join('; ')}: not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)\n`);
   }
+  try {
+    return await run(command, config, flags, positionals);
+  } catch (error) {
+    // A command, or a start, that meets a damaged database stops as the start's check would.
+    throw isCorruption(error) ? damagedAtStart(config, error) : error;
+  }
+}
+
+async function run(command: string, config: Config, flags: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number> {
   if (command === 'serve') {
     await serve(config);
     return -1; // keeps running until a signal
@@ -91,7 +101,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'signing-keys' && positionals.join(' ') !== 'rotate') return usageError('the signing-keys command is: rowi signing-keys rotate');
   if (command === 'callers' && (typeof flags.name !== 'string' || typeof flags.role !== 'string')) return usageError('callers create needs --name and --role');
   // Commands other than serve keep stdout for their result (a new key), so their log goes to stderr.
-  const storage = await openStorage(config, createLogger(config, 2));
+  const storage = await openCheckedStorage(config, createLogger(config, 2));
   try {
     const { applied } = await prepareDatabase(storage);
     if (command === 'migrate') {
