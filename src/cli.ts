@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { CONFIG_FLAGS, ConfigError, describeSettings, loadConfig, plainText } from './config.js';
+import cluster from 'node:cluster';
+import { CONFIG_FLAGS, ConfigError, describeSettings, describeUnknown, loadConfig, nearestName, plainText, unknownSettings, type Config } from './config.js';
+import { damagedAtStart } from './db/corruption.js';
+import { isCorruption } from './db/errors.js';
 import { ROLES } from './auth/policy.js';
 import { TokenService } from './auth/tokens.js';
 import type { Db, Role } from './db/database.js';
@@ -8,9 +11,8 @@ import { AppError } from './errors.js';
 import { CALLER_NAME_PATTERN } from './resources/callers/callers.schema.js';
 import { createApiKey } from './resources/callers/api-keys.service.js';
 import { createCaller } from './resources/callers/callers.service.js';
-import { openStorage } from './db/connect.js';
 import { createLogger } from './logger.js';
-import { apiDocument, prepareDatabase } from './listen.js';
+import { apiDocument, openCheckedStorage, prepareDatabase } from './listen.js';
 import { serve } from './server.js';
 import { VERSION } from './version.js';
 import { unitOfWork } from './db/unit-of-work.js';
@@ -33,7 +35,8 @@ ${describeSettings()
   .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${plainText(setting.description)}`)
   .join('\n')}
 
-A bad setting stops rowi before it listens, with exit code 2.`;
+A bad setting stops rowi before it does anything, with exit code 2; so do an empty one, a flag
+given twice, and a ROWI_ variable that is no setting (ROWI_UNKNOWN_SETTINGS=warn lets it through).`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -47,24 +50,45 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi'].includes(command)) return usageError(`unknown command "${command}"`);
 
+  const options = { ...CONFIG_FLAGS, ...(command === 'callers' ? CALLER_FLAGS : {}), help: { type: 'boolean' as const, short: 'h' } };
   let flags: Record<string, string | boolean | undefined>;
   let positionals: string[];
+  let tokens: { kind: string; name?: string }[];
   try {
-    ({ values: flags, positionals } = parseArgs({
+    ({ values: flags, positionals, tokens } = parseArgs({
       args: rest,
-      options: { ...CONFIG_FLAGS, ...(command === 'callers' ? CALLER_FLAGS : {}), help: { type: 'boolean', short: 'h' } },
+      options,
       strict: true,
       allowPositionals: command === 'callers' || command === 'signing-keys',
+      tokens: true,
     }));
   } catch (error) {
-    return usageError((error as Error).message);
+    return usageError(flagError(error as Error & { code?: string }, Object.keys(options)));
   }
   if (flags.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  // parseArgs keeps the last of a repeated flag; two values for one setting are a mistake to say.
+  const given = tokens.flatMap((token) => (token.kind === 'option' && token.name !== undefined ? [token.name] : []));
+  const repeated = given.find((name, index) => given.indexOf(name) !== index);
+  if (repeated !== undefined) return usageError(`--${repeated} is given more than once: give it once`);
 
   const config = loadConfig(process.env, flags as Record<string, string | undefined>);
+  // A worker of `rowi serve --workers` reads the same environment: the primary has said it.
+  const unknown = unknownSettings(process.env);
+  if (unknown.length > 0 && !cluster.isWorker) {
+    process.stderr.write(`rowi: warning: ${unknown.map(describeUnknown).join('; ')}: not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)\n`);
+  }
+  try {
+    return await run(command, config, flags, positionals);
+  } catch (error) {
+    // A command, or a start, that meets a damaged database stops as the start's check would.
+    throw isCorruption(error) ? damagedAtStart(config, error) : error;
+  }
+}
+
+async function run(command: string, config: Config, flags: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number> {
   if (command === 'serve') {
     await serve(config);
     return -1; // keeps running until a signal
@@ -77,7 +101,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'signing-keys' && positionals.join(' ') !== 'rotate') return usageError('the signing-keys command is: rowi signing-keys rotate');
   if (command === 'callers' && (typeof flags.name !== 'string' || typeof flags.role !== 'string')) return usageError('callers create needs --name and --role');
   // Commands other than serve keep stdout for their result (a new key), so their log goes to stderr.
-  const storage = await openStorage(config, createLogger(config, 2));
+  const storage = await openCheckedStorage(config, createLogger(config, 2));
   try {
     const { applied } = await prepareDatabase(storage);
     if (command === 'migrate') {
@@ -116,6 +140,14 @@ async function createCallerCommand(db: Db, name: string, role: string): Promise<
     }
     throw error;
   }
+}
+
+/** parseArgs's refusal in rowi's words: an unknown flag with the nearest known one (`--prot`: did you mean --port?). */
+function flagError(error: Error & { code?: string }, known: string[]): string {
+  const unknown = /^Unknown option '(-{1,2}[^']+)'/.exec(error.message)?.[1];
+  if (error.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || unknown === undefined) return error.message;
+  const nearest = nearestName(unknown, known.map((name) => `--${name}`));
+  return `unknown flag ${unknown}${nearest === undefined ? '' : ` (did you mean ${nearest}?)`}`;
 }
 
 function usageError(message: string): number {

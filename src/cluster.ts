@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from './config.js';
 import { openStorage, type Storage } from './db/connect.js';
 import { relayWorkerSignals } from './db/signals.js';
-import { announce, CLOSING_MARGIN_MS, migrate, publicOrigin, schemeOf, serveHandedConnections, setOrigin } from './listen.js';
+import { WorkersDamage } from './db/corruption.js';
+import { announce, CLOSING_MARGIN_MS, migrate, openCheckedStorage, publicOrigin, schemeOf, serveHandedConnections, setOrigin } from './listen.js';
 import { createLogger } from './logger.js';
 import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
 
@@ -39,7 +40,8 @@ const RESTART_MIN_UPTIME_MS = 2000;
 
 export async function serveAsPrimary(config: Config, count: number): Promise<void> {
   const logger = createLogger(config);
-  const storage = await openStorage(config, logger);
+  const damage = new WorkersDamage();
+  const storage = await openCheckedStorage(config, logger, (detail, checked) => damage.found(detail, checked.corruption));
   try {
     await migrate(storage, logger);
   } catch (error) {
@@ -62,6 +64,7 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
     worker.on('message', (message: unknown) => {
       if (!isWorkerMessage(message) || message.type !== 'rowi:ready') return;
       serving.push(worker);
+      damage.ready(worker);
       // A replacement, once the primary listens: it needs the origin the others were given.
       if (origin !== undefined) worker.send({ type: 'rowi:origin', origin } satisfies WorkerMessage);
     });
@@ -176,7 +179,16 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
     fork();
   });
 
-  await announce(config, storage, logger, origin!, `${count} worker processes`);
+  try {
+    await announce(config, storage, logger, origin!, `${count} worker processes`);
+  } catch (error) {
+    // The start fails as a whole (the database refused the first admin): no worker is left serving.
+    shuttingDown = true;
+    for (const worker of started.keys()) worker.process.kill('SIGKILL');
+    listener?.close();
+    await storage.close();
+    throw error;
+  }
   // The workers have their own connections; the primary's would only count against the server's limit.
   await storage.close();
   ready = true;

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { openStorage, type Storage } from './db/connect.js';
+import { checkSqliteFile } from './db/sqlite-check.js';
 import { createLogger } from './logger.js';
 import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
 import { ensureSigningKey } from './auth/signing-keys.js';
@@ -17,6 +18,22 @@ import { ensureFirstAdmin } from './resources/callers/api-keys.service.js';
  * close the database and flush the log, before closing is given up on.
  */
 export const CLOSING_MARGIN_MS = 2000;
+
+/**
+ * The configured database, opened, and on SQLite checked for damage before anything is written to
+ * it (db/sqlite-check.ts: exit code 2 when it is damaged). Damage the check finds once rowi runs
+ * goes to `onLateDamage`; by default this process takes it as damage a request met.
+ */
+export async function openCheckedStorage(config: Config, logger: Logger, onLateDamage?: (detail: string, storage: Storage) => void): Promise<Storage> {
+  const storage = await openStorage(config, logger);
+  try {
+    await checkSqliteFile(config, logger, (detail) => (onLateDamage ?? ((late) => storage.corruption.report(late)))(detail, storage));
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  return storage;
+}
 
 /** The steps every way of serving shares (one process, or a primary and its workers). */
 export async function migrate(storage: Storage, logger: Pick<Logger, 'info'>): Promise<void> {

@@ -3,8 +3,7 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { serveAsPrimary, serveAsWorker } from './cluster.js';
 import type { Config } from './config.js';
-import { openStorage } from './db/connect.js';
-import { announce, CLOSING_MARGIN_MS, listen, migrate } from './listen.js';
+import { announce, CLOSING_MARGIN_MS, listen, migrate, openCheckedStorage } from './listen.js';
 import { createLogger } from './logger.js';
 
 /**
@@ -27,12 +26,18 @@ export async function serve(config: Config): Promise<void> {
 
 async function serveAlone(config: Config): Promise<void> {
   const logger = createLogger(config);
-  const storage = await openStorage(config, logger);
+  const storage = await openCheckedStorage(config, logger);
   await migrate(storage, logger);
   const { app, origin } = await listen(config, storage, logger);
   // Only once rowi is listening, so that a start that fails (a bad certificate, a port in use)
   // cannot create the first admin and lose its key.
-  await announce(config, storage, logger, origin, 'one process');
+  try {
+    await announce(config, storage, logger, origin, 'one process');
+  } catch (error) {
+    await app.close();
+    await storage.close();
+    throw error;
+  }
   closeWithGrace(
     { delay: config.shutdownTimeout + CLOSING_MARGIN_MS, logger: { error: (message: unknown) => logger.error(message) } },
     async ({ signal, err }) => {

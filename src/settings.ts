@@ -144,3 +144,36 @@ export const DURABILITY_SETTINGS = {
     'ROWI_SQLITE_SYNCHRONOUS',
   ),
 };
+
+/**
+ * What rowi checks before it starts, beyond each setting's own rule: the environment's other
+ * ROWI_ names (config.ts), and the SQLite file (db/sqlite-check.ts).
+ */
+export const START_CHECK_SETTINGS = {
+  unknownSettings: setting(
+    Type.Union([Type.Literal('refuse'), Type.Literal('warn')], {
+      default: 'refuse',
+      description:
+        'an environment variable named `ROWI_…` that is no setting (a misspelling: `ROWI_PROT`). `refuse`: stop with exit code 2, naming it and the nearest setting; `warn`: say so on stderr and start, for an environment other programs share. Never settings: `ROWI_KEY` (the examples\' API key) and the tools\' `ROWI_TEST_…`, `ROWI_BENCH_…`, `ROWI_CI_…`',
+    }),
+    'ROWI_UNKNOWN_SETTINGS',
+  ),
+  sqliteCheck: setting(
+    Type.Union([Type.Literal('quick'), Type.Literal('full'), Type.Literal('off')], {
+      default: 'quick',
+      description:
+        'how a SQLite file is checked for damage before any command uses it. `quick`: SQLite\'s quick_check, every page of every table and index (a 1.2 GB file: 2 to 3 s from the page cache, 25 s from disk); `full`: integrity_check, also that each index holds its table\'s rows (about 3× as long); `off`: not checked. Damage stops rowi with exit code 2 (docs/operations.md "Damaged database")',
+    }),
+    'ROWI_SQLITE_CHECK',
+  ),
+  sqliteCheckWait: setting(
+    Type.Integer({
+      minimum: 0,
+      maximum: 3_600_000,
+      default: 10_000,
+      description:
+        'milliseconds a start waits for that check; past them rowi starts and the check goes on beside it: damage it finds then is treated as damage a request meets (writes refused, `/health/ready` fails)',
+    }),
+    'ROWI_SQLITE_CHECK_WAIT',
+  ),
+};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigSchema, describeSettings, loadConfig } from '../src/config.js';
+import { ConfigError, ConfigSchema, describeSettings, loadConfig, NOT_SETTINGS } from '../src/config.js';
 import { documentation } from './helpers/docs.js';
 
 /**
@@ -93,12 +93,54 @@ describe('the documented settings against the config parser', () => {
   });
 
   it('--data, ROWI_HOST, ROWI_PUBLIC_URL, ROWI_JWT_ISSUER, ROWI_JWT_JWKS_URL: a bad value stops rowi with the setting and its rule named', () => {
-    // An empty variable is unset (the default); an empty flag is a value.
-    expect(loadConfig({ ROWI_DATA: '' }).data).toBe('./data/rowi.db');
-    expect(() => loadConfig({}, { data: '' })).toThrow('--data="" is not a valid setting: must be the path of a file');
     expect(() => loadConfig({ ROWI_HOST: 'a b' })).toThrow('ROWI_HOST="a b" is not a valid setting: must be an IP address or a host name');
     expect(() => loadConfig({ ROWI_PUBLIC_URL: 'https://api.example.com/v1' })).toThrow('ROWI_PUBLIC_URL="https://api.example.com/v1" is not a valid setting: must be an origin');
     expect(() => loadConfig({ ROWI_JWT_ISSUER: 'issuer.example.com' })).toThrow('ROWI_JWT_ISSUER="issuer.example.com" is not a valid setting: must be an http:// or https:// URL');
     expect(() => loadConfig({ ROWI_JWT_JWKS_URL: 'ftp://x' })).toThrow('ROWI_JWT_JWKS_URL="ftp://x" is not a valid setting: must be an http:// or https:// URL');
+  });
+});
+
+describe('the environment around the settings', () => {
+  it('ROWI_PROT: refused, naming it and the setting it misspells (ROWI_PORT), instead of starting on the default port', () => {
+    expect(() => loadConfig({ ROWI_PROT: '18183' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ROWI_PROT: '18183' })).toThrow(
+      'ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi (rowi --help lists them). Correct or unset it; ROWI_UNKNOWN_SETTINGS=warn starts anyway',
+    );
+  });
+
+  it('ROWI_DATABSE_URL: refused, naming ROWI_DATABASE_URL and never echoing the value (it holds a password)', () => {
+    const attempt = () => loadConfig({ ROWI_DATABSE_URL: 'postgres://rowi:s3cret@db.example:5432/rowi' });
+    expect(attempt).toThrow('ROWI_DATABSE_URL (did you mean ROWI_DATABASE_URL?)');
+    expect(attempt).not.toThrow(/s3cret|db\.example/);
+  });
+
+  it('unknown names: each is named, the lower-case spelling of a setting too, and a name near none gets no guess', () => {
+    expect(() => loadConfig({ rowi_port: '1', ROWI_WROKERS: '2', ROWI_FROBNICATE: 'x' })).toThrow(
+      'ROWI_FROBNICATE; ROWI_WROKERS (did you mean ROWI_WORKERS?); rowi_port (did you mean ROWI_PORT?): not settings of rowi',
+    );
+  });
+
+  it('ROWI_UNKNOWN_SETTINGS=warn: an unknown name is let through (rowi says so on stderr), and the setting misspelt keeps its default', () => {
+    const config = loadConfig({ ROWI_PROT: '18183', ROWI_UNKNOWN_SETTINGS: 'warn' });
+    expect(config.port).toBe(8080);
+    expect(() => loadConfig({ ROWI_UNKNOWN_SETTINGS: 'allow' })).toThrow('ROWI_UNKNOWN_SETTINGS="allow" is not a valid setting: expected one of refuse, warn');
+  });
+
+  it('ROWI_KEY and the tools\' ROWI_TEST_, ROWI_BENCH_ and ROWI_CI_ names are not settings and are let through; no setting takes such a name', () => {
+    expect(() => loadConfig({ ROWI_KEY: 'rowi_abc', ROWI_TEST_PG_URL: 'postgres://x', ROWI_BENCH_NODE24: '/x', ROWI_CI_NODE24: '/y' })).not.toThrow();
+    for (const { env } of describeSettings()) {
+      expect(NOT_SETTINGS.names.includes(env) || NOT_SETTINGS.prefixes.some((prefix) => env.startsWith(prefix)), env).toBe(false);
+    }
+  });
+
+  it('an empty variable or flag is refused, naming it and its default, instead of meaning the default (ROWI_DATABASE_URL= from an unset shell variable)', () => {
+    expect(() => loadConfig({ ROWI_DATABASE_URL: '' })).toThrow('ROWI_DATABASE_URL is empty: give it a value (must be a postgres:// (or postgresql://) connection URL), or leave it out for the default (unset)');
+    expect(() => loadConfig({ ROWI_DATA: '' })).toThrow('ROWI_DATA is empty: give it a value (must be the path of a file), or leave it out for the default (./data/rowi.db)');
+    expect(() => loadConfig({}, { data: '' })).toThrow('--data is empty');
+    expect(() => loadConfig({ ROWI_PORT: '' })).toThrow('ROWI_PORT is empty: give it a value (expected an integer from 0 to 65535), or leave it out for the default (8080)');
+  });
+
+  it('a flag and its variable together: the flag wins, as docs/operations.md says (an image\'s ROWI_PORT is overridden by --port)', () => {
+    expect(loadConfig({ ROWI_PORT: '8080' }, { port: '9090' }).port).toBe(9090);
   });
 });

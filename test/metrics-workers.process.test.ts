@@ -8,7 +8,7 @@ import { startServer, type RunningServer } from './helpers/process.js';
  */
 let server: RunningServer;
 beforeAll(async () => {
-  server = await startServer({ args: ['--workers', '2'], env: { ROWI_WORKERS: '' } });
+  server = await startServer({ args: ['--workers', '2'] });
 });
 afterAll(() => server.stop());
 

@@ -93,7 +93,7 @@ function headingSlugs(markdown: string): string[] {
 
 describe('the generated reference tables', () => {
   it.each(TABLES.map((table) => [`${table.file}: ${table.name}`, table] as const))('%s is what the code generates (npm run docs rewrites it)', (_name, table) => {
-    if (process.env.ROWI_UPDATE_DOCS === '1') writeTable(table);
+    if (process.env.ROWI_TEST_UPDATE_DOCS === '1') writeTable(table);
     const { current, expected } = regenerated(table);
     expect(current).toBe(expected);
   });

@@ -330,6 +330,57 @@ describe('rowi command line', () => {
     expect(result.stdout).not.toContain('listening');
   });
 
+  it.each([
+    { command: 'serve', args: ['serve'] },
+    { command: 'migrate', args: ['migrate'] },
+    { command: 'callers create', args: ['callers', 'create', '--name', 'ops', '--role', 'reader'] },
+    { command: 'signing-keys rotate', args: ['signing-keys', 'rotate'] },
+    { command: 'openapi', args: ['openapi'] },
+  ])('rowi $command: exit code 2 naming ROWI_PROT and ROWI_PORT, before doing anything, when ROWI_PROT=18183 is set', async ({ args }) => {
+    const dataFile = tempDataFile();
+    const result = await runCli(args, { ROWI_DATA: dataFile, ROWI_PROT: '18183' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('rowi: ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi');
+    expect(result.stdout).toBe('');
+    expect(existsSync(dataFile)).toBe(false);
+  });
+
+  it('rowi serve: exit code 2 naming ROWI_DATABASE_URL, with no SQLite file, no admin key and no password echoed, when ROWI_DATABSE_URL is set', async () => {
+    const dataFile = tempDataFile();
+    const result = await runCli(['serve', '--port', '0'], { ROWI_DATA: dataFile, ROWI_DATABSE_URL: 'postgres://rowi:s3cret@127.0.0.1:9/rowi' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('ROWI_DATABSE_URL (did you mean ROWI_DATABASE_URL?)');
+    expect(result.stderr).not.toMatch(/s3cret|ROWI_KEY=/);
+    expect(existsSync(dataFile)).toBe(false);
+  });
+
+  it('rowi serve: starts, saying on stderr which variable it ignores, when ROWI_UNKNOWN_SETTINGS=warn lets ROWI_PROT through', async () => {
+    const server = await serve({ env: { ROWI_PROT: '18183', ROWI_UNKNOWN_SETTINGS: 'warn' } });
+    expect(server.stderr()).toContain('rowi: warning: ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)');
+    expect((await fetch(`${server.baseUrl}/health/live`)).status).toBe(200);
+  });
+
+  it.each([
+    { given: 'serve --prot 18183', message: 'rowi: unknown flag --prot (did you mean --port?)' },
+    { given: 'migrate --dta ./x.db', message: 'rowi: unknown flag --dta (did you mean --data?)' },
+    { given: 'serve --port 0 --port 18183', message: 'rowi: --port is given more than once: give it once' },
+  ])('rowi: exit code 2 with "$message" when given $given', async ({ given, message }) => {
+    const args = given.split(' ');
+    const dataFile = tempDataFile();
+    const result = await runCli(args, { ROWI_DATA: dataFile });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(existsSync(dataFile)).toBe(false);
+  });
+
+  it('rowi serve: exit code 2 naming ROWI_DATABASE_URL, instead of starting on SQLite, when it is set but empty', async () => {
+    const dataFile = tempDataFile();
+    const result = await runCli(['serve', '--port', '0'], { ROWI_DATA: dataFile, ROWI_DATABASE_URL: '' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('rowi: ROWI_DATABASE_URL is empty: give it a value');
+    expect(existsSync(dataFile)).toBe(false);
+  });
+
   it('rowi serve: exit code 2 when ROWI_DATA cannot be opened as a database', async () => {
     const folder = tempFolder('bad-data');
     const notADatabase = join(folder, 'file');

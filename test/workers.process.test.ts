@@ -49,7 +49,7 @@ async function getUsers(server: RunningServer): Promise<number> {
 
 describe('rowi serve --workers 2', () => {
   it('runs two worker processes on one port, both of which answer requests; one "listening" line and one banner', async () => {
-    const server = await serve({ args: ['--workers', '2'], env: { ROWI_WORKERS: '' } });
+    const server = await serve({ args: ['--workers', '2'] });
     expect(childrenOf(server.child.pid!)).toHaveLength(2);
     const statuses = [];
     for (let index = 0; index < 40; index++) statuses.push(await getUsers(server));

@@ -28,11 +28,16 @@ export async function startRowi(bench, name, env, args = SERVE, node = process.e
   return server;
 }
 
-/** Starts a server process whose log goes to a file (as in production) and waits for its URL. */
+/**
+ * Starts a server process whose log goes to a file (as in production) and waits for its URL. A
+ * variable given as '' is left out of its environment: that unsets one the bench inherited (rowi
+ * refuses an empty setting).
+ */
 export async function startProcess(bench, name, args, env, listening, node = process.execPath) {
   const logFile = join(bench.work, `${name}.log`);
   const errFile = join(bench.work, `${name}.stderr`);
-  const child = spawn(node, args, { env: { ...process.env, ...env }, stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')] });
+  const environment = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, value]) => value !== ''));
+  const child = spawn(node, args, { env: environment, stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')] });
   bench.children.add(child);
   for (let waited = 0; waited < 20_000; waited += 50) {
     const match = listening.exec(readFileSync(logFile, 'utf8'));

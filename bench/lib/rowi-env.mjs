@@ -9,7 +9,7 @@ export const HIGH_LIMITS = {
   ROWI_RATE_LIMIT_ADMIN: '1000000000',
   ROWI_RATE_LIMIT_ORDERS_CREATE: '1000000000',
   ROWI_AUTH_FAILURE_LIMIT: '1000000',
-  // In memory, whatever the caller's environment says; only the Redis target sets it.
+  // In memory, whatever the caller's environment says (startProcess leaves '' out); only the Redis target sets it.
   ROWI_REDIS_URL: '',
 };
 

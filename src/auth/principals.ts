@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Role } from '../db/database.js';
+import { isCorruption } from '../db/errors.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from './callers.repository.js';
@@ -160,7 +161,7 @@ export class Authenticator {
     try {
       await touchApiKeys(this.#db, batch);
     } catch (error) {
-      this.#log.warn({ err: error }, 'could not record when API keys were last used');
+      if (!isCorruption(error)) this.#log.warn({ err: error }, 'could not record when API keys were last used');
     }
   }
 

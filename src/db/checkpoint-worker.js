@@ -10,12 +10,13 @@
  *
  * Plain JavaScript, type-checked by TypeScript through JSDoc: a worker thread runs a file as Node
  * finds it, from dist/ and under the test runner (which loads src/) alike. It opens its
- * connection with node:sqlite where Node has it, else better-sqlite3, as sqlite-connection.ts does.
+ * connection with node:sqlite where Node has it, else better-sqlite3 (sqlite-plain.js).
  *
  * Messages in: { close: true }. Messages out: { checkpointed: { log, checkpointed, busy, ms } }
  * after each checkpoint that moved pages, { error } when one fails.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { openPlainConnection } from './sqlite-plain.js';
 
 /** @type {{ file: string; synchronous: 'FULL' | 'NORMAL'; intervalMs: number }} */
 const { file, synchronous, intervalMs } = workerData;
@@ -23,22 +24,9 @@ const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPor
 
 /** @returns {Promise<{ checkpoint(): { busy: number; log: number; checkpointed: number }; close(): void }>} */
 async function open() {
-  const pragmas = [`synchronous = ${synchronous}`, 'busy_timeout = 0'];
-  try {
-    // A string the type checker does not resolve: node:sqlite's types are not in @types/node 20.
-    const { DatabaseSync } = /** @type {any} */ (await import(/** @type {string} */ ('node:sqlite')));
-    const database = new DatabaseSync(file);
-    for (const pragma of pragmas) database.exec(`pragma ${pragma}`);
-    const statement = database.prepare('pragma wal_checkpoint(PASSIVE)');
-    return { checkpoint: () => statement.get(), close: () => database.close() };
-  } catch (error) {
-    if (/** @type {{ code?: string }} */ (error).code !== 'ERR_UNKNOWN_BUILTIN_MODULE') throw error;
-  }
-  const { default: Database } = await import('better-sqlite3');
-  const database = new Database(file, { fileMustExist: true });
-  for (const pragma of pragmas) database.pragma(pragma);
-  const statement = database.prepare('pragma wal_checkpoint(PASSIVE)');
-  return { checkpoint: () => /** @type {any} */ (statement.get()), close: () => void database.close() };
+  const connection = await openPlainConnection(file, [`synchronous = ${synchronous}`, 'busy_timeout = 0']);
+  const checkpoint = () => /** @type {{ busy: number; log: number; checkpointed: number }} */ (/** @type {unknown} */ (connection.all('pragma wal_checkpoint(PASSIVE)')[0]));
+  return { checkpoint, close: connection.close };
 }
 
 const connection = await open();

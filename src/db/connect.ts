@@ -8,6 +8,8 @@ import type { Database, Db } from './database.js';
 import { postgresSignals, processSignals, type Signals } from './signals.js';
 import { PreparingPool } from './prepared-statements.js';
 import { startCheckpoints } from './checkpoints.js';
+import { CorruptionWatch, repairAdvice } from './corruption.js';
+import { isCorruption } from './errors.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
 
@@ -18,6 +20,8 @@ export interface Storage {
   describe: string;
   /** Word between the processes sharing this database (cache invalidation). */
   signals: Signals;
+  /** Whether the database was found damaged, and the refusal of writes after it (corruption.ts). */
+  corruption: CorruptionWatch;
   /**
    * Runs work on a connection of its own without the statement time limit: migrations, which
    * may wait for another instance's migration and may take long on large tables.
@@ -36,7 +40,8 @@ export async function openStorage(config: Config, log: FastifyBaseLogger): Promi
   try {
     return await openSqlite(config, log);
   } catch (error) {
-    throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}`);
+    const damaged = isCorruption(error) ? `: it is not a SQLite database, or its first page is damaged. ${repairAdvice('sqlite', config.data)}` : '';
+    throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}${damaged}`);
   }
 }
 
@@ -68,23 +73,26 @@ export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogg
   const inMemory = settings.data === ':memory:';
   if (!inMemory) mkdirSync(dirname(settings.data), { recursive: true });
   const options = { synchronous: settings.sqliteSynchronous, busyTimeoutMs: 0 };
-  const writer = await openSqliteConnection(settings.data, options);
+  const signals = processSignals();
+  const describe = `SQLite ${settings.data}`;
+  const corruption = new CorruptionWatch({ kind: 'sqlite', describe, file: settings.data, log, signals });
+  const writer = await openSqliteConnection(settings.data, { ...options, guard: corruption.writerGuard });
   for (const pragma of ['wal_autocheckpoint = 0', `journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`]) execute(writer.prepare(`pragma ${pragma}`));
   // An in-memory database exists on its one connection only.
-  const reader = inMemory ? writer : await openSqliteConnection(settings.data, options);
+  const reader = inMemory ? writer : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
   const db = new Kysely<Database>({
     dialect: new RowiSqliteDialect({ writer, reader, lockTimeoutMs: settings.databaseTimeout ?? 5000, ...diskFullReporter(settings.data, log) }),
   });
   const checkpoints = inMemory ? undefined : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
-  const signals = processSignals();
   return {
     db,
     kind: 'sqlite',
-    describe: `SQLite ${settings.data}`,
+    describe,
     signals,
+    corruption,
     async unbounded(work) {
       if (inMemory) return work(db);
-      const connection = await openSqliteConnection(settings.data, { ...options, busyTimeoutMs: MIGRATION_LOCK_WAIT_MS });
+      const connection = await openSqliteConnection(settings.data, { ...options, busyTimeoutMs: MIGRATION_LOCK_WAIT_MS, guard: corruption.writerGuard });
       const patient = new Kysely<Database>({ dialect: new RowiSqliteDialect({ writer: connection, reader: connection, lockTimeoutMs: MIGRATION_LOCK_WAIT_MS }) });
       try {
         return await work(patient);
@@ -156,13 +164,16 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     await pool.end().catch(() => {});
     throw new ConfigError(`ROWI_DATABASE_URL (${where}) cannot be used: ${(error as Error).message}`);
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new PreparingPool(pool) }) });
+  const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
+  const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }) });
   const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
   return {
     db,
     kind: 'postgres',
-    describe: `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`,
+    describe,
     signals,
+    corruption,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
       const single = new Kysely<Database>({ dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }) });

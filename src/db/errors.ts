@@ -74,6 +74,21 @@ export function isDiskFull(error: unknown): boolean {
   return code === 'SQLITE_FULL' || code === '53100';
 }
 
+/** The code of rowi's own refusal of a write to a database known to be damaged (corruption.ts). */
+export const STORAGE_CORRUPT_CODE = 'ROWI_STORAGE_CORRUPT';
+
+/**
+ * The database is damaged: SQLite's SQLITE_CORRUPT ("database disk image is malformed": a page is
+ * not what its tree says it should be) or SQLITE_NOTADB (the file's header is not SQLite's),
+ * PostgreSQL's data_corrupted (XX001: a block that cannot be read) or index_corrupted (XX002); or
+ * rowi's refusal of a write after one of those. Answered 503 `storage-corrupt`, never retried.
+ */
+export function isCorruption(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code === undefined) return false;
+  return code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB' || code === 'XX001' || code === 'XX002' || code === STORAGE_CORRUPT_CODE;
+}
+
 /**
  * The error's code: PostgreSQL's SQLSTATE, a network error's, or SQLite's name for it (SQLITE_BUSY,
  * SQLITE_CONSTRAINT_UNIQUE…), which better-sqlite3 gives as `code` and node:sqlite as a number
@@ -98,6 +113,8 @@ const SQLITE_CODES: Record<number, string> = {
   5: 'SQLITE_BUSY',
   6: 'SQLITE_LOCKED',
   10: 'SQLITE_IOERR',
+  11: 'SQLITE_CORRUPT',
   13: 'SQLITE_FULL',
   19: 'SQLITE_CONSTRAINT',
+  26: 'SQLITE_NOTADB',
 };

@@ -25,16 +25,19 @@ export class PreparingPool implements PostgresPool {
   readonly #pool: pg.Pool;
   /** The name of each statement text prepared so far, shared by every connection of the pool. */
   readonly #names = new Map<string, string>();
+  readonly #failed: (error: unknown) => void;
 
-  constructor(pool: pg.Pool) {
+  /** `failed` sees every error a statement ends with (how storage learns of damage, corruption.ts). */
+  constructor(pool: pg.Pool, failed: (error: unknown) => void = () => {}) {
     this.#pool = pool;
+    this.#failed = failed;
   }
 
   async connect(): Promise<PostgresPoolClient> {
     const start = process.hrtime.bigint();
     const client = await this.#pool.connect();
     metrics.poolWait.observe(secondsSince(start));
-    return new PreparingClient(client, this.#nameOf);
+    return new PreparingClient(client, this.#nameOf, this.#failed);
   }
 
   end(): Promise<void> {
@@ -65,10 +68,20 @@ const BEGIN_AS_WRITER = `begin; select pg_advisory_xact_lock_shared(${WRITERS_LO
 class PreparingClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
   readonly #nameOf: (sql: string) => string | undefined;
+  readonly #failed: (error: unknown) => void;
 
-  constructor(client: pg.PoolClient, nameOf: (sql: string) => string | undefined) {
+  constructor(client: pg.PoolClient, nameOf: (sql: string) => string | undefined, failed: (error: unknown) => void) {
     this.#client = client;
     this.#nameOf = nameOf;
+    this.#failed = failed;
+  }
+
+  /** The statement's answer, its error seen on the way. */
+  #watched<R>(answer: Promise<unknown>): Promise<PostgresQueryResult<R>> {
+    return answer.catch((error: unknown) => {
+      this.#failed(error);
+      throw error;
+    }) as Promise<PostgresQueryResult<R>>;
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -77,8 +90,8 @@ class PreparingClient implements PostgresPoolClient {
     // A cursor (Kysely's streaming) is submitted as it is.
     if (typeof sql !== 'string') return this.#client.query(sql as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
     // Kysely's BEGIN of a transaction (its answer is not read).
-    if (sql === 'begin') return this.#client.query(BEGIN_AS_WRITER) as unknown as Promise<PostgresQueryResult<R>>;
-    return this.#client.query({ name: this.#nameOf(sql), text: sql, values: [...(parameters ?? [])] }) as unknown as Promise<PostgresQueryResult<R>>;
+    if (sql === 'begin') return this.#watched(this.#client.query(BEGIN_AS_WRITER));
+    return this.#watched(this.#client.query({ name: this.#nameOf(sql), text: sql, values: [...(parameters ?? [])] }));
   }
 
   release(): void {

@@ -70,6 +70,16 @@ export function relayWorkerSignals(): void {
   });
 }
 
+/** In the primary of `rowi serve --workers N`: says `topic` to these workers (all by default), as a worker's publish would. */
+export function publishToWorkers(topic: string, workers = Object.values(cluster.workers ?? {})): void {
+  for (const worker of workers) if (worker?.isConnected()) worker.send({ type: IPC_TYPE, topic });
+}
+
+/** The topic of a signal a worker sent to the primary, else undefined. */
+export function topicOf(message: unknown): string | undefined {
+  return isSignal(message) ? message.topic : undefined;
+}
+
 function isSignal(message: unknown): message is { type: string; topic: string } {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === IPC_TYPE && typeof (message as { topic?: unknown }).topic === 'string';
 }

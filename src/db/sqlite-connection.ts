@@ -30,6 +30,15 @@ export interface SqliteConnectionOptions {
   readOnly?: boolean;
   /** Statements kept prepared at most (the least recently prepared go first). */
   statements?: number;
+  /** Sees every statement of the connection: how storage learns of damage, and refuses writes after it (corruption.ts). */
+  guard?: StatementGuard;
+}
+
+export interface StatementGuard {
+  /** Called before a statement runs, with its SQL: throws to refuse it. */
+  before?(sql: string): void;
+  /** Called with every error preparing or running a statement throws, before it is thrown on. */
+  failed?(error: unknown): void;
 }
 
 export type SqliteDriverName = 'node:sqlite' | 'better-sqlite3';
@@ -54,7 +63,7 @@ export async function openSqliteConnection(file: string, options: SqliteConnecti
     `busy_timeout = ${options.busyTimeoutMs}`,
   ];
   for (const setting of settings) execute(connection.prepare(`pragma ${setting}`));
-  return withStatementCache(connection, options.statements ?? 500);
+  return withStatementCache(connection, options.statements ?? 500, options.guard);
 }
 
 /** Runs a statement whether or not it returns rows (better-sqlite3 refuses all() on one that does not). */
@@ -130,13 +139,13 @@ async function openBetterSqlite3(file: string, options: SqliteConnectionOptions)
   };
 }
 
-function withStatementCache(connection: SqliteConnectionHandle, capacity: number): SqliteConnectionHandle {
+function withStatementCache(connection: SqliteConnectionHandle, capacity: number, guard: StatementGuard | undefined): SqliteConnectionHandle {
   const statements = new Map<string, SqliteStatement>();
   return {
     prepare(sql) {
       let statement = statements.get(sql);
       if (statement === undefined) {
-        statement = connection.prepare(sql);
+        statement = guard === undefined ? connection.prepare(sql) : guarded(connection, sql, guard);
         if (statements.size >= capacity) statements.delete(statements.keys().next().value as string);
         statements.set(sql, statement);
       }
@@ -146,5 +155,23 @@ function withStatementCache(connection: SqliteConnectionHandle, capacity: number
       return connection.inTransaction;
     },
     close: () => connection.close(),
+  };
+}
+
+function guarded(connection: SqliteConnectionHandle, sql: string, guard: StatementGuard): SqliteStatement {
+  const watch = <T>(run: () => T): T => {
+    guard.before?.(sql);
+    try {
+      return run();
+    } catch (error) {
+      guard.failed?.(error);
+      throw error;
+    }
+  };
+  const statement = watch(() => connection.prepare(sql));
+  return {
+    reader: statement.reader,
+    all: (parameters) => watch(() => statement.all(parameters)),
+    run: (parameters) => watch(() => statement.run(parameters)),
   };
 }

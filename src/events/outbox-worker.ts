@@ -1,4 +1,5 @@
 import type { EventFeed } from './feed.js';
+import { isCorruption } from '../db/errors.js';
 
 /** Between two rounds of work while commits keep waking it: each round takes everything since the last. */
 const ROUND_EVERY_MS = 10;
@@ -71,7 +72,8 @@ export abstract class OutboxWorker {
       } while (more && this.#again && !this.#closed);
       if (more) await this.settled();
     } catch (error) {
-      await this.failed(error);
+      // Damage is logged once where it is found (db/corruption.ts); rounds refused for it are not, at every poll.
+      if (!isCorruption(error)) await this.failed(error);
     } finally {
       this.#running = false;
     }

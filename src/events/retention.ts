@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Trx } from '../db/database.js';
+import { isCorruption } from '../db/errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { deleteDeliveriesBefore } from './deliveries.repository.js';
 import { deleteEventsBefore } from './outbox.repository.js';
@@ -35,7 +36,7 @@ export function startPruning(db: Db, retentionSeconds: number, log: FastifyBaseL
       }
       if (deleted > 0) log.info({ deleted, before: cutoff }, 'pruned events and webhook deliveries past their retention');
     } catch (error) {
-      log.warn({ err: error }, 'could not prune old events');
+      if (!isCorruption(error)) log.warn({ err: error }, 'could not prune old events');
     } finally {
       running = false;
     }

@@ -3,12 +3,13 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
-import { isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
+import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
 import { addVary, BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation-errors.js';
 import { correlate } from './request-id.js';
+import { isProbe } from './probes.js';
 import { metrics } from '../metrics.js';
 import { compileXmlSerializer } from './xml.js';
 
@@ -107,6 +108,7 @@ export function prepareProblem(request: FastifyRequest, reply: FastifyReply, err
 export function toAppError(error: FastifyError, request: FastifyRequest): AppError | undefined {
   if (error instanceof AppError) return error;
   if (isDiskFull(error)) return diskFull();
+  if (isCorruption(error)) return storageCorrupt();
   if (isUnavailable(error)) return databaseUnavailable();
   if (isForeignKeyViolation(error)) {
     return new ConflictError('concurrent-change', 'A record this request refers to was changed or deleted by another request at the same moment; nothing was changed. Retry the request.');
@@ -143,6 +145,13 @@ function diskFull(): AppError {
   );
 }
 
+/** The storage layer logs damage once (db/corruption.ts), with what to do; the caller learns no more than that it is there. */
+function storageCorrupt(): AppError {
+  return new AppError('storage-corrupt', 'The database of this instance is damaged; rowi refuses writes to it until an operator restores it (nothing of this request was written). Retry after Retry-After seconds.', {
+    headers: { 'retry-after': '60' },
+  });
+}
+
 /** Seconds a caller is asked to wait after the database could not take its request. */
 const DATABASE_RETRY_AFTER_S = 2;
 
@@ -159,7 +168,9 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
     const known = toAppError(error, request);
     if (known) {
       if (known.type === 'insufficient-storage') logDiskFull(request, error);
-      else if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+      else if (known.type === 'storage-corrupt') request.log.debug({ err: error }, 'refused: the database is damaged (logged once when found)');
+      // A probe's 503 is its answer, not a fault: the probe logs what failed itself.
+      else if (known.status >= 500 && !isProbe(request)) request.log.error({ err: error }, 'request failed');
       return sendProblem(request, reply, known);
     }
     request.log.error({ err: error }, 'unexpected error');

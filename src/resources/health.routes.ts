@@ -78,13 +78,15 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
   }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     const database = await timed('the database did not answer', async () => {
+      if (app.storage.corruption.found !== undefined) throw new CheckFailed(DAMAGED);
       await pingDatabase(app.db);
     });
     const migrations = await timed('the migrations could not be read', async () => {
       const pending = await pendingMigrations(app.db);
       if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
     });
-    for (const check of [database, migrations]) if (check.error) app.log.warn({ err: check.error }, 'readiness check failed');
+    // Damage was logged once when found, with what to do; a probe every few seconds adds nothing.
+    for (const check of [database, migrations]) if (check.error && check.check.output !== DAMAGED) app.log.warn({ err: check.error }, 'readiness check failed');
     const checks = { database: database.check, migrations: migrations.check, ...rateLimitCheck(app.rateLimiter?.sharing), ...weatherProviderCheck(app.weather) };
     if (database.check.status === 'fail' || migrations.check.status === 'fail') {
       throw new AppError('service-unavailable', 'This rowi instance cannot serve the API now: see checks.', {
@@ -119,6 +121,8 @@ function weatherProviderCheck(weather: UpstreamWeather | undefined): { weather_p
     ? { weather_provider: { status: 'pass', duration_ms: 0 } }
     : { weather_provider: { status: 'warn', duration_ms: 0, output: `${weather.source} failed repeatedly: its circuit breaker is ${state}` } };
 }
+
+const DAMAGED = 'the database is damaged (the log says where, and what to do)';
 
 /** A failure whose message may be shown to anyone (the probe needs no credentials). */
 class CheckFailed extends Error {}

@@ -376,7 +376,7 @@ describe('permission matrix (docs/security.md)', () => {
         if (wrong.length > 0) mismatches.push([route, credential.name, expected, `${reply.status} ${problem}: ${wrong.join('; ')}`]);
       }
     }
-    if (process.env.ROWI_PRINT_MATRIX) {
+    if (process.env.ROWI_TEST_PRINT_MATRIX) {
       const names = credentials.map((credential) => credential.name);
       const rows = routes.map(({ method, url }) => [`${method} ${url}`, ...names.map((name) => String(cells.find((cell) => cell.route === `${method} ${url}` && cell.credential === name)?.status ?? '-'))]);
       console.log(`${routes.length} routes × ${credentials.length} credentials = ${cells.length} requests\n${table([['route', ...names], ...rows])}`);

@@ -17,11 +17,11 @@ import type { Schema } from './arbitraries.js';
  * the document lists for its operation, never a 5xx, with a body its schema accepts, within 2 s;
  * and the app must still answer afterwards.
  *
- * Seeded: ROWI_FUZZ_SEED replays a run, ROWI_FUZZ_RUNS raises the number of requests per
+ * Seeded: ROWI_TEST_FUZZ_SEED replays a run, ROWI_TEST_FUZZ_RUNS raises the number of requests per
  * operation for a long run. A failure shows the seed and the shrunk request.
  */
-const SEED = Number(process.env.ROWI_FUZZ_SEED ?? 20_261_124);
-const RUNS_PER_OPERATION = Number(process.env.ROWI_FUZZ_RUNS ?? 50);
+const SEED = Number(process.env.ROWI_TEST_FUZZ_SEED ?? 20_261_124);
+const RUNS_PER_OPERATION = Number(process.env.ROWI_TEST_FUZZ_RUNS ?? 50);
 
 let test: TestApp;
 let checker: ResponseChecker;
@@ -131,7 +131,7 @@ describe('fuzzing every operation of the OpenAPI document', () => {
     }
     const counted = [...statuses].sort(([a], [b]) => a - b);
     console.log(`fuzz (seed ${SEED}): ${counted.reduce((sum, [, count]) => sum + count, 0)} requests over ${operations.length} operations; statuses ${counted.map(([status, count]) => `${status}×${count}`).join(' ')}`);
-    expect(failures, `${failures.length} operations failed (replay with ROWI_FUZZ_SEED=${SEED}):\n\n${failures.join('\n\n')}`).toEqual([]);
+    expect(failures, `${failures.length} operations failed (replay with ROWI_TEST_FUZZ_SEED=${SEED}):\n\n${failures.join('\n\n')}`).toEqual([]);
     expect((await test.call({ url: '/health/live', key: null })).status).toBe(200);
     expect((await test.call({ url: '/v1/users?limit=1' })).status).toBe(200);
   });

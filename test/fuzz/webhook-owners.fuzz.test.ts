@@ -18,10 +18,10 @@ import { valid, type Schema } from './arbitraries.js';
  * endpoints, their own and each other's, while the admin changes data and narrows their scopes.
  * Each caller points endpoints only at its own receiver; every event a receiver gets must be of a
  * resource its caller could read at most a second before (the owner's grants are reread before
- * each attempt, at most 500 ms old). Seeded: ROWI_FUZZ_SEED replays a run.
+ * each attempt, at most 500 ms old). Seeded: ROWI_TEST_FUZZ_SEED replays a run.
  */
-const SEED = Number(process.env.ROWI_FUZZ_SEED ?? 20_261_126);
-const RUNS = Number(process.env.ROWI_FUZZ_RUNS ?? 10);
+const SEED = Number(process.env.ROWI_TEST_FUZZ_SEED ?? 20_261_126);
+const RUNS = Number(process.env.ROWI_TEST_FUZZ_RUNS ?? 10);
 const BOUND_MS = 1000;
 const WEBHOOKS = ['webhook-endpoints:read', 'webhook-endpoints:create', 'webhook-endpoints:update', 'webhook-endpoints:delete'];
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { describeSettings } from '../../src/config.js';
 import { NO_RATE_LIMITS } from './limits.js';
 import { createTestDatabase } from './database.js';
 import { tempFolder } from './temp.js';
@@ -36,6 +37,7 @@ export interface StartOptions {
   dataFile?: string;
   /** The database of another server (its `database`); default: a new one of the run's backend. */
   database?: Record<string, string>;
+  /** Settings of this server; '' leaves one out (the default, not this helper's). */
   env?: Record<string, string>;
   args?: string[];
   timeoutMs?: number;
@@ -58,8 +60,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const database = options.database ?? (options.dataFile !== undefined ? { ROWI_DATA: options.dataFile } : (await createTestDatabase()).env);
   const dataFile = database.ROWI_DATA ?? '';
   // One process unless a test asks for workers: the default (one per core) is for production.
+  const env = { ...inherited(), ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...database, ...options.env };
   const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
-    env: { ...process.env, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...database, ...options.env },
+    // A setting a test gives as '' is left out: the shipped default instead of this helper's.
+    env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
@@ -107,10 +111,21 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
 }
 
+const SETTINGS = new Set(describeSettings().map((setting) => setting.env));
+
+/**
+ * The test run's environment without rowi's settings, so that a server gets those its test gives
+ * it and no other (a developer's shell may have some). The tools' own (ROWI_TEST_BACKEND and the
+ * like) stay: rowi must start with them set.
+ */
+function inherited(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !SETTINGS.has(name)));
+}
+
 /** Runs the CLI to completion (for commands that exit) and collects its output. */
 export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ROWI_LOG_LEVEL: 'silent', ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...inherited(), ROWI_LOG_LEVEL: 'silent', ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

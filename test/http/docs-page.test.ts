@@ -69,7 +69,7 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
     const missingOperations = operations.filter((id) => !shown.some((shownId) => shownId.endsWith(`-${id}`)));
     expect(missingOperations).toEqual([]);
     // The picture in the documentation (docs/images/docs-page.png) is taken here.
-    if (process.env.ROWI_DOCS_SCREENSHOT) await page.screenshot({ path: process.env.ROWI_DOCS_SCREENSHOT });
+    if (process.env.ROWI_TEST_DOCS_SCREENSHOT) await page.screenshot({ path: process.env.ROWI_TEST_DOCS_SCREENSHOT });
 
     // Authorize with the API key, then try GET /v1/users from the console.
     await page.locator('button.authorize').first().click();

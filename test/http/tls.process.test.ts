@@ -57,7 +57,7 @@ function getOverPlainHttp(url: string): Promise<{ status: number; headers: Incom
 
 /** `rowi serve` settings that never reach a real database or port, plus the ones under test. */
 function serveEnv(settings: Record<string, string>): Record<string, string> {
-  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: tempDataFile(), ROWI_TLS_CERT: '', ROWI_TLS_KEY: '', ROWI_TRUST_PROXY: '', ...settings };
+  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: tempDataFile(), ...settings };
 }
 
 describe('rowi serve over HTTPS, with a throw-away CA', () => {
@@ -68,7 +68,7 @@ describe('rowi serve over HTTPS, with a throw-away CA', () => {
   beforeAll(async () => {
     certificates = makeCertificates(tempFolder('tls'));
     otherCa = makeCertificates(tempFolder('tls-other'));
-    server = await startServer({ env: { ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: certificates.key, ROWI_TRUST_PROXY: '' } });
+    server = await startServer({ env: { ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: certificates.key } });
   });
   afterAll(async () => {
     await server?.stop();
@@ -130,7 +130,7 @@ describe('rowi serve over plain HTTP', () => {
   let server: RunningServer | undefined;
 
   beforeAll(async () => {
-    server = await startServer({ env: { ROWI_TLS_CERT: '', ROWI_TLS_KEY: '', ROWI_TRUST_PROXY: '' } });
+    server = await startServer();
   });
   afterAll(async () => {
     await server?.stop();

@@ -162,7 +162,7 @@ const FRAGMENTS = [
 
 describe('parseXmlBody on any shape', () => {
   it('never throws anything but a 400 problem, or 422 for elements named otherwise than the schema names them, whatever the body (fast-check, seeded)', () => {
-    const seed = Number(process.env.ROWI_FUZZ_SEED ?? 20261124);
+    const seed = Number(process.env.ROWI_TEST_FUZZ_SEED ?? 20261124);
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...FRAGMENTS), { maxLength: 40 }), (parts) => {
         const text = parts.join('');
@@ -172,7 +172,7 @@ describe('parseXmlBody on any shape', () => {
           if (!(error instanceof AppError) || !(error.status === 400 || (error.status === 422 && error.type === 'validation-failed'))) throw error;
         }
       }),
-      { seed, numRuns: Number(process.env.ROWI_FUZZ_RUNS ?? 2000) },
+      { seed, numRuns: Number(process.env.ROWI_TEST_FUZZ_RUNS ?? 2000) },
     );
   });
 });
