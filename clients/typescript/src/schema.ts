@@ -697,7 +697,7 @@ export interface paths {
         };
         /**
          * Stream events as they happen (Server-Sent Events)
-         * @description The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance.
+         * @description The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. A shutdown ends it with a last event `stream.ended`, whose data is the problem (503): resume elsewhere with Last-Event-ID. A client more than ROWI_EVENTS_STREAM_BUFFER bytes behind is disconnected; it resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -706,7 +706,7 @@ export interface paths {
         options?: never;
         /**
          * Stream events as they happen (Server-Sent Events)
-         * @description The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance.
+         * @description The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. A shutdown ends it with a last event `stream.ended`, whose data is the problem (503): resume elsewhere with Last-Event-ID. A client more than ROWI_EVENTS_STREAM_BUFFER bytes behind is disconnected; it resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.
          */
         head: operations["streamEvents-head"];
         patch?: never;
