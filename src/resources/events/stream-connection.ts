@@ -14,11 +14,11 @@ const RETRY_MS = 2000;
 const END_GRACE_MS = 1000;
 
 /** Why a stream ended (the label of rowi_event_streams_ended_total). */
-export type EndReason = 'client' | 'slow_reader' | 'shutdown' | 'error';
+export type EndReason = 'client' | 'slow_reader' | 'access' | 'shutdown' | 'error';
 
 export interface StreamOptions {
-  /** What the stream may send: the caller's readable resources and the types asked for. */
-  resources: ReadonlySet<string>;
+  /** What the stream may send: the caller's readable resources (narrowed in place) and the types asked for. */
+  resources: Set<string>;
   types: ReadonlySet<string> | undefined;
   from: FeedReader['position'];
   heartbeatMs: number;
@@ -32,7 +32,7 @@ export interface StreamOptions {
  * One open event stream (WHATWG HTML, Server-Sent Events) on its connection. What it holds is
  * bounded: at most `bufferBytes` unsent (plus the one event being written); a client further
  * behind has its connection destroyed, which frees the buffers and the socket at once (it resumes
- * with Last-Event-ID). A stream ended for a reason the client can act on (a shutdown)
+ * with Last-Event-ID). A stream ended for a reason the client can act on (its access, a shutdown)
  * gets a last `stream.ended` event carrying the problem, then its connection ends, and is
  * destroyed if that does not happen within END_GRACE_MS. Until its socket has closed, it counts.
  */
@@ -41,9 +41,12 @@ export class StreamConnection {
   readonly reader: FeedReader;
   readonly #response: ServerResponse;
   readonly #socket: Socket;
-  readonly #resources: ReadonlySet<string>;
+  readonly #resources: Set<string>;
   readonly #bufferBytes: number;
   readonly #heartbeat: NodeJS.Timeout;
+  /** Events handed over while the stream's access is being checked again: sent once it stands. */
+  #held: { event: StoredEvent; frame: Buffer }[] | undefined;
+  #heldBytes = 0;
   #ending: EndReason | undefined;
   #gone = false;
 
@@ -67,6 +70,7 @@ export class StreamConnection {
     const gone = () => {
       this.#gone = true;
       clearInterval(this.#heartbeat);
+      this.#held = undefined;
       metrics.eventStreamsOpen.dec();
       metrics.eventStreamsEnded.inc({ reason: this.#ending ?? 'client' });
       options.onGone();
@@ -80,10 +84,25 @@ export class StreamConnection {
     return this.#ending !== undefined || this.#gone;
   }
 
+  /** From now on events are held, not sent, until release(): the stream's access is being checked again. */
+  hold(): void {
+    this.#held ??= [];
+  }
+
+  /** Sends what was held, of what `readable` (the resources the caller may read now) still allows; never widens. */
+  release(readable: ReadonlySet<string>): void {
+    for (const resource of this.#resources) if (!readable.has(resource)) this.#resources.delete(resource);
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    this.#heldBytes = 0;
+    for (const { event, frame } of held) if (this.#visible(event) && !this.#send(frame)) return;
+  }
+
   /** Ends the stream with a last `stream.ended` event saying why (an RFC 9457 problem), then its connection. */
   end(problem: Problem, reason: EndReason): void {
     if (this.ended) return;
     this.#ending = reason;
+    this.#held = undefined;
     clearInterval(this.#heartbeat);
     this.request.log.info({ reason, problem: problem.type }, 'event stream ended by the server');
     const timer = setTimeout(() => reset(this.#socket), END_GRACE_MS);
@@ -104,7 +123,16 @@ export class StreamConnection {
     for (const event of events) {
       if (this.ended) return;
       if (!this.#visible(event)) continue;
-      if (!this.#send(Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`))) return;
+      const frame = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`);
+      if (this.#held === undefined) {
+        if (!this.#send(frame)) return;
+      } else if (this.#fits(frame.length)) {
+        this.#held.push({ event, frame });
+        this.#heldBytes += frame.length;
+      } else {
+        this.#tooSlow(this.#heldBytes + frame.length);
+        return;
+      }
     }
   }
 
@@ -121,12 +149,12 @@ export class StreamConnection {
 
   /** Whether `more` bytes may be queued: one thing is always sent to a stream that has nothing unsent. */
   #fits(more: number): boolean {
-    const unsent = this.#response.writableLength;
+    const unsent = this.#response.writableLength + this.#heldBytes;
     return unsent === 0 || unsent + more <= this.#bufferBytes;
   }
 
   #tooSlow(wouldHold: number): void {
-    this.request.log.warn({ unsent: this.#response.writableLength, would_hold: wouldHold, bound: this.#bufferBytes }, 'event stream client reads too slowly: connection closed (it resumes with Last-Event-ID)');
+    this.request.log.warn({ unsent: this.#response.writableLength + this.#heldBytes, would_hold: wouldHold, bound: this.#bufferBytes }, 'event stream client reads too slowly: connection closed (it resumes with Last-Event-ID)');
     this.cut('slow_reader');
   }
 

@@ -10,6 +10,7 @@ import { findEventById, latestPosition, positionOf, type Position } from '../../
 import { problemFor } from '../../http/problem.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
 import { StreamHeaders, StreamQuery } from './events.schema.js';
+import { StreamAccess } from './stream-access.js';
 import { StreamConnection } from './stream-connection.js';
 
 const SHUTTING_DOWN = new AppError('service-unavailable', 'This rowi instance is shutting down; reconnect with Last-Event-ID to resume where this stream ended.');
@@ -20,12 +21,15 @@ const SHUTTING_DOWN = new AppError('service-unavailable', 'This rowi instance is
  * GET /v1/events/{id} answers it. With Last-Event-ID (EventSource sends it when it reconnects) the
  * stream first replays every later event from the outbox, so nothing is missed across a
  * reconnect. A comment line every ROWI_EVENTS_HEARTBEAT seconds keeps idle connections open.
- * What a stream may hold unsent is bounded (stream-connection.ts).
+ * What a stream may send follows its caller's access (stream-access.ts); what it may hold unsent
+ * is bounded (stream-connection.ts).
  */
 export function registerEventStream(app: FastifyInstance, feed: EventFeed, config: Pick<Config, 'eventsHeartbeat' | 'eventsMaxStreams' | 'eventsStreamBuffer'>): void {
   const { db } = app;
   /** Open streams by caller, on this process. */
   const open = new Map<string, number>();
+  const access = new StreamAccess(app.auth, app.log);
+  app.addHook('onClose', async () => access.close());
 
   app.get('/v1/events/stream', {
     schema: operation({
@@ -33,7 +37,7 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
       permission: 'events:read',
       summary: 'Stream events as they happen (Server-Sent Events)',
       description:
-        'The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. A shutdown ends it with a last event `stream.ended`, whose data is the problem (503): resume elsewhere with Last-Event-ID. A client more than ROWI_EVENTS_STREAM_BUFFER bytes behind is disconnected; it resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.',
+        'The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. The stream keeps to the caller\'s access as it changes, as its requests do (at once on the instance where the change was made, within a second elsewhere): it stops sending the events of a resource the caller may no longer read, and when its key or token stops working (revoked, expired, caller deleted) or loses events:read, its last event is `stream.ended`, whose data is the problem (401, 403) a request would get now. A shutdown also ends it with `stream.ended` (503): resume elsewhere with Last-Event-ID. A client more than ROWI_EVENTS_STREAM_BUFFER bytes behind is disconnected; it resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.',
       tags: ['events'],
       eventStream: true,
       querystring: StreamQuery,
@@ -85,12 +89,14 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
       // A stream counts, against the caller's limit and for the drain, until its socket has closed.
       onGone: () => {
         unsubscribe?.();
+        access.delete(stream);
         app.openStreams.delete(drainable);
         leave();
       },
     });
     const drainable = { end: () => stream.end(problemFor(SHUTTING_DOWN, request), 'shutdown') };
     app.openStreams.add(drainable);
+    access.add(stream);
     feed.add(stream.reader).then(
       (remove) => {
         if (stream.ended) remove();
