@@ -69,7 +69,7 @@ export const metrics = {
   }),
   eventStreamsEnded: new Counter({
     name: 'rowi_event_streams_ended_total',
-    help: 'Event streams whose connection closed, by why: client (it left), slow_reader (more than ROWI_EVENTS_STREAM_BUFFER unsent: destroyed), access (its credential stopped authenticating or lost events:read), shutdown, error',
+    help: 'Event streams whose connection closed, by why: client (it left), slow_reader (it took nothing of ROWI_EVENTS_STREAM_BUFFER unsent for two heartbeat intervals: reset), access (its credential stopped authenticating or lost events:read), shutdown, error',
     labelNames: ['reason'] as const,
     registers: [registry],
   }),

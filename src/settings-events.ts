@@ -19,8 +19,8 @@ export const EVENT_SETTINGS = {
     Type.Integer({
       minimum: 16_384,
       maximum: 67_108_864,
-      default: 1_048_576,
-      description: 'bytes of events one stream may hold unsent (beyond the socket buffers of the operating system): a client further behind is disconnected and resumes with Last-Event-ID (1 MiB by default)',
+      default: 262_144,
+      description: 'bytes of events one stream may hold unsent (beyond the socket buffers of the operating system); past it the stream waits for its client, the events waiting in the outbox, and a client that takes nothing for two `ROWI_EVENTS_HEARTBEAT` intervals is disconnected (256 KiB by default)',
     }),
     'ROWI_EVENTS_STREAM_BUFFER',
   ),

@@ -1,5 +1,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import type { TestApp } from './app.js';
+import { createItem, createUser, setStock } from './records.js';
 
 /** One Server-Sent Event as received. */
 export interface SseEvent {
@@ -161,4 +163,35 @@ export function openUnreadStream(origin: string, headers: Record<string, string>
     };
     socket.on('data', onData);
   });
+}
+
+/** The events made after `afterId`, oldest first, as an admin lists them (GET /v1/events, every page): what a stream is owed. */
+export async function eventsMadeAfter(test: TestApp, afterId: string): Promise<{ id: string; type: string }[]> {
+  const made: { id: string; type: string }[] = [];
+  let url: string | null = '/v1/events?limit=500';
+  while (url !== null) {
+    const page: { data: { id: string; type: string }[]; next_cursor: string | null } = (await test.call({ url })).json;
+    made.push(...page.data.filter((event) => event.id > afterId).map(({ id, type }) => ({ id, type })));
+    url = page.next_cursor !== null && page.data.every((event) => event.id > afterId) ? `/v1/events?limit=500&cursor=${page.next_cursor}` : null;
+  }
+  return made.reverse();
+}
+
+/** Lines of a bulky order: each makes one event of the order and one stock move per line, about 50 KB of events in all. */
+export const BULKY_LINES = 100;
+
+/** Makes a user and BULKY_LINES items in stock; answers a function that places a bulky order on them (and its id). */
+export async function bulkyOrders(test: TestApp): Promise<() => Promise<number>> {
+  const { user } = await createUser(test);
+  const lines: { item_id: number; quantity: number }[] = [];
+  for (let index = 0; index < BULKY_LINES; index++) {
+    const { item } = await createItem(test, { name: `Bulky ${index} ${'x'.repeat(150)}` });
+    await setStock(test, item.id, 1_000_000);
+    lines.push({ item_id: item.id, quantity: 1 });
+  }
+  return async () => {
+    const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'Bulky', user_id: user.id, lines } });
+    if (order.status !== 201) throw new Error(`could not place a bulky order: ${order.status} ${order.text}`);
+    return order.json.id as number;
+  };
 }

@@ -27,10 +27,10 @@ interface Checked {
  * Keeps open event streams within what their credential allows now, as requests are: each stream
  * is checked again, through the Authenticator, whenever callers or keys change (on this instance
  * at once, elsewhere when the signal comes), at its credential's expiry, and every RECHECK_MS.
- * While a check runs, the stream holds what it is handed; then it sends only what the caller may
- * still read (an event committed before the change but not yet sent included), or, when the
- * credential no longer authenticates or lacks events:read, ends with the 401 or 403 a request
- * would get.
+ * While a check waits for the database, the stream takes no events; then it sends only what the
+ * caller may still read (an event committed before the change but not yet sent included), or,
+ * when the credential no longer authenticates or lacks events:read, ends with the 401 or 403 a
+ * request would get.
  */
 export class StreamAccess {
   readonly #auth: Authenticator;
@@ -78,7 +78,6 @@ export class StreamAccess {
       checked.again = true;
       return;
     }
-    stream.hold();
     let principal: Principal | Promise<Principal>;
     try {
       principal = authenticateAgain(this.#auth, stream.request);
@@ -90,6 +89,9 @@ export class StreamAccess {
       this.#allow(stream, checked, principal);
       return;
     }
+    // Asked of the database: until the answer, the stream takes nothing (what comes meanwhile
+    // waits in the outbox, and is judged by the answer).
+    stream.hold();
     checked.running = true;
     principal.then(
       (resolved) => {

@@ -10,8 +10,10 @@ import { metrics } from '../../metrics.js';
 
 /** What EventSource waits before it reconnects. */
 const RETRY_MS = 2000;
-/** How long a stream's last event may take to reach its client before the connection is destroyed anyway. */
+/** How long a stream's last event may take to reach its client before the connection is reset anyway. */
 const END_GRACE_MS = 1000;
+/** A client that takes nothing of what waits for it for this many heartbeat intervals is cut off. */
+const STALLED_HEARTBEATS = 2;
 
 /** Why a stream ended (the label of rowi_event_streams_ended_total). */
 export type EndReason = 'client' | 'slow_reader' | 'access' | 'shutdown' | 'error';
@@ -24,17 +26,22 @@ export interface StreamOptions {
   heartbeatMs: number;
   /** Bytes one stream may hold unsent (ROWI_EVENTS_STREAM_BUFFER). */
   bufferBytes: number;
+  /** The stream takes events again (its client caught up, its access was checked): the feed should look. */
+  onReady: () => void;
   /** Once the connection is gone (its socket closed), whichever way it ended. */
   onGone: () => void;
 }
 
 /**
  * One open event stream (WHATWG HTML, Server-Sent Events) on its connection. What it holds is
- * bounded: at most `bufferBytes` unsent (plus the one event being written); a client further
- * behind has its connection destroyed, which frees the buffers and the socket at once (it resumes
- * with Last-Event-ID). A stream ended for a reason the client can act on (its access, a shutdown)
- * gets a last `stream.ended` event carrying the problem, then its connection ends, and is
- * destroyed if that does not happen within END_GRACE_MS. Until its socket has closed, it counts.
+ * bounded: it takes events from the feed only while less than `bufferBytes` wait unsent (so at
+ * most that plus one event); then it pauses, and the events wait in the outbox, not in memory,
+ * until the client has taken what was written ('drain'): the feed hands them over from the table.
+ * A client that takes nothing for STALLED_HEARTBEATS heartbeat intervals has its connection reset,
+ * which frees the socket and its buffers at once (it resumes with Last-Event-ID). A stream ended
+ * for a reason the client can act on (its access, a shutdown) gets a last `stream.ended` event
+ * carrying the problem, then its connection ends, and is reset if that does not happen within
+ * END_GRACE_MS. Until its socket has closed, it counts.
  */
 export class StreamConnection {
   readonly request: FastifyRequest;
@@ -42,11 +49,12 @@ export class StreamConnection {
   readonly #response: ServerResponse;
   readonly #socket: Socket;
   readonly #resources: Set<string>;
-  readonly #bufferBytes: number;
+  readonly #options: StreamOptions;
   readonly #heartbeat: NodeJS.Timeout;
-  /** Events handed over while the stream's access is being checked again: sent once it stands. */
-  #held: { event: StoredEvent; frame: Buffer }[] | undefined;
-  #heldBytes = 0;
+  /** Its access is being checked again: it takes nothing until that is done. */
+  #held = false;
+  /** Waiting for its client to take what was written; the timer cuts it off if that does not come. */
+  #stalled: NodeJS.Timeout | undefined;
   #ending: EndReason | undefined;
   #gone = false;
 
@@ -55,8 +63,17 @@ export class StreamConnection {
     this.#response = reply.raw;
     this.#socket = request.raw.socket;
     this.#resources = options.resources;
-    this.#bufferBytes = options.bufferBytes;
-    this.reader = { position: options.from, resources: options.resources, ...(options.types ? { types: options.types } : {}), deliver: (events) => this.#deliver(events) };
+    this.#options = options;
+    const paused = () => this.#held || this.#stalled !== undefined || this.ended;
+    this.reader = {
+      position: options.from,
+      resources: options.resources,
+      ...(options.types ? { types: options.types } : {}),
+      get paused() {
+        return paused();
+      },
+      deliver: (events) => this.#deliver(events),
+    };
     reply.hijack();
     // The headers already set on the reply (request id, rate limit) go out with the stream's own.
     const headers: Record<string, string> = {};
@@ -65,12 +82,14 @@ export class StreamConnection {
     // The connection's idle time-out would cut a quiet stream: heartbeats keep it, the time-out is off.
     this.#socket.setTimeout(0);
     this.#response.write(`retry: ${RETRY_MS}\n\n`);
-    this.#heartbeat = setInterval(() => this.#send(Buffer.from(': heartbeat\n\n')), options.heartbeatMs);
+    this.#heartbeat = setInterval(() => {
+      if (!this.reader.paused) this.#response.write(': heartbeat\n\n');
+    }, options.heartbeatMs);
     metrics.eventStreamsOpen.inc();
     const gone = () => {
       this.#gone = true;
       clearInterval(this.#heartbeat);
-      this.#held = undefined;
+      clearTimeout(this.#stalled);
       metrics.eventStreamsOpen.dec();
       metrics.eventStreamsEnded.inc({ reason: this.#ending ?? 'client' });
       options.onGone();
@@ -84,26 +103,25 @@ export class StreamConnection {
     return this.#ending !== undefined || this.#gone;
   }
 
-  /** From now on events are held, not sent, until release(): the stream's access is being checked again. */
+  /** Takes nothing more until release(): its access is being checked again. */
   hold(): void {
-    this.#held ??= [];
+    this.#held = true;
   }
 
-  /** Sends what was held, of what `readable` (the resources the caller may read now) still allows; never widens. */
+  /** Keeps to what `readable` (the resources the caller may read now) allows, never widening; takes events again if it was held. */
   release(readable: ReadonlySet<string>): void {
     for (const resource of this.#resources) if (!readable.has(resource)) this.#resources.delete(resource);
-    const held = this.#held ?? [];
-    this.#held = undefined;
-    this.#heldBytes = 0;
-    for (const { event, frame } of held) if (this.#visible(event) && !this.#send(frame)) return;
+    if (!this.#held) return;
+    this.#held = false;
+    this.#options.onReady();
   }
 
   /** Ends the stream with a last `stream.ended` event saying why (an RFC 9457 problem), then its connection. */
   end(problem: Problem, reason: EndReason): void {
     if (this.ended) return;
     this.#ending = reason;
-    this.#held = undefined;
     clearInterval(this.#heartbeat);
+    clearTimeout(this.#stalled);
     this.request.log.info({ reason, problem: problem.type }, 'event stream ended by the server');
     const timer = setTimeout(() => reset(this.#socket), END_GRACE_MS);
     timer.unref();
@@ -112,50 +130,52 @@ export class StreamConnection {
     this.#response.end(`event: stream.ended\ndata: ${JSON.stringify(problem)}\n\n`, () => this.#socket.end());
   }
 
-  /** Destroys the connection at once: its client cannot be told more (it does not read, or the stream broke). */
+  /** Resets the connection at once: its client cannot be told more (it does not read, or the stream broke). */
   cut(reason: EndReason): void {
     if (this.#gone) return;
     this.#ending ??= reason;
     reset(this.#socket);
   }
 
-  #deliver(events: StoredEvent[]): void {
+  #deliver(events: StoredEvent[]): number {
+    if (this.ended) return events.length;
+    if (this.reader.paused) return 0;
+    let taken = 0;
     for (const event of events) {
-      if (this.ended) return;
-      if (!this.#visible(event)) continue;
-      const frame = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`);
-      if (this.#held === undefined) {
-        if (!this.#send(frame)) return;
-      } else if (this.#fits(frame.length)) {
-        this.#held.push({ event, frame });
-        this.#heldBytes += frame.length;
-      } else {
-        this.#tooSlow(this.#heldBytes + frame.length);
-        return;
+      if (this.#visible(event)) {
+        const frame = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`);
+        if (!this.#fits(frame.length)) {
+          this.#waitForClient();
+          break;
+        }
+        this.#response.write(frame);
       }
+      taken++;
     }
+    return taken;
   }
 
-  /** Writes unless the stream would hold more than its bound unsent; false when that ended it. */
-  #send(bytes: Buffer): boolean {
-    if (this.ended) return false;
-    if (!this.#fits(bytes.length)) {
-      this.#tooSlow(this.#response.writableLength + bytes.length);
-      return false;
-    }
-    this.#response.write(bytes);
-    return true;
-  }
-
-  /** Whether `more` bytes may be queued: one thing is always sent to a stream that has nothing unsent. */
+  /**
+   * Whether `more` bytes may be written: always to a stream with nothing unsent, or whose socket
+   * still takes writes (less than its high-water mark unsent), so that one event larger than the
+   * bound still goes; else while the bound holds.
+   */
   #fits(more: number): boolean {
-    const unsent = this.#response.writableLength + this.#heldBytes;
-    return unsent === 0 || unsent + more <= this.#bufferBytes;
+    const unsent = this.#response.writableLength;
+    return unsent === 0 || !this.#response.writableNeedDrain || unsent + more <= this.#options.bufferBytes;
   }
 
-  #tooSlow(wouldHold: number): void {
-    this.request.log.warn({ unsent: this.#response.writableLength + this.#heldBytes, would_hold: wouldHold, bound: this.#bufferBytes }, 'event stream client reads too slowly: connection closed (it resumes with Last-Event-ID)');
-    this.cut('slow_reader');
+  #waitForClient(): void {
+    const stalledMs = STALLED_HEARTBEATS * this.#options.heartbeatMs;
+    this.#stalled = setTimeout(() => {
+      this.request.log.warn({ unsent: this.#response.writableLength, bound: this.#options.bufferBytes, stalled_ms: stalledMs }, 'event stream client took nothing of what waits for it: connection reset (it resumes with Last-Event-ID)');
+      this.cut('slow_reader');
+    }, stalledMs);
+    this.#response.once('drain', () => {
+      clearTimeout(this.#stalled);
+      this.#stalled = undefined;
+      if (!this.ended) this.#options.onReady();
+    });
   }
 
   #visible(event: StoredEvent): boolean {

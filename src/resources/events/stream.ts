@@ -37,7 +37,7 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
       permission: 'events:read',
       summary: 'Stream events as they happen (Server-Sent Events)',
       description:
-        'The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. The stream keeps to the caller\'s access as it changes, as its requests do (at once on the instance where the change was made, within a second elsewhere): it stops sending the events of a resource the caller may no longer read, and when its key or token stops working (revoked, expired, caller deleted) or loses events:read, its last event is `stream.ended`, whose data is the problem (401, 403) a request would get now. A shutdown also ends it with `stream.ended` (503): resume elsewhere with Last-Event-ID. A client more than ROWI_EVENTS_STREAM_BUFFER bytes behind is disconnected; it resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.',
+        'The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. The stream keeps to the caller\'s access as it changes, as its requests do (at once on the instance where the change was made, within a second elsewhere): it stops sending the events of a resource the caller may no longer read, and when its key or token stops working (revoked, expired, caller deleted) or loses events:read, its last event is `stream.ended`, whose data is the problem (401, 403) a request would get now. A shutdown also ends it with `stream.ended` (503): resume elsewhere with Last-Event-ID. A stream holds at most ROWI_EVENTS_STREAM_BUFFER bytes unsent: past it, what a slow client is owed waits in the outbox until it reads; a client that takes nothing for two ROWI_EVENTS_HEARTBEAT intervals is disconnected, and resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.',
       tags: ['events'],
       eventStream: true,
       querystring: StreamQuery,
@@ -86,6 +86,7 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
       from,
       heartbeatMs: config.eventsHeartbeat * 1000,
       bufferBytes: config.eventsStreamBuffer,
+      onReady: () => feed.wake(),
       // A stream counts, against the caller's limit and for the drain, until its socket has closed.
       onGone: () => {
         unsubscribe?.();
