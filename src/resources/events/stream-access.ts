@@ -7,9 +7,10 @@ import { problemFor } from '../../http/problem.js';
 import type { StreamConnection } from './stream-connection.js';
 
 /**
- * How often every open stream's credential is checked again without being told of a change:
- * a change whose signal was lost (a listener reconnecting) reaches a stream within FRESH_MS (what
- * the check may believe from memory) and this, under the second requests are promised.
+ * How often every open stream's credential is checked again without being told of a change: a
+ * change whose signal was lost (a listener reconnecting) still reaches every stream within
+ * FRESH_MS (how long a check may believe what it last read) and this, 750 ms, inside the second
+ * promised for requests.
  */
 const RECHECK_MS = FRESH_MS / 2;
 /** setTimeout's longest delay; a later expiry is found by the periodic checks. */
