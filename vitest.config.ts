@@ -17,12 +17,12 @@ const PROCESS_FILES = 'test/**/*.process.test.ts';
 const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
   'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals}.test.ts',
-  'test/auth/{api-keys,audit,bearer-tokens,enforcement,idempotency-scope,permission-matrix}.test.ts',
+  'test/auth/{api-keys,audit,bearer-tokens,credential-changes,enforcement,idempotency-scope,permission-matrix}.test.ts',
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
   'test/events/**/*.test.ts',
 ];
-const POSTGRES_PROCESS = ['test/auth/oauth.process.test.ts', 'test/{orders,workers}.process.test.ts', 'test/postgres/**/*.process.test.ts', 'test/events/**/*.process.test.ts'];
+const POSTGRES_PROCESS = ['test/auth/{oauth,credential-changes}.process.test.ts', 'test/{orders,workers}.process.test.ts', 'test/postgres/**/*.process.test.ts', 'test/events/**/*.process.test.ts'];
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
 const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };

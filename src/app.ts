@@ -89,6 +89,9 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
     // Connection: close), and closes idle connections itself, once they are quiet.
     return503OnClosing: false,
     forceCloseConnections: false,
+    // The drain runs in a close hook and may take ROWI_SHUTDOWN_TIMEOUT by design; avvio gives each
+    // hook pluginTimeout (10 s by default) and fails the close (AVV_ERR_READY_TIMEOUT) past it.
+    pluginTimeout: config.shutdownTimeout + 10_000,
     routerOptions: { maxParamLength: 256 },
     frameworkErrors: frameworkErrorHandler,
     schemaController: { compilersFactory: { buildSerializer: serializerFactory() } },

@@ -4,7 +4,7 @@ import { SeriesHistogram } from './metrics-histogram.js';
 /**
  * rowi's Prometheus metrics (docs: docs/operations.md "Metrics"), one set per process, which every layer
  * records into: the HTTP engine its requests, the database its transactions and pool waits, the
- * limits and authentication their refusals, the weather client its upstream calls. Served at
+ * limits and authentication their refusals, the event streams their connections, the weather client its upstream calls. Served at
  * /metrics (resources/metrics.routes.ts); with --workers the primary adds up every worker's.
  *
  * Labels are bounded: route templates (never concrete paths), methods, status classes, policy
@@ -60,6 +60,17 @@ export const metrics = {
     name: 'rowi_auth_failures_total',
     help: 'Requests refused by authentication or authorisation, by kind (the problem type: missing-credentials, invalid-credentials, malformed-credentials, insufficient-scope)',
     labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  eventStreamsOpen: new Gauge({
+    name: 'rowi_event_streams_open',
+    help: 'Event streams whose connection is open (a stream counts until its socket has closed)',
+    registers: [registry],
+  }),
+  eventStreamsEnded: new Counter({
+    name: 'rowi_event_streams_ended_total',
+    help: 'Event streams whose connection closed, by why: client (it left), slow_reader (it took nothing of ROWI_EVENTS_STREAM_BUFFER unsent for two heartbeat intervals: reset), access (its credential stopped authenticating or lost events:read), shutdown, error',
+    labelNames: ['reason'] as const,
     registers: [registry],
   }),
   upstreamCalls: new Counter({

@@ -15,6 +15,15 @@ export const EVENT_SETTINGS = {
     Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'event streams one caller may hold open at once on one process (429 beyond)' }),
     'ROWI_EVENTS_MAX_STREAMS',
   ),
+  eventsStreamBuffer: setting(
+    Type.Integer({
+      minimum: 16_384,
+      maximum: 67_108_864,
+      default: 262_144,
+      description: 'bytes of events one stream may hold unsent (beyond the socket buffers of the operating system); past it the stream waits for its client, the events waiting in the outbox, and a client that takes nothing for two `ROWI_EVENTS_HEARTBEAT` intervals is disconnected (256 KiB by default)',
+    }),
+    'ROWI_EVENTS_STREAM_BUFFER',
+  ),
   webhookRetrySchedule: setting(
     Type.String({
       default: '5,300,1800,7200,18000,36000,36000',

@@ -127,9 +127,29 @@ function principalOf(authenticator: Authenticator, request: FastifyRequest): Pri
   throw new AuthenticationError('missing-credentials', 'This operation needs credentials: an API key in X-API-Key, or a bearer token in Authorization.', BEARER_CHALLENGE);
 }
 
+/**
+ * The request's credentials checked again, as they stand now, against what its route needs: for
+ * a response that outlives the moment it was authorised (an event stream). Throws the 401 or 403
+ * the request would get if it came now.
+ */
+export function authenticateAgain(authenticator: Authenticator, request: FastifyRequest): Principal | Promise<Principal> {
+  const permission = request.permission!;
+  const permitted = (principal: Principal): Principal => {
+    const refusal = refusalOf(principal, permission);
+    if (refusal !== undefined) throw refusal;
+    return principal;
+  };
+  const principal = principalOf(authenticator, request);
+  return principal instanceof Promise ? principal.then(permitted) : permitted(principal);
+}
+
 /** Undefined when the principal may proceed; the 403 otherwise. */
 function authorize(request: FastifyRequest, principal: Principal, permission: Permission): ForbiddenError | undefined {
   request.principal = principal;
+  return refusalOf(principal, permission);
+}
+
+function refusalOf(principal: Principal, permission: Permission): ForbiddenError | undefined {
   const missing = missingScopes(principal.scopes, permission);
   if (missing.length === 0) return undefined;
   const detail = `${principal.name} may not do this: it lacks ${missing.join(' and ')}.`;

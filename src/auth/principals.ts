@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Role } from '../db/database.js';
 import { isCorruption } from '../db/errors.js';
@@ -21,6 +22,8 @@ export interface Principal {
   role: Role | null;
   /** The caller's own requests per minute; null: its role's default. */
   rateLimit: number | null;
+  /** When the key or token stops working (milliseconds since the epoch); Infinity: never. */
+  expiresAt: number;
 }
 
 /**
@@ -56,9 +59,11 @@ interface TokenEntry extends VerifiedToken {
 /**
  * Turns credentials into a Principal, or throws a 401 problem. Answers from memory on the hot
  * path (a map look-up for a key or a token already checked) and goes
- * to the database only when an entry is older than FRESH_MS.
+ * to the database only when an entry is older than FRESH_MS. Emits `change` whenever callers or
+ * keys may have changed (here, or elsewhere as a signal says): what holds a credential for longer
+ * than a request (an event stream) checks it again then.
  */
-export class Authenticator {
+export class Authenticator extends EventEmitter<{ change: [] }> {
   readonly tokens: TokenService;
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
@@ -67,7 +72,7 @@ export class Authenticator {
    * (Keys, like tokens, are therefore in this process's memory while in use; only their hash
    * is ever stored. A miss hashes the key and compares the hashes in constant time.)
    */
-  readonly #keys = new Map<string, Checked<Principal & { keyId: number; expiresAt: number }>>();
+  readonly #keys = new Map<string, Checked<Principal & { keyId: number }>>();
   /** Look-ups in flight, so that the requests that find a key stale at once share one query. */
   readonly #loadingKeys = new Map<string, Promise<Principal>>();
   readonly #callers = new Map<number, Checked<CachedCaller | undefined>>();
@@ -81,6 +86,7 @@ export class Authenticator {
   readonly #unsubscribe: () => void;
 
   constructor(db: Db, tokens: TokenService, log: FastifyBaseLogger, signals: Signals) {
+    super();
     this.#db = db;
     this.tokens = tokens;
     this.#log = log;
@@ -111,6 +117,7 @@ export class Authenticator {
     this.#keys.clear();
     this.#loadingKeys.clear();
     this.#callers.clear();
+    this.emit('change');
   }
 
   async close(): Promise<void> {
@@ -211,7 +218,7 @@ export class Authenticator {
     // never caller management.
     if (token.kind === 'external') {
       const scopes = new Set(token.scopes.filter((scope) => isScope(scope) && isGrantable(scope)));
-      return keep({ credential: 'external', callerId: null, name: token.subject, scopes, role: null, rateLimit: null });
+      return keep({ credential: 'external', callerId: null, name: token.subject, scopes, role: null, rateLimit: null, expiresAt: token.expires * 1000 });
     }
     const callerId = Number(token.subject);
     const cached = this.#callers.get(callerId);
@@ -220,7 +227,7 @@ export class Authenticator {
       // A token carries the scopes granted when it was issued; a caller whose role has since
       // shrunk keeps only what it still holds.
       const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
-      return keep({ credential: 'oauth', callerId, name: caller.name, scopes, role: caller.role, rateLimit: caller.rateLimit });
+      return keep({ credential: 'oauth', callerId, name: caller.name, scopes, role: caller.role, rateLimit: caller.rateLimit, expiresAt: token.expires * 1000 });
     };
     if (cached !== undefined && now - cached.checkedAt < FRESH_MS) return principalOf(cached.value);
     return findCallerById(this.#db, callerId).then((row) => {

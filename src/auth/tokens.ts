@@ -11,7 +11,11 @@ import { ALGORITHM, SigningKeys } from './signing-keys.js';
  */
 /** RFC 9068 §2.1: access tokens are typed, so an ID token cannot pass for one. */
 const TOKEN_TYPE = 'at+jwt';
-/** Slack for clocks of other machines when checking exp and nbf. */
+/**
+ * Slack for clocks of other machines when checking nbf. Not for exp: a token stops working at its
+ * exp, on every path alike (a request whose token was checked before, one checking it afresh, an
+ * open event stream), as a key stops at its expires_at.
+ */
 const CLOCK_TOLERANCE_S = 5;
 
 export interface VerifiedToken {
@@ -93,7 +97,7 @@ export class TokenService {
           clockTolerance: CLOCK_TOLERANCE_S,
           requiredClaims: ['exp', 'sub'],
         });
-        return { kind: 'oauth', subject: String(payload.sub), scopes: scopeClaim(payload), expires: payload.exp! };
+        return { kind: 'oauth', subject: String(payload.sub), scopes: scopeClaim(payload), expires: unexpired(payload.exp!) };
       }
       const external = this.#external;
       if (external && claims.iss === external.issuer) {
@@ -104,7 +108,7 @@ export class TokenService {
           clockTolerance: CLOCK_TOLERANCE_S,
           requiredClaims: ['exp', 'sub'],
         });
-        return { kind: 'external', subject: String(payload.sub), scopes: scopeClaim(payload), expires: payload.exp! };
+        return { kind: 'external', subject: String(payload.sub), scopes: scopeClaim(payload), expires: unexpired(payload.exp!) };
       }
     } catch (error) {
       throw new TokenError(describeRefusal(error));
@@ -140,6 +144,12 @@ function scopeClaim(payload: JWTPayload): string[] {
   if (typeof scope === 'string') return scope.split(' ').filter((item) => item !== '');
   if (Array.isArray(scope)) return scope.filter((item): item is string => typeof item === 'string');
   return [];
+}
+
+/** The expiry of a token verified with the clock tolerance, if it has not passed. */
+function unexpired(exp: number): number {
+  if (exp * 1000 <= Date.now()) throw new TokenError('The token has expired.');
+  return exp;
 }
 
 function describeRefusal(error: unknown): string {

@@ -15,7 +15,13 @@ export interface FeedReader {
   resources: ReadonlySet<string>;
   /** Only these types, when given. */
   types?: ReadonlySet<string>;
-  deliver(events: StoredEvent[]): void;
+  /**
+   * While true it is handed nothing: it stays where it is, and once it is false again (and the
+   * feed woken) catches up from the table. Nothing waits for it in memory.
+   */
+  readonly paused?: boolean;
+  /** Takes events, in order, and answers how many it took: the rest come again, from the table, when it is ready. */
+  deliver(events: StoredEvent[]): number;
 }
 
 const BATCH = 500;
@@ -29,7 +35,8 @@ const ROUND_MS = 5;
  * The outbox as it grows, for this process: woken after a local commit that wrote events, by the
  * signal of another process or instance, and by a poll; each wake reads the new events once and
  * hands each reader what it may see. A reader that starts behind (a stream resumed with
- * Last-Event-ID) catches up from the table, in batches, before it joins.
+ * Last-Event-ID), or fell behind (it paused: a stream whose client reads slowly), catches up from
+ * the table, in batches, before it joins.
  */
 export class EventFeed {
   readonly #db: Db;
@@ -145,26 +152,34 @@ export class EventFeed {
     const batch = await findEventsAfter(this.#db, head, { limit: BATCH });
     const next = batch.length > 0 ? positionOf(batch[batch.length - 1]!) : head;
     for (const reader of this.#readers) {
+      if (reader.paused) continue;
       if (samePosition(reader.position, head)) {
         handOver(reader, batch, next);
         continue;
       }
       // Behind: catch up from the table, up to where the feed now stands.
       const rows = await findEventsAfter(this.#db, reader.position, { limit: BATCH, upTo: next, resources: [...reader.resources], ...(reader.types ? { types: [...reader.types] } : {}) });
-      handOver(reader, rows, rows.length === BATCH ? positionOf(rows[rows.length - 1]!) : next);
-      if (rows.length === BATCH) this.#again = true;
+      if (reader.paused) continue;
+      const tookAll = handOver(reader, rows, rows.length === BATCH ? positionOf(rows[rows.length - 1]!) : next);
+      if (rows.length === BATCH && tookAll) this.#again = true;
     }
     this.#head = Promise.resolve(next);
     if (batch.length === BATCH) this.#again = true;
   }
 }
 
-function handOver(reader: FeedReader, events: StoredEvent[], next: Position): void {
+/** Hands the reader what it may see of `events`, and moves it to `next`; false when it took only part (it stands after the last it took). */
+function handOver(reader: FeedReader, events: StoredEvent[], next: Position): boolean {
   const visible = events.filter((event) => reader.resources.has(event.resource) && (reader.types === undefined || reader.types.has(event.type)));
   // A reader that started ahead of the feed (a stream opened while the feed was idle) waits for it.
-  if (isBefore(next, reader.position)) return;
+  if (isBefore(next, reader.position)) return true;
+  const taken = visible.length === 0 ? 0 : reader.deliver(visible);
+  if (taken < visible.length) {
+    if (taken > 0) reader.position = positionOf(visible[taken - 1]!);
+    return false;
+  }
   reader.position = next;
-  if (visible.length > 0) reader.deliver(visible);
+  return true;
 }
 
 function isBefore(a: Position, b: Position): boolean {

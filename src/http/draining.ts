@@ -21,7 +21,8 @@ import { isProbe } from './probes.js';
  *    under keep-alive load. A client that sends requests back to back is never quiet that long: it
  *    gets its next answer with `Connection: close` instead.
  *    Event streams, which never end by themselves, are ended at once (their clients reconnect
- *    elsewhere and resume with Last-Event-ID).
+ *    elsewhere and resume with Last-Event-ID); a stream whose client does not read its end is
+ *    reset within a second, so it never holds the drain until the time-out.
  * 4. The app's other closing work (the audit trail's last batch, the database) waits until every
  *    connection has ended, or ROWI_SHUTDOWN_TIMEOUT has passed: then what is left is cut, and the
  *    drain reports it (the process exits 1).

@@ -158,3 +158,15 @@ export function serverPool() {
     },
   };
 }
+
+/** One request to a running server as its admin: a JSON body in (of `contentType`), the status and the parsed JSON out. */
+export async function callServer(server: Pick<RunningServer, 'baseUrl' | 'adminKey'>, method: string, path: string, body?: unknown, contentType = 'application/json') {
+  const reply = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: { 'x-api-key': server.adminKey, ...(body === undefined ? {} : { 'content-type': contentType }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await reply.text();
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return { status: reply.status, json: (text === '' ? undefined : JSON.parse(text)) as any };
+}

@@ -1,19 +1,19 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import Type from 'typebox';
 import { readableResources } from '../../auth/policy.js';
 import type { Config } from '../../config.js';
 import { AppError } from '../../errors.js';
-import type { EventFeed, FeedReader } from '../../events/feed.js';
-import { presentEvent } from '../../events/outbox.js';
-import { findEventById, latestPosition, positionOf, type StoredEvent } from '../../events/outbox.repository.js';
+import type { EventFeed } from '../../events/feed.js';
+import type { Db } from '../../db/database.js';
+import { findEventById, latestPosition, positionOf, type Position } from '../../events/outbox.repository.js';
+import { problemFor } from '../../http/problem.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
 import { StreamHeaders, StreamQuery } from './events.schema.js';
+import { StreamAccess } from './stream-access.js';
+import { StreamConnection } from './stream-connection.js';
 
-/** A stream whose client reads slower than events come is ended past this much unsent; it resumes with Last-Event-ID. */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
-/** What EventSource waits before it reconnects. */
-const RETRY_MS = 2000;
+const SHUTTING_DOWN = new AppError('service-unavailable', 'This rowi instance is shutting down; reconnect with Last-Event-ID to resume where this stream ended.');
 
 /**
  * GET /v1/events/stream: the caller's visible events as they commit, as Server-Sent Events
@@ -21,10 +21,15 @@ const RETRY_MS = 2000;
  * GET /v1/events/{id} answers it. With Last-Event-ID (EventSource sends it when it reconnects) the
  * stream first replays every later event from the outbox, so nothing is missed across a
  * reconnect. A comment line every ROWI_EVENTS_HEARTBEAT seconds keeps idle connections open.
+ * What a stream may send follows its caller's access (stream-access.ts); what it may hold unsent
+ * is bounded (stream-connection.ts).
  */
-export function registerEventStream(app: FastifyInstance, feed: EventFeed, config: Pick<Config, 'eventsHeartbeat' | 'eventsMaxStreams'>): void {
+export function registerEventStream(app: FastifyInstance, feed: EventFeed, config: Pick<Config, 'eventsHeartbeat' | 'eventsMaxStreams' | 'eventsStreamBuffer'>): void {
   const { db } = app;
+  /** Open streams by caller, on this process. */
   const open = new Map<string, number>();
+  const access = new StreamAccess(app.auth, app.log);
+  app.addHook('onClose', async () => access.close());
 
   app.get('/v1/events/stream', {
     schema: operation({
@@ -32,7 +37,7 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
       permission: 'events:read',
       summary: 'Stream events as they happen (Server-Sent Events)',
       description:
-        'The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance.',
+        'The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. The stream keeps to the caller\'s access as it changes, as its requests do (at once on the instance where the change was made, within a second elsewhere): it stops sending the events of a resource the caller may no longer read, and when its key or token stops working (revoked, expired, caller deleted) or loses events:read, its last event is `stream.ended`, whose data is the problem (401, 403) a request would get now. A shutdown also ends it with `stream.ended` (503): resume elsewhere with Last-Event-ID. A stream holds at most ROWI_EVENTS_STREAM_BUFFER bytes unsent: past it, what a slow client is owed waits in the outbox until it reads; a client that takes nothing for two ROWI_EVENTS_HEARTBEAT intervals is disconnected, and resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.',
       tags: ['events'],
       eventStream: true,
       querystring: StreamQuery,
@@ -42,105 +47,81 @@ export function registerEventStream(app: FastifyInstance, feed: EventFeed, confi
         200: {
           description: 'The stream: it stays open until the client or the server ends it',
           headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
-          content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: id, event and data (JSON) lines, a blank line after each event; lines starting with : are comments' }) } },
+          content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: id, event and data (JSON) lines, a blank line after each event; lines starting with : are comments; when the server ends the stream, a last event `stream.ended` without id, whose data is an RFC 9457 problem saying why' }) } },
         },
       },
     }),
   }, async (request, reply) => {
     const principal = request.principal!;
-    // HEAD answers the stream's headers and ends: a stream never ends by itself.
     const key = principal.callerId === null ? `external:${principal.name}` : `caller:${principal.callerId}`;
     if ((open.get(key) ?? 0) >= config.eventsMaxStreams) {
       throw new AppError('too-many-streams', `This caller already holds ${config.eventsMaxStreams} event streams open on this instance (ROWI_EVENTS_MAX_STREAMS); close one first.`, {
         headers: { 'retry-after': '10' },
       });
     }
-    const resources = new Set(readableResources(principal.scopes));
-    const { types } = request.query as Static<typeof StreamQuery>;
-    const lastEventId = (request.headers as Static<typeof StreamHeaders>)['last-event-id'];
-    // Where the stream starts is fixed before its headers go out: an event committed once the
-    // client holds the 200 is always sent.
-    let from = await latestPosition(db);
-    if (lastEventId !== undefined) {
-      const last = await findEventById(db, lastEventId);
-      if (!last || !resources.has(last.resource)) {
-        throw new AppError('last-event-unknown', `Last-Event-ID ${lastEventId} names no event kept for you (events are kept ROWI_EVENTS_RETENTION seconds); the stream cannot resume without a gap.`);
-      }
-      from = positionOf(last);
-    }
-    if (request.method === 'HEAD') return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-store').send();
+    // The place is taken before anything is awaited, so that streams opened at once cannot pass the limit together.
     open.set(key, (open.get(key) ?? 0) + 1);
-    startStream(request, reply, {
-      feed,
-      heartbeatMs: config.eventsHeartbeat * 1000,
-      reader: { resources, ...(types ? { types: new Set(types.split(',')) } : {}) },
+    const leave = () => {
+      const left = (open.get(key) ?? 1) - 1;
+      if (left === 0) open.delete(key);
+      else open.set(key, left);
+    };
+    let from;
+    try {
+      from = await startingPosition(db, request.headers as Static<typeof StreamHeaders>, readableResources(principal.scopes));
+    } catch (error) {
+      leave();
+      throw error;
+    }
+    // HEAD answers the stream's headers and ends: a stream never ends by itself.
+    if (request.method === 'HEAD') {
+      leave();
+      return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-store').send();
+    }
+    const { types } = request.query as Static<typeof StreamQuery>;
+    let unsubscribe: (() => void) | undefined;
+    const stream: StreamConnection = new StreamConnection(request, reply, {
+      resources: new Set(readableResources(principal.scopes)),
+      types: types ? new Set(types.split(',')) : undefined,
       from,
-      onEnd: () => {
-        const left = (open.get(key) ?? 1) - 1;
-        if (left === 0) open.delete(key);
-        else open.set(key, left);
+      heartbeatMs: config.eventsHeartbeat * 1000,
+      bufferBytes: config.eventsStreamBuffer,
+      onReady: () => feed.wake(),
+      // A stream counts, against the caller's limit and for the drain, until its socket has closed.
+      onGone: () => {
+        unsubscribe?.();
+        access.delete(stream);
+        app.openStreams.delete(drainable);
+        leave();
       },
     });
+    const drainable = { end: () => stream.end(problemFor(SHUTTING_DOWN, request), 'shutdown') };
+    app.openStreams.add(drainable);
+    access.add(stream);
+    feed.add(stream.reader).then(
+      (remove) => {
+        if (stream.ended) remove();
+        else unsubscribe = remove;
+      },
+      (error: unknown) => {
+        request.log.error({ err: error }, 'event stream could not start');
+        stream.cut('error');
+      },
+    );
   });
 }
 
-interface StreamOptions {
-  feed: EventFeed;
-  heartbeatMs: number;
-  reader: Pick<FeedReader, 'resources' | 'types'>;
-  from: FeedReader['position'];
-  onEnd: () => void;
-}
-
-function startStream(request: FastifyRequest, reply: FastifyReply, options: StreamOptions): void {
-  const { feed } = options;
-  const response = reply.raw;
-  reply.hijack();
-  // The headers already set on the reply (request id, rate limit) go out with the stream's own.
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined && name !== 'vary') headers[name] = String(value);
-  response.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
-  // The connection's idle time-out would cut a quiet stream: heartbeats keep it, the time-out is off.
-  request.raw.socket.setTimeout(0);
-  response.write(`retry: ${RETRY_MS}\n\n`);
-
-  let ended = false;
-  let unsubscribe: (() => void) | undefined;
-  const stream = { end: () => finish() };
-  const heartbeat = setInterval(() => response.write(': heartbeat\n\n'), options.heartbeatMs);
-  const finish = () => {
-    if (ended) return;
-    ended = true;
-    clearInterval(heartbeat);
-    unsubscribe?.();
-    request.server.openStreams.delete(stream);
-    options.onEnd();
-    if (!response.writableEnded) response.end();
-  };
-  request.server.openStreams.add(stream);
-  response.on('close', finish);
-
-  const reader: FeedReader = {
-    ...options.reader,
-    position: options.from,
-    deliver: (events: StoredEvent[]) => {
-      if (ended) return;
-      response.write(events.map(frame).join(''));
-      if (response.writableLength > MAX_BUFFERED_BYTES) {
-        request.log.warn({ buffered: response.writableLength }, 'event stream client reads too slowly: stream ended (it resumes with Last-Event-ID)');
-        finish();
-      }
-    },
-  };
-  void (async () => {
-    unsubscribe = await feed.add(reader);
-    if (ended) unsubscribe();
-  })().catch((error: unknown) => {
-    request.log.error({ err: error }, 'event stream could not start');
-    finish();
-  });
-}
-
-function frame(event: StoredEvent): string {
-  return `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`;
+/**
+ * Where a stream starts, fixed before its headers go out (an event committed once the client
+ * holds the 200 is always sent): the outbox's end, or the event named by Last-Event-ID, which must
+ * be one the caller may read.
+ */
+async function startingPosition(db: Db, headers: Static<typeof StreamHeaders>, readable: string[]): Promise<Position> {
+  const lastEventId = headers['last-event-id'];
+  if (lastEventId === undefined) return latestPosition(db);
+  const last = await findEventById(db, lastEventId);
+  if (!last || !readable.includes(last.resource)) {
+    throw new AppError('last-event-unknown', `Last-Event-ID ${lastEventId} names no event kept for you (events are kept ROWI_EVENTS_RETENTION seconds); the stream cannot resume without a gap.`);
+  }
+  return positionOf(last);
 }
