@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { migrationNames } from './helpers/migrations.js';
 import { openSqliteFile } from './helpers/sqlite-file.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, serverPool, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
@@ -397,8 +398,7 @@ describe('rowi command line', () => {
   it('rowi migrate: applies the migrations once, then reports the database up to date', async () => {
     const dataFile = tempDataFile();
     const first = await runCli(['migrate', '--data', dataFile]);
-    // Every migration file, in order of its number.
-    const migrations = readdirSync(join(import.meta.dirname, '../src/db/migrations')).filter((name) => /^\d{4}-.+\.ts$/.test(name)).sort().map((name) => name.slice(0, -3));
+    const migrations = migrationNames();
     expect(migrations.slice(0, 2)).toEqual(['0001-users', '0002-inventory-orders']);
     expect(first).toMatchObject({ code: 0, stdout: `applied ${migrations.join(', ')}\n` });
     const second = await runCli(['migrate', '--data', dataFile]);

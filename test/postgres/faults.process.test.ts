@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { adminQuery, createTestDatabase, PG_URL, type TestDatabase } from '../helpers/database.js';
+import { migrationNames } from '../helpers/migrations.js';
 import { runCli, startServer, type RunningServer, type StartOptions } from '../helpers/process.js';
 import { startTcpProxy, viaProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -301,15 +302,7 @@ describe('rowi serve on PostgreSQL: faults', () => {
     expect(printed).toHaveLength(1);
 
     const { rows: migrations } = await adminQuery(`select name, count(*)::int as n from ${db.schema}.kysely_migration group by name order by name`);
-    expect(migrations).toEqual([
-      { name: '0001-users', n: 1 },
-      { name: '0002-inventory-orders', n: 1 },
-      { name: '0003-callers-audit', n: 1 },
-      { name: '0004-caller-rate-limit', n: 1 },
-      { name: '0005-weather', n: 1 },
-      { name: '0006-events', n: 1 },
-      { name: '0007-delivery-claims', n: 1 },
-    ]);
+    expect(migrations).toEqual(migrationNames().map((name) => ({ name, n: 1 })));
     const { rows: admins } = await adminQuery(`select count(*)::int as n from ${db.schema}.callers`);
     expect(admins).toEqual([{ n: 1 }]);
 
