@@ -7,7 +7,8 @@
  * events (events: the outbox, its feed, webhooks and the bus; on the database only), upstream clients (upstream), the resources (resources), and the process (app, server, cli,
  * cluster, listen), which wires them together. A layer imports only the layers below it.
  */
-const FOUNDATION = '^src/(config|settings|settings-limits|settings-weather|settings-events|errors|logger|metrics|metrics-histogram|version)\\.ts$';
+const FOUNDATION =
+  '^src/(config|settings|settings-limits|settings-weather|settings-events|errors|logger|metrics|metrics-histogram|version)\\.ts$';
 const PROCESS = '^src/(app|server|cli|cluster|cluster-metrics|listen)\\.ts$';
 
 /** A rule forbidding `from` to import any of `to`. */
@@ -31,17 +32,58 @@ export default {
       from: {},
       to: { couldNotResolve: true },
     },
-    below('foundation-imports-nothing', FOUNDATION, '^src/(db|http|auth|audit|limits|events|upstream|resources)/|' + PROCESS, 'config, errors, logger and version are the bottom layer.'),
-    below('db-knows-no-caller', '^src/db/', '^src/(http|auth|audit|limits|events|upstream|resources)/|' + PROCESS, 'The database layer serves every layer above it and knows none of them.'),
-    below('http-knows-no-resource', '^src/http/', '^src/(auth|audit|limits|events|upstream|resources)/|' + PROCESS, 'The HTTP engine knows no resource and no detail of authentication.'),
-    below('auth-knows-no-resource', '^src/auth/', '^src/(audit|limits|events|upstream|resources)/|' + PROCESS, 'Authentication knows no resource.'),
-    below('audit-and-limits-know-no-resource', '^src/(audit|limits)/', '^src/(upstream|resources)/|' + PROCESS, 'The audit trail and the rate limits serve every route and know none.'),
-    below('events-know-no-resource', '^src/events/', '^src/(http|auth|audit|limits|upstream|resources)/|' + PROCESS, 'The outbox, the feed, webhook delivery and the bus serve the resources and know none; they stand on the database and the foundation.'),
-    below('upstream-knows-no-resource', '^src/upstream/', '^src/(db|http|auth|audit|limits|resources)/|' + PROCESS, 'Upstream clients speak to other services and know nothing of rowi above the foundation.'),
-    below('resources-below-the-process', '^src/resources/', PROCESS, 'Resources are wired together by the process, not the other way.'),
+    below(
+      'foundation-imports-nothing',
+      FOUNDATION,
+      '^src/(db|http|auth|audit|limits|events|upstream|resources)/|' + PROCESS,
+      'config, errors, logger and version are the bottom layer.',
+    ),
+    below(
+      'db-knows-no-caller',
+      '^src/db/',
+      '^src/(http|auth|audit|limits|events|upstream|resources)/|' + PROCESS,
+      'The database layer serves every layer above it and knows none of them.',
+    ),
+    below(
+      'http-knows-no-resource',
+      '^src/http/',
+      '^src/(auth|audit|limits|events|upstream|resources)/|' + PROCESS,
+      'The HTTP engine knows no resource and no detail of authentication.',
+    ),
+    below(
+      'auth-knows-no-resource',
+      '^src/auth/',
+      '^src/(audit|limits|events|upstream|resources)/|' + PROCESS,
+      'Authentication knows no resource.',
+    ),
+    below(
+      'audit-and-limits-know-no-resource',
+      '^src/(audit|limits)/',
+      '^src/(upstream|resources)/|' + PROCESS,
+      'The audit trail and the rate limits serve every route and know none.',
+    ),
+    below(
+      'events-know-no-resource',
+      '^src/events/',
+      '^src/(http|auth|audit|limits|upstream|resources)/|' + PROCESS,
+      'The outbox, the feed, webhook delivery and the bus serve the resources and know none; they stand on the database and the foundation.',
+    ),
+    below(
+      'upstream-knows-no-resource',
+      '^src/upstream/',
+      '^src/(db|http|auth|audit|limits|resources)/|' + PROCESS,
+      'Upstream clients speak to other services and know nothing of rowi above the foundation.',
+    ),
+    below(
+      'resources-below-the-process',
+      '^src/resources/',
+      PROCESS,
+      'Resources are wired together by the process, not the other way.',
+    ),
     {
       name: 'resources-one-way',
-      comment: 'A resource imports another only down this order: users -> orders -> items (a user with orders cannot be deleted; an order moves stock). Anything shared by several lives in src/resources/ itself.',
+      comment:
+        'A resource imports another only down this order: users -> orders -> items (a user with orders cannot be deleted; an order moves stock). Anything shared by several lives in src/resources/ itself.',
       severity: 'error',
       from: { path: '^src/resources/([^/]+)/' },
       to: { path: '^src/resources/([^/]+)/', pathNot: ['^src/resources/$1/', '^src/resources/(orders|items)/'] },
@@ -66,6 +108,10 @@ export default {
     exclude: { path: '^(dist|test|bench)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.js'], exportsFields: ['exports'], conditionNames: ['import', 'types', 'node', 'default'] },
+    enhancedResolveOptions: {
+      extensions: ['.ts', '.js'],
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'types', 'node', 'default'],
+    },
   },
 };

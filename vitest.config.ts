@@ -22,7 +22,12 @@ const POSTGRES_FAST = [
   'test/fuzz/**/*.test.ts',
   'test/events/**/*.test.ts',
 ];
-const POSTGRES_PROCESS = ['test/auth/{oauth,credential-changes}.process.test.ts', 'test/{orders,workers}.process.test.ts', 'test/postgres/**/*.process.test.ts', 'test/events/**/*.process.test.ts'];
+const POSTGRES_PROCESS = [
+  'test/auth/{oauth,credential-changes}.process.test.ts',
+  'test/{orders,workers}.process.test.ts',
+  'test/postgres/**/*.process.test.ts',
+  'test/events/**/*.process.test.ts',
+];
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
 const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };
@@ -41,12 +46,29 @@ export default defineConfig({
     // database (file or schema) and port 0.
     fileParallelism: true,
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [PROCESS_FILES, 'test/postgres/**'] } },
-      { extends: true, test: { name: 'process', include: [PROCESS_FILES], exclude: ['test/postgres/**'], globalSetup: [SETUP, BUILD] } },
+      {
+        extends: true,
+        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [PROCESS_FILES, 'test/postgres/**'] },
+      },
+      {
+        extends: true,
+        test: { name: 'process', include: [PROCESS_FILES], exclude: ['test/postgres/**'], globalSetup: [SETUP, BUILD] },
+      },
       ...(process.env.ROWI_TEST_PG_URL
         ? [
-            { extends: true as const, test: { name: 'fast-postgres', include: POSTGRES_FAST, exclude: [PROCESS_FILES, 'test/resources/money.test.ts'], env: POSTGRES } },
-            { extends: true as const, test: { name: 'process-postgres', include: POSTGRES_PROCESS, globalSetup: [SETUP, BUILD], env: POSTGRES } },
+            {
+              extends: true as const,
+              test: {
+                name: 'fast-postgres',
+                include: POSTGRES_FAST,
+                exclude: [PROCESS_FILES, 'test/resources/money.test.ts'],
+                env: POSTGRES,
+              },
+            },
+            {
+              extends: true as const,
+              test: { name: 'process-postgres', include: POSTGRES_PROCESS, globalSetup: [SETUP, BUILD], env: POSTGRES },
+            },
           ]
         : []),
     ],

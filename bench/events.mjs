@@ -33,7 +33,12 @@ const { values: options } = parseArgs({
 });
 const duration = Number(options.duration);
 const rounds = Number(options.rounds);
-const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-events-bench-')), children: new Set(), threads: 1, connections: Number(options.connections) };
+const bench = {
+  work: mkdtempSync(join(tmpdir(), 'rowi-events-bench-')),
+  children: new Set(),
+  threads: 1,
+  connections: Number(options.connections),
+};
 let receiver;
 
 try {
@@ -60,7 +65,10 @@ async function main() {
   const servers = [];
   const beforeCli = join(options.before, 'dist/src/cli.js');
   if (existsSync(beforeCli)) servers.push(await prepare('before the outbox', {}, [beforeCli, 'serve']));
-  else console.log(`no build of rowi before the outbox in ${options.before}: its column is left out (see the top of bench/events.mjs)`);
+  else
+    console.log(
+      `no build of rowi before the outbox in ${options.before}: its column is left out (see the top of bench/events.mjs)`,
+    );
   servers.push(await prepare('outbox', {}));
   const hooked = await prepare('outbox + 1 webhook', { ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1' });
   await send(hooked, 'POST', '/v1/webhook-endpoints', { url: receiverUrl, events: ['*'] }, 201);
@@ -71,13 +79,23 @@ async function main() {
     for (const server of servers) {
       const figures = await measure(bench, tool, server.target, duration);
       samples.get(server.name).push(figures);
-      console.log(`round ${round + 1}  ${server.name.padEnd(20)} ${figures.rps.toFixed(0).padStart(6)} orders/s  p99 ${figures.p99.toFixed(1).padStart(6)} ms  ${(figures.cpuMs ?? 0).toFixed(3)} ms CPU/order`);
+      console.log(
+        `round ${round + 1}  ${server.name.padEnd(20)} ${figures.rps.toFixed(0).padStart(6)} orders/s  p99 ${figures.p99.toFixed(1).padStart(6)} ms  ${(figures.cpuMs ?? 0).toFixed(3)} ms CPU/order`,
+      );
     }
   }
-  const behind = await send(hooked, 'GET', '/v1/webhook-endpoints/1/deliveries?status=pending&limit=500', undefined, 200);
+  const behind = await send(
+    hooked,
+    'GET',
+    '/v1/webhook-endpoints/1/deliveries?status=pending&limit=500',
+    undefined,
+    200,
+  );
   const events = await countEvents(hooked);
 
-  console.log(`\nPOST /v1/orders on SQLite, ${rounds} rounds of ${duration} s, ${bench.connections} connections (medians):`);
+  console.log(
+    `\nPOST /v1/orders on SQLite, ${rounds} rounds of ${duration} s, ${bench.connections} connections (medians):`,
+  );
   const reference = samples.get(servers[0].name);
   for (const server of servers) {
     const runs = samples.get(server.name);
@@ -85,13 +103,22 @@ async function main() {
     const p99 = median(runs.map((run) => run.p99));
     const cpu = median(runs.map((run) => run.cpuMs ?? 0));
     const ratio = median(runs.map((run, index) => run.rps / reference[index].rps));
-    console.log(`  ${server.name.padEnd(20)} ${rps.toFixed(0).padStart(6)} orders/s (${(ratio * 100).toFixed(1)} % of ${servers[0].name})  p99 ${p99.toFixed(1)} ms  ${cpu.toFixed(3)} ms CPU/order`);
+    console.log(
+      `  ${server.name.padEnd(20)} ${rps.toFixed(0).padStart(6)} orders/s (${(ratio * 100).toFixed(1)} % of ${servers[0].name})  p99 ${p99.toFixed(1)} ms  ${cpu.toFixed(3)} ms CPU/order`,
+    );
   }
-  console.log(`\nwebhook: ${received} deliveries received by the end; ${events} events written; ${behind.data.length}${behind.next_cursor ? '+' : ''} deliveries still pending when the last load ended`);
+  console.log(
+    `\nwebhook: ${received} deliveries received by the end; ${events} events written; ${behind.data.length}${behind.next_cursor ? '+' : ''} deliveries still pending when the last load ended`,
+  );
 }
 
 async function prepare(name, env, args) {
-  const server = await startRowi(bench, name.replace(/\W+/g, '-'), sqliteEnv(join(bench.work, `${name.replace(/\W+/g, '-')}.db`), 1, env), args);
+  const server = await startRowi(
+    bench,
+    name.replace(/\W+/g, '-'),
+    sqliteEnv(join(bench.work, `${name.replace(/\W+/g, '-')}.db`), 1, env),
+    args,
+  );
   server.name = name;
   const key = await adminKeyOf(server);
   server.credentials = async () => ({ 'x-api-key': key });

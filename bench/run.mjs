@@ -42,13 +42,28 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { countsRequests, ledgerOfPostgres, ledgerOfSqlite, sameAnswer, sameOrderAnswer, sameRecord } from './lib/checks.mjs';
+import {
+  countsRequests,
+  ledgerOfPostgres,
+  ledgerOfSqlite,
+  sameAnswer,
+  sameOrderAnswer,
+  sameRecord,
+} from './lib/checks.mjs';
 import { findLoadTool, load, measure, median } from './lib/load.mjs';
 import { ORDERED_ITEMS, STOCK_PER_ITEM, orderBodies } from './lib/order-mix.mjs';
 import { dropBenchSchema, setUpPostgres } from './lib/postgres.mjs';
 import { ROOT, adminKeyOf, startProcess, startRowi, stopServers } from './lib/processes.mjs';
 import { redisFailuresOf, startRateLimitServers } from './lib/rate-limits.mjs';
-import { authRatiosOf, limitRatiosOf, pairedRatio, printGoals, printRatios, printTable, ratiosOf } from './lib/report.mjs';
+import {
+  authRatiosOf,
+  limitRatiosOf,
+  pairedRatio,
+  printGoals,
+  printRatios,
+  printTable,
+  ratiosOf,
+} from './lib/report.mjs';
 import { startDriverServers } from './lib/drivers.mjs';
 import { writeRecord } from './lib/record.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
@@ -88,11 +103,12 @@ const bench = {
 };
 let cleaning;
 /** Ends every server (worker processes included), drops the PostgreSQL schema and the work folder; once. */
-const cleanUp = () => (cleaning ??= (async () => {
-  await stopServers(bench);
-  await dropBenchSchema(bench);
-  rmSync(bench.work, { recursive: true, force: true });
-})());
+const cleanUp = () =>
+  (cleaning ??= (async () => {
+    await stopServers(bench);
+    await dropBenchSchema(bench);
+    rmSync(bench.work, { recursive: true, force: true });
+  })());
 process.on('SIGINT', () => {
   cleanUp().finally(() => process.exit(130));
 });
@@ -132,27 +148,38 @@ async function main() {
   await copyDatabase(rowiData, noAuthData);
   await copyDatabase(rowiData, authData);
   // It serves one process whatever ROWI_WORKERS says; set anyway, as for every rowi.
-  const noAuth = await startRowi(bench, 'no-auth', sqliteEnv(noAuthData, 1), [join(ROOT, 'bench/unauthenticated-server.mjs')]);
+  const noAuth = await startRowi(bench, 'no-auth', sqliteEnv(noAuthData, 1), [
+    join(ROOT, 'bench/unauthenticated-server.mjs'),
+  ]);
   noAuth.credentials = async () => ({});
   const rowiAuth = await startRowi(bench, 'rowi-auth', sqliteEnv(authData, 1));
   rowiAuth.credentials = apiKey;
   // A token per load (the one of a long run could expire), from the rowi it is for: the first request verifies it.
   const bearer = async () => ({ authorization: `Bearer ${await issueToken(rowiAuth.url, 'admin', adminKey)}` });
 
-  const bare = await startProcess(bench, 'bare', [join(ROOT, 'bench/bare-server.mjs')], {
-    BARE_RECORD: JSON.stringify(probe),
-    BARE_STOCK: JSON.stringify(stock),
-    BARE_ORDER: JSON.stringify(sampleOrder),
-  }, /listening (http:\/\/\S+)/);
+  const bare = await startProcess(
+    bench,
+    'bare',
+    [join(ROOT, 'bench/bare-server.mjs')],
+    {
+      BARE_RECORD: JSON.stringify(probe),
+      BARE_STOCK: JSON.stringify(stock),
+      BARE_ORDER: JSON.stringify(sampleOrder),
+    },
+    /listening (http:\/\/\S+)/,
+  );
   await sameAnswer(rowi, bare.url, probePath);
   await sameAnswer(rowi, bare.url, `/v1/items/${stockProbe.id}/stock`);
   await sameOrderAnswer(bare.url, sampleOrder, orderBodies(mix)());
-  await sameRecord([
-    { label: 'rowi with an API key', url: rowi.url, headers: await apiKey() },
-    { label: 'rowi-auth with an API key', url: rowiAuth.url, headers: await apiKey() },
-    { label: 'rowi-auth with a JWT', url: rowiAuth.url, headers: await bearer() },
-    { label: 'rowi without authentication', url: noAuth.url, headers: {} },
-  ], probePath);
+  await sameRecord(
+    [
+      { label: 'rowi with an API key', url: rowi.url, headers: await apiKey() },
+      { label: 'rowi-auth with an API key', url: rowiAuth.url, headers: await apiKey() },
+      { label: 'rowi-auth with a JWT', url: rowiAuth.url, headers: await bearer() },
+      { label: 'rowi without authentication', url: noAuth.url, headers: {} },
+    ],
+    probePath,
+  );
   await countsRequests(rowi, probePath, 'instance');
   await countsRequests(rowiAuth, probePath, 'instance');
 
@@ -168,10 +195,13 @@ async function main() {
     sqliteTwo = await startRowi(bench, 'rowi-sqlite-2-workers', sqliteEnv(rowiData, 2));
     sqliteTwo.credentials = apiKey;
     await sameAnswer(sqliteTwo, bare.url, probePath);
-    await sameRecord([
-      { label: 'rowi (SQLite, 1 worker)', url: rowi.url, headers: await apiKey() },
-      { label: 'rowi (SQLite, 2 workers)', url: sqliteTwo.url, headers: await apiKey() },
-    ], probePath);
+    await sameRecord(
+      [
+        { label: 'rowi (SQLite, 1 worker)', url: rowi.url, headers: await apiKey() },
+        { label: 'rowi (SQLite, 2 workers)', url: sqliteTwo.url, headers: await apiKey() },
+      ],
+      probePath,
+    );
     postgres = await setUpPostgres(bench, options['no-postgres'], rowi, probePath, sampleOrder);
   }
 
@@ -182,27 +212,90 @@ async function main() {
   const getUser = { method: 'GET', path: probePath, headers: accept };
   const [bareGetUser, apiKeyGetUser] = pair(bare, rowi, 'GET /v1/users/{id}', getUser, apiKey);
   const noAuthGetUser = targetOf(LABELS.noAuth, 'GET /v1/users/{id}', noAuth, { ...getUser, credential: 'none' });
-  const withAuth = (label, credential, credentials) => targetOf(label, 'GET /v1/users/{id}', rowiAuth, { ...getUser, credential, credentials, variant: 'auth comparison', noAuth: noAuthGetUser.name });
+  const withAuth = (label, credential, credentials) =>
+    targetOf(label, 'GET /v1/users/{id}', rowiAuth, {
+      ...getUser,
+      credential,
+      credentials,
+      variant: 'auth comparison',
+      noAuth: noAuthGetUser.name,
+    });
   const postOrder = { method: 'POST', path: '/v1/orders', headers: { ...accept, 'content-type': 'application/json' } };
   const [bareOrders, apiKeyOrders] = pair(bare, rowi, 'POST /v1/orders', { ...postOrder, orders: mix }, apiKey);
   // The other columns of "Storage and processes", each paired with the baseline of its operation:
   // PostgreSQL's probe user and order mix (its own item ids) are records of its own.
   const variants = (operation, baseline, request, pgRequest) => [
     ...(sqliteTwo ? [storageTarget(sqliteTwo, 'SQLite', 2, operation, request, baseline)] : []),
-    ...(postgres.one ? [1, 2].map((workers) => storageTarget(workers === 1 ? postgres.one : postgres.two, 'PostgreSQL', workers, operation, pgRequest, baseline)) : []),
+    ...(postgres.one
+      ? [1, 2].map((workers) =>
+          storageTarget(
+            workers === 1 ? postgres.one : postgres.two,
+            'PostgreSQL',
+            workers,
+            operation,
+            pgRequest,
+            baseline,
+          ),
+        )
+      : []),
   ];
   // The orders load again, with a reader on a connection of its own sending GET /v1/users/{id}
   // one after another at the same time: how long a read waits while rowi is busy writing.
-  const readerAlongside = targetOf(`${LABELS.apiKey}, reading alongside`, 'GET /v1/users/{id}', rowi, { ...getUser, credential: 'API key', credentials: apiKey, connections: 1, variant: 'reader alongside orders' });
-  const ordersWithReader = targetOf(`${LABELS.apiKey}, a reader alongside`, 'POST /v1/orders', rowi, { ...postOrder, orders: mix, credential: 'API key', credentials: apiKey, variant: 'with a reader alongside', alongside: readerAlongside });
+  const readerAlongside = targetOf(`${LABELS.apiKey}, reading alongside`, 'GET /v1/users/{id}', rowi, {
+    ...getUser,
+    credential: 'API key',
+    credentials: apiKey,
+    connections: 1,
+    variant: 'reader alongside orders',
+  });
+  const ordersWithReader = targetOf(`${LABELS.apiKey}, a reader alongside`, 'POST /v1/orders', rowi, {
+    ...postOrder,
+    orders: mix,
+    credential: 'API key',
+    credentials: apiKey,
+    variant: 'with a reader alongside',
+    alongside: readerAlongside,
+  });
   // The two SQLite drivers, each on a copy of rowi's database taken at the same moment, loaded back to back.
-  const drivers = STORAGE_OPERATIONS.some((operation) => operation.includes(options.only)) ? await startDriverServers(bench, { data: rowiData, credentials: apiKey, probePath }) : { skipped: 'not loaded in this run (--only)' };
-  const driverTargets = (drivers.servers ?? []).flatMap((server) => [
-    targetOf(server.label, 'GET /v1/users/{id}', server, { ...getUser, credential: 'API key', credentials: apiKey, variant: 'driver', driver: server.driver }),
-    targetOf(server.label, 'POST /v1/orders', server, { ...postOrder, orders: mix, credential: 'API key', credentials: apiKey, variant: 'driver', driver: server.driver }),
-  ]).sort((a, b) => a.operation.localeCompare(b.operation));
-  const limitsOffGetUser = limitsOff && targetOf(LABELS.limitsOff, RATE_LIMIT_OPERATION, limitsOff, { ...getUser, credential: 'API key', credentials: apiKey, variant: 'rate limits off' });
-  const counting = (label, server, counted) => targetOf(label, RATE_LIMIT_OPERATION, server, { ...getUser, credential: 'API key', credentials: apiKey, variant: `rate limits in ${counted}`, limitsOff: limitsOffGetUser.name, counted });
+  const drivers = STORAGE_OPERATIONS.some((operation) => operation.includes(options.only))
+    ? await startDriverServers(bench, { data: rowiData, credentials: apiKey, probePath })
+    : { skipped: 'not loaded in this run (--only)' };
+  const driverTargets = (drivers.servers ?? [])
+    .flatMap((server) => [
+      targetOf(server.label, 'GET /v1/users/{id}', server, {
+        ...getUser,
+        credential: 'API key',
+        credentials: apiKey,
+        variant: 'driver',
+        driver: server.driver,
+      }),
+      targetOf(server.label, 'POST /v1/orders', server, {
+        ...postOrder,
+        orders: mix,
+        credential: 'API key',
+        credentials: apiKey,
+        variant: 'driver',
+        driver: server.driver,
+      }),
+    ])
+    .sort((a, b) => a.operation.localeCompare(b.operation));
+  const limitsOffGetUser =
+    limitsOff &&
+    targetOf(LABELS.limitsOff, RATE_LIMIT_OPERATION, limitsOff, {
+      ...getUser,
+      credential: 'API key',
+      credentials: apiKey,
+      variant: 'rate limits off',
+    });
+  const counting = (label, server, counted) =>
+    targetOf(label, RATE_LIMIT_OPERATION, server, {
+      ...getUser,
+      credential: 'API key',
+      credentials: apiKey,
+      variant: `rate limits in ${counted}`,
+      limitsOff: limitsOffGetUser.name,
+      counted,
+    });
   const allTargets = [
     bareGetUser,
     apiKeyGetUser,
@@ -211,17 +304,35 @@ async function main() {
     withAuth(LABELS.authJwt, 'JWT', bearer),
     ...(limitsOff ? [counting(LABELS.limitsMemory, limitsMemory, 'memory'), limitsOffGetUser] : []),
     ...(limitsRedis ? [counting(LABELS.limitsRedis, limitsRedis, 'redis')] : []),
-    ...variants('GET /v1/users/{id}', bareGetUser, getUser, postgres.one && { ...getUser, path: `/v1/users/${postgres.probe.id}` }),
-    ...pair(bare, rowi, 'GET /v1/items/{id}/stock', { method: 'GET', path: `/v1/items/${stockProbe.id}/stock`, headers: accept }, apiKey),
+    ...variants(
+      'GET /v1/users/{id}',
+      bareGetUser,
+      getUser,
+      postgres.one && { ...getUser, path: `/v1/users/${postgres.probe.id}` },
+    ),
+    ...pair(
+      bare,
+      rowi,
+      'GET /v1/items/{id}/stock',
+      { method: 'GET', path: `/v1/items/${stockProbe.id}/stock`, headers: accept },
+      apiKey,
+    ),
     bareOrders,
     apiKeyOrders,
     ordersWithReader,
-    ...variants('POST /v1/orders', bareOrders, { ...postOrder, orders: mix }, postgres.one && { ...postOrder, orders: postgres.mix }),
+    ...variants(
+      'POST /v1/orders',
+      bareOrders,
+      { ...postOrder, orders: mix },
+      postgres.one && { ...postOrder, orders: postgres.mix },
+    ),
     ...driverTargets,
   ];
   const targets = allTargets.filter((target) => target.operation.includes(options.only));
 
-  console.log(`load: ${tool}, ${bench.connections} connections, ${options.threads} thread(s), ${warmup} s warm-up + ${duration} s per target, ${rounds} round(s)\n`);
+  console.log(
+    `load: ${tool}, ${bench.connections} connections, ${options.threads} thread(s), ${warmup} s warm-up + ${duration} s per target, ${rounds} round(s)\n`,
+  );
   const samples = new Map(targets.map((target) => [target.name, []]));
   for (let round = 0; round < rounds; round++) {
     // Alternate the order each round so drift of the machine hits every target alike.
@@ -234,10 +345,14 @@ async function main() {
 
   const measured = targets.map((target) => ({ ...target, ...median(samples.get(target.name)) }));
   // A reader loaded alongside another target gets a row of its own, after that target's.
-  const results = measured.flatMap((result) => (result.alongside === undefined ? [result] : [
-    { ...result, alongside: undefined },
-    { ...result.alongside, ...samplesFigures(result), name: `${result.name} (reader)`, alongsideOf: result.name },
-  ]));
+  const results = measured.flatMap((result) =>
+    result.alongside === undefined
+      ? [result]
+      : [
+          { ...result, alongside: undefined },
+          { ...result.alongside, ...samplesFigures(result), name: `${result.name} (reader)`, alongsideOf: result.name },
+        ],
+  );
   printTable(results);
   const ratios = ratiosOf(results, samples);
   const authRatios = authRatiosOf(results, samples);
@@ -245,18 +360,53 @@ async function main() {
   printRatios(rounds, ratios, authRatios, limitRatios, redis);
   // Redis failing a call (or answering after 250 ms) makes rowi count that request in memory instead.
   const redisFellBack = limitsRedis === undefined ? [] : redisFailuresOf(limitsRedis);
-  if (redisFellBack.length > 0) console.log(`warning: ${limitsRedis.name} logged ${redisFellBack.length} time(s) that Redis could not be reached (${[...new Set(redisFellBack)].join('; ')}): the request(s) then were counted in memory`);
+  if (redisFellBack.length > 0)
+    console.log(
+      `warning: ${limitsRedis.name} logged ${redisFellBack.length} time(s) that Redis could not be reached (${[...new Set(redisFellBack)].join('; ')}): the request(s) then were counted in memory`,
+    );
   const storageWorkers = storageTableOf(results, samples, postgres);
   printStorageTable(rounds, storageWorkers, postgres);
   const driverRatios = printDrivers(results, samples, drivers, rounds);
   // After every load: the stock ledger of each database the orders loads wrote to still balances.
   const ledgers = [];
-  if (results.some((result) => result.operation === 'POST /v1/orders' && result.server === rowi)) ledgers.push({ where: 'SQLite, the main rowi', ...(await ledgerOfSqlite(rowiData)) });
-  if (postgres.one && results.some((result) => result.operation === 'POST /v1/orders' && result.storage === 'PostgreSQL')) ledgers.push({ where: 'PostgreSQL', ...(await ledgerOfPostgres(postgres.url)) });
-  const ledgerLines = ledgers.map((ledger) => ({ verdict: ledger.differing.length === 0 ? '✓' : '✗', label: `stock ledger after the orders loads (${ledger.where})`, goal: 'balanced', figure: ledger.differing.length === 0 ? `${ledger.items} items, ${ledger.orders} orders: movements sum to stock, reservations to placed lines` : ledger.differing.slice(0, 5).join('; ') }));
+  if (results.some((result) => result.operation === 'POST /v1/orders' && result.server === rowi))
+    ledgers.push({ where: 'SQLite, the main rowi', ...(await ledgerOfSqlite(rowiData)) });
+  if (
+    postgres.one &&
+    results.some((result) => result.operation === 'POST /v1/orders' && result.storage === 'PostgreSQL')
+  )
+    ledgers.push({ where: 'PostgreSQL', ...(await ledgerOfPostgres(postgres.url)) });
+  const ledgerLines = ledgers.map((ledger) => ({
+    verdict: ledger.differing.length === 0 ? '✓' : '✗',
+    label: `stock ledger after the orders loads (${ledger.where})`,
+    goal: 'balanced',
+    figure:
+      ledger.differing.length === 0
+        ? `${ledger.items} items, ${ledger.orders} orders: movements sum to stock, reservations to placed lines`
+        : ledger.differing.slice(0, 5).join('; '),
+  }));
   const goals = printGoals(results, ratios, authRatios, limitRatios, redis, storageWorkers, ledgerLines);
 
-  writeRecord({ only: options.only, tool, bench, duration, rounds, mix, results, ratios, authRatios, limitRatios, limitsOff, redis, redisFellBack, storageWorkers, postgres, goals, driverRatios, drivers });
+  writeRecord({
+    only: options.only,
+    tool,
+    bench,
+    duration,
+    rounds,
+    mix,
+    results,
+    ratios,
+    authRatios,
+    limitRatios,
+    limitsOff,
+    redis,
+    redisFellBack,
+    storageWorkers,
+    postgres,
+    goals,
+    driverRatios,
+    drivers,
+  });
   if (ledgers.some((ledger) => ledger.differing.length > 0)) process.exitCode = 1;
 }
 
@@ -273,12 +423,18 @@ function printDrivers(results, samples, drivers, rounds) {
     return {};
   }
   const ratios = {};
-  console.log(`\nSQLite drivers, node:sqlite (Node ${drivers.servers[1].version}) over better-sqlite3 (Node ${drivers.servers[0].version}), requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`);
+  console.log(
+    `\nSQLite drivers, node:sqlite (Node ${drivers.servers[1].version}) over better-sqlite3 (Node ${drivers.servers[0].version}), requests/s, same run${rounds > 1 ? ' (median of the ratios within a round)' : ''}:`,
+  );
   for (const operation of STORAGE_OPERATIONS) {
-    const [older, newer] = drivers.servers.map((server) => results.find((result) => result.operation === operation && result.server === server));
+    const [older, newer] = drivers.servers.map((server) =>
+      results.find((result) => result.operation === operation && result.server === server),
+    );
     if (older === undefined || newer === undefined) continue;
     ratios[operation] = pairedRatio(samples, newer.name, older.name);
-    console.log(`  ${operation}: x${ratios[operation].toFixed(2)} (${older.rps.toFixed(0)} -> ${newer.rps.toFixed(0)} req/s, p99 ${older.p99.toFixed(1)} -> ${newer.p99.toFixed(1)} ms, peak RSS ${older.rssMb.toFixed(0)} -> ${newer.rssMb.toFixed(0)} MB)`);
+    console.log(
+      `  ${operation}: x${ratios[operation].toFixed(2)} (${older.rps.toFixed(0)} -> ${newer.rps.toFixed(0)} req/s, p99 ${older.p99.toFixed(1)} -> ${newer.p99.toFixed(1)} ms, peak RSS ${older.rssMb.toFixed(0)} -> ${newer.rssMb.toFixed(0)} MB)`,
+    );
   }
   return ratios;
 }

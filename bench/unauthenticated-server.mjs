@@ -46,7 +46,14 @@ import usersRoutes from '../dist/src/resources/users/users.routes.js';
 import { VERSION } from '../dist/src/version.js';
 
 const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
-const EVERY_SCOPE = Object.freeze({ credential: 'api_key', callerId: null, name: 'bench', scopes: new Set(ALL_SCOPES), role: 'admin', rateLimit: null });
+const EVERY_SCOPE = Object.freeze({
+  credential: 'api_key',
+  callerId: null,
+  name: 'bench',
+  scopes: new Set(ALL_SCOPES),
+  role: 'admin',
+  rateLimit: null,
+});
 
 /** buildApp, line by line, without the two registrations this variant leaves out. */
 export async function buildUnauthenticatedApp({ config, storage, logger }) {
@@ -100,7 +107,14 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
     request.principal = EVERY_SCOPE;
     done();
   });
-  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, examples: API_EXAMPLES, publicUrl: config.publicUrl });
+  await registerOpenApi(app, {
+    version: VERSION,
+    description: API_DESCRIPTION,
+    tags: API_TAGS,
+    securitySchemes: SECURITY_SCHEMES,
+    examples: API_EXAMPLES,
+    publicUrl: config.publicUrl,
+  });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
@@ -128,7 +142,10 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   await migrateToLatest(storage.db);
   const app = await buildUnauthenticatedApp({ config, storage, logger });
   const address = await app.listen({ host: config.host, port: config.port });
-  logger.info({ url: `${address}/v1`, storage: storage.describe }, `listening on ${address}/v1 (bench only: no authentication, no audit trail)`);
+  logger.info(
+    { url: `${address}/v1`, storage: storage.describe },
+    `listening on ${address}/v1 (bench only: no authentication, no audit trail)`,
+  );
   process.on('SIGTERM', async () => {
     await app.close();
     await storage.close();

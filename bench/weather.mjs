@@ -37,7 +37,12 @@ const { values: options } = parseArgs({
 const duration = Number(options.duration);
 const rounds = Number(options.rounds);
 const BURST = 100;
-const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-weather-bench-')), children: new Set(), threads: 1, connections: Number(options.connections) };
+const bench = {
+  work: mkdtempSync(join(tmpdir(), 'rowi-weather-bench-')),
+  children: new Set(),
+  threads: 1,
+  connections: Number(options.connections),
+};
 let provider;
 
 try {
@@ -51,21 +56,40 @@ try {
 async function main() {
   const tool = findLoadTool();
   provider = await startProvider(Number(options.latency));
-  const rowi = await startRowi(bench, 'rowi', sqliteEnv(join(bench.work, 'rowi.db'), 1, {
-    ROWI_WEATHER_PROVIDER: 'open-meteo',
-    ROWI_WEATHER_URL: provider.url,
-    ROWI_WEATHER_CACHE_TTL: '3600',
-  }));
+  const rowi = await startRowi(
+    bench,
+    'rowi',
+    sqliteEnv(join(bench.work, 'rowi.db'), 1, {
+      ROWI_WEATHER_PROVIDER: 'open-meteo',
+      ROWI_WEATHER_URL: provider.url,
+      ROWI_WEATHER_CACHE_TTL: '3600',
+    }),
+  );
   const apiKey = await adminKeyOf(rowi);
   rowi.credentials = async () => ({ 'x-api-key': apiKey });
-  const read = (path) => ({ name: `GET ${path}`, server: rowi, method: 'GET', path, headers: { accept: 'application/json' }, credentials: rowi.credentials });
+  const read = (path) => ({
+    name: `GET ${path}`,
+    server: rowi,
+    method: 'GET',
+    path,
+    headers: { accept: 'application/json' },
+    credentials: rowi.credentials,
+  });
 
   const user = await send(rowi, 'POST', '/v1/users', { name: 'Bench', email: 'bench@example.com' }, 201);
-  await send(rowi, 'PUT', '/v1/weather/recorded', { temperature_c: 10, humidity_pct: 50, wind_kph: 5, conditions: 'clear', observed_at: new Date().toISOString() }, 201);
+  await send(
+    rowi,
+    'PUT',
+    '/v1/weather/recorded',
+    { temperature_c: 10, humidity_pct: 50, wind_kph: 5, conditions: 'clear', observed_at: new Date().toISOString() },
+    201,
+  );
   await send(rowi, 'PATCH', '/v1/weather/cached', { latitude: 52.52, longitude: 13.41 }, 201);
   await send(rowi, 'GET', '/v1/weather/cached', undefined, 200);
 
-  console.log(`rowi ${rowi.url}, provider answering after ${options.latency} ms; ${rounds} rounds × ${duration} s, ${options.connections} connections\n`);
+  console.log(
+    `rowi ${rowi.url}, provider answering after ${options.latency} ms; ${rounds} rounds × ${duration} s, ${options.connections} connections\n`,
+  );
   console.log('Coalescing (provider calls made for requests served):');
   let requests = 0;
   const callsBefore = provider.calls;
@@ -75,11 +99,15 @@ async function main() {
     await Promise.all(Array.from({ length: BURST }, () => send(rowi, 'GET', `/v1/weather/${place}`, undefined, 200)));
     requests += BURST;
   }
-  console.log(`  ${options.bursts} bursts of ${BURST} concurrent reads of an uncached place: ${requests} requests, ${provider.calls - callsBefore} provider calls`);
+  console.log(
+    `  ${options.bursts} bursts of ${BURST} concurrent reads of an uncached place: ${requests} requests, ${provider.calls - callsBefore} provider calls`,
+  );
   await send(rowi, 'PATCH', '/v1/weather/under-load', { latitude: -33.87, longitude: 151.21 }, 201);
   const loadCallsBefore = provider.calls;
   const underLoad = await load(bench, tool, read('/v1/weather/under-load'), duration);
-  console.log(`  ${tool} on an uncached place: ${underLoad.requests} requests, ${provider.calls - loadCallsBefore} provider call(s)\n`);
+  console.log(
+    `  ${tool} on an uncached place: ${underLoad.requests} requests, ${provider.calls - loadCallsBefore} provider call(s)\n`,
+  );
 
   const targets = [
     ['GET /v1/users/{id}', read(`/v1/users/${user.id}`)],
@@ -89,20 +117,34 @@ async function main() {
   for (const connections of [bench.connections, 1]) {
     const samples = new Map(targets.map(([name]) => [name, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const [name, target] of targets) samples.get(name).push(await load({ ...bench, connections }, tool, target, duration));
+      for (const [name, target] of targets)
+        samples.get(name).push(await load({ ...bench, connections }, tool, target, duration));
     }
     const median = (runs, key) => [...runs].sort((a, b) => a[key] - b[key])[Math.floor(runs.length / 2)][key];
     const reference = samples.get(targets[0][0]);
     const rows = targets.map(([name]) => {
       const runs = samples.get(name);
-      const ratio = median(runs.map((run, round) => ({ ratio: run.rps / reference[round].rps })), 'ratio');
-      return [name, median(runs, 'rps').toFixed(0), median(runs, 'p50').toFixed(2), median(runs, 'p99').toFixed(2), `${(ratio * 100).toFixed(1)} %`];
+      const ratio = median(
+        runs.map((run, round) => ({ ratio: run.rps / reference[round].rps })),
+        'ratio',
+      );
+      return [
+        name,
+        median(runs, 'rps').toFixed(0),
+        median(runs, 'p50').toFixed(2),
+        median(runs, 'p99').toFixed(2),
+        `${(ratio * 100).toFixed(1)} %`,
+      ];
     });
-    console.log(`${connections} connection${connections === 1 ? ' (the latency of one request at a time)' : 's'}, medians of ${rounds} rounds:`);
+    console.log(
+      `${connections} connection${connections === 1 ? ' (the latency of one request at a time)' : 's'}, medians of ${rounds} rounds:`,
+    );
     printTable(['request', 'req/s', 'p50 ms', 'p99 ms', 'vs users'], rows);
     console.log('');
   }
-  console.log(`provider calls during the latency loads: ${provider.calls - loadCallsBefore - 1} (the cached place is never asked again within its TTL)`);
+  console.log(
+    `provider calls during the latency loads: ${provider.calls - loadCallsBefore - 1} (the cached place is never asked again within its TTL)`,
+  );
 }
 
 /** A server answering Open-Meteo's documented forecast format after `latencyMs`, counting calls. */
@@ -119,8 +161,22 @@ async function startProvider(latencyMs) {
       timezone: 'GMT',
       timezone_abbreviation: 'GMT',
       elevation: 38,
-      current_units: { time: 'iso8601', interval: 'seconds', temperature_2m: '°C', relative_humidity_2m: '%', wind_speed_10m: 'km/h', weather_code: 'wmo code' },
-      current: { time: new Date().toISOString().slice(0, 14) + '00', interval: 900, temperature_2m: 5.3, relative_humidity_2m: 81, wind_speed_10m: 12.2, weather_code: 3 },
+      current_units: {
+        time: 'iso8601',
+        interval: 'seconds',
+        temperature_2m: '°C',
+        relative_humidity_2m: '%',
+        wind_speed_10m: 'km/h',
+        weather_code: 'wmo code',
+      },
+      current: {
+        time: new Date().toISOString().slice(0, 14) + '00',
+        interval: 900,
+        temperature_2m: 5.3,
+        relative_humidity_2m: 81,
+        wind_speed_10m: 12.2,
+        weather_code: 3,
+      },
     });
     setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end(body), latencyMs);
   });
@@ -136,7 +192,10 @@ async function startProvider(latencyMs) {
 
 function printTable(header, rows) {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const line = (cells) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+  const line = (cells) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+      .join('  ');
   console.log(line(header));
   for (const row of rows) console.log(line(row));
 }

@@ -75,7 +75,12 @@ const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
  * (request id, representations, problems, OpenAPI), then the resources. The caller owns the
  * database and closes it after the app.
  */
-export async function buildApp({ config, storage, logger, collectMetrics = () => registry.metrics() }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({
+  config,
+  storage,
+  logger,
+  collectMetrics = () => registry.metrics(),
+}: AppDependencies): Promise<FastifyInstance> {
   const { db } = storage;
   const app = Fastify({
     loggerInstance: logger,
@@ -125,9 +130,24 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   registerLoadShedding(app, config);
   registerAccessLog(app);
   registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
-  registerAuthentication(app, new Authenticator(db, new TokenService(db, config, defaultIssuer(config), storage.signals), logger, storage.signals));
+  registerAuthentication(
+    app,
+    new Authenticator(
+      db,
+      new TokenService(db, config, defaultIssuer(config), storage.signals),
+      logger,
+      storage.signals,
+    ),
+  );
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
-  await registerOpenApi(app, { version: VERSION, description: API_DESCRIPTION, tags: API_TAGS, securitySchemes: SECURITY_SCHEMES, examples: API_EXAMPLES, publicUrl: config.publicUrl });
+  await registerOpenApi(app, {
+    version: VERSION,
+    description: API_DESCRIPTION,
+    tags: API_TAGS,
+    securitySchemes: SECURITY_SCHEMES,
+    examples: API_EXAMPLES,
+    publicUrl: config.publicUrl,
+  });
 
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
@@ -156,7 +176,9 @@ export async function buildApp({ config, storage, logger, collectMetrics = () =>
   registerDocsPage(app);
 
   const sweep = setInterval(() => {
-    deleteExpiredKeys(db).catch((error: unknown) => app.log.warn({ err: error }, 'could not delete expired idempotency keys'));
+    deleteExpiredKeys(db).catch((error: unknown) =>
+      app.log.warn({ err: error }, 'could not delete expired idempotency keys'),
+    );
   }, EXPIRED_KEYS_SWEEP_MS);
   sweep.unref();
   app.addHook('onClose', async () => clearInterval(sweep));
@@ -178,7 +200,12 @@ export function defaultIssuer(config: Config): string {
 export function registerAccessLog(app: FastifyInstance): void {
   app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
-      { method: request.method, path: pathOf(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      {
+        method: request.method,
+        path: pathOf(request),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
       'request completed',
     );
     done();

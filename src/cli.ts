@@ -1,7 +1,17 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import cluster from 'node:cluster';
-import { CONFIG_FLAGS, ConfigError, describeSettings, describeUnknown, loadConfig, nearestName, plainText, unknownSettings, type Config } from './config.js';
+import {
+  CONFIG_FLAGS,
+  ConfigError,
+  describeSettings,
+  describeUnknown,
+  loadConfig,
+  nearestName,
+  plainText,
+  unknownSettings,
+  type Config,
+} from './config.js';
 import { damagedAtStart } from './db/corruption.js';
 import { isCorruption } from './db/errors.js';
 import { ROLES } from './auth/policy.js';
@@ -32,7 +42,10 @@ Usage:
 
 Settings (flag, environment variable, default):
 ${describeSettings()
-  .map((setting) => `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${plainText(setting.description)}`)
+  .map(
+    (setting) =>
+      `  ${(setting.flag ?? '').padEnd(14)} ${setting.env.padEnd(24)} ${(setting.defaultText ?? String(setting.default)).padEnd(16)} ${plainText(setting.description)}`,
+  )
   .join('\n')}
 
 A bad setting stops rowi before it does anything, with exit code 2; so do an empty one, a flag
@@ -48,14 +61,23 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi'].includes(command)) return usageError(`unknown command "${command}"`);
+  if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi'].includes(command))
+    return usageError(`unknown command "${command}"`);
 
-  const options = { ...CONFIG_FLAGS, ...(command === 'callers' ? CALLER_FLAGS : {}), help: { type: 'boolean' as const, short: 'h' } };
+  const options = {
+    ...CONFIG_FLAGS,
+    ...(command === 'callers' ? CALLER_FLAGS : {}),
+    help: { type: 'boolean' as const, short: 'h' },
+  };
   let flags: Record<string, string | boolean | undefined>;
   let positionals: string[];
   let tokens: { kind: string; name?: string }[];
   try {
-    ({ values: flags, positionals, tokens } = parseArgs({
+    ({
+      values: flags,
+      positionals,
+      tokens,
+    } = parseArgs({
       args: rest,
       options,
       strict: true,
@@ -78,7 +100,9 @@ async function main(argv: string[]): Promise<number> {
   // A worker of `rowi serve --workers` reads the same environment: the primary has said it.
   const unknown = unknownSettings(process.env);
   if (unknown.length > 0 && !cluster.isWorker) {
-    process.stderr.write(`rowi: warning: ${unknown.map(describeUnknown).join('; ')}: not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)\n`);
+    process.stderr.write(
+      `rowi: warning: ${unknown.map(describeUnknown).join('; ')}: not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)\n`,
+    );
   }
   try {
     return await run(command, config, flags, positionals);
@@ -88,7 +112,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function run(command: string, config: Config, flags: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number> {
+async function run(
+  command: string,
+  config: Config,
+  flags: Record<string, string | boolean | undefined>,
+  positionals: string[],
+): Promise<number> {
   if (command === 'serve') {
     await serve(config);
     return -1; // keeps running until a signal
@@ -97,9 +126,12 @@ async function run(command: string, config: Config, flags: Record<string, string
     process.stdout.write(`${JSON.stringify(await apiDocument(config), null, 2)}\n`);
     return 0;
   }
-  if (command === 'callers' && positionals.join(' ') !== 'create') return usageError('the callers command is: rowi callers create --name NAME --role ROLE');
-  if (command === 'signing-keys' && positionals.join(' ') !== 'rotate') return usageError('the signing-keys command is: rowi signing-keys rotate');
-  if (command === 'callers' && (typeof flags.name !== 'string' || typeof flags.role !== 'string')) return usageError('callers create needs --name and --role');
+  if (command === 'callers' && positionals.join(' ') !== 'create')
+    return usageError('the callers command is: rowi callers create --name NAME --role ROLE');
+  if (command === 'signing-keys' && positionals.join(' ') !== 'rotate')
+    return usageError('the signing-keys command is: rowi signing-keys rotate');
+  if (command === 'callers' && (typeof flags.name !== 'string' || typeof flags.role !== 'string'))
+    return usageError('callers create needs --name and --role');
   // Commands other than serve keep stdout for their result (a new key), so their log goes to stderr.
   const storage = await openCheckedStorage(config, createLogger(config, 2));
   try {
@@ -124,7 +156,9 @@ const CALLER_FLAGS = { name: { type: 'string' as const }, role: { type: 'string'
 async function createCallerCommand(db: Db, name: string, role: string): Promise<number> {
   if (!(ROLES as readonly string[]).includes(role)) return usageError(`--role must be one of ${ROLES.join(', ')}`);
   if (name.length > 64 || !new RegExp(CALLER_NAME_PATTERN).test(name)) {
-    return usageError('--name must be 1–64 lower-case letters, digits, dots, hyphens or underscores, starting with a letter or digit');
+    return usageError(
+      '--name must be 1–64 lower-case letters, digits, dots, hyphens or underscores, starting with a letter or digit',
+    );
   }
   try {
     const key = await unitOfWork(db, async (trx) => {
@@ -146,7 +180,10 @@ async function createCallerCommand(db: Db, name: string, role: string): Promise<
 function flagError(error: Error & { code?: string }, known: string[]): string {
   const unknown = /^Unknown option '(-{1,2}[^']+)'/.exec(error.message)?.[1];
   if (error.code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || unknown === undefined) return error.message;
-  const nearest = nearestName(unknown, known.map((name) => `--${name}`));
+  const nearest = nearestName(
+    unknown,
+    known.map((name) => `--${name}`),
+  );
   return `unknown flag ${unknown}${nearest === undefined ? '' : ` (did you mean ${nearest}?)`}`;
 }
 

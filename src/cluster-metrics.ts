@@ -3,10 +3,13 @@ import { AggregatorRegistry } from 'prom-client';
 import { registry } from './metrics.js';
 
 /** A worker asks the primary for every worker's metrics; the primary answers with them added up. */
-type MetricsMessage = { type: 'rowi:metrics'; id: number } | { type: 'rowi:metrics-answer'; id: number; text?: string; error?: string };
+type MetricsMessage =
+  { type: 'rowi:metrics'; id: number } | { type: 'rowi:metrics-answer'; id: number; text?: string; error?: string };
 
 const isMetricsMessage = (message: unknown): message is MetricsMessage =>
-  typeof message === 'object' && message !== null && ['rowi:metrics', 'rowi:metrics-answer'].includes((message as { type?: string }).type ?? '');
+  typeof message === 'object' &&
+  message !== null &&
+  ['rowi:metrics', 'rowi:metrics-answer'].includes((message as { type?: string }).type ?? '');
 
 /** How long a worker waits for the primary's answer (prom-client gives workers 5 s to answer it). */
 const ANSWER_TIMEOUT_MS = 8000;
@@ -21,9 +24,13 @@ export function aggregateWorkerMetrics(): void {
   cluster.on('message', (worker, message: unknown) => {
     if (!isMetricsMessage(message) || message.type !== 'rowi:metrics') return;
     const answer = (fields: { text: string } | { error: string }) => {
-      if (worker.isConnected()) worker.send({ type: 'rowi:metrics-answer', id: message.id, ...fields } satisfies MetricsMessage);
+      if (worker.isConnected())
+        worker.send({ type: 'rowi:metrics-answer', id: message.id, ...fields } satisfies MetricsMessage);
     };
-    aggregator.clusterMetrics().then((text) => answer({ text }), (error: unknown) => answer({ error: (error as Error).message }));
+    aggregator.clusterMetrics().then(
+      (text) => answer({ text }),
+      (error: unknown) => answer({ error: (error as Error).message }),
+    );
   });
 }
 
@@ -42,7 +49,8 @@ export function workerMetrics(): () => Promise<string> {
     const waiting = pending.get(message.id);
     pending.delete(message.id);
     if (message.text !== undefined) waiting?.resolve(message.text);
-    else waiting?.reject(new Error(`the primary could not collect the workers' metrics: ${message.error ?? 'no answer'}`));
+    else
+      waiting?.reject(new Error(`the primary could not collect the workers' metrics: ${message.error ?? 'no answer'}`));
   });
   return () =>
     new Promise<string>((resolve, reject) => {
@@ -51,10 +59,12 @@ export function workerMetrics(): () => Promise<string> {
         pending.delete(id);
         reject(new Error(`the primary did not answer with the workers' metrics within ${ANSWER_TIMEOUT_MS} ms`));
       }, ANSWER_TIMEOUT_MS);
-      const settle = <T>(then: (value: T) => void) => (value: T) => {
-        clearTimeout(timer);
-        then(value);
-      };
+      const settle =
+        <T>(then: (value: T) => void) =>
+        (value: T) => {
+          clearTimeout(timer);
+          then(value);
+        };
       pending.set(id, { resolve: settle(resolve), reject: settle(reject) });
       process.send!({ type: 'rowi:metrics', id } satisfies MetricsMessage);
     });

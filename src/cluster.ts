@@ -6,7 +6,16 @@ import { ConfigError, type Config } from './config.js';
 import { openStorage, type Storage } from './db/connect.js';
 import { relayWorkerSignals } from './db/signals.js';
 import { WorkersDamage } from './db/corruption.js';
-import { announce, CLOSING_MARGIN_MS, migrate, openCheckedStorage, publicOrigin, schemeOf, serveHandedConnections, setOrigin } from './listen.js';
+import {
+  announce,
+  CLOSING_MARGIN_MS,
+  migrate,
+  openCheckedStorage,
+  publicOrigin,
+  schemeOf,
+  serveHandedConnections,
+  setOrigin,
+} from './listen.js';
 import { createLogger } from './logger.js';
 import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
 
@@ -33,7 +42,10 @@ type WorkerMessage =
   | { type: 'rowi:shutdown' };
 
 const isWorkerMessage = (message: unknown): message is WorkerMessage =>
-  typeof message === 'object' && message !== null && typeof (message as { type?: unknown }).type === 'string' && (message as { type: string }).type.startsWith('rowi:');
+  typeof message === 'object' &&
+  message !== null &&
+  typeof (message as { type?: unknown }).type === 'string' &&
+  (message as { type: string }).type.startsWith('rowi:');
 
 /** A worker that dies this soon after it started is not restarted (it would die again). */
 const RESTART_MIN_UPTIME_MS = 2000;
@@ -41,7 +53,9 @@ const RESTART_MIN_UPTIME_MS = 2000;
 export async function serveAsPrimary(config: Config, count: number): Promise<void> {
   const logger = createLogger(config);
   const damage = new WorkersDamage();
-  const storage = await openCheckedStorage(config, logger, (detail, checked) => damage.found(detail, checked.corruption));
+  const storage = await openCheckedStorage(config, logger, (detail, checked) =>
+    damage.found(detail, checked.corruption),
+  );
   try {
     await migrate(storage, logger);
   } catch (error) {
@@ -108,11 +122,14 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
       process.exit(failed ? 1 : 0);
     };
-    const deadline = setTimeout(() => {
-      logger.error('workers did not stop within the shutdown timeout; killing them');
-      failed = true;
-      for (const worker of workers) worker.process.kill('SIGKILL');
-    }, config.shutdownTimeout + CLOSING_MARGIN_MS + 2000);
+    const deadline = setTimeout(
+      () => {
+        logger.error('workers did not stop within the shutdown timeout; killing them');
+        failed = true;
+        for (const worker of workers) worker.process.kill('SIGKILL');
+      },
+      config.shutdownTimeout + CLOSING_MARGIN_MS + 2000,
+    );
     if (left === 0) void done();
     for (const worker of workers) {
       worker.once('exit', (code) => {
@@ -138,12 +155,19 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
     };
     const onMessage = (_worker: Worker, message: unknown) => {
       if (!isWorkerMessage(message)) return;
-      if (message.type === 'rowi:failed') settle(() => reject(message.config ? new ConfigError(message.message) : new Error(message.message)));
+      if (message.type === 'rowi:failed')
+        settle(() => reject(message.config ? new ConfigError(message.message) : new Error(message.message)));
       else if (message.type === 'rowi:ready' && ++readyWorkers === count) settle(resolve);
     };
     // A worker that dies before it could say why (a crash while starting).
     const onExit = (worker: Worker, code: number, signal: string) =>
-      settle(() => reject(new Error(`worker process ${worker.process.pid} ended while starting (exit code ${code}${signal ? `, ${signal}` : ''})`)));
+      settle(() =>
+        reject(
+          new Error(
+            `worker process ${worker.process.pid} ended while starting (exit code ${code}${signal ? `, ${signal}` : ''})`,
+          ),
+        ),
+      );
     cluster.on('message', onMessage);
     cluster.on('exit', onExit);
   })
@@ -207,7 +231,11 @@ export async function serveAsWorker(config: Config): Promise<void> {
     storage = await openStorage(config, logger);
     app = await serveHandedConnections(config, storage, logger, workerMetrics());
   } catch (error) {
-    const message: WorkerMessage = { type: 'rowi:failed', message: (error as Error).message, config: error instanceof ConfigError };
+    const message: WorkerMessage = {
+      type: 'rowi:failed',
+      message: (error as Error).message,
+      config: error instanceof ConfigError,
+    };
     process.send!(message, () => process.exit(error instanceof ConfigError ? 2 : 1));
     return;
   }
@@ -215,7 +243,12 @@ export async function serveAsWorker(config: Config): Promise<void> {
   // The primary forwards SIGTERM/SIGINT as a message (a terminal's Ctrl-C reaches every process
   // of the group, so workers leave SIGINT to the primary); a SIGTERM sent to a worker also works.
   const graceful = closeWithGrace(
-    { delay: config.shutdownTimeout + CLOSING_MARGIN_MS, skip: ['SIGINT'], onSecondSignal: () => {}, logger: { error: (message: unknown) => logger.error(message) } },
+    {
+      delay: config.shutdownTimeout + CLOSING_MARGIN_MS,
+      skip: ['SIGINT'],
+      onSecondSignal: () => {},
+      logger: { error: (message: unknown) => logger.error(message) },
+    },
     async ({ err }) => {
       if (err) logger.error({ err }, 'fatal error, shutting down');
       await app.close();

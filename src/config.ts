@@ -11,18 +11,32 @@ import { EVENT_SETTINGS } from './settings-events.js';
  * `loadConfig` reads each from its flag, its environment variable or its default, in that order
  * of precedence, checks it against the schema, and freezes the result.
  */
-export const ConfigSchema = Type.Object({ ...SERVING_SETTINGS, ...LIMIT_SETTINGS, ...WEATHER_SETTINGS, ...EVENT_SETTINGS, ...DURABILITY_SETTINGS, ...START_CHECK_SETTINGS });
+export const ConfigSchema = Type.Object({
+  ...SERVING_SETTINGS,
+  ...LIMIT_SETTINGS,
+  ...WEATHER_SETTINGS,
+  ...EVENT_SETTINGS,
+  ...DURABILITY_SETTINGS,
+  ...START_CHECK_SETTINGS,
+});
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 export type ConfigKey = keyof Config;
-
 
 /** A bad setting: the program stops before it listens and exits with code 2 (docs/operations.md "Configuration"). */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type SettingSchema = TSchema & { 'x-env': string; 'x-flag'?: string; 'x-default-text'?: string; 'x-secret'?: boolean; default: unknown; type?: string; description?: string };
+type SettingSchema = TSchema & {
+  'x-env': string;
+  'x-flag'?: string;
+  'x-default-text'?: string;
+  'x-secret'?: boolean;
+  default: unknown;
+  type?: string;
+  description?: string;
+};
 
 const settings = ConfigSchema.properties as unknown as Record<ConfigKey, SettingSchema>;
 
@@ -87,7 +101,9 @@ export function loadConfig(
     }
     if (raw === '') {
       const fallback = schema['x-default-text'] ?? (schema.default === '' ? 'unset' : String(schema.default));
-      throw new ConfigError(`${source} is empty: give it a value (${explain(schema)}), or leave it out for the default (${fallback})`);
+      throw new ConfigError(
+        `${source} is empty: give it a value (${explain(schema)}), or leave it out for the default (${fallback})`,
+      );
     }
     const value = schema.type === 'integer' ? parseInteger(raw) : raw;
     const check = validator.compile(schema);
@@ -118,7 +134,9 @@ export function loadConfig(
 export function unknownSettings(env: NodeJS.ProcessEnv): string[] {
   return Object.keys(env)
     .filter((name) => /^rowi_/i.test(name) && !KNOWN_NAMES.has(name))
-    .filter((name) => !NOT_SETTINGS.names.includes(name) && !NOT_SETTINGS.prefixes.some((prefix) => name.startsWith(prefix)))
+    .filter(
+      (name) => !NOT_SETTINGS.names.includes(name) && !NOT_SETTINGS.prefixes.some((prefix) => name.startsWith(prefix)),
+    )
     .sort();
 }
 
@@ -127,7 +145,10 @@ export function unknownSettings(env: NodeJS.ProcessEnv): string[] {
  * variables of the tools around rowi (its tests, benchmarks and CI), which child processes inherit.
  * No setting may take one of these names (test/config.test.ts).
  */
-export const NOT_SETTINGS: { names: readonly string[]; prefixes: readonly string[] } = { names: ['ROWI_KEY'], prefixes: ['ROWI_TEST_', 'ROWI_BENCH_', 'ROWI_CI_'] };
+export const NOT_SETTINGS: { names: readonly string[]; prefixes: readonly string[] } = {
+  names: ['ROWI_KEY'],
+  prefixes: ['ROWI_TEST_', 'ROWI_BENCH_', 'ROWI_CI_'],
+};
 
 const KNOWN_NAMES = new Set(Object.values(settings).map((schema) => schema['x-env']));
 
@@ -148,17 +169,22 @@ export function nearestName(name: string, candidates: readonly string[]): string
     const distance = editDistance(name, candidate);
     if (best === undefined || distance < best.distance) best = { candidate, distance };
   }
-  return best !== undefined && best.distance <= Math.max(1, Math.floor(name.replace(/^(ROWI_|--)/i, '').length / 3)) ? best.candidate : undefined;
+  return best !== undefined && best.distance <= Math.max(1, Math.floor(name.replace(/^(ROWI_|--)/i, '').length / 3))
+    ? best.candidate
+    : undefined;
 }
 
 /** Optimal string alignment distance (Damerau–Levenshtein without moves across a change). */
 function editDistance(a: string, b: string): number {
-  const rows = Array.from({ length: a.length + 1 }, (_row, i) => Array.from({ length: b.length + 1 }, (_cell, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const rows = Array.from({ length: a.length + 1 }, (_row, i) =>
+    Array.from({ length: b.length + 1 }, (_cell, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       let distance = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) distance = Math.min(distance, rows[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        distance = Math.min(distance, rows[i - 2]![j - 2]! + 1);
       rows[i]![j] = distance;
     }
   }
@@ -180,7 +206,9 @@ function checkTogether(config: Config): void {
   };
   for (const entry of config.trustProxy === '' ? [] : config.trustProxy.split(',')) {
     if (!isAddressOrRange(entry)) {
-      throw new ConfigError(`ROWI_TRUST_PROXY=${JSON.stringify(config.trustProxy)} is not a valid setting: ${JSON.stringify(entry)} is not an IP address or CIDR range`);
+      throw new ConfigError(
+        `ROWI_TRUST_PROXY=${JSON.stringify(config.trustProxy)} is not a valid setting: ${JSON.stringify(entry)} is not an IP address or CIDR range`,
+      );
     }
   }
   for (const [purpose, names] of groups) {

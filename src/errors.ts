@@ -4,53 +4,274 @@
  * at GET /problems/{type}; only http/problem.ts turns an error into a response.
  */
 export const PROBLEM_TYPES = {
-  'bad-request': { status: 400, title: 'Bad request', description: 'The request is malformed in a way no more specific type names: a URL that is not validly percent-encoded, a request line that is not HTTP (connection closed).' },
-  'malformed-body': { status: 400, title: 'Malformed body', description: 'The body is not well-formed JSON or XML, is empty, is not UTF-8, or holds text rowi refuses (NUL, a lone surrogate, an XML entity other than the five, an element named `__proto__`, an XML attribute other than `nil="true"` and namespace declarations, an XML declaration of another encoding than UTF-8 or another version than 1.0); `errors` points at it where it can.' },
-  'body-too-deep': { status: 400, title: 'Body nested too deeply', description: 'The body nests objects, arrays or elements deeper than rowi accepts (32 levels).' },
-  'body-too-complex': { status: 400, title: 'Body too complex', description: 'The body holds more than rowi reads: a JSON body more than 10,000 values (members and items); an XML body more than 2,000 elements, 16 attributes an element, 2,000 attributes in all, or 128 KiB of text (element text, attribute values, CDATA and comments). rowi\'s documents need far less.' },
-  'xml-doctype-refused': { status: 400, title: 'XML DOCTYPE refused', description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.' },
-  'invalid-query': { status: 400, title: 'Invalid query parameter', description: 'Unknown query parameter, bad `limit`, `sort`, `cursor` or filter, an integer not written in decimal digits (`0x10`, `1e1`, ` 5`), a NUL (`%00`) in any parameter.' },
-  'invalid-header': { status: 400, title: 'Invalid header', description: 'A request header rowi reads (Idempotency-Key, If-Match…) is malformed.' },
-  'malformed-credentials': { status: 400, title: 'Malformed credentials', description: 'Credentials were sent in a way rowi refuses: in the query string (where they end up in logs), empty, oversized, or two kinds at once. Send one API key in X-API-Key or one bearer token in Authorization.' },
-  'missing-credentials': { status: 401, title: 'Authentication required', description: 'The operation needs credentials: an API key in X-API-Key or a bearer token in Authorization (WWW-Authenticate says how).' },
-  'invalid-credentials': { status: 401, title: 'Invalid credentials', description: 'Unknown, revoked or expired key; a token expired, not yet valid, badly signed, of another issuer or audience (`error="invalid_token"` and why in `WWW-Authenticate`).' },
-  'insufficient-scope': { status: 403, title: 'Insufficient scope', description: 'The caller lacks a scope; `required_scopes` lists them (the same answer whether the record exists or not).' },
-  'webhook-endpoint-forbidden': { status: 403, title: 'Not a webhook endpoint this caller may change', description: 'An endpoint acts for its owner, the caller that created it, and may be changed, pinged, rotated, retried or deleted only by a caller that could have created it as it is: one that may read every resource it sends events of (`required_scopes` lists what is missing). Only its owner may change its URL, and the subject of an external issuer\'s token owns none. `detail` says which; nothing was changed.' },
-  'not-found': { status: 404, title: 'Not found', description: 'Unknown path, or an id that names no record (non-numeric, negative or huge ids too).' },
-  'method-not-allowed': { status: 405, title: 'Method not allowed', description: 'The path exists but does not support this method; Allow lists the methods it does support.' },
-  'not-acceptable': { status: 406, title: 'Not acceptable', description: 'Accept allows none of the media types the resource is available in (JSON and XML).' },
-  'email-taken': { status: 409, title: 'Email already in use', description: 'Another user has this email address; emails are compared without regard to case.' },
-  'sku-taken': { status: 409, title: 'SKU already in use', description: 'Another item has this SKU; SKUs are unique and compared exactly.' },
-  'item-in-use': { status: 409, title: 'Item is on orders', description: 'The item appears on orders (open or closed), which would lose their meaning without it; it cannot be deleted.' },
-  'insufficient-stock': { status: 409, title: 'Insufficient stock', description: 'Stock cannot cover every line of the order; nothing was reserved. `short_lines` lists each line that is short, with the quantity requested and, to a caller that may read stock (`stock:read`), the quantity available.' },
-  'invalid-transition': { status: 409, title: 'Invalid status transition', description: 'An order moves only from placed to fulfilled or cancelled; the status asked for cannot be reached from the current one (or is not a status). `allowed_statuses` lists what can.' },
-  'order-not-placed': { status: 409, title: 'Order is closed', description: 'Changing the lines or user of a fulfilled or cancelled order (any `PUT` on one).' },
-  'user-has-open-orders': { status: 409, title: 'User has placed orders', description: 'The user has orders still placed; fulfil, cancel or delete them before deleting the user.' },
-  'caller-name-taken': { status: 409, title: 'Caller name already in use', description: 'Another caller has this name; names are unique (they are also OAuth client ids).' },
-  'concurrent-change': { status: 409, title: 'Concurrent change', description: 'A record the request refers to was deleted by another request at that moment (an order for a user or item being deleted, on PostgreSQL); nothing was changed, and a retry gets the answer that stands.' },
-  'last-admin': { status: 409, title: 'Last admin', description: 'The change would leave no caller that can manage callers (the admin role, still holding callers:read and callers:update, with a working API key): demoting, deleting or removing those scopes from the last one, or revoking its last working key. `detail` says which; make another caller an admin with a key first.' },
-  'rotation-in-progress': { status: 409, title: 'Secret rotation in progress', description: "The webhook endpoint's previous secret still signs beside the current one (ROWI_WEBHOOK_SECRET_OVERLAP after the last rotation); rotating again would drop a secret receivers may still verify with. `previous_secret_expires_at` says when it may rotate again." },
-  'endpoint-disabled': { status: 409, title: 'Webhook endpoint disabled', description: 'The webhook endpoint is disabled (by a caller, or by rowi after too many failed attempts): nothing is sent to it. Enable it with PATCH {"enabled": true} first.' },
-  'delivery-pending': { status: 409, title: 'Delivery still pending', description: 'The delivery is still pending (waiting for its next attempt or being sent): it will be sent without being asked; retry by hand only a delivery that succeeded or was dead-lettered.' },
-  'last-event-unknown': { status: 410, title: 'Last event unknown', description: 'Last-Event-ID names no event rowi still keeps (older than ROWI_EVENTS_RETENTION, or not an event you may see): the stream cannot resume without a gap. Catch up from the collections or GET /v1/events, then open the stream without Last-Event-ID.' },
-  'too-many-streams': { status: 429, title: 'Too many event streams', description: 'The caller already holds ROWI_EVENTS_MAX_STREAMS event streams open on this instance; close one first (Retry-After says when to look again).' },
-  'webhook-url-refused': { status: 422, title: 'Webhook URL refused', description: 'The webhook URL is not one rowi sends to: not http(s), with credentials, not https without an allow-listed host, or naming (or resolving to) a loopback, private, link-local, multicast or metadata address that ROWI_WEBHOOK_ALLOW_HOSTS does not allow; `errors` says which.' },
-  'request-timeout': { status: 408, title: 'Request timeout', description: 'The headers or body did not arrive within `ROWI_HEADERS_TIMEOUT` / `ROWI_REQUEST_TIMEOUT` (no request yet: `instance` is `urn:uuid:` and the id; connection closed).' },
-  'precondition-failed': { status: 412, title: 'Precondition failed', description: 'If-Match does not name the current ETag: the record changed since it was read. GET it again and retry.' },
-  'body-too-large': { status: 413, title: 'Body too large', description: 'The body is over the limit (refused as soon as `Content-Length` says so, or a chunked body grows past it); the connection then closes, but only once the client has stopped sending or after 2 s, so the answer is not lost to a reset.' },
-  'unsupported-media-type': { status: 415, title: 'Unsupported media type', description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.' },
-  'validation-failed': { status: 422, title: 'Validation failed', description: 'The body is well-formed but breaks the schema; `errors` has a JSON Pointer and a reason for each violation.' },
-  'read-only-field': { status: 422, title: 'Read-only field', description: 'A `PUT`/`PATCH` changes a read-only field (`id`, `created_at`, `updated_at`, an order\'s `total`, a stock\'s `reserved`…).' },
-  'unknown-reference': { status: 422, title: 'Unknown reference', description: 'The body refers to a record that does not exist (a user_id or item_id); `errors` points at each reference.' },
-  'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', description: 'The Idempotency-Key was already used with a different request (method, path or body); use a new key.' },
-  'headers-too-large': { status: 431, title: 'Request headers too large', description: 'Request line and headers over 16 KiB (connection closed); a request line that is not HTTP gets `400` `bad-request` the same way.' },
-  'rate-limited': { status: 429, title: 'Too many requests', description: 'The caller (or, without credentials, the client address) spent its rate limit; `policy`, `quota` and `window_seconds` name the budget, Retry-After says when to try again, RateLimit-Policy and RateLimit headers say where it stands on every response.' },
-  'internal-error': { status: 500, title: 'Internal error', description: 'An unexpected fault; it is logged with the request id.' },
-  'upstream-error': { status: 502, title: 'Weather provider failed', description: 'The upstream weather provider gave no usable answer (an error status, a body that is not JSON, too large, cut off, or with values out of range; or the connection failed), or rowi stopped calling it for a while after repeated failures (`failure` says which; Retry-After then says when it tries again), and rowi had no earlier value of this place to serve.' },
-  'upstream-timeout': { status: 504, title: 'Weather provider timed out', description: 'The upstream weather provider did not answer within ROWI_WEATHER_TIMEOUT, and rowi had no earlier value of this place to serve.' },
-  'insufficient-storage': { status: 507, title: 'Insufficient storage', description: 'The database has no space left for the write (a full disk; SQLite\'s `SQLITE_FULL`, PostgreSQL\'s `disk_full`): nothing was written, reads go on, `Retry-After: 30`; the same request succeeds once space is freed.' },
-  'service-unavailable': { status: 503, title: 'Service unavailable', description: 'A health probe while the instance shuts down (`Retry-After`, `Connection: close`); the database is unreachable, restarting, out of pooled connections or past `ROWI_DATABASE_TIMEOUT`, or PostgreSQL rolled the transaction back for a deadlock (`Retry-After: 2`; retrying is safe); or `/health/ready` finds the database unreachable or not migrated (`Retry-After`, `checks`).' },
-  'storage-corrupt': { status: 503, title: 'Database damaged', description: 'The database is damaged (SQLite: a page of the file is malformed, `SQLITE_CORRUPT` or `SQLITE_NOTADB`; PostgreSQL: `data_corrupted` or `index_corrupted`), found by this request or an earlier one; the operator is told in the log. On SQLite every write is refused from then on (nothing was written) and `/health/ready` fails until rowi is restarted on a sound file; reads that meet no damage go on. `Retry-After: 60`: another instance, or the restored database, may answer.' },
+  'bad-request': {
+    status: 400,
+    title: 'Bad request',
+    description:
+      'The request is malformed in a way no more specific type names: a URL that is not validly percent-encoded, a request line that is not HTTP (connection closed).',
+  },
+  'malformed-body': {
+    status: 400,
+    title: 'Malformed body',
+    description:
+      'The body is not well-formed JSON or XML, is empty, is not UTF-8, or holds text rowi refuses (NUL, a lone surrogate, an XML entity other than the five, an element named `__proto__`, an XML attribute other than `nil="true"` and namespace declarations, an XML declaration of another encoding than UTF-8 or another version than 1.0); `errors` points at it where it can.',
+  },
+  'body-too-deep': {
+    status: 400,
+    title: 'Body nested too deeply',
+    description: 'The body nests objects, arrays or elements deeper than rowi accepts (32 levels).',
+  },
+  'body-too-complex': {
+    status: 400,
+    title: 'Body too complex',
+    description:
+      "The body holds more than rowi reads: a JSON body more than 10,000 values (members and items); an XML body more than 2,000 elements, 16 attributes an element, 2,000 attributes in all, or 128 KiB of text (element text, attribute values, CDATA and comments). rowi's documents need far less.",
+  },
+  'xml-doctype-refused': {
+    status: 400,
+    title: 'XML DOCTYPE refused',
+    description: 'XML bodies may not contain a DOCTYPE or entity declarations; rowi never expands or fetches entities.',
+  },
+  'invalid-query': {
+    status: 400,
+    title: 'Invalid query parameter',
+    description:
+      'Unknown query parameter, bad `limit`, `sort`, `cursor` or filter, an integer not written in decimal digits (`0x10`, `1e1`, ` 5`), a NUL (`%00`) in any parameter.',
+  },
+  'invalid-header': {
+    status: 400,
+    title: 'Invalid header',
+    description: 'A request header rowi reads (Idempotency-Key, If-Match…) is malformed.',
+  },
+  'malformed-credentials': {
+    status: 400,
+    title: 'Malformed credentials',
+    description:
+      'Credentials were sent in a way rowi refuses: in the query string (where they end up in logs), empty, oversized, or two kinds at once. Send one API key in X-API-Key or one bearer token in Authorization.',
+  },
+  'missing-credentials': {
+    status: 401,
+    title: 'Authentication required',
+    description:
+      'The operation needs credentials: an API key in X-API-Key or a bearer token in Authorization (WWW-Authenticate says how).',
+  },
+  'invalid-credentials': {
+    status: 401,
+    title: 'Invalid credentials',
+    description:
+      'Unknown, revoked or expired key; a token expired, not yet valid, badly signed, of another issuer or audience (`error="invalid_token"` and why in `WWW-Authenticate`).',
+  },
+  'insufficient-scope': {
+    status: 403,
+    title: 'Insufficient scope',
+    description:
+      'The caller lacks a scope; `required_scopes` lists them (the same answer whether the record exists or not).',
+  },
+  'webhook-endpoint-forbidden': {
+    status: 403,
+    title: 'Not a webhook endpoint this caller may change',
+    description:
+      "An endpoint acts for its owner, the caller that created it, and may be changed, pinged, rotated, retried or deleted only by a caller that could have created it as it is: one that may read every resource it sends events of (`required_scopes` lists what is missing). Only its owner may change its URL, and the subject of an external issuer's token owns none. `detail` says which; nothing was changed.",
+  },
+  'not-found': {
+    status: 404,
+    title: 'Not found',
+    description: 'Unknown path, or an id that names no record (non-numeric, negative or huge ids too).',
+  },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'The path exists but does not support this method; Allow lists the methods it does support.',
+  },
+  'not-acceptable': {
+    status: 406,
+    title: 'Not acceptable',
+    description: 'Accept allows none of the media types the resource is available in (JSON and XML).',
+  },
+  'email-taken': {
+    status: 409,
+    title: 'Email already in use',
+    description: 'Another user has this email address; emails are compared without regard to case.',
+  },
+  'sku-taken': {
+    status: 409,
+    title: 'SKU already in use',
+    description: 'Another item has this SKU; SKUs are unique and compared exactly.',
+  },
+  'item-in-use': {
+    status: 409,
+    title: 'Item is on orders',
+    description:
+      'The item appears on orders (open or closed), which would lose their meaning without it; it cannot be deleted.',
+  },
+  'insufficient-stock': {
+    status: 409,
+    title: 'Insufficient stock',
+    description:
+      'Stock cannot cover every line of the order; nothing was reserved. `short_lines` lists each line that is short, with the quantity requested and, to a caller that may read stock (`stock:read`), the quantity available.',
+  },
+  'invalid-transition': {
+    status: 409,
+    title: 'Invalid status transition',
+    description:
+      'An order moves only from placed to fulfilled or cancelled; the status asked for cannot be reached from the current one (or is not a status). `allowed_statuses` lists what can.',
+  },
+  'order-not-placed': {
+    status: 409,
+    title: 'Order is closed',
+    description: 'Changing the lines or user of a fulfilled or cancelled order (any `PUT` on one).',
+  },
+  'user-has-open-orders': {
+    status: 409,
+    title: 'User has placed orders',
+    description: 'The user has orders still placed; fulfil, cancel or delete them before deleting the user.',
+  },
+  'caller-name-taken': {
+    status: 409,
+    title: 'Caller name already in use',
+    description: 'Another caller has this name; names are unique (they are also OAuth client ids).',
+  },
+  'concurrent-change': {
+    status: 409,
+    title: 'Concurrent change',
+    description:
+      'A record the request refers to was deleted by another request at that moment (an order for a user or item being deleted, on PostgreSQL); nothing was changed, and a retry gets the answer that stands.',
+  },
+  'last-admin': {
+    status: 409,
+    title: 'Last admin',
+    description:
+      'The change would leave no caller that can manage callers (the admin role, still holding callers:read and callers:update, with a working API key): demoting, deleting or removing those scopes from the last one, or revoking its last working key. `detail` says which; make another caller an admin with a key first.',
+  },
+  'rotation-in-progress': {
+    status: 409,
+    title: 'Secret rotation in progress',
+    description:
+      "The webhook endpoint's previous secret still signs beside the current one (ROWI_WEBHOOK_SECRET_OVERLAP after the last rotation); rotating again would drop a secret receivers may still verify with. `previous_secret_expires_at` says when it may rotate again.",
+  },
+  'endpoint-disabled': {
+    status: 409,
+    title: 'Webhook endpoint disabled',
+    description:
+      'The webhook endpoint is disabled (by a caller, or by rowi after too many failed attempts): nothing is sent to it. Enable it with PATCH {"enabled": true} first.',
+  },
+  'delivery-pending': {
+    status: 409,
+    title: 'Delivery still pending',
+    description:
+      'The delivery is still pending (waiting for its next attempt or being sent): it will be sent without being asked; retry by hand only a delivery that succeeded or was dead-lettered.',
+  },
+  'last-event-unknown': {
+    status: 410,
+    title: 'Last event unknown',
+    description:
+      'Last-Event-ID names no event rowi still keeps (older than ROWI_EVENTS_RETENTION, or not an event you may see): the stream cannot resume without a gap. Catch up from the collections or GET /v1/events, then open the stream without Last-Event-ID.',
+  },
+  'too-many-streams': {
+    status: 429,
+    title: 'Too many event streams',
+    description:
+      'The caller already holds ROWI_EVENTS_MAX_STREAMS event streams open on this instance; close one first (Retry-After says when to look again).',
+  },
+  'webhook-url-refused': {
+    status: 422,
+    title: 'Webhook URL refused',
+    description:
+      'The webhook URL is not one rowi sends to: not http(s), with credentials, not https without an allow-listed host, or naming (or resolving to) a loopback, private, link-local, multicast or metadata address that ROWI_WEBHOOK_ALLOW_HOSTS does not allow; `errors` says which.',
+  },
+  'request-timeout': {
+    status: 408,
+    title: 'Request timeout',
+    description:
+      'The headers or body did not arrive within `ROWI_HEADERS_TIMEOUT` / `ROWI_REQUEST_TIMEOUT` (no request yet: `instance` is `urn:uuid:` and the id; connection closed).',
+  },
+  'precondition-failed': {
+    status: 412,
+    title: 'Precondition failed',
+    description:
+      'If-Match does not name the current ETag: the record changed since it was read. GET it again and retry.',
+  },
+  'body-too-large': {
+    status: 413,
+    title: 'Body too large',
+    description:
+      'The body is over the limit (refused as soon as `Content-Length` says so, or a chunked body grows past it); the connection then closes, but only once the client has stopped sending or after 2 s, so the answer is not lost to a reset.',
+  },
+  'unsupported-media-type': {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.',
+  },
+  'validation-failed': {
+    status: 422,
+    title: 'Validation failed',
+    description:
+      'The body is well-formed but breaks the schema; `errors` has a JSON Pointer and a reason for each violation.',
+  },
+  'read-only-field': {
+    status: 422,
+    title: 'Read-only field',
+    description:
+      "A `PUT`/`PATCH` changes a read-only field (`id`, `created_at`, `updated_at`, an order's `total`, a stock's `reserved`…).",
+  },
+  'unknown-reference': {
+    status: 422,
+    title: 'Unknown reference',
+    description:
+      'The body refers to a record that does not exist (a user_id or item_id); `errors` points at each reference.',
+  },
+  'idempotency-key-reused': {
+    status: 422,
+    title: 'Idempotency key reused',
+    description: 'The Idempotency-Key was already used with a different request (method, path or body); use a new key.',
+  },
+  'headers-too-large': {
+    status: 431,
+    title: 'Request headers too large',
+    description:
+      'Request line and headers over 16 KiB (connection closed); a request line that is not HTTP gets `400` `bad-request` the same way.',
+  },
+  'rate-limited': {
+    status: 429,
+    title: 'Too many requests',
+    description:
+      'The caller (or, without credentials, the client address) spent its rate limit; `policy`, `quota` and `window_seconds` name the budget, Retry-After says when to try again, RateLimit-Policy and RateLimit headers say where it stands on every response.',
+  },
+  'internal-error': {
+    status: 500,
+    title: 'Internal error',
+    description: 'An unexpected fault; it is logged with the request id.',
+  },
+  'upstream-error': {
+    status: 502,
+    title: 'Weather provider failed',
+    description:
+      'The upstream weather provider gave no usable answer (an error status, a body that is not JSON, too large, cut off, or with values out of range; or the connection failed), or rowi stopped calling it for a while after repeated failures (`failure` says which; Retry-After then says when it tries again), and rowi had no earlier value of this place to serve.',
+  },
+  'upstream-timeout': {
+    status: 504,
+    title: 'Weather provider timed out',
+    description:
+      'The upstream weather provider did not answer within ROWI_WEATHER_TIMEOUT, and rowi had no earlier value of this place to serve.',
+  },
+  'insufficient-storage': {
+    status: 507,
+    title: 'Insufficient storage',
+    description:
+      "The database has no space left for the write (a full disk; SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full`): nothing was written, reads go on, `Retry-After: 30`; the same request succeeds once space is freed.",
+  },
+  'service-unavailable': {
+    status: 503,
+    title: 'Service unavailable',
+    description:
+      'A health probe while the instance shuts down (`Retry-After`, `Connection: close`); the database is unreachable, restarting, out of pooled connections or past `ROWI_DATABASE_TIMEOUT`, or PostgreSQL rolled the transaction back for a deadlock (`Retry-After: 2`; retrying is safe); or `/health/ready` finds the database unreachable or not migrated (`Retry-After`, `checks`).',
+  },
+  'storage-corrupt': {
+    status: 503,
+    title: 'Database damaged',
+    description:
+      'The database is damaged (SQLite: a page of the file is malformed, `SQLITE_CORRUPT` or `SQLITE_NOTADB`; PostgreSQL: `data_corrupted` or `index_corrupted`), found by this request or an earlier one; the operator is told in the log. On SQLite every write is refused from then on (nothing was written) and `/health/ready` fails until rowi is restarted on a sound file; reads that meet no damage go on. `Retry-After: 60`: another instance, or the restored database, may answer.',
+  },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
 export type ProblemType = keyof typeof PROBLEM_TYPES;
@@ -116,9 +337,13 @@ export class MethodNotAllowedError extends AppError {
 
 export class NotAcceptableError extends AppError {
   constructor(accept: string, available: string[]) {
-    super('not-acceptable', `None of the media types in Accept (${accept}) can be produced; this resource is available as ${available.join(', ')}.`, {
-      extensions: { available_media_types: available },
-    });
+    super(
+      'not-acceptable',
+      `None of the media types in Accept (${accept}) can be produced; this resource is available as ${available.join(', ')}.`,
+      {
+        extensions: { available_media_types: available },
+      },
+    );
   }
 }
 
@@ -136,11 +361,15 @@ export class PreconditionFailedError extends AppError {
 
 export class UnsupportedMediaTypeError extends AppError {
   constructor(contentType: string, accepted: string[]) {
-    super('unsupported-media-type', `A body of type ${contentType || '(none)'} is not accepted here; send one of ${accepted.join(', ')} (UTF-8).`, {
-      // RFC 9110 §12.5.1: Accept in a 415 response lists the media types that would be taken.
-      headers: accepted.length > 0 ? { accept: accepted.join(', ') } : {},
-      extensions: { accepted_media_types: accepted },
-    });
+    super(
+      'unsupported-media-type',
+      `A body of type ${contentType || '(none)'} is not accepted here; send one of ${accepted.join(', ')} (UTF-8).`,
+      {
+        // RFC 9110 §12.5.1: Accept in a 415 response lists the media types that would be taken.
+        headers: accepted.length > 0 ? { accept: accepted.join(', ') } : {},
+        extensions: { accepted_media_types: accepted },
+      },
+    );
   }
 }
 
@@ -152,7 +381,11 @@ export class UnprocessableError extends AppError {
 
 /** 401/400 with the WWW-Authenticate challenge of RFC 6750 §3. */
 export class AuthenticationError extends AppError {
-  constructor(type: 'missing-credentials' | 'invalid-credentials' | 'malformed-credentials', detail: string, challenge: string) {
+  constructor(
+    type: 'missing-credentials' | 'invalid-credentials' | 'malformed-credentials',
+    detail: string,
+    challenge: string,
+  ) {
     super(type, detail, { headers: { 'www-authenticate': challenge } });
   }
 }
@@ -160,6 +393,9 @@ export class AuthenticationError extends AppError {
 /** 403: known caller, missing scope (RFC 6750 §3.1 insufficient_scope). */
 export class ForbiddenError extends AppError {
   constructor(detail: string, missing: string[], challenge: string) {
-    super('insufficient-scope', detail, { headers: { 'www-authenticate': challenge }, extensions: { required_scopes: missing } });
+    super('insufficient-scope', detail, {
+      headers: { 'www-authenticate': challenge },
+      extensions: { required_scopes: missing },
+    });
   }
 }

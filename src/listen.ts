@@ -24,10 +24,16 @@ export const CLOSING_MARGIN_MS = 2000;
  * it (db/sqlite-check.ts: exit code 2 when it is damaged). Damage the check finds once rowi runs
  * goes to `onLateDamage`; by default this process takes it as damage a request met.
  */
-export async function openCheckedStorage(config: Config, logger: Logger, onLateDamage?: (detail: string, storage: Storage) => void): Promise<Storage> {
+export async function openCheckedStorage(
+  config: Config,
+  logger: Logger,
+  onLateDamage?: (detail: string, storage: Storage) => void,
+): Promise<Storage> {
   const storage = await openStorage(config, logger);
   try {
-    await checkSqliteFile(config, logger, (detail) => (onLateDamage ?? ((late) => storage.corruption.report(late)))(detail, storage));
+    await checkSqliteFile(config, logger, (detail) =>
+      (onLateDamage ?? ((late) => storage.corruption.report(late)))(detail, storage),
+    );
   } catch (error) {
     await storage.close();
     throw error;
@@ -48,8 +54,14 @@ export async function prepareDatabase(storage: Storage): Promise<MigrationOutcom
   return migrations;
 }
 
-export async function listen(config: Config, storage: Storage, logger: Logger): Promise<{ app: FastifyInstance; origin: string }> {
-  const app = await started(config, storage, logger, undefined, (built) => built.listen({ host: config.host, port: config.port }));
+export async function listen(
+  config: Config,
+  storage: Storage,
+  logger: Logger,
+): Promise<{ app: FastifyInstance; origin: string }> {
+  const app = await started(config, storage, logger, undefined, (built) =>
+    built.listen({ host: config.host, port: config.port }),
+  );
   const origin = publicOrigin(app.server.address() as AddressInfo, schemeOf(config));
   setOrigin(app, config, origin);
   return { app, origin };
@@ -61,11 +73,19 @@ export async function listen(config: Config, storage: Storage, logger: Logger): 
  * connects to, so that Node's HTTP server runs as it does when listening: its header and request
  * time-outs are armed when it starts listening. The socket is removed when the app closes.
  */
-export async function serveHandedConnections(config: Config, storage: Storage, logger: Logger, collectMetrics: () => Promise<string>): Promise<FastifyInstance> {
+export async function serveHandedConnections(
+  config: Config,
+  storage: Storage,
+  logger: Logger,
+  collectMetrics: () => Promise<string>,
+): Promise<FastifyInstance> {
   const folder = mkdtempSync(join(tmpdir(), 'rowi-worker-'));
   return started(config, storage, logger, collectMetrics, async (built) => {
     built.addHook('onClose', async () => rmSync(folder, { recursive: true, force: true }));
-    await built.listen({ path: join(folder, 'unused.sock'), listenTextResolver: () => 'worker ready: it serves the connections the primary hands over' });
+    await built.listen({
+      path: join(folder, 'unused.sock'),
+      listenTextResolver: () => 'worker ready: it serves the connections the primary hands over',
+    });
   });
 }
 
@@ -99,7 +119,13 @@ async function started(
 }
 
 /** Creates the first admin on an empty database, logs "listening" once, and writes the banner. */
-export async function announce(config: Config, storage: Storage, logger: Logger, origin: string, processes: string): Promise<void> {
+export async function announce(
+  config: Config,
+  storage: Storage,
+  logger: Logger,
+  origin: string,
+  processes: string,
+): Promise<void> {
   const firstAdmin = await ensureFirstAdmin(storage.db);
   const baseUrl = `${origin}/v1`;
   logger.info({ url: baseUrl, storage: storage.describe, processes }, `listening on ${baseUrl}`);

@@ -15,7 +15,13 @@ export function createLogger(config: Pick<Config, 'logLevel'>, fd: 1 | 2 = 1): L
     level: config.logLevel,
     base: { service: 'rowi' },
     redact: {
-      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'headers.authorization', 'headers["x-api-key"]'],
+      paths: [
+        'req.headers.authorization',
+        'req.headers["x-api-key"]',
+        'req.headers.cookie',
+        'headers.authorization',
+        'headers["x-api-key"]',
+      ],
       remove: true,
     },
   };

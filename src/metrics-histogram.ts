@@ -67,9 +67,15 @@ export class SeriesHistogram<T extends string> extends Histogram<T> {
   }
 
   /** Histogram's observe (a value, or labels and a value, or { labels, value }), into the same series. */
-  private record(labelsOrValue: LabelValues<T> | number | { labels?: LabelValues<T>; value: number }, value?: number): void {
+  private record(
+    labelsOrValue: LabelValues<T> | number | { labels?: LabelValues<T>; value: number },
+    value?: number,
+  ): void {
     if (typeof labelsOrValue === 'number') return this.series().observe(labelsOrValue);
-    const [labels, observed] = 'value' in labelsOrValue && typeof labelsOrValue.value === 'number' && value === undefined ? [labelsOrValue.labels ?? {}, labelsOrValue.value] : [labelsOrValue as LabelValues<T>, value!];
+    const [labels, observed] =
+      'value' in labelsOrValue && typeof labelsOrValue.value === 'number' && value === undefined
+        ? [labelsOrValue.labels ?? {}, labelsOrValue.value]
+        : [labelsOrValue as LabelValues<T>, value!];
     this.series(...this.names.map((name) => String((labels as Record<string, unknown>)[name] ?? ''))).observe(observed);
   }
 
@@ -79,17 +85,38 @@ export class SeriesHistogram<T extends string> extends Histogram<T> {
   }
 
   /** What prom-client's registry writes as text: cumulative buckets, +Inf, _sum and _count per series. */
-  async getForPromString(): Promise<{ name: string; help: string; type: 'histogram'; values: ExportedValue[]; aggregator: 'sum' }> {
+  async getForPromString(): Promise<{
+    name: string;
+    help: string;
+    type: 'histogram';
+    values: ExportedValue[];
+    aggregator: 'sum';
+  }> {
     const values: ExportedValue[] = [];
     for (const series of this.table.values()) {
       let cumulative = 0;
       this.bounds.forEach((bound, index) => {
         cumulative += series.counts[index]!;
-        values.push({ labels: { le: bound }, sharedLabels: series.labels, value: cumulative, metricName: `${this.metricName}_bucket` });
+        values.push({
+          labels: { le: bound },
+          sharedLabels: series.labels,
+          value: cumulative,
+          metricName: `${this.metricName}_bucket`,
+        });
       });
-      values.push({ labels: { le: '+Inf' }, sharedLabels: series.labels, value: series.count, metricName: `${this.metricName}_bucket` });
+      values.push({
+        labels: { le: '+Inf' },
+        sharedLabels: series.labels,
+        value: series.count,
+        metricName: `${this.metricName}_bucket`,
+      });
       values.push({ labels: {}, sharedLabels: series.labels, value: series.sum, metricName: `${this.metricName}_sum` });
-      values.push({ labels: {}, sharedLabels: series.labels, value: series.count, metricName: `${this.metricName}_count` });
+      values.push({
+        labels: {},
+        sharedLabels: series.labels,
+        value: series.count,
+        metricName: `${this.metricName}_count`,
+      });
     }
     return { name: this.metricName, help: this.metricHelp, type: 'histogram', values, aggregator: 'sum' };
   }
@@ -97,7 +124,11 @@ export class SeriesHistogram<T extends string> extends Histogram<T> {
   /** The same values with each series' labels merged in, as prom-client's get() gives them (the JSON --workers add up). */
   override async get(): ReturnType<Histogram<T>['get']> {
     const exported = await this.getForPromString();
-    const values = exported.values.map(({ labels, sharedLabels, value, metricName }) => ({ labels: { ...labels, ...sharedLabels }, value, metricName }));
+    const values = exported.values.map(({ labels, sharedLabels, value, metricName }) => ({
+      labels: { ...labels, ...sharedLabels },
+      value,
+      metricName,
+    }));
     return { ...exported, values } as unknown as Awaited<ReturnType<Histogram<T>['get']>>;
   }
 }

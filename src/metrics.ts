@@ -14,7 +14,8 @@ export const registry = new Registry();
 collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
 // Gauges named like counters, which Prometheus's naming rules refuse (promtool check metrics);
 // nodejs_active_handles, _requests and _resources by type remain, and add up to them.
-for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+  registry.removeSingleMetric(name);
 
 /** Requests being served now: a plain number on the hot path, read into its gauge when scraped. */
 export const inFlight = { count: 0 };
@@ -24,7 +25,7 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 export const metrics = {
   requestDuration: new SeriesHistogram({
     name: 'rowi_http_request_duration_seconds',
-    help: 'Time from a request\'s arrival to its response, by route template (unmatched for unknown paths), method and status class (2xx…; 4xx also for a client that left first)',
+    help: "Time from a request's arrival to its response, by route template (unmatched for unknown paths), method and status class (2xx…; 4xx also for a client that left first)",
     labelNames: ['route', 'method', 'status_class'] as const,
     buckets: SECONDS,
     registers: [registry],

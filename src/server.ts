@@ -39,7 +39,10 @@ async function serveAlone(config: Config): Promise<void> {
     throw error;
   }
   closeWithGrace(
-    { delay: config.shutdownTimeout + CLOSING_MARGIN_MS, logger: { error: (message: unknown) => logger.error(message) } },
+    {
+      delay: config.shutdownTimeout + CLOSING_MARGIN_MS,
+      logger: { error: (message: unknown) => logger.error(message) },
+    },
     async ({ signal, err }) => {
       if (err) logger.error({ err }, 'fatal error, shutting down');
       else logger.info({ signal }, 'shutting down: finishing in-flight requests');

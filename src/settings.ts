@@ -28,12 +28,22 @@ export const SERVING_SETTINGS = {
     'host',
   ),
   port: setting(
-    Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; `0` picks a free one (the log says which)' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      default: 8080,
+      description: 'TCP port; `0` picks a free one (the log says which)',
+    }),
     'ROWI_PORT',
     'port',
   ),
   data: setting(
-    Type.String({ minLength: 1, default: './data/rowi.db', 'x-error': 'must be the path of a file', description: 'SQLite database file (created, with its folder, on first start)' }),
+    Type.String({
+      minLength: 1,
+      default: './data/rowi.db',
+      'x-error': 'must be the path of a file',
+      description: 'SQLite database file (created, with its folder, on first start)',
+    }),
     'ROWI_DATA',
     'data',
   ),
@@ -43,13 +53,19 @@ export const SERVING_SETTINGS = {
       pattern: '^$|^postgres(ql)?://\\S+$',
       'x-error': 'must be a postgres:// (or postgresql://) connection URL',
       'x-secret': true,
-      description: '`postgres://user:password@host:5432/database` selects PostgreSQL instead of the SQLite file; `?options=-c%20search_path%3Dname` picks a schema',
+      description:
+        '`postgres://user:password@host:5432/database` selects PostgreSQL instead of the SQLite file; `?options=-c%20search_path%3Dname` picks a schema',
     }),
     'ROWI_DATABASE_URL',
     'database-url',
   ),
   databasePoolSize: setting(
-    Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections each rowi process keeps at most' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 10,
+      description: 'PostgreSQL connections each rowi process keeps at most',
+    }),
     'ROWI_DATABASE_POOL_SIZE',
   ),
   databaseTimeout: setting(
@@ -57,19 +73,28 @@ export const SERVING_SETTINGS = {
       minimum: 100,
       maximum: 600_000,
       default: 5000,
-      description: 'milliseconds a request waits for the database (a PostgreSQL connection or statement, SQLite\'s write lock held by another process) before rowi answers 503 with Retry-After',
+      description:
+        "milliseconds a request waits for the database (a PostgreSQL connection or statement, SQLite's write lock held by another process) before rowi answers 503 with Retry-After",
     }),
     'ROWI_DATABASE_TIMEOUT',
   ),
   workers: setting(
-    Type.Integer({ minimum: 0, maximum: 256, default: 0, description: 'processes `rowi serve` runs on the port; `0`: one per core, `1`: a single process' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: 256,
+      default: 0,
+      description: 'processes `rowi serve` runs on the port; `0`: one per core, `1`: a single process',
+    }),
     'ROWI_WORKERS',
     'workers',
   ),
   logLevel: setting(
     Type.Union(
       LOG_LEVELS.map((level) => Type.Literal(level)),
-      { default: 'info', description: 'log level (pino): `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`' },
+      {
+        default: 'info',
+        description: 'log level (pino): `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`',
+      },
     ),
     'ROWI_LOG_LEVEL',
     'log-level',
@@ -93,7 +118,10 @@ export const SERVING_SETTINGS = {
     'ROWI_SHUTDOWN_TIMEOUT',
   ),
   tlsCert: setting(
-    Type.String({ default: '', description: 'PEM certificate (chain) file; with `ROWI_TLS_KEY`, rowi serves HTTPS (TLS 1.2+) and sends HSTS' }),
+    Type.String({
+      default: '',
+      description: 'PEM certificate (chain) file; with `ROWI_TLS_KEY`, rowi serves HTTPS (TLS 1.2+) and sends HSTS',
+    }),
     'ROWI_TLS_CERT',
     'tls-cert',
   ),
@@ -116,7 +144,8 @@ export const SERVING_SETTINGS = {
       default: '',
       pattern: '^$|^https?://[^/?#\\s]+$',
       'x-error': 'must be an origin: http:// or https://, a host and an optional port, without a path',
-      description: 'the origin callers use (`https://api.example.com`): the OpenAPI document\'s server and the issuer of rowi\'s tokens',
+      description:
+        "the origin callers use (`https://api.example.com`): the OpenAPI document's server and the issuer of rowi's tokens",
       'x-default-text': 'the listen address',
     }),
     'ROWI_PUBLIC_URL',
@@ -126,7 +155,8 @@ export const SERVING_SETTINGS = {
       default: '',
       pattern: `^$|^\\*$|^${ORIGIN}(,${ORIGIN})*$`,
       'x-error': 'must be * or a comma-separated list of origins (https://app.example.com, no path or trailing slash)',
-      description: 'browser origins allowed to call rowi (CORS), comma-separated (`https://app.example.com`), or `*` for any; unset: none, and browsers refuse other sites\' scripts (see Browser callers)',
+      description:
+        "browser origins allowed to call rowi (CORS), comma-separated (`https://app.example.com`), or `*` for any; unset: none, and browsers refuse other sites' scripts (see Browser callers)",
       'x-default-text': 'unset (no CORS)',
     }),
     'ROWI_CORS_ORIGINS',
@@ -139,7 +169,7 @@ export const DURABILITY_SETTINGS = {
     Type.Union([Type.Literal('full'), Type.Literal('normal')], {
       default: 'full',
       description:
-        'SQLite\'s synchronous mode. `full`: a write acknowledged with 2xx survives a process crash and a power loss; `normal`: a process crash only, for about 10× the commit rate',
+        "SQLite's synchronous mode. `full`: a write acknowledged with 2xx survives a process crash and a power loss; `normal`: a process crash only, for about 10× the commit rate",
     }),
     'ROWI_SQLITE_SYNCHRONOUS',
   ),
@@ -154,7 +184,7 @@ export const START_CHECK_SETTINGS = {
     Type.Union([Type.Literal('refuse'), Type.Literal('warn')], {
       default: 'refuse',
       description:
-        'an environment variable named `ROWI_…` that is no setting (a misspelling: `ROWI_PROT`). `refuse`: stop with exit code 2, naming it and the nearest setting; `warn`: say so on stderr and start, for an environment other programs share. Never settings: `ROWI_KEY` (the examples\' API key) and the tools\' `ROWI_TEST_…`, `ROWI_BENCH_…`, `ROWI_CI_…`',
+        "an environment variable named `ROWI_…` that is no setting (a misspelling: `ROWI_PROT`). `refuse`: stop with exit code 2, naming it and the nearest setting; `warn`: say so on stderr and start, for an environment other programs share. Never settings: `ROWI_KEY` (the examples' API key) and the tools' `ROWI_TEST_…`, `ROWI_BENCH_…`, `ROWI_CI_…`",
     }),
     'ROWI_UNKNOWN_SETTINGS',
   ),

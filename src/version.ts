@@ -7,7 +7,10 @@ function readVersion(): string {
   let folder = dirname(fileURLToPath(import.meta.url));
   for (let depth = 0; depth < 4; depth++) {
     try {
-      const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (manifest.name === 'rowi' && manifest.version) return manifest.version;
     } catch {
       // not here; look one folder up

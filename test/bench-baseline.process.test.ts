@@ -32,7 +32,11 @@ describe('the bench baseline without authentication', () => {
   });
 
   it('creates and reads a user, answers 404 as rowi does, and places an order', async () => {
-    const created = await app.inject({ method: 'POST', url: '/v1/users', payload: { name: 'Bench', email: 'bench@example.com' } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/v1/users',
+      payload: { name: 'Bench', email: 'bench@example.com' },
+    });
     expect(created.statusCode).toBe(201);
     const user = created.json() as { id: number };
     const read = await app.inject({ url: `/v1/users/${user.id}` });
@@ -46,9 +50,21 @@ describe('the bench baseline without authentication', () => {
     const missing = await app.inject({ url: '/v1/users/999999' });
     expect(missing.statusCode).toBe(404);
     expect(missing.headers['content-type']).toMatch(/^application\/problem\+json/);
-    const item = (await app.inject({ method: 'POST', url: '/v1/items', payload: { name: 'Bench item', sku: 'BENCH-1', price: '1.00' } })).json() as { id: number };
-    expect((await app.inject({ method: 'PUT', url: `/v1/items/${item.id}/stock`, payload: { quantity: 5 } })).statusCode).toBe(200);
-    const order = await app.inject({ method: 'POST', url: '/v1/orders', payload: { name: 'B-1', user_id: user.id, lines: [{ item_id: item.id, quantity: 2 }] } });
+    const item = (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/items',
+        payload: { name: 'Bench item', sku: 'BENCH-1', price: '1.00' },
+      })
+    ).json() as { id: number };
+    expect(
+      (await app.inject({ method: 'PUT', url: `/v1/items/${item.id}/stock`, payload: { quantity: 5 } })).statusCode,
+    ).toBe(200);
+    const order = await app.inject({
+      method: 'POST',
+      url: '/v1/orders',
+      payload: { name: 'B-1', user_id: user.id, lines: [{ item_id: item.id, quantity: 2 }] },
+    });
     expect(order.statusCode).toBe(201);
     expect(order.json()).toMatchObject({ status: 'placed', total: '2.00' });
   });

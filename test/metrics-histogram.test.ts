@@ -15,7 +15,12 @@ const OBSERVED: [string, string, number][] = [
 function both() {
   const theirs = new Registry();
   const ours = new Registry();
-  const configuration = { name: 'duration_seconds', help: 'Duration', labelNames: ['route', 'status_class'] as const, buckets: BUCKETS };
+  const configuration = {
+    name: 'duration_seconds',
+    help: 'Duration',
+    labelNames: ['route', 'status_class'] as const,
+    buckets: BUCKETS,
+  };
   const histogram = new Histogram({ ...configuration, registers: [theirs] });
   const series = new SeriesHistogram({ ...configuration, registers: [ours] });
   for (const [route, statusClass, seconds] of OBSERVED) {
@@ -29,15 +34,22 @@ describe('SeriesHistogram (request durations without prom-client on the hot path
   it('GET /metrics: writes exactly what prom-client writes for the same observations', async () => {
     const { theirs, ours } = both();
     expect(await ours.metrics()).toBe(await theirs.metrics());
-    expect(await ours.metrics()).toContain('duration_seconds_bucket{le="0.001",route="/v1/users/{id}",status_class="2xx"} 2');
+    expect(await ours.metrics()).toContain(
+      'duration_seconds_bucket{le="0.001",route="/v1/users/{id}",status_class="2xx"} 2',
+    );
   });
 
-  it('GET /metrics with --workers: two processes\' series add up as prom-client\'s do', async () => {
+  it("GET /metrics with --workers: two processes' series add up as prom-client's do", async () => {
     const { theirs, ours } = both();
-    const aggregatedTheirs = AggregatorRegistry.aggregate([await theirs.getMetricsAsJSON(), await theirs.getMetricsAsJSON()]);
+    const aggregatedTheirs = AggregatorRegistry.aggregate([
+      await theirs.getMetricsAsJSON(),
+      await theirs.getMetricsAsJSON(),
+    ]);
     const aggregatedOurs = AggregatorRegistry.aggregate([await ours.getMetricsAsJSON(), await ours.getMetricsAsJSON()]);
     expect(await aggregatedOurs.metrics()).toBe(await aggregatedTheirs.metrics());
-    expect(await aggregatedOurs.metrics()).toContain('duration_seconds_count{route="/v1/users/{id}",status_class="2xx"} 6');
+    expect(await aggregatedOurs.metrics()).toContain(
+      'duration_seconds_count{route="/v1/users/{id}",status_class="2xx"} 6',
+    );
   });
 
   it('observe with labels records into the same series; reset empties them', async () => {

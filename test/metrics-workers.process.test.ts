@@ -13,7 +13,10 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 const get = async (path: string) => {
-  const reply = await fetch(`${server.baseUrl}${path}`, { headers: { 'x-api-key': server.adminKey, connection: 'close' }, signal: AbortSignal.timeout(10_000) });
+  const reply = await fetch(`${server.baseUrl}${path}`, {
+    headers: { 'x-api-key': server.adminKey, connection: 'close' },
+    signal: AbortSignal.timeout(10_000),
+  });
   return { status: reply.status, text: await reply.text(), type: reply.headers.get('content-type') };
 };
 

@@ -27,7 +27,12 @@ function tableAfter(heading: string): string[][] {
       if (rows.length > 0) break;
       continue;
     }
-    rows.push(line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    rows.push(
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
   }
   // The header row and its separator.
   return rows.slice(2);
@@ -37,7 +42,9 @@ const backticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match
 
 describe('DOCS reference tables against the code', () => {
   it('Errors: the table lists every problem type, each with the status rowi answers it with, and no other', () => {
-    const documented = Object.fromEntries(tableAfter('## Errors').map(([status, type]) => [backticked(type!)[0], Number(status)]));
+    const documented = Object.fromEntries(
+      tableAfter('## Errors').map(([status, type]) => [backticked(type!)[0], Number(status)]),
+    );
     const coded = Object.fromEntries(Object.entries(PROBLEM_TYPES).map(([type, { status }]) => [type, status]));
     expect(Object.keys(documented).length).toBeGreaterThan(30);
     expect(documented).toEqual(coded);
@@ -65,12 +72,18 @@ describe('the documentation as files', () => {
   it('README.md is the front page: under 10 KB, linking every file of docs/', () => {
     const readme = readDoc('README.md');
     expect(Buffer.byteLength(readme)).toBeLessThan(10 * 1024);
-    for (const file of readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md'))) expect(readme, `README links docs/${file}`).toContain(`](docs/${file})`);
+    for (const file of readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md')))
+      expect(readme, `README links docs/${file}`).toContain(`](docs/${file})`);
   });
 
   it('every relative link of the README and docs/ names a file that exists, and every #anchor a heading of it', () => {
     const broken: string[] = [];
-    for (const file of ['README.md', ...readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]) {
+    for (const file of [
+      'README.md',
+      ...readdirSync(new URL('../docs/', import.meta.url))
+        .filter((name) => name.endsWith('.md'))
+        .map((name) => `docs/${name}`),
+    ]) {
       for (const [, target] of readDoc(file).matchAll(/\]\(([^)\s]+)\)/g)) {
         if (/^(https?:|mailto:)/.test(target!)) continue;
         const [path, anchor] = target!.split('#');
@@ -79,7 +92,8 @@ describe('the documentation as files', () => {
           broken.push(`${file}: ${target} (no ${linked})`);
           continue;
         }
-        if (anchor !== undefined && linked.endsWith('.md') && !headingSlugs(readDoc(linked)).includes(anchor)) broken.push(`${file}: ${target} (no heading #${anchor})`);
+        if (anchor !== undefined && linked.endsWith('.md') && !headingSlugs(readDoc(linked)).includes(anchor))
+          broken.push(`${file}: ${target} (no heading #${anchor})`);
       }
     }
     expect(broken).toEqual([]);
@@ -88,13 +102,22 @@ describe('the documentation as files', () => {
 
 /** GitHub's anchors of a Markdown file's headings. */
 function headingSlugs(markdown: string): string[] {
-  return [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((match) => match[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replaceAll(' ', '-'));
+  return [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((match) =>
+    match[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\w\- ]/g, '')
+      .replaceAll(' ', '-'),
+  );
 }
 
 describe('the generated reference tables', () => {
-  it.each(TABLES.map((table) => [`${table.file}: ${table.name}`, table] as const))('%s is what the code generates (npm run docs rewrites it)', (_name, table) => {
-    if (process.env.ROWI_TEST_UPDATE_DOCS === '1') writeTable(table);
-    const { current, expected } = regenerated(table);
-    expect(current).toBe(expected);
-  });
+  it.each(TABLES.map((table) => [`${table.file}: ${table.name}`, table] as const))(
+    '%s is what the code generates (npm run docs rewrites it)',
+    (_name, table) => {
+      if (process.env.ROWI_TEST_UPDATE_DOCS === '1') writeTable(table);
+      const { current, expected } = regenerated(table);
+      expect(current).toBe(expected);
+    },
+  );
 });

@@ -37,7 +37,9 @@ function examples(): Example[] {
         const status = Number(/^\d{3}/.exec(promise)?.[0]);
         const word = /^\d{3} ([a-z][a-z-]*[a-z])/.exec(promise)?.[1];
         const problem = word !== undefined && Object.hasOwn(PROBLEM_TYPES, word) ? word : undefined;
-        const headers = [...promise.matchAll(/([A-Z][A-Za-z-]+): ([^…]+?)(?=\s+[a-z]|$)/g)].map((match): [string, string] => [match[1]!, match[2]!.trim()]);
+        const headers = [...promise.matchAll(/([A-Z][A-Za-z-]+): ([^…]+?)(?=\s+[a-z]|$)/g)].map(
+          (match): [string, string] => [match[1]!, match[2]!.trim()],
+        );
         return { file, command: command!.trim(), status, problem, headers };
       }),
   );
@@ -53,7 +55,10 @@ function shownProblems(): Record<string, unknown>[] {
         return undefined;
       }
     })
-    .filter((shown): shown is Record<string, unknown> => typeof shown?.type === 'string' && shown.type.startsWith('/problems/'));
+    .filter(
+      (shown): shown is Record<string, unknown> =>
+        typeof shown?.type === 'string' && shown.type.startsWith('/problems/'),
+    );
 }
 
 describe('documentation examples (README and docs/)', () => {
@@ -65,7 +70,9 @@ describe('documentation examples (README and docs/)', () => {
     provider = await startFakeOpenMeteo();
     // The shipped limits, as after npm start (the helpers turn them off for other tests).
     const shippedLimits = Object.fromEntries(Object.keys(NO_RATE_LIMITS).map((name) => [name, '']));
-    server = await startServer({ env: { ...shippedLimits, ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: provider.url } });
+    server = await startServer({
+      env: { ...shippedLimits, ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: provider.url },
+    });
     folder = tempFolder('readme');
   });
   afterAll(async () => {
@@ -78,7 +85,9 @@ describe('documentation examples (README and docs/)', () => {
     expect(all.length).toBeGreaterThanOrEqual(20);
     expect(all.filter((example) => Number.isNaN(example.status))).toEqual([]);
     // The token endpoint's errors are OAuth's (RFC 6749 §5.2), not problems; they show their error code instead.
-    const unnamed = all.filter((example) => example.status >= 400 && example.problem === undefined && !example.command.includes('/oauth/token'));
+    const unnamed = all.filter(
+      (example) => example.status >= 400 && example.problem === undefined && !example.command.includes('/oauth/token'),
+    );
     expect(unnamed.map((example) => `${example.file}: ${example.command}`)).toEqual([]);
   });
 
@@ -87,13 +96,17 @@ describe('documentation examples (README and docs/)', () => {
     const answered = new Map<string, Record<string, unknown>>();
     for (const example of examples()) {
       const command = example.command.replaceAll(DOCUMENTED_ORIGIN, server.baseUrl);
-      const { stdout } = await run('sh', ['-c', command], { cwd: folder, env: { ...process.env, ROWI_KEY: server.adminKey } });
+      const { stdout } = await run('sh', ['-c', command], {
+        cwd: folder,
+        env: { ...process.env, ROWI_KEY: server.adminKey },
+      });
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(stdout)?.[1] ?? stdout.trim());
       expect(status, `${example.file}: ${example.command}\n${stdout}`).toBe(example.status);
       if (example.problem !== undefined) {
         expect(stdout, `${example.file}: ${example.command}`).toContain(`/problems/${example.problem}`);
         const body = stdout.slice(stdout.indexOf('\r\n\r\n') + 4);
-        if (body.startsWith('{') && !answered.has(example.problem)) answered.set(example.problem, JSON.parse(body) as Record<string, unknown>);
+        if (body.startsWith('{') && !answered.has(example.problem))
+          answered.set(example.problem, JSON.parse(body) as Record<string, unknown>);
       }
       for (const [name, value] of example.headers) {
         const header = new RegExp(`^${name}: (.*)\\r?$`, 'im').exec(stdout);

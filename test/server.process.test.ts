@@ -26,7 +26,9 @@ describe('rowi serve, over a real socket', () => {
     expect(existsSync(server.dataFile)).toBe(true);
     expect(server.stdout()).toMatch(/"msg":"database migrated"/);
     expect(server.stdout()).toMatch(new RegExp(`"msg":"listening on ${server.baseUrl}/v1"`));
-    expect(server.stderr()).toContain(`curl -s -X POST ${server.baseUrl}/v1/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json'`);
+    expect(server.stderr()).toContain(
+      `curl -s -X POST ${server.baseUrl}/v1/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json'`,
+    );
   });
 
   it('POST then GET /v1/users/{id} over HTTP/1.1 with keep-alive', async () => {
@@ -37,7 +39,9 @@ describe('rowi serve, over a real socket', () => {
     });
     expect(created.status).toBe(201);
     const location = created.headers.get('location')!;
-    const read = await fetch(`${server.baseUrl}${location}`, { headers: { accept: 'application/xml', 'x-api-key': server.adminKey } });
+    const read = await fetch(`${server.baseUrl}${location}`, {
+      headers: { accept: 'application/xml', 'x-api-key': server.adminKey },
+    });
     expect(read.status).toBe(200);
     expect(read.headers.get('content-type')).toBe('application/xml; charset=utf-8');
     expect(await read.text()).toContain('<name>Socket User</name>');
@@ -56,7 +60,11 @@ describe('rowi serve, over a real socket', () => {
     const statuses = replies.map((reply) => reply.status).sort();
     expect(statuses.filter((status) => status === 201)).toHaveLength(1);
     expect(statuses.filter((status) => status === 409)).toHaveLength(29);
-    const list = (await (await fetch(`${server.baseUrl}/v1/users?email=same.socket@example.com`, { headers: { 'x-api-key': server.adminKey } })).json()) as { data: unknown[] };
+    const list = (await (
+      await fetch(`${server.baseUrl}/v1/users?email=same.socket@example.com`, {
+        headers: { 'x-api-key': server.adminKey },
+      })
+    ).json()) as { data: unknown[] };
     expect(list.data).toHaveLength(1);
   });
 
@@ -65,7 +73,10 @@ describe('rowi serve, over a real socket', () => {
     const answer = await new Promise<string>((resolveAnswer, reject) => {
       const socket = connect(Number(port), '127.0.0.1');
       let received = '';
-      const timer = setTimeout(() => reject(new Error(`no answer while the body was being withheld; got ${received}`)), 5000);
+      const timer = setTimeout(
+        () => reject(new Error(`no answer while the body was being withheld; got ${received}`)),
+        5000,
+      );
       socket.on('data', (chunk) => {
         received += chunk.toString();
         if (received.includes('\r\n\r\n') && received.includes('}')) {
@@ -76,7 +87,9 @@ describe('rowi serve, over a real socket', () => {
       });
       socket.on('error', () => undefined);
       // Announce 50 MiB, send 1 KiB, then withhold the rest: only an early 413 can answer this.
-      socket.write(`POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n`);
+      socket.write(
+        `POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 52428800\r\n\r\n`,
+      );
       socket.write('{"name":"' + 'x'.repeat(1024));
     });
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
@@ -100,7 +113,9 @@ describe('rowi serve, over a real socket', () => {
         }
       });
       socket.on('error', () => undefined);
-      socket.write(`POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      socket.write(
+        `POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      );
       const chunk = 'x'.repeat(64 * 1024);
       // Bounded: at most 4 MiB, one 64 KiB chunk per tick, stopping as soon as an answer arrives.
       const pump = () => {
@@ -117,7 +132,12 @@ describe('rowi serve, over a real socket', () => {
 
   it('a body still arriving after the 413 meets a lingering close, not a reset: the client reads the answer and its connection ends cleanly', async () => {
     const { port } = new URL(server.baseUrl);
-    const storedUsers = async () => ((await (await fetch(`${server.baseUrl}/v1/users?limit=500`, { headers: { 'x-api-key': server.adminKey } })).json()) as { data: unknown[] }).data;
+    const storedUsers = async () =>
+      (
+        (await (
+          await fetch(`${server.baseUrl}/v1/users?limit=500`, { headers: { 'x-api-key': server.adminKey } })
+        ).json()) as { data: unknown[] }
+      ).data;
     const before = await storedUsers();
     const outcome = await new Promise<{ answer: string; error: string | undefined }>((resolveOutcome, reject) => {
       const socket = connect(Number(port), '127.0.0.1');
@@ -130,7 +150,9 @@ describe('rowi serve, over a real socket', () => {
         clearTimeout(timer);
         resolveOutcome({ answer, error });
       });
-      socket.write(`POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      socket.write(
+        `POST /v1/users HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      );
       const chunk = 'x'.repeat(64 * 1024);
       // Bounded: for 800 ms at most, as fast as the connection takes it; the server's FIN ends it sooner.
       const stopAt = Date.now() + 800;
@@ -152,49 +174,52 @@ describe('rowi serve, over a real socket', () => {
 });
 
 describe('rowi serve, graceful shutdown', () => {
-  it.each(['SIGTERM', 'SIGINT'] as const)('on %s during a stream of writes: every acknowledged write is stored, none is cut off with a 5xx, exit code 0', async (signal) => {
-    const server = await serve();
-    const results: { status: number; email: string }[] = [];
-    let signalled = false;
-    let counter = 0;
-    // Four writers post one user after another (bounded in count) until the server is gone.
-    const writer = async () => {
-      for (let round = 0; round < 200; round++) {
-        const email = `drain${counter++}@example.com`;
-        try {
-          const reply = await fetch(`${server.baseUrl}/v1/users`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-api-key': server.adminKey },
-            body: JSON.stringify({ name: 'Drain', email }),
-          });
-          results.push({ status: reply.status, email });
-          await reply.arrayBuffer();
-        } catch {
-          results.push({ status: 0, email });
-          return;
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'on %s during a stream of writes: every acknowledged write is stored, none is cut off with a 5xx, exit code 0',
+    async (signal) => {
+      const server = await serve();
+      const results: { status: number; email: string }[] = [];
+      let signalled = false;
+      let counter = 0;
+      // Four writers post one user after another (bounded in count) until the server is gone.
+      const writer = async () => {
+        for (let round = 0; round < 200; round++) {
+          const email = `drain${counter++}@example.com`;
+          try {
+            const reply = await fetch(`${server.baseUrl}/v1/users`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-api-key': server.adminKey },
+              body: JSON.stringify({ name: 'Drain', email }),
+            });
+            results.push({ status: reply.status, email });
+            await reply.arrayBuffer();
+          } catch {
+            results.push({ status: 0, email });
+            return;
+          }
+          if (!signalled && results.filter((result) => result.status === 201).length >= 10) {
+            signalled = true;
+            server.child.kill(signal);
+          }
         }
-        if (!signalled && results.filter((result) => result.status === 201).length >= 10) {
-          signalled = true;
-          server.child.kill(signal);
-        }
-      }
-    };
-    await Promise.all([writer(), writer(), writer(), writer()]);
-    const code = await server.exited;
+      };
+      await Promise.all([writer(), writer(), writer(), writer()]);
+      const code = await server.exited;
 
-    expect(signalled).toBe(true);
-    expect(code).toBe(0);
-    expect(server.stdout()).toContain('shutting down');
-    expect(server.stdout()).toContain('"msg":"stopped"');
-    // A request was either answered in full, refused at the door (503 / connection closed), never half-done.
-    expect(results.filter((result) => ![201, 503, 0].includes(result.status))).toEqual([]);
-    const acknowledged = results.filter((result) => result.status === 201).map((result) => result.email);
-    const database = await openSqliteFile(server.dataFile);
-    const stored = database.all<{ email: string }>('select email from users').map((row) => row.email);
-    database.close();
-    expect(acknowledged.length).toBeGreaterThanOrEqual(10);
-    expect(stored).toEqual(expect.arrayContaining(acknowledged));
-  });
+      expect(signalled).toBe(true);
+      expect(code).toBe(0);
+      expect(server.stdout()).toContain('shutting down');
+      expect(server.stdout()).toContain('"msg":"stopped"');
+      // A request was either answered in full, refused at the door (503 / connection closed), never half-done.
+      expect(results.filter((result) => ![201, 503, 0].includes(result.status))).toEqual([]);
+      const acknowledged = results.filter((result) => result.status === 201).map((result) => result.email);
+      const database = await openSqliteFile(server.dataFile);
+      const stored = database.all<{ email: string }>('select email from users').map((row) => row.email);
+      database.close();
+      expect(acknowledged.length).toBeGreaterThanOrEqual(10);
+      expect(stored).toEqual(expect.arrayContaining(acknowledged));
+    },
+  );
 });
 
 describe('rowi serve, draining a kept-alive connection', () => {
@@ -212,7 +237,9 @@ describe('rowi serve, draining a kept-alive connection', () => {
     const body = JSON.stringify({ name: 'In Flight', email: 'in.flight@example.com' });
 
     // The request is in flight (headers and half its body sent) when the signal arrives.
-    socket.write(`POST /v1/users HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    socket.write(
+      `POST /v1/users HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    );
     await pause(200);
     server.child.kill('SIGTERM');
     await pause(300);
@@ -249,7 +276,12 @@ describe('rowi serve, requests on open connections while draining', () => {
     const api = open();
     probe.socket.write('GET /health/live HTTP/1.1\r\nHost: rowi\r\n\r\n');
     api.socket.write(`GET /v1/users?limit=1 HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${server.adminKey}\r\n\r\n`);
-    for (let waited = 0; !(probe.received.includes('\r\n\r\n{') && api.received.includes('\r\n\r\n{')) && waited < 5000; waited += 20) await pause(20);
+    for (
+      let waited = 0;
+      !(probe.received.includes('\r\n\r\n{') && api.received.includes('\r\n\r\n{')) && waited < 5000;
+      waited += 20
+    )
+      await pause(20);
     const before = { probe: probe.received.length, api: api.received.length };
 
     server.child.kill('SIGTERM');
@@ -296,7 +328,13 @@ describe('rowi serve, the first admin caller', () => {
     const keys = database.all('select * from api_keys');
     database.close();
     expect(callers).toEqual([{ id: expect.any(Number), name: 'admin', role: 'admin' }]);
-    expect(keys).toEqual([expect.objectContaining({ caller_id: callers[0]!.id, prefix: key.slice(0, 'rowi_12345678'.length), revoked_at: null })]);
+    expect(keys).toEqual([
+      expect.objectContaining({
+        caller_id: callers[0]!.id,
+        prefix: key.slice(0, 'rowi_12345678'.length),
+        revoked_at: null,
+      }),
+    ]);
     expect(JSON.stringify(keys)).not.toContain(secret);
 
     const second = await serve({ dataFile: first.dataFile, adminKey: key });
@@ -337,18 +375,24 @@ describe('rowi command line', () => {
     { command: 'callers create', args: ['callers', 'create', '--name', 'ops', '--role', 'reader'] },
     { command: 'signing-keys rotate', args: ['signing-keys', 'rotate'] },
     { command: 'openapi', args: ['openapi'] },
-  ])('rowi $command: exit code 2 naming ROWI_PROT and ROWI_PORT, before doing anything, when ROWI_PROT=18183 is set', async ({ args }) => {
-    const dataFile = tempDataFile();
-    const result = await runCli(args, { ROWI_DATA: dataFile, ROWI_PROT: '18183' });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('rowi: ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi');
-    expect(result.stdout).toBe('');
-    expect(existsSync(dataFile)).toBe(false);
-  });
+  ])(
+    'rowi $command: exit code 2 naming ROWI_PROT and ROWI_PORT, before doing anything, when ROWI_PROT=18183 is set',
+    async ({ args }) => {
+      const dataFile = tempDataFile();
+      const result = await runCli(args, { ROWI_DATA: dataFile, ROWI_PROT: '18183' });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('rowi: ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi');
+      expect(result.stdout).toBe('');
+      expect(existsSync(dataFile)).toBe(false);
+    },
+  );
 
   it('rowi serve: exit code 2 naming ROWI_DATABASE_URL, with no SQLite file, no admin key and no password echoed, when ROWI_DATABSE_URL is set', async () => {
     const dataFile = tempDataFile();
-    const result = await runCli(['serve', '--port', '0'], { ROWI_DATA: dataFile, ROWI_DATABSE_URL: 'postgres://rowi:s3cret@127.0.0.1:9/rowi' });
+    const result = await runCli(['serve', '--port', '0'], {
+      ROWI_DATA: dataFile,
+      ROWI_DATABSE_URL: 'postgres://rowi:s3cret@127.0.0.1:9/rowi',
+    });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('ROWI_DATABSE_URL (did you mean ROWI_DATABASE_URL?)');
     expect(result.stderr).not.toMatch(/s3cret|ROWI_KEY=/);
@@ -357,7 +401,9 @@ describe('rowi command line', () => {
 
   it('rowi serve: starts, saying on stderr which variable it ignores, when ROWI_UNKNOWN_SETTINGS=warn lets ROWI_PROT through', async () => {
     const server = await serve({ env: { ROWI_PROT: '18183', ROWI_UNKNOWN_SETTINGS: 'warn' } });
-    expect(server.stderr()).toContain('rowi: warning: ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)');
+    expect(server.stderr()).toContain(
+      'rowi: warning: ROWI_PROT (did you mean ROWI_PORT?): not a setting of rowi, ignored (ROWI_UNKNOWN_SETTINGS=warn)',
+    );
     expect((await fetch(`${server.baseUrl}/health/live`)).status).toBe(200);
   });
 
@@ -411,6 +457,7 @@ describe('rowi command line', () => {
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);
-    for (const name of ['ROWI_HOST', 'ROWI_PORT', 'ROWI_DATA', 'ROWI_LOG_LEVEL', '--port']) expect(help.stdout).toContain(name);
+    for (const name of ['ROWI_HOST', 'ROWI_PORT', 'ROWI_DATA', 'ROWI_LOG_LEVEL', '--port'])
+      expect(help.stdout).toContain(name);
   });
 });

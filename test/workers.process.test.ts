@@ -25,7 +25,10 @@ afterEach(() => {
 /** Process ids of the primary's worker processes. */
 function childrenOf(pid: number): number[] {
   try {
-    return execFileSync('ps', ['--ppid', String(pid), '-o', 'pid='], { encoding: 'utf8' }).split('\n').map((line) => Number(line.trim())).filter((child) => child > 0);
+    return execFileSync('ps', ['--ppid', String(pid), '-o', 'pid='], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => Number(line.trim()))
+      .filter((child) => child > 0);
   } catch {
     return []; // ps exits 1 when there are none
   }
@@ -42,7 +45,10 @@ function killQuietly(pid: number): void {
 const pause = (ms: number) => new Promise((resolvePause) => setTimeout(resolvePause, ms));
 
 async function getUsers(server: RunningServer): Promise<number> {
-  const reply = await fetch(`${server.baseUrl}/v1/users`, { headers: { 'x-api-key': server.adminKey }, signal: AbortSignal.timeout(10_000) });
+  const reply = await fetch(`${server.baseUrl}/v1/users`, {
+    headers: { 'x-api-key': server.adminKey },
+    signal: AbortSignal.timeout(10_000),
+  });
   await reply.arrayBuffer();
   return reply.status;
 }
@@ -56,31 +62,42 @@ describe('rowi serve --workers 2', () => {
     expect(new Set(statuses)).toEqual(new Set([200]));
     // The access log names the worker that answered: both did.
     await pause(200);
-    const workers = new Set([...server.stdout().matchAll(/"worker":(\d+),[^\n]*"msg":"request completed"/g)].map((match) => match[1]));
+    const workers = new Set(
+      [...server.stdout().matchAll(/"worker":(\d+),[^\n]*"msg":"request completed"/g)].map((match) => match[1]),
+    );
     expect(workers).toEqual(new Set(['1', '2']));
     expect(server.stdout().match(/"msg":"listening on /g)).toHaveLength(1);
     expect(server.stderr().match(/rowi is serving .*2 worker processes/g)).toHaveLength(1);
   });
 
-  it('a worker killed with SIGKILL is replaced, and the port keeps answering meanwhile', { timeout: 60_000 }, async () => {
-    const server = await serve({ env: { ROWI_WORKERS: '2' } });
-    // A worker that dies within 2 s of its start is not restarted (it would crash again).
-    await pause(2200);
-    const [victim, survivor] = childrenOf(server.child.pid!);
-    process.kill(victim!, 'SIGKILL');
-    // Once the primary has seen the worker go (at once), it deals connections to the survivor only.
-    for (let attempt = 0; attempt < 100 && !/"msg":"a worker process ended unexpectedly"/.test(server.stdout()); attempt++) await pause(20);
-    for (let index = 0; index < 10; index++) expect(await getUsers(server)).toBe(200);
-    let workers: number[] = [];
-    for (let attempt = 0; attempt < 100 && workers.length < 2; attempt++) {
-      await pause(100);
-      workers = childrenOf(server.child.pid!);
-    }
-    expect(workers).toHaveLength(2);
-    expect(workers).toContain(survivor);
-    expect(workers).not.toContain(victim);
-    for (let index = 0; index < 20; index++) expect(await getUsers(server)).toBe(200);
-  });
+  it(
+    'a worker killed with SIGKILL is replaced, and the port keeps answering meanwhile',
+    { timeout: 60_000 },
+    async () => {
+      const server = await serve({ env: { ROWI_WORKERS: '2' } });
+      // A worker that dies within 2 s of its start is not restarted (it would crash again).
+      await pause(2200);
+      const [victim, survivor] = childrenOf(server.child.pid!);
+      process.kill(victim!, 'SIGKILL');
+      // Once the primary has seen the worker go (at once), it deals connections to the survivor only.
+      for (
+        let attempt = 0;
+        attempt < 100 && !/"msg":"a worker process ended unexpectedly"/.test(server.stdout());
+        attempt++
+      )
+        await pause(20);
+      for (let index = 0; index < 10; index++) expect(await getUsers(server)).toBe(200);
+      let workers: number[] = [];
+      for (let attempt = 0; attempt < 100 && workers.length < 2; attempt++) {
+        await pause(100);
+        workers = childrenOf(server.child.pid!);
+      }
+      expect(workers).toHaveLength(2);
+      expect(workers).toContain(survivor);
+      expect(workers).not.toContain(victim);
+      for (let index = 0; index < 20; index++) expect(await getUsers(server)).toBe(200);
+    },
+  );
 
   it('SIGTERM to the primary: every worker closes gracefully and exits, then the primary, with exit code 0', async () => {
     const server = await serve({ env: { ROWI_WORKERS: '2' } });
@@ -93,7 +110,17 @@ describe('rowi serve --workers 2', () => {
   });
 
   it('a start that fails in the workers (a TLS certificate that does not exist) exits 2 naming the setting, and leaves no process behind', async () => {
-    const result = await runCli(['serve', '--port', '0', '--workers', '2', '--tls-cert', '/nonexistent/cert.pem', '--tls-key', '/nonexistent/key.pem']);
+    const result = await runCli([
+      'serve',
+      '--port',
+      '0',
+      '--workers',
+      '2',
+      '--tls-cert',
+      '/nonexistent/cert.pem',
+      '--tls-key',
+      '/nonexistent/key.pem',
+    ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('ROWI_TLS_CERT');
   });

@@ -21,33 +21,61 @@ export async function sameRecord(variants, path) {
   const answers = [];
   for (const { label, url, headers } of variants) {
     const reply = await fetch(`${url}${path}`, { headers: { accept: 'application/json', ...headers } });
-    answers.push({ label, answer: JSON.stringify([reply.status, reply.headers.get('etag'), reply.headers.get('content-type'), await reply.text()]) });
+    answers.push({
+      label,
+      answer: JSON.stringify([
+        reply.status,
+        reply.headers.get('etag'),
+        reply.headers.get('content-type'),
+        await reply.text(),
+      ]),
+    });
   }
   const differing = answers.filter(({ answer }) => answer !== answers[0].answer);
   if (answers[0].answer.startsWith('[200,') && differing.length === 0) return;
-  throw new Error(`GET ${path} is not answered alike:\n${answers.map(({ label, answer }) => `${label}: ${answer}`).join('\n')}`);
+  throw new Error(
+    `GET ${path} is not answered alike:\n${answers.map(({ label, answer }) => `${label}: ${answer}`).join('\n')}`,
+  );
 }
 
 /** An order cannot be placed twice alike, so the baseline's answer is compared with rowi's sample order. */
 export async function sameOrderAnswer(bareUrl, sampleOrder, body) {
-  const reply = await fetch(`${bareUrl}/v1/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const reply = await fetch(`${bareUrl}/v1/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
   const text = await reply.text();
   if (reply.status !== 201 || text !== JSON.stringify(sampleOrder)) {
-    throw new Error(`the baseline does not answer POST /v1/orders as rowi does:\n${reply.status} ${text}\n201 ${JSON.stringify(sampleOrder)}`);
+    throw new Error(
+      `the baseline does not answer POST /v1/orders as rowi does:\n${reply.status} ${text}\n201 ${JSON.stringify(sampleOrder)}`,
+    );
   }
 }
 
 /** Status, content type, whether there is an ETag, and the body of a GET with the server's credentials. */
 export async function answerOf(server, path) {
-  const reply = await fetch(`${server.url}${path}`, { headers: { accept: 'application/json', ...(await server.credentials()) } });
-  return { status: reply.status, contentType: reply.headers.get('content-type'), etag: reply.headers.get('etag') !== null, body: await reply.json() };
+  const reply = await fetch(`${server.url}${path}`, {
+    headers: { accept: 'application/json', ...(await server.credentials()) },
+  });
+  return {
+    status: reply.status,
+    contentType: reply.headers.get('content-type'),
+    etag: reply.headers.get('etag') !== null,
+    body: await reply.json(),
+  };
 }
 
 /** The shape of a JSON value: its members and their types, not its values. */
 function shapeOf(value) {
   if (Array.isArray(value)) return value.length === 0 ? [] : [shapeOf(value[0])];
   if (value === null) return 'null';
-  if (typeof value === 'object') return Object.fromEntries(Object.keys(value).sort().map((key) => [key, shapeOf(value[key])]));
+  if (typeof value === 'object')
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, shapeOf(value[key])]),
+    );
   return typeof value;
 }
 
@@ -55,7 +83,9 @@ function shapeOf(value) {
 export function sameShape(what, answers) {
   const summary = ({ status, contentType, etag, body }) => JSON.stringify([status, contentType, etag, shapeOf(body)]);
   if (answers.every((answer) => summary(answer) === summary(answers[0]))) return;
-  throw new Error(`${what} is not answered alike (status, content type, ETag, shape):\n${answers.map((answer) => `${answer.label}: ${summary(answer)}`).join('\n')}`);
+  throw new Error(
+    `${what} is not answered alike (status, content type, ETag, shape):\n${answers.map((answer) => `${answer.label}: ${summary(answer)}`).join('\n')}`,
+  );
 }
 
 /**
@@ -66,16 +96,24 @@ export function sameShape(what, answers) {
 export async function countsRequests(server, path, counted) {
   const headers = { accept: 'application/json', ...(await server.credentials()) };
   const limitsReply = await fetch(`${server.url}/v1/limits`, { headers });
-  if (limitsReply.status !== 200) throw new Error(`${server.name}: GET /v1/limits answered ${limitsReply.status}: ${await limitsReply.text()}`);
+  if (limitsReply.status !== 200)
+    throw new Error(`${server.name}: GET /v1/limits answered ${limitsReply.status}: ${await limitsReply.text()}`);
   const limits = await limitsReply.json();
   const reply = await fetch(`${server.url}${path}`, { headers });
   await reply.arrayBuffer();
   const found = { policy: reply.headers.get('ratelimit-policy'), state: reply.headers.get('ratelimit') };
-  const problem = counted === null
-    ? (limits.rate_limit !== null || found.policy !== null || found.state !== null) && 'should count nothing'
-    : (limits.counted !== counted || limits.rate_limit?.quota !== Number(HIGH_LIMITS.ROWI_RATE_LIMIT_ADMIN) || found.policy === null || found.state === null) && `should count in "${counted}" with the bench's limits`;
+  const problem =
+    counted === null
+      ? (limits.rate_limit !== null || found.policy !== null || found.state !== null) && 'should count nothing'
+      : (limits.counted !== counted ||
+          limits.rate_limit?.quota !== Number(HIGH_LIMITS.ROWI_RATE_LIMIT_ADMIN) ||
+          found.policy === null ||
+          found.state === null) &&
+        `should count in "${counted}" with the bench's limits`;
   if (reply.status !== 200 || problem) {
-    throw new Error(`${server.name} ${problem || `answered ${reply.status}`}: GET /v1/limits says ${JSON.stringify({ rate_limit: limits.rate_limit, counted: limits.counted })}; GET ${path} answered ${reply.status} with RateLimit-Policy ${found.policy} and RateLimit ${found.state}`);
+    throw new Error(
+      `${server.name} ${problem || `answered ${reply.status}`}: GET /v1/limits says ${JSON.stringify({ rate_limit: limits.rate_limit, counted: limits.counted })}; GET ${path} answered ${reply.status} with RateLimit-Policy ${found.policy} and RateLimit ${found.state}`,
+    );
   }
 }
 
@@ -95,8 +133,14 @@ const LEDGER = {
 function ledgerOf(items, orders, rows) {
   const differing = rows
     .map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Number(value)])))
-    .filter((row) => row.moved_quantity !== row.quantity || row.moved_reserved !== row.reserved || row.placed_units !== row.reserved)
-    .map((row) => `item ${row.item_id}: stock ${row.quantity}/${row.reserved}, movements ${row.moved_quantity}/${row.moved_reserved}, placed lines ${row.placed_units}`);
+    .filter(
+      (row) =>
+        row.moved_quantity !== row.quantity || row.moved_reserved !== row.reserved || row.placed_units !== row.reserved,
+    )
+    .map(
+      (row) =>
+        `item ${row.item_id}: stock ${row.quantity}/${row.reserved}, movements ${row.moved_quantity}/${row.moved_reserved}, placed lines ${row.placed_units}`,
+    );
   return { items: Number(items), orders: Number(orders), differing };
 }
 

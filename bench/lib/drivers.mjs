@@ -17,7 +17,8 @@ import { copyDatabase } from './setup.mjs';
  */
 export function findNode24() {
   const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
-  const cache = process.env.ROWI_CI_NODE24 || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'rowi-ci/node24');
+  const cache =
+    process.env.ROWI_CI_NODE24 || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'rowi-ci/node24');
   for (const candidate of [process.env.ROWI_BENCH_NODE24, join(cache, `node_modules/node-linux-${arch}/bin/node`)]) {
     if (candidate && existsSync(candidate) && versionOf(candidate).startsWith('24.')) return candidate;
   }
@@ -42,18 +43,41 @@ export async function startDriverServers(bench, { data, credentials, probePath }
     console.log(`SQLite drivers compared: skipped (${reason})`);
     return { skipped: reason };
   };
-  if (!process.versions.node.startsWith('20.')) return skip(`the bench runs under Node ${process.versions.node}; run it under Node 20, where better-sqlite3 is installed`);
+  if (!process.versions.node.startsWith('20.'))
+    return skip(
+      `the bench runs under Node ${process.versions.node}; run it under Node 20, where better-sqlite3 is installed`,
+    );
   const node24 = findNode24();
-  if (node24 === undefined) return skip('no Node.js 24 found: set ROWI_BENCH_NODE24, or run .ci/run once (it caches one)');
+  if (node24 === undefined)
+    return skip('no Node.js 24 found: set ROWI_BENCH_NODE24, or run .ci/run once (it caches one)');
   const copies = ['driver-better-sqlite3.db', 'driver-node-sqlite.db'].map((name) => join(bench.work, name));
   for (const copy of copies) await copyDatabase(data, copy);
   const servers = [];
-  for (const [index, { node, driver }] of [{ node: process.execPath, driver: 'better-sqlite3' }, { node: node24, driver: 'node:sqlite' }].entries()) {
+  for (const [index, { node, driver }] of [
+    { node: process.execPath, driver: 'better-sqlite3' },
+    { node: node24, driver: 'node:sqlite' },
+  ].entries()) {
     const version = index === 0 ? process.versions.node : versionOf(node24);
-    const server = await startRowi(bench, `rowi-${driver.replace(':', '-')}`, sqliteEnv(copies[index], 1), undefined, node);
-    Object.assign(server, { credentials, driver, version, label: `rowi (SQLite via ${driver}, Node ${version.split('.')[0]}) API key + audit` });
+    const server = await startRowi(
+      bench,
+      `rowi-${driver.replace(':', '-')}`,
+      sqliteEnv(copies[index], 1),
+      undefined,
+      node,
+    );
+    Object.assign(server, {
+      credentials,
+      driver,
+      version,
+      label: `rowi (SQLite via ${driver}, Node ${version.split('.')[0]}) API key + audit`,
+    });
     servers.push(server);
   }
-  await sameRecord(await Promise.all(servers.map(async (server) => ({ label: server.label, url: server.url, headers: await credentials() }))), probePath);
+  await sameRecord(
+    await Promise.all(
+      servers.map(async (server) => ({ label: server.label, url: server.url, headers: await credentials() })),
+    ),
+    probePath,
+  );
   return { servers };
 }

@@ -12,7 +12,14 @@ export function findLoadTool() {
   const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
   if (has('wrk')) return 'wrk';
   console.log('wrk not found; trying apt-get install wrk …');
-  spawnSync('sh', ['-c', 'DEBIAN_FRONTEND=noninteractive apt-get install -y wrk || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk)'], { stdio: 'ignore', timeout: 180_000 });
+  spawnSync(
+    'sh',
+    [
+      '-c',
+      'DEBIAN_FRONTEND=noninteractive apt-get install -y wrk || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk)',
+    ],
+    { stdio: 'ignore', timeout: 180_000 },
+  );
   if (has('wrk')) return 'wrk';
   console.log('wrk unavailable; falling back to autocannon');
   return 'autocannon';
@@ -34,10 +41,15 @@ export async function load(bench, tool, target, seconds) {
 /** The non-2xx statuses in rowi's access log since offset (the baseline logs none), e.g. 409 ×12. */
 function loggedStatuses(server, offset) {
   const counts = new Map();
-  for (const [, status] of readFileSync(server.logFile).subarray(offset).toString('utf8').matchAll(/"status":(\d+)/g)) {
+  for (const [, status] of readFileSync(server.logFile)
+    .subarray(offset)
+    .toString('utf8')
+    .matchAll(/"status":(\d+)/g)) {
     if (!status.startsWith('2')) counts.set(status, (counts.get(status) ?? 0) + 1);
   }
-  return counts.size === 0 ? '' : `\n${server.name} logged: ${[...counts].map(([status, count]) => `${status} ×${count}`).join(', ')}`;
+  return counts.size === 0
+    ? ''
+    : `\n${server.name} logged: ${[...counts].map(([status, count]) => `${status} ×${count}`).join(', ')}`;
 }
 
 /**
@@ -56,10 +68,18 @@ const ALONGSIDE_LEAD_S = 1;
 
 export async function measure(bench, tool, target, seconds, alongside) {
   const pids = [target.server.child.pid, ...descendantsOf(target.server.child.pid)];
-  const delay = await loopDelayOf(target.server, pids, () => cpuOf(pids, target.storage === 'PostgreSQL', async () => {
-    const [main, other] = await Promise.all([rssWhile(pids, () => load(bench, tool, target, seconds)), alongside && pause(ALONGSIDE_LEAD_S * 1000).then(() => load(bench, tool, alongside, Math.max(1, seconds - 2 * ALONGSIDE_LEAD_S)))]);
-    return { ...main, ...(other ? { alongsideFigures: other } : {}) };
-  }));
+  const delay = await loopDelayOf(target.server, pids, () =>
+    cpuOf(pids, target.storage === 'PostgreSQL', async () => {
+      const [main, other] = await Promise.all([
+        rssWhile(pids, () => load(bench, tool, target, seconds)),
+        alongside &&
+          pause(ALONGSIDE_LEAD_S * 1000).then(() =>
+            load(bench, tool, alongside, Math.max(1, seconds - 2 * ALONGSIDE_LEAD_S)),
+          ),
+      ]);
+      return { ...main, ...(other ? { alongsideFigures: other } : {}) };
+    }),
+  );
   return delay;
 }
 
@@ -84,7 +104,12 @@ async function cpuOf(pids, postgres, work) {
   const spent = (key) => after.map((ticks, index) => (ticks && before[index] ? ticks[key] - before[index][key] : 0));
   const requests = result.requests + (result.alongsideFigures?.requests ?? 0);
   const processMs = (spent('process').reduce((sum, ticks) => sum + ticks, 0) * 1000) / ticksPerSecond;
-  return { ...result, cpuMs: processMs / requests, mainBusy: Math.max(...spent('main')) / ticksPerSecond / seconds, ...postgresBusy };
+  return {
+    ...result,
+    cpuMs: processMs / requests,
+    mainBusy: Math.max(...spent('main')) / ticksPerSecond / seconds,
+    ...postgresBusy,
+  };
 }
 
 /** CPU ticks of every PostgreSQL process of this machine (0 when the bench's PostgreSQL runs elsewhere). */
@@ -135,10 +160,19 @@ async function loopDelayOf(server, pids, work) {
   let seen = [];
   for (let waited = 0; waited < 2000 && seen.length < pids.length; waited += 50) {
     await pause(50);
-    seen = readFileSync(server.errFile).subarray(offset).toString('utf8').split('\n').filter((line) => line.startsWith('{"loop_delay_ms"')).map((line) => JSON.parse(line).loop_delay_ms);
+    seen = readFileSync(server.errFile)
+      .subarray(offset)
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('{"loop_delay_ms"'))
+      .map((line) => JSON.parse(line).loop_delay_ms);
   }
   if (seen.length === 0) return { ...result, loopP99: null, loopMax: null };
-  return { ...result, loopP99: Math.max(...seen.map((delay) => delay.p99)), loopMax: Math.max(...seen.map((delay) => delay.max)) };
+  return {
+    ...result,
+    loopP99: Math.max(...seen.map((delay) => delay.p99)),
+    loopMax: Math.max(...seen.map((delay) => delay.max)),
+  };
 }
 
 /** A rowi (its processes keep the loop-delay histogram), not the baseline. */
@@ -174,10 +208,24 @@ async function rssWhile(pids, work) {
 /** The median of each figure over runs (each sorted on its own), the peak RSS and the worst loop delay of them all. */
 export function median(runs) {
   const pick = (key) => [...runs].sort((a, b) => a[key] - b[key])[Math.floor(runs.length / 2)][key];
-  const worst = (key) => (runs.some((run) => run[key] === null || run[key] === undefined) ? null : Math.max(...runs.map((run) => run[key])));
-  const alongside = runs.every((run) => run.alongsideFigures) ? median(runs.map((run) => ({ ...run.alongsideFigures, rssMb: 0 }))) : undefined;
+  const worst = (key) =>
+    runs.some((run) => run[key] === null || run[key] === undefined) ? null : Math.max(...runs.map((run) => run[key]));
+  const alongside = runs.every((run) => run.alongsideFigures)
+    ? median(runs.map((run) => ({ ...run.alongsideFigures, rssMb: 0 })))
+    : undefined;
   const optional = (key) => (runs.every((run) => typeof run[key] === 'number') ? { [key]: pick(key) } : {});
-  return { rps: pick('rps'), p50: pick('p50'), p99: pick('p99'), rssMb: Math.max(...runs.map((run) => run.rssMb)), loopP99: worst('loopP99'), loopMax: worst('loopMax'), ...optional('cpuMs'), ...optional('mainBusy'), ...optional('postgresBusy'), ...(alongside ? { alongsideFigures: alongside } : {}) };
+  return {
+    rps: pick('rps'),
+    p50: pick('p50'),
+    p99: pick('p99'),
+    rssMb: Math.max(...runs.map((run) => run.rssMb)),
+    loopP99: worst('loopP99'),
+    loopMax: worst('loopMax'),
+    ...optional('cpuMs'),
+    ...optional('mainBusy'),
+    ...optional('postgresBusy'),
+    ...(alongside ? { alongsideFigures: alongside } : {}),
+  };
 }
 
 let scripts = 0;
@@ -190,16 +238,35 @@ async function runWrk(bench, target, seconds) {
     script,
     [
       `wrk.method = ${JSON.stringify(target.method)}`,
-      ...Object.entries(target.headers ?? {}).map(([name, value]) => `wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`),
+      ...Object.entries(target.headers ?? {}).map(
+        ([name, value]) => `wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`,
+      ),
       target.body === undefined ? '' : `wrk.body = ${JSON.stringify(JSON.stringify(target.body))}`,
       target.orders === undefined ? '' : orderScript(target.orders, bench.threads),
     ].join('\n'),
   );
   // Asynchronous, so the RSS sampler keeps running while wrk loads the server.
-  const { stdout: output } = await promisify(execFile)('wrk', ['-t', String(bench.threads), '-c', String(target.connections ?? bench.connections), '-d', `${seconds}s`, '--timeout', '5s', '--latency', '-s', script, `${target.server.url}${target.path}`], {
-    encoding: 'utf8',
-    timeout: (seconds + 30) * 1000,
-  });
+  const { stdout: output } = await promisify(execFile)(
+    'wrk',
+    [
+      '-t',
+      String(bench.threads),
+      '-c',
+      String(target.connections ?? bench.connections),
+      '-d',
+      `${seconds}s`,
+      '--timeout',
+      '5s',
+      '--latency',
+      '-s',
+      script,
+      `${target.server.url}${target.path}`,
+    ],
+    {
+      encoding: 'utf8',
+      timeout: (seconds + 30) * 1000,
+    },
+  );
   const errors = /Non-2xx or 3xx responses: (\d+)/.exec(output) ?? /Socket errors: (.*)/.exec(output);
   if (errors) throw new Error(`${target.name}: ${errors[0]}\n${output}`);
   return {
@@ -227,6 +294,12 @@ async function runAutocannon(bench, target, seconds) {
     connections: target.connections ?? bench.connections,
     duration: seconds,
   });
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${target.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { requests: result.requests.total, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${target.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return {
+    requests: result.requests.total,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+  };
 }

@@ -8,6 +8,8 @@ const histogram = monitorEventLoopDelay({ resolution: 1 });
 histogram.enable();
 process.on('SIGWINCH', () => {
   const ms = (nanoseconds) => Math.round(nanoseconds / 1e4) / 100;
-  process.stderr.write(`${JSON.stringify({ loop_delay_ms: { pid: process.pid, p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), count: histogram.count }, memory_mb: Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [k, Math.round(v / 1048576)])) })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ loop_delay_ms: { pid: process.pid, p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), count: histogram.count }, memory_mb: Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [k, Math.round(v / 1048576)])) })}\n`,
+  );
   histogram.reset();
 });

@@ -14,7 +14,10 @@ export function orderBodies({ userId, itemIds, maxLines }) {
   let cursor = 0;
   return () => {
     count += 1;
-    const lines = Array.from({ length: (count % maxLines) + 1 }, () => ({ item_id: itemIds[cursor++ % itemIds.length], quantity: 1 }));
+    const lines = Array.from({ length: (count % maxLines) + 1 }, () => ({
+      item_id: itemIds[cursor++ % itemIds.length],
+      quantity: 1,
+    }));
     return JSON.stringify({ name: `Bench order ${count}`, user_id: userId, lines });
   };
 }

@@ -8,7 +8,8 @@ import { adminKeyOf, startRowi } from './processes.mjs';
 import { postgresEnv } from './rowi-env.mjs';
 import { describeUrl, seedItems, seedUsers, send } from './setup.mjs';
 
-export const PG_URL = process.env.ROWI_BENCH_PG_URL || process.env.ROWI_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
+export const PG_URL =
+  process.env.ROWI_BENCH_PG_URL || process.env.ROWI_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 export const PG_SCHEMA = `rowi_bench_${process.pid}`;
 // PostgreSQL waits at most this long for a connection, a statement or a lock while setting up and cleaning up.
 const PG_TIMEOUT_MS = 10_000;
@@ -72,10 +73,13 @@ export async function setUpPostgres(bench, skip, sqliteRowi, sqliteProbePath, sq
   const two = await startRowi(bench, 'rowi-pg-2-workers', postgresEnv(url.toString(), 2));
   two.credentials = one.credentials;
   const path = `/v1/users/${probe.id}`;
-  await sameRecord([
-    { label: 'rowi (PostgreSQL, 1 worker)', url: one.url, headers: await one.credentials() },
-    { label: 'rowi (PostgreSQL, 2 workers)', url: two.url, headers: await two.credentials() },
-  ], path);
+  await sameRecord(
+    [
+      { label: 'rowi (PostgreSQL, 1 worker)', url: one.url, headers: await one.credentials() },
+      { label: 'rowi (PostgreSQL, 2 workers)', url: two.url, headers: await two.credentials() },
+    ],
+    path,
+  );
   sameShape(`GET /v1/users/{id} (probe users ${sqliteProbePath} and ${path})`, [
     { label: 'rowi (SQLite)', ...(await answerOf(sqliteRowi, sqliteProbePath)) },
     { label: 'rowi (PostgreSQL)', ...(await answerOf(one, path)) },

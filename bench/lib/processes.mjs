@@ -14,7 +14,8 @@ const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
 // Preloaded into every rowi process (workers inherit it): the event loop's delay during each load.
 const LOOP_DELAY = join(ROOT, 'bench/lib/loop-delay.mjs');
 /** The V8 options rowi is started with by `npm start` and the Dockerfile (package.json's "start"). */
-const V8_OPTIONS = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start.match(/--max-semi-space-size=\d+/g) ?? [];
+const V8_OPTIONS =
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start.match(/--max-semi-space-size=\d+/g) ?? [];
 
 /**
  * `rowi serve` (or another program that logs "listening on" as rowi does) with these settings,
@@ -36,8 +37,13 @@ export async function startRowi(bench, name, env, args = SERVE, node = process.e
 export async function startProcess(bench, name, args, env, listening, node = process.execPath) {
   const logFile = join(bench.work, `${name}.log`);
   const errFile = join(bench.work, `${name}.stderr`);
-  const environment = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, value]) => value !== ''));
-  const child = spawn(node, args, { env: environment, stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')] });
+  const environment = Object.fromEntries(
+    Object.entries({ ...process.env, ...env }).filter(([, value]) => value !== ''),
+  );
+  const child = spawn(node, args, {
+    env: environment,
+    stdio: ['ignore', openSync(logFile, 'w'), openSync(errFile, 'w')],
+  });
   bench.children.add(child);
   for (let waited = 0; waited < 20_000; waited += 50) {
     const match = listening.exec(readFileSync(logFile, 'utf8'));
@@ -59,16 +65,17 @@ export async function startProcess(bench, name, args, env, listening, node = pro
  * for 1.2 s in a row, on a new connection each time so that every worker process is asked.
  */
 async function untilServing(server) {
-  const statusOf = () => new Promise((resolve, reject) => {
-    const request = httpGet(`${server.url}/v1/limits`, { agent: false, timeout: 5000 }, (reply) => {
-      reply.resume();
-      reply.on('end', () => resolve(reply.statusCode));
+  const statusOf = () =>
+    new Promise((resolve, reject) => {
+      const request = httpGet(`${server.url}/v1/limits`, { agent: false, timeout: 5000 }, (reply) => {
+        reply.resume();
+        reply.on('end', () => resolve(reply.statusCode));
+      });
+      request.on('timeout', () => request.destroy(new Error('no answer within 5 s')));
+      request.on('error', reject);
     });
-    request.on('timeout', () => request.destroy(new Error('no answer within 5 s')));
-    request.on('error', reject);
-  });
   let since = Date.now();
-  for (const started = Date.now(); Date.now() - started < 15_000; ) {
+  for (const started = Date.now(); Date.now() - started < 15_000;) {
     if ((await statusOf()) === 503) since = Date.now();
     else if (Date.now() - since >= 1200) return;
     await pause(50);
@@ -83,7 +90,9 @@ export async function adminKeyOf(server) {
     if (match) return match[1];
     await pause(50);
   }
-  throw new Error(`${server.name} printed no ROWI_KEY= on stderr (was its database empty?):\n${readFileSync(server.errFile, 'utf8')}`);
+  throw new Error(
+    `${server.name} printed no ROWI_KEY= on stderr (was its database empty?):\n${readFileSync(server.errFile, 'utf8')}`,
+  );
 }
 
 /** The processes under pid (a cluster primary's workers), from /proc. */
@@ -100,7 +109,7 @@ export function descendantsOf(pid) {
     }
   }
   const found = [];
-  for (let level = [pid]; level.length > 0; ) {
+  for (let level = [pid]; level.length > 0;) {
     level = parents.filter(([, parent]) => level.includes(parent)).map(([child]) => child);
     found.push(...level);
   }

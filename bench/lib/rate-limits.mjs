@@ -37,12 +37,17 @@ export async function startRateLimitServers(bench, { rowi, data, credentials, pr
     redis = { skipped: `${describeUrl(REDIS_URL)} cannot be reached: ${reachable}` };
     console.log(`Rate limits in Redis column skipped: ${redis.skipped} (set ROWI_BENCH_REDIS_URL)`);
   }
-  await sameRecord([
-    { label: 'rowi', url: rowi.url, headers: await credentials() },
-    { label: 'rowi (rate limits off)', url: limitsOff.url, headers: await credentials() },
-    { label: 'rowi (rate limits in memory)', url: limitsMemory.url, headers: await credentials() },
-    ...(limitsRedis ? [{ label: 'rowi (rate limits in Redis)', url: limitsRedis.url, headers: await credentials() }] : []),
-  ], probePath);
+  await sameRecord(
+    [
+      { label: 'rowi', url: rowi.url, headers: await credentials() },
+      { label: 'rowi (rate limits off)', url: limitsOff.url, headers: await credentials() },
+      { label: 'rowi (rate limits in memory)', url: limitsMemory.url, headers: await credentials() },
+      ...(limitsRedis
+        ? [{ label: 'rowi (rate limits in Redis)', url: limitsRedis.url, headers: await credentials() }]
+        : []),
+    ],
+    probePath,
+  );
   return { limitsOff, limitsMemory, limitsRedis, redis };
 }
 

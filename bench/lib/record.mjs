@@ -7,7 +7,26 @@ import { PG_SCHEMA } from './postgres.mjs';
 import { ROOT } from './processes.mjs';
 import { HIGH_LIMITS } from './rowi-env.mjs';
 
-export function writeRecord({ only, tool, bench, duration, rounds, mix, results, ratios, authRatios, limitRatios, limitsOff, redis, redisFellBack, storageWorkers, postgres, goals, driverRatios, drivers }) {
+export function writeRecord({
+  only,
+  tool,
+  bench,
+  duration,
+  rounds,
+  mix,
+  results,
+  ratios,
+  authRatios,
+  limitRatios,
+  limitsOff,
+  redis,
+  redisFellBack,
+  storageWorkers,
+  postgres,
+  goals,
+  driverRatios,
+  drivers,
+}) {
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const record = {
     at: new Date().toISOString(),
@@ -19,11 +38,30 @@ export function writeRecord({ only, tool, bench, duration, rounds, mix, results,
     node: process.version,
     order_mix: { items: mix.itemIds.length, lines: `1-${mix.maxLines}`, quantity: 1, stock_per_item: STOCK_PER_ITEM },
     // loop_delay_p99_ms: the worst p99 of the event loop's delay over the server's processes during the load (null: the baseline).
-    results: results.map(({ name, rps, p50, p99, rssMb, loopP99, loopMax }) => ({ name, rps, p50_ms: p50, p99_ms: p99, peak_rss_mb: rssMb, loop_delay_p99_ms: loopP99, loop_delay_max_ms: loopMax })),
+    results: results.map(({ name, rps, p50, p99, rssMb, loopP99, loopMax }) => ({
+      name,
+      rps,
+      p50_ms: p50,
+      p99_ms: p99,
+      peak_rss_mb: rssMb,
+      loop_delay_p99_ms: loopP99,
+      loop_delay_max_ms: loopMax,
+    })),
     // Every target of docs/performance.md with what this run measured: ✓ met, ✗ missed, - not measurable here.
-    goals: goals.map(({ verdict, label, goal, figure }) => ({ met: verdict === '✓' ? true : verdict === '✗' ? false : null, target: label, goal, measured: figure })),
+    goals: goals.map(({ verdict, label, goal, figure }) => ({
+      met: verdict === '✓' ? true : verdict === '✗' ? false : null,
+      target: label,
+      goal,
+      measured: figure,
+    })),
     // node:sqlite (Node 24) over better-sqlite3 (Node 20), requests/s, same run.
-    sqlite_drivers: drivers.skipped === undefined ? { node_sqlite_over_better_sqlite3: driverRatios, nodes: drivers.servers.map((server) => ({ driver: server.driver, node: server.version })) } : { skipped: drivers.skipped },
+    sqlite_drivers:
+      drivers.skipped === undefined
+        ? {
+            node_sqlite_over_better_sqlite3: driverRatios,
+            nodes: drivers.servers.map((server) => ({ driver: server.driver, node: server.version })),
+          }
+        : { skipped: drivers.skipped },
     // GET /v1/users/{id}'s ratio under its old name, so earlier records compare with this one.
     ratio_rowi_over_bare: ratios.get('GET /v1/users/{id}'),
     ratios_rowi_over_bare: Object.fromEntries(ratios),
@@ -31,16 +69,28 @@ export function writeRecord({ only, tool, bench, duration, rounds, mix, results,
     ratios_auth_over_no_auth: Object.fromEntries(authRatios),
     // GET /v1/users/{id}: rowi counting rate limits (memory: per instance; redis: in Redis) over the
     // same rowi with every limit off, same run; null: that column was skipped.
-    ratios_rate_limit_over_off: limitsOff === undefined ? {} : { memory: limitRatios.get('memory') ?? null, redis: limitRatios.get('redis') ?? null },
+    ratios_rate_limit_over_off:
+      limitsOff === undefined
+        ? {}
+        : { memory: limitRatios.get('memory') ?? null, redis: limitRatios.get('redis') ?? null },
     rate_limits: {
       limits: Object.fromEntries(Object.entries(HIGH_LIMITS).filter(([name]) => name !== 'ROWI_REDIS_URL')),
-      redis: redis.skipped === undefined ? { url: redis.where, unreachable_logged: redisFellBack } : { skipped: redis.skipped },
+      redis:
+        redis.skipped === undefined
+          ? { url: redis.where, unreachable_logged: redisFellBack }
+          : { skipped: redis.skipped },
     },
     // rowi (API key + audit) per storage and number of worker processes, same run; per operation,
     // per column: req/s, p50, p99, peak RSS (summed over the processes), ratio over the baseline;
     // and the 2-worker/1-worker speed-up of each storage.
     storage_workers: storageWorkers,
-    postgres: postgres.skipped === undefined ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } } : { skipped: postgres.skipped },
+    postgres:
+      postgres.skipped === undefined
+        ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } }
+        : { skipped: postgres.skipped },
   };
-  writeFileSync(join(ROOT, `bench/results/${only === '' ? 'latest' : 'partial'}.json`), `${JSON.stringify(record, null, 2)}\n`);
+  writeFileSync(
+    join(ROOT, `bench/results/${only === '' ? 'latest' : 'partial'}.json`),
+    `${JSON.stringify(record, null, 2)}\n`,
+  );
 }

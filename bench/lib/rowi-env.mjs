@@ -28,10 +28,24 @@ export const NO_LIMITS = {
  * says. Rate limits: HIGH_LIMITS in memory, unless `limits` says otherwise.
  */
 export function sqliteEnv(data, workers, limits = {}) {
-  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATA: data, ROWI_DATABASE_URL: '', ROWI_WORKERS: String(workers), ...HIGH_LIMITS, ...limits };
+  return {
+    ROWI_HOST: '127.0.0.1',
+    ROWI_PORT: '0',
+    ROWI_DATA: data,
+    ROWI_DATABASE_URL: '',
+    ROWI_WORKERS: String(workers),
+    ...HIGH_LIMITS,
+    ...limits,
+  };
 }
 
 /** The environment of a rowi on PostgreSQL (a URL that names its schema), with HIGH_LIMITS in memory. */
 export function postgresEnv(databaseUrl, workers) {
-  return { ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_DATABASE_URL: databaseUrl, ROWI_WORKERS: String(workers), ...HIGH_LIMITS };
+  return {
+    ROWI_HOST: '127.0.0.1',
+    ROWI_PORT: '0',
+    ROWI_DATABASE_URL: databaseUrl,
+    ROWI_WORKERS: String(workers),
+    ...HIGH_LIMITS,
+  };
 }

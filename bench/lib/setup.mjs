@@ -15,7 +15,8 @@ export async function send(server, method, path, body, status) {
     body: body === undefined ? undefined : JSON.stringify(body),
     signal: globalThis.AbortSignal.timeout(30_000),
   });
-  if (reply.status !== status) throw new Error(`setting up: ${method} ${path} answered ${reply.status}, not ${status}: ${await reply.text()}`);
+  if (reply.status !== status)
+    throw new Error(`setting up: ${method} ${path} answered ${reply.status}, not ${status}: ${await reply.text()}`);
   return reply.json();
 }
 
@@ -23,19 +24,31 @@ export async function send(server, method, path, body, status) {
 async function inBatches(count, create) {
   const results = [];
   for (let start = 0; start < count; start += 50) {
-    results.push(...(await Promise.all(Array.from({ length: Math.min(50, count - start) }, (_, offset) => create(start + offset)))));
+    results.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(50, count - start) }, (_, offset) => create(start + offset)),
+      )),
+    );
   }
   return results;
 }
 
 export async function seedUsers(server, count) {
-  return inBatches(count, (index) => send(server, 'POST', '/v1/users', { name: `Bench User ${index}`, email: `bench${index}@example.com` }, 201));
+  return inBatches(count, (index) =>
+    send(server, 'POST', '/v1/users', { name: `Bench User ${index}`, email: `bench${index}@example.com` }, 201),
+  );
 }
 
 /** Items at 2.50, each with its stock set to quantity (an item is created with none). */
 export async function seedItems(server, count, quantity) {
   return inBatches(count, async (index) => {
-    const item = await send(server, 'POST', '/v1/items', { name: `Bench Item ${index}`, sku: `BENCH-${index}`, price: '2.50' }, 201);
+    const item = await send(
+      server,
+      'POST',
+      '/v1/items',
+      { name: `Bench Item ${index}`, sku: `BENCH-${index}`, price: '2.50' },
+      201,
+    );
     await send(server, 'PUT', `/v1/items/${item.id}/stock`, { quantity }, 200);
     return item;
   });
@@ -46,9 +59,14 @@ export async function issueToken(url, clientId, clientSecret) {
   const reply = await fetch(`${url}/oauth/token`, {
     method: 'POST',
     headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString(),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: clientId,
+      client_secret: clientSecret,
+    }).toString(),
   });
-  if (reply.status !== 200) throw new Error(`setting up: POST /oauth/token answered ${reply.status}: ${await reply.text()}`);
+  if (reply.status !== 200)
+    throw new Error(`setting up: POST /oauth/token answered ${reply.status}: ${await reply.text()}`);
   return (await reply.json()).access_token;
 }
 

@@ -36,7 +36,17 @@ export function targetOf(label, operation, server, request) {
 export function pair(bare, rowi, operation, request, credentials) {
   // The baseline gets the same request, credentials included, and ignores them.
   const baseline = targetOf(LABELS.bare, operation, bare, { ...request, credentials });
-  return [baseline, targetOf(LABELS.apiKey, operation, rowi, { ...request, credential: 'API key', credentials, baseline: baseline.name, storage: 'SQLite', workers: 1 })];
+  return [
+    baseline,
+    targetOf(LABELS.apiKey, operation, rowi, {
+      ...request,
+      credential: 'API key',
+      credentials,
+      baseline: baseline.name,
+      storage: 'SQLite',
+      workers: 1,
+    }),
+  ];
 }
 
 /** "SQLite, 2 workers": a column of "Storage and processes". */
@@ -61,5 +71,8 @@ export function storageTarget(server, storage, workers, operation, request, base
  * one process, rate limits in memory, the main rowi (the auth comparison's targets carry a variant).
  */
 export function isReference(target) {
-  return target.variant === undefined && (target.storage === undefined || (target.storage === 'SQLite' && target.workers === 1));
+  return (
+    target.variant === undefined &&
+    (target.storage === undefined || (target.storage === 'SQLite' && target.workers === 1))
+  );
 }

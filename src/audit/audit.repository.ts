@@ -7,8 +7,19 @@ import { fetchPage, type ListQuery } from '../db/paging.js';
 
 /** The columns the trail writes, in the order of a batch's values. */
 export const AUDIT_COLUMNS = [
-  'at', 'request_id', 'caller_id', 'caller_name', 'credential', 'method', 'path',
-  'resource', 'record_id', 'action', 'status', 'duration_ms', 'client_ip',
+  'at',
+  'request_id',
+  'caller_id',
+  'caller_name',
+  'credential',
+  'method',
+  'path',
+  'resource',
+  'record_id',
+  'action',
+  'status',
+  'duration_ms',
+  'client_ip',
 ] as const satisfies readonly (keyof Insertable<AuditEventsTable>)[];
 
 /** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */

@@ -96,7 +96,10 @@ export class AuditLog {
       if (dropped > 0) this.#pending.splice(0, dropped * WIDTH);
       // Said once when writing starts to fail (a full disk fails every flush), and when events are lost.
       if (this.#failingSince === undefined || dropped > 0) {
-        this.#log.error({ err: error, pending: this.#pending.length / WIDTH, dropped }, 'could not write the audit trail; its events are kept and written once the database takes them');
+        this.#log.error(
+          { err: error, pending: this.#pending.length / WIDTH, dropped },
+          'could not write the audit trail; its events are kept and written once the database takes them',
+        );
       }
       this.#failingSince ??= Date.now();
     }
@@ -119,7 +122,8 @@ export class KyselyAuditWriter implements AuditWriter {
       while (start < rows) {
         const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
         const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
-        for (let index = at; index < parameters.length; index += WIDTH) parameters[index] = new Date(parameters[index] as number).toISOString();
+        for (let index = at; index < parameters.length; index += WIDTH)
+          parameters[index] = new Date(parameters[index] as number).toISOString();
         await insertAuditEvents(trx, size, parameters);
         start += size;
       }
@@ -130,7 +134,15 @@ export class KyselyAuditWriter implements AuditWriter {
 }
 
 /** The action of a request to a public route or an unknown path, which declares none. */
-const ACTION_OF_METHOD: Record<string, string> = { GET: 'read', HEAD: 'read', OPTIONS: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
+const ACTION_OF_METHOD: Record<string, string> = {
+  GET: 'read',
+  HEAD: 'read',
+  OPTIONS: 'read',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'update',
+  DELETE: 'delete',
+};
 
 /**
  * Records every request when its response is done. The path is recorded without its query

@@ -36,7 +36,9 @@ export function prefixOf(key: string): string | undefined {
  */
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
 export const hashApiKey: (key: string) => string =
-  oneShotHash === undefined ? (key) => createHash('sha256').update(key).digest('base64url') : (key) => oneShotHash('sha256', key, 'base64url');
+  oneShotHash === undefined
+    ? (key) => createHash('sha256').update(key).digest('base64url')
+    : (key) => oneShotHash('sha256', key, 'base64url');
 
 /** Constant-time comparison of two hashes (both base64url SHA-256, so of equal length). */
 export function sameHash(a: string, b: string): boolean {

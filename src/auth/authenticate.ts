@@ -41,7 +41,11 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
   // Every request, public routes and unknown paths too: credentials in a URL are refused.
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.url.includes('?') && CREDENTIALS_IN_QUERY.test(request.url)) {
-      done(malformed('Credentials are not accepted in the query string, where logs and proxies keep them; send the key in X-API-Key or a token in Authorization.'));
+      done(
+        malformed(
+          'Credentials are not accepted in the query string, where logs and proxies keep them; send the key in X-API-Key or a token in Authorization.',
+        ),
+      );
       return;
     }
     done();
@@ -57,19 +61,27 @@ function guard(route: RouteOptions, authenticator: Authenticator): void {
   const schema = route.schema as { 'x-permission'?: Scope | 'public'; security?: unknown } | undefined;
   const scope = schema?.['x-permission'];
   if (schema === undefined || scope === undefined) {
-    throw new Error(`${String(route.method)} ${route.url} declares no permission: give its operation() a permission (a scope or 'public')`);
+    throw new Error(
+      `${String(route.method)} ${route.url} declares no permission: give its operation() a permission (a scope or 'public')`,
+    );
   }
   // The OpenAPI document (generated from these schemas when first asked for) says which credentials it takes.
   schema.security = securityOf(scope);
   const permission = permissionOf(scope, route.url);
   route.config = { ...route.config, permission };
   if (permission.scope === 'public') return;
-  const check = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => authenticate(authenticator, permission, request, done);
+  const check = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) =>
+    authenticate(authenticator, permission, request, done);
   const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
   route.onRequest = [check, ...own];
 }
 
-function authenticate(authenticator: Authenticator, permission: Permission, request: FastifyRequest, done: HookHandlerDoneFunction): void {
+function authenticate(
+  authenticator: Authenticator,
+  permission: Permission,
+  request: FastifyRequest,
+  done: HookHandlerDoneFunction,
+): void {
   request.permission = permission;
   let principal: Principal | Promise<Principal>;
   try {
@@ -89,7 +101,10 @@ function authenticate(authenticator: Authenticator, permission: Permission, requ
 }
 
 /** On a public route that describes its caller: the principal when credentials came, else null (bad ones: 401). */
-export async function optionalPrincipal(authenticator: Authenticator, request: FastifyRequest): Promise<Principal | null> {
+export async function optionalPrincipal(
+  authenticator: Authenticator,
+  request: FastifyRequest,
+): Promise<Principal | null> {
   return hasCredentials(request) ? principalOf(authenticator, request) : null;
 }
 
@@ -106,16 +121,19 @@ function principalOf(authenticator: Authenticator, request: FastifyRequest): Pri
   }
   if (key !== undefined) {
     if (typeof key !== 'string') throw malformed('X-API-Key is empty.');
-    if (key.length > MAX_CREDENTIAL_LENGTH) throw malformed(`X-API-Key is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
+    if (key.length > MAX_CREDENTIAL_LENGTH)
+      throw malformed(`X-API-Key is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
     const trimmed = key.trim();
     if (trimmed === '') throw malformed('X-API-Key is empty.');
     return authenticator.authenticateKey(trimmed);
   }
   if (authorization !== undefined) {
-    if (authorization.length > MAX_CREDENTIAL_LENGTH) throw malformed(`Authorization is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
+    if (authorization.length > MAX_CREDENTIAL_LENGTH)
+      throw malformed(`Authorization is longer than ${MAX_CREDENTIAL_LENGTH} characters.`);
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization);
     if (match === null) {
-      if (/^Bearer\s*$/i.test(authorization) || authorization.trim() === '') throw malformed('Authorization names no token.');
+      if (/^Bearer\s*$/i.test(authorization) || authorization.trim() === '')
+        throw malformed('Authorization names no token.');
       throw new AuthenticationError(
         'invalid-credentials',
         'Authorization must be "Bearer <token>" (RFC 6750); for an API key use the X-API-Key header.',
@@ -124,7 +142,11 @@ function principalOf(authenticator: Authenticator, request: FastifyRequest): Pri
     }
     return authenticator.authenticateToken(match[1]!);
   }
-  throw new AuthenticationError('missing-credentials', 'This operation needs credentials: an API key in X-API-Key, or a bearer token in Authorization.', BEARER_CHALLENGE);
+  throw new AuthenticationError(
+    'missing-credentials',
+    'This operation needs credentials: an API key in X-API-Key, or a bearer token in Authorization.',
+    BEARER_CHALLENGE,
+  );
 }
 
 /**
@@ -132,7 +154,10 @@ function principalOf(authenticator: Authenticator, request: FastifyRequest): Pri
  * a response that outlives the moment it was authorised (an event stream). Throws the 401 or 403
  * the request would get if it came now.
  */
-export function authenticateAgain(authenticator: Authenticator, request: FastifyRequest): Principal | Promise<Principal> {
+export function authenticateAgain(
+  authenticator: Authenticator,
+  request: FastifyRequest,
+): Principal | Promise<Principal> {
   const permission = request.permission!;
   const permitted = (principal: Principal): Principal => {
     const refusal = refusalOf(principal, permission);

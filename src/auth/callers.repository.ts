@@ -7,7 +7,16 @@ import { fetchPage, type ListQuery } from '../db/paging.js';
 /** Callers and their API keys: every query of both. */
 export type StoredCaller = CallerRow;
 
-const KEY_COLUMNS = ['id', 'caller_id', 'prefix', 'description', 'created_at', 'expires_at', 'last_used_at', 'revoked_at'] as const;
+const KEY_COLUMNS = [
+  'id',
+  'caller_id',
+  'prefix',
+  'description',
+  'created_at',
+  'expires_at',
+  'last_used_at',
+  'revoked_at',
+] as const;
 export type StoredApiKey = Pick<ApiKeyRow, (typeof KEY_COLUMNS)[number]>;
 
 const selectCallerById = compiledQuery((db, id: number) => db.selectFrom('callers').selectAll().where('id', '=', id));
@@ -22,7 +31,10 @@ export function findCallers(db: Executor, query: ListQuery) {
 }
 
 export async function countCallers(db: Executor): Promise<number> {
-  const { count } = await db.selectFrom('callers').select((eb) => eb.fn.countAll<number | string>().as('count')).executeTakeFirstOrThrow();
+  const { count } = await db
+    .selectFrom('callers')
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow();
   return Number(count);
 }
 
@@ -44,13 +56,25 @@ export async function lockCallerManagement(trx: Trx): Promise<void> {
  * nor expired at `now`). Call it holding lockCallerManagement, so that what it finds stays true
  * until the transaction ends.
  */
-export async function findAdmins(trx: Trx, now: string): Promise<{ id: number; removed_scopes: string; working_keys: number }[]> {
-  const rows = await trx.selectFrom('callers').select(['id', 'removed_scopes']).where('role', '=', 'admin').orderBy('id').execute();
+export async function findAdmins(
+  trx: Trx,
+  now: string,
+): Promise<{ id: number; removed_scopes: string; working_keys: number }[]> {
+  const rows = await trx
+    .selectFrom('callers')
+    .select(['id', 'removed_scopes'])
+    .where('role', '=', 'admin')
+    .orderBy('id')
+    .execute();
   if (rows.length === 0) return [];
   const keys = await trx
     .selectFrom('api_keys')
     .select(['caller_id', (eb) => eb.fn.countAll<number | string>().as('working')])
-    .where('caller_id', 'in', rows.map((row) => row.id))
+    .where(
+      'caller_id',
+      'in',
+      rows.map((row) => row.id),
+    )
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
     .groupBy('caller_id')
@@ -76,7 +100,12 @@ export function insertCaller(db: Executor, caller: CallerFields & { now: string 
     .executeTakeFirstOrThrow();
 }
 
-export function updateCallerAtVersion(db: Executor, id: number, version: number, changes: CallerFields & { now: string }): Promise<StoredCaller | undefined> {
+export function updateCallerAtVersion(
+  db: Executor,
+  id: number,
+  version: number,
+  changes: CallerFields & { now: string },
+): Promise<StoredCaller | undefined> {
   const { now, ...fields } = changes;
   return db
     .updateTable('callers')
@@ -89,7 +118,14 @@ export function updateCallerAtVersion(db: Executor, id: number, version: number,
 
 export function insertApiKey(
   db: Executor,
-  key: { caller_id: number; prefix: string; secret_hash: string; description: string; expires_at: string | null; now: string },
+  key: {
+    caller_id: number;
+    prefix: string;
+    secret_hash: string;
+    description: string;
+    expires_at: string | null;
+    now: string;
+  },
 ): Promise<StoredApiKey> {
   const { now, ...fields } = key;
   return db
@@ -104,11 +140,21 @@ export function findApiKeys(db: Executor, callerId: number, query: ListQuery) {
 }
 
 export function findApiKey(db: Executor, callerId: number, keyId: number): Promise<StoredApiKey | undefined> {
-  return db.selectFrom('api_keys').select(KEY_COLUMNS).where('caller_id', '=', callerId).where('id', '=', keyId).executeTakeFirst();
+  return db
+    .selectFrom('api_keys')
+    .select(KEY_COLUMNS)
+    .where('caller_id', '=', callerId)
+    .where('id', '=', keyId)
+    .executeTakeFirst();
 }
 
 export async function revokeApiKey(db: Executor, keyId: number, now: string): Promise<void> {
-  await db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now })
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /** What authenticating a key needs: the key's state and its caller, in one read. */

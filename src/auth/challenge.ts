@@ -2,9 +2,16 @@
 export const BEARER_CHALLENGE = 'Bearer realm="rowi"';
 
 /** RFC 6750 §3: error and error_description say what was wrong, for clients and people. */
-export function challenge(error: 'invalid_request' | 'invalid_token' | 'insufficient_scope', description: string, scope?: string): string {
+export function challenge(
+  error: 'invalid_request' | 'invalid_token' | 'insufficient_scope',
+  description: string,
+  scope?: string,
+): string {
   // error_description is limited to printable ASCII without " and \ (RFC 6750 §3); anything else
   // (… in a detail, a non-ASCII external subject) would make Node refuse the whole header.
-  const quoted = description.normalize('NFKD').replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, '?');
+  const quoted = description
+    .normalize('NFKD')
+    .replace(/["\\]/g, "'")
+    .replace(/[^\x20-\x7e]/g, '?');
   return `${BEARER_CHALLENGE}, error="${error}", error_description="${quoted}"${scope ? `, scope="${scope}"` : ''}`;
 }

@@ -12,9 +12,13 @@ const FORM = 'application/x-www-form-urlencoded';
 const TokenRequestSchema = Type.Object(
   {
     grant_type: Type.String({ description: 'client_credentials' }),
-    scope: Type.Optional(Type.String({ description: 'space-separated scopes to narrow the token to; default: all the caller holds' })),
-    client_id: Type.Optional(Type.String({ description: 'the caller\'s name, when not sent by HTTP Basic' })),
-    client_secret: Type.Optional(Type.String({ description: 'one of the caller\'s API keys, when not sent by HTTP Basic' })),
+    scope: Type.Optional(
+      Type.String({ description: 'space-separated scopes to narrow the token to; default: all the caller holds' }),
+    ),
+    client_id: Type.Optional(Type.String({ description: "the caller's name, when not sent by HTTP Basic" })),
+    client_secret: Type.Optional(
+      Type.String({ description: "one of the caller's API keys, when not sent by HTTP Basic" }),
+    ),
   },
   { additionalProperties: true, title: 'TokenRequest' },
 );
@@ -31,14 +35,22 @@ const TokenSchema = Type.Object(
 
 const OAuthErrorSchema = Type.Object(
   {
-    error: Type.Union(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope'].map((code) => Type.Literal(code))),
+    error: Type.Union(
+      ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope'].map((code) =>
+        Type.Literal(code),
+      ),
+    ),
     error_description: Type.String(),
   },
   { additionalProperties: false, title: 'OAuthError' },
 );
 
 const JwksSchema = Type.Object(
-  { keys: Type.Array(Type.Object({ kid: Type.String(), kty: Type.String(), alg: Type.String() }, { additionalProperties: true })) },
+  {
+    keys: Type.Array(
+      Type.Object({ kid: Type.String(), kty: Type.String(), alg: Type.String() }, { additionalProperties: true }),
+    ),
+  },
   { additionalProperties: false, title: 'JWKS' },
 );
 
@@ -77,7 +89,9 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { auth } = app;
 
   // Form bodies are taken here only: the rest of the API speaks JSON and XML.
-  app.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) => done(null, parseForm(body as string)));
+  app.addContentTypeParser(FORM, { parseAs: 'string' }, (_request, body, done) =>
+    done(null, parseForm(body as string)),
+  );
 
   // A body the token endpoint cannot take (JSON, no Content-Type, …) is an OAuth invalid_request
   // (RFC 6749 §5.2), which OAuth clients understand, rather than a 415 problem; everything
@@ -91,110 +105,144 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
-  app.post('/oauth/token', {
-    attachValidation: true,
-    // Client credentials may come as form fields, which only this route reads: the failed-
-    // authentication throttle must count those too, not only Authorization and X-API-Key.
-    config: { authenticatesClient: true },
-    schema: operation({
-      operationId: 'issueToken',
-      permission: 'public',
-      summary: 'Get an access token (OAuth 2.0 client credentials)',
-      description:
-        'Client authentication by HTTP Basic (client_secret_basic) or form fields (client_secret_post): the client id is the ' +
-        'caller\'s name, the secret one of its API keys. Errors follow RFC 6749 §5.2.',
-      tags: ['auth'],
-      body: TokenRequestSchema,
-      consumes: [FORM],
-      jsonFixedBy: 'RFC 6749 (§5.1, §5.2)',
-      // Bodies that are not forms are invalid_request (400), and the form is checked by the handler.
-      omitProblems: [415, 422],
-      response: {
-        200: representation(TokenSchema, 'The access token', {}, ['json']),
-        400: {
-          description: 'RFC 6749 §5.2 error; or, for a request refused before its form is read (credentials or a NUL in the query string), a problem',
-          headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
-          content: { 'application/json': { schema: OAuthErrorSchema }, [MEDIA_TYPES.json.problem]: { schema: { $ref: 'Problem#' } } },
+  app.post(
+    '/oauth/token',
+    {
+      attachValidation: true,
+      // Client credentials may come as form fields, which only this route reads: the failed-
+      // authentication throttle must count those too, not only Authorization and X-API-Key.
+      config: { authenticatesClient: true },
+      schema: operation({
+        operationId: 'issueToken',
+        permission: 'public',
+        summary: 'Get an access token (OAuth 2.0 client credentials)',
+        description:
+          'Client authentication by HTTP Basic (client_secret_basic) or form fields (client_secret_post): the client id is the ' +
+          "caller's name, the secret one of its API keys. Errors follow RFC 6749 §5.2.",
+        tags: ['auth'],
+        body: TokenRequestSchema,
+        consumes: [FORM],
+        jsonFixedBy: 'RFC 6749 (§5.1, §5.2)',
+        // Bodies that are not forms are invalid_request (400), and the form is checked by the handler.
+        omitProblems: [415, 422],
+        response: {
+          200: representation(TokenSchema, 'The access token', {}, ['json']),
+          400: {
+            description:
+              'RFC 6749 §5.2 error; or, for a request refused before its form is read (credentials or a NUL in the query string), a problem',
+            headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
+            content: {
+              'application/json': { schema: OAuthErrorSchema },
+              [MEDIA_TYPES.json.problem]: { schema: { $ref: 'Problem#' } },
+            },
+          },
+          401: {
+            description: 'invalid_client (RFC 6749 §5.2)',
+            headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
+            content: { 'application/json': { schema: OAuthErrorSchema } },
+          },
         },
-        401: {
-          description: 'invalid_client (RFC 6749 §5.2)',
-          headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
-          content: { 'application/json': { schema: OAuthErrorSchema } },
-        },
-      },
-    }),
-  }, async (request, reply) => {
-    try {
-      // Before the schema's verdict: a repeated declared parameter (scope) also fails validation.
-      const form = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<string, string | string[]>;
-      const repeated = Object.keys(form).find((name) => Array.isArray(form[name]));
-      if (repeated) throw new OAuthError('invalid_request', `The parameter ${repeated} is given more than once.`);
-      if (request.validationError || typeof request.body !== 'object' || request.body === null) {
-        throw new OAuthError('invalid_request', 'The body must be a form (application/x-www-form-urlencoded) with grant_type.');
+      }),
+    },
+    async (request, reply) => {
+      try {
+        // Before the schema's verdict: a repeated declared parameter (scope) also fails validation.
+        const form = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<
+          string,
+          string | string[]
+        >;
+        const repeated = Object.keys(form).find((name) => Array.isArray(form[name]));
+        if (repeated) throw new OAuthError('invalid_request', `The parameter ${repeated} is given more than once.`);
+        if (request.validationError || typeof request.body !== 'object' || request.body === null) {
+          throw new OAuthError(
+            'invalid_request',
+            'The body must be a form (application/x-www-form-urlencoded) with grant_type.',
+          );
+        }
+        const fields = form as Record<string, string>;
+        if (fields.grant_type !== 'client_credentials') {
+          throw new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
+        }
+        const principal = await authenticateClient(request.headers.authorization, fields);
+        const scopes = grantedScopes(principal, fields.scope);
+        const token = await auth.tokens.issue({ id: principal.callerId!, name: principal.name }, scopes);
+        noStore(reply);
+        return reply.send({
+          access_token: token,
+          token_type: 'Bearer',
+          expires_in: auth.tokens.lifetime,
+          scope: scopes.join(' '),
+        });
+      } catch (error) {
+        if (!(error instanceof OAuthError)) throw error;
+        noStore(reply);
+        if (error.basicChallenge) reply.header('www-authenticate', 'Basic realm="rowi", charset="UTF-8"');
+        return reply
+          .code(error.code === 'invalid_client' ? 401 : 400)
+          .send({ error: error.code, error_description: error.description });
       }
-      const fields = form as Record<string, string>;
-      if (fields.grant_type !== 'client_credentials') {
-        throw new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
-      }
-      const principal = await authenticateClient(request.headers.authorization, fields);
-      const scopes = grantedScopes(principal, fields.scope);
-      const token = await auth.tokens.issue({ id: principal.callerId!, name: principal.name }, scopes);
-      noStore(reply);
-      return reply.send({ access_token: token, token_type: 'Bearer', expires_in: auth.tokens.lifetime, scope: scopes.join(' ') });
-    } catch (error) {
-      if (!(error instanceof OAuthError)) throw error;
-      noStore(reply);
-      if (error.basicChallenge) reply.header('www-authenticate', 'Basic realm="rowi", charset="UTF-8"');
-      return reply.code(error.code === 'invalid_client' ? 401 : 400).send({ error: error.code, error_description: error.description });
-    }
-  });
+    },
+  );
 
-  app.get('/.well-known/jwks.json', {
-    schema: operation({
-      operationId: 'getJwks',
-      permission: 'public',
-      summary: 'Public keys that verify rowi\'s access tokens (RFC 7517)',
-      tags: ['auth'],
-      jsonFixedBy: 'RFC 7517 (§5)',
-      response: { 200: representation(JwksSchema, 'The key set', {}, ['json']) },
-    }),
-  }, async (_request, reply) => {
-    reply.header('cache-control', 'public, max-age=300');
-    return { keys: await auth.tokens.publishedKeys() };
-  });
+  app.get(
+    '/.well-known/jwks.json',
+    {
+      schema: operation({
+        operationId: 'getJwks',
+        permission: 'public',
+        summary: "Public keys that verify rowi's access tokens (RFC 7517)",
+        tags: ['auth'],
+        jsonFixedBy: 'RFC 7517 (§5)',
+        response: { 200: representation(JwksSchema, 'The key set', {}, ['json']) },
+      }),
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return { keys: await auth.tokens.publishedKeys() };
+    },
+  );
 
-  app.get('/.well-known/oauth-authorization-server', {
-    schema: operation({
-      operationId: 'getAuthorizationServerMetadata',
-      permission: 'public',
-      summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
-      tags: ['auth'],
-      jsonFixedBy: 'RFC 8414 (§3.2)',
-      response: { 200: representation(MetadataSchema, 'The metadata', {}, ['json']) },
-    }),
-  }, async () => {
-    const issuer = auth.tokens.issuer;
-    return {
-      issuer,
-      token_endpoint: `${issuer}/oauth/token`,
-      jwks_uri: `${issuer}/.well-known/jwks.json`,
-      grant_types_supported: ['client_credentials'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      scopes_supported: [...ALL_SCOPES],
-      response_types_supported: [],
-    };
-  });
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    {
+      schema: operation({
+        operationId: 'getAuthorizationServerMetadata',
+        permission: 'public',
+        summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+        tags: ['auth'],
+        jsonFixedBy: 'RFC 8414 (§3.2)',
+        response: { 200: representation(MetadataSchema, 'The metadata', {}, ['json']) },
+      }),
+    },
+    async () => {
+      const issuer = auth.tokens.issuer;
+      return {
+        issuer,
+        token_endpoint: `${issuer}/oauth/token`,
+        jwks_uri: `${issuer}/.well-known/jwks.json`,
+        grant_types_supported: ['client_credentials'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        scopes_supported: [...ALL_SCOPES],
+        response_types_supported: [],
+      };
+    },
+  );
 
   /** RFC 6749 §2.3.1: Basic with form-urlencoded id and secret, or both in the body; never both ways. */
-  async function authenticateClient(authorization: string | undefined, fields: Record<string, string>): Promise<Principal> {
+  async function authenticateClient(
+    authorization: string | undefined,
+    fields: Record<string, string>,
+  ): Promise<Principal> {
     let clientId = fields.client_id;
     let secret = fields.client_secret;
     const basic = authorization !== undefined && /^Basic /i.test(authorization);
     if (basic) {
-      if (secret !== undefined) throw new OAuthError('invalid_request', 'Send the client secret by HTTP Basic or in the form, not both.');
+      if (secret !== undefined)
+        throw new OAuthError('invalid_request', 'Send the client secret by HTTP Basic or in the form, not both.');
       const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
-      if (colon === -1) throw new OAuthError('invalid_client', 'HTTP Basic credentials must be client_id:client_secret.', true);
+      if (colon === -1)
+        throw new OAuthError('invalid_client', 'HTTP Basic credentials must be client_id:client_secret.', true);
       try {
         clientId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
         secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
@@ -203,16 +251,22 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
     if (clientId === undefined || secret === undefined || secret === '') {
-      throw new OAuthError('invalid_client', 'Client authentication is missing: HTTP Basic, or client_id and client_secret in the form.', true);
+      throw new OAuthError(
+        'invalid_client',
+        'Client authentication is missing: HTTP Basic, or client_id and client_secret in the form.',
+        true,
+      );
     }
     let principal: Principal;
     try {
       principal = await auth.authenticateKey(secret);
     } catch (error) {
-      if (error instanceof AppError) throw new OAuthError('invalid_client', 'The client id or secret is not valid.', basic);
+      if (error instanceof AppError)
+        throw new OAuthError('invalid_client', 'The client id or secret is not valid.', basic);
       throw error;
     }
-    if (principal.name !== clientId) throw new OAuthError('invalid_client', 'The client id or secret is not valid.', basic);
+    if (principal.name !== clientId)
+      throw new OAuthError('invalid_client', 'The client id or secret is not valid.', basic);
     return principal;
   }
 };
@@ -221,7 +275,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
 function grantedScopes(principal: Principal, requested: string | undefined): string[] {
   if (requested === undefined) return ALL_SCOPES.filter((scope) => principal.scopes.has(scope));
   const asked = [...new Set(parseScopeList(requested))];
-  if (asked.length === 0) throw new OAuthError('invalid_scope', 'scope is empty; leave it out to get every scope the caller holds.');
+  if (asked.length === 0)
+    throw new OAuthError('invalid_scope', 'scope is empty; leave it out to get every scope the caller holds.');
   const refused = asked.filter((scope) => !principal.scopes.has(scope));
   if (refused.length > 0) throw new OAuthError('invalid_scope', `The caller does not hold ${refused.join(', ')}.`);
   return asked;

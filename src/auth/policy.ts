@@ -60,7 +60,8 @@ export const SECURITY_SCHEMES = {
   apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key of the caller (rowi_…)' },
   oauth2: {
     type: 'oauth2',
-    description: "client credentials: the caller's name as client id, one of its API keys as secret; the access token is a short-lived JWT (ROWI_TOKEN_LIFETIME) checked as RFC8725 advises (one pinned algorithm, issuer, audience and expiry)",
+    description:
+      "client credentials: the caller's name as client id, one of its API keys as secret; the access token is a short-lived JWT (ROWI_TOKEN_LIFETIME) checked as RFC8725 advises (one pinned algorithm, issuer, audience and expiry)",
     flows: {
       clientCredentials: {
         tokenUrl: '/oauth/token',
@@ -68,7 +69,13 @@ export const SECURITY_SCHEMES = {
       },
     },
   },
-  bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'a JWT of the configured external issuer, checked as RFC8725 advises (the algorithms of ROWI_JWT_ALGORITHMS only, issuer, audience and expiry)' },
+  bearer: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      'a JWT of the configured external issuer, checked as RFC8725 advises (the algorithms of ROWI_JWT_ALGORITHMS only, issuer, audience and expiry)',
+  },
 } as const;
 
 /** The OpenAPI security requirement of a permission: any one of the three credentials. */

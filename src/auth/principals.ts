@@ -157,7 +157,8 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
     // The principal a token resolved to is believed as long as a checked key is.
     const built = verified.principal;
     const now = Date.now();
-    if (built !== undefined && built.generation === this.#generation && now - built.checkedAt < FRESH_MS) return built.value;
+    if (built !== undefined && built.generation === this.#generation && now - built.checkedAt < FRESH_MS)
+      return built.value;
     return this.#principalOfToken(verified);
   }
 
@@ -178,7 +179,8 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
     const row = await findKeyForAuthentication(this.#db, prefix);
     if (row === undefined || !sameHash(row.secret_hash, hashApiKey(key))) throw invalid('The API key is not known.');
     if (row.revoked_at !== null) throw invalid('The API key has been revoked.');
-    if (row.expires_at !== null && row.expires_at <= new Date(now).toISOString()) throw invalid('The API key has expired.');
+    if (row.expires_at !== null && row.expires_at <= new Date(now).toISOString())
+      throw invalid('The API key has expired.');
     const principal = {
       credential: 'api_key' as const,
       callerId: row.caller_id,
@@ -218,20 +220,41 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
     // never caller management.
     if (token.kind === 'external') {
       const scopes = new Set(token.scopes.filter((scope) => isScope(scope) && isGrantable(scope)));
-      return keep({ credential: 'external', callerId: null, name: token.subject, scopes, role: null, rateLimit: null, expiresAt: token.expires * 1000 });
+      return keep({
+        credential: 'external',
+        callerId: null,
+        name: token.subject,
+        scopes,
+        role: null,
+        rateLimit: null,
+        expiresAt: token.expires * 1000,
+      });
     }
     const callerId = Number(token.subject);
     const cached = this.#callers.get(callerId);
     const principalOf = (caller: CachedCaller | undefined): Principal => {
-      if (caller === undefined) throw invalid('The token\'s caller no longer exists.');
+      if (caller === undefined) throw invalid("The token's caller no longer exists.");
       // A token carries the scopes granted when it was issued; a caller whose role has since
       // shrunk keeps only what it still holds.
       const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
-      return keep({ credential: 'oauth', callerId, name: caller.name, scopes, role: caller.role, rateLimit: caller.rateLimit, expiresAt: token.expires * 1000 });
+      return keep({
+        credential: 'oauth',
+        callerId,
+        name: caller.name,
+        scopes,
+        role: caller.role,
+        rateLimit: caller.rateLimit,
+        expiresAt: token.expires * 1000,
+      });
     };
     if (cached !== undefined && now - cached.checkedAt < FRESH_MS) return principalOf(cached.value);
     return findCallerById(this.#db, callerId).then((row) => {
-      const caller = row && { name: row.name, scopes: scopesOf(row.role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)), role: row.role, rateLimit: row.rate_limit };
+      const caller = row && {
+        name: row.name,
+        scopes: scopesOf(row.role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
+        role: row.role,
+        rateLimit: row.rate_limit,
+      };
       remember(this.#callers, callerId, { value: caller, checkedAt: now });
       return principalOf(caller);
     });

@@ -18,7 +18,10 @@ export async function retireSigningKeys(db: Executor, now: string): Promise<void
 }
 
 export async function hasActiveSigningKey(trx: Executor): Promise<boolean> {
-  return (await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).limit(1).executeTakeFirst()) !== undefined;
+  return (
+    (await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).limit(1).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 /**

@@ -4,7 +4,13 @@ import type { Db, Executor } from '../db/database.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { nowTimestamp } from '../db/clock.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { findSigningKeys, hasActiveSigningKey, insertSigningKey, retireSigningKeys, takeSigningKeyTurn } from './signing-keys.repository.js';
+import {
+  findSigningKeys,
+  hasActiveSigningKey,
+  insertSigningKey,
+  retireSigningKeys,
+  takeSigningKeyTurn,
+} from './signing-keys.repository.js';
 
 /**
  * The keys rowi signs its access tokens with (tokens.ts). They live in the database so every
@@ -93,7 +99,9 @@ export class SigningKeys {
   }
 
   #newestActive(): SigningKey | undefined {
-    return [...this.#keys.values()].filter((key) => key.retiredAt === null).sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
+    return [...this.#keys.values()]
+      .filter((key) => key.retiredAt === null)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt))[0];
   }
 
   async #load(force = false): Promise<void> {
@@ -129,7 +137,14 @@ async function createSigningKey(db: Executor): Promise<string> {
   const kid = randomUUID();
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: ALGORITHM, use: 'sig' };
   const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: ALGORITHM };
-  await insertSigningKey(db, { kid, algorithm: ALGORITHM, private_jwk: JSON.stringify(privateJwk), public_jwk: JSON.stringify(publicJwk), created_at: nowTimestamp(), retired_at: null });
+  await insertSigningKey(db, {
+    kid,
+    algorithm: ALGORITHM,
+    private_jwk: JSON.stringify(privateJwk),
+    public_jwk: JSON.stringify(publicJwk),
+    created_at: nowTimestamp(),
+    retired_at: null,
+  });
   return kid;
 }
 

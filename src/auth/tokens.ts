@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { SignJWT, createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify, type CryptoKey, type JWK, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  SignJWT,
+  createRemoteJWKSet,
+  decodeJwt,
+  errors as joseErrors,
+  jwtVerify,
+  type CryptoKey,
+  type JWK,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
@@ -52,7 +62,11 @@ export class TokenService {
             algorithms: config.jwtAlgorithms.split(','),
             // jose caches the key set, refetches it on an unknown kid, and waits `cooldownDuration`
             // between fetches, so a flood of made-up kids cannot hammer the issuer.
-            keys: createRemoteJWKSet(new URL(config.jwtJwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 600_000, timeoutDuration: 5000 }),
+            keys: createRemoteJWKSet(new URL(config.jwtJwksUrl), {
+              cooldownDuration: 30_000,
+              cacheMaxAge: 600_000,
+              timeoutDuration: 5000,
+            }),
           };
   }
 
@@ -97,7 +111,12 @@ export class TokenService {
           clockTolerance: CLOCK_TOLERANCE_S,
           requiredClaims: ['exp', 'sub'],
         });
-        return { kind: 'oauth', subject: String(payload.sub), scopes: scopeClaim(payload), expires: unexpired(payload.exp!) };
+        return {
+          kind: 'oauth',
+          subject: String(payload.sub),
+          scopes: scopeClaim(payload),
+          expires: unexpired(payload.exp!),
+        };
       }
       const external = this.#external;
       if (external && claims.iss === external.issuer) {
@@ -108,7 +127,12 @@ export class TokenService {
           clockTolerance: CLOCK_TOLERANCE_S,
           requiredClaims: ['exp', 'sub'],
         });
-        return { kind: 'external', subject: String(payload.sub), scopes: scopeClaim(payload), expires: unexpired(payload.exp!) };
+        return {
+          kind: 'external',
+          subject: String(payload.sub),
+          scopes: scopeClaim(payload),
+          expires: unexpired(payload.exp!),
+        };
       }
     } catch (error) {
       throw new TokenError(describeRefusal(error));
@@ -169,9 +193,12 @@ function describeRefusal(error: unknown): string {
         return `The token's ${error.claim} claim is invalid.`;
     }
   }
-  if (error instanceof joseErrors.JOSEAlgNotAllowed) return 'The token is signed with an algorithm that is not accepted.';
-  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'The token\'s signature does not verify.';
-  if (error instanceof joseErrors.JWKSNoMatchingKey) return 'The token was signed with a key the issuer does not publish (unknown kid).';
-  if (error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JOSEError) return `The token could not be verified (${error.code}).`;
+  if (error instanceof joseErrors.JOSEAlgNotAllowed)
+    return 'The token is signed with an algorithm that is not accepted.';
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return "The token's signature does not verify.";
+  if (error instanceof joseErrors.JWKSNoMatchingKey)
+    return 'The token was signed with a key the issuer does not publish (unknown kid).';
+  if (error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JOSEError)
+    return `The token could not be verified (${error.code}).`;
   return 'The token could not be verified.';
 }

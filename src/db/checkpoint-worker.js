@@ -25,7 +25,10 @@ const port = /** @type {import('node:worker_threads').MessagePort} */ (parentPor
 /** @returns {Promise<{ checkpoint(): { busy: number; log: number; checkpointed: number }; close(): void }>} */
 async function open() {
   const connection = await openPlainConnection(file, [`synchronous = ${synchronous}`, 'busy_timeout = 0']);
-  const checkpoint = () => /** @type {{ busy: number; log: number; checkpointed: number }} */ (/** @type {unknown} */ (connection.all('pragma wal_checkpoint(PASSIVE)')[0]));
+  const checkpoint = () =>
+    /** @type {{ busy: number; log: number; checkpointed: number }} */ (
+      /** @type {unknown} */ (connection.all('pragma wal_checkpoint(PASSIVE)')[0])
+    );
   return { checkpoint, close: connection.close };
 }
 
@@ -34,7 +37,10 @@ const timer = setInterval(() => {
   const started = performance.now();
   try {
     const { busy, log, checkpointed } = connection.checkpoint();
-    if (checkpointed > 0) port.postMessage({ checkpointed: { log, checkpointed, busy, ms: Math.round((performance.now() - started) * 10) / 10 } });
+    if (checkpointed > 0)
+      port.postMessage({
+        checkpointed: { log, checkpointed, busy, ms: Math.round((performance.now() - started) * 10) / 10 },
+      });
   } catch (error) {
     port.postMessage({ error: error instanceof Error ? error.message : String(error) });
   }

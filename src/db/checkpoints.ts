@@ -12,15 +12,22 @@ export interface Checkpoints {
 /** How often the log is copied back into the database file. */
 const CHECKPOINT_INTERVAL_MS = 1000;
 
-export function startCheckpoints(file: string, synchronous: 'FULL' | 'NORMAL', log: FastifyBaseLogger | undefined): Checkpoints {
+export function startCheckpoints(
+  file: string,
+  synchronous: 'FULL' | 'NORMAL',
+  log: FastifyBaseLogger | undefined,
+): Checkpoints {
   let closing = false;
   let worker: Worker;
   let exited: Promise<void>;
   const start = () => {
-    worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: { file, synchronous, intervalMs: CHECKPOINT_INTERVAL_MS } });
+    worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), {
+      workerData: { file, synchronous, intervalMs: CHECKPOINT_INTERVAL_MS },
+    });
     worker.unref();
     worker.on('message', (message: { checkpointed?: Record<string, number>; error?: string }) => {
-      if (message.error !== undefined) log?.warn({ file, error: message.error }, 'a WAL checkpoint failed; the next one tries again');
+      if (message.error !== undefined)
+        log?.warn({ file, error: message.error }, 'a WAL checkpoint failed; the next one tries again');
       else log?.debug({ file, ...message.checkpointed }, 'WAL checkpoint');
     });
     worker.on('error', (error) => log?.error({ err: error, file }, 'the WAL checkpoint thread failed'));

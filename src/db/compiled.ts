@@ -16,7 +16,9 @@ export function compiledQuery<Params extends unknown[], Row>(
 }
 
 /** compiledQuery's work, with the parameters as one array (a 256-row insert has thousands). */
-function compiledRunner<Row>(build: (db: Executor, ...params: unknown[]) => Compilable<Row>): (db: Executor, params: readonly unknown[]) => Promise<Row[]> {
+function compiledRunner<Row>(
+  build: (db: Executor, ...params: unknown[]) => Compilable<Row>,
+): (db: Executor, params: readonly unknown[]) => Promise<Row[]> {
   const byDialect = new WeakMap<object, { compiled: CompiledQuery<Row>; slots: number[]; inOrder: boolean }>();
   return async (db, params) => {
     const { adapter } = db.getExecutor();

@@ -40,8 +40,12 @@ export async function openStorage(config: Config, log: FastifyBaseLogger): Promi
   try {
     return await openSqlite(config, log);
   } catch (error) {
-    const damaged = isCorruption(error) ? `: it is not a SQLite database, or its first page is damaged. ${repairAdvice('sqlite', config.data)}` : '';
-    throw new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}${damaged}`);
+    const damaged = isCorruption(error)
+      ? `: it is not a SQLite database, or its first page is damaged. ${repairAdvice('sqlite', config.data)}`
+      : '';
+    throw new ConfigError(
+      `ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}${damaged}`,
+    );
   }
 }
 
@@ -77,13 +81,23 @@ export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogg
   const describe = `SQLite ${settings.data}`;
   const corruption = new CorruptionWatch({ kind: 'sqlite', describe, file: settings.data, log, signals });
   const writer = await openSqliteConnection(settings.data, { ...options, guard: corruption.writerGuard });
-  for (const pragma of ['wal_autocheckpoint = 0', `journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`]) execute(writer.prepare(`pragma ${pragma}`));
+  for (const pragma of ['wal_autocheckpoint = 0', `journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`])
+    execute(writer.prepare(`pragma ${pragma}`));
   // An in-memory database exists on its one connection only.
-  const reader = inMemory ? writer : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
+  const reader = inMemory
+    ? writer
+    : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
   const db = new Kysely<Database>({
-    dialect: new RowiSqliteDialect({ writer, reader, lockTimeoutMs: settings.databaseTimeout ?? 5000, ...diskFullReporter(settings.data, log) }),
+    dialect: new RowiSqliteDialect({
+      writer,
+      reader,
+      lockTimeoutMs: settings.databaseTimeout ?? 5000,
+      ...diskFullReporter(settings.data, log),
+    }),
   });
-  const checkpoints = inMemory ? undefined : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
+  const checkpoints = inMemory
+    ? undefined
+    : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
   return {
     db,
     kind: 'sqlite',
@@ -92,8 +106,18 @@ export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogg
     corruption,
     async unbounded(work) {
       if (inMemory) return work(db);
-      const connection = await openSqliteConnection(settings.data, { ...options, busyTimeoutMs: MIGRATION_LOCK_WAIT_MS, guard: corruption.writerGuard });
-      const patient = new Kysely<Database>({ dialect: new RowiSqliteDialect({ writer: connection, reader: connection, lockTimeoutMs: MIGRATION_LOCK_WAIT_MS }) });
+      const connection = await openSqliteConnection(settings.data, {
+        ...options,
+        busyTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+        guard: corruption.writerGuard,
+      });
+      const patient = new Kysely<Database>({
+        dialect: new RowiSqliteDialect({
+          writer: connection,
+          reader: connection,
+          lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+        }),
+      });
       try {
         return await work(patient);
       } finally {
@@ -118,7 +142,10 @@ function diskFullReporter(file: string, log: FastifyBaseLogger | undefined) {
     onDiskFull(error: unknown) {
       if (full) return;
       full = true;
-      log?.error({ err: error, file }, `the disk holding ${file} is full: writes are refused (507) until space is freed; reads go on`);
+      log?.error(
+        { err: error, file },
+        `the disk holding ${file} is full: writes are refused (507) until space is freed; reads go on`,
+      );
     },
     onWritten() {
       if (!full) return;
@@ -134,7 +161,9 @@ type PostgresSettings = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'datab
 const INT8_OID = 20;
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary' ? (text: string) => Number(text) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === INT8_OID && format !== 'binary'
+      ? (text: string) => Number(text)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 /**
@@ -159,14 +188,17 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
   try {
     const { rows } = await pool.query<{ schema: string | null }>('select current_schema() as schema');
     schema = rows[0]?.schema ?? '';
-    if (schema === '') throw new Error('no schema is on the search_path (set options=-c search_path=… or create the schema)');
+    if (schema === '')
+      throw new Error('no schema is on the search_path (set options=-c search_path=… or create the schema)');
   } catch (error) {
     await pool.end().catch(() => {});
     throw new ConfigError(`ROWI_DATABASE_URL (${where}) cannot be used: ${(error as Error).message}`);
   }
   const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
   const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
+  });
   const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
   return {
     db,
@@ -176,7 +208,9 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     corruption,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      const single = new Kysely<Database>({ dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }) });
+      const single = new Kysely<Database>({
+        dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
+      });
       try {
         return await work(single);
       } finally {
@@ -199,7 +233,9 @@ function watchedPool(config: pg.PoolConfig, log: FastifyBaseLogger): pg.Pool {
   // emits 'error' on the client, which the pool does not listen to while the client is checked
   // out: without a listener of its own, that event would end the process. The pool discards the
   // client when it is released.
-  pool.on('connect', (client) => client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')));
+  pool.on('connect', (client) =>
+    client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')),
+  );
   return pool;
 }
 

@@ -49,7 +49,8 @@ export class CorruptionWatch {
   constructor(options: CorruptionWatchOptions) {
     this.#options = options;
     options.signals?.subscribe((topic) => {
-      if (topic === CORRUPT_TOPIC && this.#found === undefined) this.#record('another process on the same file found it damaged', 'learned');
+      if (topic === CORRUPT_TOPIC && this.#found === undefined)
+        this.#record('another process on the same file found it damaged', 'learned');
     });
   }
 
@@ -88,7 +89,10 @@ export class CorruptionWatch {
       kind === 'sqlite'
         ? 'writes are refused (503 storage-corrupt), /health/ready fails and reads that meet the damage get 503, until rowi is restarted on a sound file'
         : '/health/ready fails and requests that meet the damage get 503 storage-corrupt, until rowi is restarted';
-    const message = how === 'learned' ? `${describe} is damaged: ${detail}; here too, ${effect}` : `${describe} is damaged (${detail}): ${effect}. ${repairAdvice(kind, file)}`;
+    const message =
+      how === 'learned'
+        ? `${describe} is damaged: ${detail}; here too, ${effect}`
+        : `${describe} is damaged (${detail}): ${effect}. ${repairAdvice(kind, file)}`;
     if (how === 'learned') log?.warn({ storage: describe }, message);
     else log?.error({ err: error, storage: describe }, message);
   }
@@ -122,14 +126,19 @@ export class WorkersDamage {
 /** A command, or a start, that met damage stops with exit code 2, saying where it is and what to do. */
 export function damagedAtStart(config: Pick<Config, 'databaseUrl' | 'data'>, error: unknown): ConfigError {
   const detail = error instanceof StorageCorruptError ? error.detail : (error as Error).message;
-  if (config.databaseUrl !== '') return new ConfigError(`the PostgreSQL database of ROWI_DATABASE_URL reports damage (${detail}); rowi stopped. ${repairAdvice('postgres')}`);
-  return new ConfigError(`ROWI_DATA=${JSON.stringify(config.data)} is damaged (${detail}); rowi stopped. ${repairAdvice('sqlite', config.data)}`);
+  if (config.databaseUrl !== '')
+    return new ConfigError(
+      `the PostgreSQL database of ROWI_DATABASE_URL reports damage (${detail}); rowi stopped. ${repairAdvice('postgres')}`,
+    );
+  return new ConfigError(
+    `ROWI_DATA=${JSON.stringify(config.data)} is damaged (${detail}); rowi stopped. ${repairAdvice('sqlite', config.data)}`,
+  );
 }
 
 /** What an operator does about a damaged database: said at start (exit 2) and in the log. */
 export function repairAdvice(kind: 'sqlite' | 'postgres', file = 'rowi.db'): string {
   if (kind === 'postgres') {
-    return 'Ask PostgreSQL\'s administrator: a damaged index (XX002) is rebuilt with REINDEX, a damaged table restored from a backup (amcheck and the server log say which); then restart rowi.';
+    return "Ask PostgreSQL's administrator: a damaged index (XX002) is rebuilt with REINDEX, a damaged table restored from a backup (amcheck and the server log say which); then restart rowi.";
   }
   const copy = file.endsWith('.db') ? `${file.slice(0, -3)}-recovered.db` : `${file}.recovered`;
   // .recover reads around damaged pages but needs a sqlite3 built with it (sqlite.org's are;

@@ -22,7 +22,16 @@ export function isUniqueViolation(error: unknown, column?: string): boolean {
 }
 
 /** Network errors of a connection to PostgreSQL that is refused, reset or cannot be resolved. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 /**
  * PostgreSQL SQLSTATEs after which the same request may well succeed a moment later:
@@ -34,7 +43,8 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 const TRANSIENT_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '40P01', '40001', '55P03']);
 
 /** pg's own messages for a pool that had no connection to give in time, or a connection that died. */
-const TRANSIENT_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Connection terminated due to connection timeout)/;
+const TRANSIENT_MESSAGES =
+  /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Connection terminated due to connection timeout)/;
 
 /**
  * True when the database could not take the request now (unreachable, restarting, too busy,
@@ -86,7 +96,13 @@ export const STORAGE_CORRUPT_CODE = 'ROWI_STORAGE_CORRUPT';
 export function isCorruption(error: unknown): boolean {
   const code = codeOf(error);
   if (code === undefined) return false;
-  return code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB' || code === 'XX001' || code === 'XX002' || code === STORAGE_CORRUPT_CODE;
+  return (
+    code.startsWith('SQLITE_CORRUPT') ||
+    code === 'SQLITE_NOTADB' ||
+    code === 'XX001' ||
+    code === 'XX002' ||
+    code === STORAGE_CORRUPT_CODE
+  );
 }
 
 /**
@@ -97,7 +113,8 @@ export function isCorruption(error: unknown): boolean {
 export function codeOf(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, errcode } = error as Record<string, unknown>;
-  if (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number') return SQLITE_CODES[errcode] ?? SQLITE_CODES[errcode & 0xff] ?? `SQLITE_${errcode}`;
+  if (code === 'ERR_SQLITE_ERROR' && typeof errcode === 'number')
+    return SQLITE_CODES[errcode] ?? SQLITE_CODES[errcode & 0xff] ?? `SQLITE_${errcode}`;
   return typeof code === 'string' ? code : undefined;
 }
 

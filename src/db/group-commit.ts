@@ -208,7 +208,8 @@ export class GroupCommitWriter {
     setImmediate(() => {
       this.#commitScheduled = false;
       this.#sliceStartedAt = performance.now();
-      if (this.#active !== undefined || this.#busy || this.#group === undefined || this.#waiting.length > 0) this.#advance();
+      if (this.#active !== undefined || this.#busy || this.#group === undefined || this.#waiting.length > 0)
+        this.#advance();
       else if (this.#arrived && performance.now() - this.#group.startedAt < GROUP_WINDOW_MS) this.#scheduleCommit();
       else void this.#commitGroup();
     });

@@ -86,9 +86,13 @@ class PreparingClient implements PostgresPoolClient {
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
   query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
-  query<R>(sql: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+  query<R>(
+    sql: string | PostgresCursor<R>,
+    parameters?: ReadonlyArray<unknown>,
+  ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
     // A cursor (Kysely's streaming) is submitted as it is.
-    if (typeof sql !== 'string') return this.#client.query(sql as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
+    if (typeof sql !== 'string')
+      return this.#client.query(sql as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
     // Kysely's BEGIN of a transaction (its answer is not read).
     if (sql === 'begin') return this.#watched(this.#client.query(BEGIN_AS_WRITER));
     return this.#watched(this.#client.query({ name: this.#nameOf(sql), text: sql, values: [...(parameters ?? [])] }));

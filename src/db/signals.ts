@@ -81,7 +81,12 @@ export function topicOf(message: unknown): string | undefined {
 }
 
 function isSignal(message: unknown): message is { type: string; topic: string } {
-  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === IPC_TYPE && typeof (message as { topic?: unknown }).topic === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as { type?: unknown }).type === IPC_TYPE &&
+    typeof (message as { topic?: unknown }).topic === 'string'
+  );
 }
 
 const RECONNECT_MIN_MS = 250;
@@ -91,7 +96,12 @@ const RECONNECT_MAX_MS = 5000;
  * LISTEN on a connection of its own (not from the pool: a pooled connection is handed to other
  * queries), reconnecting with back-off when it is lost. Publishing uses the pool.
  */
-export function postgresSignals(pool: pg.Pool, clientConfig: pg.ClientConfig, channel: string, log: FastifyBaseLogger): Signals {
+export function postgresSignals(
+  pool: pg.Pool,
+  clientConfig: pg.ClientConfig,
+  channel: string,
+  log: FastifyBaseLogger,
+): Signals {
   const handlers = new Handlers();
   /** The listener connecting or connected; a failure of any older one is ignored. */
   let current: pg.Client | undefined;
@@ -109,7 +119,10 @@ export function postgresSignals(pool: pg.Pool, clientConfig: pg.ClientConfig, ch
       if (message.channel === channel) handlers.deliver(message.payload ?? EVERYTHING);
     });
     listener.on('error', (error) => {
-      log.warn({ err: error }, 'the database connection that listens for changes on other instances failed; reconnecting');
+      log.warn(
+        { err: error },
+        'the database connection that listens for changes on other instances failed; reconnecting',
+      );
       retry(listener);
     });
     listener.on('end', () => retry(listener));

@@ -41,7 +41,8 @@ function check(connection) {
   /** @type {string[]} */
   const lines = [];
   try {
-    for (const row of connection.iterate(`pragma ${pragma}(${limit})`)) lines.push(...String(Object.values(row)[0]).split('\n'));
+    for (const row of connection.iterate(`pragma ${pragma}(${limit})`))
+      lines.push(...String(Object.values(row)[0]).split('\n'));
   } catch (error) {
     if (!isDamage(error)) throw error;
     lines.push(`${message(error)} (where the check stopped)`);
@@ -71,7 +72,8 @@ function named(problems, connection) {
   /** @type {Map<number, string>} */
   const trees = new Map();
   try {
-    for (const row of connection.all('select name, rootpage from sqlite_schema')) trees.set(Number(row.rootpage), String(row.name));
+    for (const row of connection.all('select name, rootpage from sqlite_schema'))
+      trees.set(Number(row.rootpage), String(row.name));
   } catch {
     // The schema cannot be read: the lines stay as SQLite wrote them.
   }

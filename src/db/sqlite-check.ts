@@ -19,16 +19,33 @@ type CheckOutcome = { problems: string[]; ms: number } | { error: string; ms: nu
  * treats it as damage a request met: db/corruption.ts). A new file, PostgreSQL and `:memory:`
  * have nothing to check.
  */
-export async function checkSqliteFile(config: Config, log: FastifyBaseLogger, onLateDamage: (detail: string) => void): Promise<void> {
+export async function checkSqliteFile(
+  config: Config,
+  log: FastifyBaseLogger,
+  onLateDamage: (detail: string) => void,
+): Promise<void> {
   const file = config.data;
-  if (config.databaseUrl !== '' || config.sqliteCheck === 'off' || file === ':memory:' || !existsSync(file) || statSync(file).size === 0) return;
+  if (
+    config.databaseUrl !== '' ||
+    config.sqliteCheck === 'off' ||
+    file === ':memory:' ||
+    !existsSync(file) ||
+    statSync(file).size === 0
+  )
+    return;
   const pragma = config.sqliteCheck === 'full' ? 'integrity_check' : 'quick_check';
   const outcome = runCheck(file, pragma);
   let timer: NodeJS.Timeout | undefined;
-  const waited = await Promise.race([outcome, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), config.sqliteCheckWait)))]);
+  const waited = await Promise.race([
+    outcome,
+    new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), config.sqliteCheckWait))),
+  ]);
   clearTimeout(timer);
   if (waited !== undefined && 'error' in waited) {
-    log.warn({ file, check: pragma, err: waited.error }, `SQLite's ${pragma} of ${file} could not run (${waited.error}): rowi starts without it`);
+    log.warn(
+      { file, check: pragma, err: waited.error },
+      `SQLite's ${pragma} of ${file} could not run (${waited.error}): rowi starts without it`,
+    );
     return;
   }
   if (waited !== undefined) {
@@ -49,8 +66,13 @@ export async function checkSqliteFile(config: Config, log: FastifyBaseLogger, on
   );
   void outcome.then((late) => {
     const damage = describeDamage(late, pragma);
-    if ('error' in late) log.warn({ file, check: pragma, err: late.error }, `SQLite's ${pragma} of ${file} could not finish (${late.error})`);
-    else if (damage === undefined) log.info({ file, check: pragma, ms: late.ms }, `${file} has no damage SQLite's ${pragma} finds`);
+    if ('error' in late)
+      log.warn(
+        { file, check: pragma, err: late.error },
+        `SQLite's ${pragma} of ${file} could not finish (${late.error})`,
+      );
+    else if (damage === undefined)
+      log.info({ file, check: pragma, ms: late.ms }, `${file} has no damage SQLite's ${pragma} finds`);
     else onLateDamage(`${damage.summary}: ${damage.lines.join('; ')}`);
   });
 }
@@ -59,10 +81,14 @@ function runCheck(file: string, pragma: 'quick_check' | 'integrity_check'): Prom
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
-    const child = fork(fileURLToPath(new URL('./sqlite-check-child.js', import.meta.url)), [JSON.stringify({ file, pragma, limit: PROBLEMS_LISTED })], {
-      execArgv: [],
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    });
+    const child = fork(
+      fileURLToPath(new URL('./sqlite-check-child.js', import.meta.url)),
+      [JSON.stringify({ file, pragma, limit: PROBLEMS_LISTED })],
+      {
+        execArgv: [],
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      },
+    );
     // rowi does not wait for a check still running when it stops: the check ends with it.
     const stop = () => child.kill('SIGKILL');
     process.once('exit', stop);
@@ -72,7 +98,10 @@ function runCheck(file: string, pragma: 'quick_check' | 'integrity_check'): Prom
     child.once('error', (error) => resolve({ error: error.message, ms: ms() }));
     child.once('exit', (code, signal) => {
       process.off('exit', stop);
-      resolve({ error: `the check ended without an answer (exit code ${code}${signal ? `, ${signal}` : ''})`, ms: ms() });
+      resolve({
+        error: `the check ended without an answer (exit code ${code}${signal ? `, ${signal}` : ''})`,
+        ms: ms(),
+      });
     });
   });
 }

@@ -53,9 +53,13 @@ export async function sqliteDriverName(): Promise<SqliteDriverName> {
  * before it is acknowledged; set on every open, since better-sqlite3 defaults to NORMAL under
  * WAL), foreign keys on, and the busy timeout asked for.
  */
-export async function openSqliteConnection(file: string, options: SqliteConnectionOptions): Promise<SqliteConnectionHandle> {
+export async function openSqliteConnection(
+  file: string,
+  options: SqliteConnectionOptions,
+): Promise<SqliteConnectionHandle> {
   const native = await nodeSqlite();
-  const connection = native !== undefined ? openNodeSqlite(native, file, options) : await openBetterSqlite3(file, options);
+  const connection =
+    native !== undefined ? openNodeSqlite(native, file, options) : await openBetterSqlite3(file, options);
   const settings = [
     ...(options.readOnly ? [] : ['journal_mode = WAL']),
     `synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`,
@@ -75,10 +79,17 @@ export function execute(statement: SqliteStatement, parameters: readonly unknown
 
 // node:sqlite's types are not in @types/node 20, the oldest Node rowi supports: what rowi uses of it.
 interface NodeSqliteModule {
-  DatabaseSync: new (file: string, options: { readOnly?: boolean; timeout?: number; enableForeignKeyConstraints?: boolean }) => NodeSqliteDatabase;
+  DatabaseSync: new (
+    file: string,
+    options: { readOnly?: boolean; timeout?: number; enableForeignKeyConstraints?: boolean },
+  ) => NodeSqliteDatabase;
 }
 interface NodeSqliteDatabase {
-  prepare(sql: string): { columns(): unknown[]; all(...parameters: unknown[]): unknown[]; run(...parameters: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint } };
+  prepare(sql: string): {
+    columns(): unknown[];
+    all(...parameters: unknown[]): unknown[];
+    run(...parameters: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+  };
   readonly isTransaction: boolean;
   close(): void;
 }
@@ -94,8 +105,16 @@ function nodeSqlite(): Promise<NodeSqliteModule | undefined> {
   return nodeSqliteModule;
 }
 
-function openNodeSqlite(module: NodeSqliteModule, file: string, options: SqliteConnectionOptions): SqliteConnectionHandle {
-  const database = new module.DatabaseSync(file, { readOnly: options.readOnly ?? false, timeout: options.busyTimeoutMs, enableForeignKeyConstraints: true });
+function openNodeSqlite(
+  module: NodeSqliteModule,
+  file: string,
+  options: SqliteConnectionOptions,
+): SqliteConnectionHandle {
+  const database = new module.DatabaseSync(file, {
+    readOnly: options.readOnly ?? false,
+    timeout: options.busyTimeoutMs,
+    enableForeignKeyConstraints: true,
+  });
   return {
     prepare(sql) {
       const statement = database.prepare(sql);
@@ -120,7 +139,9 @@ async function openBetterSqlite3(file: string, options: SqliteConnectionOptions)
   try {
     Database = (await import('better-sqlite3')).default;
   } catch (error) {
-    throw new Error(`this Node.js (${process.version}) has no node:sqlite, and better-sqlite3 is not installed (npm installs it on Node 20 only): use Node.js 22.13 or later, or reinstall on Node 20 (${(error as Error).message})`);
+    throw new Error(
+      `this Node.js (${process.version}) has no node:sqlite, and better-sqlite3 is not installed (npm installs it on Node 20 only): use Node.js 22.13 or later, or reinstall on Node 20 (${(error as Error).message})`,
+    );
   }
   const database = new Database(file, { readonly: options.readOnly ?? false, timeout: options.busyTimeoutMs });
   return {
@@ -139,7 +160,11 @@ async function openBetterSqlite3(file: string, options: SqliteConnectionOptions)
   };
 }
 
-function withStatementCache(connection: SqliteConnectionHandle, capacity: number, guard: StatementGuard | undefined): SqliteConnectionHandle {
+function withStatementCache(
+  connection: SqliteConnectionHandle,
+  capacity: number,
+  guard: StatementGuard | undefined,
+): SqliteConnectionHandle {
   const statements = new Map<string, SqliteStatement>();
   return {
     prepare(sql) {

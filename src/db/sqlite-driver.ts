@@ -117,7 +117,8 @@ class Session implements DatabaseConnection, UnitSession {
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.unit !== undefined) return runOn(this.#options.writer, compiled, this.#options);
-    if (isRead(compiled)) return whenUnlocked(() => runOn(this.#options.reader, compiled, this.#options), this.#options.lockTimeoutMs);
+    if (isRead(compiled))
+      return whenUnlocked(() => runOn(this.#options.reader, compiled, this.#options), this.#options.lockTimeoutMs);
     return this.#alone(compiled);
   }
 
@@ -146,7 +147,11 @@ class Session implements DatabaseConnection, UnitSession {
   }
 }
 
-function runOn<R>(connection: SqliteConnectionHandle, compiled: CompiledQuery, options: SqliteDriverOptions): QueryResult<R> {
+function runOn<R>(
+  connection: SqliteConnectionHandle,
+  compiled: CompiledQuery,
+  options: SqliteDriverOptions,
+): QueryResult<R> {
   const statement = connection.prepare(compiled.sql);
   if (statement.reader) return { rows: statement.all(compiled.parameters) as R[] };
   try {
@@ -162,5 +167,7 @@ function runOn<R>(connection: SqliteConnectionHandle, compiled: CompiledQuery, o
 function isRead(compiled: CompiledQuery): boolean {
   const kind = compiled.query.kind;
   if (kind === 'SelectQueryNode') return true;
-  return kind === 'RawNode' && /^\s*(select|pragma\s+[\w.]+\s*(\(\s*[\w.]+\s*\))?\s*;?\s*$|explain)\b/i.test(compiled.sql);
+  return (
+    kind === 'RawNode' && /^\s*(select|pragma\s+[\w.]+\s*(\(\s*[\w.]+\s*\))?\s*;?\s*$|explain)\b/i.test(compiled.sql)
+  );
 }

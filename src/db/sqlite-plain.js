@@ -33,5 +33,9 @@ export async function openPlainConnection(file, pragmas) {
     return statement;
   };
   for (const pragma of pragmas) database.exec(`pragma ${pragma}`);
-  return { all: (sql) => prepared(sql).all(), iterate: (sql) => prepared(sql).iterate(), close: () => void database.close() };
+  return {
+    all: (sql) => prepared(sql).all(),
+    iterate: (sql) => prepared(sql).iterate(),
+    close: () => void database.close(),
+  };
 }

@@ -5,7 +5,12 @@ import { isSqlite } from './dialect.js';
 export type VersionedTable = 'users' | 'items' | 'orders' | 'callers' | 'places' | 'webhook_endpoints';
 
 /** Deletes the row if it is still at `version`; true when a row was deleted. */
-export async function deleteAtVersion(db: Executor, table: VersionedTable, id: number, version: number): Promise<boolean> {
+export async function deleteAtVersion(
+  db: Executor,
+  table: VersionedTable,
+  id: number,
+  version: number,
+): Promise<boolean> {
   const result = await db.deleteFrom(table).where('id', '=', id).where('version', '=', version).executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
@@ -26,6 +31,7 @@ export type LockableTable = VersionedTable | 'stock';
  */
 export async function lockRow(trx: Trx, table: LockableTable, id: number): Promise<void> {
   if (isSqlite(trx)) return;
-  if (table === 'stock') await trx.selectFrom('stock').select('item_id').where('item_id', '=', id).forUpdate().execute();
+  if (table === 'stock')
+    await trx.selectFrom('stock').select('item_id').where('item_id', '=', id).forUpdate().execute();
   else await trx.selectFrom(table).select('id').where('id', '=', id).forUpdate().execute();
 }

@@ -45,10 +45,22 @@ export function goesOn(turn: Turn): boolean {
 }
 
 /** Records the turn as an attempt of the delivery, and what follows from it for the delivery and its endpoint. */
-export async function recordTurn(trx: Trx, endpointId: number, turn: Turn, rules: OutcomeRules, log: FastifyBaseLogger): Promise<void> {
+export async function recordTurn(
+  trx: Trx,
+  endpointId: number,
+  turn: Turn,
+  rules: OutcomeRules,
+  log: FastifyBaseLogger,
+): Promise<void> {
   const { delivery, outcome } = turn;
   const now = nowTimestamp();
-  await insertAttempt(trx, { delivery_id: delivery.id, attempted_at: turn.attemptedAt, status_code: outcome.statusCode, duration_ms: outcome.durationMs, error: outcome.error });
+  await insertAttempt(trx, {
+    delivery_id: delivery.id,
+    attempted_at: turn.attemptedAt,
+    status_code: outcome.statusCode,
+    duration_ms: outcome.durationMs,
+    error: outcome.error,
+  });
   const attempts = delivery.attempts + 1;
   if (outcome.ok) {
     await updateDelivery(trx, delivery.id, { status: 'succeeded', attempts, next_attempt_at: null }, now);
@@ -57,23 +69,45 @@ export async function recordTurn(trx: Trx, endpointId: number, turn: Turn, rules
   }
   const dead = turn.kind !== 'sent' || attempts > rules.retrySchedule.length;
   const delay = dead ? 0 : rules.retrySchedule[attempts - 1]! * 1000 * (1 - JITTER + Math.random() * 2 * JITTER);
-  await updateDelivery(trx, delivery.id, { status: dead ? 'dead' : 'pending', attempts, next_attempt_at: dead ? null : new Date(Date.now() + delay).toISOString() }, now);
+  await updateDelivery(
+    trx,
+    delivery.id,
+    {
+      status: dead ? 'dead' : 'pending',
+      attempts,
+      next_attempt_at: dead ? null : new Date(Date.now() + delay).toISOString(),
+    },
+    now,
+  );
   if (turn.kind === 'ownerless') {
     await disableOwnerless(trx, endpointId, turn.ownerId, log);
     return;
   }
   if (turn.kind === 'skipped') return;
   if ((await countEndpointFailure(trx, endpointId)) >= rules.disableAfter) {
-    await disableEndpoint(trx, endpointId, `disabled after ${rules.disableAfter} failed attempts in a row (the last: ${outcome.error})`, now);
+    await disableEndpoint(
+      trx,
+      endpointId,
+      `disabled after ${rules.disableAfter} failed attempts in a row (the last: ${outcome.error})`,
+      now,
+    );
     await deadLetterPending(trx, endpointId, now);
     log.warn({ endpoint_id: endpointId }, 'webhook endpoint disabled: it kept failing');
   }
 }
 
 /** Disables an endpoint whose owner no longer exists; its pending deliveries go dead. */
-export async function disableOwnerless(trx: Trx, endpointId: number, ownerId: number | null, log: FastifyBaseLogger): Promise<void> {
+export async function disableOwnerless(
+  trx: Trx,
+  endpointId: number,
+  ownerId: number | null,
+  log: FastifyBaseLogger,
+): Promise<void> {
   const now = nowTimestamp();
   await disableEndpoint(trx, endpointId, ownerGone(ownerId), now);
   await deadLetterPending(trx, endpointId, now);
-  log.warn({ endpoint_id: endpointId, owner_caller_id: ownerId }, 'webhook endpoint disabled: its owner no longer exists');
+  log.warn(
+    { endpoint_id: endpointId, owner_caller_id: ownerId },
+    'webhook endpoint disabled: its owner no longer exists',
+  );
 }

@@ -10,21 +10,57 @@ export const EVENT_TYPES = {
   'item.created': { resource: 'items', description: 'An item was created (its stock at 0); data is the item.' },
   'item.updated': { resource: 'items', description: "An item's fields changed; data is the item as stored." },
   'item.deleted': { resource: 'items', description: 'An item was deleted with its stock; data holds its id.' },
-  'stock.changed': { resource: 'stock', description: "An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order)." },
+  'stock.changed': {
+    resource: 'stock',
+    description:
+      "An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).",
+  },
   'order.created': { resource: 'orders', description: 'An order was placed, reserving its stock; data is the order.' },
-  'order.replaced': { resource: 'orders', description: "An order's name, user or lines were replaced (PUT); data is the order as stored." },
-  'order.updated': { resource: 'orders', description: "An order's name, user or lines changed (PATCH) without a change of status; data is the order." },
-  'order.status_changed': { resource: 'orders', description: 'An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.' },
-  'order.deleted': { resource: 'orders', description: 'An order was deleted (releasing what it reserved); data holds its id.' },
-  'weather.observed': { resource: 'weather', description: "An observation of a place was recorded (or corrected); data is the place's weather." },
-  'weather.updated': { resource: 'weather', description: "A place's name or coordinates changed; data is the place's weather." },
-  'weather.deleted': { resource: 'weather', description: 'A place was deleted with its observations; data holds its place.' },
+  'order.replaced': {
+    resource: 'orders',
+    description: "An order's name, user or lines were replaced (PUT); data is the order as stored.",
+  },
+  'order.updated': {
+    resource: 'orders',
+    description: "An order's name, user or lines changed (PATCH) without a change of status; data is the order.",
+  },
+  'order.status_changed': {
+    resource: 'orders',
+    description:
+      'An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.',
+  },
+  'order.deleted': {
+    resource: 'orders',
+    description: 'An order was deleted (releasing what it reserved); data holds its id.',
+  },
+  'weather.observed': {
+    resource: 'weather',
+    description: "An observation of a place was recorded (or corrected); data is the place's weather.",
+  },
+  'weather.updated': {
+    resource: 'weather',
+    description: "A place's name or coordinates changed; data is the place's weather.",
+  },
+  'weather.deleted': {
+    resource: 'weather',
+    description: 'A place was deleted with its observations; data holds its place.',
+  },
   'caller.created': { resource: 'callers', description: 'A caller was created; data is the caller.' },
-  'caller.updated': { resource: 'callers', description: "A caller's name, role or grants changed; data is the caller." },
+  'caller.updated': {
+    resource: 'callers',
+    description: "A caller's name, role or grants changed; data is the caller.",
+  },
   'caller.deleted': { resource: 'callers', description: 'A caller was deleted with its keys; data holds its id.' },
-  'api_key.created': { resource: 'callers', description: 'An API key was made for a caller; data is the key without its secret.' },
+  'api_key.created': {
+    resource: 'callers',
+    description: 'An API key was made for a caller; data is the key without its secret.',
+  },
   'api_key.revoked': { resource: 'callers', description: 'An API key was revoked; data is the key.' },
-  'webhook.ping': { resource: 'webhook-endpoints', description: 'A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.' },
+  'webhook.ping': {
+    resource: 'webhook-endpoints',
+    description:
+      'A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.',
+  },
 } as const satisfies Record<string, { resource: string; description: string }>;
 
 export type EventType = keyof typeof EVENT_TYPES;

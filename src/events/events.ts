@@ -41,7 +41,15 @@ export function startEvents({ db, signals, config, log, userAgent, readableBy }:
     readableBy,
   });
   dispatcher.start();
-  const bus = config.natsUrl === '' ? undefined : new NatsBus(db, feed, log, { url: config.natsUrl, stream: config.natsStream, subject: config.natsSubject, owner });
+  const bus =
+    config.natsUrl === ''
+      ? undefined
+      : new NatsBus(db, feed, log, {
+          url: config.natsUrl,
+          stream: config.natsStream,
+          subject: config.natsSubject,
+          owner,
+        });
   bus?.start();
   const stopPruning = startPruning(db, config.eventsRetention, log);
   return {

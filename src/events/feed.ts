@@ -127,7 +127,9 @@ export class EventFeed {
     if (this.#signalTimer !== undefined) return;
     this.#signalTimer = setTimeout(() => {
       this.#signalTimer = undefined;
-      this.#signals.publish(EVENTS_TOPIC).catch((error: unknown) => this.#log.warn({ err: error }, 'could not tell other instances of new events'));
+      this.#signals
+        .publish(EVENTS_TOPIC)
+        .catch((error: unknown) => this.#log.warn({ err: error }, 'could not tell other instances of new events'));
     }, SIGNAL_EVERY_MS);
     this.#signalTimer.unref();
   }
@@ -158,7 +160,12 @@ export class EventFeed {
         continue;
       }
       // Behind: catch up from the table, up to where the feed now stands.
-      const rows = await findEventsAfter(this.#db, reader.position, { limit: BATCH, upTo: next, resources: [...reader.resources], ...(reader.types ? { types: [...reader.types] } : {}) });
+      const rows = await findEventsAfter(this.#db, reader.position, {
+        limit: BATCH,
+        upTo: next,
+        resources: [...reader.resources],
+        ...(reader.types ? { types: [...reader.types] } : {}),
+      });
       if (reader.paused) continue;
       const tookAll = handOver(reader, rows, rows.length === BATCH ? positionOf(rows[rows.length - 1]!) : next);
       if (rows.length === BATCH && tookAll) this.#again = true;
@@ -170,7 +177,9 @@ export class EventFeed {
 
 /** Hands the reader what it may see of `events`, and moves it to `next`; false when it took only part (it stands after the last it took). */
 function handOver(reader: FeedReader, events: StoredEvent[], next: Position): boolean {
-  const visible = events.filter((event) => reader.resources.has(event.resource) && (reader.types === undefined || reader.types.has(event.type)));
+  const visible = events.filter(
+    (event) => reader.resources.has(event.resource) && (reader.types === undefined || reader.types.has(event.type)),
+  );
   // A reader that started ahead of the feed (a stream opened while the feed was idle) waits for it.
   if (isBefore(next, reader.position)) return true;
   const taken = visible.length === 0 ? 0 : reader.deliver(visible);

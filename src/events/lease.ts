@@ -21,7 +21,13 @@ export class Lease {
   #retryAt = 0;
 
   /** `onTakeOver` runs in the unit of work that takes the lease from a holder that died. */
-  constructor(db: Db, name: string, owner: string, lengthMs: number, onTakeOver?: (trx: Trx, previous: string) => Promise<void>) {
+  constructor(
+    db: Db,
+    name: string,
+    owner: string,
+    lengthMs: number,
+    onTakeOver?: (trx: Trx, previous: string) => Promise<void>,
+  ) {
     this.#db = db;
     this.#name = name;
     this.#owner = owner;
@@ -47,7 +53,14 @@ export class Lease {
     const held = await unitOfWork(this.#db, async (trx) => {
       const holder = (await cursorOf(trx, this.#name)).lease_owner;
       const gone = holder !== null && holder !== this.#owner && diedOnThisHost(holder) ? holder : undefined;
-      const taken = await takeLease(trx, this.#name, this.#owner, new Date(now).toISOString(), new Date(until).toISOString(), gone);
+      const taken = await takeLease(
+        trx,
+        this.#name,
+        this.#owner,
+        new Date(now).toISOString(),
+        new Date(until).toISOString(),
+        gone,
+      );
       if (taken && gone !== undefined) await this.#onTakeOver?.(trx, gone);
       return taken;
     });

@@ -15,7 +15,6 @@ const BATCH = 200;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 10_000;
 
-
 /**
  * The bus (ROWI_NATS_URL): every committed event is published to NATS JetStream on
  * `rowi.events.<type>` (ROWI_NATS_SUBJECT), from the outbox, in outbox order, by the one process holding the bus's
@@ -35,7 +34,12 @@ export class NatsBus extends OutboxWorker {
   #client: JetStreamClient | undefined;
   #retryMs = RETRY_MIN_MS;
 
-  constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: { url: string; stream: string; subject: string; owner: string }) {
+  constructor(
+    db: Db,
+    feed: EventFeed,
+    log: FastifyBaseLogger,
+    options: { url: string; stream: string; subject: string; owner: string },
+  ) {
     super(feed);
     this.#db = db;
     this.#log = log;
@@ -78,7 +82,9 @@ export class NatsBus extends OutboxWorker {
     for (const event of events) {
       await client.publish(`${this.#subject}.${event.type}`, JSON.stringify(presentEvent(event)), { msgID: event.id });
     }
-    const moved = await unitOfWork(this.#db, (trx) => moveCursor(trx, CURSOR, this.#lease.owner, positionOf(events[events.length - 1]!)));
+    const moved = await unitOfWork(this.#db, (trx) =>
+      moveCursor(trx, CURSOR, this.#lease.owner, positionOf(events[events.length - 1]!)),
+    );
     if (!moved) throw new Error('the NATS publisher lost its lease');
     return events.length;
   }
@@ -104,5 +110,4 @@ export class NatsBus extends OutboxWorker {
     this.#client = undefined;
     await connection?.close().catch(() => {});
   }
-
 }

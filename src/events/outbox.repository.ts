@@ -22,7 +22,9 @@ const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'data'] 
 export type StoredEvent = Omit<EventRow, 'txid'> & { txid: number; created_at: string };
 
 // A multi-row insert compiled once per number of events (a change writes one to a few).
-const insertRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) => db.insertInto('events').values(rowsOf<NewEvent>(values, EVENT_FIELDS)));
+const insertRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
+  db.insertInto('events').values(rowsOf<NewEvent>(values, EVENT_FIELDS)),
+);
 
 export async function insertEvents(db: Executor, events: NewEvent[]): Promise<void> {
   await insertRows(db, events.length, ...events.flatMap((event) => EVENT_FIELDS.map((field) => event[field])));
@@ -55,10 +57,18 @@ function afterPosition(db: Executor, position: Position) {
   return sql<SqlBool>`(txid > ${position.txid} or (txid = ${position.txid} and seq > ${position.seq}))`;
 }
 
-const inReadersOrder = <Q extends { orderBy(column: 'txid' | 'seq', direction?: 'asc' | 'desc'): Q }>(db: Executor, query: Q, direction: 'asc' | 'desc' = 'asc'): Q =>
-  isSqlite(db) ? query.orderBy('seq', direction) : query.orderBy('txid', direction).orderBy('seq', direction);
+const inReadersOrder = <Q extends { orderBy(column: 'txid' | 'seq', direction?: 'asc' | 'desc'): Q }>(
+  db: Executor,
+  query: Q,
+  direction: 'asc' | 'desc' = 'asc',
+): Q => (isSqlite(db) ? query.orderBy('seq', direction) : query.orderBy('txid', direction).orderBy('seq', direction));
 
-const asStored = (row: EventRow): StoredEvent => ({ ...row, txid: Number(row.txid), seq: Number(row.seq), created_at: timeOfEventId(row.id) });
+const asStored = (row: EventRow): StoredEvent => ({
+  ...row,
+  txid: Number(row.txid),
+  seq: Number(row.seq),
+  created_at: timeOfEventId(row.id),
+});
 
 /** Where a reader stands once it has read this event. */
 export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
@@ -72,12 +82,25 @@ export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
 export async function findEventsAfter(
   db: Executor,
   position: Position,
-  options: { limit: number; upTo?: Position; resources?: readonly string[]; types?: readonly string[]; withoutData?: boolean },
+  options: {
+    limit: number;
+    upTo?: Position;
+    resources?: readonly string[];
+    types?: readonly string[];
+    withoutData?: boolean;
+  },
 ): Promise<StoredEvent[]> {
-  const columns = options.withoutData ? EVENT_COLUMNS.map((column) => (column === 'data' ? sql<string>`''`.as('data') : column)) : EVENT_COLUMNS;
-  let query = db.selectFrom('events').select(columns as typeof EVENT_COLUMNS).where(settled(db)).where(afterPosition(db, position));
+  const columns = options.withoutData
+    ? EVENT_COLUMNS.map((column) => (column === 'data' ? sql<string>`''`.as('data') : column))
+    : EVENT_COLUMNS;
+  let query = db
+    .selectFrom('events')
+    .select(columns as typeof EVENT_COLUMNS)
+    .where(settled(db))
+    .where(afterPosition(db, position));
   if (options.upTo) query = query.where(sql<SqlBool>`not ${afterPosition(db, options.upTo)}`);
-  if (options.resources) query = query.where('resource', 'in', options.resources.length > 0 ? [...options.resources] : ['']);
+  if (options.resources)
+    query = query.where('resource', 'in', options.resources.length > 0 ? [...options.resources] : ['']);
   if (options.types && options.types.length > 0) query = query.where('type', 'in', [...options.types]);
   const rows = await inReadersOrder(db, query).limit(options.limit).execute();
   return rows.map(asStored);
@@ -85,7 +108,9 @@ export async function findEventsAfter(
 
 /** The position of the newest settled event (START when there is none). */
 export async function latestPosition(db: Executor): Promise<Position> {
-  const row = await inReadersOrder(db, db.selectFrom('events').select(['txid', 'seq']).where(settled(db)), 'desc').limit(1).executeTakeFirst();
+  const row = await inReadersOrder(db, db.selectFrom('events').select(['txid', 'seq']).where(settled(db)), 'desc')
+    .limit(1)
+    .executeTakeFirst();
   return row ? { txid: Number(row.txid), seq: Number(row.seq) } : START;
 }
 
@@ -96,7 +121,13 @@ export async function findEventById(db: Executor, id: string): Promise<StoredEve
 
 /** A page of the events of the given resources (the caller's readable ones). */
 export async function findEvents(db: Executor, query: ListQuery, resources: readonly string[]) {
-  const page = await fetchPage(db.selectFrom('events').select(EVENT_COLUMNS).where('resource', 'in', resources.length > 0 ? [...resources] : ['']), query);
+  const page = await fetchPage(
+    db
+      .selectFrom('events')
+      .select(EVENT_COLUMNS)
+      .where('resource', 'in', resources.length > 0 ? [...resources] : ['']),
+    query,
+  );
   return { ...page, rows: page.rows.map(asStored) };
 }
 
@@ -112,10 +143,18 @@ export async function deleteEventsBefore(db: Executor, beforeId: string, limit: 
  * that starts late still reads every event kept (an event committed before its first round is not
  * skipped).
  */
-export async function cursorOf(db: Executor, name: string): Promise<Position & { lease_owner: string | null; lease_until: string | null }> {
+export async function cursorOf(
+  db: Executor,
+  name: string,
+): Promise<Position & { lease_owner: string | null; lease_until: string | null }> {
   const row = await db.selectFrom('event_cursors').selectAll().where('name', '=', name).executeTakeFirst();
-  if (row) return { txid: Number(row.txid), seq: Number(row.seq), lease_owner: row.lease_owner, lease_until: row.lease_until };
-  await db.insertInto('event_cursors').values({ name, txid: START.txid, seq: START.seq, lease_owner: null, lease_until: null }).onConflict((conflict) => conflict.column('name').doNothing()).execute();
+  if (row)
+    return { txid: Number(row.txid), seq: Number(row.seq), lease_owner: row.lease_owner, lease_until: row.lease_until };
+  await db
+    .insertInto('event_cursors')
+    .values({ name, txid: START.txid, seq: START.seq, lease_owner: null, lease_until: null })
+    .onConflict((conflict) => conflict.column('name').doNothing())
+    .execute();
   return cursorOf(db, name);
 }
 
@@ -124,14 +163,26 @@ export async function cursorOf(db: Executor, name: string): Promise<Position & {
  * unexpired one, or the one who does is `gone` (a process known to have died); answers whether
  * `owner` holds it now.
  */
-export async function takeLease(db: Executor, name: string, owner: string, now: string, until: string, gone?: string): Promise<boolean> {
+export async function takeLease(
+  db: Executor,
+  name: string,
+  owner: string,
+  now: string,
+  until: string,
+  gone?: string,
+): Promise<boolean> {
   await cursorOf(db, name);
   const result = await db
     .updateTable('event_cursors')
     .set({ lease_owner: owner, lease_until: until })
     .where('name', '=', name)
     .where((where) =>
-      where.or([where('lease_owner', 'is', null), where('lease_owner', '=', owner), where('lease_until', '<', now), ...(gone === undefined ? [] : [where('lease_owner', '=', gone)])]),
+      where.or([
+        where('lease_owner', 'is', null),
+        where('lease_owner', '=', owner),
+        where('lease_until', '<', now),
+        ...(gone === undefined ? [] : [where('lease_owner', '=', gone)]),
+      ]),
     )
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
@@ -139,10 +190,20 @@ export async function takeLease(db: Executor, name: string, owner: string, now: 
 
 /** Moves a consumer's cursor, while `owner` holds its lease; answers whether it did. */
 export async function moveCursor(db: Executor, name: string, owner: string, position: Position): Promise<boolean> {
-  const result = await db.updateTable('event_cursors').set({ txid: position.txid, seq: position.seq }).where('name', '=', name).where('lease_owner', '=', owner).executeTakeFirst();
+  const result = await db
+    .updateTable('event_cursors')
+    .set({ txid: position.txid, seq: position.seq })
+    .where('name', '=', name)
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
 export async function releaseLease(db: Executor, name: string, owner: string): Promise<void> {
-  await db.updateTable('event_cursors').set({ lease_owner: null, lease_until: null }).where('name', '=', name).where('lease_owner', '=', owner).execute();
+  await db
+    .updateTable('event_cursors')
+    .set({ lease_owner: null, lease_until: null })
+    .where('name', '=', name)
+    .where('lease_owner', '=', owner)
+    .execute();
 }

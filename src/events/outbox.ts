@@ -29,7 +29,13 @@ export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string
   if (drafts.length === 0) return;
   const events: NewEvent[] = drafts.map((draft) => {
     const id = draft.id ?? nextEventId();
-    return { id, type: draft.type, resource: resourceOf(draft.type), path: draft.path, data: JSON.stringify(representation(draft.data)) };
+    return {
+      id,
+      type: draft.type,
+      resource: resourceOf(draft.type),
+      path: draft.path,
+      data: JSON.stringify(representation(draft.data)),
+    };
   });
   await insertEvents(trx, events);
   wroteEvents.add(trx);
@@ -51,5 +57,11 @@ export function recordEvent(trx: Trx, type: EventType, path: string, data: unkno
 
 /** An event as the API, the stream, webhooks and the bus show it. */
 export function presentEvent(event: Pick<StoredEvent, 'id' | 'type' | 'created_at' | 'path' | 'data'>) {
-  return { id: event.id, type: event.type, created_at: event.created_at, path: event.path, data: JSON.parse(event.data) as Record<string, unknown> };
+  return {
+    id: event.id,
+    type: event.type,
+    created_at: event.created_at,
+    path: event.path,
+    data: JSON.parse(event.data) as Record<string, unknown>,
+  };
 }

@@ -25,7 +25,10 @@ export function startPruning(db: Db, retentionSeconds: number, log: FastifyBaseL
     try {
       const cutoff = new Date(Date.now() - retentionSeconds * 1000).toISOString();
       let deleted = 0;
-      const prunes = [(trx: Trx) => deleteEventsBefore(trx, firstEventIdAt(cutoff), BATCH), (trx: Trx) => deleteDeliveriesBefore(trx, cutoff, BATCH)];
+      const prunes = [
+        (trx: Trx) => deleteEventsBefore(trx, firstEventIdAt(cutoff), BATCH),
+        (trx: Trx) => deleteDeliveriesBefore(trx, cutoff, BATCH),
+      ];
       for (const prune of prunes) {
         for (let batch = 0; batch < MAX_BATCHES; batch++) {
           const count = await unitOfWork(db, prune);
@@ -34,7 +37,8 @@ export function startPruning(db: Db, retentionSeconds: number, log: FastifyBaseL
           await new Promise((resolve) => setImmediate(resolve));
         }
       }
-      if (deleted > 0) log.info({ deleted, before: cutoff }, 'pruned events and webhook deliveries past their retention');
+      if (deleted > 0)
+        log.info({ deleted, before: cutoff }, 'pruned events and webhook deliveries past their retention');
     } catch (error) {
       if (!isCorruption(error)) log.warn({ err: error }, 'could not prune old events');
     } finally {

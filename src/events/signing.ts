@@ -19,7 +19,12 @@ export function signature(secret: string, id: string, timestamp: number, body: s
 }
 
 /** The three headers of a delivery, signed with each of `secrets`. */
-export function webhookHeaders(secrets: readonly string[], id: string, timestamp: number, body: string): Record<string, string> {
+export function webhookHeaders(
+  secrets: readonly string[],
+  id: string,
+  timestamp: number,
+  body: string,
+): Record<string, string> {
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),

@@ -51,16 +51,23 @@ function embeddedIPv4(address: ipaddr.IPv6): Embedded | undefined {
   const parts = address.parts;
   const range = address.range() as string;
   if (range === 'ipv4Mapped') return { form: 'IPv4-mapped', ipv4: address.toIPv4Address(), reaches: true };
-  if (address.match(NAT64_WELL_KNOWN)) return { form: 'NAT64 (64:ff9b::/96)', ipv4: ipv4Of(parts[6]!, parts[7]!), reaches: true };
+  if (address.match(NAT64_WELL_KNOWN))
+    return { form: 'NAT64 (64:ff9b::/96)', ipv4: ipv4Of(parts[6]!, parts[7]!), reaches: true };
   if (range === 'rfc6052') {
     // RFC 6052 §2.2, a /48 prefix: the address's first 16 bits, then (past the u octet, bits 64–71) its last 16.
-    return { form: 'local-use NAT64 (64:ff9b:1::/48)', ipv4: new ipaddr.IPv4([parts[3]! >> 8, parts[3]! & 255, parts[4]! & 255, parts[5]! >> 8]), reaches: false };
+    return {
+      form: 'local-use NAT64 (64:ff9b:1::/48)',
+      ipv4: new ipaddr.IPv4([parts[3]! >> 8, parts[3]! & 255, parts[4]! & 255, parts[5]! >> 8]),
+      reaches: false,
+    };
   }
   if (range === 'rfc6145') return { form: 'IPv4-translated', ipv4: ipv4Of(parts[6]!, parts[7]!), reaches: false };
   if (range === '6to4') return { form: '6to4', ipv4: ipv4Of(parts[1]!, parts[2]!), reaches: false };
   // RFC 4380 §4: the client's address is the last 32 bits, inverted (the server's is in bits 32–63).
-  if (range === 'teredo') return { form: 'Teredo', ipv4: ipv4Of(parts[6]! ^ 0xffff, parts[7]! ^ 0xffff), reaches: false };
-  if (address.match(COMPATIBLE) && !(range === 'unspecified' || range === 'loopback')) return { form: 'IPv4-compatible', ipv4: ipv4Of(parts[6]!, parts[7]!), reaches: false };
+  if (range === 'teredo')
+    return { form: 'Teredo', ipv4: ipv4Of(parts[6]! ^ 0xffff, parts[7]! ^ 0xffff), reaches: false };
+  if (address.match(COMPATIBLE) && !(range === 'unspecified' || range === 'loopback'))
+    return { form: 'IPv4-compatible', ipv4: ipv4Of(parts[6]!, parts[7]!), reaches: false };
   return undefined;
 }
 

@@ -18,7 +18,10 @@ export class AddressPolicy {
   readonly #ranges = new BlockList();
 
   constructor(allowHosts: string) {
-    for (const entry of allowHosts.split(',').map((text) => text.trim()).filter((text) => text !== '')) {
+    for (const entry of allowHosts
+      .split(',')
+      .map((text) => text.trim())
+      .filter((text) => text !== '')) {
       const [address = '', prefix] = entry.split('/');
       const family = isIP(address);
       if (family === 0) this.#hosts.add(entry.toLowerCase());
@@ -58,11 +61,13 @@ export class AddressPolicy {
       return 'is not an absolute URL';
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https:// URL';
-    if (url.username !== '' || url.password !== '') return 'must not carry credentials (user:password@): put the secret in the signature';
+    if (url.username !== '' || url.password !== '')
+      return 'must not carry credentials (user:password@): put the secret in the signature';
     if (url.hash !== '') return 'must not have a fragment (#…)';
     const host = unbracket(url.hostname).toLowerCase();
     const allowed = this.hostAllowed(host);
-    if (url.protocol === 'http:' && !allowed) return 'must use https (http:// only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS)';
+    if (url.protocol === 'http:' && !allowed)
+      return 'must use https (http:// only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS)';
     if (allowed) return undefined;
     if (host === 'localhost' || host.endsWith('.localhost')) return `names ${host}, a loopback host`;
     if (isIP(host) !== 0) {
@@ -87,7 +92,15 @@ export class AddressPolicy {
       const allowedByName = this.hostAllowed(hostname);
       for (const { address } of addresses) {
         const refused = allowedByName ? undefined : this.refusal(address);
-        if (refused) return callback(Object.assign(new Error(`${hostname} resolves to ${address}, ${refused}; not sent (ROWI_WEBHOOK_ALLOW_HOSTS)`), { code: 'EADDRNOTALLOWED' }), '', 0);
+        if (refused)
+          return callback(
+            Object.assign(
+              new Error(`${hostname} resolves to ${address}, ${refused}; not sent (ROWI_WEBHOOK_ALLOW_HOSTS)`),
+              { code: 'EADDRNOTALLOWED' },
+            ),
+            '',
+            0,
+          );
       }
       if (options.all) return callback(null, addresses);
       const first = addresses[0]!;
@@ -98,7 +111,10 @@ export class AddressPolicy {
   /** 422 webhook-url-refused when the URL, or an address its host resolves to now, may not be sent to. */
   async assertAllowed(url: string): Promise<void> {
     const refused = this.urlRefusal(url) ?? (await this.resolvedRefusal(new URL(url).hostname));
-    if (refused) throw new AppError('webhook-url-refused', `The webhook URL ${refused}.`, { errors: [{ in: 'body', pointer: '#/url', detail: refused }] });
+    if (refused)
+      throw new AppError('webhook-url-refused', `The webhook URL ${refused}.`, {
+        errors: [{ in: 'body', pointer: '#/url', detail: refused }],
+      });
   }
 
   /** Every address the host resolves to that may not be sent to (empty when none, or when it does not resolve). */

@@ -7,10 +7,17 @@ export type StoredEndpoint = WebhookEndpointRow;
 /** An endpoint with its owner's grants as stored now; owner null when that caller no longer exists. */
 export type EndpointWithOwner = StoredEndpoint & { owner: OwnerGrants | null };
 
-export type NewEndpoint = Omit<StoredEndpoint, 'id' | 'version' | 'failures' | 'disabled_reason' | 'previous_secret' | 'previous_secret_expires_at'>;
+export type NewEndpoint = Omit<
+  StoredEndpoint,
+  'id' | 'version' | 'failures' | 'disabled_reason' | 'previous_secret' | 'previous_secret_expires_at'
+>;
 
 export function insertEndpoint(db: Executor, endpoint: NewEndpoint): Promise<StoredEndpoint> {
-  return db.insertInto('webhook_endpoints').values({ ...endpoint, failures: 0, version: 1 }).returningAll().executeTakeFirstOrThrow();
+  return db
+    .insertInto('webhook_endpoints')
+    .values({ ...endpoint, failures: 0, version: 1 })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export function findEndpointById(db: Executor, id: number): Promise<StoredEndpoint | undefined> {
@@ -26,13 +33,32 @@ function selectWithOwner(db: Executor) {
     .selectFrom('webhook_endpoints as e')
     .leftJoin('callers as c', 'c.id', 'e.owner_caller_id')
     .selectAll('e')
-    .select(['c.role as owner_role', 'c.extra_scopes as owner_extra_scopes', 'c.removed_scopes as owner_removed_scopes']);
+    .select([
+      'c.role as owner_role',
+      'c.extra_scopes as owner_extra_scopes',
+      'c.removed_scopes as owner_removed_scopes',
+    ]);
 }
 
-type RowWithOwner = StoredEndpoint & { owner_role: OwnerGrants['role'] | null; owner_extra_scopes: string | null; owner_removed_scopes: string | null };
+type RowWithOwner = StoredEndpoint & {
+  owner_role: OwnerGrants['role'] | null;
+  owner_extra_scopes: string | null;
+  owner_removed_scopes: string | null;
+};
 
-function withOwner({ owner_role, owner_extra_scopes, owner_removed_scopes, ...endpoint }: RowWithOwner): EndpointWithOwner {
-  return { ...endpoint, owner: owner_role === null ? null : { role: owner_role, extra_scopes: owner_extra_scopes ?? '', removed_scopes: owner_removed_scopes ?? '' } };
+function withOwner({
+  owner_role,
+  owner_extra_scopes,
+  owner_removed_scopes,
+  ...endpoint
+}: RowWithOwner): EndpointWithOwner {
+  return {
+    ...endpoint,
+    owner:
+      owner_role === null
+        ? null
+        : { role: owner_role, extra_scopes: owner_extra_scopes ?? '', removed_scopes: owner_removed_scopes ?? '' },
+  };
 }
 
 /** The enabled endpoints, each with its owner's grants as they are now. */
@@ -46,10 +72,31 @@ export async function findEndpointWithOwner(db: Executor, id: number): Promise<E
   return row && withOwner(row);
 }
 
-export type EndpointChanges = Partial<Pick<StoredEndpoint, 'url' | 'description' | 'events' | 'resources' | 'owner_caller_id' | 'enabled' | 'disabled_reason' | 'failures' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>>;
+export type EndpointChanges = Partial<
+  Pick<
+    StoredEndpoint,
+    | 'url'
+    | 'description'
+    | 'events'
+    | 'resources'
+    | 'owner_caller_id'
+    | 'enabled'
+    | 'disabled_reason'
+    | 'failures'
+    | 'secret'
+    | 'previous_secret'
+    | 'previous_secret_expires_at'
+  >
+>;
 
 /** Changes the endpoint if it is still at `version`, with a new version; undefined when it moved. */
-export function updateEndpointAtVersion(db: Executor, id: number, version: number, changes: EndpointChanges, now: string): Promise<StoredEndpoint | undefined> {
+export function updateEndpointAtVersion(
+  db: Executor,
+  id: number,
+  version: number,
+  changes: EndpointChanges,
+  now: string,
+): Promise<StoredEndpoint | undefined> {
   return db
     .updateTable('webhook_endpoints')
     .set({ ...changes, version: version + 1, updated_at: now })
@@ -61,12 +108,22 @@ export function updateEndpointAtVersion(db: Executor, id: number, version: numbe
 
 /** One more failed attempt in a row; answers the count. */
 export async function countEndpointFailure(db: Executor, id: number): Promise<number> {
-  const row = await db.updateTable('webhook_endpoints').set((eb) => ({ failures: eb('failures', '+', 1) })).where('id', '=', id).returning('failures').executeTakeFirst();
+  const row = await db
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ failures: eb('failures', '+', 1) }))
+    .where('id', '=', id)
+    .returning('failures')
+    .executeTakeFirst();
   return row?.failures ?? 0;
 }
 
 export async function resetEndpointFailures(db: Executor, id: number): Promise<void> {
-  await db.updateTable('webhook_endpoints').set({ failures: 0 }).where('id', '=', id).where('failures', '>', 0).execute();
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failures: 0 })
+    .where('id', '=', id)
+    .where('failures', '>', 0)
+    .execute();
 }
 
 /** Disables the endpoint (a new version) for a reason of rowi's: its deliveries keep failing, its owner is gone. */

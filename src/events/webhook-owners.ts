@@ -35,7 +35,11 @@ export function sentResources(resources: string, readable: ReadonlySet<string>):
  * endpoint itself and is sent to it alone, by a caller that may change it: only the owner's
  * existence counts for it.
  */
-export function ownerRefusal(ownerId: number | null, readable: ReadonlySet<string> | null, event: Pick<StoredEvent, 'type' | 'resource'>): string | undefined {
+export function ownerRefusal(
+  ownerId: number | null,
+  readable: ReadonlySet<string> | null,
+  event: Pick<StoredEvent, 'type' | 'resource'>,
+): string | undefined {
   if (readable === null) return `not sent: ${ownerGone(ownerId)}`;
   if (event.type === 'webhook.ping' || readable.has(event.resource)) return undefined;
   return `not sent: the endpoint's owner (caller ${ownerId}) may no longer read ${event.resource} (${event.resource}:read)`;

@@ -47,16 +47,27 @@ interface SendOptions {
  * connection is kept for the next delivery when the answer ended within its limit. A kept connection that the
  * receiver closed just as rowi sent on it is tried once more on a new one (at least once allows it).
  */
-export async function sendWebhook(url: string, body: string, headers: Record<string, string>, options: SendOptions): Promise<AttemptOutcome> {
+export async function sendWebhook(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  options: SendOptions,
+): Promise<AttemptOutcome> {
   // The URL as stored may have been allowed by settings this process does not have (an address
   // literal is connected to without a look-up, so the lookup's check would not see it).
   const refused = options.policy.urlRefusal(url);
-  if (refused !== undefined) return { ok: false, statusCode: null, durationMs: 0, error: `not sent: the URL ${refused}` };
+  if (refused !== undefined)
+    return { ok: false, statusCode: null, durationMs: 0, error: `not sent: the URL ${refused}` };
   const first = await attempt(url, body, headers, options);
   return first.retry ? (await attempt(url, body, headers, options)).outcome : first.outcome;
 }
 
-function attempt(url: string, body: string, headers: Record<string, string>, options: SendOptions): Promise<{ outcome: AttemptOutcome; retry: boolean }> {
+function attempt(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  options: SendOptions,
+): Promise<{ outcome: AttemptOutcome; retry: boolean }> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
@@ -76,11 +87,22 @@ function attempt(url: string, body: string, headers: Record<string, string>, opt
       method: 'POST',
       agent: secure ? options.agents.https : options.agents.http,
       lookup: options.policy.lookup as never,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': options.userAgent },
+      headers: {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        'user-agent': options.userAgent,
+      },
     });
     let answered: (() => void) | undefined;
     // An answer whose body is slow still counts by its status; no answer at all is a failure.
-    const timer = setTimeout(() => (answered ? answered() : settle({ ok: false, statusCode: null, error: `no answer within ${options.timeoutMs} ms` })), options.timeoutMs);
+    const timer = setTimeout(
+      () =>
+        answered
+          ? answered()
+          : settle({ ok: false, statusCode: null, error: `no answer within ${options.timeoutMs} ms` }),
+      options.timeoutMs,
+    );
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       let read = 0;
@@ -88,7 +110,14 @@ function attempt(url: string, body: string, headers: Record<string, string>, opt
         settle(
           status >= 200 && status < 300
             ? { ok: true, statusCode: status, error: null }
-            : { ok: false, statusCode: status, error: status >= 300 && status < 400 ? `answered ${status} (redirects are not followed)` : `answered ${status}` },
+            : {
+                ok: false,
+                statusCode: status,
+                error:
+                  status >= 300 && status < 400
+                    ? `answered ${status} (redirects are not followed)`
+                    : `answered ${status}`,
+              },
         ));
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
@@ -102,7 +131,10 @@ function attempt(url: string, body: string, headers: Record<string, string>, opt
       response.on('aborted', done);
     });
     request.on('error', (error: NodeJS.ErrnoException) =>
-      settle({ ok: false, statusCode: null, error: describe(error) }, request.reusedSocket && answered === undefined && (error.code === 'ECONNRESET' || error.code === 'EPIPE')),
+      settle(
+        { ok: false, statusCode: null, error: describe(error) },
+        request.reusedSocket && answered === undefined && (error.code === 'ECONNRESET' || error.code === 'EPIPE'),
+      ),
     );
     request.end(body);
   });

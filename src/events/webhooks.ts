@@ -2,16 +2,39 @@ import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { claimDeliveries, findDueDeliveries, findQueue, insertDeliveries, nextAttemptAt, releaseClaimsOf, releaseDeliveries, type NewDelivery, type StoredDelivery } from './deliveries.repository.js';
+import {
+  claimDeliveries,
+  findDueDeliveries,
+  findQueue,
+  insertDeliveries,
+  nextAttemptAt,
+  releaseClaimsOf,
+  releaseDeliveries,
+  type NewDelivery,
+  type StoredDelivery,
+} from './deliveries.repository.js';
 import { disableOwnerless, goesOn, notSent, recordTurn, type OutcomeRules, type Turn } from './delivery-outcomes.js';
 import type { EventFeed } from './feed.js';
 import { OutboxWorker } from './outbox-worker.js';
 import { presentEvent } from './outbox.js';
 import { Lease } from './lease.js';
-import { cursorOf, findEventById, findEventsAfter, latestPosition, moveCursor, positionOf, type StoredEvent } from './outbox.repository.js';
+import {
+  cursorOf,
+  findEventById,
+  findEventsAfter,
+  latestPosition,
+  moveCursor,
+  positionOf,
+  type StoredEvent,
+} from './outbox.repository.js';
 import { webhookHeaders } from './signing.js';
 import type { AddressPolicy } from './ssrf.js';
-import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner, type StoredEndpoint } from './webhook-endpoints.repository.js';
+import {
+  findEnabledEndpoints,
+  findEndpointWithOwner,
+  type EndpointWithOwner,
+  type StoredEndpoint,
+} from './webhook-endpoints.repository.js';
 import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
 import { sendWebhook, webhookAgents } from './webhook-sender.js';
 
@@ -114,13 +137,26 @@ export class WebhookDispatcher extends OutboxWorker {
         else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner) });
       }
       // Nobody to send to: the cursor moves to the end at once, no event is read.
-      const events = endpoints.length === 0 ? [] : await findEventsAfter(trx, await cursorOf(trx, CURSOR), { limit: FAN_OUT_BATCH, withoutData: true });
-      const to = endpoints.length === 0 ? await latestPosition(trx) : events.length > 0 ? positionOf(events[events.length - 1]!) : undefined;
+      const events =
+        endpoints.length === 0
+          ? []
+          : await findEventsAfter(trx, await cursorOf(trx, CURSOR), { limit: FAN_OUT_BATCH, withoutData: true });
+      const to =
+        endpoints.length === 0
+          ? await latestPosition(trx)
+          : events.length > 0
+            ? positionOf(events[events.length - 1]!)
+            : undefined;
       if (to === undefined) return 0;
       const now = nowTimestamp();
-      const deliveries = events.flatMap((event) => endpoints.filter(({ endpoint, readable }) => wants(endpoint, readable, event)).map(({ endpoint }) => newDelivery(endpoint.id, event, now)));
+      const deliveries = events.flatMap((event) =>
+        endpoints
+          .filter(({ endpoint, readable }) => wants(endpoint, readable, event))
+          .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
+      );
       await insertDeliveries(trx, deliveries);
-      if (!(await moveCursor(trx, CURSOR, this.#lease.owner, to))) throw new Error('the webhook dispatcher lost its lease');
+      if (!(await moveCursor(trx, CURSOR, this.#lease.owner, to)))
+        throw new Error('the webhook dispatcher lost its lease');
       return events.length;
     });
   }
@@ -136,15 +172,33 @@ export class WebhookDispatcher extends OutboxWorker {
       const queue = await findQueue(this.#db, head.endpoint_id, now, QUEUE);
       // A batch stops starting attempts after BATCH_MS: its claims last that, one attempt and a margin.
       const leaseUntil = new Date(Date.now() + BATCH_MS + this.#options.timeoutMs + LEASE_MS).toISOString();
-      const claimed = new Set(await unitOfWork(this.#db, (trx) => claimDeliveries(trx, queue.map((delivery) => delivery.id), now, leaseUntil, this.#lease.owner)));
+      const claimed = new Set(
+        await unitOfWork(this.#db, (trx) =>
+          claimDeliveries(
+            trx,
+            queue.map((delivery) => delivery.id),
+            now,
+            leaseUntil,
+            this.#lease.owner,
+          ),
+        ),
+      );
       const gap = queue.findIndex((delivery) => !claimed.has(delivery.id));
       const batch = gap === -1 ? queue : queue.slice(0, gap);
       if (batch.length === 0 || batch[0]!.id !== head.id) {
         if (claimed.size > 0) await unitOfWork(this.#db, (trx) => releaseDeliveries(trx, [...claimed]));
         continue;
       }
-      const attempt = this.#attempt(batch, [...claimed].filter((id) => !batch.some((delivery) => delivery.id === id)))
-        .catch((error: unknown) => this.#log.warn({ err: error, endpoint_id: head.endpoint_id }, 'webhook attempts could not be recorded; they are sent again when their lease runs out'))
+      const attempt = this.#attempt(
+        batch,
+        [...claimed].filter((id) => !batch.some((delivery) => delivery.id === id)),
+      )
+        .catch((error: unknown) =>
+          this.#log.warn(
+            { err: error, endpoint_id: head.endpoint_id },
+            'webhook attempts could not be recorded; they are sent again when their lease runs out',
+          ),
+        )
         .finally(() => {
           this.#sending.delete(head.endpoint_id);
           this.wake();
@@ -189,29 +243,65 @@ export class WebhookDispatcher extends OutboxWorker {
     const attemptedAt = nowTimestamp();
     const ownerId = endpoint.owner_caller_id;
     const event = await findEventById(this.#db, delivery.event_id);
-    if (!event) return { delivery, kind: 'gone', outcome: notSent('the event is no longer kept (ROWI_EVENTS_RETENTION)'), attemptedAt, ownerId };
+    if (!event)
+      return {
+        delivery,
+        kind: 'gone',
+        outcome: notSent('the event is no longer kept (ROWI_EVENTS_RETENTION)'),
+        attemptedAt,
+        ownerId,
+      };
     const refused = ownerRefusal(ownerId, endpoint.owner && this.#options.readableBy(endpoint.owner), event);
-    if (refused) return { delivery, kind: endpoint.owner ? 'skipped' : 'ownerless', outcome: notSent(refused), attemptedAt, ownerId };
-    const outcome = await sendWebhook(endpoint.url, ...signed(endpoint, event), { timeoutMs: this.#options.timeoutMs, policy: this.#options.policy, userAgent: this.#options.userAgent, agents: this.#agents });
+    if (refused)
+      return {
+        delivery,
+        kind: endpoint.owner ? 'skipped' : 'ownerless',
+        outcome: notSent(refused),
+        attemptedAt,
+        ownerId,
+      };
+    const outcome = await sendWebhook(endpoint.url, ...signed(endpoint, event), {
+      timeoutMs: this.#options.timeoutMs,
+      policy: this.#options.policy,
+      userAgent: this.#options.userAgent,
+      agents: this.#agents,
+    });
     return { delivery, kind: 'sent', outcome, attemptedAt, ownerId };
   }
 }
 
 function wants(endpoint: StoredEndpoint, readable: ReadonlySet<string>, event: StoredEvent): boolean {
-  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at || !readable.has(event.resource)) return false;
+  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at || !readable.has(event.resource))
+    return false;
   const types = JSON.parse(endpoint.events) as string[];
   const resources = JSON.parse(endpoint.resources) as string[];
   return resources.includes(event.resource) && (types.includes('*') || types.includes(event.type));
 }
 
 export function newDelivery(endpointId: number, event: Pick<StoredEvent, 'id' | 'type'>, now: string): NewDelivery {
-  return { endpoint_id: endpointId, event_id: event.id, event_type: event.type, status: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, claimed_by: null, created_at: now, updated_at: now };
+  return {
+    endpoint_id: endpointId,
+    event_id: event.id,
+    event_type: event.type,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    lease_until: null,
+    claimed_by: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 /** The body and the signed headers of a delivery: signed by the current secret, and by the previous one during a rotation's overlap. */
 function signed(endpoint: StoredEndpoint, event: StoredEvent): [string, Record<string, string>] {
   const body = JSON.stringify(presentEvent(event));
   const secrets = [endpoint.secret];
-  if (endpoint.previous_secret !== null && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > nowTimestamp()) secrets.push(endpoint.previous_secret);
+  if (
+    endpoint.previous_secret !== null &&
+    endpoint.previous_secret_expires_at !== null &&
+    endpoint.previous_secret_expires_at > nowTimestamp()
+  )
+    secrets.push(endpoint.previous_secret);
   return [body, webhookHeaders(secrets, event.id, Math.floor(Date.now() / 1000), body)];
 }

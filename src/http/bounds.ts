@@ -18,7 +18,8 @@ export const ARRAY_MAX_ITEMS = 1000;
 
 type Schema = Record<string, unknown>;
 
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Members that hold schemas (or maps or lists of them); anything else is data or a keyword. */
 const SUBSCHEMAS = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames'];
@@ -30,7 +31,8 @@ export function bound(schema: unknown, seen = new WeakSet<object>()): void {
   if (!isSchema(schema) || seen.has(schema)) return;
   seen.add(schema);
   const fixed = 'enum' in schema || 'const' in schema;
-  if (schema.type === 'string' && !fixed) schema.maxLength ??= schema.format === 'date-time' ? TIMESTAMP_MAX_LENGTH : STRING_MAX_LENGTH;
+  if (schema.type === 'string' && !fixed)
+    schema.maxLength ??= schema.format === 'date-time' ? TIMESTAMP_MAX_LENGTH : STRING_MAX_LENGTH;
   if (schema.type === 'integer' && !fixed) {
     schema.format ??= 'int64';
     schema.minimum ??= Number.MIN_SAFE_INTEGER;
@@ -39,7 +41,8 @@ export function bound(schema: unknown, seen = new WeakSet<object>()): void {
   if (schema.type === 'array') schema.maxItems ??= ARRAY_MAX_ITEMS;
   for (const key of SUBSCHEMAS) bound(schema[key], seen);
   for (const key of SCHEMA_LISTS) if (Array.isArray(schema[key])) for (const each of schema[key]) bound(each, seen);
-  for (const key of SCHEMA_MAPS) if (isSchema(schema[key])) for (const each of Object.values(schema[key])) bound(each, seen);
+  for (const key of SCHEMA_MAPS)
+    if (isSchema(schema[key])) for (const each of Object.values(schema[key])) bound(each, seen);
 }
 
 /** Bounds what a route takes and answers (onRoute: before Fastify compiles its validators). */
@@ -50,7 +53,8 @@ export function boundRoute(route: RouteOptions): void {
   const responses = isSchema(schema.response) ? Object.values(schema.response) : [];
   for (const response of responses) {
     if (!isSchema(response)) continue;
-    if (isSchema(response.content)) for (const media of Object.values(response.content)) bound(isSchema(media) ? media.schema : undefined);
+    if (isSchema(response.content))
+      for (const media of Object.values(response.content)) bound(isSchema(media) ? media.schema : undefined);
     else bound(response);
     if (isSchema(response.headers)) for (const header of Object.values(response.headers)) bound(header);
   }

@@ -5,14 +5,33 @@ import { pathOf } from './problem.js';
 
 /** Request headers a browser may send to rowi besides the CORS-safelisted ones. */
 const ALLOWED_HEADERS = [
-  'Authorization', 'X-API-Key', 'Content-Type', 'Accept', 'If-Match', 'If-None-Match', 'Idempotency-Key',
-  'X-Request-Id', 'traceparent', 'tracestate', 'Last-Event-ID',
+  'Authorization',
+  'X-API-Key',
+  'Content-Type',
+  'Accept',
+  'If-Match',
+  'If-None-Match',
+  'Idempotency-Key',
+  'X-Request-Id',
+  'traceparent',
+  'tracestate',
+  'Last-Event-ID',
 ];
 
 /** Response headers a browser's script may read besides the CORS-safelisted ones. */
 const EXPOSED_HEADERS = [
-  'ETag', 'Location', 'Link', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id',
-  'traceresponse', 'Deprecation', 'Sunset', 'Allow',
+  'ETag',
+  'Location',
+  'Link',
+  'RateLimit',
+  'RateLimit-Policy',
+  'Retry-After',
+  'WWW-Authenticate',
+  'X-Request-Id',
+  'traceresponse',
+  'Deprecation',
+  'Sunset',
+  'Allow',
 ];
 
 /** How long a browser may reuse a preflight's answer (Chromium caps it at 2 hours). */
@@ -37,13 +56,15 @@ export async function registerCors(app: FastifyInstance, setting: string, routes
     const origin = request.headers.origin;
     if (origin === undefined || (!any && !allowed.has(origin.toLowerCase()))) return { origin: false };
     const common = { origin: any ? '*' : origin, exposedHeaders: EXPOSED_HEADERS };
-    if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined) return { ...common, preflight: false };
+    if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] === undefined)
+      return { ...common, preflight: false };
     const methods = routes.allowedMethods(pathOf(request));
     if (methods.length === 0) return { origin: false };
     return { ...common, methods, allowedHeaders: ALLOWED_HEADERS, maxAge: PREFLIGHT_MAX_AGE_S, strictPreflight: true };
   };
   await app.register(cors, {
     hook: 'onRequest',
-    delegator: (request: FastifyRequest, callback: (error: Error | null, options: FastifyCorsOptions) => void) => callback(null, optionsFor(request)),
+    delegator: (request: FastifyRequest, callback: (error: Error | null, options: FastifyCorsOptions) => void) =>
+      callback(null, optionsFor(request)),
   });
 }

@@ -20,9 +20,13 @@ export function addDeprecationHeaders(route: RouteOptions): void {
   const marks = route.schema as DeprecationMarks | undefined;
   if (marks?.deprecated !== true) return;
   const since = Date.parse(marks['x-deprecated-at'] ?? '');
-  if (Number.isNaN(since)) throw new Error(`${String(route.method)} ${route.url} is deprecated without x-deprecated-at (an RFC 3339 timestamp)`);
+  if (Number.isNaN(since))
+    throw new Error(
+      `${String(route.method)} ${route.url} is deprecated without x-deprecated-at (an RFC 3339 timestamp)`,
+    );
   const sunset = marks['x-sunset'] === undefined ? undefined : Date.parse(marks['x-sunset']);
-  if (sunset !== undefined && Number.isNaN(sunset)) throw new Error(`${String(route.method)} ${route.url} has an x-sunset that is not an RFC 3339 timestamp`);
+  if (sunset !== undefined && Number.isNaN(sunset))
+    throw new Error(`${String(route.method)} ${route.url} has an x-sunset that is not an RFC 3339 timestamp`);
   const deprecation = `@${Math.floor(since / 1000)}`;
   const sunsetHeader = sunset === undefined ? undefined : new Date(sunset).toUTCString();
   const hook: onSendHookHandler = (_request, reply, payload, done) => {

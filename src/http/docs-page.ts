@@ -44,7 +44,8 @@ const INIT = `window.ui = SwaggerUIBundle({
 `;
 
 /** Everything the page needs comes from rowi itself: no CDN, no inline script, no framing. */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /** Where the swagger-ui-dist package keeps its files. */
 const assetFolder = () => dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -61,9 +62,15 @@ export function registerDocsPage(app: FastifyInstance): void {
   const maxAge = 'public, max-age=3600';
 
   app.get(DOCS_PATH, { schema: common }, async (_request, reply) =>
-    reply.type('text/html; charset=utf-8').header('content-security-policy', CSP).header('cache-control', 'no-cache').send(PAGE));
+    reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', CSP)
+      .header('cache-control', 'no-cache')
+      .send(PAGE),
+  );
   app.get(`${DOCS_PATH}/init.js`, { schema: common }, async (_request, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', maxAge).send(INIT));
+    reply.type('text/javascript; charset=utf-8').header('cache-control', maxAge).send(INIT),
+  );
   app.get<{ Params: { asset: string } }>(`${DOCS_PATH}/:asset`, { schema: common }, async (request, reply) => {
     const { asset } = request.params;
     const type = Object.hasOwn(ASSETS, asset) ? ASSETS[asset] : undefined;
@@ -73,6 +80,9 @@ export function registerDocsPage(app: FastifyInstance): void {
       file = readFile(join(folder, asset));
       files.set(asset, file);
     }
-    return reply.type(type).header('cache-control', maxAge).send(await file);
+    return reply
+      .type(type)
+      .header('cache-control', maxAge)
+      .send(await file);
   });
 }

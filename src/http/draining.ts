@@ -61,19 +61,26 @@ export function registerDraining(app: FastifyInstance, config: Pick<Config, 'shu
     connections.set(socket, { requests: 0, bytesRead: 0, quietSince: performance.now(), ending: false });
     socket.once('close', () => connections.delete(socket));
   });
-  server.on('request', (request: { socket: Socket }, response: { once(event: 'close', listener: () => void): void }) => {
-    const tracked = connections.get(request.socket);
-    if (tracked === undefined) return;
-    tracked.requests++;
-    response.once('close', () => {
-      tracked.requests--;
-      tracked.quietSince = performance.now();
-    });
-  });
+  server.on(
+    'request',
+    (request: { socket: Socket }, response: { once(event: 'close', listener: () => void): void }) => {
+      const tracked = connections.get(request.socket);
+      if (tracked === undefined) return;
+      tracked.requests++;
+      response.once('close', () => {
+        tracked.requests--;
+        tracked.quietSince = performance.now();
+      });
+    },
+  );
 
   app.addHook('onRequest', (request, _reply, done) => {
     if (draining && isProbe(request)) {
-      done(new AppError('service-unavailable', 'This rowi instance is shutting down; send traffic elsewhere.', { headers: { 'retry-after': '1' } }));
+      done(
+        new AppError('service-unavailable', 'This rowi instance is shutting down; send traffic elsewhere.', {
+          headers: { 'retry-after': '1' },
+        }),
+      );
       return;
     }
     done();
@@ -91,7 +98,11 @@ export function registerDraining(app: FastifyInstance, config: Pick<Config, 'shu
     // net.Server's close, not http.Server's: that one would also close idle connections at once.
     if (server.listening) Reflect.apply(NetServer.prototype.close, server, []);
     app.drainedCleanly = await drain(connections, config.shutdownTimeout);
-    if (!app.drainedCleanly) app.log.error({ shutdown_timeout_ms: config.shutdownTimeout }, 'connections were still busy when the shutdown time-out ran out: they were cut');
+    if (!app.drainedCleanly)
+      app.log.error(
+        { shutdown_timeout_ms: config.shutdownTimeout },
+        'connections were still busy when the shutdown time-out ran out: they were cut',
+      );
   });
 }
 

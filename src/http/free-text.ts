@@ -37,7 +37,8 @@ export const FREE_TEXT_PATTERN = `^[^${REFUSED_CHARACTERS}]*$`;
 /** Free text with at least one visible character (a name): blanks, one visible character, then anything allowed. */
 export const VISIBLE_TEXT_PATTERN = `^[${BLANK}]*[^${REFUSED_CHARACTERS}${BLANK}][^${REFUSED_CHARACTERS}]*$`;
 
-const RULE = 'no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators';
+const RULE =
+  'no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators';
 
 /**
  * A free-text field: 422 naming the field when it holds a refused character, or (with `visible`)

@@ -6,7 +6,13 @@ import type { Db, Trx } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { UnprocessableError } from '../errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { deleteIdempotencyKey, deleteIdempotencyKeysExpiredBy, findIdempotencyKey, insertIdempotencyKey, storeIdempotentResponse } from './idempotency.repository.js';
+import {
+  deleteIdempotencyKey,
+  deleteIdempotencyKeysExpiredBy,
+  findIdempotencyKey,
+  insertIdempotencyKey,
+  storeIdempotentResponse,
+} from './idempotency.repository.js';
 
 /**
  * Idempotency-Key on POST (docs/guide.md "Conventions", draft-ietf-httpapi-idempotency-key-header): a retry with the
@@ -78,7 +84,13 @@ export async function runIdempotent(
           return { ...(JSON.parse(existing.response) as StoredResponse), replayed: true };
         }
         if (existing) await deleteIdempotencyKey(trx, scope, key);
-        await insertIdempotencyKey(trx, { scope, key, fingerprint, now, expiresAt: new Date(Date.now() + KEY_LIFETIME_MS).toISOString() });
+        await insertIdempotencyKey(trx, {
+          scope,
+          key,
+          fingerprint,
+          now,
+          expiresAt: new Date(Date.now() + KEY_LIFETIME_MS).toISOString(),
+        });
         const response = await work(trx);
         if (response.status >= 200 && response.status < 300) {
           await storeIdempotentResponse(trx, scope, key, JSON.stringify(response));

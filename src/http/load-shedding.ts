@@ -31,7 +31,10 @@ const SHED_RETRY_AFTER_S = 5;
  * of them at once would take the whole service out of rotation; shedding per request lets each
  * instance serve what it can and refuse the rest quickly.
  */
-export function registerLoadShedding(app: FastifyInstance, config: Pick<Config, 'maxEventLoopDelay' | 'maxHeapUsed'>): void {
+export function registerLoadShedding(
+  app: FastifyInstance,
+  config: Pick<Config, 'maxEventLoopDelay' | 'maxHeapUsed'>,
+): void {
   if (config.maxEventLoopDelay === 0 && config.maxHeapUsed === 0) return;
   const sampleInterval = config.maxEventLoopDelay === 0 ? 1000 : Math.min(1000, Math.max(10, config.maxEventLoopDelay));
   // Building the app runs for a while without letting the event loop turn (compiling schemas,
@@ -55,7 +58,12 @@ export function registerLoadShedding(app: FastifyInstance, config: Pick<Config, 
     retryAfter: SHED_RETRY_AFTER_S,
     // The plugin sends what the handler returns and then runs no further hook; undefined lets
     // the request through. (Its types say void; its README documents the returned body.)
-    pressureHandler: shed as (request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined) => void,
+    pressureHandler: shed as (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      type: string,
+      value: number | undefined,
+    ) => void,
   });
 }
 
@@ -65,8 +73,12 @@ function refuse(request: FastifyRequest, reply: FastifyReply, type: string): Pro
   return prepareProblem(
     request,
     reply,
-    new AppError('service-unavailable', `This rowi instance is refusing requests for a moment because ${cause}; retry after Retry-After seconds.`, {
-      headers: { 'retry-after': String(SHED_RETRY_AFTER_S) },
-    }),
+    new AppError(
+      'service-unavailable',
+      `This rowi instance is refusing requests for a moment because ${cause}; retry after Retry-After seconds.`,
+      {
+        headers: { 'retry-after': String(SHED_RETRY_AFTER_S) },
+      },
+    ),
   );
 }

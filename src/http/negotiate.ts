@@ -56,7 +56,12 @@ function decide(ranges: MediaRange[], available: readonly Format[]): Format | un
     for (const [mediaType, exactOnly] of candidates) {
       const match = bestMatch(ranges, mediaType);
       if (!match || match.q === 0 || (exactOnly && match.subtype === '*')) continue;
-      const candidate = { format, q: match.q, specificity: match.specificity, position: match.position * 10 + serverOrder };
+      const candidate = {
+        format,
+        q: match.q,
+        specificity: match.specificity,
+        position: match.position * 10 + serverOrder,
+      };
       if (
         !best ||
         candidate.q > best.q ||
@@ -129,6 +134,9 @@ export function addVary(reply: FastifyReply, field: string): void {
     reply.header('vary', field);
     return;
   }
-  const fields = String(current).split(',').map((name) => name.trim().toLowerCase());
-  if (!fields.includes(field.toLowerCase()) && !fields.includes('*')) reply.header('vary', `${String(current)}, ${field}`);
+  const fields = String(current)
+    .split(',')
+    .map((name) => name.trim().toLowerCase());
+  if (!fields.includes(field.toLowerCase()) && !fields.includes('*'))
+    reply.header('vary', `${String(current)}, ${field}`);
 }

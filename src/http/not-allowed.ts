@@ -11,7 +11,8 @@ export class RouteTable {
   /** OPTIONS routes are left out: every path answers OPTIONS (and CORS adds one for all paths). */
   add(route: Pick<RouteOptions, 'method' | 'url'>): void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) if (method !== 'OPTIONS') this.#routes.push({ method, url: route.url, pattern: toPattern(route.url) });
+    for (const method of methods)
+      if (method !== 'OPTIONS') this.#routes.push({ method, url: route.url, pattern: toPattern(route.url) });
   }
 
   /** Every registered (method, url) pair, e.g. for checking the OpenAPI document. */
@@ -32,7 +33,9 @@ const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'
 function toPattern(url: string): RegExp {
   const source = url
     .split('/')
-    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .map((segment) =>
+      segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+    )
     .join('/');
   return new RegExp(`^${source}$`);
 }

@@ -14,8 +14,14 @@ export const DECIMAL_INTEGER = '^(?:0|-?[1-9][0-9]*)$';
 export const DECIMAL_NUMBER = '^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?$';
 
 const RULES = {
-  integer: { pattern: DECIMAL_INTEGER, 'x-error': 'must be an integer in decimal digits (no leading zeros, sign +, fraction, exponent, hex or spaces)' },
-  number: { pattern: DECIMAL_NUMBER, 'x-error': 'must be a number in decimal digits (no sign +, exponent, hex or spaces)' },
+  integer: {
+    pattern: DECIMAL_INTEGER,
+    'x-error': 'must be an integer in decimal digits (no leading zeros, sign +, fraction, exponent, hex or spaces)',
+  },
+  number: {
+    pattern: DECIMAL_NUMBER,
+    'x-error': 'must be a number in decimal digits (no sign +, exponent, hex or spaces)',
+  },
 } as const;
 
 const TEXT_PARTS = ['params', 'querystring', 'headers'] as const;
@@ -34,7 +40,8 @@ export function writeNumbersInDecimal(route: RouteOptions): void {
     if (properties === undefined) continue;
     for (const [name, property] of Object.entries(properties)) {
       const type = property.type;
-      if ((type === 'integer' || type === 'number') && property.pattern === undefined) properties[name] = { ...property, ...RULES[type] };
+      if ((type === 'integer' || type === 'number') && property.pattern === undefined)
+        properties[name] = { ...property, ...RULES[type] };
     }
   }
 }
@@ -43,16 +50,28 @@ export function writeNumbersInDecimal(route: RouteOptions): void {
  * The check a text part gets before Ajv coerces it: each integer or number parameter sent as text
  * must match its pattern. Undefined when the part has none.
  */
-export function decimalTextCheck(schema: object): ((data: Record<string, unknown>) => ErrorObject | undefined) | undefined {
+export function decimalTextCheck(
+  schema: object,
+): ((data: Record<string, unknown>) => ErrorObject | undefined) | undefined {
   const checked = Object.entries((schema as Schema).properties ?? {})
-    .filter(([, property]) => (property.type === 'integer' || property.type === 'number') && typeof property.pattern === 'string')
+    .filter(
+      ([, property]) =>
+        (property.type === 'integer' || property.type === 'number') && typeof property.pattern === 'string',
+    )
     .map(([name, property]) => ({ name, property, regex: new RegExp(property.pattern as string) }));
   if (checked.length === 0) return undefined;
   return (data) => {
     for (const { name, property, regex } of checked) {
       const value = data[name];
       if (typeof value === 'string' && !regex.test(value)) {
-        return { instancePath: `/${name}`, keyword: 'pattern', params: { pattern: property.pattern }, schemaPath: '', parentSchema: property, message: String(property['x-error']) };
+        return {
+          instancePath: `/${name}`,
+          keyword: 'pattern',
+          params: { pattern: property.pattern },
+          schemaPath: '',
+          parentSchema: property,
+          message: String(property['x-error']),
+        };
       }
     }
     return undefined;

@@ -35,10 +35,17 @@ export function nameComponents<T extends Json>(document: T, examples: Record<str
       out[key] = DATA_MEMBERS.has(key) || key.startsWith('x-') ? member : visit(member, true);
     }
     const title = out.title;
-    if (!isSchema || typeof title !== 'string' || !NAME.test(title) || !('type' in out || 'anyOf' in out || 'oneOf' in out || 'properties' in out)) return out;
+    if (
+      !isSchema ||
+      typeof title !== 'string' ||
+      !NAME.test(title) ||
+      !('type' in out || 'anyOf' in out || 'oneOf' in out || 'properties' in out)
+    )
+      return out;
     const text = JSON.stringify(out);
     const earlier = seen.get(title);
-    if (earlier !== undefined && earlier !== text) throw new Error(`Two different schemas are titled ${title}: give one of them another title`);
+    if (earlier !== undefined && earlier !== text)
+      throw new Error(`Two different schemas are titled ${title}: give one of them another title`);
     seen.set(title, text);
     schemas[title] = out;
     return { $ref: `#/components/schemas/${title}` };
@@ -47,9 +54,16 @@ export function nameComponents<T extends Json>(document: T, examples: Record<str
   const paths = visit(document.paths, false) as Record<string, Record<string, Json>>;
   const named = Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, visit(schema, false)]));
   addExamples(named, examples);
-  const operations = Object.values(paths).flatMap((methods) => Object.values(methods)).filter((operation) => isObject(operation.responses));
+  const operations = Object.values(paths)
+    .flatMap((methods) => Object.values(methods))
+    .filter((operation) => isObject(operation.responses));
   const responses = nameProblemResponses(operations);
-  const headers = nameHeaders([...operations.flatMap((operation) => Object.values(operation.responses as Json)), ...Object.values(responses)].filter(isObject));
+  const headers = nameHeaders(
+    [
+      ...operations.flatMap((operation) => Object.values(operation.responses as Json)),
+      ...Object.values(responses),
+    ].filter(isObject),
+  );
   return {
     ...document,
     paths,
@@ -74,7 +88,8 @@ function addExamples(schemas: Json, examples: Record<string, unknown>): void {
   }
   for (const [name, schema] of Object.entries(schemas)) {
     const record = name.endsWith('Page') ? examples[name.slice(0, -'Page'.length)] : undefined;
-    if (isObject(schema) && schema.examples === undefined && record !== undefined) schema.examples = [{ data: [record], next_cursor: null }];
+    if (isObject(schema) && schema.examples === undefined && record !== undefined)
+      schema.examples = [{ data: [record], next_cursor: null }];
   }
 }
 
@@ -112,7 +127,11 @@ function nameHeaders(responses: Json[]): Json {
  * description of a status (the token endpoint's OAuth errors) stays where it is.
  */
 function nameProblemResponses(operations: Json[]): Json {
-  const shared = mostFrequent(operations.flatMap((operation) => Object.entries(operation.responses as Json).filter(([status]) => Number(status) >= 400)));
+  const shared = mostFrequent(
+    operations.flatMap((operation) =>
+      Object.entries(operation.responses as Json).filter(([status]) => Number(status) >= 400),
+    ),
+  );
   const components: Json = {};
   for (const operation of operations) {
     const responses = operation.responses as Json;
@@ -128,7 +147,14 @@ function nameProblemResponses(operations: Json[]): Json {
 
 /** Response component names: the status's reason phrase in one word. */
 const STATUS_NAMES: Record<number, string> = Object.fromEntries(
-  Object.entries(STATUS_CODES).map(([status, reason]) => [Number(status), (reason ?? '').replace(/[^A-Za-z0-9 ]/g, '').split(' ').map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join('')]),
+  Object.entries(STATUS_CODES).map(([status, reason]) => [
+    Number(status),
+    (reason ?? '')
+      .replace(/[^A-Za-z0-9 ]/g, '')
+      .split(' ')
+      .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+      .join(''),
+  ]),
 );
 
 function sortByName(schemas: Json): Json {

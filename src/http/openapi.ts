@@ -7,7 +7,9 @@ import { ProblemSchema, operation, representation } from './schemas.js';
 
 export const OPENAPI_PATH = '/v1/openapi.json';
 
-type SecuritySchemes = NonNullable<NonNullable<NonNullable<FastifyDynamicSwaggerOptions['openapi']>['components']>['securitySchemes']>;
+type SecuritySchemes = NonNullable<
+  NonNullable<NonNullable<FastifyDynamicSwaggerOptions['openapi']>['components']>['securitySchemes']
+>;
 
 export interface OpenApiOptions {
   version: string;
@@ -39,38 +41,63 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         version: options.version,
         description: options.description,
         license: { name: 'MIT', identifier: 'MIT' },
-        contact: { name: 'rowi maintainers', ...(options.publicUrl === '' ? {} : { url: `${options.publicUrl}/docs` }) },
+        contact: {
+          name: 'rowi maintainers',
+          ...(options.publicUrl === '' ? {} : { url: `${options.publicUrl}/docs` }),
+        },
       },
       // A relative URL is resolved against where the document was fetched: the rowi that serves it.
       // x-internal: false says the server is for callers outside the deployment too (OWASP inventory).
       servers: [
-        Object.assign({ url: options.publicUrl === '' ? '/' : options.publicUrl, description: options.publicUrl === '' ? 'the rowi that serves this document' : 'rowi' }, { 'x-internal': false }),
+        Object.assign(
+          {
+            url: options.publicUrl === '' ? '/' : options.publicUrl,
+            description: options.publicUrl === '' ? 'the rowi that serves this document' : 'rowi',
+          },
+          { 'x-internal': false },
+        ),
       ],
       tags: [...options.tags],
       components: { securitySchemes: options.securitySchemes },
     },
     exposeHeadRoutes: true,
-    transformObject: (documents) => nameComponents(('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Record<string, unknown>, options.examples),
+    transformObject: (documents) =>
+      nameComponents(
+        ('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Record<string, unknown>,
+        options.examples,
+      ),
     refResolver: {
       // Shared schemas appear under their own $id ("Problem") in components.schemas.
-      buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`),
+      buildLocalReference: (json, _baseUri, _fragment, index) =>
+        typeof json.$id === 'string' ? json.$id : `def-${index}`,
     },
   });
 }
 
 export function registerOpenApiRoute(app: FastifyInstance): void {
   let document: string | undefined;
-  app.get(OPENAPI_PATH, {
-    schema: operation({
-      operationId: 'getOpenApi',
-      permission: 'public',
-      summary: 'This API\'s OpenAPI 3.1 description',
-      tags: ['service'],
-      jsonFixedBy: 'its name (openapi.json)',
-      response: { 200: representation(Type.Object({}, { additionalProperties: true, title: 'OpenAPI' }), 'The OpenAPI document', {}, ['json']) },
-    }),
-  }, async (_request, reply) => {
-    document ??= JSON.stringify(app.swagger());
-    return reply.type('application/json; charset=utf-8').send(document);
-  });
+  app.get(
+    OPENAPI_PATH,
+    {
+      schema: operation({
+        operationId: 'getOpenApi',
+        permission: 'public',
+        summary: "This API's OpenAPI 3.1 description",
+        tags: ['service'],
+        jsonFixedBy: 'its name (openapi.json)',
+        response: {
+          200: representation(
+            Type.Object({}, { additionalProperties: true, title: 'OpenAPI' }),
+            'The OpenAPI document',
+            {},
+            ['json'],
+          ),
+        },
+      }),
+    },
+    async (_request, reply) => {
+      document ??= JSON.stringify(app.swagger());
+      return reply.type('application/json; charset=utf-8').send(document);
+    },
+  );
 }

@@ -54,11 +54,22 @@ export const CREATED_RANGE_FILTERS: Record<string, FilterSpec> = {
 /** The query-string schema of a collection: paging, sort and its filters, nothing else (400). */
 export function listQuerySchema(spec: CollectionSpec) {
   const sortFields = Object.keys(spec.sortable);
-  const filters = Object.fromEntries(Object.entries(spec.filters).map(([name, filter]) => [name, Type.Optional(filter.schema)]));
+  const filters = Object.fromEntries(
+    Object.entries(spec.filters).map(([name, filter]) => [name, Type.Optional(filter.schema)]),
+  );
   return Type.Object(
     {
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: `page size, 1–${MAX_LIMIT}` })),
-      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, description: 'next_cursor of the previous page' })),
+      limit: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: MAX_LIMIT,
+          default: DEFAULT_LIMIT,
+          description: `page size, 1–${MAX_LIMIT}`,
+        }),
+      ),
+      cursor: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 2048, description: 'next_cursor of the previous page' }),
+      ),
       sort: Type.Optional(
         Type.String({
           pattern: `^-?(?:${sortFields.join('|')})(?:,-?(?:${sortFields.join('|')}))*$`,
@@ -95,7 +106,8 @@ function parseSort(spec: CollectionSpec, sort: string): SortKey[] {
   for (const term of sort.split(',')) {
     const descending = term.startsWith('-');
     const field = descending ? term.slice(1) : term;
-    if (!(field in spec.sortable)) throw badQuery('sort', `cannot sort by ${field}; sortable fields are ${Object.keys(spec.sortable).join(', ')}`);
+    if (!(field in spec.sortable))
+      throw badQuery('sort', `cannot sort by ${field}; sortable fields are ${Object.keys(spec.sortable).join(', ')}`);
     if (order.some((key) => key.column === field)) throw badQuery('sort', `names ${field} twice`);
     order.push({ column: field, direction: descending ? 'desc' : 'asc' });
   }
@@ -110,9 +122,16 @@ function signature(order: SortKey[]): string {
 
 function parseCursor(spec: CollectionSpec, cursor: string, order: SortKey[]): (string | number)[] {
   const position = decodeCursor(cursor);
-  if (!position) throw badQuery('cursor', 'is not a cursor this API issued (it may be truncated or altered); start again without it');
+  if (!position)
+    throw badQuery(
+      'cursor',
+      'is not a cursor this API issued (it may be truncated or altered); start again without it',
+    );
   if (position.sort !== signature(order)) {
-    throw badQuery('cursor', `was issued for sort=${position.sort}; repeat that sort, or start again without the cursor`);
+    throw badQuery(
+      'cursor',
+      `was issued for sort=${position.sort}; repeat that sort, or start again without the cursor`,
+    );
   }
   const typesMatch =
     position.values.length === order.length &&
@@ -125,7 +144,11 @@ function parseCursor(spec: CollectionSpec, cursor: string, order: SortKey[]): (s
 }
 
 function badQuery(parameter: string, detail: string): BadRequestError {
-  return new BadRequestError(`Query parameter ${parameter} ${detail}.`, [{ in: 'query', pointer: `#/${parameter}`, detail }], 'invalid-query');
+  return new BadRequestError(
+    `Query parameter ${parameter} ${detail}.`,
+    [{ in: 'query', pointer: `#/${parameter}`, detail }],
+    'invalid-query',
+  );
 }
 
 /** The collection envelope's schema: `{data: [...], next_cursor}` (docs/guide.md "Conventions"). */
@@ -133,9 +156,15 @@ export function pageSchema(item: TSchema & { xml?: { name?: string }; title?: st
   return Type.Object(
     {
       data: Type.Array(item, { maxItems: MAX_LIMIT, xml: { wrapped: true } }),
-      next_cursor: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], { description: 'pass as cursor to get the next page; null on the last page' }),
+      next_cursor: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()], {
+        description: 'pass as cursor to get the next page; null on the last page',
+      }),
     },
-    { additionalProperties: false, xml: { name: rootName }, ...(item.title === undefined ? {} : { title: `${item.title}Page` }) },
+    {
+      additionalProperties: false,
+      xml: { name: rootName },
+      ...(item.title === undefined ? {} : { title: `${item.title}Page` }),
+    },
   );
 }
 
@@ -176,7 +205,11 @@ export interface CursorPosition {
 const CHECK_BYTES = 9;
 
 function check(payload: string): string {
-  return createHash('sha256').update(`rowi-cursor-v1:${payload}`).digest().subarray(0, CHECK_BYTES).toString('base64url');
+  return createHash('sha256')
+    .update(`rowi-cursor-v1:${payload}`)
+    .digest()
+    .subarray(0, CHECK_BYTES)
+    .toString('base64url');
 }
 
 export function encodeCursor(position: CursorPosition): string {

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, BadRequestError, ConflictError, MethodNotAllowedError, NotFoundError, UnsupportedMediaTypeError } from '../errors.js';
+import {
+  AppError,
+  BadRequestError,
+  ConflictError,
+  MethodNotAllowedError,
+  NotFoundError,
+  UnsupportedMediaTypeError,
+} from '../errors.js';
 import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
 import { addVary, BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
@@ -84,7 +91,12 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, error:
 }
 
 /** The problem types of a refusal by authentication or authorisation, counted by kind in the metrics. */
-const AUTH_FAILURES = new Set<string>(['malformed-credentials', 'missing-credentials', 'invalid-credentials', 'insufficient-scope']);
+const AUTH_FAILURES = new Set<string>([
+  'malformed-credentials',
+  'missing-credentials',
+  'invalid-credentials',
+  'insufficient-scope',
+]);
 
 /**
  * Sets the status and headers of the problem on the reply and returns the body to send, for
@@ -111,16 +123,27 @@ export function toAppError(error: FastifyError, request: FastifyRequest): AppErr
   if (isCorruption(error)) return storageCorrupt();
   if (isUnavailable(error)) return databaseUnavailable();
   if (isForeignKeyViolation(error)) {
-    return new ConflictError('concurrent-change', 'A record this request refers to was changed or deleted by another request at the same moment; nothing was changed. Retry the request.');
+    return new ConflictError(
+      'concurrent-change',
+      'A record this request refers to was changed or deleted by another request at the same moment; nothing was changed. Retry the request.',
+    );
   }
-  if (error.validation) return validationError(error.validation as never, error.validationContext ?? 'body', pathOf(request)) as AppError;
+  if (error.validation)
+    return validationError(error.validation as never, error.validationContext ?? 'body', pathOf(request)) as AppError;
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('body-too-large', `The body is larger than the limit of ${request.routeOptions.bodyLimit} bytes.`, {
-        extensions: { limit_bytes: request.routeOptions.bodyLimit },
-      });
+      return new AppError(
+        'body-too-large',
+        `The body is larger than the limit of ${request.routeOptions.bodyLimit} bytes.`,
+        {
+          extensions: { limit_bytes: request.routeOptions.bodyLimit },
+        },
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new UnsupportedMediaTypeError(request.headers['content-type'] ?? '', (request.routeOptions.schema?.consumes as string[] | undefined) ?? []);
+      return new UnsupportedMediaTypeError(
+        request.headers['content-type'] ?? '',
+        (request.routeOptions.schema?.consumes as string[] | undefined) ?? [],
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new BadRequestError('The body is empty but Content-Type says it is JSON.', undefined, 'malformed-body');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -147,9 +170,13 @@ function diskFull(): AppError {
 
 /** The storage layer logs damage once (db/corruption.ts), with what to do; the caller learns no more than that it is there. */
 function storageCorrupt(): AppError {
-  return new AppError('storage-corrupt', 'The database of this instance is damaged; rowi refuses writes to it until an operator restores it (nothing of this request was written). Retry after Retry-After seconds.', {
-    headers: { 'retry-after': '60' },
-  });
+  return new AppError(
+    'storage-corrupt',
+    'The database of this instance is damaged; rowi refuses writes to it until an operator restores it (nothing of this request was written). Retry after Retry-After seconds.',
+    {
+      headers: { 'retry-after': '60' },
+    },
+  );
 }
 
 /** Seconds a caller is asked to wait after the database could not take its request. */
@@ -168,7 +195,8 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
     const known = toAppError(error, request);
     if (known) {
       if (known.type === 'insufficient-storage') logDiskFull(request, error);
-      else if (known.type === 'storage-corrupt') request.log.debug({ err: error }, 'refused: the database is damaged (logged once when found)');
+      else if (known.type === 'storage-corrupt')
+        request.log.debug({ err: error }, 'refused: the database is damaged (logged once when found)');
       // A probe's 503 is its answer, not a fault: the probe logs what failed itself.
       else if (known.status >= 500 && !isProbe(request)) request.log.error({ err: error }, 'request failed');
       return sendProblem(request, reply, known);
@@ -177,7 +205,10 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
     return sendProblem(
       request,
       reply,
-      new AppError('internal-error', `Something went wrong on our side. Quote request id ${request.id} when reporting it.`),
+      new AppError(
+        'internal-error',
+        `Something went wrong on our side. Quote request id ${request.id} when reporting it.`,
+      ),
     );
   });
 
@@ -206,7 +237,10 @@ function logDiskFull(request: FastifyRequest, error: unknown): void {
     return;
   }
   diskFullLoggedAt = now;
-  request.log.error({ err: error }, 'PostgreSQL has no disk space left (disk_full): writes are refused (507) until space is freed; this is logged again in 5 minutes at the earliest');
+  request.log.error(
+    { err: error },
+    'PostgreSQL has no disk space left (disk_full): writes are refused (507) until space is freed; this is logged again in 5 minutes at the earliest',
+  );
 }
 
 /**
@@ -223,7 +257,9 @@ export function frameworkErrorHandler(error: FastifyError, request: FastifyReque
   const problem =
     error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? new NotFoundError(`Nothing is found at ${path}.`)
-      : new BadRequestError(`The URL ${path} is not validly percent-encoded (a % must be followed by two hexadecimal digits naming UTF-8 bytes).`);
+      : new BadRequestError(
+          `The URL ${path} is not validly percent-encoded (a % must be followed by two hexadecimal digits naming UTF-8 bytes).`,
+        );
   sendProblem(request, reply, problem);
 }
 

@@ -14,7 +14,10 @@ export function sendRecord(request: FastifyRequest, reply: FastifyReply, record:
 /** A representation with its entity tag (strong or weak); 304 on GET/HEAD when If-None-Match names it. */
 export function sendTagged(request: FastifyRequest, reply: FastifyReply, body: unknown, etag: string, status = 200) {
   reply.header('etag', etag);
-  if ((request.method === 'GET' || request.method === 'HEAD') && ifNoneMatchHits(request.headers['if-none-match'], etag)) {
+  if (
+    (request.method === 'GET' || request.method === 'HEAD') &&
+    ifNoneMatchHits(request.headers['if-none-match'], etag)
+  ) {
     return reply.code(304).removeHeader('content-type').send();
   }
   return reply.code(status).send(body);

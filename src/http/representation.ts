@@ -46,7 +46,12 @@ export function registerRepresentations(app: FastifyInstance): void {
     addVary(reply, 'Accept');
     const format = chooseFormat(request.headers.accept, formats);
     if (format === undefined) {
-      done(new NotAcceptableError(request.headers.accept ?? '', formats.map((available) => MEDIA_TYPES[available].data)));
+      done(
+        new NotAcceptableError(
+          request.headers.accept ?? '',
+          formats.map((available) => MEDIA_TYPES[available].data),
+        ),
+      );
       return;
     }
     request.format = format;
@@ -61,13 +66,17 @@ export function registerRepresentations(app: FastifyInstance): void {
   // Bodies are read as bytes and decoded strictly (decodeUtf8), never with silent replacement;
   // what they parse to is checked for text rowi refuses (assertStorableText) before validation.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'buffer' }, (request, body, done) => {
-    try {
-      done(null, parseJsonBody(request, body as Buffer));
-    } catch (error) {
-      done(error as Error, undefined);
-    }
-  });
+  app.addContentTypeParser(
+    ['application/json', 'application/merge-patch+json'],
+    { parseAs: 'buffer' },
+    (request, body, done) => {
+      try {
+        done(null, parseJsonBody(request, body as Buffer));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    },
+  );
   app.addContentTypeParser(['application/xml', 'text/xml'], { parseAs: 'buffer' }, (request, body, done) => {
     try {
       checkMediaType(request);
@@ -88,7 +97,10 @@ export function registerRepresentations(app: FastifyInstance): void {
 const genericXml = compileXmlSerializer({}, 'response');
 
 function describeRepresentations(route: RouteOptions): void {
-  const responses = (route.schema?.response ?? {}) as Record<string, { content?: Record<string, { schema: XmlSchema }> }>;
+  const responses = (route.schema?.response ?? {}) as Record<
+    string,
+    { content?: Record<string, { schema: XmlSchema }> }
+  >;
   const formats = new Set<Format>();
   const xmlSerializers: Record<string, (value: unknown) => string> = {};
   for (const [status, response] of Object.entries(responses)) {
@@ -100,12 +112,20 @@ function describeRepresentations(route: RouteOptions): void {
       xmlSerializers[status] = compileXmlSerializer(xml.schema);
     }
   }
-  const marks = route.schema as { 'x-json-fixed-by'?: string; 'x-event-stream'?: true; 'x-fixed-media-type'?: string } | undefined;
+  const marks = route.schema as
+    { 'x-json-fixed-by'?: string; 'x-event-stream'?: true; 'x-fixed-media-type'?: string } | undefined;
   // An event stream is negotiated by nobody: its problems are JSON, like those of a fixed format.
-  const jsonFixed = marks?.['x-json-fixed-by'] !== undefined || marks?.['x-event-stream'] === true || marks?.['x-fixed-media-type'] !== undefined;
+  const jsonFixed =
+    marks?.['x-json-fixed-by'] !== undefined ||
+    marks?.['x-event-stream'] === true ||
+    marks?.['x-fixed-media-type'] !== undefined;
   route.config = {
     ...route.config,
-    formats: jsonFixed ? ['json'] : formats.size === 0 ? BOTH_FORMATS : BOTH_FORMATS.filter((format) => formats.has(format)),
+    formats: jsonFixed
+      ? ['json']
+      : formats.size === 0
+        ? BOTH_FORMATS
+        : BOTH_FORMATS.filter((format) => formats.has(format)),
     jsonFixed,
     xmlSerializers,
   };
@@ -130,7 +150,11 @@ function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {
 /** A body with no content is no body for routes that take none, and malformed for the rest. */
 function emptyBody(request: FastifyRequest): undefined {
   if (request.routeOptions.schema?.body === undefined) return undefined;
-  throw new BadRequestError(`The body is empty but Content-Type says it is ${mediaTypeOf(request.headers['content-type'])}.`, undefined, 'malformed-body');
+  throw new BadRequestError(
+    `The body is empty but Content-Type says it is ${mediaTypeOf(request.headers['content-type'])}.`,
+    undefined,
+    'malformed-body',
+  );
 }
 
 /** A route takes only the media types its schema lists in `consumes`, and only as UTF-8. */
@@ -159,11 +183,20 @@ export function scanJson(text: string): void {
       else if (char === 34 /* " */) inString = false;
     } else if (char === 34) inString = true;
     else if (char === 123 /* { */ || char === 91 /* [ */) {
-      if (++depth > JSON_LIMITS.depth) throw new BadRequestError(`The JSON body is nested deeper than ${JSON_LIMITS.depth} levels.`, undefined, 'body-too-deep');
+      if (++depth > JSON_LIMITS.depth)
+        throw new BadRequestError(
+          `The JSON body is nested deeper than ${JSON_LIMITS.depth} levels.`,
+          undefined,
+          'body-too-deep',
+        );
     } else if (char === 125 /* } */ || char === 93 /* ] */) depth--;
     else if (char === 44 /* , */ || char === 58 /* : */) {
       if (++values > JSON_LIMITS.values) {
-        throw new BadRequestError(`The JSON body holds more than ${JSON_LIMITS.values} values (members and items); rowi's documents need far fewer.`, undefined, 'body-too-complex');
+        throw new BadRequestError(
+          `The JSON body holds more than ${JSON_LIMITS.values} values (members and items); rowi's documents need far fewer.`,
+          undefined,
+          'body-too-complex',
+        );
       }
     }
   }

@@ -46,7 +46,8 @@ function randomHex(bytes: number): string {
     }
     const start = poolOffset;
     poolOffset += bytes;
-    for (let index = start; index < poolOffset; index++) if (randomPool[index] !== 0) return randomPool.toString('hex', start, poolOffset);
+    for (let index = start; index < poolOffset; index++)
+      if (randomPool[index] !== 0) return randomPool.toString('hex', start, poolOffset);
   }
 }
 
@@ -63,7 +64,12 @@ export function traceOf(request: Traced): TraceContext {
   if (trace !== undefined) return trace;
   const header = request.headers.traceparent;
   const match = typeof header === 'string' ? TRACEPARENT.exec(header.trim()) : null;
-  const valid = match !== null && match[1] !== 'ff' && (match[1] !== '00' || match[5] === undefined) && match[2] !== ZERO_TRACE && match[3] !== ZERO_PARENT;
+  const valid =
+    match !== null &&
+    match[1] !== 'ff' &&
+    (match[1] !== '00' || match[5] === undefined) &&
+    match[2] !== ZERO_TRACE &&
+    match[3] !== ZERO_PARENT;
   const spanId = randomHex(8);
   trace = valid ? { traceId: match[2]!, spanId, flags: match[4]! } : { traceId: randomHex(16), spanId, flags: '00' };
   request[TRACE] = trace;
@@ -80,7 +86,12 @@ export function traceResponseOf(request: IncomingMessage): string {
  * Fastify's childLoggerFactory: every log line of a request carries its request id (`reqId`) and
  * its trace id (`trace_id`), so a caller's trace finds rowi's lines.
  */
-export function requestLogger(logger: FastifyBaseLogger, bindings: Record<string, unknown>, options: object, raw: IncomingMessage): FastifyBaseLogger {
+export function requestLogger(
+  logger: FastifyBaseLogger,
+  bindings: Record<string, unknown>,
+  options: object,
+  raw: IncomingMessage,
+): FastifyBaseLogger {
   // Fastify makes `bindings` for this request alone: adding to it saves a copy per request.
   bindings.trace_id = traceOf(raw).traceId;
   return logger.child(bindings, options);

@@ -37,7 +37,11 @@ export function registerRequestMetrics(app: FastifyInstance): void {
     reply.raw.once('close', () => {
       inFlight.count--;
       const status = reply.raw.headersSent ? reply.statusCode : 499;
-      seriesOf(templateOf(request), request.method, STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`).observe((performance.now() - start) / 1000);
+      seriesOf(
+        templateOf(request),
+        request.method,
+        STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`,
+      ).observe((performance.now() - start) / 1000);
     });
     done();
   });

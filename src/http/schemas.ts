@@ -8,7 +8,11 @@ import { MEDIA_TYPES } from './negotiate.js';
  */
 
 /** Ids are positive integers that JavaScript and JSON clients can hold exactly. */
-export const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'server-assigned identifier' });
+export const Id = Type.Integer({
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description: 'server-assigned identifier',
+});
 
 export const IdParams = Type.Object({ id: Id });
 
@@ -18,19 +22,31 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 33
 export const RecordFields = {
   id: Type.Integer({ ...Id, readOnly: true }),
   created_at: Type.String({ ...Timestamp, readOnly: true, description: 'when the record was created (RFC 3339, UTC)' }),
-  updated_at: Type.String({ ...Timestamp, readOnly: true, description: 'when the record last changed (RFC 3339, UTC)' }),
+  updated_at: Type.String({
+    ...Timestamp,
+    readOnly: true,
+    description: 'when the record last changed (RFC 3339, UTC)',
+  }),
 };
 
 /** A string field that may also be null. */
 export const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** A display name: 1–200 characters, at least one of them visible, none refused as free text (free-text.ts). */
-export const DisplayName = freeText({ minLength: 1, maxLength: 200, visible: true, description: 'display name, 1–200 characters' });
+export const DisplayName = freeText({
+  minLength: 1,
+  maxLength: 200,
+  visible: true,
+  description: 'display name, 1–200 characters',
+});
 
 /** What an operation's description says of its conditional headers, in the same words everywhere. */
-export const CONDITIONAL_WRITE = 'With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).';
+export const CONDITIONAL_WRITE =
+  'With If-Match, only while the stored ETag matches (412 precondition-failed otherwise).';
 export const CONDITIONAL_READ = 'With If-None-Match naming the current ETag, 304 without a body.';
-export const IfMatchHeaders = Type.Object({ 'if-match': Type.Optional(Type.String({ description: 'ETag the change is conditional on (412 when stale)' })) });
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ description: 'ETag the change is conditional on (412 when stale)' })),
+});
 export const IfNoneMatchHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'ETag of the copy the client holds (304 when current)' })),
 });
@@ -103,7 +119,9 @@ export function problemResponse(status: number) {
     headers: {
       ...RESPONSE_HEADERS.requestId,
       ...RESPONSE_HEADERS.rateLimit,
-      ...(status === 503 || status === 429 || status === 502 || status === 507 ? { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } } : {}),
+      ...(status === 503 || status === 429 || status === 502 || status === 507
+        ? { 'Retry-After': { type: 'string', description: 'seconds to wait before retrying' } }
+        : {}),
     },
     content: {
       [MEDIA_TYPES.json.problem]: { schema: problemRef },
@@ -115,20 +133,33 @@ export function problemResponse(status: number) {
 const header = (description: string, schema: TSchema = Type.String()) => ({ ...schema, description });
 
 export const RESPONSE_HEADERS = {
-  requestId: { 'X-Request-Id': header('the request id (the caller\'s when it sent a sane one)') },
+  requestId: { 'X-Request-Id': header("the request id (the caller's when it sent a sane one)") },
   etag: { ETag: header('strong entity tag of this representation; send it in If-Match / If-None-Match') },
   location: { Location: header('path of the created resource') },
   link: { Link: header('RFC 8288 links; rel="next" when there is a next page') },
   rateLimit: {
-    'RateLimit-Policy': header('the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes'),
-    RateLimit: header('where the caller stands in each policy: "name";r=<remaining>;t=<seconds until the quota is whole>'),
+    'RateLimit-Policy': header(
+      'the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes',
+    ),
+    RateLimit: header(
+      'where the caller stands in each policy: "name";r=<remaining>;t=<seconds until the quota is whole>',
+    ),
   },
   cache: {
-    'Cache-Control': header('how long the weather may be reused: private, max-age=<TTL> for a provider answer (with Age), private, no-cache for recorded or stale weather'),
-    Age: header('seconds since rowi received this weather from the provider (RFC 9111 §5.1); 0 for recorded weather', Type.Integer({ minimum: 0 })),
-    'Cache-Status': header('RFC 9211: how rowi\'s cache of the provider answered (hit, fwd=uri-miss|stale, fwd-status, ttl, stored, collapsed, detail on failure); only when the provider was involved'),
+    'Cache-Control': header(
+      'how long the weather may be reused: private, max-age=<TTL> for a provider answer (with Age), private, no-cache for recorded or stale weather',
+    ),
+    Age: header(
+      'seconds since rowi received this weather from the provider (RFC 9111 §5.1); 0 for recorded weather',
+      Type.Integer({ minimum: 0 }),
+    ),
+    'Cache-Status': header(
+      "RFC 9211: how rowi's cache of the provider answered (hit, fwd=uri-miss|stale, fwd-status, ttl, stored, collapsed, detail on failure); only when the provider was involved",
+    ),
   },
-  replayed: { 'Idempotent-Replayed': header('"true" when the response replays an earlier one with the same Idempotency-Key') },
+  replayed: {
+    'Idempotent-Replayed': header('"true" when the response replays an earlier one with the same Idempotency-Key'),
+  },
 };
 
 /** A success response available as JSON and XML (or only the formats given). */
@@ -147,7 +178,11 @@ export function representation(
 
 /** A response without a body (204, 304). */
 export function noContent(description: string, headers: Record<string, unknown> = {}) {
-  return { description, type: 'null', headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit, ...headers } } as const;
+  return {
+    description,
+    type: 'null',
+    headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit, ...headers },
+  } as const;
 }
 
 export const REQUEST_BODY_TYPES = {
@@ -211,7 +246,17 @@ interface OperationSpec {
 export function operation<const S extends OperationSpec>(spec: S) {
   // 400 on any route: a URL that is not validly percent-encoded, credentials in the query string,
   // a NUL in a query parameter are refused before the route is reached.
-  const statuses = new Set([400, ...(spec.jsonFixedBy === undefined && spec.eventStream === undefined && spec.fixedMediaType === undefined ? [406] : []), 413, 429, 500, 503, ...(spec.problems ?? [])]);
+  const statuses = new Set([
+    400,
+    ...(spec.jsonFixedBy === undefined && spec.eventStream === undefined && spec.fixedMediaType === undefined
+      ? [406]
+      : []),
+    413,
+    429,
+    500,
+    503,
+    ...(spec.problems ?? []),
+  ]);
   // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
   if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
   if (spec.params) statuses.add(404);
@@ -219,7 +264,16 @@ export function operation<const S extends OperationSpec>(spec: S) {
   if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);
   for (const status of spec.omitProblems ?? []) statuses.delete(status);
   const problems = Object.fromEntries([...statuses].sort().map((status) => [status, problemResponse(status)]));
-  const { problems: _problems, omitProblems: _omitProblems, jsonFixedBy, eventStream, fixedMediaType, permission, response, ...rest } = spec;
+  const {
+    problems: _problems,
+    omitProblems: _omitProblems,
+    jsonFixedBy,
+    eventStream,
+    fixedMediaType,
+    permission,
+    response,
+    ...rest
+  } = spec;
   return {
     ...rest,
     ...(eventStream === undefined ? {} : { 'x-event-stream': true }),
@@ -236,5 +290,8 @@ export function operation<const S extends OperationSpec>(spec: S) {
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
     response: { ...problems, ...response },
-  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy' | 'eventStream' | 'fixedMediaType'> & { response: S['response']; 'x-permission': RoutePermission };
+  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy' | 'eventStream' | 'fixedMediaType'> & {
+    response: S['response'];
+    'x-permission': RoutePermission;
+  };
 }

@@ -28,8 +28,19 @@ export function serializerFactory(): SerializerFactory {
 
 /** Rules of a value, as opposed to its shape: they validate input, and mean nothing to a writer. */
 const VALUE_RULES = new Set([
-  'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum',
-  'multipleOf', 'enum', 'minItems', 'maxItems', 'uniqueItems',
+  'format',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'enum',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
 ]);
 
 /**

@@ -19,9 +19,11 @@ export function decodeUtf8(body: Buffer): string {
     return utf8.decode(body);
   } catch {
     const at = invalidUtf8Offset(body);
-    throw new BadRequestError(`The body is not valid UTF-8: the bytes at offset ${at} are not a UTF-8 character; send the body in UTF-8.`, [
-      { in: 'body', pointer: '#', detail: `is not UTF-8 at byte ${at}` },
-    ], 'malformed-body');
+    throw new BadRequestError(
+      `The body is not valid UTF-8: the bytes at offset ${at} are not a UTF-8 character; send the body in UTF-8.`,
+      [{ in: 'body', pointer: '#', detail: `is not UTF-8 at byte ${at}` }],
+      'malformed-body',
+    );
   }
 }
 
@@ -30,12 +32,27 @@ function invalidUtf8Offset(bytes: Buffer): number {
   let index = 0;
   while (index < bytes.length) {
     const lead = bytes[index]!;
-    const length = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    const length =
+      lead < 0x80
+        ? 1
+        : lead >= 0xc2 && lead <= 0xdf
+          ? 2
+          : lead >= 0xe0 && lead <= 0xef
+            ? 3
+            : lead >= 0xf0 && lead <= 0xf4
+              ? 4
+              : 0;
     if (length === 0 || index + length > bytes.length) return index;
     for (let next = 1; next < length; next++) if ((bytes[index + next]! & 0xc0) !== 0x80) return index;
     const second = bytes[index + 1]!;
     // Overlong forms, UTF-16 surrogates and code points past U+10FFFF.
-    if ((lead === 0xe0 && second < 0xa0) || (lead === 0xed && second > 0x9f) || (lead === 0xf0 && second < 0x90) || (lead === 0xf4 && second > 0x8f)) return index;
+    if (
+      (lead === 0xe0 && second < 0xa0) ||
+      (lead === 0xed && second > 0x9f) ||
+      (lead === 0xf0 && second < 0x90) ||
+      (lead === 0xf4 && second > 0x8f)
+    )
+      return index;
     index += length;
   }
   return index;
@@ -69,7 +86,8 @@ function refusedIn(value: unknown, path: string[]): string | undefined {
   }
   for (const key in value) {
     const inName = refusedString(key);
-    const found = inName === undefined ? refusedIn((value as Record<string, unknown>)[key], path) : `its name ${inName}`;
+    const found =
+      inName === undefined ? refusedIn((value as Record<string, unknown>)[key], path) : `its name ${inName}`;
     if (found !== undefined) {
       path.unshift(key);
       return found;
@@ -83,14 +101,16 @@ type WellFormedCheck = string & { isWellFormed(): boolean };
 
 function refusedString(text: string): string | undefined {
   if (text.includes('\u0000')) return 'contains a NUL character (U+0000), which rowi refuses in any text';
-  if (!(text as WellFormedCheck).isWellFormed()) return 'contains a lone surrogate (a \\uD800–\\uDFFF escape without its pair), which is not Unicode';
+  if (!(text as WellFormedCheck).isWellFormed())
+    return 'contains a lone surrogate (a \\uD800–\\uDFFF escape without its pair), which is not Unicode';
   return undefined;
 }
 
 /** 400 malformed-body when a parsed body holds refused text. */
 export function assertStorableText(body: unknown): void {
   const found = findRefusedText(body);
-  if (found) throw new BadRequestError(`The body is refused: ${found.pointer} ${found.detail}.`, [found], 'malformed-body');
+  if (found)
+    throw new BadRequestError(`The body is refused: ${found.pointer} ${found.detail}.`, [found], 'malformed-body');
 }
 
 /** Query strings: NUL (%00) in any parameter is refused with 400 before the request goes further. */
@@ -100,10 +120,18 @@ export function registerQueryTextCheck(app: FastifyInstance): void {
     // Only a %00 can put a NUL in a parsed query string: most requests cost one search.
     if (query === -1 || !/%00/.test(request.url.slice(query))) return done();
     const parameters = request.query as Record<string, unknown>;
-    const name = Object.keys(parameters).find((key) => key.includes('\u0000') || [parameters[key]].flat().some((value) => String(value).includes('\u0000')));
+    const name = Object.keys(parameters).find(
+      (key) => key.includes('\u0000') || [parameters[key]].flat().some((value) => String(value).includes('\u0000')),
+    );
     // The NUL itself is left out of the name as the problem repeats it.
     const shown = (name ?? '').split('\u0000').join('');
     const detail = 'contains a NUL character (%00), which rowi refuses in any text';
-    done(new BadRequestError(`Query parameter ${shown || '(a name)'} ${detail}.`, [{ in: 'query', pointer: `#/${shown}`, detail }], 'invalid-query'));
+    done(
+      new BadRequestError(
+        `Query parameter ${shown || '(a name)'} ${detail}.`,
+        [{ in: 'query', pointer: `#/${shown}`, detail }],
+        'invalid-query',
+      ),
+    );
   });
 }

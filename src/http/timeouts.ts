@@ -37,7 +37,9 @@ export interface ServerTimeouts {
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1000;
 const IDLE_GRACE_MS = 5000;
 
-export function serverTimeouts(config: Pick<Config, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'handlerTimeout'>): ServerTimeouts {
+export function serverTimeouts(
+  config: Pick<Config, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'handlerTimeout'>,
+): ServerTimeouts {
   // Node refuses a header bound past the request bound, which includes the headers.
   if (config.headersTimeout > config.requestTimeout) {
     throw new ConfigError(
@@ -133,7 +135,12 @@ export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoExc
 }
 
 function clientError(code: string | undefined): AppError {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('request-timeout', 'The request did not arrive in time (headers or body too slow); the connection is closed.');
-  if (code === 'HPE_HEADER_OVERFLOW') return new AppError('headers-too-large', 'The request headers are too large; the connection is closed.');
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return new AppError(
+      'request-timeout',
+      'The request did not arrive in time (headers or body too slow); the connection is closed.',
+    );
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return new AppError('headers-too-large', 'The request headers are too large; the connection is closed.');
   return new AppError('bad-request', 'The request could not be parsed as HTTP/1.1; the connection is closed.');
 }

@@ -31,16 +31,29 @@ export interface TransportOptions {
  * connection (timeouts.ts).
  */
 export function transportOptions(config: Config): TransportOptions {
-  const { headersTimeout, requestTimeout, keepAliveTimeout, connectionTimeout, connectionsCheckingInterval } = serverTimeouts(config);
+  const { headersTimeout, requestTimeout, keepAliveTimeout, connectionTimeout, connectionsCheckingInterval } =
+    serverTimeouts(config);
   const node: NodeServerTimeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval };
   // Fastify passes `http` to http.createServer only; an HTTPS server takes them with its TLS options.
-  const options: TransportOptions = { http: node, connectionTimeout, keepAliveTimeout, requestTimeout, clientErrorHandler };
+  const options: TransportOptions = {
+    http: node,
+    connectionTimeout,
+    keepAliveTimeout,
+    requestTimeout,
+    clientErrorHandler,
+  };
   if (config.tlsCert !== '') {
-    const tls = { cert: readPem(config.tlsCert, 'ROWI_TLS_CERT'), key: readPem(config.tlsKey, 'ROWI_TLS_KEY'), minVersion: 'TLSv1.2' as const };
+    const tls = {
+      cert: readPem(config.tlsCert, 'ROWI_TLS_CERT'),
+      key: readPem(config.tlsKey, 'ROWI_TLS_KEY'),
+      minVersion: 'TLSv1.2' as const,
+    };
     try {
       createSecureContext(tls);
     } catch (error) {
-      throw new ConfigError(`ROWI_TLS_CERT and ROWI_TLS_KEY are not a usable PEM certificate and matching private key: ${(error as Error).message}`);
+      throw new ConfigError(
+        `ROWI_TLS_CERT and ROWI_TLS_KEY are not a usable PEM certificate and matching private key: ${(error as Error).message}`,
+      );
     }
     options.https = { ...tls, ...node };
   }

@@ -24,13 +24,17 @@ export function validationError(errors: ErrorObject[], context: string, url: str
   if (where === 'body') {
     const listed = allErrors.length > MAX_FIELD_ERRORS ? `; the first ${MAX_FIELD_ERRORS} are listed` : '';
     return new UnprocessableError(
-      fieldErrors.length === 1 ? `The body is invalid: ${fieldErrors[0]!.pointer} ${fieldErrors[0]!.detail}.` : `The body has ${allErrors.length} invalid fields${listed}.`,
+      fieldErrors.length === 1
+        ? `The body is invalid: ${fieldErrors[0]!.pointer} ${fieldErrors[0]!.detail}.`
+        : `The body has ${allErrors.length} invalid fields${listed}.`,
       fieldErrors,
     );
   }
   const [first] = fieldErrors;
   return new BadRequestError(
-    first ? `${where === 'query' ? 'Query parameter' : 'Header'} ${first.pointer.slice(2) || '(all)'} ${first.detail}.` : 'The request is invalid.',
+    first
+      ? `${where === 'query' ? 'Query parameter' : 'Header'} ${first.pointer.slice(2) || '(all)'} ${first.detail}.`
+      : 'The request is invalid.',
     fieldErrors,
     where === 'query' ? 'invalid-query' : 'invalid-header',
   );
@@ -60,7 +64,12 @@ function mergeChoices(errors: ErrorObject[]): ErrorObject[] {
 
 function describe(error: ErrorObject, where: FieldError['in']): FieldError {
   const params = error.params as Record<string, unknown>;
-  const member = error.keyword === 'required' ? params.missingProperty : error.keyword === 'additionalProperties' ? params.additionalProperty : undefined;
+  const member =
+    error.keyword === 'required'
+      ? params.missingProperty
+      : error.keyword === 'additionalProperties'
+        ? params.additionalProperty
+        : undefined;
   const path = member === undefined ? error.instancePath : `${error.instancePath}/${escapePointer(String(member))}`;
   return { in: where, pointer: `#${path}`, detail: explain(error, where) };
 }
@@ -106,7 +115,8 @@ const FORMAT_NAMES: Record<string, string> = {
 };
 
 function article(type: string): string {
-  const name = type === 'object' ? 'an object' : type === 'array' ? 'an array' : type === 'integer' ? 'an integer' : `a ${type}`;
+  const name =
+    type === 'object' ? 'an object' : type === 'array' ? 'an array' : type === 'integer' ? 'an integer' : `a ${type}`;
   return type === 'null' ? 'null' : name;
 }
 

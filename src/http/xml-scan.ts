@@ -8,7 +8,13 @@ import { BadRequestError } from '../errors.js';
  * element took 1.75 s of CPU), stalling every request of the process meanwhile; within these
  * bounds a document costs them a few milliseconds, and anything larger is refused by the scan.
  */
-export const XML_LIMITS = { depth: 32, elements: 2000, attributesPerElement: 16, attributes: 2000, textCharacters: 128 * 1024 } as const;
+export const XML_LIMITS = {
+  depth: 32,
+  elements: 2000,
+  attributesPerElement: 16,
+  attributes: 2000,
+  textCharacters: 128 * 1024,
+} as const;
 
 /** Names that would reach a JavaScript object as a key with a meaning of its own (prototype pollution). */
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
@@ -31,7 +37,8 @@ export function scanXml(text: string): void {
   /** Text, attribute values, CDATA, comments and processing instructions, as written, count toward XML_LIMITS.textCharacters. */
   const checkText = (from: number, to: number, references: boolean) => {
     characters += to - from;
-    if (characters > XML_LIMITS.textCharacters) throw tooComplex(`more than ${XML_LIMITS.textCharacters / 1024} KiB of text`);
+    if (characters > XML_LIMITS.textCharacters)
+      throw tooComplex(`more than ${XML_LIMITS.textCharacters / 1024} KiB of text`);
     checkCharacters(text, from, to, references);
   };
   let index = 0;
@@ -79,7 +86,11 @@ export function scanXml(text: string): void {
     checkName(element, 'element');
     if (++elements > XML_LIMITS.elements) throw tooComplex(`more than ${XML_LIMITS.elements} elements`);
     if (++depth > XML_LIMITS.depth) {
-      throw new BadRequestError(`The XML body is nested deeper than ${XML_LIMITS.depth} levels.`, undefined, 'body-too-deep');
+      throw new BadRequestError(
+        `The XML body is nested deeper than ${XML_LIMITS.depth} levels.`,
+        undefined,
+        'body-too-deep',
+      );
     }
     let own = 0;
     for (;;) {
@@ -98,7 +109,8 @@ export function scanXml(text: string): void {
       if (nameEnd === position) return;
       const attribute = text.slice(position, nameEnd);
       checkName(attribute, 'attribute');
-      if (++own > XML_LIMITS.attributesPerElement) throw tooComplex(`an element with more than ${XML_LIMITS.attributesPerElement} attributes`);
+      if (++own > XML_LIMITS.attributesPerElement)
+        throw tooComplex(`an element with more than ${XML_LIMITS.attributesPerElement} attributes`);
       if (++attributes > XML_LIMITS.attributes) throw tooComplex(`more than ${XML_LIMITS.attributes} attributes`);
       position = skipSpace(text, nameEnd);
       if (text.charCodeAt(position) !== 61 /* = */) return;
@@ -139,7 +151,11 @@ function checkName(name: string, kind: 'element' | 'attribute'): void {
   // With namespace prefixes removed (x:__proto__ is read as __proto__), the local name is what counts.
   const local = name.slice(name.lastIndexOf(':') + 1);
   if (RESERVED_NAMES.has(local)) {
-    throw new BadRequestError(`The XML body has an ${kind} named ${name}; the names __proto__, constructor and prototype are refused.`, undefined, 'malformed-body');
+    throw new BadRequestError(
+      `The XML body has an ${kind} named ${name}; the names __proto__, constructor and prototype are refused.`,
+      undefined,
+      'malformed-body',
+    );
   }
 }
 
@@ -169,15 +185,19 @@ function checkAttribute(element: string, attribute: string, value: string): void
 function checkDeclaration(declaration: string): void {
   const encoding = /\sencoding\s*=\s*(["'])([^"']*)\1/.exec(declaration)?.[2];
   if (encoding !== undefined && encoding.toLowerCase() !== 'utf-8') {
-    throw new BadRequestError(`The XML declaration names the encoding ${encoding}; rowi reads XML bodies in UTF-8 only: send UTF-8 and declare encoding="UTF-8" or none.`, [
-      { in: 'body', pointer: '#', detail: `declares encoding="${encoding}"` },
-    ], 'malformed-body');
+    throw new BadRequestError(
+      `The XML declaration names the encoding ${encoding}; rowi reads XML bodies in UTF-8 only: send UTF-8 and declare encoding="UTF-8" or none.`,
+      [{ in: 'body', pointer: '#', detail: `declares encoding="${encoding}"` }],
+      'malformed-body',
+    );
   }
   const version = /\sversion\s*=\s*(["'])([^"']*)\1/.exec(declaration)?.[2];
   if (version !== undefined && version !== '1.0') {
-    throw new BadRequestError(`The XML declaration names version ${version}; rowi reads XML 1.0 only: declare version="1.0".`, [
-      { in: 'body', pointer: '#', detail: `declares version="${version}"` },
-    ], 'malformed-body');
+    throw new BadRequestError(
+      `The XML declaration names version ${version}; rowi reads XML 1.0 only: declare version="1.0".`,
+      [{ in: 'body', pointer: '#', detail: `declares version="${version}"` }],
+      'malformed-body',
+    );
   }
 }
 
@@ -208,19 +228,38 @@ function checkReference(name: string): void {
     const digits = name.slice(hex ? 2 : 1);
     if (!(hex ? /^[0-9A-Fa-f]{1,8}$/ : /^\d{1,10}$/).test(digits)) return;
     const code = Number.parseInt(digits, hex ? 16 : 10);
-    const allowed = code === 9 || code === 10 || code === 13 || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+    const allowed =
+      code === 9 ||
+      code === 10 ||
+      code === 13 ||
+      (code >= 0x20 && code <= 0xd7ff) ||
+      (code >= 0xe000 && code <= 0xfffd) ||
+      (code >= 0x10000 && code <= 0x10ffff);
     if (!allowed) throw notAllowed(code, `&${name};`);
     return;
   }
   if (!PREDEFINED_ENTITIES.has(name)) {
-    throw new BadRequestError(`The XML body refers to the entity &${name};, which is not defined: XML without a DTD has only &lt; &gt; &amp; &apos; &quot; (use a character reference such as &#160; instead).`, undefined, 'malformed-body');
+    throw new BadRequestError(
+      `The XML body refers to the entity &${name};, which is not defined: XML without a DTD has only &lt; &gt; &amp; &apos; &quot; (use a character reference such as &#160; instead).`,
+      undefined,
+      'malformed-body',
+    );
   }
 }
 
 function notAllowed(code: number, written?: string): BadRequestError {
   const character = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
-  if (code === 0) return new BadRequestError(`The XML body contains a NUL character (U+0000${written ? `, written ${written}` : ''}); rowi refuses NUL in any text.`, undefined, 'malformed-body');
-  return new BadRequestError(`The XML body contains ${written ? `a reference ${written} to ` : ''}the character ${character}, which XML 1.0 does not allow.`, undefined, 'malformed-body');
+  if (code === 0)
+    return new BadRequestError(
+      `The XML body contains a NUL character (U+0000${written ? `, written ${written}` : ''}); rowi refuses NUL in any text.`,
+      undefined,
+      'malformed-body',
+    );
+  return new BadRequestError(
+    `The XML body contains ${written ? `a reference ${written} to ` : ''}the character ${character}, which XML 1.0 does not allow.`,
+    undefined,
+    'malformed-body',
+  );
 }
 
 function tooComplex(what: string): BadRequestError {

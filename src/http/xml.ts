@@ -39,7 +39,13 @@ export function compileXmlSerializer(schema: XmlSchema, fallbackRoot = 'response
   };
 }
 
-function writeElement(parts: string[], name: string, value: unknown, schema: XmlSchema | undefined, namespace?: string): void {
+function writeElement(
+  parts: string[],
+  name: string,
+  value: unknown,
+  schema: XmlSchema | undefined,
+  namespace?: string,
+): void {
   const open = namespace ? `<${name} xmlns="${escapeXml(namespace)}"` : `<${name}`;
   if (value === null || value === undefined) {
     parts.push(`${open} ${NIL}="true"/>`);
@@ -60,7 +66,9 @@ function writeElement(parts: string[], name: string, value: unknown, schema: Xml
     // allows (problem extensions); a closed schema writes nothing it does not declare.
     const declared = shape?.properties ? Object.keys(shape.properties) : [];
     const allowsOthers = shape?.additionalProperties !== false;
-    const keys = allowsOthers ? [...declared, ...Object.keys(record).filter((key) => !declared.includes(key))] : declared;
+    const keys = allowsOthers
+      ? [...declared, ...Object.keys(record).filter((key) => !declared.includes(key))]
+      : declared;
     for (const key of keys) {
       if (record[key] !== undefined) writeElement(parts, key, record[key], shape?.properties?.[key]);
     }
@@ -112,20 +120,32 @@ const parser = new XMLParser({
  */
 export function parseXmlBody(text: string, schema: XmlSchema | undefined): unknown {
   if (/<!DOCTYPE|<!ENTITY/i.test(text)) {
-    throw new BadRequestError('XML with a DOCTYPE or entity declarations is refused.', undefined, 'xml-doctype-refused');
+    throw new BadRequestError(
+      'XML with a DOCTYPE or entity declarations is refused.',
+      undefined,
+      'xml-doctype-refused',
+    );
   }
   scanXml(text);
   const verdict = XMLValidator.validate(text, { allowBooleanAttributes: false });
   if (verdict !== true) {
     const { msg, line, col } = verdict.err;
-    throw new BadRequestError(`The body is not well-formed XML: ${msg} (line ${line}, column ${col}).`, undefined, 'malformed-body');
+    throw new BadRequestError(
+      `The body is not well-formed XML: ${msg} (line ${line}, column ${col}).`,
+      undefined,
+      'malformed-body',
+    );
   }
   let document: Record<string, unknown>;
   try {
     document = parser.parse(text) as Record<string, unknown>;
   } catch (error) {
     // scanXml and the validator leave nothing the parser refuses; should they ever, it is still the body's fault.
-    throw new BadRequestError(`The body is not XML rowi can read: ${(error as Error).message}.`, undefined, 'malformed-body');
+    throw new BadRequestError(
+      `The body is not XML rowi can read: ${(error as Error).message}.`,
+      undefined,
+      'malformed-body',
+    );
   }
   const roots = Object.keys(document);
   // Two root elements of one name come back from the parser as an array under that name.
@@ -134,7 +154,8 @@ export function parseXmlBody(text: string, schema: XmlSchema | undefined): unkno
   }
   const expected = schema?.xml?.name;
   // The root names the representation: a <item> sent to users is not a user with other fields.
-  if (expected !== undefined && roots[0] !== expected) throw wrongElement('#', roots[0]!, `the root element must be <${expected}>`);
+  if (expected !== undefined && roots[0] !== expected)
+    throw wrongElement('#', roots[0]!, `the root element must be <${expected}>`);
   return restoreTypes(document[roots[0]!], schema, '');
 }
 
@@ -154,16 +175,26 @@ function restoreTypes(node: unknown, schema: XmlSchema | undefined, pointer: str
       if (value === '') return {};
       if (!isRecord(value)) return value;
       return Object.fromEntries(
-        Object.entries(value).map(([key, member]) => [key, restoreTypes(member, shape.properties?.[key], `${pointer}/${key}`)]),
+        Object.entries(value).map(([key, member]) => [
+          key,
+          restoreTypes(member, shape.properties?.[key], `${pointer}/${key}`),
+        ]),
       );
     case 'array': {
       if (value === '') return [];
       const itemName = shape.items?.xml?.name ?? ITEM;
       if (!isRecord(value)) return value;
       const other = Object.keys(value).find((key) => key !== itemName);
-      if (other !== undefined) throw wrongElement(`#${pointer}`, other, `each item of ${pointer.slice(1) || 'the list'} is an element <${itemName}>`);
+      if (other !== undefined)
+        throw wrongElement(
+          `#${pointer}`,
+          other,
+          `each item of ${pointer.slice(1) || 'the list'} is an element <${itemName}>`,
+        );
       const items = value[itemName];
-      return (Array.isArray(items) ? items : [items]).map((item, index) => restoreTypes(item, shape.items, `${pointer}/${index}`));
+      return (Array.isArray(items) ? items : [items]).map((item, index) =>
+        restoreTypes(item, shape.items, `${pointer}/${index}`),
+      );
     }
     case 'integer':
       return typeof value === 'string' && INTEGER.test(value) ? Number(value) : value;

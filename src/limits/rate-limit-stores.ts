@@ -37,11 +37,18 @@ export class MemoryStore implements Store {
     const arrival = stored === undefined || stored < now ? now : stored;
     const next = arrival + interval;
     const allowedAt = next - windowMs;
-    if (now < allowedAt) return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
+    if (now < allowedAt)
+      return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
     // At the cap the oldest key goes (a flood of new addresses); sweep() forgets full buckets.
-    if (this.#arrivals.size >= MEMORY_KEYS && stored === undefined) this.#arrivals.delete(this.#arrivals.keys().next().value as string);
+    if (this.#arrivals.size >= MEMORY_KEYS && stored === undefined)
+      this.#arrivals.delete(this.#arrivals.keys().next().value as string);
     this.#arrivals.set(key, next);
-    return { allowed: true, remaining: Math.floor((windowMs - (next - now)) / interval), resetMs: Math.ceil(next - now), retryMs: 0 };
+    return {
+      allowed: true,
+      remaining: Math.floor((windowMs - (next - now)) / interval),
+      resetMs: Math.ceil(next - now),
+      retryMs: 0,
+    };
   }
 
   /** Whether a request now would be refused, without spending from the bucket. */
@@ -73,7 +80,9 @@ redis.call('SET', KEYS[1], string.format('%.3f', nextArrival), 'PX', math.ceil(n
 return {1, math.floor((window - (nextArrival - now)) / interval), math.ceil(nextArrival - now), 0}
 `;
 
-type RedisWithGcra = Redis & { gcra(key: string, interval: string, window: string): Promise<[number, number, number, number]> };
+type RedisWithGcra = Redis & {
+  gcra(key: string, interval: string, window: string): Promise<[number, number, number, number]>;
+};
 
 /** Redis counters, falling back to the memory store (per instance) while Redis cannot answer. */
 export class RedisStore implements Store {
@@ -101,7 +110,8 @@ export class RedisStore implements Store {
     this.#redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA_SCRIPT });
     this.#redis.on('error', (error) => this.#degrade(error));
     this.#redis.on('ready', () => {
-      if (this.#degradedSince !== undefined) this.#log.info('Redis answers again: rate limits are shared between instances again');
+      if (this.#degradedSince !== undefined)
+        this.#log.info('Redis answers again: rate limits are shared between instances again');
       this.#degradedSince = undefined;
     });
   }
@@ -127,7 +137,11 @@ export class RedisStore implements Store {
 
   async take(key: string, quota: number, windowMs: number): Promise<Decision> {
     try {
-      const [allowed, remaining, resetMs, retryMs] = await this.#redis.gcra(`${this.#prefix}${key}`, String(windowMs / quota), String(windowMs));
+      const [allowed, remaining, resetMs, retryMs] = await this.#redis.gcra(
+        `${this.#prefix}${key}`,
+        String(windowMs / quota),
+        String(windowMs),
+      );
       return { allowed: allowed === 1, remaining, resetMs, retryMs };
     } catch (error) {
       this.#degrade(error);

@@ -43,7 +43,6 @@ declare module 'fastify' {
   }
 }
 
-
 /** How long a failed authentication is held back once an address has used half its budget. */
 const FAILURE_DELAY_MS = 250;
 
@@ -75,7 +74,10 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     if (policy === undefined && declared === undefined) return done(null, payload);
     const finish = (decisions: Counted[]) => {
       const single = decisions.length === 1 ? decisions[0]! : undefined;
-      reply.header('ratelimit-policy', single ? single.policy.header : decisions.map((counted) => counted.policy.header).join(', '));
+      reply.header(
+        'ratelimit-policy',
+        single ? single.policy.header : decisions.map((counted) => counted.policy.header).join(', '),
+      );
       reply.header('ratelimit', single ? standing(single) : decisions.map(standing).join(', '));
       const refused = decisions.find(({ decision }) => !decision.allowed);
       if (refused === undefined) return done(null, payload);
@@ -123,22 +125,35 @@ interface Counted {
   decision: Decision;
 }
 
-function count(limiter: RateLimiter, key: string, policy: Policy | undefined, declared: Policy | undefined): Counted[] | Promise<Counted[]> {
+function count(
+  limiter: RateLimiter,
+  key: string,
+  policy: Policy | undefined,
+  declared: Policy | undefined,
+): Counted[] | Promise<Counted[]> {
   const first = policy === undefined ? undefined : limiter.take(key, policy);
-  if (first instanceof Promise) return first.then((decision) => countDeclared(limiter, key, [{ policy: policy!, decision }], declared));
+  if (first instanceof Promise)
+    return first.then((decision) => countDeclared(limiter, key, [{ policy: policy!, decision }], declared));
   return countDeclared(limiter, key, first === undefined ? [] : [{ policy: policy!, decision: first }], declared);
 }
 
 /** The route's declared budget is spent only when the caller's own allowed the request. */
-function countDeclared(limiter: RateLimiter, key: string, counted: Counted[], declared: Policy | undefined): Counted[] | Promise<Counted[]> {
+function countDeclared(
+  limiter: RateLimiter,
+  key: string,
+  counted: Counted[],
+  declared: Policy | undefined,
+): Counted[] | Promise<Counted[]> {
   if (declared === undefined || counted.some(({ decision }) => !decision.allowed)) return counted;
   const decision = limiter.take(key, declared);
-  if (decision instanceof Promise) return decision.then((resolved) => [...counted, { policy: declared, decision: resolved }]);
+  if (decision instanceof Promise)
+    return decision.then((resolved) => [...counted, { policy: declared, decision: resolved }]);
   counted.push({ policy: declared, decision });
   return counted;
 }
 
-const standing = ({ policy, decision }: Counted) => `"${policy.name}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`;
+const standing = ({ policy, decision }: Counted) =>
+  `"${policy.name}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`;
 
 function refusal(policy: Policy, decision: Decision, reply: FastifyReply): AppError {
   metrics.rateLimited.inc({ policy: policy.name });
@@ -147,9 +162,12 @@ function refusal(policy: Policy, decision: Decision, reply: FastifyReply): AppEr
     reply.header('ratelimit-policy', policy.header);
     reply.header('ratelimit', `"${policy.name}";r=0;t=${Math.ceil(decision.resetMs / 1000)}`);
   }
-  return new AppError('rate-limited', `${policy.tooMany}: the "${policy.name}" policy allows ${policy.quota} per ${policy.windowSeconds} s. Retry after ${retryAfter} s.`, {
-    headers: { 'retry-after': String(retryAfter) },
-    extensions: { policy: policy.name, quota: policy.quota, window_seconds: policy.windowSeconds },
-  });
+  return new AppError(
+    'rate-limited',
+    `${policy.tooMany}: the "${policy.name}" policy allows ${policy.quota} per ${policy.windowSeconds} s. Retry after ${retryAfter} s.`,
+    {
+      headers: { 'retry-after': String(retryAfter) },
+      extensions: { policy: policy.name, quota: policy.quota, window_seconds: policy.windowSeconds },
+    },
+  );
 }
-

@@ -25,7 +25,11 @@ export interface Policy {
   tooMany: string;
 }
 
-export function policy(name: Policy['name'], quota: number, tooMany = `This ${name} has made too many requests`): Policy {
+export function policy(
+  name: Policy['name'],
+  quota: number,
+  tooMany = `This ${name} has made too many requests`,
+): Policy {
   return { name, quota, windowSeconds: WINDOW_S, header: `"${name}";q=${quota};w=${WINDOW_S}`, tooMany };
 }
 
@@ -34,7 +38,10 @@ export function policy(name: Policy['name'], quota: number, tooMany = `This ${na
  * of each one's quota per caller, and what its 429 says. A budget is a policy of the same name.
  */
 const BUDGETS = {
-  'orders-create': { quotaOf: (config: Config) => config.rateLimitOrdersCreate, tooMany: 'This caller has placed too many orders' },
+  'orders-create': {
+    quotaOf: (config: Config) => config.rateLimitOrdersCreate,
+    tooMany: 'This caller has placed too many orders',
+  },
 } as const satisfies Partial<Record<Policy['name'], { quotaOf: (config: Config) => number; tooMany: string }>>;
 export type Budget = keyof typeof BUDGETS;
 
@@ -59,16 +66,24 @@ export class RateLimiter {
   /** `namespace`: what identifies the database (instances on one database share their counters). */
   constructor(config: Config, namespace: string, log: FastifyBaseLogger) {
     // External subjects have no role here; they are counted like editors. 0: unlimited.
-    const unlessZero = (name: Policy['name'], quota: number, tooMany?: string) => (quota === 0 ? undefined : policy(name, quota, tooMany));
+    const unlessZero = (name: Policy['name'], quota: number, tooMany?: string) =>
+      quota === 0 ? undefined : policy(name, quota, tooMany);
     this.#policies = {
       address: unlessZero('address', config.rateLimitAnonymous),
       reader: unlessZero('caller', config.rateLimitReader),
       editor: unlessZero('caller', config.rateLimitEditor),
       admin: unlessZero('caller', config.rateLimitAdmin),
-      failures: unlessZero('failed-auth', config.authFailureLimit, 'Too many requests with invalid credentials came from this address'),
+      failures: unlessZero(
+        'failed-auth',
+        config.authFailureLimit,
+        'Too many requests with invalid credentials came from this address',
+      ),
     };
     this.#budgets = Object.fromEntries(
-      Object.entries(BUDGETS).map(([name, budget]) => [name, { policy: unlessZero(name as Budget, budget.quotaOf(config), budget.tooMany), store: new MemoryStore() }]),
+      Object.entries(BUDGETS).map(([name, budget]) => [
+        name,
+        { policy: unlessZero(name as Budget, budget.quotaOf(config), budget.tooMany), store: new MemoryStore() },
+      ]),
     ) as Record<Budget, DeclaredBudget>;
     this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
     this.#sweep = setInterval(() => {
@@ -94,7 +109,11 @@ export class RateLimiter {
   policyOf(principal: Principal | null): Policy | undefined {
     if (principal === null) return this.#policies.address;
     if (principal.rateLimit !== null) return policy('caller', principal.rateLimit);
-    return principal.role === 'reader' ? this.#policies.reader : principal.role === 'admin' ? this.#policies.admin : this.#policies.editor;
+    return principal.role === 'reader'
+      ? this.#policies.reader
+      : principal.role === 'admin'
+        ? this.#policies.admin
+        : this.#policies.editor;
   }
 
   /** A budget a route declares, spent on top of the caller's own; undefined when its quota is 0 (unlimited). */

@@ -15,9 +15,16 @@ export const API_TAGS = [
   { name: 'items', description: 'Things that are sold, with their stock' },
   { name: 'stock', description: 'Stock of an item and its ledger' },
   { name: 'orders', description: 'Orders that reserve stock' },
-  { name: 'weather', description: 'Places, their recorded observations and the current weather (from the provider when one is set)' },
+  {
+    name: 'weather',
+    description: 'Places, their recorded observations and the current weather (from the provider when one is set)',
+  },
   { name: 'events', description: 'Every change as an event: listed, read, or streamed live (Server-Sent Events)' },
-  { name: 'webhook-endpoints', description: 'Where events are POSTed, signed as Standard Webhooks says; deliveries and their attempts (admin only)' },
+  {
+    name: 'webhook-endpoints',
+    description:
+      'Where events are POSTed, signed as Standard Webhooks says; deliveries and their attempts (admin only)',
+  },
   { name: 'callers', description: 'Systems that use the API, their roles, grants and API keys (admin only)' },
   { name: 'audit', description: 'Who did what, when, with which outcome (admin only)' },
   { name: 'auth', description: 'OAuth 2.0 client credentials: tokens, keys and metadata' },

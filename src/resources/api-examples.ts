@@ -9,12 +9,63 @@ const LATER = '2026-06-01T12:05:00.000Z';
 const user = { id: 1, name: 'Ada Lovelace', email: 'ada@example.com', created_at: AT, updated_at: AT };
 const item = { id: 1, name: 'Widget', sku: 'WID-1', price: '2.50', created_at: AT, updated_at: AT };
 const line = { item_id: 1, quantity: 2, unit_price: '2.50', line_total: '5.00' };
-const order = { id: 1, name: 'SO-1001', user_id: 1, status: 'placed', lines: [line], total: '5.00', created_at: AT, updated_at: AT };
-const movement = { id: 2, item_id: 1, kind: 'reserve', quantity_change: -2, reserved_change: 2, quantity_after: 98, reserved_after: 2, order_id: 1, created_at: AT };
-const observation = { id: 1, place: 'tokyo', temperature_c: 12.5, humidity_pct: 60, wind_kph: 8, conditions: 'partly-cloudy', observed_at: '2026-06-01T09:00:00.000Z', source: 'weather-feed', created_at: AT, updated_at: AT };
-const editorScopes = ['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`));
-const caller = { id: 2, name: 'sales-system', role: 'editor', extra_scopes: [], removed_scopes: [], scopes: [...editorScopes, 'events:read'], rate_limit: null, created_at: AT, updated_at: AT };
-const apiKey = { id: 2, caller_id: 2, prefix: 'rowi_geej5b4a', description: 'sales system, production', created_at: AT, expires_at: null, last_used_at: LATER, revoked_at: null };
+const order = {
+  id: 1,
+  name: 'SO-1001',
+  user_id: 1,
+  status: 'placed',
+  lines: [line],
+  total: '5.00',
+  created_at: AT,
+  updated_at: AT,
+};
+const movement = {
+  id: 2,
+  item_id: 1,
+  kind: 'reserve',
+  quantity_change: -2,
+  reserved_change: 2,
+  quantity_after: 98,
+  reserved_after: 2,
+  order_id: 1,
+  created_at: AT,
+};
+const observation = {
+  id: 1,
+  place: 'tokyo',
+  temperature_c: 12.5,
+  humidity_pct: 60,
+  wind_kph: 8,
+  conditions: 'partly-cloudy',
+  observed_at: '2026-06-01T09:00:00.000Z',
+  source: 'weather-feed',
+  created_at: AT,
+  updated_at: AT,
+};
+const editorScopes = ['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) =>
+  ['read', 'create', 'update'].map((action) => `${resource}:${action}`),
+);
+const caller = {
+  id: 2,
+  name: 'sales-system',
+  role: 'editor',
+  extra_scopes: [],
+  removed_scopes: [],
+  scopes: [...editorScopes, 'events:read'],
+  rate_limit: null,
+  created_at: AT,
+  updated_at: AT,
+};
+const apiKey = {
+  id: 2,
+  caller_id: 2,
+  prefix: 'rowi_geej5b4a',
+  description: 'sales system, production',
+  created_at: AT,
+  expires_at: null,
+  last_used_at: LATER,
+  revoked_at: null,
+};
 const endpoint = {
   id: 1,
   url: 'https://hooks.example.com/rowi',
@@ -31,8 +82,24 @@ const endpoint = {
 const attempt = { attempted_at: LATER, status_code: 204, duration_ms: 38, error: null };
 
 export const API_EXAMPLES: Record<string, unknown> = {
-  Index: { name: 'rowi', version: '0.1.0', links: { self: '/v1', openapi: '/v1/openapi.json', users: '/v1/users', items: '/v1/items', orders: '/v1/orders', weather: '/v1/weather', limits: '/v1/limits' } },
-  Health: { status: 'pass', version: '0.1.0', checks: { database: { status: 'pass', duration_ms: 0.64 }, migrations: { status: 'pass', duration_ms: 3.65 } } },
+  Index: {
+    name: 'rowi',
+    version: '0.1.0',
+    links: {
+      self: '/v1',
+      openapi: '/v1/openapi.json',
+      users: '/v1/users',
+      items: '/v1/items',
+      orders: '/v1/orders',
+      weather: '/v1/weather',
+      limits: '/v1/limits',
+    },
+  },
+  Health: {
+    status: 'pass',
+    version: '0.1.0',
+    checks: { database: { status: 'pass', duration_ms: 0.64 }, migrations: { status: 'pass', duration_ms: 3.65 } },
+  },
   Limits: {
     rate_limit: { policy: 'caller', quota: 1200, window_seconds: 60 },
     orders_create: { policy: 'orders-create', quota: 300, window_seconds: 60 },
@@ -42,7 +109,12 @@ export const API_EXAMPLES: Record<string, unknown> = {
     page_size_max: 500,
     timeouts_ms: { headers: 10000, request: 30000, keep_alive: 72000, handler: 15000, database: 5000 },
   },
-  ProblemType: { type: '/problems/email-taken', status: 409, title: 'Email already in use', description: 'Another user has this email address; emails are compared without regard to case.' },
+  ProblemType: {
+    type: '/problems/email-taken',
+    status: 409,
+    title: 'Email already in use',
+    description: 'Another user has this email address; emails are compared without regard to case.',
+  },
   Problem: {
     type: '/problems/validation-failed',
     title: 'Validation failed',
@@ -74,11 +146,30 @@ export const API_EXAMPLES: Record<string, unknown> = {
   OrderReplace: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 3 }] },
   OrderPatch: { status: 'fulfilled' },
   Weather: {
-    id: 1, place: 'tokyo', name: 'Tokyo', latitude: 35.68, longitude: 139.69, temperature_c: 12.5, humidity_pct: 60, wind_kph: 8, conditions: 'partly-cloudy',
-    observed_at: '2026-06-01T09:00:00.000Z', source: 'weather-feed', stale: false, created_at: AT, updated_at: AT,
+    id: 1,
+    place: 'tokyo',
+    name: 'Tokyo',
+    latitude: 35.68,
+    longitude: 139.69,
+    temperature_c: 12.5,
+    humidity_pct: 60,
+    wind_kph: 8,
+    conditions: 'partly-cloudy',
+    observed_at: '2026-06-01T09:00:00.000Z',
+    source: 'weather-feed',
+    stale: false,
+    created_at: AT,
+    updated_at: AT,
   },
   Observation: observation,
-  ObservationInput: { name: 'Tokyo', temperature_c: 12.5, humidity_pct: 60, wind_kph: 8, conditions: 'partly-cloudy', observed_at: '2026-06-01T18:00:00+09:00' },
+  ObservationInput: {
+    name: 'Tokyo',
+    temperature_c: 12.5,
+    humidity_pct: 60,
+    wind_kph: 8,
+    conditions: 'partly-cloudy',
+    observed_at: '2026-06-01T18:00:00+09:00',
+  },
   PlacePatch: { latitude: 35.68, longitude: 139.69 },
   Caller: caller,
   CallerCreate: { name: 'sales-system', role: 'editor' },
@@ -87,22 +178,73 @@ export const API_EXAMPLES: Record<string, unknown> = {
   ApiKeyCreate: { description: 'sales system, production', expires_at: '2027-06-01T00:00:00Z' },
   NewApiKey: { ...apiKey, last_used_at: null, key: 'rowi_geej5b4a_xJQRB8HDy7_cZ_kpLwHaoqUX6OywiXDi773aFBy09uI' },
   AuditEvent: {
-    id: 7, at: AT, request_id: 'c0f8f90c-718e-448b-b37d-2242b1b0ee3f', caller_id: 2, caller_name: 'sales-system', credential: 'api_key', method: 'POST', path: '/v1/orders',
-    resource: 'orders', record_id: '1', action: 'create', status: 201, duration_ms: 4.2, client_ip: '192.0.2.10',
+    id: 7,
+    at: AT,
+    request_id: 'c0f8f90c-718e-448b-b37d-2242b1b0ee3f',
+    caller_id: 2,
+    caller_name: 'sales-system',
+    credential: 'api_key',
+    method: 'POST',
+    path: '/v1/orders',
+    resource: 'orders',
+    record_id: '1',
+    action: 'create',
+    status: 201,
+    duration_ms: 4.2,
+    client_ip: '192.0.2.10',
   },
-  Event: { id: 'evt_01a214fb578f000000b9bd50f327', type: 'order.created', created_at: AT, path: '/v1/orders/1', data: order },
+  Event: {
+    id: 'evt_01a214fb578f000000b9bd50f327',
+    type: 'order.created',
+    created_at: AT,
+    path: '/v1/orders/1',
+    data: order,
+  },
   WebhookEndpoint: endpoint,
-  WebhookEndpointCreate: { url: 'https://hooks.example.com/rowi', events: ['order.created', 'order.status_changed'], description: 'order desk' },
+  WebhookEndpointCreate: {
+    url: 'https://hooks.example.com/rowi',
+    events: ['order.created', 'order.status_changed'],
+    description: 'order desk',
+  },
   WebhookEndpointPatch: { enabled: false },
   WebhookEndpointWithSecret: { ...endpoint, secret: 'whsec_EAT3UyjG4d5HoN9SqsBCe1qnYGVDaYe4/g+mRCu5Usk=' },
   WebhookAttempt: attempt,
   WebhookDelivery: {
-    id: 1, endpoint_id: 1, event_id: 'evt_01a214fb578f000000b9bd50f327', event_type: 'order.created', status: 'succeeded', next_attempt_at: null, attempts: [attempt], created_at: AT, updated_at: LATER,
+    id: 1,
+    endpoint_id: 1,
+    event_id: 'evt_01a214fb578f000000b9bd50f327',
+    event_type: 'order.created',
+    status: 'succeeded',
+    next_attempt_at: null,
+    attempts: [attempt],
+    created_at: AT,
+    updated_at: LATER,
   },
-  TokenRequest: { grant_type: 'client_credentials', client_id: 'sales-system', client_secret: 'rowi_geej5b4a_xJQRB8HDy7_cZ_kpLwHaoqUX6OywiXDi773aFBy09uI' },
-  Token: { access_token: 'eyJhbGciOiJFUzI1NiIsImtpZCI6IjRlNTlhNmNlIn0.eyJzdWIiOiJzYWxlcy1zeXN0ZW0ifQ.c2lnbmF0dXJl', token_type: 'Bearer', expires_in: 900, scope: 'orders:read orders:create' },
+  TokenRequest: {
+    grant_type: 'client_credentials',
+    client_id: 'sales-system',
+    client_secret: 'rowi_geej5b4a_xJQRB8HDy7_cZ_kpLwHaoqUX6OywiXDi773aFBy09uI',
+  },
+  Token: {
+    access_token: 'eyJhbGciOiJFUzI1NiIsImtpZCI6IjRlNTlhNmNlIn0.eyJzdWIiOiJzYWxlcy1zeXN0ZW0ifQ.c2lnbmF0dXJl',
+    token_type: 'Bearer',
+    expires_in: 900,
+    scope: 'orders:read orders:create',
+  },
   OAuthError: { error: 'invalid_client', error_description: 'The client id and secret do not match.' },
-  JWKS: { keys: [{ kid: '4e59a6ce-969d-4b43-aa41-d6e67c3c7cb8', kty: 'EC', alg: 'ES256', use: 'sig', crv: 'P-256', x: 'v_7iIcN7S4RR0Qo5WnyMc20k2YoFcWQrhVMDKbubjEs', y: 'j8iZlKcPVViXx67mIYv0wkoCUWU_WDc4mSYBrPPzf2I' }] },
+  JWKS: {
+    keys: [
+      {
+        kid: '4e59a6ce-969d-4b43-aa41-d6e67c3c7cb8',
+        kty: 'EC',
+        alg: 'ES256',
+        use: 'sig',
+        crv: 'P-256',
+        x: 'v_7iIcN7S4RR0Qo5WnyMc20k2YoFcWQrhVMDKbubjEs',
+        y: 'j8iZlKcPVViXx67mIYv0wkoCUWU_WDc4mSYBrPPzf2I',
+      },
+    ],
+  },
   AuthorizationServerMetadata: {
     issuer: 'https://api.example.com',
     token_endpoint: 'https://api.example.com/oauth/token',

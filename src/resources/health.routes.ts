@@ -12,7 +12,9 @@ const CHECK_TIMEOUT_MS = 2000;
 
 const CheckSchema = Type.Object(
   {
-    status: Type.Union([Type.Literal('pass'), Type.Literal('warn'), Type.Literal('fail')], { description: 'warn: serving, in a degraded way' }),
+    status: Type.Union([Type.Literal('pass'), Type.Literal('warn'), Type.Literal('fail')], {
+      description: 'warn: serving, in a degraded way',
+    }),
     duration_ms: Type.Number(),
     output: Type.Optional(Type.String({ description: 'why the check failed' })),
   },
@@ -25,7 +27,12 @@ const HealthSchema = Type.Object(
     version: Type.String(),
     checks: Type.Optional(
       Type.Object(
-        { database: CheckSchema, migrations: CheckSchema, rate_limits: Type.Optional(CheckSchema), weather_provider: Type.Optional(CheckSchema) },
+        {
+          database: CheckSchema,
+          migrations: CheckSchema,
+          rate_limits: Type.Optional(CheckSchema),
+          weather_provider: Type.Optional(CheckSchema),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -47,55 +54,71 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
   const quiet: LogLevel = (['error', 'fatal', 'silent'] as const).find((level) => level === app.log.level) ?? 'warn';
   const probe = { logLevel: quiet, config: { probe: true } };
 
-  app.get('/health/live', {
-    ...probe,
-    schema: operation({
-      operationId: 'getLiveness',
-      permission: 'public',
-      omitProblems: [429],
-      summary: 'Liveness: the process is up and answers',
-      description: 'For a process supervisor: 200 while the process answers at all, whatever the state of the database. Public, never rate-limited, not in the audit trail; 503 once the process drains.',
-      tags: ['service'],
-      response: { 200: representation(HealthSchema, 'The process answers') },
-    }),
-  }, async (_request, reply) => {
-    reply.header('cache-control', 'no-store');
-    return { status: 'pass' as const, version };
-  });
+  app.get(
+    '/health/live',
+    {
+      ...probe,
+      schema: operation({
+        operationId: 'getLiveness',
+        permission: 'public',
+        omitProblems: [429],
+        summary: 'Liveness: the process is up and answers',
+        description:
+          'For a process supervisor: 200 while the process answers at all, whatever the state of the database. Public, never rate-limited, not in the audit trail; 503 once the process drains.',
+        tags: ['service'],
+        response: { 200: representation(HealthSchema, 'The process answers') },
+      }),
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { status: 'pass' as const, version };
+    },
+  );
 
-  app.get('/health/ready', {
-    ...probe,
-    schema: operation({
-      operationId: 'getReadiness',
-      permission: 'public',
-      omitProblems: [429],
-      summary: 'Readiness: the database answers and is migrated; 503 problem otherwise',
-      description: 'For a load balancer: 200 while this instance can serve the API (its database answers and is migrated), else a 503 problem without the database\'s error text; also 503 while it drains. Public, never rate-limited, not in the audit trail.',
-      tags: ['service'],
-      problems: [503],
-      response: { 200: representation(HealthSchema, 'Ready to serve the API') },
-    }),
-  }, async (_request, reply) => {
-    reply.header('cache-control', 'no-store');
-    const database = await timed('the database did not answer', async () => {
-      if (app.storage.corruption.found !== undefined) throw new CheckFailed(DAMAGED);
-      await pingDatabase(app.db);
-    });
-    const migrations = await timed('the migrations could not be read', async () => {
-      const pending = await pendingMigrations(app.db);
-      if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
-    });
-    // Damage was logged once when found, with what to do; a probe every few seconds adds nothing.
-    for (const check of [database, migrations]) if (check.error && check.check.output !== DAMAGED) app.log.warn({ err: check.error }, 'readiness check failed');
-    const checks = { database: database.check, migrations: migrations.check, ...rateLimitCheck(app.rateLimiter?.sharing), ...weatherProviderCheck(app.weather) };
-    if (database.check.status === 'fail' || migrations.check.status === 'fail') {
-      throw new AppError('service-unavailable', 'This rowi instance cannot serve the API now: see checks.', {
-        headers: { 'retry-after': '5', 'cache-control': 'no-store' },
-        extensions: { checks },
+  app.get(
+    '/health/ready',
+    {
+      ...probe,
+      schema: operation({
+        operationId: 'getReadiness',
+        permission: 'public',
+        omitProblems: [429],
+        summary: 'Readiness: the database answers and is migrated; 503 problem otherwise',
+        description:
+          "For a load balancer: 200 while this instance can serve the API (its database answers and is migrated), else a 503 problem without the database's error text; also 503 while it drains. Public, never rate-limited, not in the audit trail.",
+        tags: ['service'],
+        problems: [503],
+        response: { 200: representation(HealthSchema, 'Ready to serve the API') },
+      }),
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      const database = await timed('the database did not answer', async () => {
+        if (app.storage.corruption.found !== undefined) throw new CheckFailed(DAMAGED);
+        await pingDatabase(app.db);
       });
-    }
-    return { status: 'pass' as const, version, checks };
-  });
+      const migrations = await timed('the migrations could not be read', async () => {
+        const pending = await pendingMigrations(app.db);
+        if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
+      });
+      // Damage was logged once when found, with what to do; a probe every few seconds adds nothing.
+      for (const check of [database, migrations])
+        if (check.error && check.check.output !== DAMAGED) app.log.warn({ err: check.error }, 'readiness check failed');
+      const checks = {
+        database: database.check,
+        migrations: migrations.check,
+        ...rateLimitCheck(app.rateLimiter?.sharing),
+        ...weatherProviderCheck(app.weather),
+      };
+      if (database.check.status === 'fail' || migrations.check.status === 'fail') {
+        throw new AppError('service-unavailable', 'This rowi instance cannot serve the API now: see checks.', {
+          headers: { 'retry-after': '5', 'cache-control': 'no-store' },
+          extensions: { checks },
+        });
+      }
+      return { status: 'pass' as const, version, checks };
+    },
+  );
 };
 
 /**
@@ -106,7 +129,13 @@ function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
   if (sharing === undefined || sharing === 'instance') return {};
   return sharing === 'redis'
     ? { rate_limits: { status: 'pass', duration_ms: 0 } }
-    : { rate_limits: { status: 'warn', duration_ms: 0, output: 'Redis cannot be reached: this instance counts rate limits alone' } };
+    : {
+        rate_limits: {
+          status: 'warn',
+          duration_ms: 0,
+          output: 'Redis cannot be reached: this instance counts rate limits alone',
+        },
+      };
 }
 
 /**
@@ -119,7 +148,13 @@ function weatherProviderCheck(weather: UpstreamWeather | undefined): { weather_p
   const state = weather.breakerState();
   return state === 'closed'
     ? { weather_provider: { status: 'pass', duration_ms: 0 } }
-    : { weather_provider: { status: 'warn', duration_ms: 0, output: `${weather.source} failed repeatedly: its circuit breaker is ${state}` } };
+    : {
+        weather_provider: {
+          status: 'warn',
+          duration_ms: 0,
+          output: `${weather.source} failed repeatedly: its circuit breaker is ${state}`,
+        },
+      };
 }
 
 const DAMAGED = 'the database is damaged (the log says where, and what to do)';

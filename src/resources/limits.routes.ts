@@ -22,7 +22,7 @@ const Budget = (description: string) =>
 
 const LimitsSchema = Type.Object(
   {
-    rate_limit: Budget('the caller\'s own budget (the client address\'s, without credentials)'),
+    rate_limit: Budget("the caller's own budget (the client address's, without credentials)"),
     orders_create: Budget('POST /v1/orders, spent on top of rate_limit'),
     failed_authentication: Budget('requests with invalid credentials per client address before 429'),
     counted: Type.String({ description: 'instance: each instance counts alone; redis: shared by every instance' }),
@@ -49,37 +49,44 @@ const LimitsSchema = Type.Object(
  */
 const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, rateLimiter } = app;
-  app.get('/v1/limits', {
-    schema: operation({
-      operationId: 'getLimits',
-      permission: 'public',
-      summary: 'The rate limits, sizes and time-outs that apply to the caller',
-      description: 'The caller\'s rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.',
-      tags: ['service'],
-      // Public, but credentials sent are checked: an invalid key is 401, as anywhere.
-      problems: [401],
-      response: { 200: representation(LimitsSchema, 'The caller\'s limits') },
-    }),
-  }, async (request) => {
-    const principal = await optionalPrincipal(app.auth, request);
-    const budget = (policy: { name: string; quota: number; windowSeconds: number } | undefined) =>
-      policy === undefined ? null : { policy: policy.name, quota: policy.quota, window_seconds: policy.windowSeconds };
-    return {
-      rate_limit: budget(rateLimiter.policyOf(principal)),
-      orders_create: principal === null ? null : budget(rateLimiter.budgetPolicy('orders-create')),
-      failed_authentication: budget(rateLimiter.failurePolicy()),
-      counted: rateLimiter.sharing,
-      body_limit_bytes: config.bodyLimit,
-      page_size_max: MAX_LIMIT,
-      timeouts_ms: {
-        headers: config.headersTimeout,
-        request: config.requestTimeout,
-        keep_alive: config.keepAliveTimeout,
-        handler: config.handlerTimeout,
-        database: config.databaseTimeout,
-      },
-    };
-  });
+  app.get(
+    '/v1/limits',
+    {
+      schema: operation({
+        operationId: 'getLimits',
+        permission: 'public',
+        summary: 'The rate limits, sizes and time-outs that apply to the caller',
+        description:
+          "The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.",
+        tags: ['service'],
+        // Public, but credentials sent are checked: an invalid key is 401, as anywhere.
+        problems: [401],
+        response: { 200: representation(LimitsSchema, "The caller's limits") },
+      }),
+    },
+    async (request) => {
+      const principal = await optionalPrincipal(app.auth, request);
+      const budget = (policy: { name: string; quota: number; windowSeconds: number } | undefined) =>
+        policy === undefined
+          ? null
+          : { policy: policy.name, quota: policy.quota, window_seconds: policy.windowSeconds };
+      return {
+        rate_limit: budget(rateLimiter.policyOf(principal)),
+        orders_create: principal === null ? null : budget(rateLimiter.budgetPolicy('orders-create')),
+        failed_authentication: budget(rateLimiter.failurePolicy()),
+        counted: rateLimiter.sharing,
+        body_limit_bytes: config.bodyLimit,
+        page_size_max: MAX_LIMIT,
+        timeouts_ms: {
+          headers: config.headersTimeout,
+          request: config.requestTimeout,
+          keep_alive: config.keepAliveTimeout,
+          handler: config.handlerTimeout,
+          database: config.databaseTimeout,
+        },
+      };
+    },
+  );
 };
 
 export default limitsRoutes;

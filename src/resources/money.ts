@@ -8,7 +8,8 @@ import Type from 'typebox';
 export const Price = Type.String({
   pattern: '^(0|[1-9][0-9]{0,9})(\\.[0-9]{1,2})?$',
   maxLength: 13,
-  'x-error': 'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
+  'x-error':
+    'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
   description: 'decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")',
   examples: ['12.50'],
 });

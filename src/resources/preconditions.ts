@@ -14,12 +14,17 @@ import type { UpsertCondition, VersionCondition } from '../http/records.js';
  * any If-Match fails, since there is no current representation to match (RFC 9110 §13.1.1).
  */
 export function assertMayCreate(condition: UpsertCondition, what: string): void {
-  if (condition.present) throw new PreconditionFailedError(`${what} does not exist yet, so If-Match cannot match; send the request without If-Match to create it.`);
+  if (condition.present)
+    throw new PreconditionFailedError(
+      `${what} does not exist yet, so If-Match cannot match; send the request without If-Match to create it.`,
+    );
 }
 
 export function assertCondition(condition: VersionCondition, storedVersion: number, what: string): void {
   if (!condition(storedVersion)) {
-    throw new PreconditionFailedError(`${what} has changed since the ETag in If-Match was issued; GET it again and retry with the new ETag.`);
+    throw new PreconditionFailedError(
+      `${what} has changed since the ETag in If-Match was issued; GET it again and retry with the new ETag.`,
+    );
   }
 }
 
@@ -35,7 +40,11 @@ interface ReadOnlyFields {
  * are compared as instants, so "…:00Z" equals "…:00.000Z". `others` names further read-only
  * fields of the resource that differ, so that one problem lists them all.
  */
-export function assertReadOnlyEchoes(stored: ReadOnlyFields, body: Partial<ReadOnlyFields>, others: string[] = []): void {
+export function assertReadOnlyEchoes(
+  stored: ReadOnlyFields,
+  body: Partial<ReadOnlyFields>,
+  others: string[] = [],
+): void {
   assertEchoesMatch([
     ...(body.id !== undefined && body.id !== stored.id ? ['id'] : []),
     ...(['created_at', 'updated_at'] as const).filter((field) => !sameInstant(body[field], stored[field])),
@@ -51,8 +60,16 @@ export function sameInstant(echoed: string | undefined, stored: string): boolean
 /** 422 read-only-field naming each read-only field whose echoed value differs from the stored one. */
 export function assertEchoesMatch(differing: string[]): void {
   if (differing.length === 0) return;
-  const errors: FieldError[] = differing.map((field) => ({ in: 'body', pointer: `#/${field}`, detail: 'is read-only and differs from the stored value' }));
-  throw new UnprocessableError(`The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'read-only-field');
+  const errors: FieldError[] = differing.map((field) => ({
+    in: 'body',
+    pointer: `#/${field}`,
+    detail: 'is read-only and differs from the stored value',
+  }));
+  throw new UnprocessableError(
+    `The body changes read-only fields: ${errors.map((error) => error.pointer).join(', ')}.`,
+    errors,
+    'read-only-field',
+  );
 }
 
 /**
@@ -62,7 +79,12 @@ export function assertEchoesMatch(differing: string[]): void {
  * a request without If-Match never fails a precondition, and one with If-Match is checked against
  * the version its write lands on.
  */
-export async function withRowLocked<T>(trx: Trx, row: { table: LockableTable; id: number }, attempt: () => Promise<T | undefined>, what: string): Promise<T> {
+export async function withRowLocked<T>(
+  trx: Trx,
+  row: { table: LockableTable; id: number },
+  attempt: () => Promise<T | undefined>,
+  what: string,
+): Promise<T> {
   await lockRow(trx, row.table, row.id);
   for (let round = 0; round < 3; round++) {
     const result = await attempt();

@@ -41,6 +41,10 @@ export function assertMayRefer(reader: Reader, references: readonly Reference[])
   throw new AppError('insufficient-scope', detail, {
     headers: { 'www-authenticate': challenge('insufficient_scope', detail, missing.join(' ')) },
     extensions: { required_scopes: missing },
-    errors: refused.map((reference) => ({ in: 'body', pointer: reference.pointer, detail: `refers to ${reference.resource}, which needs ${reference.resource}:read` })),
+    errors: refused.map((reference) => ({
+      in: 'body',
+      pointer: reference.pointer,
+      detail: `refers to ${reference.resource}, which needs ${reference.resource}:read`,
+    })),
   });
 }

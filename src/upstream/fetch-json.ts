@@ -36,17 +36,28 @@ export async function fetchJson(url: URL, options: FetchJsonOptions): Promise<{ 
   const status = response.status;
   try {
     if (status >= 300 && status < 400) {
-      throw new UpstreamFailure('bad-answer', `upstream redirected (HTTP ${status} to ${response.headers.get('location') ?? 'nowhere'})`, { status });
+      throw new UpstreamFailure(
+        'bad-answer',
+        `upstream redirected (HTTP ${status} to ${response.headers.get('location') ?? 'nowhere'})`,
+        { status },
+      );
     }
     const mediaType = (response.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (mediaType !== 'application/json' && !mediaType.endsWith('+json')) {
-      throw new UpstreamFailure('bad-answer', `upstream answered HTTP ${status} with ${mediaType || 'no Content-Type'}, not JSON`, { status });
+      throw new UpstreamFailure(
+        'bad-answer',
+        `upstream answered HTTP ${status} with ${mediaType || 'no Content-Type'}, not JSON`,
+        { status },
+      );
     }
     const text = await readText(response, maxBytes);
     try {
       return { status, body: JSON.parse(text) };
     } catch (error) {
-      throw new UpstreamFailure('bad-answer', `upstream answered HTTP ${status} with a body that is not valid JSON`, { status, cause: error });
+      throw new UpstreamFailure('bad-answer', `upstream answered HTTP ${status} with a body that is not valid JSON`, {
+        status,
+        cause: error,
+      });
     }
   } catch (error) {
     // Whatever is left of the body is not wanted; cancelling closes the connection instead of
@@ -59,7 +70,8 @@ export async function fetchJson(url: URL, options: FetchJsonOptions): Promise<{ 
 /** The body as UTF-8 text, refusing it past maxBytes: announced (Content-Length) or counted. */
 async function readText(response: Response, maxBytes: number): Promise<string> {
   const status = response.status;
-  const tooLarge = () => new UpstreamFailure('bad-answer', `upstream answer is larger than ${maxBytes} bytes`, { status });
+  const tooLarge = () =>
+    new UpstreamFailure('bad-answer', `upstream answer is larger than ${maxBytes} bytes`, { status });
   const declared = response.headers.get('content-length');
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge();
   if (!response.body) return '';
@@ -87,7 +99,8 @@ function failureBeforeAnswer(error: unknown, signal: AbortSignal, url: URL): Ups
   if (signal.aborted) return failureForAbort(signal);
   const code = errorCode(error);
   // undici's HTTP parser errors (HPE_*): something answered, but not with HTTP.
-  if (code?.startsWith('HPE_')) return new UpstreamFailure('bad-answer', `upstream answer is not valid HTTP (${code})`, { cause: error });
+  if (code?.startsWith('HPE_'))
+    return new UpstreamFailure('bad-answer', `upstream answer is not valid HTTP (${code})`, { cause: error });
   const reason = code ?? (error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error));
   return new UpstreamFailure('unreachable', `cannot reach ${url.host}: ${reason}`, { cause: error });
 }
@@ -95,7 +108,10 @@ function failureBeforeAnswer(error: unknown, signal: AbortSignal, url: URL): Ups
 function failureDuringAnswer(error: unknown, signal: AbortSignal, status: number): UpstreamFailure {
   if (error instanceof UpstreamFailure) return error;
   if (signal.aborted) return failureForAbort(signal, status);
-  return new UpstreamFailure('bad-answer', `upstream answer was cut off (${errorCode(error) ?? String(error)})`, { status, cause: error });
+  return new UpstreamFailure('bad-answer', `upstream answer was cut off (${errorCode(error) ?? String(error)})`, {
+    status,
+    cause: error,
+  });
 }
 
 /** The system or undici error code, which undici puts on the `cause` of its TypeError. */

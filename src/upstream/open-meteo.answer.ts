@@ -23,10 +23,12 @@ const LOCAL_MINUTE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$/;
 
 export function readOpenMeteoAnswer(body: unknown): CurrentWeather {
   const answer = asObject(body, 'the answer');
-  if (answer.utc_offset_seconds !== 0) refuse(`utc_offset_seconds is ${JSON.stringify(answer.utc_offset_seconds)}, not 0 (GMT was asked for)`);
+  if (answer.utc_offset_seconds !== 0)
+    refuse(`utc_offset_seconds is ${JSON.stringify(answer.utc_offset_seconds)}, not 0 (GMT was asked for)`);
   const units = asObject(answer.current_units, 'current_units');
   for (const [field, unit] of Object.entries(EXPECTED_UNITS)) {
-    if (units[field] !== unit) refuse(`current_units.${field} is ${JSON.stringify(units[field])}, not ${JSON.stringify(unit)}`);
+    if (units[field] !== unit)
+      refuse(`current_units.${field} is ${JSON.stringify(units[field])}, not ${JSON.stringify(unit)}`);
   }
   const current = asObject(answer.current, 'current');
   const code = numberIn(current, 'weather_code', { minimum: 0, maximum: 99 });
@@ -54,13 +56,19 @@ function observedAt(time: unknown): string {
   const [year, month, day, hour, minute] = parts.slice(1).map(Number) as [number, number, number, number, number];
   const instant = new Date(Date.UTC(year, month - 1, day, hour, minute));
   // Date.UTC rolls 2026-02-30 over into March; a date that does not read back is not a date.
-  if (instant.toISOString().slice(0, 16) !== time) refuse(`current.time ${JSON.stringify(time)} is not a valid date and time`);
+  if (instant.toISOString().slice(0, 16) !== time)
+    refuse(`current.time ${JSON.stringify(time)} is not a valid date and time`);
   return instant.toISOString();
 }
 
-function numberIn(object: Record<string, unknown>, field: string, { minimum, maximum }: { minimum: number; maximum: number }): number {
+function numberIn(
+  object: Record<string, unknown>,
+  field: string,
+  { minimum, maximum }: { minimum: number; maximum: number },
+): number {
   const value = object[field];
-  if (typeof value !== 'number' || !Number.isFinite(value)) refuse(`current.${field} is ${JSON.stringify(value)}, not a number`);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    refuse(`current.${field} is ${JSON.stringify(value)}, not a number`);
   if (value < minimum) refuse(`current.${field} is ${value}, below ${minimum}`);
   if (value > maximum) refuse(`current.${field} is ${value}, above ${maximum}`);
   return value;

@@ -34,7 +34,9 @@ export class OpenMeteoProvider implements WeatherProvider {
     // a stored answer's fwd-status as 200.
     if (status !== 200) {
       const reason = openMeteoErrorReason(body);
-      throw new UpstreamFailure('bad-answer', `open-meteo answered HTTP ${status}${reason ? `: ${reason}` : ''}`, { status });
+      throw new UpstreamFailure('bad-answer', `open-meteo answered HTTP ${status}${reason ? `: ${reason}` : ''}`, {
+        status,
+      });
     }
     return readOpenMeteoAnswer(body);
   }

@@ -3,7 +3,9 @@ import { OpenMeteoProvider } from './open-meteo.provider.js';
 import type { WeatherProvider } from './weather-provider.js';
 
 /** The configured provider, or undefined when ROWI_WEATHER_PROVIDER is empty (off). */
-export function createWeatherProvider(config: Pick<Config, 'weatherProvider' | 'weatherUrl'>): WeatherProvider | undefined {
+export function createWeatherProvider(
+  config: Pick<Config, 'weatherProvider' | 'weatherUrl'>,
+): WeatherProvider | undefined {
   switch (config.weatherProvider) {
     case '':
       return undefined;

@@ -68,13 +68,21 @@ export class UpstreamWeather {
   #failing: UpstreamFailureKind | undefined;
   #closed = false;
 
-  constructor(provider: WeatherProvider, options: UpstreamWeatherOptions, log: FastifyBaseLogger, now: () => number = Date.now) {
+  constructor(
+    provider: WeatherProvider,
+    options: UpstreamWeatherOptions,
+    log: FastifyBaseLogger,
+    now: () => number = Date.now,
+  ) {
     this.source = provider.name;
     this.#provider = provider;
     this.#options = options;
     this.#log = log;
     this.#now = now;
-    this.#breaker = new CircuitBreaker({ failures: options.breakerFailures, cooldownMs: options.breakerCooldownMs }, now);
+    this.#breaker = new CircuitBreaker(
+      { failures: options.breakerFailures, cooldownMs: options.breakerCooldownMs },
+      now,
+    );
     watchBreaker(() => this.#breaker.state);
   }
 
@@ -100,11 +108,16 @@ export class UpstreamWeather {
     let call = this.#inFlight.get(key);
     const collapsed = call !== undefined;
     if (call === undefined) {
-      if (this.#closed) return this.#fallBack(key, cached, new UpstreamFailure('unreachable', 'the weather provider is closed'), {});
+      if (this.#closed)
+        return this.#fallBack(key, cached, new UpstreamFailure('unreachable', 'the weather provider is closed'), {});
       const permission = this.#breaker.allow();
       if (!permission.allowed) {
         const retryAfterSeconds = Math.max(1, Math.ceil(permission.retryAfterMs / 1000));
-        const refusal = new UpstreamFailure('circuit-open', `${this.source} is not called for now: it failed ${this.#options.breakerFailures} times in a row`, { retryAfterSeconds });
+        const refusal = new UpstreamFailure(
+          'circuit-open',
+          `${this.source} is not called for now: it failed ${this.#options.breakerFailures} times in a row`,
+          { retryAfterSeconds },
+        );
         // Nothing was forwarded: a stale answer is a cache hit, and there is no fwd to report.
         return this.#fallBack(key, cached, refusal, {});
       }
@@ -130,15 +143,25 @@ export class UpstreamWeather {
     this.#calls++;
     const controller = new AbortController();
     const timeoutMs = this.#options.timeoutMs;
-    this.#deadlines.set(controller, setTimeout(() => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs));
+    this.#deadlines.set(
+      controller,
+      setTimeout(
+        () => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
+        timeoutMs,
+      ),
+    );
     try {
       // The race keeps the deadline even for a provider that does not watch its signal.
-      const weather = await Promise.race([this.#provider.current(at, controller.signal), rejectWhenAborted(controller.signal)]);
+      const weather = await Promise.race([
+        this.#provider.current(at, controller.signal),
+        rejectWhenAborted(controller.signal),
+      ]);
       const answer = { weather, fetchedAt: this.#now() };
       this.#store(key, answer);
       this.#breaker.succeeded(trial);
       metrics.upstreamCalls.inc({ outcome: 'ok' });
-      if (this.#failing !== undefined) this.#log.info({ source: this.source }, `weather provider ${this.source} answers again`);
+      if (this.#failing !== undefined)
+        this.#log.info({ source: this.source }, `weather provider ${this.source} answers again`);
       this.#failing = undefined;
       return { ok: true, answer };
     } catch (error) {
@@ -161,12 +184,14 @@ export class UpstreamWeather {
     if (refusesTheRequestOnly(failure)) this.#breaker.succeeded(trial);
     else this.#breaker.failed(trial);
     const facts = { source: this.source, kind: failure.kind, status: failure.status };
-    if (failure.kind !== this.#failing) this.#log.warn(facts, `weather provider ${this.source} fails: ${failure.message}`);
+    if (failure.kind !== this.#failing)
+      this.#log.warn(facts, `weather provider ${this.source} fails: ${failure.message}`);
     else this.#log.debug(facts, `weather provider ${this.source} still fails: ${failure.message}`);
     this.#failing = failure.kind;
     if (this.#breaker.state === 'open' && before !== 'open') {
       const message = `circuit breaker open: ${this.source} is not called for ${this.#options.breakerCooldownMs} ms`;
-      if (before === 'closed') this.#log.warn({ source: this.source }, `${message} after ${this.#options.breakerFailures} failures in a row`);
+      if (before === 'closed')
+        this.#log.warn({ source: this.source }, `${message} after ${this.#options.breakerFailures} failures in a row`);
       else this.#log.info({ source: this.source }, `${message} more: the trial call failed`);
     }
   }
@@ -183,11 +208,25 @@ export class UpstreamWeather {
     const ageSeconds = this.#ageSeconds(answer);
     const ttlSeconds = this.#options.ttlSeconds;
     const cacheStatus = formatCacheStatus({ ...status, ttl: ttlSeconds - ageSeconds });
-    return { ok: true, weather: answer.weather, source: this.source, fetchedAt: answer.fetchedAt, ageSeconds, ttlSeconds, stale: false, cacheStatus };
+    return {
+      ok: true,
+      weather: answer.weather,
+      source: this.source,
+      fetchedAt: answer.fetchedAt,
+      ageSeconds,
+      ttlSeconds,
+      stale: false,
+      cacheStatus,
+    };
   }
 
   /** After a failure: the cached answer if it is within the stale limit, else the failure. */
-  #fallBack(key: string, cached: CachedAnswer | undefined, failure: UpstreamFailure, status: Pick<CacheStatusParts, 'fwd' | 'fwdStatus' | 'collapsed'>): UpstreamLookup {
+  #fallBack(
+    key: string,
+    cached: CachedAnswer | undefined,
+    failure: UpstreamFailure,
+    status: Pick<CacheStatusParts, 'fwd' | 'fwdStatus' | 'collapsed'>,
+  ): UpstreamLookup {
     const detail = detailFor(failure.kind);
     if (cached && this.#ageSeconds(cached) <= this.#options.ttlSeconds + this.#options.staleLimitSeconds) {
       const served = this.#served(cached, { ...status, hit: status.fwd === undefined, detail });
@@ -221,11 +260,19 @@ export class UpstreamWeather {
 }
 
 function refusesTheRequestOnly(failure: UpstreamFailure): boolean {
-  return failure.status !== undefined && failure.status >= 400 && failure.status < 500 && failure.status !== 408 && failure.status !== 429;
+  return (
+    failure.status !== undefined &&
+    failure.status >= 400 &&
+    failure.status < 500 &&
+    failure.status !== 408 &&
+    failure.status !== 429
+  );
 }
 
 function rejectWhenAborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  return new Promise((_resolve, reject) =>
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+  );
 }
 
 /** The configured provider behind its cache, or undefined when no provider is configured. */

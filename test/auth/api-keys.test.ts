@@ -35,10 +35,16 @@ async function rowsWritten(): Promise<number> {
     await sql`create table key_writes (n bigint not null)`.execute(db);
     await sql`insert into key_writes values (0)`.execute(db);
     if (BACKEND === 'sqlite') {
-      await sql`create trigger count_key_writes after update on api_keys for each row begin update key_writes set n = n + 1; end`.execute(db);
+      await sql`create trigger count_key_writes after update on api_keys for each row begin update key_writes set n = n + 1; end`.execute(
+        db,
+      );
     } else {
-      await sql`create function count_key_write() returns trigger language plpgsql as $$ begin update key_writes set n = n + 1; return new; end $$`.execute(db);
-      await sql`create trigger count_key_writes after update on api_keys for each row execute function count_key_write()`.execute(db);
+      await sql`create function count_key_write() returns trigger language plpgsql as $$ begin update key_writes set n = n + 1; return new; end $$`.execute(
+        db,
+      );
+      await sql`create trigger count_key_writes after update on api_keys for each row execute function count_key_write()`.execute(
+        db,
+      );
     }
     counting = true;
   }
@@ -60,7 +66,10 @@ describe('bad credentials: a clear problem, and nothing stored changes', () => {
     ['a 10 KB X-API-Key', () => ({ headers: { 'x-api-key': huge } })],
     ['a 10 KB Authorization', () => ({ headers: { authorization: `Bearer ${huge}` } })],
     ['an empty X-API-Key', () => ({ headers: { 'x-api-key': '' } })],
-    ['X-API-Key and Authorization together', () => ({ headers: { 'x-api-key': test.adminKey, authorization: 'Bearer abc.def.ghi' } })],
+    [
+      'X-API-Key and Authorization together',
+      () => ({ headers: { 'x-api-key': test.adminKey, authorization: 'Bearer abc.def.ghi' } }),
+    ],
     ['an Authorization naming no token', () => ({ headers: { authorization: 'Bearer ' } })],
   ])('POST /v1/users: 400 malformed-credentials when the request carries %s', async (_, options) => {
     const before = await storedUsers(test);
@@ -68,7 +77,9 @@ describe('bad credentials: a clear problem, and nothing stored changes', () => {
     const problem = expectProblem(reply, 400, 'malformed-credentials');
     expect(problem.detail.length).toBeGreaterThan(10);
     expect(problem.instance).toBe('/v1/users');
-    expect(reply.headers['www-authenticate']).toMatch(/^Bearer realm="rowi", error="invalid_request", error_description="[^"]+"$/);
+    expect(reply.headers['www-authenticate']).toMatch(
+      /^Bearer realm="rowi", error="invalid_request", error_description="[^"]+"$/,
+    );
     // The key is never echoed back.
     expect(reply.text).not.toContain(test.adminKey);
     expect(await storedUsers(test)).toEqual(before);
@@ -91,7 +102,11 @@ describe('bad credentials: a clear problem, and nothing stored changes', () => {
   it.each<[string, () => Promise<Record<string, string>>, RegExp]>([
     ['a malformed key ("abc")', async () => ({ 'x-api-key': 'abc' }), /not one rowi issued/],
     ['a well-formed key rowi never issued', async () => ({ 'x-api-key': UNKNOWN_KEY }), /not known/],
-    ['a known prefix with a wrong secret', async () => ({ 'x-api-key': `${test.adminKey.slice(0, 14)}${'B'.repeat(43)}` }), /not known/],
+    [
+      'a known prefix with a wrong secret',
+      async () => ({ 'x-api-key': `${test.adminKey.slice(0, 14)}${'B'.repeat(43)}` }),
+      /not known/,
+    ],
     [
       'a revoked key',
       async () => {
@@ -103,15 +118,20 @@ describe('bad credentials: a clear problem, and nothing stored changes', () => {
     ],
     ['a bearer token that is not a JWT', async () => ({ authorization: 'Bearer not-a-token' }), /./],
     ['Basic credentials', async () => ({ authorization: 'Basic YWRtaW46c2VjcmV0' }), /Bearer/],
-  ])('POST /v1/users: 401 invalid-credentials with error="invalid_token" when the request carries %s', async (_, headersOf, detail) => {
-    const headers = await headersOf();
-    const before = await storedUsers(test);
-    const reply = await postUser({ headers });
-    const problem = expectProblem(reply, 401, 'invalid-credentials');
-    expect(problem.detail).toMatch(detail);
-    expect(reply.headers['www-authenticate']).toMatch(/^Bearer realm="rowi", error="invalid_token", error_description="[^"]+"$/);
-    expect(await storedUsers(test)).toEqual(before);
-  });
+  ])(
+    'POST /v1/users: 401 invalid-credentials with error="invalid_token" when the request carries %s',
+    async (_, headersOf, detail) => {
+      const headers = await headersOf();
+      const before = await storedUsers(test);
+      const reply = await postUser({ headers });
+      const problem = expectProblem(reply, 401, 'invalid-credentials');
+      expect(problem.detail).toMatch(detail);
+      expect(reply.headers['www-authenticate']).toMatch(
+        /^Bearer realm="rowi", error="invalid_token", error_description="[^"]+"$/,
+      );
+      expect(await storedUsers(test)).toEqual(before);
+    },
+  );
 
   it('POST /v1/users: 403 insufficient-scope naming users:create when the caller is a reader', async () => {
     const { key } = await createCallerWithKey(test, { role: 'reader' });
@@ -119,13 +139,21 @@ describe('bad credentials: a clear problem, and nothing stored changes', () => {
     const reply = await postUser({ key });
     const problem = expectProblem(reply, 403, 'insufficient-scope');
     expect(problem.required_scopes).toEqual(['users:create']);
-    expect(reply.headers['www-authenticate']).toMatch(/^Bearer realm="rowi", error="insufficient_scope", error_description="[^"]+", scope="users:create"$/);
+    expect(reply.headers['www-authenticate']).toMatch(
+      /^Bearer realm="rowi", error="insufficient_scope", error_description="[^"]+", scope="users:create"$/,
+    );
     expect(await storedUsers(test)).toEqual(before);
   });
 
   it('POST /v1/users: 403 before the body is read when a reader sends an invalid body', async () => {
     const { key } = await createCallerWithKey(test, { role: 'reader' });
-    const reply = await test.call({ method: 'POST', url: '/v1/users', key, body: '{"name":', headers: { 'content-type': 'application/json' } });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      key,
+      body: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    });
     expectProblem(reply, 403, 'insufficient-scope');
   });
 });
@@ -135,9 +163,17 @@ describe('403 never tells whether a record exists', () => {
     const { user } = await createUser(test);
     const { item } = await createItem(test);
     await setStock(test, item.id, 5);
-    const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'SO-403', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
+    const order = await test.call({
+      method: 'POST',
+      url: '/v1/orders',
+      body: { name: 'SO-403', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+    });
     expect(order.status).toBe(201);
-    const { key } = await createCallerWithKey(test, { role: 'editor', extra_scopes: ['orders:delete'], removed_scopes: ['orders:read'] });
+    const { key } = await createCallerWithKey(test, {
+      role: 'editor',
+      extra_scopes: ['orders:delete'],
+      removed_scopes: ['orders:read'],
+    });
 
     const existing = await test.call({ method: 'DELETE', url: `/v1/orders/${order.json.id}`, key });
     const missing = await test.call({ method: 'DELETE', url: '/v1/orders/999999', key });
@@ -149,7 +185,9 @@ describe('403 never tells whether a record exists', () => {
     const { request_id: _c, instance: _d, ...missingRest } = missingProblem;
     expect(existingRest).toEqual(missingRest);
     expect(existing.headers['www-authenticate']).toBe(missing.headers['www-authenticate']);
-    expect(await test.storage.db.selectFrom('orders').select('id').where('id', '=', order.json.id).executeTakeFirst()).toEqual({ id: order.json.id });
+    expect(
+      await test.storage.db.selectFrom('orders').select('id').where('id', '=', order.json.id).executeTakeFirst(),
+    ).toEqual({ id: order.json.id });
   });
 });
 
@@ -201,7 +239,8 @@ describe('last_used_at', () => {
     try {
       const writesBefore = await rowsWritten();
       const started = new Date().toISOString();
-      for (let index = 0; index < 100; index++) expect((await test.call({ url: '/v1/users?limit=1', key })).status).toBe(200);
+      for (let index = 0; index < 100; index++)
+        expect((await test.call({ url: '/v1/users?limit=1', key })).status).toBe(200);
       const lastUse = new Date().toISOString();
       const writesDuringUse = (await rowsWritten()) - writesBefore;
       await auth.flushLastUsed();
@@ -214,7 +253,11 @@ describe('last_used_at', () => {
       expect(flushes).toBeLessThanOrEqual(3);
       const usedAt = (await record()).json.last_used_at as string;
       expect(usedAt >= started && usedAt <= lastUse).toBe(true);
-      const stored = await test.storage.db.selectFrom('api_keys').select('last_used_at').where('id', '=', keyId).executeTakeFirstOrThrow();
+      const stored = await test.storage.db
+        .selectFrom('api_keys')
+        .select('last_used_at')
+        .where('id', '=', keyId)
+        .executeTakeFirstOrThrow();
       expect(stored.last_used_at).toBe(usedAt);
     } finally {
       delete (auth as { flushLastUsed?: unknown }).flushLastUsed;

@@ -47,9 +47,23 @@ describe('the audit trail, written every 50 ms', () => {
   let editor: Awaited<ReturnType<typeof createCallerWithKey>>;
   let started: string;
   let finished: string;
-  const replies: Record<'list' | 'create' | 'read' | 'anonymous' | 'forbidden' | 'unknownPath' | 'oauth' | 'withToken' | 'key' | 'place' | 'problemType', Reply> = {} as never;
+  const replies: Record<
+    | 'list'
+    | 'create'
+    | 'read'
+    | 'anonymous'
+    | 'forbidden'
+    | 'unknownPath'
+    | 'oauth'
+    | 'withToken'
+    | 'key'
+    | 'place'
+    | 'problemType',
+    Reply
+  > = {} as never;
   let events: AuditEvent[];
-  const eventOf = (name: keyof typeof replies) => events.find((event) => event.request_id === requestIdOf(replies[name]))!;
+  const eventOf = (name: keyof typeof replies) =>
+    events.find((event) => event.request_id === requestIdOf(replies[name]))!;
 
   beforeAll(async () => {
     test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' });
@@ -79,7 +93,11 @@ describe('the audit trail, written every 50 ms', () => {
       body: `grant_type=client_credentials&client_id=audit-editor&client_secret=${editor.key}`,
     });
     await sleep(5);
-    replies.withToken = await test.call({ method: 'DELETE', url: '/v1/users/999999', headers: { authorization: `Bearer ${replies.oauth.json.access_token}` } });
+    replies.withToken = await test.call({
+      method: 'DELETE',
+      url: '/v1/users/999999',
+      headers: { authorization: `Bearer ${replies.oauth.json.access_token}` },
+    });
     await sleep(5);
     // The record is the last parameter of the route's path, whatever it is called; a public route names none.
     replies.key = await test.call({ url: `/v1/callers/${editor.caller.id}/keys/999998` });
@@ -114,20 +132,111 @@ describe('the audit trail, written every 50 ms', () => {
     const admin = { caller_id: 1, caller_name: 'admin', credential: 'api_key' };
     const anonymous = { caller_id: null, caller_name: null, credential: null };
     const expected: Record<keyof typeof replies, Partial<AuditEvent>> = {
-      list: { ...admin, method: 'GET', path: '/v1/users', resource: 'users', record_id: null, action: 'read', status: 200 },
-      create: { ...admin, method: 'POST', path: '/v1/users', resource: 'users', record_id: null, action: 'create', status: 201 },
-      read: {
-        caller_id: editor.caller.id, caller_name: 'audit-editor', credential: 'api_key',
-        method: 'GET', path: `/v1/users/${replies.create.json.id}`, resource: 'users', record_id: String(replies.create.json.id), action: 'read', status: 200,
+      list: {
+        ...admin,
+        method: 'GET',
+        path: '/v1/users',
+        resource: 'users',
+        record_id: null,
+        action: 'read',
+        status: 200,
       },
-      anonymous: { ...anonymous, method: 'GET', path: '/v1/users', resource: 'users', record_id: null, action: 'read', status: 401 },
-      forbidden: { caller_id: reader.caller.id, caller_name: 'audit-reader', credential: 'api_key', method: 'POST', path: '/v1/users', resource: 'users', record_id: null, action: 'create', status: 403 },
-      unknownPath: { ...anonymous, method: 'GET', path: '/v1/nowhere', resource: null, record_id: null, action: 'read', status: 404 },
-      oauth: { ...anonymous, method: 'POST', path: '/oauth/token', resource: null, record_id: null, action: 'create', status: 200 },
-      withToken: { caller_id: editor.caller.id, caller_name: 'audit-editor', credential: 'oauth', method: 'DELETE', path: '/v1/users/999999', resource: 'users', record_id: '999999', action: 'delete', status: 403 },
-      key: { ...admin, method: 'GET', path: `/v1/callers/${editor.caller.id}/keys/999998`, resource: 'callers', record_id: '999998', action: 'read', status: 404 },
-      place: { ...admin, method: 'GET', path: '/v1/weather/nowhere-at-all', resource: 'weather', record_id: 'nowhere-at-all', action: 'read', status: 404 },
-      problemType: { ...anonymous, method: 'GET', path: '/problems/not-found', resource: null, record_id: null, action: 'read', status: 200 },
+      create: {
+        ...admin,
+        method: 'POST',
+        path: '/v1/users',
+        resource: 'users',
+        record_id: null,
+        action: 'create',
+        status: 201,
+      },
+      read: {
+        caller_id: editor.caller.id,
+        caller_name: 'audit-editor',
+        credential: 'api_key',
+        method: 'GET',
+        path: `/v1/users/${replies.create.json.id}`,
+        resource: 'users',
+        record_id: String(replies.create.json.id),
+        action: 'read',
+        status: 200,
+      },
+      anonymous: {
+        ...anonymous,
+        method: 'GET',
+        path: '/v1/users',
+        resource: 'users',
+        record_id: null,
+        action: 'read',
+        status: 401,
+      },
+      forbidden: {
+        caller_id: reader.caller.id,
+        caller_name: 'audit-reader',
+        credential: 'api_key',
+        method: 'POST',
+        path: '/v1/users',
+        resource: 'users',
+        record_id: null,
+        action: 'create',
+        status: 403,
+      },
+      unknownPath: {
+        ...anonymous,
+        method: 'GET',
+        path: '/v1/nowhere',
+        resource: null,
+        record_id: null,
+        action: 'read',
+        status: 404,
+      },
+      oauth: {
+        ...anonymous,
+        method: 'POST',
+        path: '/oauth/token',
+        resource: null,
+        record_id: null,
+        action: 'create',
+        status: 200,
+      },
+      withToken: {
+        caller_id: editor.caller.id,
+        caller_name: 'audit-editor',
+        credential: 'oauth',
+        method: 'DELETE',
+        path: '/v1/users/999999',
+        resource: 'users',
+        record_id: '999999',
+        action: 'delete',
+        status: 403,
+      },
+      key: {
+        ...admin,
+        method: 'GET',
+        path: `/v1/callers/${editor.caller.id}/keys/999998`,
+        resource: 'callers',
+        record_id: '999998',
+        action: 'read',
+        status: 404,
+      },
+      place: {
+        ...admin,
+        method: 'GET',
+        path: '/v1/weather/nowhere-at-all',
+        resource: 'weather',
+        record_id: 'nowhere-at-all',
+        action: 'read',
+        status: 404,
+      },
+      problemType: {
+        ...anonymous,
+        method: 'GET',
+        path: '/problems/not-found',
+        resource: null,
+        record_id: null,
+        action: 'read',
+        status: 200,
+      },
     };
     for (const name of Object.keys(expected) as (keyof typeof replies)[]) {
       const event = eventOf(name);
@@ -140,8 +249,13 @@ describe('the audit trail, written every 50 ms', () => {
         ...expected[name],
       });
       expect(event.duration_ms, name).toBeGreaterThanOrEqual(0);
-      expect(event.at >= started && event.at <= finished, `${name}: ${event.at} outside ${started}…${finished}`).toBe(true);
-      expect(events.filter((other) => other.request_id === event.request_id), name).toHaveLength(1);
+      expect(event.at >= started && event.at <= finished, `${name}: ${event.at} outside ${started}…${finished}`).toBe(
+        true,
+      );
+      expect(
+        events.filter((other) => other.request_id === event.request_id),
+        name,
+      ).toHaveLength(1);
     }
   });
 
@@ -154,7 +268,7 @@ describe('the audit trail, written every 50 ms', () => {
     expect(ours).toEqual([...ours].sort());
   });
 
-  it('GET /v1/audit-events?caller_id=: only that caller\'s requests', async () => {
+  it("GET /v1/audit-events?caller_id=: only that caller's requests", async () => {
     const reply = await test.call({ url: `/v1/audit-events?caller_id=${reader.caller.id}` });
     expect(reply.status).toBe(200);
     expect(reply.json.data.map((event: AuditEvent) => event.request_id)).toEqual([requestIdOf(replies.forbidden)]);
@@ -201,7 +315,12 @@ describe('the audit trail, written every 50 ms', () => {
       expect(link).not.toBeNull();
       const next = new URL(link![1]!, 'http://rowi.test');
       expect(next.pathname).toBe('/v1/audit-events');
-      expect(Object.fromEntries(next.searchParams)).toEqual({ after: started, before: finished, limit: '3', cursor: reply.json.next_cursor });
+      expect(Object.fromEntries(next.searchParams)).toEqual({
+        after: started,
+        before: finished,
+        limit: '3',
+        cursor: reply.json.next_cursor,
+      });
       url = link![1]!;
     }
     expect(pages).toBe(Math.ceil(Object.keys(replies).length / 3));
@@ -233,7 +352,15 @@ describe('the audit trail, written every 50 ms', () => {
 describe('the audit trail is written in batches', () => {
   it('200 requests: nothing is written until the flush interval passes; closing the app writes all 200', async () => {
     const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '60000' });
-    const count = async () => Number((await test.storage.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const count = async () =>
+      Number(
+        (
+          await test.storage.db
+            .selectFrom('audit_events')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const requestIds: string[] = [];
     for (let index = 0; index < 200; index++) {
       const reply = await test.call({ url: '/v1/users?limit=1' });
@@ -246,7 +373,11 @@ describe('the audit trail is written in batches', () => {
 
     await test.app.close();
     try {
-      const rows = await test.storage.db.selectFrom('audit_events').select(['request_id', 'status', 'resource']).orderBy('id').execute();
+      const rows = await test.storage.db
+        .selectFrom('audit_events')
+        .select(['request_id', 'status', 'resource'])
+        .orderBy('id')
+        .execute();
       expect(rows).toHaveLength(201);
       expect(rows.slice(0, 200).map((row) => row.request_id)).toEqual(requestIds);
       expect(rows[200]).toEqual({ request_id: requestIdOf(listed), status: 200, resource: 'audit-events' });
@@ -261,19 +392,36 @@ describe('the audit trail when the database refuses a batch', () => {
     const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' });
     try {
       if (BACKEND === 'sqlite') {
-        await sql`create trigger refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`.execute(test.storage.db);
+        await sql`create trigger refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`.execute(
+          test.storage.db,
+        );
       } else {
-        await sql`create function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`.execute(test.storage.db);
-        await sql`create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()`.execute(test.storage.db);
+        await sql`create function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`.execute(
+          test.storage.db,
+        );
+        await sql`create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()`.execute(
+          test.storage.db,
+        );
       }
       const requestIds: string[] = [];
-      for (let index = 0; index < 20; index++) requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
+      for (let index = 0; index < 20; index++)
+        requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
       // Several flushes fail meanwhile; requests are answered all the same.
       await sleep(300);
-      const count = async () => Number((await test.storage.db.selectFrom('audit_events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      const count = async () =>
+        Number(
+          (
+            await test.storage.db
+              .selectFrom('audit_events')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       expect(await count()).toBe(0);
 
-      await sql`drop trigger refuse_audit${BACKEND === 'sqlite' ? sql`` : sql` on audit_events`}`.execute(test.storage.db);
+      await sql`drop trigger refuse_audit${BACKEND === 'sqlite' ? sql`` : sql` on audit_events`}`.execute(
+        test.storage.db,
+      );
       const events = await waitForEvents(test, requestIds);
       for (const id of requestIds) expect(events.filter((event) => event.request_id === id)).toHaveLength(1);
     } finally {
@@ -286,10 +434,15 @@ describe.runIf(BACKEND === 'sqlite')('the audit trail of an in-memory database',
   it('ROWI_DATA=:memory: writes on the request thread (no worker can open that database): closing the app writes every event', async () => {
     const test = await startApp({ ROWI_DATA: ':memory:', ROWI_AUDIT_FLUSH_INTERVAL: '60000' });
     const requestIds: string[] = [];
-    for (let index = 0; index < 30; index++) requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
+    for (let index = 0; index < 30; index++)
+      requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
     await test.app.close();
     try {
-      const rows = await test.storage.db.selectFrom('audit_events').select(['request_id', 'at', 'resource', 'action']).orderBy('id').execute();
+      const rows = await test.storage.db
+        .selectFrom('audit_events')
+        .select(['request_id', 'at', 'resource', 'action'])
+        .orderBy('id')
+        .execute();
       expect(rows.map((row) => row.request_id)).toEqual(requestIds);
       expect(rows[0]).toMatchObject({ resource: 'users', action: 'read' });
       expect(rows[0]!.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);

@@ -4,7 +4,14 @@ import { startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { buildUser, createCallerWithKey } from '../helpers/records.js';
 import { storedUsers } from '../helpers/stored.js';
-import { hmacWithPublicKey, partsOf, startIssuer, tamperedToken, unsignedToken, type LocalIssuer } from '../helpers/issuer.js';
+import {
+  hmacWithPublicKey,
+  partsOf,
+  startIssuer,
+  tamperedToken,
+  unsignedToken,
+  type LocalIssuer,
+} from '../helpers/issuer.js';
 
 const AUDIENCE = 'https://rowi.test';
 /** Scopes that would let a forged token create a user: what the "nothing stored" checks rely on. */
@@ -35,7 +42,12 @@ describe('Authorization: Bearer <JWT>', () => {
     await ownToken(); // the first token creates the signing key
     const jwks = await test.call({ url: '/.well-known/jwks.json', key: null });
     const jwk = (jwks.json as { keys: JWK[] }).keys[0]!;
-    own = { issuer: metadata.json.issuer as string, audience: `${metadata.json.issuer as string}/v1`, kid: jwk.kid!, jwk };
+    own = {
+      issuer: metadata.json.issuer as string,
+      audience: `${metadata.json.issuer as string}/v1`,
+      kid: jwk.kid!,
+      jwk,
+    };
   });
   afterAll(async () => {
     vi.restoreAllMocks();
@@ -47,26 +59,52 @@ describe('Authorization: Bearer <JWT>', () => {
 
   /** A token of rowi's own, by client_secret_post, as any client would get it. */
   async function ownToken(scope?: string): Promise<string> {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: editor.caller.name, client_secret: editor.key });
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: editor.caller.name,
+      client_secret: editor.key,
+    });
     if (scope !== undefined) form.set('scope', scope);
-    const reply = await test.call({ method: 'POST', url: '/oauth/token', key: null, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/oauth/token',
+      key: null,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
     if (reply.status !== 200) throw new Error(`no token: ${reply.status} ${reply.text}`);
     return reply.json.access_token as string;
   }
 
   /** rowi's current signing key, read from its database: to forge tokens only rowi could sign. */
   async function ownPrivateKey() {
-    const row = await test.storage.db.selectFrom('signing_keys').select(['kid', 'private_jwk']).where('kid', '=', own.kid).executeTakeFirstOrThrow();
+    const row = await test.storage.db
+      .selectFrom('signing_keys')
+      .select(['kid', 'private_jwk'])
+      .where('kid', '=', own.kid)
+      .executeTakeFirstOrThrow();
     return importJWK(JSON.parse(row.private_jwk) as JWK, 'ES256');
   }
 
   async function ownClaims(overrides: Record<string, unknown> = {}) {
     const now = Math.floor(Date.now() / 1000);
-    return { iss: own.issuer, aud: own.audience, sub: String(editor.caller.id), client_id: editor.caller.name, scope: CREATE_SCOPES, iat: now, exp: now + 300, jti: 'forged', ...overrides };
+    return {
+      iss: own.issuer,
+      aud: own.audience,
+      sub: String(editor.caller.id),
+      client_id: editor.caller.name,
+      scope: CREATE_SCOPES,
+      iat: now,
+      exp: now + 300,
+      jti: 'forged',
+      ...overrides,
+    };
   }
 
   async function signOwn(overrides: Record<string, unknown> = {}, header: Record<string, unknown> = {}) {
-    return new SignJWT(await ownClaims(overrides)).setProtectedHeader({ alg: 'ES256', kid: own.kid, typ: 'at+jwt', ...header }).sign(await ownPrivateKey());
+    return new SignJWT(await ownClaims(overrides))
+      .setProtectedHeader({ alg: 'ES256', kid: own.kid, typ: 'at+jwt', ...header })
+      .sign(await ownPrivateKey());
   }
 
   /** POST /v1/users with the token: 401 invalid-credentials, a Bearer challenge, no user stored. */
@@ -120,10 +158,39 @@ describe('Authorization: Bearer <JWT>', () => {
       expect(String(create.headers['www-authenticate'])).toMatch(/error="insufficient_scope".*scope="users:create"/);
       expect(await storedUsers(test)).toEqual(before);
 
-      const events = await auditEventsFor([String(list.headers['x-request-id']), String(create.headers['x-request-id'])]);
-      expect(events.map(({ caller_id, caller_name, credential, method, resource, action, status }) => ({ caller_id, caller_name, credential, method, resource, action, status }))).toEqual([
-        { caller_id: null, caller_name: 'warehouse-robot', credential: 'external', method: 'GET', resource: 'users', action: 'read', status: 200 },
-        { caller_id: null, caller_name: 'warehouse-robot', credential: 'external', method: 'POST', resource: 'users', action: 'create', status: 403 },
+      const events = await auditEventsFor([
+        String(list.headers['x-request-id']),
+        String(create.headers['x-request-id']),
+      ]);
+      expect(
+        events.map(({ caller_id, caller_name, credential, method, resource, action, status }) => ({
+          caller_id,
+          caller_name,
+          credential,
+          method,
+          resource,
+          action,
+          status,
+        })),
+      ).toEqual([
+        {
+          caller_id: null,
+          caller_name: 'warehouse-robot',
+          credential: 'external',
+          method: 'GET',
+          resource: 'users',
+          action: 'read',
+          status: 200,
+        },
+        {
+          caller_id: null,
+          caller_name: 'warehouse-robot',
+          credential: 'external',
+          method: 'POST',
+          resource: 'users',
+          action: 'create',
+          status: 403,
+        },
       ]);
     });
 
@@ -139,9 +206,12 @@ describe('Authorization: Bearer <JWT>', () => {
       await expectRefused(unsignedToken(valid.payload, { kid: issuer.kidOf() }), /algorithm/);
     });
 
-    it('POST /v1/users: 401 invalid-credentials when the token is HS256 with the issuer\'s public key as secret (algorithm confusion)', async () => {
+    it("POST /v1/users: 401 invalid-credentials when the token is HS256 with the issuer's public key as secret (algorithm confusion)", async () => {
       const { payload } = partsOf(await issuer.sign({ scope: CREATE_SCOPES }));
-      await expectRefused(await hmacWithPublicKey(await issuer.publicKeyPem('RS256'), payload, { kid: issuer.kidOf('RS256') }), /algorithm/);
+      await expectRefused(
+        await hmacWithPublicKey(await issuer.publicKeyPem('RS256'), payload, { kid: issuer.kidOf('RS256') }),
+        /algorithm/,
+      );
     });
 
     it('POST /v1/users: 401 invalid-credentials when the payload was changed after signing (scope widened)', async () => {
@@ -156,7 +226,10 @@ describe('Authorization: Bearer <JWT>', () => {
     });
 
     it('POST /v1/users: 401 invalid-credentials when the token is not valid before an hour from now (nbf)', async () => {
-      await expectRefused(await issuer.sign({ scope: CREATE_SCOPES, nbf: Math.floor(Date.now() / 1000) + 3600 }), /not valid yet/);
+      await expectRefused(
+        await issuer.sign({ scope: CREATE_SCOPES, nbf: Math.floor(Date.now() / 1000) + 3600 }),
+        /not valid yet/,
+      );
     });
 
     it('POST /v1/users: 401 invalid-credentials when the token comes from another issuer', async () => {
@@ -181,7 +254,7 @@ describe('Authorization: Bearer <JWT>', () => {
       expect(issuer.jwksFetches).toBe(before + 1);
     });
 
-    it('GET /v1/users: 200 with a token of the issuer\'s new key after it rotated; the JWKS is fetched again', async () => {
+    it("GET /v1/users: 200 with a token of the issuer's new key after it rotated; the JWKS is fetched again", async () => {
       const oldToken = await issuer.sign({ scope: 'users:read' });
       expect((await test.call({ url: '/v1/users', headers: bearer(oldToken) })).status).toBe(200);
       const newKid = await issuer.rotate('RS256');
@@ -198,9 +271,14 @@ describe('Authorization: Bearer <JWT>', () => {
     });
   });
 
-  describe('rowi\'s own tokens', () => {
-    it('POST /v1/users: 201 with an own token signed by rowi\'s key (the forgeries below differ only in what is wrong)', async () => {
-      const reply = await test.call({ method: 'POST', url: '/v1/users', headers: bearer(await signOwn()), body: buildUser() });
+  describe("rowi's own tokens", () => {
+    it("POST /v1/users: 201 with an own token signed by rowi's key (the forgeries below differ only in what is wrong)", async () => {
+      const reply = await test.call({
+        method: 'POST',
+        url: '/v1/users',
+        headers: bearer(await signOwn()),
+        body: buildUser(),
+      });
       expect(reply.status).toBe(201);
     });
 
@@ -214,10 +292,16 @@ describe('Authorization: Bearer <JWT>', () => {
       await expectRefused(unsignedToken(await ownClaims(), { kid: own.kid, typ: 'at+jwt' }), /algorithm/);
     });
 
-    it('POST /v1/users: 401 invalid-credentials when an HS256 token uses rowi\'s public key as secret', async () => {
+    it("POST /v1/users: 401 invalid-credentials when an HS256 token uses rowi's public key as secret", async () => {
       const publicPem = await exportSPKI((await importJWK(own.jwk, 'ES256')) as CryptoKey);
-      await expectRefused(await hmacWithPublicKey(publicPem, await ownClaims(), { kid: own.kid, typ: 'at+jwt' }), /algorithm/);
-      await expectRefused(await hmacWithPublicKey(JSON.stringify(own.jwk), await ownClaims(), { kid: own.kid, typ: 'at+jwt' }), /algorithm/);
+      await expectRefused(
+        await hmacWithPublicKey(publicPem, await ownClaims(), { kid: own.kid, typ: 'at+jwt' }),
+        /algorithm/,
+      );
+      await expectRefused(
+        await hmacWithPublicKey(JSON.stringify(own.jwk), await ownClaims(), { kid: own.kid, typ: 'at+jwt' }),
+        /algorithm/,
+      );
     });
 
     it('POST /v1/users: 401 invalid-credentials when an own token has expired', async () => {
@@ -239,7 +323,9 @@ describe('Authorization: Bearer <JWT>', () => {
 
     it('POST /v1/users: 401 invalid-credentials when an own token names a kid rowi never made', async () => {
       const stranger = await generateKeyPair('ES256');
-      const token = await new SignJWT(await ownClaims()).setProtectedHeader({ alg: 'ES256', kid: 'made-up', typ: 'at+jwt' }).sign(stranger.privateKey);
+      const token = await new SignJWT(await ownClaims())
+        .setProtectedHeader({ alg: 'ES256', kid: 'made-up', typ: 'at+jwt' })
+        .sign(stranger.privateKey);
       await expectRefused(token, /unknown kid/);
     });
   });
@@ -253,7 +339,12 @@ describe('Authorization: Bearer <JWT>', () => {
 
     it('POST /v1/users: 400 malformed-credentials when Authorization is "Bearer" without a token; nothing stored', async () => {
       const before = await storedUsers(test);
-      const reply = await test.call({ method: 'POST', url: '/v1/users', headers: { authorization: 'Bearer' }, body: buildUser() });
+      const reply = await test.call({
+        method: 'POST',
+        url: '/v1/users',
+        headers: { authorization: 'Bearer' },
+        body: buildUser(),
+      });
       expectProblem(reply, 400, 'malformed-credentials');
       expect(await storedUsers(test)).toEqual(before);
     });
@@ -261,7 +352,12 @@ describe('Authorization: Bearer <JWT>', () => {
     it('POST /v1/users: 401 invalid-credentials when Authorization is Basic (even with a valid key as password); nothing stored', async () => {
       const before = await storedUsers(test);
       const basic = Buffer.from(`${editor.caller.name}:${editor.key}`).toString('base64');
-      const reply = await test.call({ method: 'POST', url: '/v1/users', headers: { authorization: `Basic ${basic}` }, body: buildUser() });
+      const reply = await test.call({
+        method: 'POST',
+        url: '/v1/users',
+        headers: { authorization: `Basic ${basic}` },
+        body: buildUser(),
+      });
       expectProblem(reply, 401, 'invalid-credentials');
       expect(String(reply.headers['www-authenticate'])).toMatch(/^Bearer realm="rowi", error="invalid_token"/);
       expect(await storedUsers(test)).toEqual(before);
@@ -274,8 +370,11 @@ describe('Authorization: Bearer <JWT>', () => {
     for (;;) {
       const reply = await test.call({ url: '/v1/audit-events?limit=100' });
       expect(reply.status).toBe(200);
-      const events = (reply.json.data as { request_id: string; id: number }[]).filter((event) => requestIds.includes(event.request_id));
-      if (events.length === requestIds.length) return events.sort((a, b) => a.id - b.id) as unknown as Record<string, unknown>[];
+      const events = (reply.json.data as { request_id: string; id: number }[]).filter((event) =>
+        requestIds.includes(event.request_id),
+      );
+      if (events.length === requestIds.length)
+        return events.sort((a, b) => a.id - b.id) as unknown as Record<string, unknown>[];
       if (Date.now() > deadline) throw new Error(`audit events for ${requestIds.join(', ')} not stored within 3 s`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

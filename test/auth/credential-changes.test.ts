@@ -26,7 +26,11 @@ let itemId: number;
 
 beforeAll(async () => {
   issuer = await startIssuer({ audience: AUDIENCE });
-  test = await startApp({ ROWI_JWT_ISSUER: issuer.url, ROWI_JWT_AUDIENCE: AUDIENCE, ROWI_JWT_JWKS_URL: issuer.jwksUrl });
+  test = await startApp({
+    ROWI_JWT_ISSUER: issuer.url,
+    ROWI_JWT_AUDIENCE: AUDIENCE,
+    ROWI_JWT_JWKS_URL: issuer.jwksUrl,
+  });
   base = await test.app.listen({ host: '127.0.0.1', port: 0 });
   userId = (await createUser(test)).user.id;
   itemId = (await createItem(test)).item.id;
@@ -59,8 +63,15 @@ interface Subject {
   token: string;
 }
 
-const revoke = (subject: Subject) => test.call({ method: 'DELETE', url: `/v1/callers/${subject.callerId}/keys/${subject.keyId}` });
-const patch = (subject: Subject, body: Record<string, unknown>) => test.call({ method: 'PATCH', url: `/v1/callers/${subject.callerId}`, headers: MERGE_PATCH, body: JSON.stringify(body) });
+const revoke = (subject: Subject) =>
+  test.call({ method: 'DELETE', url: `/v1/callers/${subject.callerId}/keys/${subject.keyId}` });
+const patch = (subject: Subject, body: Record<string, unknown>) =>
+  test.call({
+    method: 'PATCH',
+    url: `/v1/callers/${subject.callerId}`,
+    headers: MERGE_PATCH,
+    body: JSON.stringify(body),
+  });
 const ENDS_401 = { ends: 401, type: '/problems/invalid-credentials' };
 const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
 
@@ -112,7 +123,8 @@ const CHANGES: Change[] = [
   },
   {
     condition: 'the caller is deleted',
-    apply: async (subject) => expect((await test.call({ method: 'DELETE', url: `/v1/callers/${subject.callerId}` })).status).toBe(204),
+    apply: async (subject) =>
+      expect((await test.call({ method: 'DELETE', url: `/v1/callers/${subject.callerId}` })).status).toBe(204),
     request: { url: '/v1/orders', withKey: 401, withToken: 401 },
     keyStream: ENDS_401,
     tokenStream: ENDS_401,
@@ -123,24 +135,43 @@ let sequence = 0;
 
 /** An order, a caller and then a user, each making one event: what a stream shows of them tells its access. */
 async function probeEvents(): Promise<{ orderId: number; callerId: number; userId: number }> {
-  const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: `probe ${++sequence}`, user_id: userId, lines: [{ item_id: itemId, quantity: 1 }] } });
-  const caller = await test.call({ method: 'POST', url: '/v1/callers', body: { name: `probe-${sequence}-${process.pid}`, role: 'reader' } });
+  const order = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: `probe ${++sequence}`, user_id: userId, lines: [{ item_id: itemId, quantity: 1 }] },
+  });
+  const caller = await test.call({
+    method: 'POST',
+    url: '/v1/callers',
+    body: { name: `probe-${sequence}-${process.pid}`, role: 'reader' },
+  });
   const { user } = await createUser(test);
   expect([order.status, caller.status]).toEqual([201, 201]);
   return { orderId: order.json.id, callerId: caller.json.id, userId: user.id };
 }
 
-async function expectStream(stream: SseClient, outcome: StreamOutcome, probe: Awaited<ReturnType<typeof probeEvents>>): Promise<void> {
-  const sees = (type: string, id: number) => stream.events.some((event) => event.event === type && event.data.data.id === id);
+async function expectStream(
+  stream: SseClient,
+  outcome: StreamOutcome,
+  probe: Awaited<ReturnType<typeof probeEvents>>,
+): Promise<void> {
+  const sees = (type: string, id: number) =>
+    stream.events.some((event) => event.event === type && event.data.data.id === id);
   if (typeof outcome === 'object' && 'ends' in outcome) {
     expect(await stream.waitForClose(3000)).toBe(true);
     expect(stream.endedWith).toMatchObject({ status: outcome.ends, type: outcome.type, instance: '/v1/events/stream' });
     expect(stream.afterEnd).toBe(0);
-    expect([sees('order.created', probe.orderId), sees('caller.created', probe.callerId), sees('user.created', probe.userId)]).toEqual([false, false, false]);
+    expect([
+      sees('order.created', probe.orderId),
+      sees('caller.created', probe.callerId),
+      sees('user.created', probe.userId),
+    ]).toEqual([false, false, false]);
     return;
   }
   // Events come in the order they were committed: once the user's is in, the others were sent or never will be.
-  expect(await stream.waitUntil((event) => event.event === 'user.created' && event.data.data.id === probe.userId)).toBe(true);
+  expect(await stream.waitUntil((event) => event.event === 'user.created' && event.data.data.id === probe.userId)).toBe(
+    true,
+  );
   expect(sees('order.created', probe.orderId)).toBe(outcome === 'goes on' || outcome.hides !== 'order.created');
   expect(sees('caller.created', probe.callerId)).toBe(outcome === 'goes on' || outcome.hides !== 'caller.created');
   expect(stream.closed).toBe(false);
@@ -151,17 +182,27 @@ async function subjectFor(change: Change): Promise<Subject> {
   const { caller, key, keyId } = await createCallerWithKey(test, { role: 'admin' });
   const subject = { callerId: caller.id, keyId, key, token: '' };
   if (change.key) {
-    const reply = await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: { expires_at: new Date(Date.now() + change.key.expiresInMs).toISOString() } });
+    const reply = await test.call({
+      method: 'POST',
+      url: `/v1/callers/${caller.id}/keys`,
+      body: { expires_at: new Date(Date.now() + change.key.expiresInMs).toISOString() },
+    });
     expect(reply.status).toBe(201);
     Object.assign(subject, { keyId: reply.json.id, key: reply.json.key });
   }
   subject.token = change.token
-    ? await shortLivedToken(test, caller, ['events:read', 'orders:read', 'callers:read', 'users:read'], change.token.expiresInMs)
+    ? await shortLivedToken(
+        test,
+        caller,
+        ['events:read', 'orders:read', 'callers:read', 'users:read'],
+        change.token.expiresInMs,
+      )
     : await issueToken(test, caller, subject.key);
   return subject;
 }
 
-const streamWords = (outcome: StreamOutcome) => (outcome === 'goes on' ? 'goes on' : 'ends' in outcome ? `ends (${outcome.ends})` : `stops sending ${outcome.hides}`);
+const streamWords = (outcome: StreamOutcome) =>
+  outcome === 'goes on' ? 'goes on' : 'ends' in outcome ? `ends (${outcome.ends})` : `stops sending ${outcome.hides}`;
 
 describe('a change to a caller or its key, on every way of reading with it', () => {
   for (const change of CHANGES) {
@@ -171,9 +212,15 @@ describe('a change to a caller or its key, on every way of reading with it', () 
       const expiresAt = Date.now() + (change.key?.expiresInMs ?? change.token?.expiresInMs ?? 0);
       const withKeyHeaders = { 'x-api-key': subject.key };
       const withTokenHeaders = { authorization: `Bearer ${subject.token}` };
-      const streams = { key: await SseClient.open(`${base}/v1/events/stream`, withKeyHeaders), token: await SseClient.open(`${base}/v1/events/stream`, withTokenHeaders) };
+      const streams = {
+        key: await SseClient.open(`${base}/v1/events/stream`, withKeyHeaders),
+        token: await SseClient.open(`${base}/v1/events/stream`, withTokenHeaders),
+      };
       expect([streams.key.response.statusCode, streams.token.response.statusCode]).toEqual([200, 200]);
-      expect([(await test.call({ url, headers: withKeyHeaders })).status, (await test.call({ url, headers: withTokenHeaders })).status]).toEqual([200, 200]);
+      expect([
+        (await test.call({ url, headers: withKeyHeaders })).status,
+        (await test.call({ url, headers: withTokenHeaders })).status,
+      ]).toEqual([200, 200]);
       // Both streams see everything before the change.
       const before = await probeEvents();
       for (const stream of Object.values(streams)) await expectStream(stream, 'goes on', before);
@@ -182,7 +229,10 @@ describe('a change to a caller or its key, on every way of reading with it', () 
       await sleepUntil(expiresAt + 20);
       // At once: whatever is committed right after the change's answer (or the expiry) is judged by the new access.
       const after = await probeEvents();
-      expect([(await test.call({ url, headers: withKeyHeaders })).status, (await test.call({ url, headers: withTokenHeaders })).status]).toEqual([withKey, withToken]);
+      expect([
+        (await test.call({ url, headers: withKeyHeaders })).status,
+        (await test.call({ url, headers: withTokenHeaders })).status,
+      ]).toEqual([withKey, withToken]);
       await expectStream(streams.key, change.keyStream, after);
       await expectStream(streams.token, change.tokenStream, after);
       for (const stream of Object.values(streams)) stream.close();
@@ -195,7 +245,11 @@ describe('a token of the external issuer', () => {
   // until the token expires; after that, neither a request nor a stream goes on with it.
   it('GET /v1/orders 401, GET /v1/events/stream ends (401) when the token expires', async () => {
     const expiresAt = Date.now() + 1500;
-    const token = await issuer.sign({ sub: `robot-${process.pid}`, scope: 'events:read orders:read users:read', exp: Math.floor(expiresAt / 1000) });
+    const token = await issuer.sign({
+      sub: `robot-${process.pid}`,
+      scope: 'events:read orders:read users:read',
+      exp: Math.floor(expiresAt / 1000),
+    });
     const headers = { authorization: `Bearer ${token}` };
     const stream = await SseClient.open(`${base}/v1/events/stream`, headers);
     expect(stream.response.statusCode).toBe(200);

@@ -13,8 +13,12 @@ describe('every route declares its permission', () => {
   it('registering a route without a permission fails at start, naming the route', async () => {
     const app = await buildApp({ config: test.config, storage: test.storage, logger: pino({ level: 'silent' }) });
     try {
-      expect(() => app.get('/v1/unguarded', async () => ({ secret: true }))).toThrow(/GET \/v1\/unguarded declares no permission/);
-      expect(() => app.get('/v1/unguarded-too', { schema: { summary: 'forgot it' } }, async () => ({ secret: true }))).toThrow(/declares no permission/);
+      expect(() => app.get('/v1/unguarded', async () => ({ secret: true }))).toThrow(
+        /GET \/v1\/unguarded declares no permission/,
+      );
+      expect(() =>
+        app.get('/v1/unguarded-too', { schema: { summary: 'forgot it' } }, async () => ({ secret: true })),
+      ).toThrow(/declares no permission/);
     } finally {
       await app.close();
     }
@@ -23,14 +27,21 @@ describe('every route declares its permission', () => {
   it('every registered route carries a permission in its OpenAPI operation (x-permission) and protected ones a security requirement', async () => {
     const reply = await test.call({ url: '/v1/openapi.json', key: null });
     expect(reply.status).toBe(200);
-    const operations = Object.entries(reply.json.paths as Record<string, Record<string, { 'x-permission'?: string; security?: unknown[] }>>).flatMap(([path, methods]) =>
+    const operations = Object.entries(
+      reply.json.paths as Record<string, Record<string, { 'x-permission'?: string; security?: unknown[] }>>,
+    ).flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, operation]) => ({ route: `${method.toUpperCase()} ${path}`, operation })),
     );
     expect(operations.length).toBeGreaterThan(30);
     for (const { route, operation } of operations) {
       expect(operation['x-permission'], route).toMatch(/^(public|[a-z-]+:(read|create|update|delete))$/);
       if (operation['x-permission'] === 'public') expect(operation.security, route).toEqual([]);
-      else expect(operation.security, route).toEqual([{ apiKey: [] }, { oauth2: [operation['x-permission']] }, { bearer: [] }]);
+      else
+        expect(operation.security, route).toEqual([
+          { apiKey: [] },
+          { oauth2: [operation['x-permission']] },
+          { bearer: [] },
+        ]);
     }
   });
 });

@@ -22,7 +22,13 @@ describe('Idempotency-Key per caller', () => {
     expect(second.json.id).not.toBe(first.json.id);
     expect(second.headers['idempotent-replayed']).toBeUndefined();
 
-    const replay = await test.call({ method: 'POST', url: '/v1/users', headers, key: crm.key, body: buildUser({ name: second.json.name, email: second.json.email }) });
+    const replay = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers,
+      key: crm.key,
+      body: buildUser({ name: second.json.name, email: second.json.email }),
+    });
     expect(replay.status).toBe(201);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.json).toEqual(second.json);
@@ -32,7 +38,9 @@ describe('Idempotency-Key per caller', () => {
   it('POST /v1/users: 422 idempotency-key-reused when the same caller reuses its key for another body', async () => {
     const caller = await createCallerWithKey(test, { role: 'editor' });
     const headers = { 'idempotency-key': 'same-key-other-body' };
-    expect((await test.call({ method: 'POST', url: '/v1/users', headers, key: caller.key, body: buildUser() })).status).toBe(201);
+    expect(
+      (await test.call({ method: 'POST', url: '/v1/users', headers, key: caller.key, body: buildUser() })).status,
+    ).toBe(201);
     const before = await storedUsers(test);
     const reused = await test.call({ method: 'POST', url: '/v1/users', headers, key: caller.key, body: buildUser() });
     expectProblem(reused, 422, 'idempotency-key-reused');

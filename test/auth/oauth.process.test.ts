@@ -48,13 +48,27 @@ async function within<T>(ms: number, attempt: () => Promise<T | undefined>): Pro
 
 async function discover(server: RunningServer) {
   const issuer = new URL(server.baseUrl);
-  return oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+  return oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+  );
 }
 
-async function clientCredentials(as: oauth.AuthorizationServer, client: Editor, auth: 'basic' | 'post', scope?: string) {
+async function clientCredentials(
+  as: oauth.AuthorizationServer,
+  client: Editor,
+  auth: 'basic' | 'post',
+  scope?: string,
+) {
   const clientAuth = auth === 'basic' ? oauth.ClientSecretBasic(client.key) : oauth.ClientSecretPost(client.key);
   const parameters: Record<string, string> = scope === undefined ? {} : { scope };
-  const response = await oauth.clientCredentialsGrantRequest(as, { client_id: client.name }, clientAuth, parameters, insecure);
+  const response = await oauth.clientCredentialsGrantRequest(
+    as,
+    { client_id: client.name },
+    clientAuth,
+    parameters,
+    insecure,
+  );
   return oauth.processClientCredentialsResponse(as, { client_id: client.name }, response);
 }
 
@@ -86,7 +100,8 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
   /** POST /oauth/token by hand, for requests a well-behaved client library will not send. */
   function tokenRequest(form: string, basic?: [string, string]) {
     const headers: Record<string, string> = { 'content-type': FORM };
-    if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic[0])}:${encodeURIComponent(basic[1])}`).toString('base64')}`;
+    if (basic)
+      headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic[0])}:${encodeURIComponent(basic[1])}`).toString('base64')}`;
     return fetch(`${server.baseUrl}/oauth/token`, { method: 'POST', headers, body: form });
   }
 
@@ -100,8 +115,14 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
     return body;
   }
 
-  const jwks = async () => ((await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string; kty: string; alg: string; crv?: string }[] }).keys;
-  const postUser = (token: string, email: string) => api('/v1/users', { method: 'POST', token, body: JSON.stringify({ name: 'Token User', email }) });
+  const jwks = async () =>
+    (
+      (await (await fetch(`${server.baseUrl}/.well-known/jwks.json`)).json()) as {
+        keys: { kid: string; kty: string; alg: string; crv?: string }[];
+      }
+    ).keys;
+  const postUser = (token: string, email: string) =>
+    api('/v1/users', { method: 'POST', token, body: JSON.stringify({ name: 'Token User', email }) });
 
   beforeAll(async () => {
     server = await startServer();
@@ -116,13 +137,15 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
   // First in this file: no token has been issued by this server yet.
   it('GET /.well-known/jwks.json: one ES256 key published from the start, before any token is issued; the first token is signed with it and the set is unchanged', async () => {
     const before = await jwks();
-    expect(before).toEqual([expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) })]);
+    expect(before).toEqual([
+      expect.objectContaining({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig', kid: expect.any(String) }),
+    ]);
     const token = await clientCredentials(as, editor, 'basic', 'users:read');
     expect(decodeProtectedHeader(token.access_token).kid).toBe(before[0]!.kid);
     expect(await jwks()).toEqual(before);
   });
 
-  it('GET /.well-known/oauth-authorization-server: oauth4webapi discovers rowi; the issuer is the server\'s origin', () => {
+  it("GET /.well-known/oauth-authorization-server: oauth4webapi discovers rowi; the issuer is the server's origin", () => {
     expect(as.issuer).toBe(server.baseUrl);
     expect(as.token_endpoint).toBe(`${server.baseUrl}/oauth/token`);
     expect(as.jwks_uri).toBe(`${server.baseUrl}/.well-known/jwks.json`);
@@ -142,7 +165,13 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
   });
 
   it('POST /oauth/token: the token is an RFC 9068 JWT (at+jwt, ES256, a published kid) with iss, aud, sub, client_id, scope, iat, exp = iat + 900, jti; no-store', async () => {
-    const response = await tokenRequest(new URLSearchParams({ grant_type: 'client_credentials', client_id: editor.name, client_secret: editor.key }).toString());
+    const response = await tokenRequest(
+      new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: editor.name,
+        client_secret: editor.key,
+      }).toString(),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const { access_token: token, scope } = (await response.json()) as { access_token: string; scope: string };
@@ -164,7 +193,16 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
       jti: expect.any(String),
     });
     expect(Math.abs(claims.iat! - Date.now() / 1000)).toBeLessThan(60);
-    expect(scope.split(' ').sort()).toEqual([...['items', 'orders', 'stock', 'users', 'weather'].flatMap((data) => [`${data}:create`, `${data}:read`, `${data}:update`]), 'events:read'].sort());
+    expect(scope.split(' ').sort()).toEqual(
+      [
+        ...['items', 'orders', 'stock', 'users', 'weather'].flatMap((data) => [
+          `${data}:create`,
+          `${data}:read`,
+          `${data}:update`,
+        ]),
+        'events:read',
+      ].sort(),
+    );
   });
 
   it('POST /oauth/token: scope=users:read gives a token that may GET /v1/users but gets 403 insufficient-scope on POST /v1/users', async () => {
@@ -177,13 +215,18 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
     const create = await postUser(token.access_token, email);
     expect(create.status).toBe(403);
     expect(create.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await create.json()).toMatchObject({ type: '/problems/insufficient-scope', required_scopes: ['users:create'] });
+    expect(await create.json()).toMatchObject({
+      type: '/problems/insufficient-scope',
+      required_scopes: ['users:create'],
+    });
     const stored = (await (await api(`/v1/users?email=${email}`, { key: adminKey })).json()) as { data: unknown[] };
     expect(stored.data).toEqual([]);
   });
 
   it('POST /oauth/token: 400 invalid_scope when the caller asks for a scope it does not hold (oauth4webapi sees the error)', async () => {
-    const refused = await clientCredentials(as, editor, 'post', 'users:read users:delete').catch((error: unknown) => error);
+    const refused = await clientCredentials(as, editor, 'post', 'users:read users:delete').catch(
+      (error: unknown) => error,
+    );
     expect(refused).toBeInstanceOf(oauth.ResponseBodyError);
     const error = refused as oauth.ResponseBodyError;
     expect({ status: error.status, error: error.error }).toEqual({ status: 400, error: 'invalid_scope' });
@@ -192,7 +235,8 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
   });
 
   describe('RFC 6749 §5.2 errors', () => {
-    const form = (fields: Record<string, string>) => new URLSearchParams({ grant_type: 'client_credentials', ...fields }).toString();
+    const form = (fields: Record<string, string>) =>
+      new URLSearchParams({ grant_type: 'client_credentials', ...fields }).toString();
 
     it('POST /oauth/token: 401 invalid_client with WWW-Authenticate Basic when the secret sent by Basic is wrong', async () => {
       const wrong = `${editor.key.slice(0, -4)}AAAA`;
@@ -201,7 +245,9 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
       expect(refused).toBeInstanceOf(oauth.WWWAuthenticateChallengeError);
       const challenge = refused as oauth.WWWAuthenticateChallengeError;
       expect(challenge.status).toBe(401);
-      expect(challenge.cause.map(({ scheme, parameters }) => ({ scheme, realm: parameters.realm }))).toEqual([{ scheme: 'basic', realm: 'rowi' }]);
+      expect(challenge.cause.map(({ scheme, parameters }) => ({ scheme, realm: parameters.realm }))).toEqual([
+        { scheme: 'basic', realm: 'rowi' },
+      ]);
       await expectOAuthError(challenge.response, 401, 'invalid_client');
 
       const response = await tokenRequest(form({}), [editor.name, wrong]);
@@ -210,21 +256,41 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
     });
 
     it('POST /oauth/token: 401 invalid_client when the client_id is unknown (the secret being a valid key of another caller)', async () => {
-      await expectOAuthError(await tokenRequest(form({ client_id: 'no-such-system', client_secret: editor.key })), 401, 'invalid_client');
+      await expectOAuthError(
+        await tokenRequest(form({ client_id: 'no-such-system', client_secret: editor.key })),
+        401,
+        'invalid_client',
+      );
       await expectOAuthError(await tokenRequest(form({}), ['no-such-system', editor.key]), 401, 'invalid_client');
     });
 
     it('POST /oauth/token: 400 invalid_request when grant_type is missing', async () => {
-      await expectOAuthError(await tokenRequest(new URLSearchParams({ client_id: editor.name, client_secret: editor.key }).toString()), 400, 'invalid_request');
+      await expectOAuthError(
+        await tokenRequest(new URLSearchParams({ client_id: editor.name, client_secret: editor.key }).toString()),
+        400,
+        'invalid_request',
+      );
     });
 
     it('POST /oauth/token: 400 unsupported_grant_type when grant_type is password', async () => {
-      const response = await tokenRequest(new URLSearchParams({ grant_type: 'password', username: 'x', password: 'y', client_id: editor.name, client_secret: editor.key }).toString());
+      const response = await tokenRequest(
+        new URLSearchParams({
+          grant_type: 'password',
+          username: 'x',
+          password: 'y',
+          client_id: editor.name,
+          client_secret: editor.key,
+        }).toString(),
+      );
       await expectOAuthError(response, 400, 'unsupported_grant_type');
     });
 
     it('POST /oauth/token: 400 invalid_request when the client authenticates by Basic and by client_secret in the form', async () => {
-      await expectOAuthError(await tokenRequest(form({ client_secret: editor.key }), [editor.name, editor.key]), 400, 'invalid_request');
+      await expectOAuthError(
+        await tokenRequest(form({ client_secret: editor.key }), [editor.name, editor.key]),
+        400,
+        'invalid_request',
+      );
     });
 
     it('POST /oauth/token: 400 invalid_request when a parameter is repeated', async () => {
@@ -238,14 +304,23 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
       ['a JSON body', 'application/json', JSON.stringify({ grant_type: 'client_credentials' })],
       ['an XML body', 'application/xml', '<token><grant_type>client_credentials</grant_type></token>'],
       ['a text body', 'text/plain', 'grant_type=client_credentials'],
-    ])('POST /oauth/token with %s: 400 invalid_request (RFC 6749 §5.2), not a 415 problem', async (_what, type, body) => {
-      const response = await fetch(`${server.baseUrl}/oauth/token`, { method: 'POST', headers: { 'content-type': type }, body });
-      const error = await expectOAuthError(response, 400, 'invalid_request');
-      expect(error.error_description).toContain('application/x-www-form-urlencoded');
-    });
+    ])(
+      'POST /oauth/token with %s: 400 invalid_request (RFC 6749 §5.2), not a 415 problem',
+      async (_what, type, body) => {
+        const response = await fetch(`${server.baseUrl}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body,
+        });
+        const error = await expectOAuthError(response, 400, 'invalid_request');
+        expect(error.error_description).toContain('application/x-www-form-urlencoded');
+      },
+    );
 
     it('the OpenAPI document lists for POST /oauth/token the RFC 6749 errors (400, 401) and neither 415 nor 422', async () => {
-      const document = (await (await fetch(`${server.baseUrl}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+      const document = (await (await fetch(`${server.baseUrl}/v1/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
       const statuses = Object.keys(document.paths['/oauth/token']!.post!.responses);
       expect(statuses).toEqual(expect.arrayContaining(['200', '400', '401']));
       expect(statuses).not.toContain('415');
@@ -257,7 +332,11 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
       const { id, key } = (await created.json()) as { id: number; key: string };
       expect((await tokenRequest(form({}), [editor.name, key])).status).toBe(200);
       expect((await api(`/v1/callers/${editor.id}/keys/${id}`, { method: 'DELETE', key: adminKey })).status).toBe(204);
-      await expectOAuthError(await tokenRequest(form({ client_id: editor.name, client_secret: key })), 401, 'invalid_client');
+      await expectOAuthError(
+        await tokenRequest(form({ client_id: editor.name, client_secret: key })),
+        401,
+        'invalid_client',
+      );
     });
   });
 
@@ -296,22 +375,34 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
     expect((await api('/v1/users', { token: before.access_token })).status).toBe(200);
   });
 
-  it('PATCH /v1/callers/{id} to role reader: the caller\'s existing token loses the create scopes (403 on POST /v1/users) within 1 s; DELETE: the token gets 401', async () => {
+  it("PATCH /v1/callers/{id} to role reader: the caller's existing token loses the create scopes (403 on POST /v1/users) within 1 s; DELETE: the token gets 401", async () => {
     const caller = await createCaller('crm-system');
     const token = (await clientCredentials(as, caller, 'basic')).access_token;
     expect((await postUser(token, 'before.demotion@example.com')).status).toBe(201);
 
-    const demoted = await api(`/v1/callers/${caller.id}`, { method: 'PATCH', key: adminKey, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ role: 'reader' }) });
+    const demoted = await api(`/v1/callers/${caller.id}`, {
+      method: 'PATCH',
+      key: adminKey,
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ role: 'reader' }),
+    });
     expect(demoted.status).toBe(200);
     const refused = await within(1000, async () => {
       const reply = await postUser(token, `after.demotion.${Date.now()}@example.com`);
       return reply.status === 403 ? reply : undefined;
     });
     expect(refused?.status).toBe(403);
-    expect(await refused!.json()).toMatchObject({ type: '/problems/insufficient-scope', required_scopes: ['users:create'] });
+    expect(await refused!.json()).toMatchObject({
+      type: '/problems/insufficient-scope',
+      required_scopes: ['users:create'],
+    });
     expect((await api('/v1/users', { token })).status).toBe(200);
-    const stored = (await (await api('/v1/users?limit=100', { key: adminKey })).json()) as { data: { email: string }[] };
-    expect(stored.data.map((user) => user.email).filter((email) => email.includes('demotion'))).toEqual(['before.demotion@example.com']);
+    const stored = (await (await api('/v1/users?limit=100', { key: adminKey })).json()) as {
+      data: { email: string }[];
+    };
+    expect(stored.data.map((user) => user.email).filter((email) => email.includes('demotion'))).toEqual([
+      'before.demotion@example.com',
+    ]);
 
     expect((await api(`/v1/callers/${caller.id}`, { method: 'DELETE', key: adminKey })).status).toBe(204);
     const gone = await within(1000, async () => {

@@ -122,14 +122,20 @@ const EXPECTED: Record<string, Needs> = {
   'HEAD /v1/webhook-endpoints/:id/deliveries': ['webhook-endpoints:read'],
   'GET /v1/webhook-endpoints/:id/deliveries/:delivery_id': ['webhook-endpoints:read'],
   'HEAD /v1/webhook-endpoints/:id/deliveries/:delivery_id': ['webhook-endpoints:read'],
-  'POST /v1/webhook-endpoints/:id/deliveries/:delivery_id/retry': ['webhook-endpoints:update', 'webhook-endpoints:read'],
+  'POST /v1/webhook-endpoints/:id/deliveries/:delivery_id/retry': [
+    'webhook-endpoints:update',
+    'webhook-endpoints:read',
+  ],
 };
 
 /** docs/security.md's roles, written out here rather than taken from src/auth/policy.ts. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
 const ROLE_SCOPES = {
   reader: [...DATA.map((resource) => `${resource}:read`), 'events:read'],
-  editor: [...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)), 'events:read'],
+  editor: [
+    ...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
+    'events:read',
+  ],
   admin: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
     ...['read', 'create', 'update', 'delete'].map((action) => `callers:${action}`),
@@ -144,7 +150,10 @@ const ROLE_SCOPES = {
 interface Credential {
   name: string;
   headers: Record<string, string>;
-  outcome: { refused: 'missing-credentials' } | { refused: 'invalid-credentials'; because: RegExp } | { holds: ReadonlySet<string> };
+  outcome:
+    | { refused: 'missing-credentials' }
+    | { refused: 'invalid-credentials'; because: RegExp }
+    | { holds: ReadonlySet<string> };
 }
 
 /** The records a credential's requests address; fresh for each credential, so deletes by one never affect another. */
@@ -179,19 +188,36 @@ beforeAll(async () => {
   tokenClient = { name: client.caller.name, key: client.key };
 
   const revoked = await createCallerWithKey(test, { role: 'admin' });
-  const revocation = await test.call({ method: 'DELETE', url: `/v1/callers/${revoked.caller.id}/keys/${revoked.keyId}` });
+  const revocation = await test.call({
+    method: 'DELETE',
+    url: `/v1/callers/${revoked.caller.id}/keys/${revoked.keyId}`,
+  });
   if (revocation.status !== 204) throw new Error(`could not revoke the key: ${revocation.status} ${revocation.text}`);
 
-  const caller = async (options: Parameters<typeof createCallerWithKey>[1]) => ({ 'x-api-key': (await createCallerWithKey(test, options)).key });
+  const caller = async (options: Parameters<typeof createCallerWithKey>[1]) => ({
+    'x-api-key': (await createCallerWithKey(test, options)).key,
+  });
   const holding = (role: keyof typeof ROLE_SCOPES, extra: string[] = [], removed: string[] = []) =>
     new Set([...ROLE_SCOPES[role], ...extra].filter((scope) => !removed.includes(scope)));
 
   credentials = [
     { name: 'none', headers: {}, outcome: { refused: 'missing-credentials' } },
-    { name: 'malformed key', headers: { 'x-api-key': 'rowi_bad' }, outcome: { refused: 'invalid-credentials', because: /not one rowi issued/ } },
+    {
+      name: 'malformed key',
+      headers: { 'x-api-key': 'rowi_bad' },
+      outcome: { refused: 'invalid-credentials', because: /not one rowi issued/ },
+    },
     // An admin's key, so nothing but the revocation can be the reason it is refused.
-    { name: 'revoked key', headers: { 'x-api-key': revoked.key }, outcome: { refused: 'invalid-credentials', because: /revoked/ } },
-    { name: 'expired JWT', headers: { authorization: `Bearer ${await adminToken({ expiresIn: -120 })}` }, outcome: { refused: 'invalid-credentials', because: /expired/ } },
+    {
+      name: 'revoked key',
+      headers: { 'x-api-key': revoked.key },
+      outcome: { refused: 'invalid-credentials', because: /revoked/ },
+    },
+    {
+      name: 'expired JWT',
+      headers: { authorization: `Bearer ${await adminToken({ expiresIn: -120 })}` },
+      outcome: { refused: 'invalid-credentials', because: /expired/ },
+    },
     {
       name: 'JWT for other audience',
       headers: { authorization: `Bearer ${await adminToken({ audience: 'https://elsewhere.example' })}` },
@@ -200,8 +226,16 @@ beforeAll(async () => {
     { name: 'reader', headers: await caller({ role: 'reader' }), outcome: { holds: holding('reader') } },
     { name: 'editor', headers: await caller({ role: 'editor' }), outcome: { holds: holding('editor') } },
     { name: 'admin', headers: { 'x-api-key': test.adminKey }, outcome: { holds: holding('admin') } },
-    { name: 'editor +orders:delete', headers: await caller({ role: 'editor', extra_scopes: ['orders:delete'] }), outcome: { holds: holding('editor', ['orders:delete']) } },
-    { name: 'editor -users:read', headers: await caller({ role: 'editor', removed_scopes: ['users:read'] }), outcome: { holds: holding('editor', [], ['users:read']) } },
+    {
+      name: 'editor +orders:delete',
+      headers: await caller({ role: 'editor', extra_scopes: ['orders:delete'] }),
+      outcome: { holds: holding('editor', ['orders:delete']) },
+    },
+    {
+      name: 'editor -users:read',
+      headers: await caller({ role: 'editor', removed_scopes: ['users:read'] }),
+      outcome: { holds: holding('editor', [], ['users:read']) },
+    },
   ];
 });
 afterAll(async () => test.close());
@@ -211,13 +245,27 @@ afterAll(async () => test.close());
  * where asked: so an expired or foreign-audience token is refused for that reason alone.
  */
 async function adminToken(change: { expiresIn?: number; audience?: string } = {}): Promise<string> {
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'admin', client_secret: test.adminKey });
-  const issued = await test.call({ method: 'POST', url: '/oauth/token', key: null, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: 'admin',
+    client_secret: test.adminKey,
+  });
+  const issued = await test.call({
+    method: 'POST',
+    url: '/oauth/token',
+    key: null,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form.toString(),
+  });
   if (issued.status !== 200) throw new Error(`could not get a token: ${issued.status} ${issued.text}`);
   const real = issued.json.access_token as string;
   const { kid } = decodeProtectedHeader(real);
   const claims = decodeJwt(real);
-  const row = await test.storage.db.selectFrom('signing_keys').select('private_jwk').where('kid', '=', kid!).executeTakeFirstOrThrow();
+  const row = await test.storage.db
+    .selectFrom('signing_keys')
+    .select('private_jwk')
+    .where('kid', '=', kid!)
+    .executeTakeFirstOrThrow();
   const signingKey = await importJWK(JSON.parse(row.private_jwk) as JWK, 'ES256');
   const now = Math.floor(Date.now() / 1000);
   const expires = now + (change.expiresIn ?? 600);
@@ -243,22 +291,52 @@ async function createTargets(): Promise<Targets> {
   const buyer = (await createUser(test)).user;
   const sold = (await createItem(test)).item;
   await setStock(test, sold.id, 5);
-  const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'SO-matrix', user_id: buyer.id, lines: [{ item_id: sold.id, quantity: 1 }] } });
+  const order = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: 'SO-matrix', user_id: buyer.id, lines: [{ item_id: sold.id, quantity: 1 }] },
+  });
   if (order.status !== 201) throw new Error(`could not place the order: ${order.status} ${order.text}`);
   const target = await createCallerWithKey(test, { role: 'reader' });
   const place = `matrix-${++places}`;
-  const created = await test.call({ method: 'PATCH', url: `/v1/weather/${place}`, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ name: 'Matrix' }) });
+  const created = await test.call({
+    method: 'PATCH',
+    url: `/v1/weather/${place}`,
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: JSON.stringify({ name: 'Matrix' }),
+  });
   if (created.status !== 201) throw new Error(`could not create the place: ${created.status} ${created.text}`);
-  const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/matrix' } });
-  if (endpoint.status !== 201) throw new Error(`could not create the webhook endpoint: ${endpoint.status} ${endpoint.text}`);
+  const endpoint = await test.call({
+    method: 'POST',
+    url: '/v1/webhook-endpoints',
+    body: { url: 'https://hooks.example.com/matrix' },
+  });
+  if (endpoint.status !== 201)
+    throw new Error(`could not create the webhook endpoint: ${endpoint.status} ${endpoint.text}`);
   const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.id}/ping` });
   if (ping.status !== 202) throw new Error(`could not ping the webhook endpoint: ${ping.status} ${ping.text}`);
-  return { userId: user.id, itemId: item.id, orderId: order.json.id as number, callerId: target.caller.id, keyId: target.keyId, place, endpointId: endpoint.json.id, deliveryId: ping.json.id };
+  return {
+    userId: user.id,
+    itemId: item.id,
+    orderId: order.json.id as number,
+    callerId: target.caller.id,
+    keyId: target.keyId,
+    place,
+    endpointId: endpoint.json.id,
+    deliveryId: ping.json.id,
+  };
 }
 
 function concreteUrl(url: string, targets: Targets): string {
   const collection = /^\/v1\/([a-z-]+)\/:id/.exec(url)?.[1];
-  const ids: Record<string, number | string> = { users: targets.userId, items: targets.itemId, orders: targets.orderId, callers: targets.callerId, 'webhook-endpoints': targets.endpointId, events: `evt_${'0'.repeat(28)}` };
+  const ids: Record<string, number | string> = {
+    users: targets.userId,
+    items: targets.itemId,
+    orders: targets.orderId,
+    callers: targets.callerId,
+    'webhook-endpoints': targets.endpointId,
+    events: `evt_${'0'.repeat(28)}`,
+  };
   // The stream, for a caller it lets through, would stay open: an unknown type makes that a 400 (after authentication).
   if (url === '/v1/events/stream') return `${url}?types=no.such-type`;
   return url
@@ -276,13 +354,30 @@ function concreteUrl(url: string, targets: Targets): string {
 async function send(method: string, url: string, credential: Credential): Promise<Reply> {
   const key = null;
   if (url === '/oauth/token') {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: tokenClient.name, client_secret: tokenClient.key });
-    return test.call({ method: 'POST', url, key, headers: { ...credential.headers, 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: tokenClient.name,
+      client_secret: tokenClient.key,
+    });
+    return test.call({
+      method: 'POST',
+      url,
+      key,
+      headers: { ...credential.headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
   }
   if (method === 'PATCH') {
-    return test.call({ method, url, key, headers: { ...credential.headers, 'content-type': 'application/merge-patch+json' }, body: '{}' });
+    return test.call({
+      method,
+      url,
+      key,
+      headers: { ...credential.headers, 'content-type': 'application/merge-patch+json' },
+      body: '{}',
+    });
   }
-  if (method === 'POST' || method === 'PUT') return test.call({ method, url, key, headers: credential.headers, body: {} });
+  if (method === 'POST' || method === 'PUT')
+    return test.call({ method, url, key, headers: credential.headers, body: {} });
   return test.call({ method: method as 'GET' | 'HEAD' | 'DELETE', url, key, headers: credential.headers });
 }
 
@@ -293,7 +388,12 @@ function executionOrder(route: { method: string; url: string }): number {
 }
 
 /** What is wrong with this answer; empty when it is what docs/security.md asks for. */
-function check(method: string, needs: Needs, credential: Credential, reply: Reply): { expected: string; wrong: string[] } {
+function check(
+  method: string,
+  needs: Needs,
+  credential: Credential,
+  reply: Reply,
+): { expected: string; wrong: string[] } {
   const wrong: string[] = [];
   const challenge = String(reply.headers['www-authenticate'] ?? '');
   const type = String(reply.json?.type ?? '');
@@ -314,21 +414,31 @@ function check(method: string, needs: Needs, credential: Credential, reply: Repl
   if ('refused' in outcome) {
     if (reply.status !== 401) wrong.push(`status ${reply.status} ≠ 401`);
     if (!challenge.startsWith('Bearer realm="rowi"')) wrong.push(`WWW-Authenticate ${JSON.stringify(challenge)}`);
-    if (outcome.refused === 'invalid-credentials' && !challenge.includes('error="invalid_token"')) wrong.push('challenge lacks error="invalid_token"');
-    if (outcome.refused === 'missing-credentials' && challenge.includes('error=')) wrong.push('challenge names an error though no credentials were sent (RFC 6750 §3.1)');
+    if (outcome.refused === 'invalid-credentials' && !challenge.includes('error="invalid_token"'))
+      wrong.push('challenge lacks error="invalid_token"');
+    if (outcome.refused === 'missing-credentials' && challenge.includes('error='))
+      wrong.push('challenge names an error though no credentials were sent (RFC 6750 §3.1)');
     if (hasBody && type !== `/problems/${outcome.refused}`) wrong.push(`type ${type || '(none)'}`);
-    if (hasBody && 'because' in outcome && !outcome.because.test(String(reply.json?.detail))) wrong.push(`detail ${JSON.stringify(reply.json?.detail)}`);
+    if (hasBody && 'because' in outcome && !outcome.because.test(String(reply.json?.detail)))
+      wrong.push(`detail ${JSON.stringify(reply.json?.detail)}`);
     return { expected: `401 ${outcome.refused}`, wrong };
   }
   const missing = needs.filter((scope) => !outcome.holds.has(scope)).sort();
   if (missing.length === 0) return allowed('allowed: not 401/403');
   if (reply.status !== 403) wrong.push(`status ${reply.status} ≠ 403`);
   const scopeParameter = /scope="([^"]*)"/.exec(challenge)?.[1];
-  if (!challenge.includes('error="insufficient_scope"') || scopeParameter?.split(' ').sort().join(' ') !== missing.join(' ')) {
+  if (
+    !challenge.includes('error="insufficient_scope"') ||
+    scopeParameter?.split(' ').sort().join(' ') !== missing.join(' ')
+  ) {
     wrong.push(`WWW-Authenticate ${JSON.stringify(challenge)}`);
   }
   if (hasBody && type !== '/problems/insufficient-scope') wrong.push(`type ${type || '(none)'}`);
-  if (hasBody && JSON.stringify([...((reply.json?.required_scopes as string[] | undefined) ?? [])].sort()) !== JSON.stringify(missing)) {
+  if (
+    hasBody &&
+    JSON.stringify([...((reply.json?.required_scopes as string[] | undefined) ?? [])].sort()) !==
+      JSON.stringify(missing)
+  ) {
     wrong.push(`required_scopes ${JSON.stringify(reply.json?.required_scopes)}`);
   }
   return { expected: `403 lacks ${missing.join(' ')}`, wrong };
@@ -352,7 +462,12 @@ describe('permission matrix (docs/security.md)', () => {
   });
 
   it('forged tokens: accepted when only the claims under test are left as issued (so the refusals below are for exp and aud alone)', async () => {
-    const reply = await test.call({ method: 'GET', url: '/v1/audit-events', key: null, headers: { authorization: `Bearer ${await adminToken()}` } });
+    const reply = await test.call({
+      method: 'GET',
+      url: '/v1/audit-events',
+      key: null,
+      headers: { authorization: `Bearer ${await adminToken()}` },
+    });
     expect(reply.status).toBe(200);
   });
 
@@ -372,14 +487,29 @@ describe('permission matrix (docs/security.md)', () => {
         const reply = await send(method, concreteUrl(url, targets), credential);
         const { expected, wrong } = check(method, needs, credential, reply);
         const problem = String(reply.json?.type ?? '').replace('/problems/', '');
-        cells.push({ route, credential: credential.name, expected, status: reply.status, type: problem, problem: wrong.join('; ') });
-        if (wrong.length > 0) mismatches.push([route, credential.name, expected, `${reply.status} ${problem}: ${wrong.join('; ')}`]);
+        cells.push({
+          route,
+          credential: credential.name,
+          expected,
+          status: reply.status,
+          type: problem,
+          problem: wrong.join('; '),
+        });
+        if (wrong.length > 0)
+          mismatches.push([route, credential.name, expected, `${reply.status} ${problem}: ${wrong.join('; ')}`]);
       }
     }
     if (process.env.ROWI_TEST_PRINT_MATRIX) {
       const names = credentials.map((credential) => credential.name);
-      const rows = routes.map(({ method, url }) => [`${method} ${url}`, ...names.map((name) => String(cells.find((cell) => cell.route === `${method} ${url}` && cell.credential === name)?.status ?? '-'))]);
-      console.log(`${routes.length} routes × ${credentials.length} credentials = ${cells.length} requests\n${table([['route', ...names], ...rows])}`);
+      const rows = routes.map(({ method, url }) => [
+        `${method} ${url}`,
+        ...names.map((name) =>
+          String(cells.find((cell) => cell.route === `${method} ${url}` && cell.credential === name)?.status ?? '-'),
+        ),
+      ]);
+      console.log(
+        `${routes.length} routes × ${credentials.length} credentials = ${cells.length} requests\n${table([['route', ...names], ...rows])}`,
+      );
     }
     expect(cells.length).toBe(routes.length * credentials.length);
     expect(mismatches.length === 1 ? '' : `\n${table(mismatches)}`).toBe('');

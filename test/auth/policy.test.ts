@@ -1,10 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { ALL_SCOPES, isGrantable, isScope, missingScopes, parseScopeList, permissionOf, scopesOf, type Scope } from '../../src/auth/policy.js';
+import {
+  ALL_SCOPES,
+  isGrantable,
+  isScope,
+  missingScopes,
+  parseScopeList,
+  permissionOf,
+  scopesOf,
+  type Scope,
+} from '../../src/auth/policy.js';
 
 /** The roles of docs/security.md written out by hand, so the module is checked against the documented rules and not against itself. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
 const READER = [...DATA.map((resource) => `${resource}:read`), 'events:read'];
-const EDITOR = [...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)), 'events:read'];
+const EDITOR = [
+  ...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
+  'events:read',
+];
 const ADMIN = [
   ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
   'callers:read',
@@ -38,12 +50,18 @@ describe('policy: scopesOf', () => {
 
   it('scopesOf: the role plus the grant when an extra scope is given', () => {
     expect(sorted(scopesOf('editor', ['orders:delete'], []))).toEqual(sorted([...EDITOR, 'orders:delete']));
-    expect(sorted(scopesOf('reader', ['audit-events:read', 'stock:update'], []))).toEqual(sorted([...READER, 'audit-events:read', 'stock:update']));
+    expect(sorted(scopesOf('reader', ['audit-events:read', 'stock:update'], []))).toEqual(
+      sorted([...READER, 'audit-events:read', 'stock:update']),
+    );
   });
 
   it('scopesOf: the role minus the scope when a removed scope is given', () => {
-    expect(sorted(scopesOf('editor', [], ['users:read']))).toEqual(sorted(EDITOR.filter((scope) => scope !== 'users:read')));
-    expect(sorted(scopesOf('admin', [], ['callers:delete', 'orders:delete']))).toEqual(sorted(ADMIN.filter((scope) => scope !== 'callers:delete' && scope !== 'orders:delete')));
+    expect(sorted(scopesOf('editor', [], ['users:read']))).toEqual(
+      sorted(EDITOR.filter((scope) => scope !== 'users:read')),
+    );
+    expect(sorted(scopesOf('admin', [], ['callers:delete', 'orders:delete']))).toEqual(
+      sorted(ADMIN.filter((scope) => scope !== 'callers:delete' && scope !== 'orders:delete')),
+    );
   });
 
   it('scopesOf: removed wins when the same scope is both granted and removed', () => {
@@ -58,7 +76,9 @@ describe('policy: scopesOf', () => {
   });
 
   it('scopesOf: unknown and misspelt grants are ignored when given as extra scopes', () => {
-    expect(sorted(scopesOf('reader', ['orders:destroy', 'everything', 'Orders:delete', ''], []))).toEqual(sorted(READER));
+    expect(sorted(scopesOf('reader', ['orders:destroy', 'everything', 'Orders:delete', ''], []))).toEqual(
+      sorted(READER),
+    );
   });
 });
 
@@ -69,7 +89,11 @@ describe('policy: grants and scope lists', () => {
 
   it('isScope: true only for <resource>:<action> pairs that exist', () => {
     expect(ADMIN.every((scope) => isScope(scope))).toBe(true);
-    expect(['orders', 'orders:', ':read', 'orders:write', 'callers:grant', 'audit-events:delete', 'ORDERS:READ'].filter((text) => isScope(text))).toEqual([]);
+    expect(
+      ['orders', 'orders:', ':read', 'orders:write', 'callers:grant', 'audit-events:delete', 'ORDERS:READ'].filter(
+        (text) => isScope(text),
+      ),
+    ).toEqual([]);
   });
 
   it('parseScopeList: the scopes in order, without empty entries, when the text has extra spaces', () => {
@@ -82,28 +106,54 @@ describe('policy: grants and scope lists', () => {
 describe('policy: permissionOf and missingScopes', () => {
   it('permissionOf: the declared scope alone when the route addresses a collection', () => {
     expect(permissionOf('orders:create', '/v1/orders')).toMatchObject({ scope: 'orders:create', also: [] });
-    expect(permissionOf('audit-events:read', '/v1/audit-events')).toMatchObject({ scope: 'audit-events:read', also: [] });
+    expect(permissionOf('audit-events:read', '/v1/audit-events')).toMatchObject({
+      scope: 'audit-events:read',
+      also: [],
+    });
   });
 
   it('permissionOf: <collection>:read as well when the route addresses one record', () => {
-    expect(permissionOf('orders:delete', '/v1/orders/:id')).toMatchObject({ scope: 'orders:delete', also: ['orders:read'] });
-    expect(permissionOf('users:update', '/v1/users/:id')).toMatchObject({ scope: 'users:update', also: ['users:read'] });
-    expect(permissionOf('callers:delete', '/v1/callers/:id/keys/:key_id')).toMatchObject({ scope: 'callers:delete', also: ['callers:read'] });
+    expect(permissionOf('orders:delete', '/v1/orders/:id')).toMatchObject({
+      scope: 'orders:delete',
+      also: ['orders:read'],
+    });
+    expect(permissionOf('users:update', '/v1/users/:id')).toMatchObject({
+      scope: 'users:update',
+      also: ['users:read'],
+    });
+    expect(permissionOf('callers:delete', '/v1/callers/:id/keys/:key_id')).toMatchObject({
+      scope: 'callers:delete',
+      also: ['callers:read'],
+    });
   });
 
-  it('permissionOf: the item\'s read as well when a sub-resource of an item is addressed, and the stock\'s own read to change it', () => {
-    expect(permissionOf('stock:update', '/v1/items/:id/stock')).toMatchObject({ scope: 'stock:update', also: ['items:read', 'stock:read'] });
-    expect(permissionOf('stock:read', '/v1/items/:id/stock/movements')).toMatchObject({ scope: 'stock:read', also: ['items:read'] });
+  it("permissionOf: the item's read as well when a sub-resource of an item is addressed, and the stock's own read to change it", () => {
+    expect(permissionOf('stock:update', '/v1/items/:id/stock')).toMatchObject({
+      scope: 'stock:update',
+      also: ['items:read', 'stock:read'],
+    });
+    expect(permissionOf('stock:read', '/v1/items/:id/stock/movements')).toMatchObject({
+      scope: 'stock:read',
+      also: ['items:read'],
+    });
   });
 
-  it('permissionOf: no duplicate when the declared scope already is the collection\'s read', () => {
+  it("permissionOf: no duplicate when the declared scope already is the collection's read", () => {
     expect(permissionOf('users:read', '/v1/users/:id')).toMatchObject({ scope: 'users:read', also: [] });
   });
 
   it('permissionOf: the resource and action the audit trail records, none for a public route', () => {
     expect(permissionOf('stock:update', '/v1/items/:id/stock')).toMatchObject({ resource: 'stock', action: 'update' });
-    expect(permissionOf('audit-events:read', '/v1/audit-events')).toMatchObject({ resource: 'audit-events', action: 'read' });
-    expect(permissionOf('public', '/v1/openapi.json')).toEqual({ scope: 'public', also: [], resource: null, action: null });
+    expect(permissionOf('audit-events:read', '/v1/audit-events')).toMatchObject({
+      resource: 'audit-events',
+      action: 'read',
+    });
+    expect(permissionOf('public', '/v1/openapi.json')).toEqual({
+      scope: 'public',
+      also: [],
+      resource: null,
+      action: null,
+    });
   });
 
   it('permissionOf: nothing more when the route is public', () => {
@@ -112,7 +162,9 @@ describe('policy: permissionOf and missingScopes', () => {
   });
 
   it('missingScopes: empty when every needed scope is held', () => {
-    expect(missingScopes(new Set(['orders:delete', 'orders:read']), permissionOf('orders:delete', '/v1/orders/:id'))).toEqual([]);
+    expect(
+      missingScopes(new Set(['orders:delete', 'orders:read']), permissionOf('orders:delete', '/v1/orders/:id')),
+    ).toEqual([]);
     expect(missingScopes(new Set(), permissionOf('public', '/'))).toEqual([]);
   });
 

@@ -47,9 +47,17 @@ describe('secrets never reach the log, stderr or the audit trail (rowi serve, de
     const base = server.baseUrl;
     const asAdmin = { 'x-api-key': adminKey, 'content-type': 'application/json' };
 
-    const caller = await fetch(`${base}/v1/callers`, { method: 'POST', headers: asAdmin, body: JSON.stringify({ name: 'sales-system', role: 'editor' }) });
+    const caller = await fetch(`${base}/v1/callers`, {
+      method: 'POST',
+      headers: asAdmin,
+      body: JSON.stringify({ name: 'sales-system', role: 'editor' }),
+    });
     const callerId = ((await caller.json()) as { id: number }).id;
-    const created = await fetch(`${base}/v1/callers/${callerId}/keys`, { method: 'POST', headers: asAdmin, body: '{}' });
+    const created = await fetch(`${base}/v1/callers/${callerId}/keys`, {
+      method: 'POST',
+      headers: asAdmin,
+      body: '{}',
+    });
     const key = ((await created.json()) as { key: string }).key;
     const tokenReply = await fetch(`${base}/oauth/token`, {
       method: 'POST',
@@ -58,12 +66,22 @@ describe('secrets never reach the log, stderr or the audit trail (rowi serve, de
     const token = ((await tokenReply.json()) as { access_token: string }).access_token;
     const badKey = `rowi_${'q'.repeat(8)}_${'Z'.repeat(21)}x${'Y'.repeat(21)}`;
     const badToken = tampered(token);
-    Object.assign(secrets, { adminKey, key, token, badKey, badToken, adminSecret: secretOf(adminKey), keySecret: secretOf(key), signature: token.split('.')[2]! });
+    Object.assign(secrets, {
+      adminKey,
+      key,
+      token,
+      badKey,
+      badToken,
+      adminSecret: secretOf(adminKey),
+      keySecret: secretOf(key),
+      signature: token.split('.')[2]!,
+    });
     statuses.caller = caller.status;
     statuses.createdKey = created.status;
     statuses.token = tokenReply.status;
 
-    const get = (path: string, headers: Record<string, string> = {}) => fetch(`${base}${path}`, { headers }).then((reply) => reply.status);
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, { headers }).then((reply) => reply.status);
     statuses.withKey = await get('/v1/users', { 'x-api-key': key });
     statuses.withToken = await get('/v1/users', { authorization: `Bearer ${token}` });
     statuses.keyInQuery = await get(`/v1/users?api_key=${key}`);
@@ -107,14 +125,16 @@ describe('secrets never reach the log, stderr or the audit trail (rowi serve, de
     const log = server.stdout();
     expect(log).toMatch(/"msg":"request completed"/);
     expect(log).toMatch(/"msg":"stopped"/);
-    for (const [name, secret] of Object.entries(secrets)) expect(log.includes(secret), `${name} in the log`).toBe(false);
+    for (const [name, secret] of Object.entries(secrets))
+      expect(log.includes(secret), `${name} in the log`).toBe(false);
   });
 
   it('stderr: the first admin key once, on its ROWI_KEY line, and no other secret', () => {
     const lines = server.stderr().split('\n');
     expect(lines.filter((line) => line.includes(adminKey))).toEqual([`  ROWI_KEY=${adminKey}`]);
     const rest = lines.filter((line) => line !== `  ROWI_KEY=${adminKey}`).join('\n');
-    for (const [name, secret] of Object.entries(secrets)) expect(rest.includes(secret), `${name} on stderr`).toBe(false);
+    for (const [name, secret] of Object.entries(secrets))
+      expect(rest.includes(secret), `${name} on stderr`).toBe(false);
   });
 
   it('audit_events: every request recorded, and no column of any row holds a key, a secret part or a token', async () => {
@@ -124,7 +144,8 @@ describe('secrets never reach the log, stderr or the audit trail (rowi serve, de
     expect(rows.map((row) => row.path)).toContain('/v1/users');
     for (const row of rows) {
       for (const [column, value] of Object.entries(row)) {
-        for (const [name, secret] of Object.entries(secrets)) expect(String(value).includes(secret), `${name} in audit_events.${column}`).toBe(false);
+        for (const [name, secret] of Object.entries(secrets))
+          expect(String(value).includes(secret), `${name} in audit_events.${column}`).toBe(false);
       }
     }
   });
@@ -136,7 +157,11 @@ describe('graceful shutdown writes the whole audit trail', () => {
     try {
       const adminKey = firstAdminKey(server);
       const replies = await Promise.all(
-        Array.from({ length: 50 }, (_, index) => fetch(`${server.baseUrl}/v1/users${index % 2 === 0 ? '' : '?limit=1'}`, { headers: index % 5 === 0 ? {} : { 'x-api-key': adminKey } })),
+        Array.from({ length: 50 }, (_, index) =>
+          fetch(`${server.baseUrl}/v1/users${index % 2 === 0 ? '' : '?limit=1'}`, {
+            headers: index % 5 === 0 ? {} : { 'x-api-key': adminKey },
+          }),
+        ),
       );
       expect(replies.map((reply) => reply.status).sort()).toEqual([...Array(40).fill(200), ...Array(10).fill(401)]);
       const requestIds = replies.map((reply) => reply.headers.get('x-request-id')!);
@@ -164,7 +189,16 @@ describe('rowi callers create', () => {
   });
 
   it('rowi callers create --name sales-system --role editor: exit 0 and only the key on stdout; the key works as an editor on the running server', async () => {
-    const result = await runCli(['callers', 'create', '--name', 'sales-system', '--role', 'editor', '--data', server.dataFile]);
+    const result = await runCli([
+      'callers',
+      'create',
+      '--name',
+      'sales-system',
+      '--role',
+      'editor',
+      '--data',
+      server.dataFile,
+    ]);
 
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^rowi_[a-z0-9]{8}_[A-Za-z0-9_-]{43}\n$/);
@@ -197,7 +231,16 @@ describe('rowi callers create', () => {
   it('rowi callers create with a name already taken: a non-zero exit with a message, nothing on stdout', async () => {
     const first = await runCli(['callers', 'create', '--name', 'twice', '--role', 'reader', '--data', server.dataFile]);
     expect(first.code).toBe(0);
-    const second = await runCli(['callers', 'create', '--name', 'twice', '--role', 'reader', '--data', server.dataFile]);
+    const second = await runCli([
+      'callers',
+      'create',
+      '--name',
+      'twice',
+      '--role',
+      'reader',
+      '--data',
+      server.dataFile,
+    ]);
     expect(second.code).not.toBe(0);
     expect(second.code).not.toBeNull();
     expect(second.stdout).toBe('');

@@ -1,7 +1,13 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRowiClient, type Order, type Problem, type RowiClient, type User } from '../../clients/typescript/src/index.js';
+import {
+  createRowiClient,
+  type Order,
+  type Problem,
+  type RowiClient,
+  type User,
+} from '../../clients/typescript/src/index.js';
 import { listenOnLoopback, startApp, type TestApp } from '../helpers/app.js';
 
 /**
@@ -21,7 +27,9 @@ afterAll(() => test.close());
 describe('the TypeScript client (clients/typescript)', () => {
   it('is what openapi/v1.json generates (npm run client rewrites it)', async () => {
     // Not spawnSync: a blocked event loop would make the app under test shed the next requests.
-    const checked = await promisify(execFile)(process.execPath, ['clients/typescript/generate.mjs', '--check'], { encoding: 'utf8' }).catch((error: { stderr: string }) => error);
+    const checked = await promisify(execFile)(process.execPath, ['clients/typescript/generate.mjs', '--check'], {
+      encoding: 'utf8',
+    }).catch((error: { stderr: string }) => error);
     expect(checked.stderr).toBe('');
   });
 
@@ -31,17 +39,24 @@ describe('the TypeScript client (clients/typescript)', () => {
     const user: User = created.data!;
     expect(user).toMatchObject({ name: 'Typed Client', email: 'typed@example.com' });
 
-    const item = (await rowi.POST('/v1/items', { body: { name: 'Typed widget', sku: 'TYPED-1', price: '2.50' } })).data!;
+    const item = (await rowi.POST('/v1/items', { body: { name: 'Typed widget', sku: 'TYPED-1', price: '2.50' } }))
+      .data!;
     expect(item.sku).toBe('TYPED-1');
 
     const stock = await rowi.PUT('/v1/items/{id}/stock', { params: { path: { id: item.id } }, body: { quantity: 10 } });
     expect(stock.response.status).toBe(200);
     expect(stock.data!.quantity).toBe(10);
 
-    const placed = await rowi.POST('/v1/orders', { body: { name: 'typed order', user_id: user.id, lines: [{ item_id: item.id, quantity: 3 }] } });
+    const placed = await rowi.POST('/v1/orders', {
+      body: { name: 'typed order', user_id: user.id, lines: [{ item_id: item.id, quantity: 3 }] },
+    });
     expect(placed.response.status).toBe(201);
     const order: Order = placed.data!;
-    expect(order).toMatchObject({ status: 'placed', total: '7.50', lines: [{ item_id: item.id, quantity: 3, unit_price: '2.50', line_total: '7.50' }] });
+    expect(order).toMatchObject({
+      status: 'placed',
+      total: '7.50',
+      lines: [{ item_id: item.id, quantity: 3, unit_price: '2.50', line_total: '7.50' }],
+    });
 
     const read = await rowi.GET('/v1/orders/{id}', { params: { path: { id: order.id } } });
     expect(read.data).toEqual(order);
@@ -72,8 +87,14 @@ describe('the TypeScript client (clients/typescript)', () => {
   });
 
   it('takes an access token instead of a key (POST /oauth/token, client credentials)', async () => {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'admin', client_secret: test.adminKey });
-    const token = (await (await fetch(`${baseUrl}/oauth/token`, { method: 'POST', body: form })).json()) as { access_token: string };
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: 'admin',
+      client_secret: test.adminKey,
+    });
+    const token = (await (await fetch(`${baseUrl}/oauth/token`, { method: 'POST', body: form })).json()) as {
+      access_token: string;
+    };
     const withToken = createRowiClient({ baseUrl, token: token.access_token });
     expect((await withToken.GET('/v1/users')).response.status).toBe(200);
     expect(() => createRowiClient({ baseUrl })).toThrow(/apiKey or a token/);

@@ -58,7 +58,9 @@ describe('compiledQuery', () => {
   });
 
   it('compiledQuery: a parameter used twice is placed in both spots', async () => {
-    const twice = compiledQuery((db, id: number) => db.selectFrom('users').select('id').where('id', '=', id).where('version', '=', id));
+    const twice = compiledQuery((db, id: number) =>
+      db.selectFrom('users').select('id').where('id', '=', id).where('version', '=', id),
+    );
     expect(await twice(storage.db, 1)).toEqual([{ id: 1 }]);
     expect(await twice(storage.db, 2)).toEqual([]);
   });
@@ -75,7 +77,11 @@ describe('compiledPerCount', () => {
     const builtFor: number[] = [];
     const query = compiledPerCount(2, (db, count, ...ids) => {
       builtFor.push(count);
-      return db.selectFrom('users').select(['id', 'name']).where('id', 'in', ids as number[]).orderBy('id');
+      return db
+        .selectFrom('users')
+        .select(['id', 'name'])
+        .where('id', 'in', ids as number[])
+        .orderBy('id');
     });
     return { query, builtFor };
   }
@@ -84,8 +90,14 @@ describe('compiledPerCount', () => {
     const { query, builtFor } = usersById();
     expect(await query(storage.db, 1, 1)).toEqual([{ id: 1, name: 'ada' }]);
     expect(await query(storage.db, 1, 2)).toEqual([{ id: 2, name: 'bob' }]);
-    expect(await query(storage.db, 2, 1, 2)).toEqual([{ id: 1, name: 'ada' }, { id: 2, name: 'bob' }]);
-    expect(await query(storage.db, 2, 2, 3)).toEqual([{ id: 2, name: 'bob' }, { id: 3, name: 'cy' }]);
+    expect(await query(storage.db, 2, 1, 2)).toEqual([
+      { id: 1, name: 'ada' },
+      { id: 2, name: 'bob' },
+    ]);
+    expect(await query(storage.db, 2, 2, 3)).toEqual([
+      { id: 2, name: 'bob' },
+      { id: 3, name: 'cy' },
+    ]);
     expect(builtFor).toEqual([1, 2]);
   });
 
@@ -98,13 +110,29 @@ describe('compiledPerCount', () => {
 
   it('compiledPerCount with rowsOf: a multi-row insert compiled once per row count writes every row with its own values', async () => {
     const insert = compiledPerCount(4, (db, _count, ...values) =>
-      db.insertInto('users').values(rowsOf<{ name: string; email: string; email_key: string; created_at: string; updated_at: string; version: number }>(values, ['name', 'email', 'email_key', 'created_at', 'updated_at', 'version'])),
+      db.insertInto('users').values(
+        rowsOf<{
+          name: string;
+          email: string;
+          email_key: string;
+          created_at: string;
+          updated_at: string;
+          version: number;
+        }>(values, ['name', 'email', 'email_key', 'created_at', 'updated_at', 'version']),
+      ),
     );
     const stamp = '2026-02-02T00:00:00.000Z';
     const row = (name: string) => [name, `${name}@example.org`, `${name}@example.org`, stamp, stamp, 7];
     await insert(storage.db, 2, ...row('dee'), ...row('eve'));
     await insert(storage.db, 2, ...row('fay'), ...row('gus'));
-    const stored = await storage.db.selectFrom('users').select(['name', 'email', 'version']).where('version', '=', 7).orderBy('name').execute();
-    expect(stored).toEqual(['dee', 'eve', 'fay', 'gus'].map((name) => ({ name, email: `${name}@example.org`, version: 7 })));
+    const stored = await storage.db
+      .selectFrom('users')
+      .select(['name', 'email', 'version'])
+      .where('version', '=', 7)
+      .orderBy('name')
+      .execute();
+    expect(stored).toEqual(
+      ['dee', 'eve', 'fay', 'gus'].map((name) => ({ name, email: `${name}@example.org`, version: 7 })),
+    );
   });
 });

@@ -40,10 +40,12 @@ describe('openSqlite', () => {
   it('openSqlite: the writer runs no WAL checkpoint inside a COMMIT (a thread of its own checkpoints), and keeps the log to 64 MiB once checkpointed', async () => {
     const storage = await open('full');
     // Inside a transaction, queries run on the writer.
-    const [autocheckpoint, sizeLimit] = await storage.db.transaction().execute(async (trx) => [
-      Object.values((await sql<Record<string, unknown>>`pragma wal_autocheckpoint`.execute(trx)).rows[0]!)[0],
-      Object.values((await sql<Record<string, unknown>>`pragma journal_size_limit`.execute(trx)).rows[0]!)[0],
-    ]);
+    const [autocheckpoint, sizeLimit] = await storage.db
+      .transaction()
+      .execute(async (trx) => [
+        Object.values((await sql<Record<string, unknown>>`pragma wal_autocheckpoint`.execute(trx)).rows[0]!)[0],
+        Object.values((await sql<Record<string, unknown>>`pragma journal_size_limit`.execute(trx)).rows[0]!)[0],
+      ]);
     expect(autocheckpoint).toBe(0);
     expect(sizeLimit).toBe(64 * 1024 * 1024);
   });

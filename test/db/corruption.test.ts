@@ -58,7 +58,9 @@ describe('a SQLite file damaged while rowi serves it', () => {
 
     const ready = await test.call({ url: '/health/ready', key: null });
     const problem = expectProblem(ready, 503, 'service-unavailable');
-    expect(problem.checks).toMatchObject({ database: { status: 'fail', output: 'the database is damaged (the log says where, and what to do)' } });
+    expect(problem.checks).toMatchObject({
+      database: { status: 'fail', output: 'the database is damaged (the log says where, and what to do)' },
+    });
 
     const before = await undamagedRows(test.config.data);
     const writes: CallOptions[] = [
@@ -96,7 +98,11 @@ describe('a SQLite file damaged while rowi serves it', () => {
     const before = await undamagedRows(test.config.data);
 
     expectProblem(await test.call({ method: 'POST', url: '/v1/users', body: buildUser() }), 503, 'storage-corrupt');
-    expectProblem(await test.call({ method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 9 } }), 503, 'storage-corrupt');
+    expectProblem(
+      await test.call({ method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 9 } }),
+      503,
+      'storage-corrupt',
+    );
     expect((await test.call({ url: '/health/ready', key: null })).status).toBe(503);
     expect(await undamagedRows(test.config.data)).toEqual(before);
   });
@@ -105,7 +111,10 @@ describe('a SQLite file damaged while rowi serves it', () => {
 describe('a SQLite file whose start check goes on while rowi serves', () => {
   it('GET /health/ready: 503 and writes 503 storage-corrupt once the check, not finished within ROWI_SQLITE_CHECK_WAIT, finds the damage', async () => {
     const { test: first, itemId } = await startWithData();
-    const { adminKey: key, config: { data: file } } = first;
+    const {
+      adminKey: key,
+      config: { data: file },
+    } = first;
     await first.close();
     test = undefined;
     await damageSqliteFile(file, { tree: 'users_name_id' });
@@ -123,7 +132,11 @@ describe('a SQLite file whose start check goes on while rowi serves', () => {
         ready = await call(app, { url: '/health/ready' });
       }
       expect(ready.status).toBe(503);
-      expectProblem(await call(app, { method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 9 }, key }), 503, 'storage-corrupt');
+      expectProblem(
+        await call(app, { method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 9 }, key }),
+        503,
+        'storage-corrupt',
+      );
       const damage = log.filter((line) => line.msg.includes('is damaged'));
       expect(damage).toHaveLength(1);
       expect(damage[0]!.msg).toContain("is damaged (SQLite's quick_check found damage");

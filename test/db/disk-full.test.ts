@@ -32,8 +32,11 @@ function mount(): boolean {
     return true;
   } catch (error) {
     const why = `cannot mount a tmpfs here (${String((error as { stderr?: Buffer }).stderr ?? error).trim()})`;
-    if (process.env.ROWI_TEST_TMPFS === 'required') throw new Error(`disk-full test: ${why}, and ROWI_TEST_TMPFS=required`);
-    console.warn(`\n[rowi tests] disk-full test SKIPPED: ${why}. Run as root (CI does) to test a full disk for real.\n`);
+    if (process.env.ROWI_TEST_TMPFS === 'required')
+      throw new Error(`disk-full test: ${why}, and ROWI_TEST_TMPFS=required`);
+    console.warn(
+      `\n[rowi tests] disk-full test SKIPPED: ${why}. Run as root (CI does) to test a full disk for real.\n`,
+    );
     return false;
   }
 }
@@ -76,10 +79,15 @@ describe.skipIf(!mounted)('the SQLite file on a full disk', () => {
   let itemId: number;
 
   beforeAll(async () => {
-    const config = loadConfig({ ROWI_DATA: join(folder, 'rowi.db'), ROWI_AUDIT_FLUSH_INTERVAL: '50', ...NO_RATE_LIMITS });
+    const config = loadConfig({
+      ROWI_DATA: join(folder, 'rowi.db'),
+      ROWI_AUDIT_FLUSH_INTERVAL: '50',
+      ...NO_RATE_LIMITS,
+    });
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as { level: number; msg: string });
+        for (const line of chunk.toString().split('\n').filter(Boolean))
+          logLines.push(JSON.parse(line) as { level: number; msg: string });
         done();
       },
     });
@@ -91,7 +99,9 @@ describe.skipIf(!mounted)('the SQLite file on a full disk', () => {
     await app.ready();
     userId = (await request({ method: 'POST', url: '/v1/users', body: buildUser() })).json.id;
     itemId = (await request({ method: 'POST', url: '/v1/items', body: buildItem() })).json.id;
-    expect((await request({ method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 50 } })).status).toBe(200);
+    expect((await request({ method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 50 } })).status).toBe(
+      200,
+    );
   });
 
   afterAll(async () => {
@@ -109,9 +119,18 @@ describe.skipIf(!mounted)('the SQLite file on a full disk', () => {
     const writes: CallOptions[] = [
       { method: 'POST', url: '/v1/users', body: buildUser() },
       { method: 'POST', url: '/v1/users', body: buildUser(), headers: { 'idempotency-key': 'full-disk-1' } },
-      { method: 'POST', url: '/v1/orders', body: { name: 'full', user_id: userId, lines: [{ item_id: itemId, quantity: 2 }] } },
+      {
+        method: 'POST',
+        url: '/v1/orders',
+        body: { name: 'full', user_id: userId, lines: [{ item_id: itemId, quantity: 2 }] },
+      },
       { method: 'PUT', url: `/v1/items/${itemId}/stock`, body: { quantity: 40 } },
-      { method: 'PATCH', url: `/v1/users/${userId}`, headers: { 'content-type': 'application/merge-patch+json' }, body: '{"name":"Full"}' },
+      {
+        method: 'PATCH',
+        url: `/v1/users/${userId}`,
+        headers: { 'content-type': 'application/merge-patch+json' },
+        body: '{"name":"Full"}',
+      },
       { method: 'DELETE', url: `/v1/users/${userId}` },
     ];
     for (let round = 0; round < 3; round++) {
@@ -124,22 +143,44 @@ describe.skipIf(!mounted)('the SQLite file on a full disk', () => {
     }
     expect(await stored()).toEqual(before);
 
-    for (const url of [`/v1/users/${userId}`, '/v1/users', '/v1/orders', `/v1/items/${itemId}/stock`, '/health/ready']) {
+    for (const url of [
+      `/v1/users/${userId}`,
+      '/v1/users',
+      '/v1/orders',
+      `/v1/items/${itemId}/stock`,
+      '/health/ready',
+    ]) {
       expect((await request({ url })).status, url).toBe(200);
     }
 
     const written = logLines.slice(linesBefore);
     const errors = written.filter((line) => line.level >= 50);
-    expect(errors.filter((line) => /is full/.test(line.msg)), JSON.stringify(errors)).toHaveLength(1);
+    expect(
+      errors.filter((line) => /is full/.test(line.msg)),
+      JSON.stringify(errors),
+    ).toHaveLength(1);
     expect(errors.filter((line) => /request failed|unexpected error|cannot rollback/.test(line.msg))).toEqual([]);
     // At most one line more: the audit trail's writer saying once that its writes fail.
     expect(errors.length).toBeLessThanOrEqual(2);
 
     rmSync(FILLER);
-    const created = await request({ method: 'POST', url: '/v1/users', body: buildUser(), headers: { 'idempotency-key': 'full-disk-1' } });
+    const created = await request({
+      method: 'POST',
+      url: '/v1/users',
+      body: buildUser(),
+      headers: { 'idempotency-key': 'full-disk-1' },
+    });
     expect(created.status).toBe(201);
     expect(created.headers['idempotent-replayed']).toBeUndefined();
-    expect((await request({ method: 'POST', url: '/v1/orders', body: { name: 'after', user_id: userId, lines: [{ item_id: itemId, quantity: 2 }] } })).status).toBe(201);
+    expect(
+      (
+        await request({
+          method: 'POST',
+          url: '/v1/orders',
+          body: { name: 'after', user_id: userId, lines: [{ item_id: itemId, quantity: 2 }] },
+        })
+      ).status,
+    ).toBe(201);
     expect(logLines.slice(linesBefore).filter((line) => /succeed again/.test(line.msg))).toHaveLength(1);
   });
 });

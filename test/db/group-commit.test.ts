@@ -158,7 +158,13 @@ describe('group commit (SQLite)', () => {
 
   it('a write outside a transaction becomes a unit of its own, committed before it resolves', async () => {
     await db.insertInto('t').values({ v: 'alone' }).execute();
-    expect(log).toEqual(['begin immediate', 'savepoint "unit"', 'insert into "t" ("v") values (?)', 'release savepoint "unit"', 'commit']);
+    expect(log).toEqual([
+      'begin immediate',
+      'savepoint "unit"',
+      'insert into "t" ("v") values (?)',
+      'release savepoint "unit"',
+      'commit',
+    ]);
     expect(await stored()).toEqual(['alone']);
   });
 });

@@ -75,13 +75,27 @@ describe('another process holds the SQLite write lock', () => {
     const { user } = await createUser(test);
     other.exec('begin immediate');
     const refused = await Promise.all([
-      test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, headers: { 'content-type': 'application/merge-patch+json' }, body: '{"name":"Locked"}' }),
+      test.call({
+        method: 'PATCH',
+        url: `/v1/users/${user.id}`,
+        headers: { 'content-type': 'application/merge-patch+json' },
+        body: '{"name":"Locked"}',
+      }),
       test.call({ method: 'PUT', url: `/v1/users/${user.id}`, body: { name: 'Locked', email: user.email } }),
       test.call({ method: 'DELETE', url: `/v1/users/${user.id}` }),
     ]);
     for (const reply of refused) expectProblem(reply, 503, 'service-unavailable');
     other.exec('rollback');
-    expect((await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, headers: { 'content-type': 'application/merge-patch+json' }, body: '{"name":"Free"}' })).status).toBe(200);
+    expect(
+      (
+        await test.call({
+          method: 'PATCH',
+          url: `/v1/users/${user.id}`,
+          headers: { 'content-type': 'application/merge-patch+json' },
+          body: '{"name":"Free"}',
+        })
+      ).status,
+    ).toBe(200);
     expect((await test.call({ method: 'DELETE', url: `/v1/users/${user.id}` })).status).toBe(204);
   });
 });

@@ -11,7 +11,7 @@ const endedPid = (): number => {
 };
 const holder = (host: string, pid: number) => `${host}:${pid}:0a1b2c3d`;
 
-describe('the outbox consumers\' lease (webhooks, NATS): taken over at once from a process of this host that died', () => {
+describe("the outbox consumers' lease (webhooks, NATS): taken over at once from a process of this host that died", () => {
   it('diedOnThisHost: true only for a process of this host that has ended', () => {
     expect(diedOnThisHost(holder(hostname(), endedPid()))).toBe(true);
     // Alive: the test runner's parent, and this process itself (another app in it may hold it).
@@ -32,7 +32,13 @@ describe('the outbox consumers\' lease (webhooks, NATS): taken over at once from
 
   it('a lease held by a running process is not taken before it runs out; one held by a process that died is taken at once, and its claims handed to onTakeOver', async () => {
     const taken: string[] = [];
-    const mine = new Lease(test.storage.db, 'lease-test', holder(hostname(), process.pid), 15_000, async (_trx, previous) => void taken.push(previous));
+    const mine = new Lease(
+      test.storage.db,
+      'lease-test',
+      holder(hostname(), process.pid),
+      15_000,
+      async (_trx, previous) => void taken.push(previous),
+    );
 
     const alive = holder(hostname(), process.ppid);
     expect(await new Lease(test.storage.db, 'lease-test', alive, 15_000).held()).toBe(true);
@@ -43,7 +49,13 @@ describe('the outbox consumers\' lease (webhooks, NATS): taken over at once from
     const dead = holder(hostname(), endedPid());
     const other = new Lease(test.storage.db, 'lease-test-2', dead, 15_000);
     expect(await other.held()).toBe(true);
-    const successor = new Lease(test.storage.db, 'lease-test-2', holder(hostname(), process.pid), 15_000, async (_trx, previous) => void taken.push(previous));
+    const successor = new Lease(
+      test.storage.db,
+      'lease-test-2',
+      holder(hostname(), process.pid),
+      15_000,
+      async (_trx, previous) => void taken.push(previous),
+    );
     expect(await successor.held()).toBe(true);
     expect(taken).toEqual([dead]);
     // The dead holder's name no longer holds it.

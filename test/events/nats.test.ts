@@ -21,12 +21,18 @@ describe.skipIf(NATS_URL === undefined)('the NATS bus (ROWI_NATS_URL)', () => {
     const target = new URL(NATS_URL!);
     // Through a proxy that can be switched off: "NATS went away" without touching the shared server.
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
-    test = await startApp({ ROWI_NATS_URL: `nats://127.0.0.1:${proxy.port}`, ROWI_NATS_SUBJECT: subject, ROWI_NATS_STREAM: stream });
+    test = await startApp({
+      ROWI_NATS_URL: `nats://127.0.0.1:${proxy.port}`,
+      ROWI_NATS_SUBJECT: subject,
+      ROWI_NATS_STREAM: stream,
+    });
     nats = await connect({ servers: NATS_URL! });
   });
   afterAll(async () => {
     await test?.close();
-    await jetstreamManager(nats).then((manager) => manager.streams.delete(stream)).catch(() => {});
+    await jetstreamManager(nats)
+      .then((manager) => manager.streams.delete(stream))
+      .catch(() => {});
     await nats?.close();
     await proxy?.close();
   });
@@ -47,7 +53,8 @@ describe.skipIf(NATS_URL === undefined)('the NATS bus (ROWI_NATS_URL)', () => {
         }
         return messages;
       }
-      if (Date.now() > deadline) throw new Error(`JetStream holds ${info?.state.messages ?? 0} of ${atLeast} messages after ${ms} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`JetStream holds ${info?.state.messages ?? 0} of ${atLeast} messages after ${ms} ms`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -56,13 +63,31 @@ describe.skipIf(NATS_URL === undefined)('the NATS bus (ROWI_NATS_URL)', () => {
     const { user } = await createUser(test);
     const { item } = await createItem(test);
     await setStock(test, item.id, 3);
-    const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'Bus', user_id: user.id, lines: [{ item_id: item.id, quantity: 2 }] } });
+    const order = await test.call({
+      method: 'POST',
+      url: '/v1/orders',
+      body: { name: 'Bus', user_id: user.id, lines: [{ item_id: item.id, quantity: 2 }] },
+    });
     expect(order.status).toBe(201);
     // The first admin and its key were made before the bus first ran: published all the same.
     const messages = await published(7);
-    expect(messages.map((message) => message.subject)).toEqual(['caller.created', 'api_key.created', 'user.created', 'item.created', 'stock.changed', 'order.created', 'stock.changed'].map((type) => `${subject}.${type}`));
+    expect(messages.map((message) => message.subject)).toEqual(
+      [
+        'caller.created',
+        'api_key.created',
+        'user.created',
+        'item.created',
+        'stock.changed',
+        'order.created',
+        'stock.changed',
+      ].map((type) => `${subject}.${type}`),
+    );
     const placed = messages[5]!;
-    expect(placed.json()).toMatchObject({ type: 'order.created', path: `/v1/orders/${order.json.id}`, data: { id: order.json.id, total: order.json.total } });
+    expect(placed.json()).toMatchObject({
+      type: 'order.created',
+      path: `/v1/orders/${order.json.id}`,
+      data: { id: order.json.id, total: order.json.total },
+    });
     expect(placed.headers?.get('Nats-Msg-Id')).toBe((placed.json() as { id: string }).id);
     const stored = (await test.call({ url: `/v1/events/${(placed.json() as { id: string }).id}` })).json;
     expect(placed.json()).toEqual(stored);
@@ -72,13 +97,16 @@ describe.skipIf(NATS_URL === undefined)('the NATS bus (ROWI_NATS_URL)', () => {
     const before = (await published(7)).length;
     await proxy.stop();
     const names = [];
-    for (let index = 0; index < 5; index++) names.push((await createUser(test, { name: `While away ${index}` })).user.name);
+    for (let index = 0; index < 5; index++)
+      names.push((await createUser(test, { name: `While away ${index}` })).user.name);
     await new Promise((resolve) => setTimeout(resolve, 500));
     await proxy.start();
     const messages = await published(before + 5, 20_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const all = await published(before + 5);
     expect(all).toHaveLength(before + 5);
-    expect(messages.slice(before).map((message) => (message.json() as { data: { name: string } }).data.name)).toEqual(names);
+    expect(messages.slice(before).map((message) => (message.json() as { data: { name: string } }).data.name)).toEqual(
+      names,
+    );
   }, 30_000);
 });

@@ -76,7 +76,15 @@ const REFUSED: [string, RegExp][] = [
   ['2001:0:4136:e378:8000:63bf:80ff:fffe', /Teredo address .* carrying 127\.0\.0\.1, a loopback/],
 ];
 
-const PUBLIC = ['8.8.8.8', '1.1.1.1', '93.184.215.14', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8'];
+const PUBLIC = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '93.184.215.14',
+  '2606:4700:4700::1111',
+  '2a00:1450:4001:80b::200e',
+  '::ffff:8.8.8.8',
+  '64:ff9b::8.8.8.8',
+];
 
 describe('specialPurpose', () => {
   it.each(REFUSED)('specialPurpose: %s is refused, saying what it is', (address, words) => {
@@ -111,8 +119,10 @@ describe('AddressPolicy: the allow-list and the URL forms', () => {
 
   it('AddressPolicy: an allow-listed range admits its IPv4-mapped and NAT64 forms, not the 6to4 or compatible ones', () => {
     const policy = new AddressPolicy('127.0.0.0/8,10.20.0.0/16');
-    for (const address of ['127.0.0.1', '::ffff:127.0.0.1', '64:ff9b::7f00:1', '::ffff:10.20.1.1', '10.20.255.1']) expect(policy.refusal(address), address).toBeUndefined();
-    for (const address of ['::7f00:1', '2002:7f00:1::', '::ffff:0:7f00:1', '10.21.0.1']) expect(policy.refusal(address), address).toBeDefined();
+    for (const address of ['127.0.0.1', '::ffff:127.0.0.1', '64:ff9b::7f00:1', '::ffff:10.20.1.1', '10.20.255.1'])
+      expect(policy.refusal(address), address).toBeUndefined();
+    for (const address of ['::7f00:1', '2002:7f00:1::', '::ffff:0:7f00:1', '10.21.0.1'])
+      expect(policy.refusal(address), address).toBeDefined();
   });
 
   it('AddressPolicy: an allow-listed IPv6 address or range admits exactly that', () => {

@@ -27,11 +27,22 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' };
-const open = (key: string, headers: Record<string, string> = {}) => SseClient.open(`${base}/v1/events/stream`, { 'x-api-key': key, ...headers });
-const narrow = (callerId: number, removed: string[]) => test.call({ method: 'PATCH', url: `/v1/callers/${callerId}`, headers: MERGE_PATCH, body: JSON.stringify({ removed_scopes: removed }) });
+const open = (key: string, headers: Record<string, string> = {}) =>
+  SseClient.open(`${base}/v1/events/stream`, { 'x-api-key': key, ...headers });
+const narrow = (callerId: number, removed: string[]) =>
+  test.call({
+    method: 'PATCH',
+    url: `/v1/callers/${callerId}`,
+    headers: MERGE_PATCH,
+    body: JSON.stringify({ removed_scopes: removed }),
+  });
 
 async function placeOrder(): Promise<{ id: number }> {
-  const reply = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'Stream access', user_id: userId, lines: [{ item_id: itemId, quantity: 1 }] } });
+  const reply = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: 'Stream access', user_id: userId, lines: [{ item_id: itemId, quantity: 1 }] },
+  });
   expect(reply.status).toBe(201);
   return reply.json;
 }
@@ -54,7 +65,7 @@ function rawStream(key: string, ms: number): { text: Promise<string> } {
 }
 
 describe('GET /v1/events/stream, as access changes', () => {
-  it('GET /v1/events/stream: a last event named stream.ended, without an id (Last-Event-ID stays the last event\'s), carrying the 401 problem, then the connection closes, when its key is revoked', async () => {
+  it("GET /v1/events/stream: a last event named stream.ended, without an id (Last-Event-ID stays the last event's), carrying the 401 problem, then the connection closes, when its key is revoked", async () => {
     const { caller, key, keyId } = await createCallerWithKey(test, { role: 'reader' });
     const stream = rawStream(key, 5000);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -89,7 +100,9 @@ describe('GET /v1/events/stream, as access changes', () => {
 
     const resumed = await open(key, { 'last-event-id': firstEvent.id });
     expect(resumed.response.statusCode).toBe(200);
-    expect(await resumed.waitUntil((event) => event.event === 'user.created' && event.data.data.id === second.id)).toBe(true);
+    expect(await resumed.waitUntil((event) => event.event === 'user.created' && event.data.data.id === second.id)).toBe(
+      true,
+    );
     expect(resumed.events.filter((event) => event.data.path.startsWith('/v1/orders'))).toEqual([]);
     resumed.close();
     const refused = await open(key, { 'last-event-id': orderEvent.id });
@@ -110,7 +123,11 @@ describe('GET /v1/events/stream, as access changes', () => {
     const stream = await open(key);
     await createUser(test);
     await stream.waitFor(1);
-    await test.storage.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', keyId).execute();
+    await test.storage.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date().toISOString() })
+      .where('id', '=', keyId)
+      .execute();
     const revokedAt = Date.now();
     expect(await stream.waitForClose(3000)).toBe(true);
     expect(Date.now() - revokedAt).toBeLessThanOrEqual(1000);
@@ -124,36 +141,46 @@ describe('GET /v1/events/stream, as access changes', () => {
     const widened = await open(key);
     const order = await placeOrder();
     const { user } = await createUser(test);
-    for (const stream of [narrowed, widened]) expect(await stream.waitUntil((event) => event.event === 'user.created' && event.data.data.id === user.id)).toBe(true);
+    for (const stream of [narrowed, widened])
+      expect(await stream.waitUntil((event) => event.event === 'user.created' && event.data.data.id === user.id)).toBe(
+        true,
+      );
     expect(narrowed.events.some((event) => event.event === 'order.created')).toBe(false);
-    expect(widened.events.filter((event) => event.event === 'order.created').map((event) => event.data.data.id)).toEqual([order.id]);
+    expect(
+      widened.events.filter((event) => event.event === 'order.created').map((event) => event.data.data.id),
+    ).toEqual([order.id]);
     for (const stream of [narrowed, widened]) stream.close();
   });
 
   // Only PostgreSQL holds an event back: it waits for older transactions that may still write
   // events, so one committed before the narrowing can still be unsent when the narrowing commits.
-  it.skipIf(BACKEND !== 'postgres')('GET /v1/events/stream: an order event committed before orders:read was removed, but held back until after, is not sent', async () => {
-    const { caller, key } = await createCallerWithKey(test, { role: 'reader' });
-    const stream = await open(key);
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let holding!: () => void;
-    const held = new Promise<void>((resolve) => (holding = resolve));
-    // An older transaction with a transaction id, open across the order and the narrowing.
-    const older = test.storage.db.transaction().execute(async (trx) => {
-      await sql`select pg_current_xact_id()`.execute(trx);
-      holding();
-      await released;
-    });
-    await held;
-    const order = await placeOrder();
-    expect((await test.call({ url: `/v1/orders/${order.id}` })).status).toBe(200);
-    expect((await narrow(caller.id, ['orders:read'])).status).toBe(200);
-    release();
-    await older;
-    const { user } = await createUser(test);
-    expect(await stream.waitUntil((event) => event.event === 'user.created' && event.data.data.id === user.id)).toBe(true);
-    expect(stream.events.filter((event) => event.event === 'order.created')).toEqual([]);
-    stream.close();
-  });
+  it.skipIf(BACKEND !== 'postgres')(
+    'GET /v1/events/stream: an order event committed before orders:read was removed, but held back until after, is not sent',
+    async () => {
+      const { caller, key } = await createCallerWithKey(test, { role: 'reader' });
+      const stream = await open(key);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      // An older transaction with a transaction id, open across the order and the narrowing.
+      const older = test.storage.db.transaction().execute(async (trx) => {
+        await sql`select pg_current_xact_id()`.execute(trx);
+        holding();
+        await released;
+      });
+      await held;
+      const order = await placeOrder();
+      expect((await test.call({ url: `/v1/orders/${order.id}` })).status).toBe(200);
+      expect((await narrow(caller.id, ['orders:read'])).status).toBe(200);
+      release();
+      await older;
+      const { user } = await createUser(test);
+      expect(await stream.waitUntil((event) => event.event === 'user.created' && event.data.data.id === user.id)).toBe(
+        true,
+      );
+      expect(stream.events.filter((event) => event.event === 'order.created')).toEqual([]);
+      stream.close();
+    },
+  );
 });

@@ -29,7 +29,10 @@ describe('GET /v1/events/stream past ROWI_EVENTS_STREAM_BUFFER', () => {
     for (let index = 0; index < 10; index++) await placeBulkyOrder();
     const expected = await eventIdsAfter(last.id);
     expect(expected).toHaveLength(10 * (BULKY_LINES + 1));
-    const stream = await SseClient.open(`${base}/v1/events/stream`, { 'x-api-key': test.adminKey, 'last-event-id': last.id });
+    const stream = await SseClient.open(`${base}/v1/events/stream`, {
+      'x-api-key': test.adminKey,
+      'last-event-id': last.id,
+    });
     await stream.waitFor(expected.length, 20_000);
     expect(stream.events.map((event) => event.id)).toEqual(expected);
     expect(stream.closed).toBe(false);

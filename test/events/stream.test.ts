@@ -7,12 +7,17 @@ import { SseClient } from '../helpers/sse.js';
 let test: TestApp;
 let base: string;
 beforeAll(async () => {
-  test = await startApp({ ROWI_EVENTS_HEARTBEAT: '1', ROWI_EVENTS_MAX_STREAMS: '3', ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1' });
+  test = await startApp({
+    ROWI_EVENTS_HEARTBEAT: '1',
+    ROWI_EVENTS_MAX_STREAMS: '3',
+    ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+  });
   base = await test.app.listen({ host: '127.0.0.1', port: 0 });
 });
 afterAll(() => test.close());
 
-const open = (query = '', headers: Record<string, string> = {}) => SseClient.open(`${base}/v1/events/stream${query}`, { 'x-api-key': test.adminKey, ...headers });
+const open = (query = '', headers: Record<string, string> = {}) =>
+  SseClient.open(`${base}/v1/events/stream${query}`, { 'x-api-key': test.adminKey, ...headers });
 
 describe('GET /v1/events/stream', () => {
   it('GET /v1/events/stream: 200 text/event-stream; each event committed from then on, with its id, type and the event as JSON', async () => {
@@ -22,7 +27,10 @@ describe('GET /v1/events/stream', () => {
     expect(stream.response.headers['cache-control']).toBe('no-store');
     const { user } = await createUser(test);
     const [event] = await stream.waitFor(1);
-    expect(event).toMatchObject({ event: 'user.created', data: { type: 'user.created', path: `/v1/users/${user.id}`, data: { id: user.id } } });
+    expect(event).toMatchObject({
+      event: 'user.created',
+      data: { type: 'user.created', path: `/v1/users/${user.id}`, data: { id: user.id } },
+    });
     expect(event!.id).toBe(event!.data.id);
     expect((await test.call({ url: `/v1/events/${event!.id}` })).json).toEqual(event!.data);
     expect(stream.retry).toBe(2000);
@@ -64,7 +72,15 @@ describe('GET /v1/events/stream', () => {
     const { user } = await createUser(test);
     const { item } = await createItem(test);
     await setStock(test, item.id, 2);
-    expect((await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'Unseen', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } })).status).toBe(201);
+    expect(
+      (
+        await test.call({
+          method: 'POST',
+          url: '/v1/orders',
+          body: { name: 'Unseen', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+        })
+      ).status,
+    ).toBe(201);
     const { user: last } = await createUser(test);
     await stream.waitFor(3);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -107,7 +123,7 @@ describe('GET /v1/events/stream', () => {
     expect(JSON.parse(await malformed.text())).toMatchObject({ type: '/problems/invalid-header' });
   });
 
-  it('HEAD /v1/events/stream: 200 with the stream\'s media type, and the answer ends', async () => {
+  it("HEAD /v1/events/stream: 200 with the stream's media type, and the answer ends", async () => {
     const reply = await test.call({ method: 'HEAD', url: '/v1/events/stream' });
     expect(reply.status).toBe(200);
     expect(String(reply.headers['content-type'])).toMatch(/^text\/event-stream/);
@@ -117,16 +133,29 @@ describe('GET /v1/events/stream', () => {
 describe('300 concurrent orders', () => {
   it('POST /v1/orders ×300 at once, stock for 200: exactly one order.created per 201, on the stream and at a webhook alike, none for a 409', async () => {
     const receiver = await new Receiver().start();
-    const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: receiver.url, events: ['order.created'] } });
+    const endpoint = await test.call({
+      method: 'POST',
+      url: '/v1/webhook-endpoints',
+      body: { url: receiver.url, events: ['order.created'] },
+    });
     expect(endpoint.status).toBe(201);
     const stream = await open('?types=order.created');
     const { user } = await createUser(test);
     const { item } = await createItem(test);
     await setStock(test, item.id, 200);
     const replies = await Promise.all(
-      Array.from({ length: 300 }, (_, index) => test.call({ method: 'POST', url: '/v1/orders', body: { name: `Burst ${index}`, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } })),
+      Array.from({ length: 300 }, (_, index) =>
+        test.call({
+          method: 'POST',
+          url: '/v1/orders',
+          body: { name: `Burst ${index}`, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+        }),
+      ),
     );
-    const placed = replies.filter((reply) => reply.status === 201).map((reply) => reply.json.id as number).sort((a, b) => a - b);
+    const placed = replies
+      .filter((reply) => reply.status === 201)
+      .map((reply) => reply.json.id as number)
+      .sort((a, b) => a - b);
     expect(placed).toHaveLength(200);
     expect(replies.filter((reply) => reply.status === 409)).toHaveLength(100);
     const streamed = await stream.waitFor(200, 20_000);

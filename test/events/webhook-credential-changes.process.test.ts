@@ -16,7 +16,12 @@ import { openSqliteFile } from '../helpers/sqlite-file.js';
  * is made on the second; the first, started first, holds the lease).
  */
 const POSTGRES = process.env.ROWI_TEST_BACKEND === 'postgres';
-const SETTINGS = { ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ROWI_WEBHOOK_RETRY_SCHEDULE: '0.3,0.3', ROWI_WEBHOOK_TIMEOUT: '1000', ROWI_LOG_LEVEL: 'info' };
+const SETTINGS = {
+  ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+  ROWI_WEBHOOK_RETRY_SCHEDULE: '0.3,0.3',
+  ROWI_WEBHOOK_TIMEOUT: '1000',
+  ROWI_LOG_LEVEL: 'info',
+};
 
 let dispatching: RunningServer;
 /** Where changes are made: never the process that sends webhooks. */
@@ -46,15 +51,37 @@ afterAll(async () => {
 });
 
 /** One request on a connection of its own (so that --workers deals it to the next worker), with a request id to find it in the log by. */
-function send(server: RunningServer, method: string, path: string, body?: unknown, key = server.adminKey): Promise<{ status: number; json: any; requestId: string }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+function send(
+  server: RunningServer,
+  method: string,
+  path: string,
+  body?: unknown,
+  key = server.adminKey,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<{ status: number; json: any; requestId: string }> {
   const requestId = `change-${process.pid}-${++sequence}`;
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const outgoing = request(`${server.baseUrl}${path}`, { method, agent: false, headers: { 'x-api-key': key, 'x-request-id': requestId, connection: 'close', ...(payload ? { 'content-type': 'application/json' } : {}) } }, (response) => {
-      let text = '';
-      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, json: text === '' ? undefined : JSON.parse(text), requestId }));
-    });
+    const outgoing = request(
+      `${server.baseUrl}${path}`,
+      {
+        method,
+        agent: false,
+        headers: {
+          'x-api-key': key,
+          'x-request-id': requestId,
+          connection: 'close',
+          ...(payload ? { 'content-type': 'application/json' } : {}),
+        },
+      },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, json: text === '' ? undefined : JSON.parse(text), requestId }),
+        );
+      },
+    );
     outgoing.on('error', reject);
     outgoing.end(payload);
   });
@@ -62,7 +89,10 @@ function send(server: RunningServer, method: string, path: string, body?: unknow
 
 /** The worker (its cluster id) that logged the request, from the access log. */
 function workerOf(server: RunningServer, requestId: string): number | undefined {
-  const line = server.stdout().split('\n').find((text) => text.includes(`"reqId":"${requestId}"`) && text.includes('request completed'));
+  const line = server
+    .stdout()
+    .split('\n')
+    .find((text) => text.includes(`"reqId":"${requestId}"`) && text.includes('request completed'));
   return line === undefined ? undefined : (JSON.parse(line) as { worker: number }).worker;
 }
 
@@ -71,7 +101,9 @@ async function leaseHolderPid(): Promise<string> {
   const client = new pg.Client({ connectionString: dispatching.database.ROWI_DATABASE_URL });
   await client.connect();
   try {
-    const { rows } = await client.query<{ lease_owner: string }>("select lease_owner from event_cursors where name = 'webhooks'");
+    const { rows } = await client.query<{ lease_owner: string }>(
+      "select lease_owner from event_cursors where name = 'webhooks'",
+    );
     return /:(\d+):[0-9a-f]+$/.exec(rows[0]!.lease_owner)![1]!;
   } finally {
     await client.end();
@@ -88,7 +120,9 @@ async function dispatcherWorker(): Promise<number> {
   } finally {
     file.close();
   }
-  const children = execFileSync('ps', ['--ppid', String(dispatching.child.pid), '-o', 'pid='], { encoding: 'utf8' }).split('\n').map((line) => line.trim());
+  const children = execFileSync('ps', ['--ppid', String(dispatching.child.pid), '-o', 'pid='], { encoding: 'utf8' })
+    .split('\n')
+    .map((line) => line.trim());
   expect(children).toContain(pid);
   const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
   return Number(environment.find((entry) => entry.startsWith('NODE_UNIQUE_ID='))!.split('=')[1]);
@@ -105,11 +139,19 @@ async function change(method: string, path: string, body?: unknown) {
     const dispatcher = await dispatcherWorker();
     for (let probe = 0; probe < 4; probe++) {
       const { requestId } = await send(server, 'GET', '/v1/callers?limit=1');
-      const worker = await eventually(async () => workerOf(server, requestId), (id) => id !== undefined, 5000);
+      const worker = await eventually(
+        async () => workerOf(server, requestId),
+        (id) => id !== undefined,
+        5000,
+      );
       if (worker === dispatcher) break;
     }
     const made = await send(server, method, path, body);
-    const worker = await eventually(async () => workerOf(server, made.requestId), (id) => id !== undefined, 5000);
+    const worker = await eventually(
+      async () => workerOf(server, made.requestId),
+      (id) => id !== undefined,
+      5000,
+    );
     expect(worker, 'the change was made by the worker that does not send webhooks').not.toBe(dispatcher);
     return made;
   }
@@ -117,24 +159,52 @@ async function change(method: string, path: string, body?: unknown) {
 }
 
 async function ownerWithEndpoint() {
-  const caller = await send(dispatching, 'POST', '/v1/callers', { name: `owner-${process.pid}-${++sequence}`, role: 'admin' });
+  const caller = await send(dispatching, 'POST', '/v1/callers', {
+    name: `owner-${process.pid}-${++sequence}`,
+    role: 'admin',
+  });
   const key = await send(dispatching, 'POST', `/v1/callers/${caller.json.id}/keys`, { description: 'owner' });
   const receiver = await new Receiver().start();
   receivers.push(receiver);
-  const endpoint = await send(dispatching, 'POST', '/v1/webhook-endpoints', { url: receiver.url, events: ['*'] }, key.json.key);
+  const endpoint = await send(
+    dispatching,
+    'POST',
+    '/v1/webhook-endpoints',
+    { url: receiver.url, events: ['*'] },
+    key.json.key,
+  );
   expect([caller.status, key.status, endpoint.status]).toEqual([201, 201, 201]);
-  return { callerId: caller.json.id as number, keyId: key.json.id as number, endpointId: endpoint.json.id as number, receiver };
+  return {
+    callerId: caller.json.id as number,
+    keyId: key.json.id as number,
+    endpointId: endpoint.json.id as number,
+    receiver,
+  };
 }
 
 /** Produces one event of each watched kind: an order (orders), a caller (callers). */
 async function produce(tag: string) {
-  const user = await send(dispatching, 'POST', '/v1/users', { name: `Buyer ${tag}`, email: `buyer.${tag}.${process.pid}.${++sequence}@example.com` });
-  const item = await send(dispatching, 'POST', '/v1/items', { name: `Item ${tag}`, sku: `SKU-${tag}-${process.pid}-${sequence}`, price: '1.00' });
+  const user = await send(dispatching, 'POST', '/v1/users', {
+    name: `Buyer ${tag}`,
+    email: `buyer.${tag}.${process.pid}.${++sequence}@example.com`,
+  });
+  const item = await send(dispatching, 'POST', '/v1/items', {
+    name: `Item ${tag}`,
+    sku: `SKU-${tag}-${process.pid}-${sequence}`,
+    price: '1.00',
+  });
   await send(dispatching, 'PUT', `/v1/items/${item.json.id}/stock`, { quantity: 5 });
-  await send(dispatching, 'POST', '/v1/orders', { name: `Order ${tag}`, user_id: user.json.id, lines: [{ item_id: item.json.id, quantity: 1 }] });
+  await send(dispatching, 'POST', '/v1/orders', {
+    name: `Order ${tag}`,
+    user_id: user.json.id,
+    lines: [{ item_id: item.json.id, quantity: 1 }],
+  });
   await send(dispatching, 'POST', '/v1/callers', { name: `made-${tag}-${process.pid}-${sequence}`, role: 'reader' });
   // The marker, last: an endpoint's deliveries go in order, so what was to be sent before it has been.
-  await send(dispatching, 'POST', '/v1/users', { name: `Marker ${tag}`, email: `marker.${tag}.${process.pid}.${sequence}@example.com` });
+  await send(dispatching, 'POST', '/v1/users', {
+    name: `Marker ${tag}`,
+    email: `marker.${tag}.${process.pid}.${sequence}@example.com`,
+  });
 }
 
 const typesBetween = (receiver: Receiver, tag: string) => {
@@ -151,7 +221,7 @@ async function before(receiver: Receiver) {
 }
 
 describe(`webhooks × credential changes, the change made in another process (${POSTGRES ? 'two instances on PostgreSQL' : 'rowi serve --workers 2 on SQLite'})`, () => {
-  it('the owner\'s key revoked (the owner still exists): its endpoint goes on receiving everything it may read', async () => {
+  it("the owner's key revoked (the owner still exists): its endpoint goes on receiving everything it may read", async () => {
     const { callerId, keyId, receiver } = await ownerWithEndpoint();
     await before(receiver);
     expect((await change('DELETE', `/v1/callers/${callerId}/keys/${keyId}`)).status).toBe(204);
@@ -160,7 +230,7 @@ describe(`webhooks × credential changes, the change made in another process (${
     expect([...typesBetween(receiver, 'after')]).toEqual(expect.arrayContaining(['order.created', 'caller.created']));
   }, 60_000);
 
-  it('the owner\'s scopes narrowed (removed_scopes orders:read): no order event committed after the change reaches its endpoint; the rest does', async () => {
+  it("the owner's scopes narrowed (removed_scopes orders:read): no order event committed after the change reaches its endpoint; the rest does", async () => {
     const { callerId, receiver } = await ownerWithEndpoint();
     await before(receiver);
     expect((await change('PATCH', `/v1/callers/${callerId}`, { removed_scopes: ['orders:read'] })).status).toBe(200);
@@ -171,7 +241,7 @@ describe(`webhooks × credential changes, the change made in another process (${
     expect([...after]).toEqual(expect.arrayContaining(['caller.created', 'stock.changed']));
   }, 60_000);
 
-  it('the owner\'s role changed (admin to reader, without callers:read): no caller event committed after the change reaches its endpoint; orders still do', async () => {
+  it("the owner's role changed (admin to reader, without callers:read): no caller event committed after the change reaches its endpoint; orders still do", async () => {
     const { callerId, receiver } = await ownerWithEndpoint();
     await before(receiver);
     expect((await change('PATCH', `/v1/callers/${callerId}`, { role: 'reader' })).status).toBe(200);
@@ -188,7 +258,11 @@ describe(`webhooks × credential changes, the change made in another process (${
     const delivered = receiver.received.length;
     expect((await change('DELETE', `/v1/callers/${callerId}`)).status).toBe(204);
     await produce('after');
-    const endpoint = await eventually(async () => (await send(dispatching, 'GET', `/v1/webhook-endpoints/${endpointId}`)).json, (body) => body.enabled === false, 15_000);
+    const endpoint = await eventually(
+      async () => (await send(dispatching, 'GET', `/v1/webhook-endpoints/${endpointId}`)).json,
+      (body) => body.enabled === false,
+      15_000,
+    );
     expect(endpoint.disabled_reason).toContain(`its owner, caller ${callerId}, no longer exists`);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(receiver.received.slice(delivered).map((each) => each.event.type)).toEqual([]);

@@ -39,8 +39,14 @@ afterAll(async () => {
 
 async function migrateBeforeOwners(): Promise<void> {
   await storage.unbounded(async (db) => {
-    const schema = isSqlite(db) ? undefined : (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema;
-    const { error } = await new Migrator({ db, provider: { getMigrations: async () => BEFORE_OWNERS }, ...(schema ? { migrationTableSchema: schema } : {}) }).migrateToLatest();
+    const schema = isSqlite(db)
+      ? undefined
+      : (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema;
+    const { error } = await new Migrator({
+      db,
+      provider: { getMigrations: async () => BEFORE_OWNERS },
+      ...(schema ? { migrationTableSchema: schema } : {}),
+    }).migrateToLatest();
     if (error) throw error;
   });
 }
@@ -50,23 +56,66 @@ describe('migration 0008: webhook endpoints get owners', () => {
     await migrateBeforeOwners();
     const db = storage.db;
     const now = new Date().toISOString();
-    const caller = (role: 'reader' | 'admin', name: string) => db.insertInto('callers').values({ name, role, extra_scopes: '', removed_scopes: '', rate_limit: null, version: 1, created_at: now, updated_at: now }).returning('id').executeTakeFirstOrThrow();
+    const caller = (role: 'reader' | 'admin', name: string) =>
+      db
+        .insertInto('callers')
+        .values({
+          name,
+          role,
+          extra_scopes: '',
+          removed_scopes: '',
+          rate_limit: null,
+          version: 1,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
     await caller('reader', 'first-reader');
     const { id: firstAdmin } = await caller('admin', 'first-admin');
     await caller('admin', 'second-admin');
     const endpoint = (url: string) =>
-      sql<{ id: number }>`insert into webhook_endpoints (url, description, events, resources, enabled, failures, secret, version, created_at, updated_at) values (${url}, 'old', '["*"]', '["users"]', 1, 0, 'whsec_x', 1, ${now}, ${now}) returning id`.execute(db);
+      sql<{
+        id: number;
+      }>`insert into webhook_endpoints (url, description, events, resources, enabled, failures, secret, version, created_at, updated_at) values (${url}, 'old', '["*"]', '["users"]', 1, 0, 'whsec_x', 1, ${now}, ${now}) returning id`.execute(
+        db,
+      );
     const plain = (await endpoint('https://hooks.example.com/a')).rows[0]!.id;
     const smuggled = (await endpoint('https://exa\r\nmple.com/b')).rows[0]!.id;
     const cased = (await endpoint('https://Hooks.EXAMPLE.com')).rows[0]!.id;
 
     expect((await migrateStorage(storage)).applied).toContain('0008-webhook-owners');
 
-    const rows = await db.selectFrom('webhook_endpoints').select(['id', 'url', 'owner_caller_id', 'resources', 'version', 'description']).orderBy('id').execute();
+    const rows = await db
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'url', 'owner_caller_id', 'resources', 'version', 'description'])
+      .orderBy('id')
+      .execute();
     expect(rows.map((row) => ({ ...row, owner_caller_id: Number(row.owner_caller_id) }))).toEqual([
-      { id: plain, url: 'https://hooks.example.com/a', owner_caller_id: firstAdmin, resources: '["users"]', version: 1, description: 'old' },
-      { id: smuggled, url: 'https://example.com/b', owner_caller_id: firstAdmin, resources: '["users"]', version: 1, description: 'old' },
-      { id: cased, url: 'https://hooks.example.com/', owner_caller_id: firstAdmin, resources: '["users"]', version: 1, description: 'old' },
+      {
+        id: plain,
+        url: 'https://hooks.example.com/a',
+        owner_caller_id: firstAdmin,
+        resources: '["users"]',
+        version: 1,
+        description: 'old',
+      },
+      {
+        id: smuggled,
+        url: 'https://example.com/b',
+        owner_caller_id: firstAdmin,
+        resources: '["users"]',
+        version: 1,
+        description: 'old',
+      },
+      {
+        id: cased,
+        url: 'https://hooks.example.com/',
+        owner_caller_id: firstAdmin,
+        resources: '["users"]',
+        version: 1,
+        description: 'old',
+      },
     ]);
   });
 });

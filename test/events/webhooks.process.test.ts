@@ -3,7 +3,11 @@ import { startServer, type RunningServer } from '../helpers/process.js';
 import { answer, eventually, Receiver } from '../helpers/receiver.js';
 import { SseClient } from '../helpers/sse.js';
 
-const SETTINGS = { ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ROWI_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2,0.2', ROWI_WEBHOOK_TIMEOUT: '1000' };
+const SETTINGS = {
+  ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+  ROWI_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2,0.2',
+  ROWI_WEBHOOK_TIMEOUT: '1000',
+};
 const POSTGRES = process.env.ROWI_TEST_BACKEND === 'postgres';
 
 const servers: RunningServer[] = [];
@@ -39,8 +43,12 @@ async function receiverEndpoint(server: RunningServer, types: string[] = ['user.
 
 /** Every user.created event rowi stores, and every user: one event per user, no other. */
 async function storedUsersAndEvents(server: RunningServer) {
-  const users = (await api(server, 'GET', '/v1/users?limit=500')).json.data.map((user: { id: number }) => user.id).sort((a: number, b: number) => a - b);
-  const events = (await api(server, 'GET', '/v1/events?type=user.created&limit=500')).json.data.map((event: { data: { id: number } }) => event.data.id).sort((a: number, b: number) => a - b);
+  const users = (await api(server, 'GET', '/v1/users?limit=500')).json.data
+    .map((user: { id: number }) => user.id)
+    .sort((a: number, b: number) => a - b);
+  const events = (await api(server, 'GET', '/v1/events?type=user.created&limit=500')).json.data
+    .map((event: { data: { id: number } }) => event.data.id)
+    .sort((a: number, b: number) => a - b);
   return { users, events };
 }
 
@@ -49,7 +57,8 @@ describe('webhooks across processes', () => {
     const first = await start();
     const receiver = await receiverEndpoint(first);
     // A slow receiver, so that deliveries are in flight when the process dies.
-    receiver.behaviour = (request, response, received) => setTimeout(() => answer(200)(request, response, received), 150);
+    receiver.behaviour = (request, response, received) =>
+      setTimeout(() => answer(200)(request, response, received), 150);
     const created: number[] = [];
     const writes = Array.from({ length: 40 }, (_, index) =>
       api(first, 'POST', '/v1/users', { name: `Killed ${index}`, email: `killed${index}.${process.pid}@example.com` })
@@ -69,42 +78,72 @@ describe('webhooks across processes', () => {
     // The killed process held the dispatcher's lease and claims on deliveries: the new process on
     // this host takes both over at once (without that, they would run out after 15 and 30 s).
     // Within 20 s: claims made in the last seconds before the kill would otherwise hold for 25–30 s.
-    await eventually(async () => new Set(receiver.received.map((request) => request.event.data.id as number)), (delivered) => users.every((id: number) => delivered.has(id)), 20_000);
+    await eventually(
+      async () => new Set(receiver.received.map((request) => request.event.data.id as number)),
+      (delivered) => users.every((id: number) => delivered.has(id)),
+      20_000,
+    );
   }, 90_000);
 
-  it.skipIf(!POSTGRES)('two instances on one PostgreSQL database: each event delivered once per endpoint; a stream on either sees the events of both', async () => {
-    const first = await start();
-    const second = await start({ database: first.database, adminKey: first.adminKey });
-    const receiver = await receiverEndpoint(first);
-    const streams = await Promise.all([first, second].map((server) => SseClient.open(`${server.baseUrl}/v1/events/stream?types=user.created`, { 'x-api-key': server.adminKey })));
-    const ids: number[] = [];
-    for (let index = 0; index < 30; index++) {
-      const reply = await api(index % 2 === 0 ? first : second, 'POST', '/v1/users', { name: `Twin ${index}`, email: `twin${index}.${process.pid}@example.com` });
-      expect(reply.status).toBe(201);
-      ids.push(reply.json.id);
-    }
-    await receiver.waitFor(30, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(receiver.received.map((request) => request.event.data.id).sort((a, b) => Number(a) - Number(b))).toEqual(ids);
-    for (const stream of streams) {
-      await stream.waitFor(30, 10_000);
-      expect(stream.events.map((event) => event.data.data.id)).toEqual(ids);
-      stream.close();
-    }
-  }, 60_000);
+  it.skipIf(!POSTGRES)(
+    'two instances on one PostgreSQL database: each event delivered once per endpoint; a stream on either sees the events of both',
+    async () => {
+      const first = await start();
+      const second = await start({ database: first.database, adminKey: first.adminKey });
+      const receiver = await receiverEndpoint(first);
+      const streams = await Promise.all(
+        [first, second].map((server) =>
+          SseClient.open(`${server.baseUrl}/v1/events/stream?types=user.created`, { 'x-api-key': server.adminKey }),
+        ),
+      );
+      const ids: number[] = [];
+      for (let index = 0; index < 30; index++) {
+        const reply = await api(index % 2 === 0 ? first : second, 'POST', '/v1/users', {
+          name: `Twin ${index}`,
+          email: `twin${index}.${process.pid}@example.com`,
+        });
+        expect(reply.status).toBe(201);
+        ids.push(reply.json.id);
+      }
+      await receiver.waitFor(30, 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(receiver.received.map((request) => request.event.data.id).sort((a, b) => Number(a) - Number(b))).toEqual(
+        ids,
+      );
+      for (const stream of streams) {
+        await stream.waitFor(30, 10_000);
+        expect(stream.events.map((event) => event.data.data.id)).toEqual(ids);
+        stream.close();
+      }
+    },
+    60_000,
+  );
 
-  it.skipIf(POSTGRES)('rowi serve --workers 2 on SQLite: each event delivered once; a stream sees what every worker commits', async () => {
-    const server = await start({ args: ['--workers', '2'] });
-    const receiver = await receiverEndpoint(server);
-    const stream = await SseClient.open(`${server.baseUrl}/v1/events/stream?types=user.created`, { 'x-api-key': server.adminKey });
-    // Concurrent requests on new connections: the two workers both take some.
-    const replies = await Promise.all(Array.from({ length: 30 }, (_, index) => api(server, 'POST', '/v1/users', { name: `Worker ${index}`, email: `worker${index}.${process.pid}@example.com` })));
-    const ids = replies.map((reply) => reply.json.id as number).sort((a, b) => a - b);
-    await receiver.waitFor(30, 20_000);
-    await stream.waitFor(30, 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(receiver.received.map((request) => request.event.data.id as number).sort((a, b) => a - b)).toEqual(ids);
-    expect(stream.events.map((event) => event.data.data.id as number).sort((a, b) => a - b)).toEqual(ids);
-    stream.close();
-  }, 60_000);
+  it.skipIf(POSTGRES)(
+    'rowi serve --workers 2 on SQLite: each event delivered once; a stream sees what every worker commits',
+    async () => {
+      const server = await start({ args: ['--workers', '2'] });
+      const receiver = await receiverEndpoint(server);
+      const stream = await SseClient.open(`${server.baseUrl}/v1/events/stream?types=user.created`, {
+        'x-api-key': server.adminKey,
+      });
+      // Concurrent requests on new connections: the two workers both take some.
+      const replies = await Promise.all(
+        Array.from({ length: 30 }, (_, index) =>
+          api(server, 'POST', '/v1/users', {
+            name: `Worker ${index}`,
+            email: `worker${index}.${process.pid}@example.com`,
+          }),
+        ),
+      );
+      const ids = replies.map((reply) => reply.json.id as number).sort((a, b) => a - b);
+      await receiver.waitFor(30, 20_000);
+      await stream.waitFor(30, 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(receiver.received.map((request) => request.event.data.id as number).sort((a, b) => a - b)).toEqual(ids);
+      expect(stream.events.map((event) => event.data.data.id as number).sort((a, b) => a - b)).toEqual(ids);
+      stream.close();
+    },
+    60_000,
+  );
 });

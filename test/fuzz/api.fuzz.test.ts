@@ -34,10 +34,18 @@ let base: string;
 
 beforeAll(async () => {
   test = await startApp();
-  const document = dereferenced(test.app.swagger()) as unknown as { paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>; components: { schemas: Record<string, Schema> } };
+  const document = dereferenced(test.app.swagger()) as unknown as {
+    paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>;
+    components: { schemas: Record<string, Schema> };
+  };
   checker = new ResponseChecker(document.components.schemas);
   operations = Object.entries(document.paths).flatMap(([path, methods]) =>
-    Object.entries(methods).map(([method, operation]) => ({ ...operation, parameters: operation.parameters ?? [], method: method.toUpperCase(), path })),
+    Object.entries(methods).map(([method, operation]) => ({
+      ...operation,
+      parameters: operation.parameters ?? [],
+      method: method.toUpperCase(),
+      path,
+    })),
   );
   // Records to aim at; never the admin the fuzzing runs as (caller 1, key 1).
   await createUser(test);
@@ -45,11 +53,19 @@ beforeAll(async () => {
   await createItem(test);
   const { item } = await createItem(test);
   await setStock(test, item.id, 1_000_000_000);
-  const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'fuzz', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
+  const order = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: 'fuzz', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+  });
   const reader = await createCallerWithKey(test, { role: 'reader', name: 'fuzz-reader' });
   const target = await createCallerWithKey(test, { role: 'editor', name: 'fuzz-target' });
   await test.call({ method: 'PUT', url: '/v1/weather/fuzz-place', body: buildObservation() });
-  const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/fuzz' } });
+  const endpoint = await test.call({
+    method: 'POST',
+    url: '/v1/webhook-endpoints',
+    body: { url: 'https://hooks.example.com/fuzz' },
+  });
   const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.id}/ping` });
   const [event] = (await test.call({ url: '/v1/events?limit=1' })).json.data;
   base = await test.app.listen({ host: '127.0.0.1', port: 0 });
@@ -82,17 +98,38 @@ const statuses = new Map<number, number>();
 
 async function send(request: FuzzRequest, operation: Operation) {
   const started = performance.now();
-  if ((operation as { 'x-event-stream'?: true })['x-event-stream'] && request.method === 'GET') return sendToStream(request, started);
-  const response = await test.app.inject({ method: request.method as 'GET', url: request.url, headers: request.headers, ...(request.body !== undefined ? { payload: request.body } : {}) });
+  if ((operation as { 'x-event-stream'?: true })['x-event-stream'] && request.method === 'GET')
+    return sendToStream(request, started);
+  const response = await test.app.inject({
+    method: request.method as 'GET',
+    url: request.url,
+    headers: request.headers,
+    ...(request.body !== undefined ? { payload: request.body } : {}),
+  });
   statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
-  return { status: response.statusCode, headers: response.headers, body: response.body, ms: performance.now() - started };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: response.body,
+    ms: performance.now() - started,
+  };
 }
 
 /** An event stream: its status and headers, and the body of a refusal; a 200 is cut once its headers are in. */
 function sendToStream(request: FuzzRequest, started: number) {
-  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string; ms: number }>((resolve, reject) => {
+  return new Promise<{
+    status: number;
+    headers: Record<string, string | string[] | undefined>;
+    body: string;
+    ms: number;
+  }>((resolve, reject) => {
     // Header values go as their UTF-8 bytes, as the in-process requests send them (Node's client takes Latin-1 only).
-    const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, Buffer.from(String(value), 'utf8').toString('latin1')]));
+    const headers = Object.fromEntries(
+      Object.entries(request.headers).map(([name, value]) => [
+        name,
+        Buffer.from(String(value), 'utf8').toString('latin1'),
+      ]),
+    );
     const outgoing = httpRequest(`${base}${request.url}`, { method: request.method, headers }, (response) => {
       const status = response.statusCode ?? 0;
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -103,7 +140,14 @@ function sendToStream(request: FuzzRequest, started: number) {
       }
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status, headers: response.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
+      response.on('end', () =>
+        resolve({
+          status,
+          headers: response.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          ms: performance.now() - started,
+        }),
+      );
     });
     outgoing.on('error', reject);
     outgoing.end(request.body);
@@ -111,28 +155,40 @@ function sendToStream(request: FuzzRequest, started: number) {
 }
 
 describe('fuzzing every operation of the OpenAPI document', () => {
-  it(`every answer is documented for its operation, never a 5xx, matches its schema, within 2 s (seed ${SEED}, ${RUNS_PER_OPERATION} requests an operation)`, { timeout: 600_000 }, async () => {
-    expect(operations.length).toBeGreaterThan(60);
-    // Every operation is fuzzed, and every one that fails is reported with its shrunk request.
-    const failures: string[] = [];
-    for (const operation of operations) {
-      try {
-        await fc.assert(
-          fc.asyncProperty(requestFor(operation, credentials, fixturesFor, references), async (request) => {
-            const answer = await send(request, operation);
-            const problem = checker.problemWith(operation, answer);
-            if (problem !== undefined) throw new Error(`${operation.method} ${operation.path}: ${problem}\nanswer ${answer.status}: ${answer.body.slice(0, 600)}`);
-          }),
-          { seed: SEED, numRuns: RUNS_PER_OPERATION, includeErrorInReport: true },
-        );
-      } catch (error) {
-        failures.push((error as Error).message);
+  it(
+    `every answer is documented for its operation, never a 5xx, matches its schema, within 2 s (seed ${SEED}, ${RUNS_PER_OPERATION} requests an operation)`,
+    { timeout: 600_000 },
+    async () => {
+      expect(operations.length).toBeGreaterThan(60);
+      // Every operation is fuzzed, and every one that fails is reported with its shrunk request.
+      const failures: string[] = [];
+      for (const operation of operations) {
+        try {
+          await fc.assert(
+            fc.asyncProperty(requestFor(operation, credentials, fixturesFor, references), async (request) => {
+              const answer = await send(request, operation);
+              const problem = checker.problemWith(operation, answer);
+              if (problem !== undefined)
+                throw new Error(
+                  `${operation.method} ${operation.path}: ${problem}\nanswer ${answer.status}: ${answer.body.slice(0, 600)}`,
+                );
+            }),
+            { seed: SEED, numRuns: RUNS_PER_OPERATION, includeErrorInReport: true },
+          );
+        } catch (error) {
+          failures.push((error as Error).message);
+        }
       }
-    }
-    const counted = [...statuses].sort(([a], [b]) => a - b);
-    console.log(`fuzz (seed ${SEED}): ${counted.reduce((sum, [, count]) => sum + count, 0)} requests over ${operations.length} operations; statuses ${counted.map(([status, count]) => `${status}×${count}`).join(' ')}`);
-    expect(failures, `${failures.length} operations failed (replay with ROWI_TEST_FUZZ_SEED=${SEED}):\n\n${failures.join('\n\n')}`).toEqual([]);
-    expect((await test.call({ url: '/health/live', key: null })).status).toBe(200);
-    expect((await test.call({ url: '/v1/users?limit=1' })).status).toBe(200);
-  });
+      const counted = [...statuses].sort(([a], [b]) => a - b);
+      console.log(
+        `fuzz (seed ${SEED}): ${counted.reduce((sum, [, count]) => sum + count, 0)} requests over ${operations.length} operations; statuses ${counted.map(([status, count]) => `${status}×${count}`).join(' ')}`,
+      );
+      expect(
+        failures,
+        `${failures.length} operations failed (replay with ROWI_TEST_FUZZ_SEED=${SEED}):\n\n${failures.join('\n\n')}`,
+      ).toEqual([]);
+      expect((await test.call({ url: '/health/live', key: null })).status).toBe(200);
+      expect((await test.call({ url: '/v1/users?limit=1' })).status).toBe(200);
+    },
+  );
 });

@@ -46,15 +46,28 @@ export function valid(schema: Schema, depth = 0, references: References = {}): f
       return object(schema, depth, references);
     case 'array': {
       const item = valid(schema.items ?? {}, depth + 1, references);
-      const constraints = { minLength: schema.minItems ?? 0, maxLength: Math.min(schema.maxItems ?? 4, Math.max(schema.minItems ?? 0, 4)) };
-      return schema.uniqueItems ? fc.uniqueArray(item, { ...constraints, selector: (value) => JSON.stringify(value) }) : fc.array(item, constraints);
+      const constraints = {
+        minLength: schema.minItems ?? 0,
+        maxLength: Math.min(schema.maxItems ?? 4, Math.max(schema.minItems ?? 0, 4)),
+      };
+      return schema.uniqueItems
+        ? fc.uniqueArray(item, { ...constraints, selector: (value) => JSON.stringify(value) })
+        : fc.array(item, constraints);
     }
     case 'string':
       return string(schema);
     case 'integer':
-      return fc.integer({ min: Math.max(schema.minimum ?? -1_000_000, Number.MIN_SAFE_INTEGER), max: Math.min(schema.maximum ?? 1_000_000, Number.MAX_SAFE_INTEGER) });
+      return fc.integer({
+        min: Math.max(schema.minimum ?? -1_000_000, Number.MIN_SAFE_INTEGER),
+        max: Math.min(schema.maximum ?? 1_000_000, Number.MAX_SAFE_INTEGER),
+      });
     case 'number':
-      return fc.double({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6, noNaN: true, noDefaultInfinity: true });
+      return fc.double({
+        min: schema.minimum ?? -1e6,
+        max: schema.maximum ?? 1e6,
+        noNaN: true,
+        noDefaultInfinity: true,
+      });
     case 'boolean':
       return fc.boolean();
     case 'null':
@@ -71,12 +84,13 @@ function object(schema: Schema, depth: number, references: References): fc.Arbit
   const member = (name: string, memberSchema: Schema) => {
     const made = valid(memberSchema, depth + 1, references);
     const known = references[name];
-    return known && known.length > 0 ? fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: made }) : made;
+    return known && known.length > 0
+      ? fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: made })
+      : made;
   };
-  return fc.record(
-    Object.fromEntries(members.map(([name, memberSchema]) => [name, member(name, memberSchema)])),
-    { requiredKeys: members.map(([name]) => name).filter((name) => required.has(name)) },
-  );
+  return fc.record(Object.fromEntries(members.map(([name, memberSchema]) => [name, member(name, memberSchema)])), {
+    requiredKeys: members.map(([name]) => name).filter((name) => required.has(name)),
+  });
 }
 
 const regexes = new Map<string, RegExp>();
@@ -86,7 +100,9 @@ function string(schema: Schema): fc.Arbitrary<string> {
   const maxLength = Math.min(schema.maxLength ?? 40, 80);
   let base: fc.Arbitrary<string>;
   if (schema.format === 'date-time') {
-    base = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date(), noInvalidDate: true }).map((date) => date.toISOString());
+    base = fc
+      .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date(), noInvalidDate: true })
+      .map((date) => date.toISOString());
   } else if (schema.format === 'email') {
     base = fc.emailAddress();
   } else if (schema.format === 'uri-reference') {
@@ -99,7 +115,9 @@ function string(schema: Schema): fc.Arbitrary<string> {
     try {
       base = fc.stringMatching(tested);
     } catch {
-      base = fc.string({ minLength: Math.max(minLength, 1), maxLength, unit: 'grapheme-ascii' }).filter((text) => tested.test(text));
+      base = fc
+        .string({ minLength: Math.max(minLength, 1), maxLength, unit: 'grapheme-ascii' })
+        .filter((text) => tested.test(text));
     }
     base = base.filter((text) => tested.test(text));
   } else {
@@ -110,12 +128,54 @@ function string(schema: Schema): fc.Arbitrary<string> {
 
 /** Values of every kind a field should not hold, or holds only at its edges. */
 export const ODD_VALUES: unknown[] = [
-  null, true, false, 0, -1, 1, 1.5, -0, 2 ** 53, 2 ** 63, 1e308, -1e308, 5e-324,
-  '', ' ', '\t', '0', '-1', '1e400', 'NaN', 'null', 'true', '[]', '{}',
-  'x'.repeat(5000), '\u0000', 'a\u0000b', '\ud800', '\udc00x', '😀', '\u202e', '\ufeff', '<b>&amp;</b>', "' OR 1=1 --", '../../etc/passwd',
-  '0000-01-01T00:00:00+01:00', '2016-12-31T23:59:60Z', '9999-12-31T23:59:59.999Z', '+275760-09-13T00:00:00Z', '2026-02-30T00:00:00Z',
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1,
+  1.5,
+  -0,
+  2 ** 53,
+  2 ** 63,
+  1e308,
+  -1e308,
+  5e-324,
+  '',
+  ' ',
+  '\t',
+  '0',
+  '-1',
+  '1e400',
+  'NaN',
+  'null',
+  'true',
+  '[]',
+  '{}',
+  'x'.repeat(5000),
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  '\udc00x',
+  '😀',
+  '\u202e',
+  '\ufeff',
+  '<b>&amp;</b>',
+  "' OR 1=1 --",
+  '../../etc/passwd',
+  '0000-01-01T00:00:00+01:00',
+  '2016-12-31T23:59:60Z',
+  '9999-12-31T23:59:59.999Z',
+  '+275760-09-13T00:00:00Z',
+  '2026-02-30T00:00:00Z',
   // An own member named __proto__, as JSON.parse makes it (a literal would set the prototype instead).
-  {}, [], [[[[[]]]]], JSON.parse('{"__proto__":{"admin":true}}'), [null], ['x'], { name: 'x' },
+  {},
+  [],
+  [[[[[]]]]],
+  JSON.parse('{"__proto__":{"admin":true}}'),
+  [null],
+  ['x'],
+  { name: 'x' },
 ];
 
 export function odd(): fc.Arbitrary<unknown> {
@@ -124,6 +184,34 @@ export function odd(): fc.Arbitrary<unknown> {
 
 /** Strings for a query parameter or a path segment that should not hold them. */
 export const ODD_TEXT = [
-  '', ' ', '-1', '0', '007', '1e3', '0x10', '1e400', '9007199254740993', 'NaN', 'abc', '%', '%zz', '%00', '%ff', '%ED%A0%80', '..', '%2e%2e',
-  'x'.repeat(3000), '😀', '%F0%9F%98%80', 'a,b,,', '-', '--id', 'id,id', 'name,-name', '0000-01-01T00:00:00Z', '2016-12-31T23:59:60Z', 'true', '[]',
+  '',
+  ' ',
+  '-1',
+  '0',
+  '007',
+  '1e3',
+  '0x10',
+  '1e400',
+  '9007199254740993',
+  'NaN',
+  'abc',
+  '%',
+  '%zz',
+  '%00',
+  '%ff',
+  '%ED%A0%80',
+  '..',
+  '%2e%2e',
+  'x'.repeat(3000),
+  '😀',
+  '%F0%9F%98%80',
+  'a,b,,',
+  '-',
+  '--id',
+  'id,id',
+  'name,-name',
+  '0000-01-01T00:00:00Z',
+  '2016-12-31T23:59:60Z',
+  'true',
+  '[]',
 ];

@@ -35,37 +35,121 @@ export type Fixtures = (path: string, parameter: string) => (string | number)[];
 export type { References } from './arbitraries.js';
 
 // Mostly what clients send, so that most requests reach the services; then the odd ones.
-const ACCEPT = [...Array<undefined>(12).fill(undefined), 'application/json', 'application/json', 'application/xml', 'application/xml', 'text/xml', '*/*', 'application/*',
-  'text/html', 'image/png', 'application/json;q=0', 'application/xml;q=0.5, application/json;q=0.1', 'application/problem+json', ',,,', 'application/json;q=2', '*/*;q=0'];
-const ETAGS = [...Array<undefined>(10).fill(undefined), '*', '"v1"', '"v2"', 'W/"v1"', '"v1-xml"', 'garbage', '"v999999"', '""', '"v1", "v2"'];
-const IDEMPOTENCY_KEYS = [...Array<undefined>(8).fill(undefined), 'fuzz-key-1', 'fuzz-key-2', 'fuzz-key-3', '', 'x'.repeat(300), 'ключ', 'a b'];
+const ACCEPT = [
+  ...Array<undefined>(12).fill(undefined),
+  'application/json',
+  'application/json',
+  'application/xml',
+  'application/xml',
+  'text/xml',
+  '*/*',
+  'application/*',
+  'text/html',
+  'image/png',
+  'application/json;q=0',
+  'application/xml;q=0.5, application/json;q=0.1',
+  'application/problem+json',
+  ',,,',
+  'application/json;q=2',
+  '*/*;q=0',
+];
+const ETAGS = [
+  ...Array<undefined>(10).fill(undefined),
+  '*',
+  '"v1"',
+  '"v2"',
+  'W/"v1"',
+  '"v1-xml"',
+  'garbage',
+  '"v999999"',
+  '""',
+  '"v1", "v2"',
+];
+const IDEMPOTENCY_KEYS = [
+  ...Array<undefined>(8).fill(undefined),
+  'fuzz-key-1',
+  'fuzz-key-2',
+  'fuzz-key-3',
+  '',
+  'x'.repeat(300),
+  'ключ',
+  'a b',
+];
 const REQUEST_IDS = [...Array<undefined>(6).fill(undefined), 'fuzz-1', '', 'x'.repeat(200), 'a\tb', '../etc'];
-const CONTENT_TYPE_VARIANTS = ['text/plain', 'application/json; charset=latin1', 'application/xml; charset=utf-16', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=UTF-8', 'application/json;;'];
+const CONTENT_TYPE_VARIANTS = [
+  'text/plain',
+  'application/json; charset=latin1',
+  'application/xml; charset=utf-16',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=UTF-8',
+  'application/json;;',
+];
 
 /** Raw JSON texts that are malformed, or well-formed with a trap in them. */
 const RAW_JSON = [
-  '', '{', '{"name":', '[]', 'null', '"text"', '42', '{"name":"a","name":"b"}', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}',
-  `{"a":${'['.repeat(40)}${']'.repeat(40)}}`, '{"name":"\\u0000"}', '{"name":"\\ud800"}', '{"a":1}garbage', '\ufeff{}', '{"a":1e999}', '{"quantity":-0}',
+  '',
+  '{',
+  '{"name":',
+  '[]',
+  'null',
+  '"text"',
+  '42',
+  '{"name":"a","name":"b"}',
+  '{"__proto__":{"x":1}}',
+  '{"constructor":{"prototype":{"x":1}}}',
+  `{"a":${'['.repeat(40)}${']'.repeat(40)}}`,
+  '{"name":"\\u0000"}',
+  '{"name":"\\ud800"}',
+  '{"a":1}garbage',
+  '\ufeff{}',
+  '{"a":1e999}',
+  '{"quantity":-0}',
 ];
 /** Raw XML texts of shapes no document has. */
 const RAW_XML = [
-  '', '<', '<a>', '<a></b>', '<a/><a/>', '<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>', '<a><__proto__/></a>', '<a>&#0;</a>', '<a>&#xD800;</a>', '<a>&nbsp;</a>',
-  `<a>${'<b>'.repeat(40)}${'</b>'.repeat(40)}</a>`, `<a ${Array.from({ length: 20 }, (_, index) => `x${index}="1"`).join(' ')}/>`, '<a><![CDATA[</a>]]></a>', '<?xml version="1.0"?>', '<a xmlns:x="u"><x:b nil="true"/></a>',
+  '',
+  '<',
+  '<a>',
+  '<a></b>',
+  '<a/><a/>',
+  '<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>',
+  '<a><__proto__/></a>',
+  '<a>&#0;</a>',
+  '<a>&#xD800;</a>',
+  '<a>&nbsp;</a>',
+  `<a>${'<b>'.repeat(40)}${'</b>'.repeat(40)}</a>`,
+  `<a ${Array.from({ length: 20 }, (_, index) => `x${index}="1"`).join(' ')}/>`,
+  '<a><![CDATA[</a>]]></a>',
+  '<?xml version="1.0"?>',
+  '<a xmlns:x="u"><x:b nil="true"/></a>',
 ];
 
-export function requestFor(operation: Operation, credentials: Credentials, fixtures: Fixtures, references: References = {}): fc.Arbitrary<FuzzRequest> {
+export function requestFor(
+  operation: Operation,
+  credentials: Credentials,
+  fixtures: Fixtures,
+  references: References = {},
+): fc.Arbitrary<FuzzRequest> {
   const pathParameters = operation.parameters.filter((parameter) => parameter.in === 'path');
   const queryParameters = operation.parameters.filter((parameter) => parameter.in === 'query');
-  const path = fc.tuple(...pathParameters.map((parameter) => pathValue(parameter.schema, fixtures(operation.path, parameter.name)))).map((values) =>
-    pathParameters.reduce((url, parameter, index) => url.replace(`{${parameter.name}}`, values[index]!), operation.path),
-  );
-  const query = fc.array(
-    fc.oneof(
-      ...queryParameters.map((parameter) => fc.tuple(fc.constant(parameter.name), queryValue(parameter.schema))),
-      fc.tuple(fc.constantFrom('unknown', 'api_key', 'access_token', 'x%00'), fc.constantFrom(...ODD_TEXT)),
-    ),
-    { maxLength: 4 },
-  ).map((pairs) => (pairs.length === 0 ? '' : `?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`));
+  const path = fc
+    .tuple(...pathParameters.map((parameter) => pathValue(parameter.schema, fixtures(operation.path, parameter.name))))
+    .map((values) =>
+      pathParameters.reduce(
+        (url, parameter, index) => url.replace(`{${parameter.name}}`, values[index]!),
+        operation.path,
+      ),
+    );
+  const query = fc
+    .array(
+      fc.oneof(
+        ...queryParameters.map((parameter) => fc.tuple(fc.constant(parameter.name), queryValue(parameter.schema))),
+        fc.tuple(fc.constantFrom('unknown', 'api_key', 'access_token', 'x%00'), fc.constantFrom(...ODD_TEXT)),
+      ),
+      { maxLength: 4 },
+    )
+    .map((pairs) => (pairs.length === 0 ? '' : `?${pairs.map(([name, value]) => `${name}=${value}`).join('&')}`));
   return fc
     .record({
       path,
@@ -80,33 +164,60 @@ export function requestFor(operation: Operation, credentials: Credentials, fixtu
         {
           weight: 4,
           arbitrary: fc.constantFrom<[string, string] | undefined>(
-            ['x-api-key', credentials.reader], ['x-api-key', 'rowi_aaaaaaaa_not-a-key'], ['authorization', 'Bearer not.a.token'], ['authorization', 'Basic YWRtaW46eA=='], undefined,
+            ['x-api-key', credentials.reader],
+            ['x-api-key', 'rowi_aaaaaaaa_not-a-key'],
+            ['authorization', 'Bearer not.a.token'],
+            ['authorization', 'Basic YWRtaW46eA=='],
+            undefined,
           ),
         },
       ),
       body: operation.requestBody ? body(operation.requestBody.content, references) : fc.constant(undefined),
     })
-    .map(({ path: url, query: search, accept, ifMatch, ifNoneMatch, idempotencyKey, requestId, credentials: credential, body: sent }) => {
-      const headers: Record<string, string> = {};
-      if (accept !== undefined) headers.accept = accept;
-      if (ifMatch !== undefined) headers['if-match'] = ifMatch;
-      if (ifNoneMatch !== undefined) headers['if-none-match'] = ifNoneMatch;
-      if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
-      if (requestId !== undefined) headers['x-request-id'] = requestId;
-      if (credential !== undefined) headers[credential[0]] = credential[1];
-      if (sent !== undefined) headers['content-type'] = sent.contentType;
-      return { method: operation.method, url: `${url}${search}`, headers, ...(sent !== undefined ? { body: sent.text } : {}) };
-    });
+    .map(
+      ({
+        path: url,
+        query: search,
+        accept,
+        ifMatch,
+        ifNoneMatch,
+        idempotencyKey,
+        requestId,
+        credentials: credential,
+        body: sent,
+      }) => {
+        const headers: Record<string, string> = {};
+        if (accept !== undefined) headers.accept = accept;
+        if (ifMatch !== undefined) headers['if-match'] = ifMatch;
+        if (ifNoneMatch !== undefined) headers['if-none-match'] = ifNoneMatch;
+        if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
+        if (requestId !== undefined) headers['x-request-id'] = requestId;
+        if (credential !== undefined) headers[credential[0]] = credential[1];
+        if (sent !== undefined) headers['content-type'] = sent.contentType;
+        return {
+          method: operation.method,
+          url: `${url}${search}`,
+          headers,
+          ...(sent !== undefined ? { body: sent.text } : {}),
+        };
+      },
+    );
 }
 
 function pathValue(schema: Schema, known: (string | number)[]): fc.Arbitrary<string> {
-  const made = schema.type === 'integer' ? fc.integer({ min: 1000, max: Number.MAX_SAFE_INTEGER }).map(String) : valid(schema).map((value) => encodeURIComponent(String(value)));
+  const made =
+    schema.type === 'integer'
+      ? fc.integer({ min: 1000, max: Number.MAX_SAFE_INTEGER }).map(String)
+      : valid(schema).map((value) => encodeURIComponent(String(value)));
   return fc.oneof(
     ...(known.length > 0 ? [{ weight: 6, arbitrary: fc.constantFrom(...known.map(String)) }] : []),
     { weight: 2, arbitrary: made },
     // Not dot segments: in-process injection resolves them as a browser would (/problems/.. is /);
     // raw ones are tested over real sockets (test/resources/weather.bad-input.test.ts).
-    { weight: 1, arbitrary: fc.constantFrom(...ODD_TEXT.filter((text) => text.length < 100 && !/^(\.|%2e)+$/i.test(text))) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...ODD_TEXT.filter((text) => text.length < 100 && !/^(\.|%2e)+$/i.test(text))),
+    },
   );
 }
 
@@ -131,15 +242,33 @@ function body(content: Record<string, { schema: Schema }>, references: Reference
   const mutated = fc.oneof(
     { weight: 6, arbitrary: value },
     // One member replaced by an odd value, or one member added (unknown, reserved, read-only).
-    fc.tuple(value, fc.constantFrom(...Object.keys(schema.properties ?? { name: {} })), odd()).map(([base, key, replacement]) => ({ ...(base as object), [key]: replacement })),
-    fc.tuple(value, fc.constantFrom('unknown', 'id', 'created_at', 'version', 'scopes', 'total', 'stale'), odd()).map(([base, key, extra]) => ({ ...(base as object), [key]: extra })),
+    fc
+      .tuple(value, fc.constantFrom(...Object.keys(schema.properties ?? { name: {} })), odd())
+      .map(([base, key, replacement]) => ({ ...(base as object), [key]: replacement })),
+    fc
+      .tuple(value, fc.constantFrom('unknown', 'id', 'created_at', 'version', 'scopes', 'total', 'stale'), odd())
+      .map(([base, key, extra]) => ({ ...(base as object), [key]: extra })),
     odd(),
   );
   const forms: fc.WeightedArbitrary<Body | undefined>[] = [
-    { weight: 8, arbitrary: mutated.map((sent) => ({ contentType: jsonType ?? types[0]!, text: types[0]!.includes('form') ? asForm(sent) : JSON.stringify(sent) ?? '' })) },
+    {
+      weight: 8,
+      arbitrary: mutated.map((sent) => ({
+        contentType: jsonType ?? types[0]!,
+        text: types[0]!.includes('form') ? asForm(sent) : (JSON.stringify(sent) ?? ''),
+      })),
+    },
     { weight: 1, arbitrary: fc.constant(undefined) },
-    { weight: 1, arbitrary: fc.constantFrom(...RAW_JSON).map((text) => ({ contentType: jsonType ?? 'application/json', text })) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...CONTENT_TYPE_VARIANTS), mutated).map(([contentType, sent]) => ({ contentType, text: JSON.stringify(sent) ?? '' })) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...RAW_JSON).map((text) => ({ contentType: jsonType ?? 'application/json', text })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.constantFrom(...CONTENT_TYPE_VARIANTS), mutated)
+        .map(([contentType, sent]) => ({ contentType, text: JSON.stringify(sent) ?? '' })),
+    },
   ];
   if (types.includes('application/xml')) {
     forms.push(
@@ -152,6 +281,12 @@ function body(content: Record<string, { schema: Schema }>, references: Reference
 
 /** A value as a form body: an object's members as fields, anything else as one field's text. */
 function asForm(value: unknown): string {
-  const fields = typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.entries(value) : [['value', value]];
-  return new URLSearchParams(fields.map(([name, field]): [string, string] => [String(name), typeof field === 'string' ? field : JSON.stringify(field) ?? ''])).toString();
+  const fields =
+    typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.entries(value) : [['value', value]];
+  return new URLSearchParams(
+    fields.map(([name, field]): [string, string] => [
+      String(name),
+      typeof field === 'string' ? field : (JSON.stringify(field) ?? ''),
+    ]),
+  ).toString();
 }

@@ -32,26 +32,39 @@ export class ResponseChecker {
     if (answer.ms > MAX_ANSWER_MS) return `took ${Math.round(answer.ms)} ms (at most ${MAX_ANSWER_MS})`;
     if (answer.status >= 500) return `answered ${answer.status}`;
     const documented = operation.responses[String(answer.status)];
-    if (documented === undefined) return `answered ${answer.status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`;
-    if (operation.method === 'HEAD' || answer.status === 304) return answer.body === '' ? undefined : 'a body on HEAD or 304';
-    const mediaType = String(answer.headers['content-type'] ?? '').split(';')[0]!.trim();
-    if (documented.content === undefined) return answer.body === '' ? undefined : `a body (${mediaType}) where the document says none`;
+    if (documented === undefined)
+      return `answered ${answer.status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`;
+    if (operation.method === 'HEAD' || answer.status === 304)
+      return answer.body === '' ? undefined : 'a body on HEAD or 304';
+    const mediaType = String(answer.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim();
+    if (documented.content === undefined)
+      return answer.body === '' ? undefined : `a body (${mediaType}) where the document says none`;
     const content = documented.content[mediaType];
-    if (content === undefined) return `media type ${mediaType || '(none)'}, which the document does not list for ${answer.status} (${Object.keys(documented.content).join(', ')})`;
+    if (content === undefined)
+      return `media type ${mediaType || '(none)'}, which the document does not list for ${answer.status} (${Object.keys(documented.content).join(', ')})`;
     if (mediaType.endsWith('xml')) return answer.body.startsWith('<?xml') ? undefined : 'an XML answer that is not XML';
     // An event stream: the fuzzer reads its status and headers and cuts it (the stream tests read its events).
     if (mediaType === 'text/event-stream') return undefined;
     // Text (the metrics exposition): a string, bounded as its schema says.
-    if (mediaType === 'text/plain') return typeof content.schema.maxLength === 'number' && answer.body.length > content.schema.maxLength ? 'a text longer than its schema allows' : undefined;
+    if (mediaType === 'text/plain')
+      return typeof content.schema.maxLength === 'number' && answer.body.length > content.schema.maxLength
+        ? 'a text longer than its schema allows'
+        : undefined;
     let parsed: unknown;
     try {
       parsed = JSON.parse(answer.body);
     } catch {
       return `a ${mediaType} body that is not JSON`;
     }
-    const validate = this.#validator(`${operation.method} ${operation.path} ${answer.status} ${mediaType}`, content.schema);
+    const validate = this.#validator(
+      `${operation.method} ${operation.path} ${answer.status} ${mediaType}`,
+      content.schema,
+    );
     if (!validate(parsed)) return `a body the schema refuses: ${this.#ajv.errorsText(validate.errors)}`;
-    if (mediaType.startsWith('application/problem') && (parsed as { status?: unknown }).status !== answer.status) return 'a problem whose status is not the answer\'s';
+    if (mediaType.startsWith('application/problem') && (parsed as { status?: unknown }).status !== answer.status)
+      return "a problem whose status is not the answer's";
     return undefined;
   }
 
@@ -66,7 +79,12 @@ export class ResponseChecker {
     if (Array.isArray(schema)) return schema.map((item) => this.#resolved(item));
     if (typeof schema !== 'object' || schema === null) return schema;
     const ref = (schema as { $ref?: string }).$ref;
-    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) return this.#resolved(this.#components[ref.slice('#/components/schemas/'.length)]);
-    return Object.fromEntries(Object.entries(schema).filter(([key]) => key !== '$id').map(([key, value]) => [key, this.#resolved(value)]));
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/'))
+      return this.#resolved(this.#components[ref.slice('#/components/schemas/'.length)]);
+    return Object.fromEntries(
+      Object.entries(schema)
+        .filter(([key]) => key !== '$id')
+        .map(([key, value]) => [key, this.#resolved(value)]),
+    );
   }
 }

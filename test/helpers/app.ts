@@ -43,7 +43,10 @@ export interface Reply {
 }
 
 /** A fresh database of the run's backend per call (see database.ts), migrated, with the real app on it (logging to `logger`). */
-export async function startApp(settings: Record<string, string> = {}, logger: pino.Logger = pino({ level: 'silent' })): Promise<TestApp> {
+export async function startApp(
+  settings: Record<string, string> = {},
+  logger: pino.Logger = pino({ level: 'silent' }),
+): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...NO_RATE_LIMITS, ...settings });
   const storage = await openStorage(config, logger);
@@ -75,8 +78,15 @@ export async function call(app: FastifyInstance, options: CallOptions): Promise<
     payload = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await app.inject({ method: options.method ?? 'GET', url: options.url, headers, ...(payload !== undefined ? { payload } : {}) });
-  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();
+  const response = await app.inject({
+    method: options.method ?? 'GET',
+    url: options.url,
+    headers,
+    ...(payload !== undefined ? { payload } : {}),
+  });
+  const mediaType = String(response.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim();
   let json: unknown;
   if (mediaType.endsWith('json') && response.body !== '') json = JSON.parse(response.body);
   return { status: response.statusCode, headers: response.headers, text: response.body, json, mediaType };

@@ -12,12 +12,17 @@ export const CHROMIUM = process.env.ROWI_TEST_CHROMIUM ?? '/usr/bin/chromium';
 export function browserMissing(): string | undefined {
   if (existsSync(CHROMIUM)) return undefined;
   const why = `${CHROMIUM} is not installed (apt-get install chromium)`;
-  if (process.env.ROWI_TEST_BROWSER === 'required') throw new Error(`browser tests: ${why}, and ROWI_TEST_BROWSER=required`);
+  if (process.env.ROWI_TEST_BROWSER === 'required')
+    throw new Error(`browser tests: ${why}, and ROWI_TEST_BROWSER=required`);
   console.warn(`\n[rowi tests] ${why}: the browser tests are SKIPPED (.ci/run installs it).\n`);
   return why;
 }
 
 /** Headless Chromium, driven by playwright-core. */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  });
 }

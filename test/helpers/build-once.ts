@@ -16,7 +16,11 @@ const INPUTS = ['src', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
 export function setup(): void {
   if (newestInput() < stampTime()) return;
   const started = Date.now();
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
   writeFileSync(STAMP, '');
   // The stamp is as new as the moment the build began: a source saved during the build is newer.
   utimesSync(STAMP, started / 1000, started / 1000);

@@ -15,7 +15,10 @@ export async function damageSqliteFile(file: string, where: { tree: string } | '
     connection.exec('pragma wal_checkpoint(TRUNCATE)');
     pageSize = connection.get<{ page_size: number }>('pragma page_size')!.page_size;
     if (where !== 'header') {
-      const root = connection.get<{ rootpage: number }>('select rootpage from sqlite_schema where name = ?', where.tree);
+      const root = connection.get<{ rootpage: number }>(
+        'select rootpage from sqlite_schema where name = ?',
+        where.tree,
+      );
       if (root === undefined) throw new Error(`${file} has no table or index ${where.tree}`);
       page = root.rootpage;
     }

@@ -8,7 +8,16 @@ import { readFileSync } from 'node:fs';
 export const EXAMPLE_FILES = ['docs/guide.md', 'docs/security.md', 'docs/operations.md', 'README.md'] as const;
 
 /** Every documentation file the reference checks read. */
-export const DOC_FILES = ['README.md', 'docs/guide.md', 'docs/security.md', 'docs/errors.md', 'docs/operations.md', 'docs/events.md', 'docs/development.md', 'docs/performance.md'] as const;
+export const DOC_FILES = [
+  'README.md',
+  'docs/guide.md',
+  'docs/security.md',
+  'docs/errors.md',
+  'docs/operations.md',
+  'docs/events.md',
+  'docs/development.md',
+  'docs/performance.md',
+] as const;
 
 export const readDoc = (file: string): string => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 

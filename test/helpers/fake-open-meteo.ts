@@ -89,12 +89,23 @@ export async function startFakeOpenMeteo(): Promise<FakeOpenMeteo> {
     timezone_abbreviation: 'GMT',
     elevation: 38.0,
     current_units: OPEN_METEO_UNITS,
-    current: { time: currentQuarterHour(), interval: 900, temperature_2m: 5.3, relative_humidity_2m: 81, wind_speed_10m: 12.2, weather_code: 3, ...current },
+    current: {
+      time: currentQuarterHour(),
+      interval: 900,
+      temperature_2m: 5.3,
+      relative_humidity_2m: 81,
+      wind_speed_10m: 12.2,
+      weather_code: 3,
+      ...current,
+    },
     ...overrides,
   });
 
   const sendJson = (response: ServerResponse, status: number, body: string) => {
-    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    response.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    });
     response.end(body);
   };
 
@@ -135,7 +146,10 @@ export async function startFakeOpenMeteo(): Promise<FakeOpenMeteo> {
       case 'malformed-json':
         return sendJson(response, 200, '{"current": {');
       case 'truncated':
-        response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) + 100 });
+        response.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(body) + 100,
+        });
         response.write(body.slice(0, 40), () => request.socket.destroy());
         return;
       case 'huge':
@@ -151,7 +165,11 @@ export async function startFakeOpenMeteo(): Promise<FakeOpenMeteo> {
         response.end('<!doctype html><title>Maintenance</title><p>Back soon.</p>');
         return;
       case 'error-400':
-        return sendJson(response, 400, '{"error":true,"reason":"Latitude must be in range of -90 to 90°. Given: 91.0."}');
+        return sendJson(
+          response,
+          400,
+          '{"error":true,"reason":"Latitude must be in range of -90 to 90°. Given: 91.0."}',
+        );
       case 'redirect':
         response.writeHead(302, { location: 'https://elsewhere.example/v1/forecast' });
         response.end();

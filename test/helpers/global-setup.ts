@@ -13,10 +13,14 @@ export default async function setup(project: TestProject) {
   const root = mkdtempSync(join(tmpdir(), 'rowi-tests-'));
   project.provide('tmpRoot', root);
   if (project.name === 'fast' && !process.env.ROWI_TEST_PG_URL) {
-    console.warn('\n[rowi tests] ROWI_TEST_PG_URL is not set: the PostgreSQL runs of the storage tests are SKIPPED (.ci/run sets it).\n');
+    console.warn(
+      '\n[rowi tests] ROWI_TEST_PG_URL is not set: the PostgreSQL runs of the storage tests are SKIPPED (.ci/run sets it).\n',
+    );
   }
   if (project.name === 'fast' && !process.env.ROWI_TEST_NATS_URL) {
-    console.warn('\n[rowi tests] ROWI_TEST_NATS_URL is not set: the tests of the NATS bus are SKIPPED (.ci/run sets it).\n');
+    console.warn(
+      '\n[rowi tests] ROWI_TEST_NATS_URL is not set: the tests of the NATS bus are SKIPPED (.ci/run sets it).\n',
+    );
   }
   const postgres = project.name.endsWith('postgres') ? process.env.ROWI_TEST_PG_URL! : undefined;
   if (postgres) await dropLeftoverSchemas(postgres);
@@ -30,7 +34,9 @@ async function dropLeftoverSchemas(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ name: string }>("select nspname as name from pg_namespace where nspname like 'rowi\\_test\\_%'");
+    const { rows } = await client.query<{ name: string }>(
+      "select nspname as name from pg_namespace where nspname like 'rowi\\_test\\_%'",
+    );
     // A schema is named after the test process that made it (rowi_test_<pid>_…): only those of
     // processes that are gone are dropped, never those of a run going on beside this one.
     const orphans = rows.map((row) => row.name).filter((name) => !isAlive(Number(/^rowi_test_(\d+)_/.exec(name)?.[1])));

@@ -1,7 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { SignJWT, base64url, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import {
+  SignJWT,
+  base64url,
+  exportJWK,
+  exportSPKI,
+  generateKeyPair,
+  type CryptoKey,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
 
 /**
  * A local external identity provider for the bearer-token tests: its own key pairs, a JWKS
@@ -99,7 +108,14 @@ export async function startIssuer(options: { audience: string; subject?: string 
     async sign(claims = {}, signing = {}) {
       const key = keyOf(signing.alg);
       const now = Math.floor(Date.now() / 1000);
-      const payload: Record<string, unknown> = { iss: url, aud: options.audience, sub: options.subject ?? 'warehouse-robot', iat: now, exp: now + 600, ...claims };
+      const payload: Record<string, unknown> = {
+        iss: url,
+        aud: options.audience,
+        sub: options.subject ?? 'warehouse-robot',
+        iat: now,
+        exp: now + 600,
+        ...claims,
+      };
       for (const name of Object.keys(payload)) if (payload[name] === undefined) delete payload[name];
       return new SignJWT(payload as JWTPayload)
         .setProtectedHeader({ ...signing.header, alg: key.alg, kid: signing.kid ?? key.kid })
@@ -112,9 +128,14 @@ export async function startIssuer(options: { audience: string; subject?: string 
 const encodeJson = (value: unknown) => base64url.encode(JSON.stringify(value));
 
 /** The header and payload of a compact JWS, decoded (no verification). */
-export function partsOf(token: string): { header: Record<string, unknown>; payload: Record<string, unknown>; signature: string } {
+export function partsOf(token: string): {
+  header: Record<string, unknown>;
+  payload: Record<string, unknown>;
+  signature: string;
+} {
   const [header, payload, signature] = token.split('.');
-  const decode = (part: string) => JSON.parse(new TextDecoder().decode(base64url.decode(part))) as Record<string, unknown>;
+  const decode = (part: string) =>
+    JSON.parse(new TextDecoder().decode(base64url.decode(part))) as Record<string, unknown>;
   return { header: decode(header!), payload: decode(payload!), signature: signature ?? '' };
 }
 
@@ -134,6 +155,12 @@ export function tamperedToken(token: string, changes: Record<string, unknown>): 
  * Algorithm confusion: an HS256 token whose HMAC secret is the bytes of the issuer's PUBLIC
  * key, which a verifier that lets the token pick its algorithm would accept.
  */
-export function hmacWithPublicKey(publicKey: string, payload: Record<string, unknown>, header: Record<string, unknown> = {}): Promise<string> {
-  return new SignJWT(payload as JWTPayload).setProtectedHeader({ ...header, alg: 'HS256' }).sign(new TextEncoder().encode(publicKey));
+export function hmacWithPublicKey(
+  publicKey: string,
+  payload: Record<string, unknown>,
+  header: Record<string, unknown> = {},
+): Promise<string> {
+  return new SignJWT(payload as JWTPayload)
+    .setProtectedHeader({ ...header, alg: 'HS256' })
+    .sign(new TextEncoder().encode(publicKey));
 }

@@ -31,13 +31,18 @@ export function breakingChanges(before: unknown, after: unknown): string[] {
 
 function compareOperation(where: string, old: Json, now: Json, found: string[]): void {
   const key = (parameter: Json) => `${parameter.in} ${parameter.name}`;
-  const oldParameters = new Map<string, Json>((old.parameters ?? []).map((parameter: Json) => [key(parameter), parameter]));
+  const oldParameters = new Map<string, Json>(
+    (old.parameters ?? []).map((parameter: Json) => [key(parameter), parameter]),
+  );
   for (const parameter of (now.parameters ?? []) as Json[]) {
     const before = oldParameters.get(key(parameter));
-    if (parameter.required === true && before?.required !== true) found.push(`${where}: new required parameter ${key(parameter)}`);
-    if (before !== undefined) compareSchema(`${where} parameter ${key(parameter)}`, before.schema, parameter.schema, 'input', found);
+    if (parameter.required === true && before?.required !== true)
+      found.push(`${where}: new required parameter ${key(parameter)}`);
+    if (before !== undefined)
+      compareSchema(`${where} parameter ${key(parameter)}`, before.schema, parameter.schema, 'input', found);
   }
-  if (now.requestBody?.required === true && old.requestBody?.required !== true) found.push(`${where}: request body now required`);
+  if (now.requestBody?.required === true && old.requestBody?.required !== true)
+    found.push(`${where}: request body now required`);
   for (const [media, content] of Object.entries<Json>(old.requestBody?.content ?? {})) {
     const after = now.requestBody?.content?.[media];
     if (after === undefined) found.push(`${where}: request body ${media} no longer accepted`);
@@ -64,36 +69,55 @@ function valuesOf(schema: Json): unknown[] | undefined {
 
 const typesOf = (schema: Json): string[] => [schema.type ?? []].flat().sort();
 
-function compareSchema(where: string, old: Json | undefined, now: Json | undefined, direction: 'input' | 'output', found: string[]): void {
+function compareSchema(
+  where: string,
+  old: Json | undefined,
+  now: Json | undefined,
+  direction: 'input' | 'output',
+  found: string[],
+): void {
   if (old === undefined || now === undefined) return;
   const oldTypes = typesOf(old);
   const newTypes = typesOf(now);
   if (oldTypes.length > 0 && newTypes.length > 0) {
     // An input may take more types than before; an output may not answer a type it did not.
-    const lost = direction === 'input' ? oldTypes.filter((type) => !newTypes.includes(type)) : newTypes.filter((type) => !oldTypes.includes(type));
-    if (lost.length > 0) found.push(`${where}: type narrowed or changed (${oldTypes.join('|')} → ${newTypes.join('|')})`);
+    const lost =
+      direction === 'input'
+        ? oldTypes.filter((type) => !newTypes.includes(type))
+        : newTypes.filter((type) => !oldTypes.includes(type));
+    if (lost.length > 0)
+      found.push(`${where}: type narrowed or changed (${oldTypes.join('|')} → ${newTypes.join('|')})`);
   }
   const oldValues = valuesOf(old);
   const newValues = valuesOf(now);
   if (oldValues !== undefined && newValues !== undefined) {
-    for (const value of oldValues) if (!newValues.includes(value)) found.push(`${where}: enum value ${JSON.stringify(value)} removed`);
+    for (const value of oldValues)
+      if (!newValues.includes(value)) found.push(`${where}: enum value ${JSON.stringify(value)} removed`);
   }
   if (direction === 'input') {
-    for (const name of (now.required ?? []) as string[]) if (!(old.required ?? []).includes(name)) found.push(`${where}: new required field ${name}`);
+    for (const name of (now.required ?? []) as string[])
+      if (!(old.required ?? []).includes(name)) found.push(`${where}: new required field ${name}`);
     for (const bound of ['maxLength', 'maximum', 'maxItems']) {
-      if (typeof now[bound] === 'number' && !(typeof old[bound] === 'number' && old[bound] <= now[bound])) found.push(`${where}: ${bound} narrowed (${old[bound] ?? 'none'} → ${now[bound]})`);
+      if (typeof now[bound] === 'number' && !(typeof old[bound] === 'number' && old[bound] <= now[bound]))
+        found.push(`${where}: ${bound} narrowed (${old[bound] ?? 'none'} → ${now[bound]})`);
     }
     for (const bound of ['minLength', 'minimum', 'minItems']) {
-      if (typeof now[bound] === 'number' && !(typeof old[bound] === 'number' && old[bound] >= now[bound])) found.push(`${where}: ${bound} narrowed (${old[bound] ?? 'none'} → ${now[bound]})`);
+      if (typeof now[bound] === 'number' && !(typeof old[bound] === 'number' && old[bound] >= now[bound]))
+        found.push(`${where}: ${bound} narrowed (${old[bound] ?? 'none'} → ${now[bound]})`);
     }
-    if (now.pattern !== undefined && now.pattern !== old.pattern) found.push(`${where}: ${old.pattern === undefined ? 'new pattern' : 'pattern changed'}`);
+    if (now.pattern !== undefined && now.pattern !== old.pattern)
+      found.push(`${where}: ${old.pattern === undefined ? 'new pattern' : 'pattern changed'}`);
   } else {
-    for (const name of Object.keys(old.properties ?? {})) if (now.properties?.[name] === undefined) found.push(`${where}: response field ${name} removed`);
+    for (const name of Object.keys(old.properties ?? {}))
+      if (now.properties?.[name] === undefined) found.push(`${where}: response field ${name} removed`);
   }
-  for (const [name, property] of Object.entries<Json>(old.properties ?? {})) compareSchema(`${where}.${name}`, property, now.properties?.[name], direction, found);
+  for (const [name, property] of Object.entries<Json>(old.properties ?? {}))
+    compareSchema(`${where}.${name}`, property, now.properties?.[name], direction, found);
   compareSchema(`${where}[]`, old.items, now.items, direction, found);
   if (oldValues !== undefined) return;
   for (const list of ['anyOf', 'oneOf'] as const) {
-    (old[list] as Json[] | undefined)?.forEach((each, index) => compareSchema(`${where}(${list} ${index})`, each, now[list]?.[index], direction, found));
+    (old[list] as Json[] | undefined)?.forEach((each, index) =>
+      compareSchema(`${where}(${list} ${index})`, each, now[list]?.[index], direction, found),
+    );
   }
 }

@@ -11,7 +11,13 @@ export function dereferenced<T>(document: T): T {
     if (typeof value !== 'object' || value === null) return value;
     const ref = (value as { $ref?: unknown }).$ref;
     if (typeof ref === 'string' && ref.startsWith('#/')) {
-      const target = ref.slice(2).split('/').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key.replace(/~1/g, '/').replace(/~0/g, '~')], root);
+      const target = ref
+        .slice(2)
+        .split('/')
+        .reduce<unknown>(
+          (node, key) => (node as Record<string, unknown>)[key.replace(/~1/g, '/').replace(/~0/g, '~')],
+          root,
+        );
       if (target === undefined) throw new Error(`${ref} names nothing in the document`);
       return resolve(target, depth + 1);
     }

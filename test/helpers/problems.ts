@@ -13,5 +13,13 @@ export function expectProblem(reply: Reply, status: number, type: string) {
   }
   if (problem?.request_id !== reply.headers['x-request-id']) failures.push('request_id ≠ X-Request-Id');
   if (failures.length > 0) throw new Error(`not the expected problem (${failures.join('; ')}): ${reply.text}`);
-  return problem as { type: string; title: string; status: number; detail: string; instance: string; request_id: string; errors?: { in: string; pointer: string; detail: string }[] } & Record<string, unknown>;
+  return problem as {
+    type: string;
+    title: string;
+    status: number;
+    detail: string;
+    instance: string;
+    request_id: string;
+    errors?: { in: string; pointer: string; detail: string }[];
+  } & Record<string, unknown>;
 }

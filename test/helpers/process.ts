@@ -57,10 +57,21 @@ const BANNER_END = /^API description: \S+\n/m;
  * the two streams are written separately (the log asynchronously), so either may arrive first.
  */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
-  const database = options.database ?? (options.dataFile !== undefined ? { ROWI_DATA: options.dataFile } : (await createTestDatabase()).env);
+  const database =
+    options.database ??
+    (options.dataFile !== undefined ? { ROWI_DATA: options.dataFile } : (await createTestDatabase()).env);
   const dataFile = database.ROWI_DATA ?? '';
   // One process unless a test asks for workers: the default (one per core) is for production.
-  const env = { ...inherited(), ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...database, ...options.env };
+  const env = {
+    ...inherited(),
+    ROWI_HOST: '127.0.0.1',
+    ROWI_PORT: '0',
+    ROWI_WORKERS: '1',
+    ROWI_LOG_LEVEL: 'info',
+    ...NO_RATE_LIMITS,
+    ...database,
+    ...options.env,
+  };
   const child = spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
     // A setting a test gives as '' is left out: the shipped default instead of this helper's.
     env: Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')),
@@ -123,9 +134,15 @@ function inherited(): NodeJS.ProcessEnv {
 }
 
 /** Runs the CLI to completion (for commands that exit) and collects its output. */
-export function runCli(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 15_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...inherited(), ROWI_LOG_LEVEL: 'silent', ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...inherited(), ROWI_LOG_LEVEL: 'silent', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -154,13 +171,20 @@ export function serverPool() {
       return server;
     },
     killAll(): void {
-      for (const server of running.splice(0)) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+      for (const server of running.splice(0))
+        if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     },
   };
 }
 
 /** One request to a running server as its admin: a JSON body in (of `contentType`), the status and the parsed JSON out. */
-export async function callServer(server: Pick<RunningServer, 'baseUrl' | 'adminKey'>, method: string, path: string, body?: unknown, contentType = 'application/json') {
+export async function callServer(
+  server: Pick<RunningServer, 'baseUrl' | 'adminKey'>,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+) {
   const reply = await fetch(`${server.baseUrl}${path}`, {
     method,
     headers: { 'x-api-key': server.adminKey, ...(body === undefined ? {} : { 'content-type': contentType }) },

@@ -15,9 +15,11 @@ export interface Received {
 /** How the receiver answers a request: a status, or its own handling of the raw exchange. */
 export type Behaviour = (request: IncomingMessage, response: ServerResponse, received: Received) => void;
 
-export const answer = (status: number, headers: Record<string, string> = {}): Behaviour => (_request, response) => {
-  response.writeHead(status, headers).end('{}');
-};
+export const answer =
+  (status: number, headers: Record<string, string> = {}): Behaviour =>
+  (_request, response) => {
+    response.writeHead(status, headers).end('{}');
+  };
 
 /** A webhook receiver on a loopback port: records every request and answers as told (200 by default). */
 export class Receiver {
@@ -38,7 +40,13 @@ export class Receiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        const received: Received = { at: Date.now(), headers: request.headers, body, event: JSON.parse(body) as Received['event'], connection: request.socket.remotePort ?? 0 };
+        const received: Received = {
+          at: Date.now(),
+          headers: request.headers,
+          body,
+          event: JSON.parse(body) as Received['event'],
+          connection: request.socket.remotePort ?? 0,
+        };
         this.received.push(received);
         this.behaviour(request, response, received);
       });
@@ -58,12 +66,17 @@ export class Receiver {
   }
 
   /** Waits until `count` requests (of which `predicate` holds) arrived, or fails after `ms`. */
-  async waitFor(count: number, ms = 10_000, predicate: (received: Received) => boolean = () => true): Promise<Received[]> {
+  async waitFor(
+    count: number,
+    ms = 10_000,
+    predicate: (received: Received) => boolean = () => true,
+  ): Promise<Received[]> {
     const deadline = Date.now() + ms;
     for (;;) {
       const matching = this.received.filter(predicate);
       if (matching.length >= count) return matching;
-      if (Date.now() > deadline) throw new Error(`the receiver got ${matching.length} of ${count} requests within ${ms} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the receiver got ${matching.length} of ${count} requests within ${ms} ms`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }

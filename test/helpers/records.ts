@@ -18,7 +18,10 @@ export function buildUser(overrides: Record<string, unknown> = {}) {
 export async function createUser(test: TestApp, overrides: Record<string, unknown> = {}) {
   const reply = await test.call({ method: 'POST', url: '/v1/users', body: buildUser(overrides) });
   if (reply.status !== 201) throw new Error(`could not create user: ${reply.status} ${reply.text}`);
-  return { user: reply.json as { id: number; name: string; email: string; created_at: string; updated_at: string }, etag: String(reply.headers.etag) };
+  return {
+    user: reply.json as { id: number; name: string; email: string; created_at: string; updated_at: string },
+    etag: String(reply.headers.etag),
+  };
 }
 
 let skuSequence = 0;

@@ -25,17 +25,31 @@ export const TABLES: Table[] = [
     name: 'problem types, from src/errors.ts',
     rows: () =>
       ['| Status | `type` | Title | When |', '|---|---|---|---|']
-        .concat(Object.entries(PROBLEM_TYPES).map(([type, { status, title, description }]) => `| ${status} | \`${type}\` | ${cell(title)} | ${cell(description)} |`))
+        .concat(
+          Object.entries(PROBLEM_TYPES).map(
+            ([type, { status, title, description }]) =>
+              `| ${status} | \`${type}\` | ${cell(title)} | ${cell(description)} |`,
+          ),
+        )
         .join('\n'),
   },
   {
     file: 'docs/operations.md',
     name: 'metrics, from src/metrics.ts',
     rows: () => {
-      const rowi = (registry.getMetricsAsArray() as unknown as (Metric & { labelNames?: string[]; help: string; name: string })[]).filter((metric) => metric.name.startsWith('rowi_'));
+      const rowi = (
+        registry.getMetricsAsArray() as unknown as (Metric & { labelNames?: string[]; help: string; name: string })[]
+      ).filter((metric) => metric.name.startsWith('rowi_'));
       return ['| Metric | Type | Labels | What it counts |', '|---|---|---|---|']
-        .concat(rowi.map((metric) => `| \`${metric.name}\` | ${typeOf(metric)} | ${(metric.labelNames ?? []).map((label) => `\`${label}\``).join(', ')} | ${cell(metric.help)} |`))
-        .concat('| `nodejs_eventloop_lag_*`, `process_*`, `nodejs_*` | | | prom-client\'s event-loop delay, process and runtime metrics |')
+        .concat(
+          rowi.map(
+            (metric) =>
+              `| \`${metric.name}\` | ${typeOf(metric)} | ${(metric.labelNames ?? []).map((label) => `\`${label}\``).join(', ')} | ${cell(metric.help)} |`,
+          ),
+        )
+        .concat(
+          "| `nodejs_eventloop_lag_*`, `process_*`, `nodejs_*` | | | prom-client's event-loop delay, process and runtime metrics |",
+        )
         .join('\n');
     },
   },
@@ -46,7 +60,8 @@ export const TABLES: Table[] = [
       ['| Variable | Flag | Default | Meaning |', '|---|---|---|---|']
         .concat(
           describeSettings().map((setting) => {
-            const fallback = setting.defaultText ?? (setting.default === '' ? 'unset' : `\`${String(setting.default)}\``);
+            const fallback =
+              setting.defaultText ?? (setting.default === '' ? 'unset' : `\`${String(setting.default)}\``);
             const meaning = `${setting.description}${setting.secret ? ' (never echoed in messages)' : ''}`;
             return `| \`${setting.env}\` | ${setting.flag === undefined ? '' : `\`${setting.flag}\``} | ${cell(fallback)} | ${cell(meaning)} |`;
           }),

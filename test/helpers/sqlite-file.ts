@@ -13,7 +13,10 @@ export interface SqliteFile {
 }
 
 export async function openSqliteFile(file: string, options: { busyTimeoutMs?: number } = {}): Promise<SqliteFile> {
-  const connection = await openSqliteConnection(file, { synchronous: 'full', busyTimeoutMs: options.busyTimeoutMs ?? 5000 });
+  const connection = await openSqliteConnection(file, {
+    synchronous: 'full',
+    busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+  });
   // Rows of node:sqlite have no prototype; tests compare them with plain objects.
   const plain = <T>(rows: unknown[]) => rows.map((row) => ({ ...(row as object) })) as T[];
   return {

@@ -85,14 +85,16 @@ export class SseClient {
       if (fields.data === undefined) continue;
       if (this.endedWith !== undefined) this.afterEnd++;
       if (fields.event === 'stream.ended') this.endedWith = JSON.parse(fields.data) as StreamEnded;
-      else this.events.push({ id: fields.id!, event: fields.event!, data: JSON.parse(fields.data) as SseEvent['data'] });
+      else
+        this.events.push({ id: fields.id!, event: fields.event!, data: JSON.parse(fields.data) as SseEvent['data'] });
     }
   }
 
   async waitFor(count: number, ms = 10_000): Promise<SseEvent[]> {
     const deadline = Date.now() + ms;
     while (this.events.length < count) {
-      if (Date.now() > deadline) throw new Error(`the stream sent ${this.events.length} of ${count} events within ${ms} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the stream sent ${this.events.length} of ${count} events within ${ms} ms`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     return this.events;
@@ -136,7 +138,9 @@ export function openUnreadStream(origin: string, headers: Record<string, string>
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
-    const lines = Object.entries({ host: `${hostname}:${port}`, accept: 'text/event-stream', ...headers }).map(([name, value]) => `${name}: ${value}\r\n`);
+    const lines = Object.entries({ host: `${hostname}:${port}`, accept: 'text/event-stream', ...headers }).map(
+      ([name, value]) => `${name}: ${value}\r\n`,
+    );
     socket.write(`GET /v1/events/stream HTTP/1.1\r\n${lines.join('')}\r\n`);
     socket.on('error', () => undefined);
     socket.once('error', reject);
@@ -172,7 +176,10 @@ export async function eventsMadeAfter(test: TestApp, afterId: string): Promise<{
   while (url !== null) {
     const page: { data: { id: string; type: string }[]; next_cursor: string | null } = (await test.call({ url })).json;
     made.push(...page.data.filter((event) => event.id > afterId).map(({ id, type }) => ({ id, type })));
-    url = page.next_cursor !== null && page.data.every((event) => event.id > afterId) ? `/v1/events?limit=500&cursor=${page.next_cursor}` : null;
+    url =
+      page.next_cursor !== null && page.data.every((event) => event.id > afterId)
+        ? `/v1/events?limit=500&cursor=${page.next_cursor}`
+        : null;
   }
   return made.reverse();
 }
@@ -190,7 +197,11 @@ export async function bulkyOrders(test: TestApp): Promise<() => Promise<number>>
     lines.push({ item_id: item.id, quantity: 1 });
   }
   return async () => {
-    const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'Bulky', user_id: user.id, lines } });
+    const order = await test.call({
+      method: 'POST',
+      url: '/v1/orders',
+      body: { name: 'Bulky', user_id: user.id, lines },
+    });
     if (order.status !== 201) throw new Error(`could not place a bulky order: ${order.status} ${order.text}`);
     return order.json.id as number;
   };

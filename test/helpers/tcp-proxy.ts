@@ -24,7 +24,8 @@ export interface TcpProxy {
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
-  if (!['127.0.0.1', 'localhost', '::1'].includes(target.host)) throw new Error(`the test proxy only forwards to loopback, not ${target.host}`);
+  if (!['127.0.0.1', 'localhost', '::1'].includes(target.host))
+    throw new Error(`the test proxy only forwards to loopback, not ${target.host}`);
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let accepted = 0;
   let port = 0;

@@ -33,11 +33,24 @@ export function makeCertificates(folder: string): Certificates {
 
   newKey(caKey);
   openssl([
-    'req', '-x509', '-new', '-key', caKey, '-sha256', '-days', VALID_DAYS, '-set_serial', '1',
-    '-subj', '/CN=rowi test CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
-    '-out', caCert,
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    caKey,
+    '-sha256',
+    '-days',
+    VALID_DAYS,
+    '-set_serial',
+    '1',
+    '-subj',
+    '/CN=rowi test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+    '-out',
+    caCert,
   ]);
 
   newKey(key);
@@ -55,8 +68,23 @@ export function makeCertificates(folder: string): Certificates {
     ].join('\n') + '\n',
   );
   openssl([
-    'x509', '-req', '-in', request, '-CA', caCert, '-CAkey', caKey, '-sha256', '-days', VALID_DAYS,
-    '-set_serial', '2', '-extfile', extensions, '-out', cert,
+    'x509',
+    '-req',
+    '-in',
+    request,
+    '-CA',
+    caCert,
+    '-CAkey',
+    caKey,
+    '-sha256',
+    '-days',
+    VALID_DAYS,
+    '-set_serial',
+    '2',
+    '-extfile',
+    extensions,
+    '-out',
+    cert,
   ]);
 
   return { caCert, cert, key, caPem: readFileSync(caCert, 'utf8') };

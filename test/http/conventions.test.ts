@@ -32,37 +32,77 @@ describe('bad request bodies change nothing stored', () => {
     ['JSON with a trailing comma', 'application/json', '{"name":"x","email":"x@example.com",}', 400, 'malformed-body'],
     ['an empty JSON body', 'application/json', '', 400, 'malformed-body'],
     ['JSON nested 10,000 deep', 'application/json', nested(10_000), 400, 'body-too-deep'],
-    ['JSON with __proto__ (prototype poisoning)', 'application/json', '{"name":"x","email":"p@example.com","__proto__":{"admin":true}}', 400, 'malformed-body'],
+    [
+      'JSON with __proto__ (prototype poisoning)',
+      'application/json',
+      '{"name":"x","email":"p@example.com","__proto__":{"admin":true}}',
+      400,
+      'malformed-body',
+    ],
     ['malformed XML', 'application/xml', '<user><name>x</name><email>x@example.com</user>', 400, 'malformed-body'],
     ['XML with two roots', 'application/xml', '<user><name>x</name></user><user/>', 400, 'malformed-body'],
     ['XML entity expansion ("billion laughs")', 'application/xml', BILLION_LAUGHS, 400, 'xml-doctype-refused'],
     ['XML external entity (XXE)', 'application/xml', XXE, 400, 'xml-doctype-refused'],
-    ['XML nested 10,000 deep', 'application/xml', `<user>${'<a>'.repeat(10_000)}${'</a>'.repeat(10_000)}</user>`, 400, 'body-too-deep'],
+    [
+      'XML nested 10,000 deep',
+      'application/xml',
+      `<user>${'<a>'.repeat(10_000)}${'</a>'.repeat(10_000)}</user>`,
+      400,
+      'body-too-deep',
+    ],
     ['Content-Type text/plain', 'text/plain', 'name=x', 415, 'unsupported-media-type'],
-    ['Content-Type application/x-www-form-urlencoded', 'application/x-www-form-urlencoded', 'name=x&email=y', 415, 'unsupported-media-type'],
-  ])('POST /v1/users: the documented problem, and nothing stored, for %s', async (_case, contentType, body, status, type) => {
-    const reply = await unchanged(() => test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': contentType }, body }));
-    expectProblem(reply, status, type);
-  });
+    [
+      'Content-Type application/x-www-form-urlencoded',
+      'application/x-www-form-urlencoded',
+      'name=x&email=y',
+      415,
+      'unsupported-media-type',
+    ],
+  ])(
+    'POST /v1/users: the documented problem, and nothing stored, for %s',
+    async (_case, contentType, body, status, type) => {
+      const reply = await unchanged(() =>
+        test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': contentType }, body }),
+      );
+      expectProblem(reply, status, type);
+    },
+  );
 
   it('POST /v1/users: the XXE body never reaches the file system (nothing of /etc/passwd in the answer)', async () => {
-    const reply = await test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': 'application/xml' }, body: XXE });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers: { 'content-type': 'application/xml' },
+      body: XXE,
+    });
     expect(reply.text).not.toContain('root:');
   });
 
   it('POST /v1/users: 413 body-too-large when the body is over the limit', async () => {
     const body = JSON.stringify(buildUser({ name: 'x'.repeat(1024 * 1024) }));
-    const reply = await unchanged(() => test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': 'application/json' }, body }));
+    const reply = await unchanged(() =>
+      test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': 'application/json' }, body }),
+    );
     const problem = expectProblem(reply, 413, 'body-too-large');
     expect(problem.limit_bytes).toBe(1024 * 1024);
   });
 
   it.each([
     ['an empty name', { name: '' }, '#/name', 'must not be empty'],
-    ['a blank name', { name: '   ' }, '#/name', 'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators'],
+    [
+      'a blank name',
+      { name: '   ' },
+      '#/name',
+      'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators',
+    ],
     ['a 201-character name', { name: 'n'.repeat(201) }, '#/name', 'must be at most 200 characters long'],
     ['a non-string name', { name: 42 }, '#/name', 'must be a string'],
-    ['a name with a control character', { name: 'bell\u0007' }, '#/name', 'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators'],
+    [
+      'a name with a control character',
+      { name: 'bell\u0007' },
+      '#/name',
+      'must contain a visible character, and no control, invisible (zero-width, byte order mark) or bidirectional-control characters, nor line or paragraph separators',
+    ],
     ['an invalid email', { email: 'not-an-email' }, '#/email', 'must be a valid email address'],
     ['a non-string email', { email: ['a@example.com'] }, '#/email', 'must be a string'],
     ['an unknown field', { role: 'admin' }, '#/role', 'is not a known field'],
@@ -75,7 +115,9 @@ describe('bad request bodies change nothing stored', () => {
   });
 
   it('POST /v1/users: 422 lists every violation at once', async () => {
-    const reply = await unchanged(() => test.call({ method: 'POST', url: '/v1/users', body: { name: '', email: 'x', extra: 1 } }));
+    const reply = await unchanged(() =>
+      test.call({ method: 'POST', url: '/v1/users', body: { name: '', email: 'x', extra: 1 } }),
+    );
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer).sort()).toEqual(['#/email', '#/extra', '#/name']);
   });
@@ -88,7 +130,12 @@ describe('bad request bodies change nothing stored', () => {
 
   it('POST /v1/users: 422 when an XML body breaks the schema, pointing into the mapped JSON', async () => {
     const reply = await unchanged(() =>
-      test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': 'application/xml' }, body: '<user><name></name><email>x@example.com</email><admin>1</admin></user>' }),
+      test.call({
+        method: 'POST',
+        url: '/v1/users',
+        headers: { 'content-type': 'application/xml' },
+        body: '<user><name></name><email>x@example.com</email><admin>1</admin></user>',
+      }),
     );
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer).sort()).toEqual(['#/admin', '#/name']);
@@ -96,7 +143,11 @@ describe('bad request bodies change nothing stored', () => {
 
   it('POST /v1/users: 409 for each duplicate email, and exactly one user stored, under concurrent POSTs', async () => {
     const email = 'race@example.com';
-    const replies = await Promise.all(Array.from({ length: 20 }, (_, index) => test.call({ method: 'POST', url: '/v1/users', body: { name: `Racer ${index}`, email } })));
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        test.call({ method: 'POST', url: '/v1/users', body: { name: `Racer ${index}`, email } }),
+      ),
+    );
     expect(replies.filter((reply) => reply.status === 201)).toHaveLength(1);
     for (const reply of replies.filter((reply) => reply.status !== 201)) expectProblem(reply, 409, 'email-taken');
     const stored = (await storedUsers(test)).filter((row) => row.email_key === email);
@@ -112,7 +163,9 @@ describe('content negotiation', () => {
   });
 
   it('POST /v1/users: 406 before anything is stored when Accept allows nothing rowi produces', async () => {
-    const reply = await unchanged(() => test.call({ method: 'POST', url: '/v1/users', headers: { accept: 'text/html' }, body: buildUser() }));
+    const reply = await unchanged(() =>
+      test.call({ method: 'POST', url: '/v1/users', headers: { accept: 'text/html' }, body: buildUser() }),
+    );
     expectProblem(reply, 406, 'not-acceptable');
   });
 
@@ -131,7 +184,10 @@ describe('content negotiation', () => {
   });
 
   it('GET /v1/users/{id}: a problem is XML (application/problem+xml, RFC 9457 namespace) when Accept asks for XML', async () => {
-    const reply = await test.call({ url: '/v1/users/99999', headers: { accept: 'application/xml', 'x-request-id': 'trace-xml-1' } });
+    const reply = await test.call({
+      url: '/v1/users/99999',
+      headers: { accept: 'application/xml', 'x-request-id': 'trace-xml-1' },
+    });
     expect(reply.status).toBe(404);
     expect(reply.mediaType).toBe('application/problem+xml');
     expect(reply.text).toBe(
@@ -141,10 +197,17 @@ describe('content negotiation', () => {
   });
 
   it('POST /v1/users: validation errors in XML carry each error as an <i> element', async () => {
-    const reply = await test.call({ method: 'POST', url: '/v1/users', headers: { accept: 'application/xml' }, body: { name: 'x' } });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers: { accept: 'application/xml' },
+      body: { name: 'x' },
+    });
     expect(reply.status).toBe(422);
     expect(reply.mediaType).toBe('application/problem+xml');
-    expect(reply.text).toContain('<errors><i><in>body</in><pointer>#/email</pointer><detail>is required</detail></i></errors>');
+    expect(reply.text).toContain(
+      '<errors><i><in>body</in><pointer>#/email</pointer><detail>is required</detail></i></errors>',
+    );
   });
 });
 
@@ -179,7 +242,19 @@ describe('routing', () => {
 
   it('GET /v1: the index links every collection and the OpenAPI document', async () => {
     const reply = await test.call({ url: '/v1' });
-    expect(reply.json).toEqual({ name: 'rowi', version: expect.any(String), links: { self: '/v1', openapi: '/v1/openapi.json', users: '/v1/users', items: '/v1/items', orders: '/v1/orders', weather: '/v1/weather', limits: '/v1/limits' } });
+    expect(reply.json).toEqual({
+      name: 'rowi',
+      version: expect.any(String),
+      links: {
+        self: '/v1',
+        openapi: '/v1/openapi.json',
+        users: '/v1/users',
+        items: '/v1/items',
+        orders: '/v1/orders',
+        weather: '/v1/weather',
+        limits: '/v1/limits',
+      },
+    });
     expect(reply.headers.link).toBe('</v1/openapi.json>; rel="service-desc"; type="application/openapi+json"');
   });
 
@@ -201,13 +276,15 @@ describe('X-Request-Id', () => {
     expect(failed.json.request_id).toBe('abc-123_DEF.456');
   });
 
-  it.each([['with spaces', 'two words'], ['too long', 'x'.repeat(129)], ['with a quote', 'a"b'], ['empty', '']])(
-    'replaces a caller X-Request-Id that is %s with a new UUID',
-    async (_case, id) => {
-      const reply = await test.call({ url: '/v1', headers: { 'x-request-id': id } });
-      expect(reply.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-    },
-  );
+  it.each([
+    ['with spaces', 'two words'],
+    ['too long', 'x'.repeat(129)],
+    ['with a quote', 'a"b'],
+    ['empty', ''],
+  ])('replaces a caller X-Request-Id that is %s with a new UUID', async (_case, id) => {
+    const reply = await test.call({ url: '/v1', headers: { 'x-request-id': id } });
+    expect(reply.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  });
 
   it('gives every request its own id when the caller sends none', async () => {
     const first = await test.call({ url: '/v1' });

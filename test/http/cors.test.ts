@@ -20,20 +20,34 @@ describe('CORS with ROWI_CORS_ORIGINS set', () => {
   });
   afterAll(() => test.close());
 
-  it('OPTIONS /v1/users: a preflight from an allowed origin is 204 with that origin, the path\'s methods, the headers rowi reads, and a cache time', async () => {
+  it("OPTIONS /v1/users: a preflight from an allowed origin is 204 with that origin, the path's methods, the headers rowi reads, and a cache time", async () => {
     const reply = await test.call({ method: 'OPTIONS', url: '/v1/users', key: null, headers: preflight(APP, 'POST') });
     expect(reply.status).toBe(204);
     expect(reply.headers['access-control-allow-origin']).toBe(APP);
     expect(reply.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, OPTIONS');
     const allowedHeaders = String(reply.headers['access-control-allow-headers']).toLowerCase().split(', ');
-    expect(allowedHeaders).toEqual(expect.arrayContaining(['x-api-key', 'content-type', 'authorization', 'if-match', 'idempotency-key', 'traceparent']));
+    expect(allowedHeaders).toEqual(
+      expect.arrayContaining([
+        'x-api-key',
+        'content-type',
+        'authorization',
+        'if-match',
+        'idempotency-key',
+        'traceparent',
+      ]),
+    );
     expect(reply.headers['access-control-max-age']).toBe('7200');
     expect(reply.headers['access-control-allow-credentials']).toBeUndefined();
     expect(String(reply.headers.vary)).toMatch(/Origin/);
   });
 
   it('OPTIONS /v1/users/{id}: the preflight names the methods of that path', async () => {
-    const reply = await test.call({ method: 'OPTIONS', url: '/v1/users/1', key: null, headers: preflight(APP, 'DELETE') });
+    const reply = await test.call({
+      method: 'OPTIONS',
+      url: '/v1/users/1',
+      key: null,
+      headers: preflight(APP, 'DELETE'),
+    });
     expect(reply.status).toBe(204);
     expect(reply.headers['access-control-allow-methods']).toBe('GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
   });
@@ -48,11 +62,22 @@ describe('CORS with ROWI_CORS_ORIGINS set', () => {
     expect(reply.status).toBe(200);
     expect(reply.headers['access-control-allow-origin']).toBe(APP);
     const exposed = String(reply.headers['access-control-expose-headers']).toLowerCase().split(', ');
-    expect(exposed).toEqual(expect.arrayContaining(['etag', 'location', 'link', 'ratelimit', 'ratelimit-policy', 'retry-after', 'x-request-id', 'traceresponse']));
+    expect(exposed).toEqual(
+      expect.arrayContaining([
+        'etag',
+        'location',
+        'link',
+        'ratelimit',
+        'ratelimit-policy',
+        'retry-after',
+        'x-request-id',
+        'traceresponse',
+      ]),
+    );
     expect(String(reply.headers.vary).split(', ')).toEqual(expect.arrayContaining(['Origin', 'Accept']));
   });
 
-  it('GET /v1/users: a refusal (401 without credentials) carries the CORS headers too, so the browser\'s script can read the problem', async () => {
+  it("GET /v1/users: a refusal (401 without credentials) carries the CORS headers too, so the browser's script can read the problem", async () => {
     const reply = await test.call({ url: '/v1/users', key: null, headers: { origin: APP } });
     expectProblem(reply, 401, 'missing-credentials');
     expect(reply.headers['access-control-allow-origin']).toBe(APP);
@@ -63,21 +88,34 @@ describe('CORS with ROWI_CORS_ORIGINS set', () => {
     expect(get.status).toBe(200);
     expect(get.headers['access-control-allow-origin']).toBeUndefined();
     const before = await storedUsers(test);
-    const options = await test.call({ method: 'OPTIONS', url: '/v1/users', key: null, headers: preflight(OTHER, 'POST') });
+    const options = await test.call({
+      method: 'OPTIONS',
+      url: '/v1/users',
+      key: null,
+      headers: preflight(OTHER, 'POST'),
+    });
     expect(options.headers['access-control-allow-origin']).toBeUndefined();
     expect(options.headers['access-control-allow-methods']).toBeUndefined();
     expect(await storedUsers(test)).toEqual(before);
   });
 
-  it('OPTIONS without a preflight\'s headers is answered as ever: 204 with Allow; an unknown path is still 404', async () => {
+  it("OPTIONS without a preflight's headers is answered as ever: 204 with Allow; an unknown path is still 404", async () => {
     const plain = await test.call({ method: 'OPTIONS', url: '/v1/users', key: null });
     expect(plain.status).toBe(204);
     expect(plain.headers.allow).toBe('GET, HEAD, POST, OPTIONS');
     const withOrigin = await test.call({ method: 'OPTIONS', url: '/v1/users', key: null, headers: { origin: APP } });
     expect(withOrigin.status).toBe(204);
     expect(withOrigin.headers.allow).toBe('GET, HEAD, POST, OPTIONS');
-    expectProblem(await test.call({ method: 'OPTIONS', url: '/v1/nothing-here', key: null, headers: preflight(APP, 'GET') }), 404, 'not-found');
-    expectProblem(await test.call({ method: 'GET', url: '/v1/nothing-here', headers: { origin: APP } }), 404, 'not-found');
+    expectProblem(
+      await test.call({ method: 'OPTIONS', url: '/v1/nothing-here', key: null, headers: preflight(APP, 'GET') }),
+      404,
+      'not-found',
+    );
+    expectProblem(
+      await test.call({ method: 'GET', url: '/v1/nothing-here', headers: { origin: APP } }),
+      404,
+      'not-found',
+    );
   });
 
   it('PATCH /v1/users: 405 with Allow as ever, with CORS on', async () => {
@@ -108,7 +146,12 @@ describe('CORS off (the default)', () => {
   it('no CORS header on a request or a preflight from any origin; OPTIONS still 204 with Allow', async () => {
     const get = await test.call({ url: '/v1/users', headers: { origin: APP } });
     expect(Object.keys(get.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
-    const options = await test.call({ method: 'OPTIONS', url: '/v1/users', key: null, headers: preflight(APP, 'POST') });
+    const options = await test.call({
+      method: 'OPTIONS',
+      url: '/v1/users',
+      key: null,
+      headers: preflight(APP, 'POST'),
+    });
     expect(options.status).toBe(204);
     expect(Object.keys(options.headers).filter((name) => name.startsWith('access-control-'))).toEqual([]);
     expect(options.headers.allow).toBe('GET, HEAD, POST, OPTIONS');
@@ -116,7 +159,14 @@ describe('CORS off (the default)', () => {
 });
 
 describe('ROWI_CORS_ORIGINS: a bad value stops rowi at start with a message naming it', () => {
-  it.each(['https://app.example.com/', 'app.example.com', 'https://app.example.com/path', 'https://a.example.com,,https://b.example.com', 'ftp://app.example.com', '*,https://a.example.com'])('%j', (value) => {
+  it.each([
+    'https://app.example.com/',
+    'app.example.com',
+    'https://app.example.com/path',
+    'https://a.example.com,,https://b.example.com',
+    'ftp://app.example.com',
+    '*,https://a.example.com',
+  ])('%j', (value) => {
     expect(() => loadConfig({ ROWI_CORS_ORIGINS: value })).toThrow(/ROWI_CORS_ORIGINS/);
   });
 });

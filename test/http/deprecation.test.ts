@@ -12,9 +12,13 @@ async function appWith(schema: Record<string, unknown>) {
   return app;
 }
 
-describe('deprecated operations (the OpenAPI document\'s deprecated drives the headers)', () => {
+describe("deprecated operations (the OpenAPI document's deprecated drives the headers)", () => {
   it('GET /old: Deprecation (RFC 9745, @ and Unix time) and Sunset (RFC 8594, an HTTP date) on its answers; GET /current: neither', async () => {
-    const app = await appWith({ deprecated: true, 'x-deprecated-at': '2026-12-01T00:00:00Z', 'x-sunset': '2027-06-30T00:00:00Z' });
+    const app = await appWith({
+      deprecated: true,
+      'x-deprecated-at': '2026-12-01T00:00:00Z',
+      'x-sunset': '2027-06-30T00:00:00Z',
+    });
     const old = await app.inject({ url: '/old' });
     expect(old.statusCode).toBe(200);
     expect(old.headers.deprecation).toBe(`@${Date.UTC(2026, 11, 1) / 1000}`);
@@ -35,6 +39,8 @@ describe('deprecated operations (the OpenAPI document\'s deprecated drives the h
 
   it('a deprecated operation without x-deprecated-at, or with a bad date, stops the app at start', async () => {
     await expect(appWith({ deprecated: true })).rejects.toThrow(/deprecated without x-deprecated-at/);
-    await expect(appWith({ deprecated: true, 'x-deprecated-at': '2026-12-01T00:00:00Z', 'x-sunset': 'soon' })).rejects.toThrow(/x-sunset/);
+    await expect(
+      appWith({ deprecated: true, 'x-deprecated-at': '2026-12-01T00:00:00Z', 'x-sunset': 'soon' }),
+    ).rejects.toThrow(/x-sunset/);
   });
 });

@@ -18,7 +18,7 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 describe('GET /docs: what the page is made of', () => {
-  it('GET /docs: 200 HTML that loads only rowi\'s own files, under a CSP that allows nothing else, whatever Accept says', async () => {
+  it("GET /docs: 200 HTML that loads only rowi's own files, under a CSP that allows nothing else, whatever Accept says", async () => {
     const reply = await test.call({ url: '/docs', key: null, headers: { accept: 'text/html' } });
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('text/html');
@@ -30,7 +30,12 @@ describe('GET /docs: what the page is made of', () => {
   });
 
   it('GET /docs/{asset}: 404 problem for a file the page does not use (no path into the package or the disk)', async () => {
-    for (const url of ['/docs/package.json', '/docs/..%2F..%2Fpackage.json', '/docs/index.html', '/docs/swagger-ui-bundle.js.map']) {
+    for (const url of [
+      '/docs/package.json',
+      '/docs/..%2F..%2Fpackage.json',
+      '/docs/index.html',
+      '/docs/swagger-ui-bundle.js.map',
+    ]) {
       expectProblem(await test.call({ url, key: null }), 404, 'not-found');
     }
   });
@@ -54,7 +59,9 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
   it('lists every operation of the document, and its console makes an authenticated call that answers 200 with the stored user', async () => {
     await createUser(test, { name: 'Shown In Docs', email: 'docs@example.com' });
     const document = (await test.call({ url: '/v1/openapi.json' })).json as Document;
-    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods)).map((operation) => operation.operationId);
+    const operations = Object.values(document.paths)
+      .flatMap((methods) => Object.values(methods))
+      .map((operation) => operation.operationId);
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const requested: string[] = [];
@@ -84,7 +91,9 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
     const status = listUsers.locator('.live-responses-table .response .response-col_status').first();
     await status.waitFor({ timeout: 20_000 });
     expect((await status.textContent())?.trim()).toBe('200');
-    expect(await listUsers.locator('.live-responses-table .response .response-col_description').first().textContent()).toContain('docs@example.com');
+    expect(
+      await listUsers.locator('.live-responses-table .response .response-col_description').first().textContent(),
+    ).toContain('docs@example.com');
 
     expect(errors).toEqual([]);
     // Nothing came from anywhere but rowi: the page works without internet.

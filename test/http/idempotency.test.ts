@@ -15,7 +15,12 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const post = (key: string | undefined, body: unknown, headers: Record<string, string> = {}) =>
-  test.call({ method: 'POST', url: '/v1/users', headers: { ...(key === undefined ? {} : { 'idempotency-key': key }), ...headers }, body });
+  test.call({
+    method: 'POST',
+    url: '/v1/users',
+    headers: { ...(key === undefined ? {} : { 'idempotency-key': key }), ...headers },
+    body,
+  });
 
 describe('Idempotency-Key on POST', () => {
   it('POST /v1/users: a retry with the same key and body replays the first response and creates nothing', async () => {
@@ -46,7 +51,10 @@ describe('Idempotency-Key on POST', () => {
   it('POST /v1/users: the same data sent as XML is the same request (replayed, rendered as XML when asked)', async () => {
     const body = buildUser();
     const first = await post('key-xml-1', body);
-    const retry = await post('key-xml-1', `<user><name>${body.name}</name><email>${body.email}</email></user>`, { 'content-type': 'application/xml', accept: 'application/xml' });
+    const retry = await post('key-xml-1', `<user><name>${body.name}</name><email>${body.email}</email></user>`, {
+      'content-type': 'application/xml',
+      accept: 'application/xml',
+    });
     expect(retry.status).toBe(201);
     expect(retry.mediaType).toBe('application/xml');
     expect(retry.text).toContain(`<id>${first.json.id}</id>`);
@@ -58,16 +66,25 @@ describe('Idempotency-Key on POST', () => {
     const before = await storedUsers(test);
     const reply = await post('key-reused-1', buildUser());
     const problem = expectProblem(reply, 422, 'idempotency-key-reused');
-    expect(problem.errors).toEqual([{ in: 'header', pointer: '#/idempotency-key', detail: 'was used with a different request' }]);
+    expect(problem.errors).toEqual([
+      { in: 'header', pointer: '#/idempotency-key', detail: 'was used with a different request' },
+    ]);
     expect(await storedUsers(test)).toEqual(before);
   });
 
   it('POST /v1/users: a request that failed leaves no key behind, so fixing it and retrying with the key works', async () => {
     const failed = await post('key-after-failure', { name: 'No Email' });
     expectProblem(failed, 422, 'validation-failed');
-    const conflict = await post('key-after-conflict', buildUser({ email: (await post(undefined, buildUser())).json.email }));
+    const conflict = await post(
+      'key-after-conflict',
+      buildUser({ email: (await post(undefined, buildUser())).json.email }),
+    );
     expectProblem(conflict, 409, 'email-taken');
-    const count = await test.storage.db.selectFrom('idempotency_keys').where('key', 'in', ['key-after-failure', 'key-after-conflict']).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const count = await test.storage.db
+      .selectFrom('idempotency_keys')
+      .where('key', 'in', ['key-after-failure', 'key-after-conflict'])
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(0);
     expect((await post('key-after-failure', buildUser())).status).toBe(201);
   });
@@ -108,7 +125,13 @@ describe('Idempotency-Key on POST', () => {
     const restarted = await buildApp({ config: test.config, storage: second, logger: pino({ level: 'silent' }) });
     try {
       // The same caller as before the restart (keys are scoped per caller): the first app's admin.
-      const retry = await call(restarted, { method: 'POST', url: '/v1/users', headers: { 'idempotency-key': 'key-durable-1' }, body, key: test.adminKey });
+      const retry = await call(restarted, {
+        method: 'POST',
+        url: '/v1/users',
+        headers: { 'idempotency-key': 'key-durable-1' },
+        body,
+        key: test.adminKey,
+      });
       expect(retry.status).toBe(201);
       expect(retry.json).toEqual(first.json);
       expect(retry.headers['idempotent-replayed']).toBe('true');
@@ -121,10 +144,17 @@ describe('Idempotency-Key on POST', () => {
   it('POST /v1/users: a key past its 24-hour lifetime is forgotten; the sweep deletes it and the request runs anew', async () => {
     const body = buildUser();
     const first = await post('key-expired-1', body);
-    await test.storage.db.updateTable('idempotency_keys').set({ expires_at: '2000-01-01T00:00:00.000Z' } as never).where('key', '=', 'key-expired-1').execute();
+    await test.storage.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: '2000-01-01T00:00:00.000Z' } as never)
+      .where('key', '=', 'key-expired-1')
+      .execute();
     // Run anew: the email is now taken by the first request's user, which proves the work ran again.
     expectProblem(await post('key-expired-1', body), 409, 'email-taken');
-    await test.storage.db.updateTable('idempotency_keys').set({ expires_at: '2000-01-01T00:00:00.000Z' } as never).execute();
+    await test.storage.db
+      .updateTable('idempotency_keys')
+      .set({ expires_at: '2000-01-01T00:00:00.000Z' } as never)
+      .execute();
     expect(await deleteExpiredKeys(test.storage.db)).toBeGreaterThan(0);
     const left = await test.storage.db.selectFrom('idempotency_keys').selectAll().execute();
     expect(left).toEqual([]);

@@ -24,14 +24,18 @@ describe('health probes in XML', () => {
     const reply = await test.call({ url: '/health/live', key: null, headers: { accept: 'application/xml' } });
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
-    expect(reply.text).toBe(`<?xml version="1.0" encoding="UTF-8"?>\n<health><status>pass</status><version>${VERSION}</version></health>`);
+    expect(reply.text).toBe(
+      `<?xml version="1.0" encoding="UTF-8"?>\n<health><status>pass</status><version>${VERSION}</version></health>`,
+    );
   });
 
   it('GET /health/ready: 200 as XML with each check an element', async () => {
     const reply = await test.call({ url: '/health/ready', key: null, headers: { accept: 'text/xml' } });
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
-    expect(reply.text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<health><status>pass<\/status><version>[^<]+<\/version><checks><database><status>pass<\/status><duration_ms>[\d.]+<\/duration_ms><\/database><migrations><status>pass<\/status>/);
+    expect(reply.text).toMatch(
+      /^<\?xml version="1.0" encoding="UTF-8"\?>\n<health><status>pass<\/status><version>[^<]+<\/version><checks><database><status>pass<\/status><duration_ms>[\d.]+<\/duration_ms><\/database><migrations><status>pass<\/status>/,
+    );
   });
 });
 
@@ -50,7 +54,11 @@ describe('formats fixed by a standard', () => {
       url: '/oauth/token',
       key: null,
       headers: { accept: 'application/xml', 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'admin', client_secret: test.adminKey }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: 'admin',
+        client_secret: test.adminKey,
+      }).toString(),
     });
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/json');
@@ -58,7 +66,12 @@ describe('formats fixed by a standard', () => {
   });
 
   it('the OpenAPI document: each of them says its format is fixed, and lists no 406', async () => {
-    const document = test.app.swagger() as unknown as { paths: Record<string, Record<string, { description?: string; responses: Record<string, unknown>; 'x-json-fixed-by'?: string }>> };
+    const document = test.app.swagger() as unknown as {
+      paths: Record<
+        string,
+        Record<string, { description?: string; responses: Record<string, unknown>; 'x-json-fixed-by'?: string }>
+      >;
+    };
     for (const [method, url, standard] of [...FIXED_JSON, ['POST', '/oauth/token', 'RFC 6749'] as const]) {
       const operation = document.paths[url]![method.toLowerCase()]!;
       expect(operation['x-json-fixed-by'], url).toContain(standard);

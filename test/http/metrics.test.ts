@@ -12,8 +12,13 @@ let fake: FakeOpenMeteo;
 beforeAll(async () => {
   fake = await startFakeOpenMeteo();
   test = await startApp({
-    ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: fake.url, ROWI_WEATHER_TIMEOUT: '300', ROWI_WEATHER_CACHE_TTL: '600',
-    ROWI_WEATHER_BREAKER_FAILURES: '2', ROWI_WEATHER_BREAKER_COOLDOWN: '60000', ROWI_RATE_LIMIT_READER: '3',
+    ROWI_WEATHER_PROVIDER: 'open-meteo',
+    ROWI_WEATHER_URL: fake.url,
+    ROWI_WEATHER_TIMEOUT: '300',
+    ROWI_WEATHER_CACHE_TTL: '600',
+    ROWI_WEATHER_BREAKER_FAILURES: '2',
+    ROWI_WEATHER_BREAKER_COOLDOWN: '60000',
+    ROWI_RATE_LIMIT_READER: '3',
   });
 });
 afterAll(async () => {
@@ -34,9 +39,19 @@ describe('GET /metrics', () => {
     expect(reply.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
     expect(reply.headers['cache-control']).toBe('no-store');
     expect(reply.text).toMatch(/^# HELP /m);
-    for (const name of ['rowi_http_request_duration_seconds', 'rowi_http_requests_in_flight', 'rowi_db_transaction_duration_seconds', 'rowi_rate_limit_rejections_total',
-      'rowi_auth_failures_total', 'rowi_weather_upstream_calls_total', 'rowi_weather_cache_lookups_total', 'rowi_weather_breaker_state',
-      'nodejs_eventloop_lag_p99_seconds', 'process_cpu_seconds_total', 'process_resident_memory_bytes']) {
+    for (const name of [
+      'rowi_http_request_duration_seconds',
+      'rowi_http_requests_in_flight',
+      'rowi_db_transaction_duration_seconds',
+      'rowi_rate_limit_rejections_total',
+      'rowi_auth_failures_total',
+      'rowi_weather_upstream_calls_total',
+      'rowi_weather_cache_lookups_total',
+      'rowi_weather_breaker_state',
+      'nodejs_eventloop_lag_p99_seconds',
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+    ]) {
       expect(reply.text, name).toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
     }
   });
@@ -58,8 +73,14 @@ describe('GET /metrics', () => {
     for (let index = 0; index < 3; index++) expect((await test.call({ url: `/v1/users/${user.id}` })).status).toBe(200);
     expect((await test.call({ url: '/v1/users/999999' })).status).toBe(404);
     const after = await scrape();
-    expect(sample(after, 'rowi_http_request_duration_seconds_count', labels('2xx')) - sample(before, 'rowi_http_request_duration_seconds_count', labels('2xx'))).toBe(3);
-    expect(sample(after, 'rowi_http_request_duration_seconds_count', labels('4xx')) - sample(before, 'rowi_http_request_duration_seconds_count', labels('4xx'))).toBe(1);
+    expect(
+      sample(after, 'rowi_http_request_duration_seconds_count', labels('2xx')) -
+        sample(before, 'rowi_http_request_duration_seconds_count', labels('2xx')),
+    ).toBe(3);
+    expect(
+      sample(after, 'rowi_http_request_duration_seconds_count', labels('4xx')) -
+        sample(before, 'rowi_http_request_duration_seconds_count', labels('4xx')),
+    ).toBe(1);
     expect(after).not.toContain(`/v1/users/${user.id}"`);
     // The scrape itself is in flight while it is answered.
     expect(sample(after, 'rowi_http_requests_in_flight')).toBeGreaterThanOrEqual(1);
@@ -71,7 +92,8 @@ describe('GET /metrics', () => {
     expect((await test.call({ url: '/v1/users', key: 'rowi_not-a-key' })).status).toBe(401);
     expect((await test.call({ url: '/v1/users', key: null })).status).toBe(401);
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    const delta = (name: string, labels: Record<string, string>) =>
+      sample(after, name, labels) - sample(before, name, labels);
     expect(delta('rowi_db_transaction_duration_seconds_count', { outcome: 'committed' })).toBeGreaterThanOrEqual(1);
     expect(delta('rowi_auth_failures_total', { kind: 'invalid-credentials' })).toBe(1);
     expect(delta('rowi_auth_failures_total', { kind: 'missing-credentials' })).toBe(1);
@@ -81,18 +103,39 @@ describe('GET /metrics', () => {
     const reader = await createCallerWithKey(test, { role: 'reader' });
     const before = await scrape();
     const statuses = [];
-    for (let index = 0; index < 5; index++) statuses.push((await test.call({ url: '/v1/users', key: reader.key })).status);
+    for (let index = 0; index < 5; index++)
+      statuses.push((await test.call({ url: '/v1/users', key: reader.key })).status);
     expect(statuses.filter((status) => status === 429)).toHaveLength(2);
     const after = await scrape();
     // The reader's quota is the "caller" policy's (docs/operations.md "Limits").
-    expect(sample(after, 'rowi_rate_limit_rejections_total', { policy: 'caller' }) - sample(before, 'rowi_rate_limit_rejections_total', { policy: 'caller' })).toBe(2);
+    expect(
+      sample(after, 'rowi_rate_limit_rejections_total', { policy: 'caller' }) -
+        sample(before, 'rowi_rate_limit_rejections_total', { policy: 'caller' }),
+    ).toBe(2);
   });
 
-  it('weather: provider calls by outcome, cache lookups by result, and the breaker\'s state', async () => {
-    expect((await test.call({ method: 'PATCH', url: '/v1/weather/metrics-town', body: { name: 'metrics-town', latitude: 11.5, longitude: 22.5 } })).status).toBe(201);
-    expect((await test.call({ method: 'PATCH', url: '/v1/weather/failing-town', body: { name: 'failing-town', latitude: 12.5, longitude: 23.5 } })).status).toBe(201);
+  it("weather: provider calls by outcome, cache lookups by result, and the breaker's state", async () => {
+    expect(
+      (
+        await test.call({
+          method: 'PATCH',
+          url: '/v1/weather/metrics-town',
+          body: { name: 'metrics-town', latitude: 11.5, longitude: 22.5 },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await test.call({
+          method: 'PATCH',
+          url: '/v1/weather/failing-town',
+          body: { name: 'failing-town', latitude: 12.5, longitude: 23.5 },
+        })
+      ).status,
+    ).toBe(201);
     const before = await scrape();
-    const delta = (after: string, name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    const delta = (after: string, name: string, labels: Record<string, string>) =>
+      sample(after, name, labels) - sample(before, name, labels);
     fake.behave('normal');
     expect((await test.call({ url: '/v1/weather/metrics-town' })).status).toBe(200);
     expect((await test.call({ url: '/v1/weather/metrics-town' })).status).toBe(200);
@@ -115,12 +158,15 @@ describe('GET /metrics', () => {
 const PROMTOOL = '/usr/bin/promtool';
 const promtoolMissing = !existsSync(PROMTOOL);
 if (promtoolMissing) {
-  if (process.env.ROWI_TEST_PROMTOOL === 'required') throw new Error(`${PROMTOOL} is not installed (apt-get install prometheus), and ROWI_TEST_PROMTOOL=required`);
-  console.warn(`\n[rowi tests] ${PROMTOOL} is not installed (apt-get install prometheus): the promtool check of /metrics is SKIPPED (.ci/run installs it).\n`);
+  if (process.env.ROWI_TEST_PROMTOOL === 'required')
+    throw new Error(`${PROMTOOL} is not installed (apt-get install prometheus), and ROWI_TEST_PROMTOOL=required`);
+  console.warn(
+    `\n[rowi tests] ${PROMTOOL} is not installed (apt-get install prometheus): the promtool check of /metrics is SKIPPED (.ci/run installs it).\n`,
+  );
 }
 
 describe.skipIf(promtoolMissing)('GET /metrics and promtool', () => {
-  it('the exposition passes `promtool check metrics` (format and Prometheus\'s naming rules)', async () => {
+  it("the exposition passes `promtool check metrics` (format and Prometheus's naming rules)", async () => {
     const text = await scrape();
     const checked = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
     expect(`${checked.stdout}${checked.stderr}`).toBe('');

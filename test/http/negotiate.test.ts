@@ -12,16 +12,26 @@ describe('parseAccept', () => {
   });
 
   it('counts parameters before q as more specific, and lower-cases types', () => {
-    expect(parseAccept('Application/JSON;charset=utf-8;q=0.8')).toEqual([{ type: 'application', subtype: 'json', q: 0.8, specificity: 3, position: 0 }]);
+    expect(parseAccept('Application/JSON;charset=utf-8;q=0.8')).toEqual([
+      { type: 'application', subtype: 'json', q: 0.8, specificity: 3, position: 0 },
+    ]);
   });
 
-  it.each(['q=1.5', 'q=2', 'q=0.1234', 'q=-1', 'q=abc', 'q=1.001'])('drops a range whose quality is not a qvalue (%s)', (q) => {
-    expect(parseAccept(`application/xml;${q}, application/json`)).toEqual([{ type: 'application', subtype: 'json', q: 1, specificity: 2, position: 1 }]);
-  });
+  it.each(['q=1.5', 'q=2', 'q=0.1234', 'q=-1', 'q=abc', 'q=1.001'])(
+    'drops a range whose quality is not a qvalue (%s)',
+    (q) => {
+      expect(parseAccept(`application/xml;${q}, application/json`)).toEqual([
+        { type: 'application', subtype: 'json', q: 1, specificity: 2, position: 1 },
+      ]);
+    },
+  );
 
-  it.each(['json', '*/json', 'application/json/extra', 'appli cation/json', ''])('drops a range that is not type/subtype (%j)', (range) => {
-    expect(parseAccept(range)).toEqual([]);
-  });
+  it.each(['json', '*/json', 'application/json/extra', 'appli cation/json', ''])(
+    'drops a range that is not type/subtype (%j)',
+    (range) => {
+      expect(parseAccept(range)).toEqual([]);
+    },
+  );
 });
 
 describe('chooseFormat', () => {

@@ -17,17 +17,50 @@ afterAll(() => test.close());
 
 const schemaOf = (path: string, method: string, status?: string) => {
   const operation = document.paths[path][method];
-  return status === undefined ? operation.requestBody.content['application/json'].schema : operation.responses[status].content['application/json'].schema;
+  return status === undefined
+    ? operation.requestBody.content['application/json'].schema
+    : operation.responses[status].content['application/json'].schema;
 };
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 describe('GET /v1/openapi.json: named components', () => {
   it('every resource, its create, replace and change bodies, its page, problems and events are named components referenced with $ref', () => {
-    expect(Object.keys(document.components.schemas)).toEqual(expect.arrayContaining([
-      'User', 'UserCreate', 'UserReplace', 'UserPatch', 'UserPage', 'Item', 'ItemCreate', 'ItemPage', 'Stock', 'StockMovement', 'StockMovementPage',
-      'Order', 'OrderCreate', 'OrderPatch', 'OrderPage', 'Weather', 'Observation', 'ObservationInput', 'Caller', 'CallerCreate', 'ApiKey', 'NewApiKey',
-      'AuditEvent', 'AuditEventPage', 'Event', 'EventPage', 'WebhookEndpoint', 'WebhookDelivery', 'Problem', 'Limits', 'Health', 'Token',
-    ]));
+    expect(Object.keys(document.components.schemas)).toEqual(
+      expect.arrayContaining([
+        'User',
+        'UserCreate',
+        'UserReplace',
+        'UserPatch',
+        'UserPage',
+        'Item',
+        'ItemCreate',
+        'ItemPage',
+        'Stock',
+        'StockMovement',
+        'StockMovementPage',
+        'Order',
+        'OrderCreate',
+        'OrderPatch',
+        'OrderPage',
+        'Weather',
+        'Observation',
+        'ObservationInput',
+        'Caller',
+        'CallerCreate',
+        'ApiKey',
+        'NewApiKey',
+        'AuditEvent',
+        'AuditEventPage',
+        'Event',
+        'EventPage',
+        'WebhookEndpoint',
+        'WebhookDelivery',
+        'Problem',
+        'Limits',
+        'Health',
+        'Token',
+      ]),
+    );
     expect(schemaOf('/v1/users', 'post')).toEqual(ref('UserCreate'));
     expect(schemaOf('/v1/users', 'post', '201')).toEqual(ref('User'));
     expect(schemaOf('/v1/users', 'get', '200')).toEqual(ref('UserPage'));
@@ -52,13 +85,35 @@ describe('GET /v1/openapi.json: named components', () => {
 describe('nameComponents', () => {
   it('throws when two different schemas carry one title (a client would get one type for both)', () => {
     const schema = (type: string) => ({ title: 'Thing', type: 'object', properties: { a: { type } } });
-    const doc = { paths: { '/a': { get: { responses: { 200: { content: { 'application/json': { schema: schema('string') } } } } } }, '/b': { get: { responses: { 200: { content: { 'application/json': { schema: schema('integer') } } } } } } } };
+    const doc = {
+      paths: {
+        '/a': { get: { responses: { 200: { content: { 'application/json': { schema: schema('string') } } } } } },
+        '/b': { get: { responses: { 200: { content: { 'application/json': { schema: schema('integer') } } } } } },
+      },
+    };
     expect(() => nameComponents(doc)).toThrow(/Two different schemas are titled Thing/);
   });
 
   it('leaves titles inside examples alone', () => {
-    const doc = { paths: { '/a': { get: { responses: { 200: { content: { 'application/json': { schema: { type: 'object' }, example: { title: 'Thing', type: 'object' } } } } } } } } };
+    const doc = {
+      paths: {
+        '/a': {
+          get: {
+            responses: {
+              200: {
+                content: {
+                  'application/json': { schema: { type: 'object' }, example: { title: 'Thing', type: 'object' } },
+                },
+              },
+            },
+          },
+        },
+      },
+    };
     const named = nameComponents(doc) as Json;
-    expect(named.paths['/a'].get.responses['200'].content['application/json'].example).toEqual({ title: 'Thing', type: 'object' });
+    expect(named.paths['/a'].get.responses['200'].content['application/json'].example).toEqual({
+      title: 'Thing',
+      type: 'object',
+    });
   });
 });

@@ -19,7 +19,11 @@ afterAll(() => test.close());
 const plain = (schema: unknown): unknown => {
   if (Array.isArray(schema)) return schema.map(plain);
   if (typeof schema !== 'object' || schema === null) return schema;
-  return Object.fromEntries(Object.entries(schema).filter(([key]) => !key.startsWith('x-') && key !== 'xml' && key !== '$id' && key !== 'examples').map(([key, value]) => [key, plain(value)]));
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key]) => !key.startsWith('x-') && key !== 'xml' && key !== '$id' && key !== 'examples')
+      .map(([key, value]) => [key, plain(value)]),
+  );
 };
 
 describe('GET /v1/openapi.json: examples', () => {
@@ -41,11 +45,20 @@ describe('GET /v1/openapi.json: examples', () => {
     for (const [path, methods] of Object.entries<Json>(document.paths)) {
       for (const [method, operation] of Object.entries<Json>(methods)) {
         if (method === 'head' || path === '/v1/openapi.json') continue;
-        const bodies = Object.entries<Json>(operation.requestBody?.content ?? {}).map(([media, content]) => [`request ${media}`, content] as const);
-        const answers = Object.entries<Json>(operation.responses).filter(([status]) => status.startsWith('2')).flatMap(([status, response]) => Object.entries<Json>(response.content ?? {}).map(([media, content]) => [`${status} ${media}`, content] as const));
+        const bodies = Object.entries<Json>(operation.requestBody?.content ?? {}).map(
+          ([media, content]) => [`request ${media}`, content] as const,
+        );
+        const answers = Object.entries<Json>(operation.responses)
+          .filter(([status]) => status.startsWith('2'))
+          .flatMap(([status, response]) =>
+            Object.entries<Json>(response.content ?? {}).map(
+              ([media, content]) => [`${status} ${media}`, content] as const,
+            ),
+          );
         for (const [what, content] of [...bodies, ...answers]) {
           if (!/json/.test(what)) continue;
-          if (content.example === undefined && content.examples === undefined && content.schema?.examples === undefined) missing.push(`${method.toUpperCase()} ${path} ${what}`);
+          if (content.example === undefined && content.examples === undefined && content.schema?.examples === undefined)
+            missing.push(`${method.toUpperCase()} ${path} ${what}`);
         }
       }
     }

@@ -11,7 +11,11 @@ interface Operation {
   requestBody?: { content: Record<string, { schema: unknown }> };
   responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }>;
 }
-type Document = { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
+type Document = {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, unknown> };
+};
 
 let test: TestApp;
 let document: Document;
@@ -25,11 +29,13 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 function operations(): [string, string, Operation][] {
-  return Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]): [string, string, Operation] => [path, method, operation]));
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, operation]): [string, string, Operation] => [path, method, operation]),
+  );
 }
 
 describe('request schemas', () => {
-  it('every route\'s request validators compile (the app compiles them on first use, so a broken schema must fail here)', () => {
+  it("every route's request validators compile (the app compiles them on first use, so a broken schema must fail here)", () => {
     expect(compileAllValidators()).toBeGreaterThan(50);
     expect(compileAllValidators()).toBe(0);
   });
@@ -55,10 +61,18 @@ describe('GET /v1/openapi.json', () => {
     expect(test.app.routeTable.list().length).toBeGreaterThanOrEqual(14);
   });
 
-  it('GET /v1/openapi.json: every operation\'s tag is one of the document\'s tags, each described', () => {
-    const defined = new Map(((document as unknown as { tags: { name: string; description?: string }[] }).tags).map((tag) => [tag.name, tag.description]));
+  it("GET /v1/openapi.json: every operation's tag is one of the document's tags, each described", () => {
+    const defined = new Map(
+      (document as unknown as { tags: { name: string; description?: string }[] }).tags.map((tag) => [
+        tag.name,
+        tag.description,
+      ]),
+    );
     for (const [path, method, operation] of operations()) {
-      for (const tag of (operation as { tags?: string[] }).tags ?? []) expect(defined.has(tag), `${method.toUpperCase()} ${path}: tag ${tag} is not in the document's tags`).toBe(true);
+      for (const tag of (operation as { tags?: string[] }).tags ?? [])
+        expect(defined.has(tag), `${method.toUpperCase()} ${path}: tag ${tag} is not in the document's tags`).toBe(
+          true,
+        );
     }
     for (const [name, description] of defined) expect(description, name).toBeTruthy();
   });
@@ -72,14 +86,22 @@ describe('GET /v1/openapi.json', () => {
   it('GET /v1/openapi.json: every operation documents 406 (unless a standard fixes its format as JSON, or it is an event stream) and 500 as RFC 9457 problems in JSON and XML', () => {
     for (const [path, method, operation] of operations()) {
       const marks = operation as { 'x-json-fixed-by'?: string; 'x-event-stream'?: true; 'x-fixed-media-type'?: string };
-      const fixed = marks['x-json-fixed-by'] !== undefined || marks['x-event-stream'] === true || marks['x-fixed-media-type'] !== undefined;
+      const fixed =
+        marks['x-json-fixed-by'] !== undefined ||
+        marks['x-event-stream'] === true ||
+        marks['x-fixed-media-type'] !== undefined;
       for (const status of fixed ? ['500'] : ['406', '500']) {
         const content = operation.responses[status]?.content;
-        expect(Object.keys(content ?? {}), `${method} ${path} ${status}`).toEqual(['application/problem+json', 'application/problem+xml']);
+        expect(Object.keys(content ?? {}), `${method} ${path} ${status}`).toEqual([
+          'application/problem+json',
+          'application/problem+xml',
+        ]);
         expect(content!['application/problem+json']!.schema).toEqual(document.components.schemas.Problem);
       }
     }
-    expect(document.components.schemas.Problem).toMatchObject({ xml: { name: 'problem', namespace: 'urn:ietf:rfc:7807' } });
+    expect(document.components.schemas.Problem).toMatchObject({
+      xml: { name: 'problem', namespace: 'urn:ietf:rfc:7807' },
+    });
   });
 
   it('GET /v1/openapi.json: operations with a body document 400, 413, 415 and 422 and take JSON and XML (JSON only where they answer JSON only)', () => {
@@ -92,20 +114,31 @@ describe('GET /v1/openapi.json', () => {
       const statuses = formOnly(path, method) ? ['400', '413'] : ['400', '413', '415', '422'];
       for (const status of statuses) expect(operation.responses[status], `${method} ${path} ${status}`).toBeDefined();
       if (formOnly(path, method)) continue;
-      const answers = Object.keys(Object.entries(operation.responses).find(([status]) => status.startsWith('2'))![1].content ?? {});
+      const answers = Object.keys(
+        Object.entries(operation.responses).find(([status]) => status.startsWith('2'))![1].content ?? {},
+      );
       const taken = Object.keys(operation.requestBody!.content);
-      if (answers.includes('application/xml')) expect(taken, `${method} ${path}`).toEqual(expect.arrayContaining(['application/json', 'application/xml']));
+      if (answers.includes('application/xml'))
+        expect(taken, `${method} ${path}`).toEqual(expect.arrayContaining(['application/json', 'application/xml']));
       else expect(taken, `${method} ${path}`).not.toContain('application/xml');
     }
     const patch = document.paths['/v1/users/{id}']!.patch!;
-    expect(Object.keys(patch.requestBody!.content)).toEqual(['application/merge-patch+json', 'application/json', 'application/xml']);
-    expect(Object.keys(document.paths['/oauth/token']!.post!.requestBody!.content)).toEqual(['application/x-www-form-urlencoded']);
+    expect(Object.keys(patch.requestBody!.content)).toEqual([
+      'application/merge-patch+json',
+      'application/json',
+      'application/xml',
+    ]);
+    expect(Object.keys(document.paths['/oauth/token']!.post!.requestBody!.content)).toEqual([
+      'application/x-www-form-urlencoded',
+    ]);
   });
 
   it('GET /v1/openapi.json: operations on /v1/users/{id} declare the id and document 404', () => {
     for (const method of ['get', 'put', 'patch', 'delete']) {
       const operation = document.paths['/v1/users/{id}']![method]!;
-      expect(operation.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'id', in: 'path', required: true })]));
+      expect(operation.parameters).toEqual(
+        expect.arrayContaining([expect.objectContaining({ name: 'id', in: 'path', required: true })]),
+      );
       expect(operation.responses['404']).toBeDefined();
     }
   });
@@ -116,14 +149,21 @@ describe('GET /v1/openapi.json', () => {
     expect(read.content!['application/xml']!.schema).toMatchObject({ xml: { name: 'user' } });
     expect(read.headers).toHaveProperty('ETag');
     const list = document.paths['/v1/users']!.get!;
-    expect(list.responses['200']!.content!['application/xml']!.schema).toMatchObject({ xml: { name: 'users' }, properties: { data: { xml: { wrapped: true } } } });
+    expect(list.responses['200']!.content!['application/xml']!.schema).toMatchObject({
+      xml: { name: 'users' },
+      properties: { data: { xml: { wrapped: true } } },
+    });
     expect(list.responses['200']!.headers).toHaveProperty('Link');
-    expect(list.parameters!.map((parameter) => parameter.name)).toEqual(expect.arrayContaining(['limit', 'cursor', 'sort', 'email', 'name', 'created_after', 'created_before']));
+    expect(list.parameters!.map((parameter) => parameter.name)).toEqual(
+      expect.arrayContaining(['limit', 'cursor', 'sort', 'email', 'name', 'created_after', 'created_before']),
+    );
   });
 
   it('GET /v1/openapi.json: POST /v1/users documents Idempotency-Key, 201 with Location, 409 and 422', () => {
     const create = document.paths['/v1/users']!.post!;
-    expect(create.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'idempotency-key', in: 'header' })]));
+    expect(create.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'idempotency-key', in: 'header' })]),
+    );
     expect(create.responses['201']!.headers).toHaveProperty('Location');
     expect(create.responses['409']).toBeDefined();
     expect(create.responses['422']).toBeDefined();

@@ -27,7 +27,10 @@ describe('cursors', () => {
 
   it('refuses a well-signed payload that does not hold a position', () => {
     // Built the way encodeCursor builds one, from a value that is not [sort, ...values].
-    const forged = encodeCursor({ sort: 'id', values: [] }).replace(/^[^.]+/, Buffer.from('{"a":1}').toString('base64url'));
+    const forged = encodeCursor({ sort: 'id', values: [] }).replace(
+      /^[^.]+/,
+      Buffer.from('{"a":1}').toString('base64url'),
+    );
     expect(decodeCursor(forged)).toBeUndefined();
   });
 });

@@ -40,9 +40,17 @@ async function targets(): Promise<Record<string, Target>> {
   const { user } = await createUser(test);
   const { item } = await createItem(test);
   await setStock(test, item.id, 10);
-  const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'ro', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
+  const order = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: 'ro', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+  });
   await test.call({ method: 'PUT', url: '/v1/weather/read-only', body: buildObservation() });
-  const endpoint = await test.call({ method: 'POST', url: '/v1/webhook-endpoints', body: { url: 'https://hooks.example.com/rowi' } });
+  const endpoint = await test.call({
+    method: 'POST',
+    url: '/v1/webhook-endpoints',
+    body: { url: 'https://hooks.example.com/rowi' },
+  });
   const users = { url: `/v1/users/${user.id}`, read: `/v1/users/${user.id}` };
   const items = { url: `/v1/items/${item.id}`, read: `/v1/items/${item.id}` };
   const stock = { url: `/v1/items/${item.id}/stock`, read: `/v1/items/${item.id}/stock` };
@@ -55,12 +63,19 @@ async function targets(): Promise<Record<string, Target>> {
     'PATCH /v1/items/{id}': { ...items, body: {} },
     'PUT /v1/items/{id}/stock': { ...stock, body: { quantity: 10 } },
     'PATCH /v1/items/{id}/stock': { ...stock, body: {} },
-    'PUT /v1/orders/{id}': { ...orders, body: { name: 'ro', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } },
+    'PUT /v1/orders/{id}': {
+      ...orders,
+      body: { name: 'ro', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+    },
     'PATCH /v1/orders/{id}': { ...orders, body: {} },
     'PATCH /v1/callers/{id}': { url: '/v1/callers/1', read: '/v1/callers/1', body: {} },
     'PUT /v1/weather/{place}': { ...weather, body: buildObservation() },
     'PATCH /v1/weather/{place}': { ...weather, body: {} },
-    'PATCH /v1/webhook-endpoints/{id}': { url: `/v1/webhook-endpoints/${endpoint.json.id}`, read: `/v1/webhook-endpoints/${endpoint.json.id}`, body: {} },
+    'PATCH /v1/webhook-endpoints/{id}': {
+      url: `/v1/webhook-endpoints/${endpoint.json.id}`,
+      read: `/v1/webhook-endpoints/${endpoint.json.id}`,
+      body: {},
+    },
   };
 }
 
@@ -84,7 +99,18 @@ const readOnlyMembers = (schema: Schema | undefined) =>
 
 describe('read-only fields on every PUT and PATCH', () => {
   it('every PUT and PATCH of the OpenAPI document: 422 naming the field, nothing stored changed, for each read-only field sent with another value than the stored one', async () => {
-    const document = dereferenced(test.app.swagger()) as unknown as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>> };
+    const document = dereferenced(test.app.swagger()) as unknown as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, { schema: Schema }> };
+            responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+          }
+        >
+      >;
+    };
     const aims = await targets();
     const checked: string[] = [];
     for (const [path, operations] of Object.entries(document.paths)) {
@@ -95,27 +121,48 @@ describe('read-only fields on every PUT and PATCH', () => {
         const target = aims[name];
         expect(target, `${name} has no target in this test: add one`).toBeDefined();
         const request = operation.requestBody.content['application/json']!.schema;
-        const response = (operation.responses['200'] ?? operation.responses['201'])!.content!['application/json']!.schema;
+        const response = (operation.responses['200'] ?? operation.responses['201'])!.content!['application/json']!
+          .schema;
         const echoed = readOnlyMembers(request);
         const unknown = readOnlyMembers(response).filter((field) => request.properties?.[field] === undefined);
         const stored = (await test.call({ url: target!.read })).json as Record<string, unknown>;
         for (const field of [...echoed, ...unknown]) {
           const value = differentFrom(stored[field], request.properties?.[field] ?? response.properties?.[field]);
-          const reply = await test.call({ method: method.toUpperCase() as 'PUT' | 'PATCH', url: target!.url, body: { ...target!.body, [field]: value } });
+          const reply = await test.call({
+            method: method.toUpperCase() as 'PUT' | 'PATCH',
+            url: target!.url,
+            body: { ...target!.body, [field]: value },
+          });
           const problem = expectProblem(reply, 422, echoed.includes(field) ? 'read-only-field' : 'validation-failed');
-          expect(problem.errors?.map((error) => error.pointer), `${name} with ${field}: ${reply.text}`).toContain(`#/${field}`);
-          expect((await test.call({ url: target!.read })).json, `${name} with ${field} changed the record`).toEqual(stored);
+          expect(
+            problem.errors?.map((error) => error.pointer),
+            `${name} with ${field}: ${reply.text}`,
+          ).toContain(`#/${field}`);
+          expect((await test.call({ url: target!.read })).json, `${name} with ${field} changed the record`).toEqual(
+            stored,
+          );
           checked.push(`${name} ${field}`);
         }
       }
     }
     // The fields the contract names are among those found (the document cannot silently lose one).
-    expect(checked).toEqual(expect.arrayContaining([
-      'PUT /v1/users/{id} id', 'PATCH /v1/users/{id} created_at', 'PATCH /v1/items/{id} updated_at',
-      'PUT /v1/items/{id}/stock reserved', 'PATCH /v1/items/{id}/stock item_id', 'PUT /v1/orders/{id} total', 'PUT /v1/orders/{id} status',
-      'PATCH /v1/callers/{id} scopes', 'PUT /v1/weather/{place} place', 'PATCH /v1/weather/{place} stale', 'PATCH /v1/weather/{place} observed_at',
-      'PATCH /v1/webhook-endpoints/{id} created_at', 'PATCH /v1/webhook-endpoints/{id} failed_attempts',
-    ]));
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'PUT /v1/users/{id} id',
+        'PATCH /v1/users/{id} created_at',
+        'PATCH /v1/items/{id} updated_at',
+        'PUT /v1/items/{id}/stock reserved',
+        'PATCH /v1/items/{id}/stock item_id',
+        'PUT /v1/orders/{id} total',
+        'PUT /v1/orders/{id} status',
+        'PATCH /v1/callers/{id} scopes',
+        'PUT /v1/weather/{place} place',
+        'PATCH /v1/weather/{place} stale',
+        'PATCH /v1/weather/{place} observed_at',
+        'PATCH /v1/webhook-endpoints/{id} created_at',
+        'PATCH /v1/webhook-endpoints/{id} failed_attempts',
+      ]),
+    );
   });
 
   it('PATCH /v1/callers/{id}: 200, nothing changed, when scopes is echoed as read, in another order', async () => {
@@ -134,7 +181,11 @@ describe('read-only fields on every PUT and PATCH', () => {
     const { user } = await createUser(test);
     const { item } = await createItem(test);
     await setStock(test, item.id, 5);
-    const order = await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'lines', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
+    const order = await test.call({
+      method: 'POST',
+      url: '/v1/orders',
+      body: { name: 'lines', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+    });
     const reply = await test.call({
       method: 'PUT',
       url: `/v1/orders/${order.json.id}`,

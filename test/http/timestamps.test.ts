@@ -19,7 +19,8 @@ afterAll(() => test.close());
 
 const { newPlace, putObservation, recordObservation, storedWeather } = weatherHelpers(() => test);
 
-const RANGE_RULE = 'must be a valid RFC 3339 date-time with a time zone, from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (no leap second)';
+const RANGE_RULE =
+  'must be a valid RFC 3339 date-time with a time zone, from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (no leap second)';
 
 /** Instants rowi cannot store, each written as a caller might. */
 const UNSTORABLE: [string, string][] = [
@@ -38,21 +39,27 @@ const UNSTORABLE: [string, string][] = [
 ];
 
 describe('timestamps a caller sends', () => {
-  it.each(UNSTORABLE)('PUT /v1/weather/{place}: 422 naming observed_at, nothing stored, when observed_at is %s', async (_case, instant) => {
-    const before = await storedWeather();
-    const reply = await putObservation(newPlace('unstorable'), buildObservation({ observed_at: instant }));
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer: '#/observed_at', detail: RANGE_RULE }]);
-    expect(await storedWeather()).toEqual(before);
-  });
+  it.each(UNSTORABLE)(
+    'PUT /v1/weather/{place}: 422 naming observed_at, nothing stored, when observed_at is %s',
+    async (_case, instant) => {
+      const before = await storedWeather();
+      const reply = await putObservation(newPlace('unstorable'), buildObservation({ observed_at: instant }));
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([{ in: 'body', pointer: '#/observed_at', detail: RANGE_RULE }]);
+      expect(await storedWeather()).toEqual(before);
+    },
+  );
 
-  it.each(UNSTORABLE)('POST /v1/callers/{id}/keys: 422 naming expires_at, no key stored, when expires_at is %s', async (_case, instant) => {
-    const keysBefore = await test.storage.db.selectFrom('api_keys').selectAll().orderBy('id').execute();
-    const reply = await test.call({ method: 'POST', url: '/v1/callers/1/keys', body: { expires_at: instant } });
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer: '#/expires_at', detail: RANGE_RULE }]);
-    expect(await test.storage.db.selectFrom('api_keys').selectAll().orderBy('id').execute()).toEqual(keysBefore);
-  });
+  it.each(UNSTORABLE)(
+    'POST /v1/callers/{id}/keys: 422 naming expires_at, no key stored, when expires_at is %s',
+    async (_case, instant) => {
+      const keysBefore = await test.storage.db.selectFrom('api_keys').selectAll().orderBy('id').execute();
+      const reply = await test.call({ method: 'POST', url: '/v1/callers/1/keys', body: { expires_at: instant } });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([{ in: 'body', pointer: '#/expires_at', detail: RANGE_RULE }]);
+      expect(await test.storage.db.selectFrom('api_keys').selectAll().orderBy('id').execute()).toEqual(keysBefore);
+    },
+  );
 
   it.each([
     ['/v1/users', 'created_after'],
@@ -76,7 +83,11 @@ describe('timestamps a caller sends', () => {
 
   it('PUT /v1/users/{id}: 422 naming created_at, nothing changed, when the echoed created_at is in year 0', async () => {
     const { user } = await createUser(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, body: { name: 'Renamed', email: user.email, created_at: '0000-12-31T23:00:00+01:00' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      body: { name: 'Renamed', email: user.email, created_at: '0000-12-31T23:00:00+01:00' },
+    });
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/created_at']);
     expect((await test.call({ url: `/v1/users/${user.id}` })).json).toEqual(user);
@@ -88,14 +99,22 @@ describe('timestamps a caller sends', () => {
     expect(reply.status).toBe(201);
     expect(reply.json.observed_at).toBe('0001-01-01T00:00:00.000Z');
     expect((await test.call({ url: `/v1/weather/${place}` })).json.observed_at).toBe('0001-01-01T00:00:00.000Z');
-    expect((await test.call({ url: `/v1/weather/${place}/observations` })).json.data[0].observed_at).toBe('0001-01-01T00:00:00.000Z');
+    expect((await test.call({ url: `/v1/weather/${place}/observations` })).json.data[0].observed_at).toBe(
+      '0001-01-01T00:00:00.000Z',
+    );
   });
 
   it('POST /v1/callers/{id}/keys: 201, listed and read back, when expires_at is the last millisecond of year 9999', async () => {
-    const reply = await test.call({ method: 'POST', url: '/v1/callers/1/keys', body: { expires_at: '9999-12-31T23:59:59.999Z' } });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/callers/1/keys',
+      body: { expires_at: '9999-12-31T23:59:59.999Z' },
+    });
     expect(reply.status).toBe(201);
     expect(reply.json.expires_at).toBe('9999-12-31T23:59:59.999Z');
-    expect((await test.call({ url: `/v1/callers/1/keys/${reply.json.id}` })).json.expires_at).toBe('9999-12-31T23:59:59.999Z');
+    expect((await test.call({ url: `/v1/callers/1/keys/${reply.json.id}` })).json.expires_at).toBe(
+      '9999-12-31T23:59:59.999Z',
+    );
     const listed = await test.call({ url: '/v1/callers/1/keys?limit=500' });
     expect(listed.status).toBe(200);
   });
@@ -107,18 +126,31 @@ describe('values already stored that break a rule of their schema', () => {
     await recordObservation(place);
     const db = test.storage.db;
     // Written as an earlier rowi (or a hand-made fix) could have written them.
-    await db.updateTable('places').set({ observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' }).where('place', '=', place).execute();
-    await db.updateTable('observations').set({ observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' }).execute();
+    await db
+      .updateTable('places')
+      .set({ observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' })
+      .where('place', '=', place)
+      .execute();
+    await db
+      .updateTable('observations')
+      .set({ observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' })
+      .execute();
 
     const read = await test.call({ url: `/v1/weather/${place}` });
     expect(read.status).toBe(200);
     expect(read.json).toMatchObject({ place, observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' });
     const list = await test.call({ url: '/v1/weather?limit=500' });
     expect(list.status).toBe(200);
-    expect(list.json.data.find((row: { place: string }) => row.place === place)).toMatchObject({ observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' });
+    expect(list.json.data.find((row: { place: string }) => row.place === place)).toMatchObject({
+      observed_at: '-000001-12-31T23:00:00.000Z',
+      conditions: 'volcanic-ash',
+    });
     const history = await test.call({ url: `/v1/weather/${place}/observations` });
     expect(history.status).toBe(200);
-    expect(history.json.data[0]).toMatchObject({ observed_at: '-000001-12-31T23:00:00.000Z', conditions: 'volcanic-ash' });
+    expect(history.json.data[0]).toMatchObject({
+      observed_at: '-000001-12-31T23:00:00.000Z',
+      conditions: 'volcanic-ash',
+    });
     const xml = await test.call({ url: '/v1/weather?limit=500', headers: { accept: 'application/xml' } });
     expect(xml.status).toBe(200);
     expect(xml.text).toContain('<conditions>volcanic-ash</conditions>');
@@ -126,7 +158,11 @@ describe('values already stored that break a rule of their schema', () => {
 
   it('GET /v1/callers/{id}/keys and one key: 200 with the stored expires_at when it is a six-digit year', async () => {
     const created = await test.call({ method: 'POST', url: '/v1/callers/1/keys', body: {} });
-    await test.storage.db.updateTable('api_keys').set({ expires_at: '+010000-01-01T00:00:00.000Z' }).where('id', '=', created.json.id).execute();
+    await test.storage.db
+      .updateTable('api_keys')
+      .set({ expires_at: '+010000-01-01T00:00:00.000Z' })
+      .where('id', '=', created.json.id)
+      .execute();
     const one = await test.call({ url: `/v1/callers/1/keys/${created.json.id}` });
     expect(one.status).toBe(200);
     expect(one.json.expires_at).toBe('+010000-01-01T00:00:00.000Z');

@@ -25,16 +25,22 @@ interface Answer {
 /** One GET over HTTPS on a fresh connection, trusting only the `ca` given. */
 function getOverHttps(url: string, ca: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const request = httpsRequest(url, { ca, rejectUnauthorized: true, agent: false, timeout: REQUEST_TIMEOUT_MS }, (response) => {
-      const socket = response.socket as TLSSocket;
-      const tlsVersion = socket.getProtocol();
-      const peerFingerprint = socket.getPeerCertificate().fingerprint256;
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body, tlsVersion, peerFingerprint }));
-      response.on('error', reject);
-    });
+    const request = httpsRequest(
+      url,
+      { ca, rejectUnauthorized: true, agent: false, timeout: REQUEST_TIMEOUT_MS },
+      (response) => {
+        const socket = response.socket as TLSSocket;
+        const tlsVersion = socket.getProtocol();
+        const peerFingerprint = socket.getPeerCertificate().fingerprint256;
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body, tlsVersion, peerFingerprint }),
+        );
+        response.on('error', reject);
+      },
+    );
     request.on('timeout', () => request.destroy(new Error(`no answer from ${url} within ${REQUEST_TIMEOUT_MS} ms`)));
     request.on('error', reject);
     request.end();
@@ -42,7 +48,9 @@ function getOverHttps(url: string, ca: string): Promise<Answer> {
 }
 
 /** One GET in plain HTTP; resolves with the status, or with the error the connection ended in. */
-function getOverPlainHttp(url: string): Promise<{ status: number; headers: IncomingHttpHeaders } | { error: NodeJS.ErrnoException }> {
+function getOverPlainHttp(
+  url: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders } | { error: NodeJS.ErrnoException }> {
   return new Promise((resolve) => {
     const request = httpRequest(url, { agent: false, timeout: REQUEST_TIMEOUT_MS }, (response) => {
       response.resume();
@@ -111,7 +119,9 @@ describe('rowi serve over HTTPS, with a throw-away CA', () => {
     );
 
     expect(failure).toBeInstanceOf(Error);
-    expect((failure as NodeJS.ErrnoException).code).toMatch(/^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|CERT_SIGNATURE_FAILURE)$/);
+    expect((failure as NodeJS.ErrnoException).code).toMatch(
+      /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|CERT_SIGNATURE_FAILURE)$/,
+    );
   });
 
   it('GET /v1: no 200 when plain HTTP is sent to the HTTPS port', async () => {
@@ -181,18 +191,26 @@ describe('TLS and proxy settings that stop rowi before it listens', () => {
     expect(result.stderr).toContain('ROWI_TRUST_PROXY');
   });
 
-  it.each(['cafe', '1.2.3.4.5', '10.0.0.0/99', '::::', '127.0.0.1,'])('loadConfig: throws a ConfigError naming ROWI_TRUST_PROXY for %j, which only looks like an address', (value) => {
-    expect(() => loadConfig({ ROWI_DATA: tempDataFile(), ROWI_TRUST_PROXY: value })).toThrow(/ROWI_TRUST_PROXY/);
-  });
+  it.each(['cafe', '1.2.3.4.5', '10.0.0.0/99', '::::', '127.0.0.1,'])(
+    'loadConfig: throws a ConfigError naming ROWI_TRUST_PROXY for %j, which only looks like an address',
+    (value) => {
+      expect(() => loadConfig({ ROWI_DATA: tempDataFile(), ROWI_TRUST_PROXY: value })).toThrow(/ROWI_TRUST_PROXY/);
+    },
+  );
 
   it('loadConfig: accepts IPv4 and IPv6 addresses and CIDR ranges in ROWI_TRUST_PROXY', () => {
-    expect(loadConfig({ ROWI_DATA: tempDataFile(), ROWI_TRUST_PROXY: '127.0.0.1,10.0.0.0/8,::1,fd00::/8' }).trustProxy).toBe('127.0.0.1,10.0.0.0/8,::1,fd00::/8');
+    expect(
+      loadConfig({ ROWI_DATA: tempDataFile(), ROWI_TRUST_PROXY: '127.0.0.1,10.0.0.0/8,::1,fd00::/8' }).trustProxy,
+    ).toBe('127.0.0.1,10.0.0.0/8,::1,fd00::/8');
   });
 
   it('rowi serve: exit code 2 naming both TLS settings, and no caller created, when the key does not match the certificate', async () => {
     const other = makeCertificates(tempFolder('tls-other'));
     const dataFile = tempDataFile();
-    const result = await runCli(['serve'], serveEnv({ ROWI_DATA: dataFile, ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: other.key }));
+    const result = await runCli(
+      ['serve'],
+      serveEnv({ ROWI_DATA: dataFile, ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: other.key }),
+    );
 
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/ROWI_TLS_CERT and ROWI_TLS_KEY/);

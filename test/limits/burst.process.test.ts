@@ -39,60 +39,72 @@ describe.runIf(process.platform === 'linux')('a burst of 2,000 concurrent reques
     if (server.child.exitCode === null) expect(await server.stop()).toBe(0);
   });
 
-  it('GET and POST /v1/users: only 200/201/429/503, never a 500 or a dropped connection; the process stays up and its memory comes back down', { timeout: 40_000 }, async () => {
-    const headers = { 'x-api-key': server.adminKey, 'content-type': 'application/json' };
-    // Warm up (JIT, caches, statement cache), then take the baseline.
-    for (let index = 0; index < 50; index++) {
-      const reply = await fetch(`${server.baseUrl}/v1/users?limit=10`, { headers });
-      await reply.arrayBuffer();
-    }
-    await pause(500);
-    const baseline = rssOf(server);
+  it(
+    'GET and POST /v1/users: only 200/201/429/503, never a 500 or a dropped connection; the process stays up and its memory comes back down',
+    { timeout: 40_000 },
+    async () => {
+      const headers = { 'x-api-key': server.adminKey, 'content-type': 'application/json' };
+      // Warm up (JIT, caches, statement cache), then take the baseline.
+      for (let index = 0; index < 50; index++) {
+        const reply = await fetch(`${server.baseUrl}/v1/users?limit=10`, { headers });
+        await reply.arrayBuffer();
+      }
+      await pause(500);
+      const baseline = rssOf(server);
 
-    let peak = baseline;
-    const sampler = setInterval(() => (peak = Math.max(peak, rssOf(server))), 50);
-    const started = performance.now();
-    const outcomes = await Promise.all(
-      Array.from({ length: BURST }, async (_, index) => {
-        try {
-          const reply =
-            index % 2 === 0
-              ? await fetch(`${server.baseUrl}/v1/users?limit=10`, { headers })
-              : await fetch(`${server.baseUrl}/v1/users`, { method: 'POST', headers, body: JSON.stringify({ name: `Burst ${index}`, email: `burst${index}@example.com` }) });
-          const body = await reply.text();
-          return { status: reply.status, body };
-        } catch (error) {
-          return { status: 0, body: String((error as Error).cause ?? error) };
-        }
-      }),
-    );
-    const burstMs = performance.now() - started;
-    clearInterval(sampler);
+      let peak = baseline;
+      const sampler = setInterval(() => (peak = Math.max(peak, rssOf(server))), 50);
+      const started = performance.now();
+      const outcomes = await Promise.all(
+        Array.from({ length: BURST }, async (_, index) => {
+          try {
+            const reply =
+              index % 2 === 0
+                ? await fetch(`${server.baseUrl}/v1/users?limit=10`, { headers })
+                : await fetch(`${server.baseUrl}/v1/users`, {
+                    method: 'POST',
+                    headers,
+                    body: JSON.stringify({ name: `Burst ${index}`, email: `burst${index}@example.com` }),
+                  });
+            const body = await reply.text();
+            return { status: reply.status, body };
+          } catch (error) {
+            return { status: 0, body: String((error as Error).cause ?? error) };
+          }
+        }),
+      );
+      const burstMs = performance.now() - started;
+      clearInterval(sampler);
 
-    const counts: Record<number, number> = {};
-    for (const { status } of outcomes) counts[status] = (counts[status] ?? 0) + 1;
-    console.log(`burst of ${BURST}: ${Math.round(burstMs)} ms, statuses ${JSON.stringify(counts)}, RSS baseline ${Math.round(baseline / MIB)} MiB, peak ${Math.round(peak / MIB)} MiB`);
-    expect(outcomes.filter(({ status }) => !ALLOWED.includes(status)).slice(0, 5)).toEqual([]);
-    // A 503 is a problem (load shedding: each commit holds the event loop for its fsync), never a bare error.
-    for (const { body } of outcomes.filter(({ status }) => status === 503).slice(0, 20)) expect(JSON.parse(body)).toMatchObject({ type: '/problems/service-unavailable', status: 503 });
-    expect((counts[200] ?? 0) + (counts[201] ?? 0)).toBeGreaterThan(0);
-    expect(burstMs).toBeLessThan(30_000);
-    // Nothing queued without bound while the burst lasted.
-    expect(peak).toBeLessThan(baseline + 256 * MIB);
+      const counts: Record<number, number> = {};
+      for (const { status } of outcomes) counts[status] = (counts[status] ?? 0) + 1;
+      console.log(
+        `burst of ${BURST}: ${Math.round(burstMs)} ms, statuses ${JSON.stringify(counts)}, RSS baseline ${Math.round(baseline / MIB)} MiB, peak ${Math.round(peak / MIB)} MiB`,
+      );
+      expect(outcomes.filter(({ status }) => !ALLOWED.includes(status)).slice(0, 5)).toEqual([]);
+      // A 503 is a problem (load shedding: each commit holds the event loop for its fsync), never a bare error.
+      for (const { body } of outcomes.filter(({ status }) => status === 503).slice(0, 20))
+        expect(JSON.parse(body)).toMatchObject({ type: '/problems/service-unavailable', status: 503 });
+      expect((counts[200] ?? 0) + (counts[201] ?? 0)).toBeGreaterThan(0);
+      expect(burstMs).toBeLessThan(30_000);
+      // Nothing queued without bound while the burst lasted.
+      expect(peak).toBeLessThan(baseline + 256 * MIB);
 
-    // Still up and answering.
-    expect(server.child.exitCode).toBeNull();
-    const live = await fetch(`${server.baseUrl}/health/live`);
-    expect(live.status).toBe(200);
-    await live.arrayBuffer();
+      // Still up and answering.
+      expect(server.child.exitCode).toBeNull();
+      const live = await fetch(`${server.baseUrl}/health/live`);
+      expect(live.status).toBe(200);
+      await live.arrayBuffer();
 
-    // Memory comes back down (no forced GC from outside, and V8 and glibc keep some of what they
-    // grew: the bound is generous, but a server that kept the burst's requests, bodies or sockets
-    // would not meet it).
-    const bound = baseline * 1.5 + 30 * MIB;
-    let rss = rssOf(server);
-    for (const until = performance.now() + 10_000; rss > bound && performance.now() < until; rss = rssOf(server)) await pause(250);
-    console.log(`RSS after the burst: ${Math.round(rss / MIB)} MiB (bound ${Math.round(bound / MIB)} MiB)`);
-    expect(rss).toBeLessThanOrEqual(bound);
-  });
+      // Memory comes back down (no forced GC from outside, and V8 and glibc keep some of what they
+      // grew: the bound is generous, but a server that kept the burst's requests, bodies or sockets
+      // would not meet it).
+      const bound = baseline * 1.5 + 30 * MIB;
+      let rss = rssOf(server);
+      for (const until = performance.now() + 10_000; rss > bound && performance.now() < until; rss = rssOf(server))
+        await pause(250);
+      console.log(`RSS after the burst: ${Math.round(rss / MIB)} MiB (bound ${Math.round(bound / MIB)} MiB)`);
+      expect(rss).toBeLessThanOrEqual(bound);
+    },
+  );
 });

@@ -27,17 +27,35 @@ interface Outcome {
   error?: string;
 }
 
-function send(agent: Agent, server: RunningServer, method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<{ status: number; connection?: string; body: string }> {
+function send(
+  agent: Agent,
+  server: RunningServer,
+  method: 'GET' | 'POST' | 'PUT',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; connection?: string; body: string }> {
   const url = new URL(`${server.baseUrl}/v1${path}`);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolveSend, reject) => {
     const outgoing = httpRequest(
-      { agent, host: url.hostname, port: url.port, path: url.pathname, method, headers: { 'x-api-key': server.adminKey, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) } },
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        headers: {
+          'x-api-key': server.adminKey,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        },
+      },
       (response) => {
         let text = '';
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolveSend({ status: response.statusCode ?? 0, connection: response.headers.connection, body: text }));
+        response.on('end', () =>
+          resolveSend({ status: response.statusCode ?? 0, connection: response.headers.connection, body: text }),
+        );
         response.on('error', reject);
       },
     );
@@ -47,10 +65,22 @@ function send(agent: Agent, server: RunningServer, method: 'GET' | 'POST' | 'PUT
 }
 
 async function drainUnderLoad(workers: number) {
-  const server = await serve({ env: { ROWI_WORKERS: String(workers), ROWI_RATE_LIMIT_ADMIN: '0', ROWI_RATE_LIMIT_ORDERS_CREATE: '0', ROWI_MAX_EVENT_LOOP_DELAY: '0' } });
+  const server = await serve({
+    env: {
+      ROWI_WORKERS: String(workers),
+      ROWI_RATE_LIMIT_ADMIN: '0',
+      ROWI_RATE_LIMIT_ORDERS_CREATE: '0',
+      ROWI_MAX_EVENT_LOOP_DELAY: '0',
+    },
+  });
   const setup = new Agent({ keepAlive: false });
-  const user = JSON.parse((await send(setup, server, 'POST', '/users', { name: 'Drain', email: `drain.keepalive.${workers}@example.com` })).body) as { id: number };
-  const item = JSON.parse((await send(setup, server, 'POST', '/items', { name: 'Drained', sku: `DRAIN-KA-${workers}`, price: '1.00' })).body) as { id: number };
+  const user = JSON.parse(
+    (await send(setup, server, 'POST', '/users', { name: 'Drain', email: `drain.keepalive.${workers}@example.com` }))
+      .body,
+  ) as { id: number };
+  const item = JSON.parse(
+    (await send(setup, server, 'POST', '/items', { name: 'Drained', sku: `DRAIN-KA-${workers}`, price: '1.00' })).body,
+  ) as { id: number };
   expect((await send(setup, server, 'PUT', `/items/${item.id}/stock`, { quantity: 1_000_000 })).status).toBe(200);
 
   const outcomes: Outcome[] = [];
@@ -70,7 +100,11 @@ async function drainUnderLoad(workers: number) {
           const reply =
             method === 'GET'
               ? await send(agent, server, 'GET', `/users/${user.id}`)
-              : await send(agent, server, 'POST', '/orders', { name: `KA-${sent}`, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] });
+              : await send(agent, server, 'POST', '/orders', {
+                  name: `KA-${sent}`,
+                  user_id: user.id,
+                  lines: [{ item_id: item.id, quantity: 1 }],
+                });
           outcome.status = reply.status;
           outcome.connection = reply.connection;
         } catch (error) {
@@ -90,7 +124,8 @@ async function drainUnderLoad(workers: number) {
   const watcher = (async () => {
     while (server.child.exitCode === null && performance.now() < deadline + 15_000) {
       // Every process that serves (each worker) says when its drain began.
-      if (drainingSeenAt === Infinity && server.stdout().split('"msg":"draining:').length > workers) drainingSeenAt = performance.now();
+      if (drainingSeenAt === Infinity && server.stdout().split('"msg":"draining:').length > workers)
+        drainingSeenAt = performance.now();
       await new Promise((resolvePause) => setTimeout(resolvePause, 2));
     }
   })();
@@ -100,13 +135,18 @@ async function drainUnderLoad(workers: number) {
 
   const errors = outcomes.filter((outcome) => outcome.error !== undefined);
   const answered = outcomes.filter((outcome) => outcome.status !== undefined);
-  console.log(`drain under keep-alive load (${workers} process${workers > 1 ? 'es' : ''}): ${outcomes.length} requests, ${answered.length} answered, errors ${JSON.stringify(errors.map((outcome) => outcome.error))}`);
+  console.log(
+    `drain under keep-alive load (${workers} process${workers > 1 ? 'es' : ''}): ${outcomes.length} requests, ${answered.length} answered, errors ${JSON.stringify(errors.map((outcome) => outcome.error))}`,
+  );
 
   expect(signalledAt).toBeLessThan(Infinity);
   expect(drainingSeenAt).toBeLessThan(Infinity);
   expect(code).toBe(0);
   // No reset, no hang-up: only "nobody listens" after the drain began.
-  expect(errors.filter((outcome) => outcome.error !== 'ECONNREFUSED'), JSON.stringify(errors)).toEqual([]);
+  expect(
+    errors.filter((outcome) => outcome.error !== 'ECONNREFUSED'),
+    JSON.stringify(errors),
+  ).toEqual([]);
   expect(errors.every((outcome) => outcome.sentAt > signalledAt)).toBe(true);
   expect(answered.filter((outcome) => outcome.status !== 200 && outcome.status !== 201)).toEqual([]);
   // Every request sent once the drain had begun was answered with Connection: close.
@@ -116,9 +156,13 @@ async function drainUnderLoad(workers: number) {
 }
 
 describe('rowi serve, draining under keep-alive load', () => {
-  it('one process: SIGTERM amid back-to-back GET and POST on kept-alive connections; no request ends in a reset; every answer after the drain began says Connection: close; exit code 0', { timeout: 60_000 }, async () => {
-    await drainUnderLoad(1);
-  });
+  it(
+    'one process: SIGTERM amid back-to-back GET and POST on kept-alive connections; no request ends in a reset; every answer after the drain began says Connection: close; exit code 0',
+    { timeout: 60_000 },
+    async () => {
+      await drainUnderLoad(1);
+    },
+  );
 
   it('two workers: the same, with SIGTERM to the primary', { timeout: 60_000 }, async () => {
     await drainUnderLoad(2);

@@ -32,27 +32,35 @@ describe('the handler budget', () => {
   let origin: string;
   beforeAll(async () => {
     // Load shedding off: the test blocks nothing, but a busy machine must not turn a 503 into another 503.
-    test = await startApp({ ROWI_HANDLER_TIMEOUT: String(BUDGET_MS), ROWI_MAX_EVENT_LOOP_DELAY: '0', ROWI_DATABASE_TIMEOUT: String(LOCK_WAIT_MS) });
-    app = await buildApp({ config: test.config, storage: test.storage, logger: pino({ level: 'silent' }) });
-    app.post('/v1/test-slow-pair', {
-      schema: operation({
-        operationId: 'testSlowPair',
-        permission: 'users:create',
-        summary: 'test only: two users in one transaction, SLOW_MS apart; fails before the second when asked',
-        tags: ['test'],
-        body: Type.Object({ first: Type.String(), second: Type.String(), fail: Type.Boolean() }),
-        response: { 201: representation(Type.Object({ created: Type.Integer() }), 'Both created') },
-      }),
-    }, async (request, reply) => {
-      const body = request.body as { first: string; second: string; fail: boolean };
-      await app.db.transaction().execute(async (trx) => {
-        await createUser(trx, buildUser({ email: body.first }));
-        await pause(SLOW_MS);
-        if (body.fail) throw new Error('the second half failed');
-        await createUser(trx, buildUser({ email: body.second }));
-      });
-      return reply.code(201).send({ created: 2 });
+    test = await startApp({
+      ROWI_HANDLER_TIMEOUT: String(BUDGET_MS),
+      ROWI_MAX_EVENT_LOOP_DELAY: '0',
+      ROWI_DATABASE_TIMEOUT: String(LOCK_WAIT_MS),
     });
+    app = await buildApp({ config: test.config, storage: test.storage, logger: pino({ level: 'silent' }) });
+    app.post(
+      '/v1/test-slow-pair',
+      {
+        schema: operation({
+          operationId: 'testSlowPair',
+          permission: 'users:create',
+          summary: 'test only: two users in one transaction, SLOW_MS apart; fails before the second when asked',
+          tags: ['test'],
+          body: Type.Object({ first: Type.String(), second: Type.String(), fail: Type.Boolean() }),
+          response: { 201: representation(Type.Object({ created: Type.Integer() }), 'Both created') },
+        }),
+      },
+      async (request, reply) => {
+        const body = request.body as { first: string; second: string; fail: boolean };
+        await app.db.transaction().execute(async (trx) => {
+          await createUser(trx, buildUser({ email: body.first }));
+          await pause(SLOW_MS);
+          if (body.fail) throw new Error('the second half failed');
+          await createUser(trx, buildUser({ email: body.second }));
+        });
+        return reply.code(201).send({ created: 2 });
+      },
+    );
     await app.listen({ host: '127.0.0.1', port: 0 });
     origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   });
@@ -65,7 +73,12 @@ describe('the handler budget', () => {
 
   it('POST (slow handler): 503 problem with Retry-After within the budget; the transaction behind it commits whole afterwards', async () => {
     const started = performance.now();
-    const reply = await call(app, { method: 'POST', url: '/v1/test-slow-pair', key: test.adminKey, body: { first: 'a1@example.com', second: 'a2@example.com', fail: false } });
+    const reply = await call(app, {
+      method: 'POST',
+      url: '/v1/test-slow-pair',
+      key: test.adminKey,
+      body: { first: 'a1@example.com', second: 'a2@example.com', fail: false },
+    });
     const elapsed = performance.now() - started;
 
     const problem = expectProblem(reply, 503, 'service-unavailable');
@@ -75,11 +88,19 @@ describe('the handler budget', () => {
     expect(elapsed).toBeLessThan(BUDGET_MS + 250);
     // The work was not stopped: both rows, or (had it failed) neither; never one.
     await pause(SLOW_MS + 200);
-    expect((await emailsStored()).filter((email) => email.startsWith('a'))).toEqual(['a1@example.com', 'a2@example.com']);
+    expect((await emailsStored()).filter((email) => email.startsWith('a'))).toEqual([
+      'a1@example.com',
+      'a2@example.com',
+    ]);
   });
 
   it('POST (slow handler that then fails): 503 first; the transaction rolls back whole, and the late failure breaks nothing', async () => {
-    const reply = await call(app, { method: 'POST', url: '/v1/test-slow-pair', key: test.adminKey, body: { first: 'b1@example.com', second: 'b2@example.com', fail: true } });
+    const reply = await call(app, {
+      method: 'POST',
+      url: '/v1/test-slow-pair',
+      key: test.adminKey,
+      body: { first: 'b1@example.com', second: 'b2@example.com', fail: true },
+    });
     expectProblem(reply, 503, 'service-unavailable');
     await pause(SLOW_MS + 200);
     expect((await emailsStored()).filter((email) => email.startsWith('b'))).toEqual([]);
@@ -90,7 +111,11 @@ describe('the handler budget', () => {
   it('over a real socket: the 503 arrives within the budget, the late answer is dropped, and the kept-alive connection serves the next request', async () => {
     const headers = { 'content-type': 'application/json', 'x-api-key': test.adminKey };
     const started = performance.now();
-    const slow = await fetch(`${origin}/v1/test-slow-pair`, { method: 'POST', headers, body: JSON.stringify({ first: 'c1@example.com', second: 'c2@example.com', fail: false }) });
+    const slow = await fetch(`${origin}/v1/test-slow-pair`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ first: 'c1@example.com', second: 'c2@example.com', fail: false }),
+    });
     const elapsed = performance.now() - started;
     expect(slow.status).toBe(503);
     expect(slow.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -111,7 +136,7 @@ describe('the handler budget', () => {
   });
 
   it.runIf(BACKEND === 'sqlite')(
-    'POST /v1/users: 503 problem with Retry-After within the budget while another connection holds SQLite\'s write lock (the wait does not stop the process); the write, still waiting, gives up at ROWI_DATABASE_TIMEOUT and stores nothing',
+    "POST /v1/users: 503 problem with Retry-After within the budget while another connection holds SQLite's write lock (the wait does not stop the process); the write, still waiting, gives up at ROWI_DATABASE_TIMEOUT and stores nothing",
     { timeout: 20_000 },
     async () => {
       const holder = await openSqliteFile(test.config.data, { busyTimeoutMs: 0 });
@@ -120,7 +145,11 @@ describe('the handler budget', () => {
       let elapsed;
       try {
         const started = performance.now();
-        reply = await test.call({ method: 'POST', url: '/v1/users', body: buildUser({ email: 'locked.out@example.com' }) });
+        reply = await test.call({
+          method: 'POST',
+          url: '/v1/users',
+          body: buildUser({ email: 'locked.out@example.com' }),
+        });
         elapsed = performance.now() - started;
         // Held past the database time-out, so the write behind the 503 gives up rather than commits.
         await pause(LOCK_WAIT_MS + 300);

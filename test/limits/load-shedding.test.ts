@@ -94,7 +94,10 @@ describe('load shedding on heap use (ROWI_MAX_HEAP_USED=1, always above)', () =>
     expect(live.json).toMatchObject({ status: 'pass' });
     const ready = await test.call({ url: '/health/ready', key: null });
     expect(ready.status).toBe(200);
-    expect(ready.json).toMatchObject({ status: 'pass', checks: { database: { status: 'pass' }, migrations: { status: 'pass' } } });
+    expect(ready.json).toMatchObject({
+      status: 'pass',
+      checks: { database: { status: 'pass' }, migrations: { status: 'pass' } },
+    });
   });
 
   it('GET /v1/users without credentials: 503, not 401 (shed before authentication costs anything)', async () => {

@@ -33,8 +33,16 @@ afterEach(async () => {
 /** A request from a given client address (in-process injection lets the test choose it). */
 async function from(test: TestApp, address: string, options: InjectOptions): Promise<Reply> {
   const response = await test.app.inject({ remoteAddress: address, ...options });
-  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim();
-  return { status: response.statusCode, headers: response.headers, text: response.body, json: mediaType.endsWith('json') ? JSON.parse(response.body) : undefined, mediaType };
+  const mediaType = String(response.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim();
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text: response.body,
+    json: mediaType.endsWith('json') ? JSON.parse(response.body) : undefined,
+    mediaType,
+  };
 }
 
 /** The numbers of one policy in a RateLimit header: "name";r=<remaining>;t=<reset>. */
@@ -77,7 +85,12 @@ describe('per-caller rate limits', () => {
 
     // A write over the budget is refused before its body is read: nothing is stored.
     const usersBefore = await storedUsers(test);
-    const write = await test.call({ method: 'POST', url: '/v1/users', key: busy.key, body: { name: 'Too Many', email: 'too.many@example.com' } });
+    const write = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      key: busy.key,
+      body: { name: 'Too Many', email: 'too.many@example.com' },
+    });
     expect(expectProblem(write, 429, 'rate-limited').policy).toBe('caller');
     expect(await storedUsers(test)).toEqual(usersBefore);
 
@@ -109,12 +122,21 @@ describe('per-caller rate limits', () => {
 
   it('POST /v1/orders also spends from the tighter "orders-create" budget; reads go on', async () => {
     const test = await app({ ROWI_RATE_LIMIT_ADMIN: '1000', ROWI_RATE_LIMIT_ORDERS_CREATE: '2' });
-    const user = await test.call({ method: 'POST', url: '/v1/users', body: { name: 'Buyer', email: 'buyer@example.com' } });
-    const item = await test.call({ method: 'POST', url: '/v1/items', body: { name: 'Pen', sku: 'PEN-1', price: '1.00' } });
+    const user = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      body: { name: 'Buyer', email: 'buyer@example.com' },
+    });
+    const item = await test.call({
+      method: 'POST',
+      url: '/v1/items',
+      body: { name: 'Pen', sku: 'PEN-1', price: '1.00' },
+    });
     await test.call({ method: 'PUT', url: `/v1/items/${item.json.id}/stock`, body: { quantity: 10 } });
     const order = { name: 'SO', user_id: user.json.id, lines: [{ item_id: item.json.id, quantity: 1 }] };
     const placed = [];
-    for (let index = 0; index < 3; index++) placed.push(await test.call({ method: 'POST', url: '/v1/orders', body: order }));
+    for (let index = 0; index < 3; index++)
+      placed.push(await test.call({ method: 'POST', url: '/v1/orders', body: order }));
     expect(placed.map((reply) => reply.status)).toEqual([201, 201, 429]);
     expect(placed[0]!.headers['ratelimit-policy']).toBe('"caller";q=1000;w=60, "orders-create";q=2;w=60');
     expect(standing(placed[1]!, 'orders-create').remaining).toBe(0);
@@ -124,19 +146,29 @@ describe('per-caller rate limits', () => {
     expect((await test.call({ url: '/v1/orders' })).status).toBe(200);
   });
 
-  it('a caller\'s own rate_limit wins over its role\'s; PATCH rate_limit null gives the role\'s back', async () => {
+  it("a caller's own rate_limit wins over its role's; PATCH rate_limit null gives the role's back", async () => {
     const test = await app({ ROWI_RATE_LIMIT_READER: '1000', ROWI_RATE_LIMIT_ADMIN: '100000' });
-    const created = await test.call({ method: 'POST', url: '/v1/callers', body: { name: 'slow-system', role: 'reader', rate_limit: 2 } });
+    const created = await test.call({
+      method: 'POST',
+      url: '/v1/callers',
+      body: { name: 'slow-system', role: 'reader', rate_limit: 2 },
+    });
     expect(created.status).toBe(201);
     expect(created.json.rate_limit).toBe(2);
-    const key = (await test.call({ method: 'POST', url: `/v1/callers/${created.json.id}/keys`, body: {} })).json.key as string;
+    const key = (await test.call({ method: 'POST', url: `/v1/callers/${created.json.id}/keys`, body: {} })).json
+      .key as string;
     const statuses = [];
     for (let index = 0; index < 3; index++) statuses.push((await test.call({ url: '/v1/users', key })).status);
     expect(statuses).toEqual([200, 200, 429]);
     const limits = await test.call({ url: '/v1/limits', key });
     expect(limits.json.rate_limit).toEqual({ policy: 'caller', quota: 2, window_seconds: 60 });
 
-    const patched = await test.call({ method: 'PATCH', url: `/v1/callers/${created.json.id}`, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ rate_limit: null }) });
+    const patched = await test.call({
+      method: 'PATCH',
+      url: `/v1/callers/${created.json.id}`,
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ rate_limit: null }),
+    });
     expect(patched.status).toBe(200);
     expect(patched.json.rate_limit).toBeNull();
     // The bucket keeps what was spent: at 1000 a minute the debt of the old budget is gone in 60 ms.
@@ -146,8 +178,14 @@ describe('per-caller rate limits', () => {
     expect(after.headers['ratelimit-policy']).toBe('"caller";q=1000;w=60');
   });
 
-  it('GET /v1/limits lists the caller\'s budgets, the body limit, the page size cap and the time-outs; without credentials, the address\'s', async () => {
-    const test = await app({ ROWI_RATE_LIMIT_ANONYMOUS: '30', ROWI_RATE_LIMIT_ADMIN: '900', ROWI_RATE_LIMIT_ORDERS_CREATE: '50', ROWI_AUTH_FAILURE_LIMIT: '7', ROWI_BODY_LIMIT: '65536' });
+  it("GET /v1/limits lists the caller's budgets, the body limit, the page size cap and the time-outs; without credentials, the address's", async () => {
+    const test = await app({
+      ROWI_RATE_LIMIT_ANONYMOUS: '30',
+      ROWI_RATE_LIMIT_ADMIN: '900',
+      ROWI_RATE_LIMIT_ORDERS_CREATE: '50',
+      ROWI_AUTH_FAILURE_LIMIT: '7',
+      ROWI_BODY_LIMIT: '65536',
+    });
     const mine = await test.call({ url: '/v1/limits' });
     expect(mine.status).toBe(200);
     expect(mine.json).toEqual({
@@ -160,8 +198,15 @@ describe('per-caller rate limits', () => {
       timeouts_ms: { headers: 10000, request: 30000, keep_alive: 72000, handler: 15000, database: 5000 },
     });
     const anonymous = await test.call({ url: '/v1/limits', key: null });
-    expect(anonymous.json).toMatchObject({ rate_limit: { policy: 'address', quota: 30, window_seconds: 60 }, orders_create: null });
-    expectProblem(await test.call({ url: '/v1/limits', key: 'rowi_00000000_notakeynotakeynotakeynotakeynotakeynotakey0' }), 401, 'invalid-credentials');
+    expect(anonymous.json).toMatchObject({
+      rate_limit: { policy: 'address', quota: 30, window_seconds: 60 },
+      orders_create: null,
+    });
+    expectProblem(
+      await test.call({ url: '/v1/limits', key: 'rowi_00000000_notakeynotakeynotakeynotakeynotakeynotakey0' }),
+      401,
+      'invalid-credentials',
+    );
   });
 
   it('0 means unlimited: no RateLimit headers, never a 429', async () => {
@@ -192,13 +237,20 @@ describe('failed authentication, per address', () => {
     expect(timings[3]).toBeGreaterThanOrEqual(200);
     expect(timings[0]).toBeLessThan(200);
     const usersBefore = await storedUsers(test);
-    const refused = await from(test, '10.9.9.9', { method: 'POST', url: '/v1/users', headers: { ...bad, 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'Guess', email: 'guess@example.com' }) });
+    const refused = await from(test, '10.9.9.9', {
+      method: 'POST',
+      url: '/v1/users',
+      headers: { ...bad, 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'Guess', email: 'guess@example.com' }),
+    });
     expect(expectProblem(refused, 429, 'rate-limited').policy).toBe('failed-auth');
     expect(await storedUsers(test)).toEqual(usersBefore);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
 
     // The admin's valid key from another address works; so does a request without credentials from the throttled one.
-    expect((await from(test, '10.7.7.7', { url: '/v1/users', headers: { 'x-api-key': test.adminKey } })).status).toBe(200);
+    expect((await from(test, '10.7.7.7', { url: '/v1/users', headers: { 'x-api-key': test.adminKey } })).status).toBe(
+      200,
+    );
     expect((await from(test, '10.9.9.9', { url: '/v1' })).status).toBe(200);
   });
 });
@@ -207,10 +259,23 @@ describe('failed authentication, every way of presenting a credential', () => {
   const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
   const WRONG_KEY = 'rowi_abcdefgh_notakeynotakeynotakeynotakeynotakeynotakey0';
   const tokenWithForm = (test: TestApp, address: string, secret: string) =>
-    from(test, address, { method: 'POST', url: '/oauth/token', headers: FORM, payload: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'admin', client_secret: secret }).toString() });
+    from(test, address, {
+      method: 'POST',
+      url: '/oauth/token',
+      headers: FORM,
+      payload: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: 'admin',
+        client_secret: secret,
+      }).toString(),
+    });
 
   it('POST /oauth/token: a wrong client_secret in the form (client_secret_post) spends the budget: 401 four times, then 429 even with the right secret', async () => {
-    const test = await app({ ROWI_AUTH_FAILURE_LIMIT: '4', ROWI_RATE_LIMIT_ANONYMOUS: '0', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const test = await app({
+      ROWI_AUTH_FAILURE_LIMIT: '4',
+      ROWI_RATE_LIMIT_ANONYMOUS: '0',
+      ROWI_RATE_LIMIT_ADMIN: '100000',
+    });
     const statuses = [];
     for (let index = 0; index < 4; index++) statuses.push((await tokenWithForm(test, '10.8.8.8', WRONG_KEY)).status);
     expect(statuses).toEqual([401, 401, 401, 401]);
@@ -222,27 +287,46 @@ describe('failed authentication, every way of presenting a credential', () => {
   });
 
   it('X-API-Key, Bearer, HTTP Basic and form fields spend one budget per address: the fifth failure, whichever way, is 429', async () => {
-    const test = await app({ ROWI_AUTH_FAILURE_LIMIT: '4', ROWI_RATE_LIMIT_ANONYMOUS: '0', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const test = await app({
+      ROWI_AUTH_FAILURE_LIMIT: '4',
+      ROWI_RATE_LIMIT_ANONYMOUS: '0',
+      ROWI_RATE_LIMIT_ADMIN: '100000',
+    });
     const address = '10.6.6.6';
     const basic = `Basic ${Buffer.from(`admin:${WRONG_KEY}`).toString('base64')}`;
     const failures = [
       await from(test, address, { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } }),
       await from(test, address, { url: '/v1/users', headers: { authorization: 'Bearer not.a.token' } }),
-      await from(test, address, { method: 'POST', url: '/oauth/token', headers: { ...FORM, authorization: basic }, payload: 'grant_type=client_credentials' }),
+      await from(test, address, {
+        method: 'POST',
+        url: '/oauth/token',
+        headers: { ...FORM, authorization: basic },
+        payload: 'grant_type=client_credentials',
+      }),
       await tokenWithForm(test, address, WRONG_KEY),
     ];
     expect(failures.map((reply) => reply.status)).toEqual([401, 401, 401, 401]);
     for (const next of [
       () => tokenWithForm(test, address, WRONG_KEY),
       () => from(test, address, { url: '/v1/users', headers: { 'x-api-key': test.adminKey } }),
-      () => from(test, address, { method: 'POST', url: '/oauth/token', headers: { ...FORM, authorization: basic }, payload: 'grant_type=client_credentials' }),
+      () =>
+        from(test, address, {
+          method: 'POST',
+          url: '/oauth/token',
+          headers: { ...FORM, authorization: basic },
+          payload: 'grant_type=client_credentials',
+        }),
     ]) {
       expect(expectProblem(await next(), 429, 'rate-limited').policy).toBe('failed-auth');
     }
   });
 
   it('ROWI_AUTH_FAILURE_LIMIT=0: the policy is off: 30 wrong keys and 30 wrong form secrets from one address are each 401, none held back or refused; /v1/limits says null', async () => {
-    const test = await app({ ROWI_AUTH_FAILURE_LIMIT: '0', ROWI_RATE_LIMIT_ANONYMOUS: '0', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const test = await app({
+      ROWI_AUTH_FAILURE_LIMIT: '0',
+      ROWI_RATE_LIMIT_ANONYMOUS: '0',
+      ROWI_RATE_LIMIT_ADMIN: '100000',
+    });
     const started = performance.now();
     const statuses = new Set<number>();
     for (let index = 0; index < 30; index++) {
@@ -258,7 +342,11 @@ describe('failed authentication, every way of presenting a credential', () => {
 
 describe.skipIf(REDIS_URL === undefined)('counters in Redis (ROWI_REDIS_URL)', () => {
   it('two instances on one database share one budget: the requests they allow together stay within the policy', async () => {
-    const first = await app({ ROWI_REDIS_URL: REDIS_URL!, ROWI_RATE_LIMIT_EDITOR: '10', ROWI_RATE_LIMIT_ADMIN: '100000' });
+    const first = await app({
+      ROWI_REDIS_URL: REDIS_URL!,
+      ROWI_RATE_LIMIT_EDITOR: '10',
+      ROWI_RATE_LIMIT_ADMIN: '100000',
+    });
     // A second instance on the same database (and Redis).
     const storage = await openStorage(first.config, pino({ level: 'silent' }));
     const second = await buildApp({ config: first.config, storage, logger: pino({ level: 'silent' }) });
@@ -266,14 +354,22 @@ describe.skipIf(REDIS_URL === undefined)('counters in Redis (ROWI_REDIS_URL)', (
       await second.ready();
       const { key } = await createCallerWithKey(first, { role: 'editor' });
       const statuses = [];
-      for (let index = 0; index < 30; index++) statuses.push((index % 2 === 0 ? await first.call({ url: '/v1/users', key }) : await call(second, { url: '/v1/users', key })).status);
-    // 10 per minute: one more every 6 s, so within these few hundred milliseconds exactly 10 pass.
+      for (let index = 0; index < 30; index++)
+        statuses.push(
+          (index % 2 === 0
+            ? await first.call({ url: '/v1/users', key })
+            : await call(second, { url: '/v1/users', key })
+          ).status,
+        );
+      // 10 per minute: one more every 6 s, so within these few hundred milliseconds exactly 10 pass.
       expect(statuses.filter((status) => status === 200)).toHaveLength(10);
       expect(statuses.filter((status) => status === 429)).toHaveLength(20);
       // Both instances allowed some: the budget was spent jointly, not per instance.
       expect(statuses.filter((status, index) => status === 200 && index % 2 === 1).length).toBeGreaterThan(0);
       expect((await first.call({ url: '/v1/limits' })).json.counted).toBe('redis');
-      expect((await first.call({ url: '/health/ready', key: null })).json.checks.rate_limits).toMatchObject({ status: 'pass' });
+      expect((await first.call({ url: '/health/ready', key: null })).json.checks.rate_limits).toMatchObject({
+        status: 'pass',
+      });
     } finally {
       await second.close();
       await storage.close();

@@ -20,7 +20,12 @@ function expectRawProblem(raw: string, status: number, type: string): void {
   expect(head).toMatch(/\r\ncontent-type: application\/problem\+json/i);
   expect(head).toMatch(/\r\nconnection: close/i);
   const requestId = /\r\nx-request-id: (\S+)/i.exec(head)?.[1];
-  expect(JSON.parse(body)).toMatchObject({ type: `/problems/${type}`, status, request_id: requestId, instance: `urn:uuid:${requestId}` });
+  expect(JSON.parse(body)).toMatchObject({
+    type: `/problems/${type}`,
+    status,
+    request_id: requestId,
+    instance: `urn:uuid:${requestId}`,
+  });
 }
 
 /** Sends raw bytes on a new connection and collects the answer until the server closes it. */
@@ -51,7 +56,13 @@ interface Dribble {
  * Sends `head` at once, then `tail` one byte every `everyMs` until the server ends the
  * connection (or `giveUpMs` passes, which fails the test's bounds).
  */
-function dribble(server: RunningServer, head: string, tail: string, everyMs: number, giveUpMs = 10_000): Promise<Dribble> {
+function dribble(
+  server: RunningServer,
+  head: string,
+  tail: string,
+  everyMs: number,
+  giveUpMs = 10_000,
+): Promise<Dribble> {
   const { port } = new URL(server.baseUrl);
   return new Promise((resolveDribble) => {
     const socket: Socket = connect(Number(port), '127.0.0.1');
@@ -89,7 +100,10 @@ async function servedMeanwhile(server: RunningServer, until: Promise<unknown>): 
   const statuses: number[] = [];
   while (!done && statuses.length < 100) {
     try {
-      const reply = await fetch(`${server.baseUrl}/v1/users?limit=1`, { headers: { 'x-api-key': server.adminKey }, signal: AbortSignal.timeout(1000) });
+      const reply = await fetch(`${server.baseUrl}/v1/users?limit=1`, {
+        headers: { 'x-api-key': server.adminKey },
+        signal: AbortSignal.timeout(1000),
+      });
       await reply.arrayBuffer();
       statuses.push(reply.status);
     } catch {
@@ -137,7 +151,8 @@ describe('slow clients, over a real socket', () => {
     const body = JSON.stringify({ name: 'Slow Body', email }).padEnd(100, ' ');
     expect(body).toHaveLength(100);
     const head =
-      `POST /v1/users HTTP/1.1\r\nHost: x\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n` + body.slice(0, 10);
+      `POST /v1/users HTTP/1.1\r\nHost: x\r\nX-API-Key: ${server.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n` +
+      body.slice(0, 10);
 
     const slow = dribble(server, head, body.slice(10), 300);
     const statuses = await servedMeanwhile(server, slow);
@@ -150,7 +165,9 @@ describe('slow clients, over a real socket', () => {
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     // The body never arrived whole: the handler never ran.
     await pause(500);
-    const list = await fetch(`${server.baseUrl}/v1/users?email=${encodeURIComponent(email)}`, { headers: { 'x-api-key': server.adminKey } });
+    const list = await fetch(`${server.baseUrl}/v1/users?email=${encodeURIComponent(email)}`, {
+      headers: { 'x-api-key': server.adminKey },
+    });
     expect(list.status).toBe(200);
     expect(((await list.json()) as { data: unknown[] }).data).toEqual([]);
     expect(server.child.exitCode).toBeNull();
@@ -167,7 +184,11 @@ describe('malformed requests, over a real socket', () => {
   });
 
   it('headers larger than Node reads (20 KB): 431 headers-too-large problem, connection closed', async () => {
-    expectRawProblem(await rawExchange(server, `GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'headers-too-large');
+    expectRawProblem(
+      await rawExchange(server, `GET /v1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      'headers-too-large',
+    );
   });
 
   it('a request line that is not HTTP: 400 bad-request problem, connection closed', async () => {

@@ -14,7 +14,13 @@ import { tempFolder } from '../helpers/temp.js';
 describe('server time-outs', () => {
   it('serverTimeouts: the settings as they are, an idle bound past both the request and the handler bounds, checked every second', () => {
     const timeouts = serverTimeouts(loadConfig({}));
-    expect(timeouts).toEqual({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 72_000, connectionTimeout: 35_000, connectionsCheckingInterval: 1000 });
+    expect(timeouts).toEqual({
+      headersTimeout: 10_000,
+      requestTimeout: 30_000,
+      keepAliveTimeout: 72_000,
+      connectionTimeout: 35_000,
+      connectionsCheckingInterval: 1000,
+    });
     const slowHandlers = serverTimeouts(loadConfig({ ROWI_HANDLER_TIMEOUT: '60000' }));
     expect(slowHandlers.connectionTimeout).toBe(65_000);
   });
@@ -27,15 +33,26 @@ describe('server time-outs', () => {
 
   it('transportOptions: the HTTPS server gets the same Node time-outs as the HTTP one', () => {
     const certificates = makeCertificates(tempFolder('tls'));
-    const options = transportOptions(loadConfig({ ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: certificates.key, ROWI_HEADERS_TIMEOUT: '3000' }));
-    expect(options.https).toMatchObject({ minVersion: 'TLSv1.2', headersTimeout: 3000, requestTimeout: 30_000, connectionsCheckingInterval: 1000 });
+    const options = transportOptions(
+      loadConfig({ ROWI_TLS_CERT: certificates.cert, ROWI_TLS_KEY: certificates.key, ROWI_HEADERS_TIMEOUT: '3000' }),
+    );
+    expect(options.https).toMatchObject({
+      minVersion: 'TLSv1.2',
+      headersTimeout: 3000,
+      requestTimeout: 30_000,
+      connectionsCheckingInterval: 1000,
+    });
     expect(options.http).toEqual({ headersTimeout: 3000, requestTimeout: 30_000, connectionsCheckingInterval: 1000 });
   });
 
   describe('the app built with ROWI_HEADERS_TIMEOUT=4000, ROWI_REQUEST_TIMEOUT=8000, ROWI_KEEP_ALIVE_TIMEOUT=65000', () => {
     let test: TestApp;
     beforeAll(async () => {
-      test = await startApp({ ROWI_HEADERS_TIMEOUT: '4000', ROWI_REQUEST_TIMEOUT: '8000', ROWI_KEEP_ALIVE_TIMEOUT: '65000' });
+      test = await startApp({
+        ROWI_HEADERS_TIMEOUT: '4000',
+        ROWI_REQUEST_TIMEOUT: '8000',
+        ROWI_KEEP_ALIVE_TIMEOUT: '65000',
+      });
     });
     afterAll(async () => test?.close());
 
@@ -51,7 +68,9 @@ describe('server time-outs', () => {
 
     it('buildApp refuses a header bound past the request bound before it listens', async () => {
       const config = { ...test.config, headersTimeout: 9000, requestTimeout: 8000 };
-      await expect(buildApp({ config, storage: test.storage, logger: pino({ level: 'silent' }) })).rejects.toThrow(ConfigError);
+      await expect(buildApp({ config, storage: test.storage, logger: pino({ level: 'silent' }) })).rejects.toThrow(
+        ConfigError,
+      );
     });
   });
 });

@@ -23,7 +23,9 @@ describe('PostgreSQL reporting a damaged table', () => {
     test = await startApp({}, logger);
     await createUser(test);
     await sql`create function damaged_block() returns boolean language plpgsql as $$
-      begin raise exception 'invalid page in block 0 of relation base/16384/16385' using errcode = 'data_corrupted'; end $$`.execute(test.storage.db);
+      begin raise exception 'invalid page in block 0 of relation base/16384/16385' using errcode = 'data_corrupted'; end $$`.execute(
+      test.storage.db,
+    );
     await sql`alter table users rename to users_stored`.execute(test.storage.db);
     await sql`create view users as select * from users_stored where damaged_block()`.execute(test.storage.db);
 
@@ -33,7 +35,9 @@ describe('PostgreSQL reporting a damaged table', () => {
       expect(list.headers['retry-after']).toBe('60');
     }
     const ready = await test.call({ url: '/health/ready', key: null });
-    expect(expectProblem(ready, 503, 'service-unavailable').checks).toMatchObject({ database: { status: 'fail', output: 'the database is damaged (the log says where, and what to do)' } });
+    expect(expectProblem(ready, 503, 'service-unavailable').checks).toMatchObject({
+      database: { status: 'fail', output: 'the database is damaged (the log says where, and what to do)' },
+    });
     // PostgreSQL keeps the damage to its block, behind its own write-ahead log: other tables take writes.
     expect((await test.call({ method: 'POST', url: '/v1/items', body: buildItem() })).status).toBe(201);
 

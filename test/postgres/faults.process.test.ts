@@ -77,12 +77,21 @@ async function send(url: string, init: RequestInit = {}, limitMs = DB_TIMEOUT_MS
     response = await fetch(url, { ...init, signal: AbortSignal.timeout(limitMs) });
     text = await response.text();
   } catch (error) {
-    throw new NoAnswer(`${init.method ?? 'GET'} ${url}: no answer within ${limitMs} ms, after ${Math.round(performance.now() - sentAt)} ms (${(error as Error).message}: ${String((error as Error).cause)})`);
+    throw new NoAnswer(
+      `${init.method ?? 'GET'} ${url}: no answer within ${limitMs} ms, after ${Math.round(performance.now() - sentAt)} ms (${(error as Error).message}: ${String((error as Error).cause)})`,
+    );
   }
   const mediaType = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
   let body: unknown = text;
   if (mediaType.endsWith('json') && text !== '') body = JSON.parse(text);
-  return { sentAt, ms: performance.now() - sentAt, status: response.status, headers: response.headers, body, mediaType };
+  return {
+    sentAt,
+    ms: performance.now() - sentAt,
+    status: response.status,
+    headers: response.headers,
+    body,
+    mediaType,
+  };
 }
 
 /** Why an answer is not the 503 problem a caller should get when the database cannot take a request ('' if it is). */
@@ -93,7 +102,8 @@ function notUnavailable(answer: Answer): string {
   if (answer.mediaType !== 'application/problem+json') failures.push(`media type ${answer.mediaType}`);
   if (problem?.type !== '/problems/service-unavailable') failures.push(`type ${String(problem?.type)}`);
   if (problem?.status !== 503) failures.push(`problem status ${String(problem?.status)}`);
-  if (!/^\d+$/.test(answer.headers.get('retry-after') ?? '')) failures.push(`Retry-After ${answer.headers.get('retry-after')}`);
+  if (!/^\d+$/.test(answer.headers.get('retry-after') ?? ''))
+    failures.push(`Retry-After ${answer.headers.get('retry-after')}`);
   return failures.length === 0 ? '' : `${failures.join(', ')}: ${JSON.stringify(answer.body)}`;
 }
 
@@ -176,7 +186,11 @@ describe('rowi serve on PostgreSQL: faults', () => {
 
       await proxy.start();
       const restartedAt = performance.now();
-      await until('a user created after PostgreSQL is back', () => answers.some((answer) => answer.status === 201 && answer.sentAt > restartedAt), 8000);
+      await until(
+        'a user created after PostgreSQL is back',
+        () => answers.some((answer) => answer.status === 201 && answer.sentAt > restartedAt),
+        8000,
+      );
       expect((await send(`${server.baseUrl}/health/ready`)).status).toBe(200);
       done = true;
       await Promise.all(writers);
@@ -186,7 +200,9 @@ describe('rowi serve on PostgreSQL: faults', () => {
       const during = answers.filter((answer) => answer.sentAt > stoppedAt && answer.sentAt + answer.ms < restartedAt);
       expect(during.length).toBeGreaterThan(10);
       expect(during.filter((answer) => answer.status !== 503)).toEqual([]);
-      const unexpected = answers.filter((answer) => answer.status !== 201 && notUnavailable(answer) !== '').map((answer) => notUnavailable(answer));
+      const unexpected = answers
+        .filter((answer) => answer.status !== 201 && notUnavailable(answer) !== '')
+        .map((answer) => notUnavailable(answer));
       expect(unexpected).toEqual([]);
       expect(Math.max(...answers.map((answer) => answer.ms))).toBeLessThan(DB_TIMEOUT_MS + SLACK_MS);
 
@@ -211,12 +227,26 @@ describe('rowi serve on PostgreSQL: faults', () => {
 
   describe('a database that cannot be used at start: exit code 2, a message naming ROWI_DATABASE_URL, nothing listens', () => {
     const serveWith = (url: string) =>
-      runCli(['serve'], { ROWI_DATABASE_URL: url, ROWI_HOST: '127.0.0.1', ROWI_PORT: '0', ROWI_WORKERS: '1', ROWI_LOG_LEVEL: 'info' });
+      runCli(['serve'], {
+        ROWI_DATABASE_URL: url,
+        ROWI_HOST: '127.0.0.1',
+        ROWI_PORT: '0',
+        ROWI_WORKERS: '1',
+        ROWI_LOG_LEVEL: 'info',
+      });
     const server = new URL(PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
 
     it.each([
-      { what: 'an unknown database', change: (url: URL) => void (url.pathname = '/no_such_db_xyz'), reason: /database "no_such_db_xyz" does not exist/ },
-      { what: 'an unknown user', change: (url: URL) => void (url.username = 'no_such_user'), reason: /role "no_such_user" does not exist/ },
+      {
+        what: 'an unknown database',
+        change: (url: URL) => void (url.pathname = '/no_such_db_xyz'),
+        reason: /database "no_such_db_xyz" does not exist/,
+      },
+      {
+        what: 'an unknown user',
+        change: (url: URL) => void (url.username = 'no_such_user'),
+        reason: /role "no_such_user" does not exist/,
+      },
     ])('$what', async ({ change, reason }) => {
       const url = new URL(server);
       change(url);
@@ -286,7 +316,13 @@ describe('rowi serve on PostgreSQL: faults', () => {
     expect(server.child.exitCode).toBeNull();
 
     const unlocked = await burst();
-    expect(tally(unlocked.answers.filter((answer) => answer.status !== 200).map((answer) => `${answer.status} ${(answer.body as { type?: string }).type}`))).toEqual({});
+    expect(
+      tally(
+        unlocked.answers
+          .filter((answer) => answer.status !== 200)
+          .map((answer) => `${answer.status} ${(answer.body as { type?: string }).type}`),
+      ),
+    ).toEqual({});
     expect(server.child.exitCode).toBeNull();
   });
 
@@ -294,14 +330,20 @@ describe('rowi serve on PostgreSQL: faults', () => {
     const db = await database();
     // Only one of the two finds the database empty and prints the first admin key; startServer
     // insists on a key, so both are given a placeholder and the printed one is taken after.
-    const starts = await Promise.allSettled([0, 1].map(() => serve({ database: { ROWI_DATABASE_URL: db.url }, adminKey: 'placeholder', timeoutMs: 10_000 })));
+    const starts = await Promise.allSettled(
+      [0, 1].map(() => serve({ database: { ROWI_DATABASE_URL: db.url }, adminKey: 'placeholder', timeoutMs: 10_000 })),
+    );
     const failed = starts.find((start) => start.status === 'rejected');
     if (failed) throw failed.reason;
     const both = starts.map((start) => (start as PromiseFulfilledResult<RunningServer>).value);
-    const printed = both.map((server) => /^ {2}ROWI_KEY=(rowi_\S+)$/m.exec(server.stderr())?.[1]).filter((key) => key !== undefined);
+    const printed = both
+      .map((server) => /^ {2}ROWI_KEY=(rowi_\S+)$/m.exec(server.stderr())?.[1])
+      .filter((key) => key !== undefined);
     expect(printed).toHaveLength(1);
 
-    const { rows: migrations } = await adminQuery(`select name, count(*)::int as n from ${db.schema}.kysely_migration group by name order by name`);
+    const { rows: migrations } = await adminQuery(
+      `select name, count(*)::int as n from ${db.schema}.kysely_migration group by name order by name`,
+    );
     expect(migrations).toEqual(migrationNames().map((name) => ({ name, n: 1 })));
     const { rows: admins } = await adminQuery(`select count(*)::int as n from ${db.schema}.callers`);
     expect(admins).toEqual([{ n: 1 }]);

@@ -24,7 +24,11 @@ afterEach(async () => {
 async function open(): Promise<Storage> {
   const database = await createTestDatabase('postgres');
   databases.push(database);
-  const config = loadConfig({ ROWI_DATABASE_URL: database.env.ROWI_DATABASE_URL!, ROWI_DATABASE_POOL_SIZE: '1', ROWI_LOG_LEVEL: 'silent' });
+  const config = loadConfig({
+    ROWI_DATABASE_URL: database.env.ROWI_DATABASE_URL!,
+    ROWI_DATABASE_POOL_SIZE: '1',
+    ROWI_LOG_LEVEL: 'silent',
+  });
   const storage = await openStorage(config, pino({ level: 'silent' }));
   storages.push(storage);
   await migrateStorage(storage);
@@ -33,27 +37,55 @@ async function open(): Promise<Storage> {
 
 /** The statements prepared on the pool's one connection, by text. */
 async function prepared(storage: Storage): Promise<Map<string, string>> {
-  const { rows } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(storage.db);
+  const { rows } = await sql<{
+    name: string;
+    statement: string;
+  }>`select name, statement from pg_prepared_statements`.execute(storage.db);
   return new Map(rows.map((row) => [row.statement, row.name]));
 }
 
 describe('prepared statements on PostgreSQL', () => {
   it('a statement run twice is prepared once, under a name, and answers alike both times', async () => {
     const storage = await open();
-    const insert = () => storage.db.insertInto('items').values({ name: 'Lamp', sku: 'LAMP-1', price: 1999, version: 1, created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' }).returning('id').executeTakeFirstOrThrow();
+    const insert = () =>
+      storage.db
+        .insertInto('items')
+        .values({
+          name: 'Lamp',
+          sku: 'LAMP-1',
+          price: 1999,
+          version: 1,
+          created_at: '2026-01-01T00:00:00.000Z',
+          updated_at: '2026-01-01T00:00:00.000Z',
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
     await insert();
     const read = () => storage.db.selectFrom('items').select(['name', 'price']).where('sku', '=', 'LAMP-1').execute();
     expect(await read()).toEqual([{ name: 'Lamp', price: 1999 }]);
     expect(await read()).toEqual([{ name: 'Lamp', price: 1999 }]);
     const statements = await prepared(storage);
-    const text = [...statements.keys()].filter((statement) => statement.startsWith('select "name", "price" from "items"'));
+    const text = [...statements.keys()].filter((statement) =>
+      statement.startsWith('select "name", "price" from "items"'),
+    );
     expect(text).toHaveLength(1);
     expect(statements.get(text[0]!)).toMatch(/^rowi_\d+$/);
   });
 
   it('a failing prepared statement fails as before (a unique violation, SQLSTATE 23505), and the connection goes on', async () => {
     const storage = await open();
-    const insert = (sku: string) => storage.db.insertInto('items').values({ name: 'Lamp', sku, price: 1, version: 1, created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' }).execute();
+    const insert = (sku: string) =>
+      storage.db
+        .insertInto('items')
+        .values({
+          name: 'Lamp',
+          sku,
+          price: 1,
+          version: 1,
+          created_at: '2026-01-01T00:00:00.000Z',
+          updated_at: '2026-01-01T00:00:00.000Z',
+        })
+        .execute();
     await insert('A-1');
     await expect(insert('A-1')).rejects.toMatchObject({ code: '23505' });
     await insert('A-2');

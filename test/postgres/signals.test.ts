@@ -34,7 +34,10 @@ interface Heard {
 }
 
 async function open(url: string): Promise<{ storage: Storage; heard: Heard }> {
-  const storage = await openStorage(loadConfig({ ROWI_DATABASE_URL: url, ROWI_LOG_LEVEL: 'silent' }), pino({ level: 'silent' }));
+  const storage = await openStorage(
+    loadConfig({ ROWI_DATABASE_URL: url, ROWI_LOG_LEVEL: 'silent' }),
+    pino({ level: 'silent' }),
+  );
   storages.push(storage);
   const topics: string[] = [];
   storage.signals.subscribe((topic) => topics.push(topic));
@@ -43,7 +46,8 @@ async function open(url: string): Promise<{ storage: Storage; heard: Heard }> {
     async next(topic, limitMs) {
       const deadline = performance.now() + limitMs;
       while (!topics.includes(topic)) {
-        if (performance.now() > deadline) throw new Error(`"${topic}" not heard within ${limitMs} ms (heard ${JSON.stringify(topics)})`);
+        if (performance.now() > deadline)
+          throw new Error(`"${topic}" not heard within ${limitMs} ms (heard ${JSON.stringify(topics)})`);
         await sleep(10);
       }
     },
@@ -68,7 +72,8 @@ async function awaitListeners(schemaName: string, count: number, limitMs = 3000)
   for (;;) {
     const pids = await listeners(schemaName);
     if (pids.length === count) return pids;
-    if (performance.now() > deadline) throw new Error(`${count} listeners on ${schemaName} expected, found ${pids.length}`);
+    if (performance.now() > deadline)
+      throw new Error(`${count} listeners on ${schemaName} expected, found ${pids.length}`);
     await sleep(25);
   }
 }

@@ -19,7 +19,13 @@ afterEach(() => test.close());
 const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' };
 
 const patchCaller = (id: number, body: unknown, key?: string) =>
-  test.call({ method: 'PATCH', url: `/v1/callers/${id}`, headers: MERGE_PATCH, body: JSON.stringify(body), ...(key ? { key } : {}) });
+  test.call({
+    method: 'PATCH',
+    url: `/v1/callers/${id}`,
+    headers: MERGE_PATCH,
+    body: JSON.stringify(body),
+    ...(key ? { key } : {}),
+  });
 
 async function storedState() {
   const db = test.storage.db;
@@ -30,7 +36,11 @@ async function storedState() {
 }
 
 /** Refused with last-admin, nothing changed, and the first admin's key still manages callers. */
-async function expectRefused(reply: Awaited<ReturnType<TestApp['call']>>, before: Awaited<ReturnType<typeof storedState>>, detail: RegExp) {
+async function expectRefused(
+  reply: Awaited<ReturnType<TestApp['call']>>,
+  before: Awaited<ReturnType<typeof storedState>>,
+  detail: RegExp,
+) {
   const problem = expectProblem(reply, 409, 'last-admin');
   expect(problem.detail).toMatch(detail);
   expect(await storedState()).toEqual(before);
@@ -42,10 +52,17 @@ describe('the last caller that can manage callers', () => {
     ['callers:update', ['callers:update']],
     ['callers:read', ['callers:read']],
     ['both', ['callers:read', 'callers:update', 'callers:delete']],
-  ])('PATCH /v1/callers/{id}: 409 last-admin when the only admin removes %s from itself through removed_scopes', async (_case, removed) => {
-    const before = await storedState();
-    await expectRefused(await patchCaller(1, { removed_scopes: removed }), before, /would leave no caller that can manage callers/);
-  });
+  ])(
+    'PATCH /v1/callers/{id}: 409 last-admin when the only admin removes %s from itself through removed_scopes',
+    async (_case, removed) => {
+      const before = await storedState();
+      await expectRefused(
+        await patchCaller(1, { removed_scopes: removed }),
+        before,
+        /would leave no caller that can manage callers/,
+      );
+    },
+  );
 
   it('PATCH /v1/callers/{id}: 200 when the only admin removes callers:delete and callers:create from itself: it can still give them back', async () => {
     const removed = await patchCaller(1, { removed_scopes: ['callers:delete', 'callers:create'] });
@@ -58,17 +75,29 @@ describe('the last caller that can manage callers', () => {
 
   it('PATCH /v1/callers/{id}: 409 last-admin when the only admin is demoted', async () => {
     const before = await storedState();
-    await expectRefused(await patchCaller(1, { role: 'editor' }), before, /demoting it to editor would leave nobody able to/);
+    await expectRefused(
+      await patchCaller(1, { role: 'editor' }),
+      before,
+      /demoting it to editor would leave nobody able to/,
+    );
   });
 
   it('DELETE /v1/callers/{id}: 409 last-admin when the only admin is deleted', async () => {
     const before = await storedState();
-    await expectRefused(await test.call({ method: 'DELETE', url: '/v1/callers/1' }), before, /deleting it would leave nobody able to/);
+    await expectRefused(
+      await test.call({ method: 'DELETE', url: '/v1/callers/1' }),
+      before,
+      /deleting it would leave nobody able to/,
+    );
   });
 
-  it('DELETE /v1/callers/{id}/keys/{key_id}: 409 last-admin when it is the only admin\'s last working key', async () => {
+  it("DELETE /v1/callers/{id}/keys/{key_id}: 409 last-admin when it is the only admin's last working key", async () => {
     const before = await storedState();
-    await expectRefused(await test.call({ method: 'DELETE', url: '/v1/callers/1/keys/1' }), before, /last working API key of caller 1/);
+    await expectRefused(
+      await test.call({ method: 'DELETE', url: '/v1/callers/1/keys/1' }),
+      before,
+      /last working API key of caller 1/,
+    );
   });
 
   it('DELETE /v1/callers/{id}/keys/{key_id}: 204 when the admin has another working key, then 409 for that last one', async () => {
@@ -76,32 +105,58 @@ describe('the last caller that can manage callers', () => {
     expect(second.status).toBe(201);
     expect((await test.call({ method: 'DELETE', url: '/v1/callers/1/keys/1', key: second.json.key })).status).toBe(204);
     const before = await storedState();
-    const reply = await test.call({ method: 'DELETE', url: `/v1/callers/1/keys/${second.json.id}`, key: second.json.key });
+    const reply = await test.call({
+      method: 'DELETE',
+      url: `/v1/callers/1/keys/${second.json.id}`,
+      key: second.json.key,
+    });
     const problem = expectProblem(reply, 409, 'last-admin');
     expect(problem.detail).toMatch(new RegExp(`Key ${second.json.id} is the last working API key`));
     expect(await storedState()).toEqual(before);
   });
 
   it('PATCH /v1/callers/{id}: 409 last-admin when the only other admin has no API key', async () => {
-    const other = await test.call({ method: 'POST', url: '/v1/callers', body: { name: 'keyless-admin', role: 'admin' } });
+    const other = await test.call({
+      method: 'POST',
+      url: '/v1/callers',
+      body: { name: 'keyless-admin', role: 'admin' },
+    });
     expect(other.status).toBe(201);
     const before = await storedState();
     await expectRefused(await patchCaller(1, { role: 'reader' }), before, /last caller that can manage callers/);
   });
 
-  it('PATCH /v1/callers/{id}: 409 last-admin when the only other admin\'s keys are revoked or expired', async () => {
+  it("PATCH /v1/callers/{id}: 409 last-admin when the only other admin's keys are revoked or expired", async () => {
     const other = await createCallerWithKey(test, { role: 'admin' });
-    const expired = await test.call({ method: 'POST', url: `/v1/callers/${other.caller.id}/keys`, body: { expires_at: '2099-01-01T00:00:00Z' } });
-    await test.storage.db.updateTable('api_keys').set({ expires_at: '2001-01-01T00:00:00.000Z' }).where('id', '=', expired.json.id).execute();
-    expect((await test.call({ method: 'DELETE', url: `/v1/callers/${other.caller.id}/keys/${other.keyId}` })).status).toBe(204);
+    const expired = await test.call({
+      method: 'POST',
+      url: `/v1/callers/${other.caller.id}/keys`,
+      body: { expires_at: '2099-01-01T00:00:00Z' },
+    });
+    await test.storage.db
+      .updateTable('api_keys')
+      .set({ expires_at: '2001-01-01T00:00:00.000Z' })
+      .where('id', '=', expired.json.id)
+      .execute();
+    expect(
+      (await test.call({ method: 'DELETE', url: `/v1/callers/${other.caller.id}/keys/${other.keyId}` })).status,
+    ).toBe(204);
     const before = await storedState();
-    await expectRefused(await test.call({ method: 'DELETE', url: '/v1/callers/1' }), before, /deleting it would leave nobody able to/);
+    await expectRefused(
+      await test.call({ method: 'DELETE', url: '/v1/callers/1' }),
+      before,
+      /deleting it would leave nobody able to/,
+    );
   });
 
   it('PATCH /v1/callers/{id}: 409 last-admin when the only other admin has lost callers:update', async () => {
     await createCallerWithKey(test, { role: 'admin', removed_scopes: ['callers:update'] });
     const before = await storedState();
-    await expectRefused(await patchCaller(1, { removed_scopes: ['callers:read'] }), before, /Removing callers:read from caller 1/);
+    await expectRefused(
+      await patchCaller(1, { removed_scopes: ['callers:read'] }),
+      before,
+      /Removing callers:read from caller 1/,
+    );
   });
 
   it('PATCH and DELETE /v1/callers/{id}: 200 and 204 when another admin with a working key remains, and that admin manages callers afterwards', async () => {
@@ -109,10 +164,14 @@ describe('the last caller that can manage callers', () => {
     expect((await patchCaller(1, { role: 'editor' })).status).toBe(200);
     expect((await test.call({ method: 'DELETE', url: '/v1/callers/1', key: other.key })).status).toBe(204);
     expect((await test.call({ url: '/v1/callers', key: other.key })).status).toBe(200);
-    expectProblem(await test.call({ method: 'DELETE', url: `/v1/callers/${other.caller.id}`, key: other.key }), 409, 'last-admin');
+    expectProblem(
+      await test.call({ method: 'DELETE', url: `/v1/callers/${other.caller.id}`, key: other.key }),
+      409,
+      'last-admin',
+    );
   });
 
-  it('concurrently demoting one admin and revoking the other admin\'s only key: never both; a caller that can manage callers always remains (20 rounds)', async () => {
+  it("concurrently demoting one admin and revoking the other admin's only key: never both; a caller that can manage callers always remains (20 rounds)", async () => {
     for (let round = 0; round < 20; round++) {
       const first = await createCallerWithKey(test, { role: 'admin' });
       const second = await createCallerWithKey(test, { role: 'admin' });
@@ -126,8 +185,12 @@ describe('the last caller that can manage callers', () => {
 
       // Never both. The one that loses is refused 409 last-admin, or 403 when the demotion landed
       // first and the revocation came from the caller it demoted.
-      expect(demote.status === 200 && revoke.status === 204, `round ${round}: ${demote.text} / ${revoke.text}`).toBe(false);
-      expect([200, 204], `round ${round}: neither succeeded: ${demote.text} / ${revoke.text}`).toContain(demote.status === 200 ? 200 : revoke.status);
+      expect(demote.status === 200 && revoke.status === 204, `round ${round}: ${demote.text} / ${revoke.text}`).toBe(
+        false,
+      );
+      expect([200, 204], `round ${round}: neither succeeded: ${demote.text} / ${revoke.text}`).toContain(
+        demote.status === 200 ? 200 : revoke.status,
+      );
       const survivor = demote.status === 200 ? second.key : first.key;
       expect((await test.call({ url: '/v1/callers', key: survivor })).status).toBe(200);
 

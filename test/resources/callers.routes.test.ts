@@ -7,7 +7,14 @@ import { createCallerWithKey } from '../helpers/records.js';
 const KEY_PATTERN = /^rowi_[a-z0-9]{8}_[A-Za-z0-9_-]{43}$/;
 
 /** The editor role's scopes, in the API's stable order (resource by resource; read, create, update, delete). */
-const EDITOR_SCOPES = [...['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) => [`${resource}:read`, `${resource}:create`, `${resource}:update`]), 'events:read'];
+const EDITOR_SCOPES = [
+  ...['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) => [
+    `${resource}:read`,
+    `${resource}:create`,
+    `${resource}:update`,
+  ]),
+  'events:read',
+];
 
 let test: TestApp;
 beforeAll(async () => {
@@ -33,7 +40,12 @@ function postCaller(body: unknown, app: TestApp = test) {
 }
 
 function patchCaller(id: number, body: unknown, headers: Record<string, string> = {}, app: TestApp = test) {
-  return app.call({ method: 'PATCH', url: `/v1/callers/${id}`, headers: { 'content-type': 'application/merge-patch+json', ...headers }, body: JSON.stringify(body) });
+  return app.call({
+    method: 'PATCH',
+    url: `/v1/callers/${id}`,
+    headers: { 'content-type': 'application/merge-patch+json', ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 async function newCaller(name: string, role = 'editor', app: TestApp = test) {
@@ -54,7 +66,12 @@ function readUsers(key: string, app: TestApp = test) {
 
 describe('POST /v1/callers', () => {
   it('POST /v1/callers: 201 with Location, ETag and scopes = role + extra − removed, stored with its grants', async () => {
-    const reply = await postCaller({ name: 'sales-system', role: 'editor', extra_scopes: ['orders:delete'], removed_scopes: ['weather:read'] });
+    const reply = await postCaller({
+      name: 'sales-system',
+      role: 'editor',
+      extra_scopes: ['orders:delete'],
+      removed_scopes: ['weather:read'],
+    });
 
     expect(reply.status).toBe(201);
     expect(reply.headers.location).toBe(`/v1/callers/${reply.json.id}`);
@@ -72,8 +89,18 @@ describe('POST /v1/callers', () => {
       created_at: expect.any(String),
       updated_at: reply.json.created_at,
     });
-    const stored = await test.storage.db.selectFrom('callers').selectAll().where('id', '=', reply.json.id).executeTakeFirstOrThrow();
-    expect(stored).toMatchObject({ name: 'sales-system', role: 'editor', extra_scopes: 'orders:delete', removed_scopes: 'weather:read', version: 1 });
+    const stored = await test.storage.db
+      .selectFrom('callers')
+      .selectAll()
+      .where('id', '=', reply.json.id)
+      .executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({
+      name: 'sales-system',
+      role: 'editor',
+      extra_scopes: 'orders:delete',
+      removed_scopes: 'weather:read',
+      version: 1,
+    });
     // A caller starts without keys.
     expect((await storedKeys()).filter((key) => key.caller_id === reply.json.id)).toEqual([]);
   });
@@ -84,12 +111,24 @@ describe('POST /v1/callers', () => {
     ['an empty name', { name: '', role: 'reader' }, '#/name'],
     ['an unknown role', { name: 'crm', role: 'superuser' }, '#/role'],
     ['no role', { name: 'crm' }, '#/role'],
-    ['an unknown scope', { name: 'crm', role: 'reader', extra_scopes: ['users:read', 'users:fly'] }, '#/extra_scopes/1'],
-    ['an unknown removed scope', { name: 'crm', role: 'reader', removed_scopes: ['stock:steal'] }, '#/removed_scopes/0'],
+    [
+      'an unknown scope',
+      { name: 'crm', role: 'reader', extra_scopes: ['users:read', 'users:fly'] },
+      '#/extra_scopes/1',
+    ],
+    [
+      'an unknown removed scope',
+      { name: 'crm', role: 'reader', removed_scopes: ['stock:steal'] },
+      '#/removed_scopes/0',
+    ],
     ['a rate limit of 0', { name: 'crm', role: 'reader', rate_limit: 0 }, '#/rate_limit'],
     ['a rate limit that is not an integer', { name: 'crm', role: 'reader', rate_limit: 1.5 }, '#/rate_limit'],
     ['a rate limit as a string', { name: 'crm', role: 'reader', rate_limit: '100' }, '#/rate_limit'],
-    ['caller management as an extra scope', { name: 'crm', role: 'editor', extra_scopes: ['items:delete', 'callers:create'] }, '#/extra_scopes/1'],
+    [
+      'caller management as an extra scope',
+      { name: 'crm', role: 'editor', extra_scopes: ['items:delete', 'callers:create'] },
+      '#/extra_scopes/1',
+    ],
     ['an unknown field', { name: 'crm', role: 'reader', colour: 'blue' }, '#/colour'],
   ])('POST /v1/callers: 422 pointing at the field when the body has %s; nothing stored', async (_, body, pointer) => {
     const before = await storedCallers();
@@ -126,7 +165,13 @@ describe('GET /v1/callers', () => {
   it('GET /v1/callers: pages with limit and cursor in id order, and filters by role', async () => {
     const app = await startApp();
     try {
-      for (const [name, role] of [['r1', 'reader'], ['e1', 'editor'], ['r2', 'reader'], ['r3', 'reader']] as const) await newCaller(name, role, app);
+      for (const [name, role] of [
+        ['r1', 'reader'],
+        ['e1', 'editor'],
+        ['r2', 'reader'],
+        ['r3', 'reader'],
+      ] as const)
+        await newCaller(name, role, app);
 
       const first = await app.call({ url: '/v1/callers?limit=2' });
       expect(first.status).toBe(200);
@@ -152,31 +197,63 @@ describe('PATCH /v1/callers/{id}', () => {
     ['a fraction', 2.5],
     ['a string', '100'],
     ['a negative number', -1],
-  ])('PATCH /v1/callers/{id}: 422 pointing at #/rate_limit when it is %s; nothing stored changes', async (_, rateLimit) => {
-    const { caller } = await createCallerWithKey(test, { role: 'reader' });
-    const before = await storedCallers();
-    const problem = expectProblem(await patchCaller(caller.id, { rate_limit: rateLimit }), 422, 'validation-failed');
-    expect(problem.errors?.map((error) => error.pointer)).toContain('#/rate_limit');
-    expect(await storedCallers()).toEqual(before);
-  });
+  ])(
+    'PATCH /v1/callers/{id}: 422 pointing at #/rate_limit when it is %s; nothing stored changes',
+    async (_, rateLimit) => {
+      const { caller } = await createCallerWithKey(test, { role: 'reader' });
+      const before = await storedCallers();
+      const problem = expectProblem(await patchCaller(caller.id, { rate_limit: rateLimit }), 422, 'validation-failed');
+      expect(problem.errors?.map((error) => error.pointer)).toContain('#/rate_limit');
+      expect(await storedCallers()).toEqual(before);
+    },
+  );
 
   it('PATCH /v1/callers/{id}: 200 with the new role and grants, a new ETag, and the key gets the new scopes at once', async () => {
     const { caller, key } = await createCallerWithKey(test, { role: 'reader' });
-    expectProblem(await test.call({ method: 'POST', url: '/v1/users', key, body: { name: 'A', email: 'a.patch@example.com' } }), 403, 'insufficient-scope');
+    expectProblem(
+      await test.call({ method: 'POST', url: '/v1/users', key, body: { name: 'A', email: 'a.patch@example.com' } }),
+      403,
+      'insufficient-scope',
+    );
 
-    const reply = await patchCaller(caller.id, { role: 'editor', extra_scopes: ['users:delete'], removed_scopes: ['items:create'] }, { 'if-match': '"v1"' });
+    const reply = await patchCaller(
+      caller.id,
+      { role: 'editor', extra_scopes: ['users:delete'], removed_scopes: ['items:create'] },
+      { 'if-match': '"v1"' },
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe('"v2"');
-    expect(reply.json).toMatchObject({ id: caller.id, role: 'editor', extra_scopes: ['users:delete'], removed_scopes: ['items:create'] });
+    expect(reply.json).toMatchObject({
+      id: caller.id,
+      role: 'editor',
+      extra_scopes: ['users:delete'],
+      removed_scopes: ['items:create'],
+    });
     expect(reply.json.scopes).toContain('users:delete');
     expect(reply.json.scopes).toContain('users:create');
     expect(reply.json.scopes).not.toContain('items:create');
-    const stored = await test.storage.db.selectFrom('callers').selectAll().where('id', '=', caller.id).executeTakeFirstOrThrow();
-    expect(stored).toMatchObject({ role: 'editor', extra_scopes: 'users:delete', removed_scopes: 'items:create', version: 2 });
+    const stored = await test.storage.db
+      .selectFrom('callers')
+      .selectAll()
+      .where('id', '=', caller.id)
+      .executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({
+      role: 'editor',
+      extra_scopes: 'users:delete',
+      removed_scopes: 'items:create',
+      version: 2,
+    });
     // The change applies at once on this instance.
-    expect((await test.call({ method: 'POST', url: '/v1/users', key, body: { name: 'A', email: 'a.patch@example.com' } })).status).toBe(201);
-    expectProblem(await test.call({ method: 'POST', url: '/v1/items', key, body: { name: 'W', sku: 'PATCH-W', price: '1.00' } }), 403, 'insufficient-scope');
+    expect(
+      (await test.call({ method: 'POST', url: '/v1/users', key, body: { name: 'A', email: 'a.patch@example.com' } }))
+        .status,
+    ).toBe(201);
+    expectProblem(
+      await test.call({ method: 'POST', url: '/v1/items', key, body: { name: 'W', sku: 'PATCH-W', price: '1.00' } }),
+      403,
+      'insufficient-scope',
+    );
   });
 
   it('PATCH /v1/callers/{id}: 412 when If-Match names an old version; nothing stored changes', async () => {
@@ -191,7 +268,11 @@ describe('PATCH /v1/callers/{id}', () => {
   it('PATCH /v1/callers/{id}: 422 when the patch grants caller management; nothing stored changes', async () => {
     const caller = await newCaller('no-manager', 'editor');
     const before = await storedCallers();
-    const problem = expectProblem(await patchCaller(caller.id, { extra_scopes: ['callers:delete'] }), 422, 'validation-failed');
+    const problem = expectProblem(
+      await patchCaller(caller.id, { extra_scopes: ['callers:delete'] }),
+      422,
+      'validation-failed',
+    );
     expect(problem.errors?.map((error) => error.pointer)).toContain('#/extra_scopes/0');
     expect(await storedCallers()).toEqual(before);
   });
@@ -218,7 +299,11 @@ describe('DELETE /v1/callers/{id}', () => {
     const caller = await newCaller('kept-by-etag', 'reader');
     expect((await patchCaller(caller.id, { role: 'editor' })).status).toBe(200);
     const before = await storedCallers();
-    expectProblem(await test.call({ method: 'DELETE', url: `/v1/callers/${caller.id}`, headers: { 'if-match': '"v1"' } }), 412, 'precondition-failed');
+    expectProblem(
+      await test.call({ method: 'DELETE', url: `/v1/callers/${caller.id}`, headers: { 'if-match': '"v1"' } }),
+      412,
+      'precondition-failed',
+    );
     expect(await storedCallers()).toEqual(before);
   });
 });
@@ -254,7 +339,7 @@ describe('the last admin', () => {
 });
 
 describe('/v1/callers/{id}/keys', () => {
-  it('POST /v1/callers/{id}/keys: 201 with the key once, Cache-Control no-store, Location; the key works with the caller\'s role', async () => {
+  it("POST /v1/callers/{id}/keys: 201 with the key once, Cache-Control no-store, Location; the key works with the caller's role", async () => {
     const caller = await newCaller('key-holder', 'reader');
 
     const reply = await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: {} });
@@ -274,7 +359,12 @@ describe('/v1/callers/{id}/keys', () => {
       key: expect.stringMatching(KEY_PATTERN),
     });
     expect((await readUsers(reply.json.key)).status).toBe(200);
-    const write = await test.call({ method: 'POST', url: '/v1/users', key: reply.json.key, body: { name: 'R', email: 'r.key@example.com' } });
+    const write = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      key: reply.json.key,
+      body: { name: 'R', email: 'r.key@example.com' },
+    });
     expect(expectProblem(write, 403, 'insufficient-scope').required_scopes).toEqual(['users:create']);
   });
 
@@ -303,7 +393,8 @@ describe('/v1/callers/{id}/keys', () => {
     for (const text of [list.text, one.text]) {
       expect(text).not.toContain('"key"');
       expect(text).not.toContain('secret_hash');
-      for (const secret of [first.key, second.key, first.key.slice(14), second.key.slice(14), ...hashes]) expect(text).not.toContain(secret);
+      for (const secret of [first.key, second.key, first.key.slice(14), second.key.slice(14), ...hashes])
+        expect(text).not.toContain(secret);
     }
     expectProblem(await test.call({ url: `/v1/callers/${caller.id}/keys/999999` }), 404, 'not-found');
     expectProblem(await test.call({ url: `/v1/callers/999999/keys` }), 404, 'not-found');
@@ -312,7 +403,11 @@ describe('/v1/callers/{id}/keys', () => {
   it('POST /v1/callers/{id}/keys: 422 when expires_at is in the past; no key stored', async () => {
     const caller = await newCaller('past-expiry', 'reader');
     const before = await storedKeys();
-    const reply = await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: { expires_at: new Date(Date.now() - 60_000).toISOString() } });
+    const reply = await test.call({
+      method: 'POST',
+      url: `/v1/callers/${caller.id}/keys`,
+      body: { expires_at: new Date(Date.now() - 60_000).toISOString() },
+    });
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors).toEqual([{ in: 'body', pointer: '#/expires_at', detail: expect.any(String) }]);
     expect(await storedKeys()).toEqual(before);
@@ -321,9 +416,17 @@ describe('/v1/callers/{id}/keys', () => {
   it('POST /v1/callers/{id}/keys: 422 for an unknown field or a malformed expires_at; 404 for an unknown caller; no key stored', async () => {
     const caller = await newCaller('bad-key-bodies', 'reader');
     const before = await storedKeys();
-    const unknown = expectProblem(await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: { scopes: ['users:read'] } }), 422, 'validation-failed');
+    const unknown = expectProblem(
+      await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: { scopes: ['users:read'] } }),
+      422,
+      'validation-failed',
+    );
     expect(unknown.errors?.map((error) => error.pointer)).toEqual(['#/scopes']);
-    const malformed = expectProblem(await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: { expires_at: 'tomorrow' } }), 422, 'validation-failed');
+    const malformed = expectProblem(
+      await test.call({ method: 'POST', url: `/v1/callers/${caller.id}/keys`, body: { expires_at: 'tomorrow' } }),
+      422,
+      'validation-failed',
+    );
     expect(malformed.errors?.map((error) => error.pointer)).toEqual(['#/expires_at']);
     expectProblem(await test.call({ method: 'POST', url: '/v1/callers/999999/keys', body: {} }), 404, 'not-found');
     expect(await storedKeys()).toEqual(before);
@@ -380,11 +483,23 @@ describe('/v1/callers/{id}/keys', () => {
     const listed = await test.call({ url: `/v1/callers/${caller.id}/keys` });
     const record = listed.json.data.find((entry: { id: number }) => entry.id === keyId);
     expect(record.revoked_at >= started).toBe(true);
-    const stored = await test.storage.db.selectFrom('api_keys').select('revoked_at').where('id', '=', keyId).executeTakeFirstOrThrow();
+    const stored = await test.storage.db
+      .selectFrom('api_keys')
+      .select('revoked_at')
+      .where('id', '=', keyId)
+      .executeTakeFirstOrThrow();
     expect(stored.revoked_at).toBe(record.revoked_at);
     // Revoking again changes nothing.
     expect((await test.call({ method: 'DELETE', url: `/v1/callers/${caller.id}/keys/${keyId}` })).status).toBe(204);
-    expect((await test.storage.db.selectFrom('api_keys').select('revoked_at').where('id', '=', keyId).executeTakeFirstOrThrow()).revoked_at).toBe(record.revoked_at);
+    expect(
+      (
+        await test.storage.db
+          .selectFrom('api_keys')
+          .select('revoked_at')
+          .where('id', '=', keyId)
+          .executeTakeFirstOrThrow()
+      ).revoked_at,
+    ).toBe(record.revoked_at);
   });
 
   it('DELETE /v1/callers/{id}/keys/{key_id}: 404 when the key belongs to another caller; the key is not revoked and still works', async () => {
@@ -393,14 +508,18 @@ describe('/v1/callers/{id}/keys', () => {
     const { id: keyId, key } = await newKey(owner.id);
     const before = await storedKeys();
 
-    expectProblem(await test.call({ method: 'DELETE', url: `/v1/callers/${stranger.id}/keys/${keyId}` }), 404, 'not-found');
+    expectProblem(
+      await test.call({ method: 'DELETE', url: `/v1/callers/${stranger.id}/keys/${keyId}` }),
+      404,
+      'not-found',
+    );
     expectProblem(await test.call({ url: `/v1/callers/${stranger.id}/keys/${keyId}` }), 404, 'not-found');
 
     expect(await storedKeys()).toEqual(before);
     expect((await readUsers(key)).status).toBe(200);
   });
 
-  it('the database stores no key: no column of api_keys holds the key or its secret part; secret_hash is the key\'s SHA-256 in base64url', async () => {
+  it("the database stores no key: no column of api_keys holds the key or its secret part; secret_hash is the key's SHA-256 in base64url", async () => {
     const caller = await newCaller('hashed-only', 'reader');
     const { id, key } = await newKey(caller.id);
     const secretPart = key.slice('rowi_xxxxxxxx_'.length);
@@ -420,29 +539,42 @@ describe('/v1/callers/{id}/keys', () => {
 });
 
 describe('only admins manage callers', () => {
-  it.each(['editor', 'reader'] as const)('every /v1/callers route: 403 insufficient-scope for an %s; nothing stored changes', async (role) => {
-    const { key } = await createCallerWithKey(test, { role });
-    const target = await newCaller(`target-of-${role}`, 'reader');
-    const { id: keyId } = await newKey(target.id);
-    const routes = test.app.routeTable.list().filter((route) => route.url.startsWith('/v1/callers'));
-    // Every route of /v1/callers: the five methods on the collection and the record, and those of the keys.
-    expect(routes.length).toBeGreaterThanOrEqual(9);
-    const before = { callers: await storedCallers(), keys: await storedKeys() };
+  it.each(['editor', 'reader'] as const)(
+    'every /v1/callers route: 403 insufficient-scope for an %s; nothing stored changes',
+    async (role) => {
+      const { key } = await createCallerWithKey(test, { role });
+      const target = await newCaller(`target-of-${role}`, 'reader');
+      const { id: keyId } = await newKey(target.id);
+      const routes = test.app.routeTable.list().filter((route) => route.url.startsWith('/v1/callers'));
+      // Every route of /v1/callers: the five methods on the collection and the record, and those of the keys.
+      expect(routes.length).toBeGreaterThanOrEqual(9);
+      const before = { callers: await storedCallers(), keys: await storedKeys() };
 
-    for (const route of routes) {
-      const url = route.url.replace(':id', String(target.id)).replace(':key_id', String(keyId));
-      const body = route.method === 'POST' || route.method === 'PATCH' ? { name: `hijack-${role}`, role: 'admin' } : undefined;
-      const reply = await test.call({ method: route.method as 'GET', url, key, body, headers: route.method === 'PATCH' ? { 'content-type': 'application/merge-patch+json' } : {} });
-      if (route.method === 'HEAD') {
-        expect(reply.status, `${route.method} ${route.url}`).toBe(403);
-        continue;
+      for (const route of routes) {
+        const url = route.url.replace(':id', String(target.id)).replace(':key_id', String(keyId));
+        const body =
+          route.method === 'POST' || route.method === 'PATCH' ? { name: `hijack-${role}`, role: 'admin' } : undefined;
+        const reply = await test.call({
+          method: route.method as 'GET',
+          url,
+          key,
+          body,
+          headers: route.method === 'PATCH' ? { 'content-type': 'application/merge-patch+json' } : {},
+        });
+        if (route.method === 'HEAD') {
+          expect(reply.status, `${route.method} ${route.url}`).toBe(403);
+          continue;
+        }
+        const problem = expectProblem(reply, 403, 'insufficient-scope');
+        expect(
+          (problem.required_scopes as string[]).every((scope) => scope.startsWith('callers:')),
+          `${route.method} ${route.url}`,
+        ).toBe(true);
+        expect(reply.headers['www-authenticate']).toMatch(/error="insufficient_scope"/);
       }
-      const problem = expectProblem(reply, 403, 'insufficient-scope');
-      expect((problem.required_scopes as string[]).every((scope) => scope.startsWith('callers:')), `${route.method} ${route.url}`).toBe(true);
-      expect(reply.headers['www-authenticate']).toMatch(/error="insufficient_scope"/);
-    }
-    expect({ callers: await storedCallers(), keys: await storedKeys() }).toEqual(before);
-  });
+      expect({ callers: await storedCallers(), keys: await storedKeys() }).toEqual(before);
+    },
+  );
 });
 
 function sleep(ms: number) {

@@ -9,7 +9,13 @@ import { createItem, createUser, setStock } from '../helpers/records.js';
  * reads them (hex, binary, octal, exponents, spaces, a fraction of zero, a plus sign).
  */
 let test: TestApp;
-let parameters: { method: string; path: string; in: string; name: string; schema: { type: string; pattern?: string } }[];
+let parameters: {
+  method: string;
+  path: string;
+  in: string;
+  name: string;
+  schema: { type: string; pattern?: string };
+}[];
 
 beforeAll(async () => {
   test = await startApp();
@@ -17,10 +23,21 @@ beforeAll(async () => {
   const { item } = await createItem(test);
   await setStock(test, item.id, 100);
   for (let index = 0; index < 20; index++) await createUser(test);
-  await test.call({ method: 'POST', url: '/v1/orders', body: { name: 'decimal', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } });
-  const document = test.app.swagger() as { paths: Record<string, Record<string, { parameters?: { in: string; name: string; schema: { type: string; pattern?: string } }[] }>> };
+  await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: 'decimal', user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+  });
+  const document = test.app.swagger() as {
+    paths: Record<
+      string,
+      Record<string, { parameters?: { in: string; name: string; schema: { type: string; pattern?: string } }[] }>
+    >;
+  };
   parameters = Object.entries(document.paths).flatMap(([path, methods]) =>
-    Object.entries(methods).flatMap(([method, operation]) => (operation.parameters ?? []).map((parameter) => ({ method: method.toUpperCase(), path, ...parameter }))),
+    Object.entries(methods).flatMap(([method, operation]) =>
+      (operation.parameters ?? []).map((parameter) => ({ method: method.toUpperCase(), path, ...parameter })),
+    ),
   );
 });
 afterAll(() => test.close());
@@ -40,29 +57,45 @@ const SPELLINGS: [string, string][] = [
   ['\uff15', 'a full-width digit'],
 ];
 
-const integerParameters = () => parameters.filter((parameter) => parameter.schema.type === 'integer' || parameter.schema.type === 'number');
+const integerParameters = () =>
+  parameters.filter((parameter) => parameter.schema.type === 'integer' || parameter.schema.type === 'number');
 
 /** A URL for the operation with a valid value in every path parameter but the one tried. */
 function urlWith(parameter: { path: string; in: string; name: string }, value: string): string {
-  const path = parameter.path.replace(/\{(\w+)\}/g, (_whole, name: string) => (parameter.in === 'path' && name === parameter.name ? encodeURIComponent(value) : name === 'place' ? 'decimal-place' : '1'));
+  const path = parameter.path.replace(/\{(\w+)\}/g, (_whole, name: string) =>
+    parameter.in === 'path' && name === parameter.name
+      ? encodeURIComponent(value)
+      : name === 'place'
+        ? 'decimal-place'
+        : '1',
+  );
   return parameter.in === 'query' ? `${path}?${parameter.name}=${encodeURIComponent(value)}` : path;
 }
 
 describe('integers sent as text', () => {
   it('every integer and number parameter carries the decimal pattern in the OpenAPI document', () => {
     expect(integerParameters().length).toBeGreaterThan(40);
-    expect(integerParameters().filter((parameter) => parameter.schema.pattern === undefined).map((parameter) => `${parameter.method} ${parameter.path} ${parameter.in} ${parameter.name}`)).toEqual([]);
+    expect(
+      integerParameters()
+        .filter((parameter) => parameter.schema.pattern === undefined)
+        .map((parameter) => `${parameter.method} ${parameter.path} ${parameter.in} ${parameter.name}`),
+    ).toEqual([]);
   });
 
-  it.each(SPELLINGS)('GET of every collection: 400 invalid-query naming the parameter when an integer query parameter is %s (%s)', async (spelling) => {
-    const queried = integerParameters().filter((parameter) => parameter.in === 'query' && parameter.method === 'GET');
-    expect(queried.length).toBeGreaterThan(10);
-    for (const parameter of queried) {
-      const url = urlWith(parameter, spelling);
-      const problem = expectProblem(await test.call({ url }), 400, 'invalid-query');
-      expect(problem.errors, url).toEqual([{ in: 'query', pointer: `#/${parameter.name}`, detail: expect.stringMatching(/decimal digits/) }]);
-    }
-  });
+  it.each(SPELLINGS)(
+    'GET of every collection: 400 invalid-query naming the parameter when an integer query parameter is %s (%s)',
+    async (spelling) => {
+      const queried = integerParameters().filter((parameter) => parameter.in === 'query' && parameter.method === 'GET');
+      expect(queried.length).toBeGreaterThan(10);
+      for (const parameter of queried) {
+        const url = urlWith(parameter, spelling);
+        const problem = expectProblem(await test.call({ url }), 400, 'invalid-query');
+        expect(problem.errors, url).toEqual([
+          { in: 'query', pointer: `#/${parameter.name}`, detail: expect.stringMatching(/decimal digits/) },
+        ]);
+      }
+    },
+  );
 
   it.each(SPELLINGS)('every operation on a record: 404 when an id in the path is %s (%s)', async (spelling) => {
     // HEAD answers GET's status without a body.
@@ -70,21 +103,40 @@ describe('integers sent as text', () => {
     expect(addressed.length).toBeGreaterThan(30);
     for (const parameter of addressed) {
       const url = urlWith(parameter, spelling);
-      expectProblem(await test.call({ method: parameter.method as 'GET', url, ...(['POST', 'PUT', 'PATCH'].includes(parameter.method) ? { body: {} } : {}) }), 404, 'not-found');
+      expectProblem(
+        await test.call({
+          method: parameter.method as 'GET',
+          url,
+          ...(['POST', 'PUT', 'PATCH'].includes(parameter.method) ? { body: {} } : {}),
+        }),
+        404,
+        'not-found',
+      );
     }
   });
 
   it('GET /v1/users: 400 when limit=0x10, where it answered 16 users', async () => {
-    expect(expectProblem(await test.call({ url: '/v1/users?limit=0x10' }), 400, 'invalid-query').errors![0]!.pointer).toBe('#/limit');
+    expect(
+      expectProblem(await test.call({ url: '/v1/users?limit=0x10' }), 400, 'invalid-query').errors![0]!.pointer,
+    ).toBe('#/limit');
     expect((await test.call({ url: '/v1/users?limit=16' })).json.data).toHaveLength(16);
   });
 
   it('GET /v1/orders: 400 when user_id=0x1, where it matched user 1', async () => {
-    expect(expectProblem(await test.call({ url: '/v1/orders?user_id=0x1' }), 400, 'invalid-query').errors![0]!.pointer).toBe('#/user_id');
+    expect(
+      expectProblem(await test.call({ url: '/v1/orders?user_id=0x1' }), 400, 'invalid-query').errors![0]!.pointer,
+    ).toBe('#/user_id');
     expect((await test.call({ url: '/v1/orders?user_id=1' })).json.data).toHaveLength(1);
   });
 
-  it.each([['-1', /at least 1/], ['0', /at least 1/], ['501', /at most 500/], ['abc', /decimal digits/]])('GET /v1/users: 400 naming the rule when limit=%s', async (limit, rule) => {
-    expect(expectProblem(await test.call({ url: `/v1/users?limit=${limit}` }), 400, 'invalid-query').errors![0]!.detail).toMatch(rule);
+  it.each([
+    ['-1', /at least 1/],
+    ['0', /at least 1/],
+    ['501', /at most 500/],
+    ['abc', /decimal digits/],
+  ])('GET /v1/users: 400 naming the rule when limit=%s', async (limit, rule) => {
+    expect(
+      expectProblem(await test.call({ url: `/v1/users?limit=${limit}` }), 400, 'invalid-query').errors![0]!.detail,
+    ).toMatch(rule);
   });
 });

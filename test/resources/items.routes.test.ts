@@ -18,7 +18,11 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 /** Places an order of `quantity` units of the item (the stock must cover it) and returns the order id. */
 async function placeOrder(itemId: number, quantity: number) {
   const { user } = await createUser(test);
-  const reply = await test.call({ method: 'POST', url: '/v1/orders', body: { name: `Order of ${itemId}`, user_id: user.id, lines: [{ item_id: itemId, quantity }] } });
+  const reply = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    body: { name: `Order of ${itemId}`, user_id: user.id, lines: [{ item_id: itemId, quantity }] },
+  });
   if (reply.status !== 201) throw new Error(`could not place order: ${reply.status} ${reply.text}`);
   return reply.json.id as number;
 }
@@ -32,7 +36,12 @@ function storedStock(itemId: number) {
 }
 
 function storedMovements(itemId: number) {
-  return test.storage.db.selectFrom('stock_movements').selectAll().where('item_id', '=', itemId).orderBy('id').execute();
+  return test.storage.db
+    .selectFrom('stock_movements')
+    .selectAll()
+    .where('item_id', '=', itemId)
+    .orderBy('id')
+    .execute();
 }
 
 /**
@@ -40,10 +49,26 @@ function storedMovements(itemId: number) {
  * written), with the reason given at #/price.
  */
 const BAD_PRICES: [string, string, string][] = [
-  ['"1.005" (three decimals)', '"1.005"', 'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")'],
-  ['"-1" (negative)', '"-1"', 'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")'],
-  ['"abc" (not a number)', '"abc"', 'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")'],
-  ['"10000000000" (too large)', '"10000000000"', 'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")'],
+  [
+    '"1.005" (three decimals)',
+    '"1.005"',
+    'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
+  ],
+  [
+    '"-1" (negative)',
+    '"-1"',
+    'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
+  ],
+  [
+    '"abc" (not a number)',
+    '"abc"',
+    'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
+  ],
+  [
+    '"10000000000" (too large)',
+    '"10000000000"',
+    'must be a decimal string with at most 2 decimal places, 0 or more and below 10000000000 (for example "12.50")',
+  ],
   ['the JSON number 1e400 (beyond a double)', '1e400', 'must be a string'],
   ['the JSON number 12.5 (not a string)', '12.5', 'must be a string'],
 ];
@@ -56,13 +81,35 @@ describe('POST /v1/items', () => {
 
     expect(reply.status).toBe(201);
     expect(reply.mediaType).toBe('application/json');
-    expect(reply.json).toEqual({ id: expect.any(Number), name: 'Widget', sku: body.sku, price: '2.50', created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(reply.json).toEqual({
+      id: expect.any(Number),
+      name: 'Widget',
+      sku: body.sku,
+      price: '2.50',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
     expect(reply.headers.location).toBe(`/v1/items/${reply.json.id}`);
     expect(reply.headers.etag).toBe('"v1"');
     expect(reply.json.created_at).toMatch(TIMESTAMP);
     expect(reply.json.updated_at).toBe(reply.json.created_at);
-    expect(await storedItem(reply.json.id)).toEqual({ id: reply.json.id, name: 'Widget', sku: body.sku, price: 250, version: 1, created_at: reply.json.created_at, updated_at: reply.json.created_at });
-    expect(await storedStock(reply.json.id)).toEqual({ item_id: reply.json.id, quantity: 0, reserved: 0, fulfilled: 0, version: 1, updated_at: reply.json.created_at });
+    expect(await storedItem(reply.json.id)).toEqual({
+      id: reply.json.id,
+      name: 'Widget',
+      sku: body.sku,
+      price: 250,
+      version: 1,
+      created_at: reply.json.created_at,
+      updated_at: reply.json.created_at,
+    });
+    expect(await storedStock(reply.json.id)).toEqual({
+      item_id: reply.json.id,
+      quantity: 0,
+      reserved: 0,
+      fulfilled: 0,
+      version: 1,
+      updated_at: reply.json.created_at,
+    });
     expect(await storedMovements(reply.json.id)).toEqual([]);
   });
 
@@ -73,15 +120,18 @@ describe('POST /v1/items', () => {
     ['0.05', '0.05', 5],
     ['19.99', '19.99', 1999],
     ['9999999999.99', '9999999999.99', 999_999_999_999],
-  ])('POST /v1/items: 201 showing the price as %s → %s and storing %i minor units when the price has at most 2 decimals', async (price, shown, minor) => {
-    const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem({ price }) });
+  ])(
+    'POST /v1/items: 201 showing the price as %s → %s and storing %i minor units when the price has at most 2 decimals',
+    async (price, shown, minor) => {
+      const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem({ price }) });
 
-    expect(reply.status).toBe(201);
-    expect(reply.json.price).toBe(shown);
-    expect((await storedItem(reply.json.id))?.price).toBe(minor);
-    const read = await test.call({ url: `/v1/items/${reply.json.id}` });
-    expect(read.json.price).toBe(shown);
-  });
+      expect(reply.status).toBe(201);
+      expect(reply.json.price).toBe(shown);
+      expect((await storedItem(reply.json.id))?.price).toBe(minor);
+      const read = await test.call({ url: `/v1/items/${reply.json.id}` });
+      expect(read.json.price).toBe(shown);
+    },
+  );
 
   it('POST /v1/items: 201 when the body is XML, answered in XML when Accept asks for it', async () => {
     const sku = buildItem().sku;
@@ -97,7 +147,9 @@ describe('POST /v1/items', () => {
     expect(reply.mediaType).toBe('application/xml');
     expect(reply.headers.etag).toBe('"v1-xml"');
     expect(reply.text).toMatch(
-      new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<item><id>\\d+</id><name>Nuts &amp; Bolts &lt;M8&gt;</name><sku>${sku}</sku><price>10.00</price><created_at>[^<]+</created_at><updated_at>[^<]+</updated_at></item>$`),
+      new RegExp(
+        `^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<item><id>\\d+</id><name>Nuts &amp; Bolts &lt;M8&gt;</name><sku>${sku}</sku><price>10.00</price><created_at>[^<]+</created_at><updated_at>[^<]+</updated_at></item>$`,
+      ),
     );
     const id = Number(/<id>(\d+)<\/id>/.exec(reply.text)![1]);
     expect(reply.headers.location).toBe(`/v1/items/${id}`);
@@ -107,20 +159,33 @@ describe('POST /v1/items', () => {
     expect(read.json).toMatchObject({ name: 'Nuts & Bolts <M8>', sku, price: '10.00' });
   });
 
-  it.each(BAD_PRICES)('POST /v1/items: 422 validation-failed at #/price when the price is %s, and nothing is stored', async (_case, raw, detail) => {
-    const before = await storedInventory(test);
+  it.each(BAD_PRICES)(
+    'POST /v1/items: 422 validation-failed at #/price when the price is %s, and nothing is stored',
+    async (_case, raw, detail) => {
+      const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'POST', url: '/v1/items', headers: { 'content-type': 'application/json' }, body: `{"name":"x","sku":"${buildItem().sku}","price":${raw}}` });
+      const reply = await test.call({
+        method: 'POST',
+        url: '/v1/items',
+        headers: { 'content-type': 'application/json' },
+        body: `{"name":"x","sku":"${buildItem().sku}","price":${raw}}`,
+      });
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
   it('POST /v1/items: 422 validation-failed at #/price when an XML body has three decimals, and nothing is stored', async () => {
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'POST', url: '/v1/items', headers: { 'content-type': 'application/xml' }, body: `<item><name>x</name><sku>${buildItem().sku}</sku><price>1.005</price></item>` });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/items',
+      headers: { 'content-type': 'application/xml' },
+      body: `<item><name>x</name><sku>${buildItem().sku}</sku><price>1.005</price></item>`,
+    });
 
     const problem = expectProblem(reply, 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/price']);
@@ -139,10 +204,14 @@ describe('POST /v1/items', () => {
     expect(await storedInventory(test)).toEqual(before);
   });
 
-  it('POST /v1/items: 201 when the SKU differs from another item\'s only in case (SKUs are compared exactly)', async () => {
+  it("POST /v1/items: 201 when the SKU differs from another item's only in case (SKUs are compared exactly)", async () => {
     const { item: existing } = await createItem(test, { sku: `Case-${buildItem().sku}` });
 
-    const reply = await test.call({ method: 'POST', url: '/v1/items', body: buildItem({ sku: existing.sku.toLowerCase() }) });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/items',
+      body: buildItem({ sku: existing.sku.toLowerCase() }),
+    });
 
     expect(reply.status).toBe(201);
     expect(reply.json.sku).toBe(existing.sku.toLowerCase());
@@ -181,7 +250,10 @@ describe('GET /v1/items', () => {
       expect(page.status).toBe(200);
       seen.push(...(page.json.data as Item[]));
       pages++;
-      url = page.json.next_cursor === null ? undefined : `/v1/items?name=${encodeURIComponent(name)}&sort=price&limit=2&cursor=${page.json.next_cursor}`;
+      url =
+        page.json.next_cursor === null
+          ? undefined
+          : `/v1/items?name=${encodeURIComponent(name)}&sort=price&limit=2&cursor=${page.json.next_cursor}`;
     }
 
     expect(pages).toBe(3);
@@ -245,13 +317,33 @@ describe('PUT /v1/items/{id}', () => {
     const stockBefore = await storedStock(item.id);
     const sku = buildItem().sku;
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'if-match': etag }, body: { name: 'Widget Pro', sku, price: '4.7' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}`,
+      headers: { 'if-match': etag },
+      body: { name: 'Widget Pro', sku, price: '4.7' },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe('"v2"');
-    expect(reply.json).toEqual({ id: item.id, name: 'Widget Pro', sku, price: '4.70', created_at: item.created_at, updated_at: expect.any(String) });
+    expect(reply.json).toEqual({
+      id: item.id,
+      name: 'Widget Pro',
+      sku,
+      price: '4.70',
+      created_at: item.created_at,
+      updated_at: expect.any(String),
+    });
     expect(reply.json.updated_at >= item.updated_at).toBe(true);
-    expect(await storedItem(item.id)).toEqual({ id: item.id, name: 'Widget Pro', sku, price: 470, version: 2, created_at: item.created_at, updated_at: reply.json.updated_at });
+    expect(await storedItem(item.id)).toEqual({
+      id: item.id,
+      name: 'Widget Pro',
+      sku,
+      price: 470,
+      version: 2,
+      created_at: item.created_at,
+      updated_at: reply.json.updated_at,
+    });
     expect(await storedStock(item.id)).toEqual(stockBefore);
   });
 
@@ -259,7 +351,12 @@ describe('PUT /v1/items/{id}', () => {
     const { item, etag } = await createItem(test, { price: '2.50' });
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'if-match': etag }, body: { name: item.name, sku: item.sku, price: '2.5' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}`,
+      headers: { 'if-match': etag },
+      body: { name: item.name, sku: item.sku, price: '2.5' },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
@@ -267,23 +364,35 @@ describe('PUT /v1/items/{id}', () => {
     expect(await storedInventory(test)).toEqual(before);
   });
 
-  it.each(BAD_PRICES)('PUT /v1/items/{id}: 422 validation-failed at #/price when the price is %s, and nothing changes', async (_case, raw, detail) => {
-    const { item } = await createItem(test);
-    const before = await storedInventory(test);
+  it.each(BAD_PRICES)(
+    'PUT /v1/items/{id}: 422 validation-failed at #/price when the price is %s, and nothing changes',
+    async (_case, raw, detail) => {
+      const { item } = await createItem(test);
+      const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'content-type': 'application/json' }, body: `{"name":"x","sku":"${item.sku}","price":${raw}}` });
+      const reply = await test.call({
+        method: 'PUT',
+        url: `/v1/items/${item.id}`,
+        headers: { 'content-type': 'application/json' },
+        body: `{"name":"x","sku":"${item.sku}","price":${raw}}`,
+      });
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
   it('PUT /v1/items/{id}: 409 sku-taken when the new SKU belongs to another item, and nothing changes', async () => {
     const { item: first } = await createItem(test);
     const { item: second } = await createItem(test);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${second.id}`, body: { name: second.name, sku: first.sku, price: second.price } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${second.id}`,
+      body: { name: second.name, sku: first.sku, price: second.price },
+    });
 
     expectProblem(reply, 409, 'sku-taken');
     expect(await storedInventory(test)).toEqual(before);
@@ -294,7 +403,12 @@ describe('PUT /v1/items/{id}', () => {
     await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, body: { name: 'Changed By Someone Else' } });
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, headers: { 'if-match': etag }, body: { name: 'Mine', sku: item.sku, price: '1' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}`,
+      headers: { 'if-match': etag },
+      body: { name: 'Mine', sku: item.sku, price: '1' },
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedInventory(test)).toEqual(before);
@@ -304,7 +418,11 @@ describe('PUT /v1/items/{id}', () => {
     const { item } = await createItem(test);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}`, body: { ...item, id: item.id + 1000, created_at: '2000-01-01T00:00:00Z', price: '9' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}`,
+      body: { ...item, id: item.id + 1000, created_at: '2000-01-01T00:00:00Z', price: '9' },
+    });
 
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/id', '#/created_at']);
@@ -313,7 +431,12 @@ describe('PUT /v1/items/{id}', () => {
 
   it('PUT /v1/items/{id}: 404 not-found (not 412) when the item does not exist, whatever If-Match says', async () => {
     const before = await storedInventory(test);
-    const reply = await test.call({ method: 'PUT', url: '/v1/items/424242', headers: { 'if-match': '"v1"' }, body: buildItem() });
+    const reply = await test.call({
+      method: 'PUT',
+      url: '/v1/items/424242',
+      headers: { 'if-match': '"v1"' },
+      body: buildItem(),
+    });
     expectProblem(reply, 404, 'not-found');
     expect(await storedInventory(test)).toEqual(before);
   });
@@ -323,7 +446,12 @@ describe('PATCH /v1/items/{id}', () => {
   it('PATCH /v1/items/{id}: 200 changing only the members present when the body is application/merge-patch+json', async () => {
     const { item } = await createItem(test, { price: '1.00' });
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: JSON.stringify({ price: '12.5' }) });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}`,
+      headers: MERGE_PATCH,
+      body: JSON.stringify({ price: '12.5' }),
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe('"v2"');
@@ -331,33 +459,51 @@ describe('PATCH /v1/items/{id}', () => {
     expect(await storedItem(item.id)).toMatchObject({ name: item.name, sku: item.sku, price: 1250, version: 2 });
   });
 
-  it.each(BAD_PRICES)('PATCH /v1/items/{id}: 422 validation-failed at #/price when the price is %s, and nothing changes', async (_case, raw, detail) => {
-    const { item } = await createItem(test);
-    const before = await storedInventory(test);
+  it.each(BAD_PRICES)(
+    'PATCH /v1/items/{id}: 422 validation-failed at #/price when the price is %s, and nothing changes',
+    async (_case, raw, detail) => {
+      const { item } = await createItem(test);
+      const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: `{"price":${raw}}` });
+      const reply = await test.call({
+        method: 'PATCH',
+        url: `/v1/items/${item.id}`,
+        headers: MERGE_PATCH,
+        body: `{"price":${raw}}`,
+      });
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([{ in: 'body', pointer: '#/price', detail }]);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
-  it('PATCH /v1/items/{id}: 409 sku-taken when the SKU is another item\'s, and nothing changes', async () => {
+  it("PATCH /v1/items/{id}: 409 sku-taken when the SKU is another item's, and nothing changes", async () => {
     const { item: first } = await createItem(test);
     const { item: second } = await createItem(test);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${second.id}`, headers: MERGE_PATCH, body: JSON.stringify({ sku: first.sku }) });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${second.id}`,
+      headers: MERGE_PATCH,
+      body: JSON.stringify({ sku: first.sku }),
+    });
 
     const problem = expectProblem(reply, 409, 'sku-taken');
     expect(problem.detail).toContain(first.sku);
     expect(await storedInventory(test)).toEqual(before);
   });
 
-  it('PATCH /v1/items/{id}: 200 when the SKU is the item\'s own (nothing changes, same ETag)', async () => {
+  it("PATCH /v1/items/{id}: 200 when the SKU is the item's own (nothing changes, same ETag)", async () => {
     const { item, etag } = await createItem(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: JSON.stringify({ sku: item.sku }) });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}`,
+      headers: MERGE_PATCH,
+      body: JSON.stringify({ sku: item.sku }),
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
@@ -366,10 +512,20 @@ describe('PATCH /v1/items/{id}', () => {
 
   it('PATCH /v1/items/{id}: 412 precondition-failed when If-Match is stale, and nothing changes', async () => {
     const { item } = await createItem(test);
-    await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: MERGE_PATCH, body: JSON.stringify({ name: 'Moved On' }) });
+    await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}`,
+      headers: MERGE_PATCH,
+      body: JSON.stringify({ name: 'Moved On' }),
+    });
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}`, headers: { ...MERGE_PATCH, 'if-match': '"v1"' }, body: JSON.stringify({ price: '7' }) });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}`,
+      headers: { ...MERGE_PATCH, 'if-match': '"v1"' },
+      body: JSON.stringify({ price: '7' }),
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedInventory(test)).toEqual(before);
@@ -384,7 +540,11 @@ describe('DELETE /v1/items/{id}', () => {
     await setStock(test, item.id, 2);
     await setStock(test, bystander.id, 3);
     expect(await storedMovements(item.id)).toHaveLength(2);
-    const bystanderBefore = { item: await storedItem(bystander.id), stock: await storedStock(bystander.id), movements: await storedMovements(bystander.id) };
+    const bystanderBefore = {
+      item: await storedItem(bystander.id),
+      stock: await storedStock(bystander.id),
+      movements: await storedMovements(bystander.id),
+    };
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/items/${item.id}` });
 
@@ -396,7 +556,11 @@ describe('DELETE /v1/items/{id}', () => {
     expectProblem(await test.call({ url: `/v1/items/${item.id}` }), 404, 'not-found');
     expectProblem(await test.call({ url: `/v1/items/${item.id}/stock` }), 404, 'not-found');
     expectProblem(await test.call({ url: `/v1/items/${item.id}/stock/movements` }), 404, 'not-found');
-    expect({ item: await storedItem(bystander.id), stock: await storedStock(bystander.id), movements: await storedMovements(bystander.id) }).toEqual(bystanderBefore);
+    expect({
+      item: await storedItem(bystander.id),
+      stock: await storedStock(bystander.id),
+      movements: await storedMovements(bystander.id),
+    }).toEqual(bystanderBefore);
   });
 
   it('DELETE /v1/items/{id}: 409 item-in-use when a placed order has the item, and the item, stock, ledger and order stay', async () => {
@@ -404,7 +568,11 @@ describe('DELETE /v1/items/{id}', () => {
     await setStock(test, item.id, 5);
     const orderId = await placeOrder(item.id, 2);
     const before = await storedInventory(test);
-    const linesBefore = await test.storage.db.selectFrom('order_lines').selectAll().where('item_id', '=', item.id).execute();
+    const linesBefore = await test.storage.db
+      .selectFrom('order_lines')
+      .selectAll()
+      .where('item_id', '=', item.id)
+      .execute();
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/items/${item.id}` });
 
@@ -412,7 +580,9 @@ describe('DELETE /v1/items/{id}', () => {
     expect(problem.detail).toContain(`Item ${item.id}`);
     expect(await storedInventory(test)).toEqual(before);
     expect(linesBefore.map((line) => line.order_id)).toEqual([orderId]);
-    expect(await test.storage.db.selectFrom('order_lines').selectAll().where('item_id', '=', item.id).execute()).toEqual(linesBefore);
+    expect(
+      await test.storage.db.selectFrom('order_lines').selectAll().where('item_id', '=', item.id).execute(),
+    ).toEqual(linesBefore);
     expect((await test.call({ url: `/v1/items/${item.id}` })).status).toBe(200);
     expect((await test.call({ url: `/v1/items/${item.id}/stock` })).json).toMatchObject({ quantity: 3, reserved: 2 });
   });
@@ -421,7 +591,9 @@ describe('DELETE /v1/items/{id}', () => {
     const { item } = await createItem(test);
     await setStock(test, item.id, 5);
     const orderId = await placeOrder(item.id, 1);
-    expect((await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, body: { status: 'cancelled' } })).status).toBe(200);
+    expect(
+      (await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, body: { status: 'cancelled' } })).status,
+    ).toBe(200);
     const before = await storedInventory(test);
 
     const reply = await test.call({ method: 'DELETE', url: `/v1/items/${item.id}` });
@@ -505,7 +677,11 @@ describe('GET /v1/items/{id}/stock', () => {
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
     expect(reply.headers.etag).toBe('"v2-xml"');
-    expect(reply.text).toMatch(new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<stock><item_id>${item.id}</item_id><quantity>6</quantity><reserved>0</reserved><updated_at>[^<]+</updated_at></stock>$`));
+    expect(reply.text).toMatch(
+      new RegExp(
+        `^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<stock><item_id>${item.id}</item_id><quantity>6</quantity><reserved>0</reserved><updated_at>[^<]+</updated_at></stock>$`,
+      ),
+    );
   });
 });
 
@@ -513,14 +689,41 @@ describe('PUT /v1/items/{id}/stock', () => {
   it('PUT /v1/items/{id}/stock: 200 with a new ETag when If-Match is fresh, and a set movement records the change', async () => {
     const { item } = await createItem(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': '"v1"' }, body: { quantity: 7 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { 'if-match': '"v1"' },
+      body: { quantity: 7 },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe('"v2"');
-    expect(reply.json).toEqual({ item_id: item.id, quantity: 7, reserved: 0, updated_at: expect.stringMatching(TIMESTAMP) });
-    expect(await storedStock(item.id)).toEqual({ item_id: item.id, quantity: 7, reserved: 0, fulfilled: 0, version: 2, updated_at: reply.json.updated_at });
+    expect(reply.json).toEqual({
+      item_id: item.id,
+      quantity: 7,
+      reserved: 0,
+      updated_at: expect.stringMatching(TIMESTAMP),
+    });
+    expect(await storedStock(item.id)).toEqual({
+      item_id: item.id,
+      quantity: 7,
+      reserved: 0,
+      fulfilled: 0,
+      version: 2,
+      updated_at: reply.json.updated_at,
+    });
     expect(await storedMovements(item.id)).toEqual([
-      { id: expect.any(Number), item_id: item.id, kind: 'set', quantity_change: 7, reserved_change: 0, quantity_after: 7, reserved_after: 0, order_id: null, created_at: reply.json.updated_at },
+      {
+        id: expect.any(Number),
+        item_id: item.id,
+        kind: 'set',
+        quantity_change: 7,
+        reserved_change: 0,
+        quantity_after: 7,
+        reserved_after: 0,
+        order_id: null,
+        created_at: reply.json.updated_at,
+      },
     ]);
   });
 
@@ -528,7 +731,12 @@ describe('PUT /v1/items/{id}/stock', () => {
     const { item } = await createItem(test);
     await setStock(test, item.id, 10);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': '"v2-xml"' }, body: { quantity: 4 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { 'if-match': '"v2-xml"' },
+      body: { quantity: 4 },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe('"v3"');
@@ -543,18 +751,32 @@ describe('PUT /v1/items/{id}/stock', () => {
     const etag = await setStock(test, item.id, 7);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': etag }, body: { quantity: 7 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { 'if-match': etag },
+      body: { quantity: 7 },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
-    expect(reply.json).toEqual({ item_id: item.id, quantity: 7, reserved: 0, updated_at: before.stock.find((row) => row.item_id === item.id)!.updated_at });
+    expect(reply.json).toEqual({
+      item_id: item.id,
+      quantity: 7,
+      reserved: 0,
+      updated_at: before.stock.find((row) => row.item_id === item.id)!.updated_at,
+    });
     expect(await storedInventory(test)).toEqual(before);
   });
 
   it('PUT /v1/items/{id}/stock: 200 when the quantity is the largest allowed (10^12)', async () => {
     const { item } = await createItem(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { quantity: 1_000_000_000_000 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      body: { quantity: 1_000_000_000_000 },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.json.quantity).toBe(1_000_000_000_000);
@@ -568,17 +790,20 @@ describe('PUT /v1/items/{id}/stock', () => {
     ['null', { quantity: null }, 'must be an integer'],
     ['10^12 + 1', { quantity: 1_000_000_000_001 }, 'must be at most 1000000000000'],
     ['missing', {}, 'is required'],
-  ])('PUT /v1/items/{id}/stock: 422 validation-failed at #/quantity when the quantity is %s, and stock and ledger are unchanged', async (_case, body, detail) => {
-    const { item } = await createItem(test);
-    await setStock(test, item.id, 3);
-    const before = await storedInventory(test);
+  ])(
+    'PUT /v1/items/{id}/stock: 422 validation-failed at #/quantity when the quantity is %s, and stock and ledger are unchanged',
+    async (_case, body, detail) => {
+      const { item } = await createItem(test);
+      await setStock(test, item.id, 3);
+      const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body });
+      const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body });
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer: '#/quantity', detail }]);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([{ in: 'body', pointer: '#/quantity', detail }]);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
   it('PUT /v1/items/{id}/stock: 412 precondition-failed when If-Match is stale, and stock and ledger are unchanged', async () => {
     const { item } = await createItem(test);
@@ -586,7 +811,12 @@ describe('PUT /v1/items/{id}/stock', () => {
     await setStock(test, item.id, 4);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': staleEtag }, body: { quantity: 9 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { 'if-match': staleEtag },
+      body: { quantity: 9 },
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedInventory(test)).toEqual(before);
@@ -596,7 +826,12 @@ describe('PUT /v1/items/{id}/stock', () => {
     const { item } = await createItem(test);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, headers: { 'if-match': 'W/"v1"' }, body: { quantity: 9 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { 'if-match': 'W/"v1"' },
+      body: { quantity: 9 },
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedInventory(test)).toEqual(before);
@@ -607,7 +842,11 @@ describe('PUT /v1/items/{id}/stock', () => {
     const stock = (await test.call({ url: `/v1/items/${item.id}/stock` })).json;
     const echoedUpdatedAt = String(stock.updated_at).replace('Z', '+00:00');
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { ...stock, updated_at: echoedUpdatedAt, quantity: 3 } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      body: { ...stock, updated_at: echoedUpdatedAt, quantity: 3 },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.json).toMatchObject({ item_id: item.id, quantity: 3, reserved: 0 });
@@ -619,7 +858,11 @@ describe('PUT /v1/items/{id}/stock', () => {
     await setStock(test, item.id, 2);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { item_id: item.id + 1, quantity: 3, reserved: 5, updated_at: '2000-01-01T00:00:00Z' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/items/${item.id}/stock`,
+      body: { item_id: item.id + 1, quantity: 3, reserved: 5, updated_at: '2000-01-01T00:00:00Z' },
+    });
 
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/item_id', '#/reserved', '#/updated_at']);
@@ -668,13 +911,29 @@ describe('PATCH /v1/items/{id}/stock', () => {
     const { item } = await createItem(test);
     const etag = await setStock(test, item.id, 3);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: { ...MERGE_PATCH, 'if-match': etag }, body: JSON.stringify({ quantity: 8 }) });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { ...MERGE_PATCH, 'if-match': etag },
+      body: JSON.stringify({ quantity: 8 }),
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe('"v3"');
     expect(reply.json).toEqual({ item_id: item.id, quantity: 8, reserved: 0, updated_at: expect.any(String) });
-    expect(await storedStock(item.id)).toMatchObject({ quantity: 8, reserved: 0, version: 3, updated_at: reply.json.updated_at });
-    expect((await storedMovements(item.id)).at(-1)).toMatchObject({ kind: 'set', quantity_change: 5, quantity_after: 8, order_id: null, created_at: reply.json.updated_at });
+    expect(await storedStock(item.id)).toMatchObject({
+      quantity: 8,
+      reserved: 0,
+      version: 3,
+      updated_at: reply.json.updated_at,
+    });
+    expect((await storedMovements(item.id)).at(-1)).toMatchObject({
+      kind: 'set',
+      quantity_change: 5,
+      quantity_after: 8,
+      order_id: null,
+      created_at: reply.json.updated_at,
+    });
   });
 
   it('PATCH /v1/items/{id}/stock: 200 with the same ETag, and no movement, when the patch is empty', async () => {
@@ -682,7 +941,12 @@ describe('PATCH /v1/items/{id}/stock', () => {
     const etag = await setStock(test, item.id, 3);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: MERGE_PATCH, body: '{}' });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}/stock`,
+      headers: MERGE_PATCH,
+      body: '{}',
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
@@ -694,7 +958,12 @@ describe('PATCH /v1/items/{id}/stock', () => {
     await setStock(test, item.id, 3);
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: { ...MERGE_PATCH, 'if-match': '"v1"' }, body: JSON.stringify({ quantity: 9 }) });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item.id}/stock`,
+      headers: { ...MERGE_PATCH, 'if-match': '"v1"' },
+      body: JSON.stringify({ quantity: 9 }),
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedInventory(test)).toEqual(before);
@@ -704,17 +973,25 @@ describe('PATCH /v1/items/{id}/stock', () => {
     ['-1', -1],
     ['1.5', 1.5],
     ['the string "2"', '2'],
-  ])('PATCH /v1/items/{id}/stock: 422 validation-failed at #/quantity when the quantity is %s, and stock and ledger are unchanged', async (_case, quantity) => {
-    const { item } = await createItem(test);
-    await setStock(test, item.id, 3);
-    const before = await storedInventory(test);
+  ])(
+    'PATCH /v1/items/{id}/stock: 422 validation-failed at #/quantity when the quantity is %s, and stock and ledger are unchanged',
+    async (_case, quantity) => {
+      const { item } = await createItem(test);
+      await setStock(test, item.id, 3);
+      const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PATCH', url: `/v1/items/${item.id}/stock`, headers: MERGE_PATCH, body: JSON.stringify({ quantity }) });
+      const reply = await test.call({
+        method: 'PATCH',
+        url: `/v1/items/${item.id}/stock`,
+        headers: MERGE_PATCH,
+        body: JSON.stringify({ quantity }),
+      });
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/quantity']);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/quantity']);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 });
 
 describe('GET /v1/items/{id}/stock/movements', () => {
@@ -728,16 +1005,23 @@ describe('GET /v1/items/{id}/stock/movements', () => {
       const page = await test.call({ url });
       expect(page.status).toBe(200);
       pages.push(page);
-      url = page.json.next_cursor === null ? undefined : `/v1/items/${item.id}/stock/movements?limit=2&cursor=${page.json.next_cursor}`;
+      url =
+        page.json.next_cursor === null
+          ? undefined
+          : `/v1/items/${item.id}/stock/movements?limit=2&cursor=${page.json.next_cursor}`;
     }
 
     expect(pages.map((page) => page.json.data.length)).toEqual([2, 2, 1]);
-    expect(pages[0]!.headers.link).toBe(`</v1/items/${item.id}/stock/movements?limit=2&cursor=${pages[0]!.json.next_cursor}>; rel="next"`);
+    expect(pages[0]!.headers.link).toBe(
+      `</v1/items/${item.id}/stock/movements?limit=2&cursor=${pages[0]!.json.next_cursor}>; rel="next"`,
+    );
     expect(pages[2]!.headers.link).toBeUndefined();
     const movements = pages.flatMap((page) => page.json.data as Movement[]);
     expect(movements.map((move) => move.quantity_after)).toEqual([1, 6, 2, 9, 4]);
     expect(movements.map((move) => move.quantity_change)).toEqual([-5, 4, -7, 5, 4]);
-    expect(movements.every((move) => move.kind === 'set' && move.order_id === null && move.item_id === item.id)).toBe(true);
+    expect(movements.every((move) => move.kind === 'set' && move.order_id === null && move.item_id === item.id)).toBe(
+      true,
+    );
     const ids = movements.map((move) => move.id);
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
     const stock = await test.call({ url: `/v1/items/${item.id}/stock` });
@@ -759,12 +1043,26 @@ describe('GET /v1/items/{id}/stock/movements', () => {
 
     expect(sets.status).toBe(200);
     expect(sets.json.data.map((move: Movement) => [move.kind, move.quantity_change])).toEqual([['set', 5]]);
-    expect(reserves.json.data.map((move: Movement) => [move.order_id, move.quantity_change, move.reserved_change])).toEqual([
+    expect(
+      reserves.json.data.map((move: Movement) => [move.order_id, move.quantity_change, move.reserved_change]),
+    ).toEqual([
       [secondOrder, -2, 2],
       [firstOrder, -1, 1],
     ]);
     expect(ofSecond.json).toEqual({
-      data: [{ id: expect.any(Number), item_id: item.id, kind: 'reserve', quantity_change: -2, reserved_change: 2, quantity_after: 2, reserved_after: 3, order_id: secondOrder, created_at: expect.any(String) }],
+      data: [
+        {
+          id: expect.any(Number),
+          item_id: item.id,
+          kind: 'reserve',
+          quantity_change: -2,
+          reserved_change: 2,
+          quantity_after: 2,
+          reserved_after: 3,
+          order_id: secondOrder,
+          created_at: expect.any(String),
+        },
+      ],
       next_cursor: null,
     });
   });
@@ -783,6 +1081,7 @@ describe('GET /v1/items/{id}/stock/movements', () => {
 
     const problem = expectProblem(reply, 400, 'invalid-query');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/kind']);
-    for (const kind of ['set', 'reserve', 'release', 'fulfil']) expect(problem.errors?.[0]?.detail).toContain(`"${kind}"`);
+    for (const kind of ['set', 'reserve', 'release', 'fulfil'])
+      expect(problem.errors?.[0]?.detail).toContain(`"${kind}"`);
   });
 });

@@ -38,6 +38,7 @@ describe('money', () => {
   });
 
   it('every amount formatMinorUnits writes is a valid Amount', () => {
-    for (const minor of [0, 1, 99, 100, 123_456, Number.MAX_SAFE_INTEGER]) expect(Value.Check(Amount, formatMinorUnits(minor)), String(minor)).toBe(true);
+    for (const minor of [0, 1, 99, 100, 123_456, Number.MAX_SAFE_INTEGER])
+      expect(Value.Check(Amount, formatMinorUnits(minor)), String(minor)).toBe(true);
   });
 });

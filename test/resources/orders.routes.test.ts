@@ -25,11 +25,20 @@ function placeOrder(lines: unknown, overrides: Record<string, unknown> = {}) {
 }
 
 function patchOrder(id: number, body: unknown, headers: Record<string, string> = {}) {
-  return test.call({ method: 'PATCH', url: `/v1/orders/${id}`, headers: { 'content-type': 'application/merge-patch+json', ...headers }, body: JSON.stringify(body) });
+  return test.call({
+    method: 'PATCH',
+    url: `/v1/orders/${id}`,
+    headers: { 'content-type': 'application/merge-patch+json', ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 async function stockOf(itemId: number) {
-  return test.storage.db.selectFrom('stock').select(['quantity', 'reserved', 'fulfilled']).where('item_id', '=', itemId).executeTakeFirstOrThrow();
+  return test.storage.db
+    .selectFrom('stock')
+    .select(['quantity', 'reserved', 'fulfilled'])
+    .where('item_id', '=', itemId)
+    .executeTakeFirstOrThrow();
 }
 
 describe('POST /v1/orders', () => {
@@ -63,13 +72,25 @@ describe('POST /v1/orders', () => {
     expect(await stockOf(widget)).toEqual({ quantity: 7, reserved: 3, fulfilled: 0 });
     expect(await stockOf(gadget)).toEqual({ quantity: 2, reserved: 1, fulfilled: 0 });
     const movements = await test.call({ url: `/v1/items/${widget}/stock/movements` });
-    expect(movements.json.data[0]).toMatchObject({ kind: 'reserve', quantity_change: -3, reserved_change: 3, quantity_after: 7, reserved_after: 3, order_id: reply.json.id });
+    expect(movements.json.data[0]).toMatchObject({
+      kind: 'reserve',
+      quantity_change: -3,
+      reserved_change: 3,
+      quantity_after: 7,
+      reserved_after: 3,
+      order_id: reply.json.id,
+    });
   });
 
   it('POST /v1/orders: the order keeps the price captured when it was placed after the item price changes', async () => {
     const item = await stockedItem('1.00', 5);
     const placed = await placeOrder([{ item_id: item, quantity: 2 }]);
-    await test.call({ method: 'PATCH', url: `/v1/items/${item}`, headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ price: '9.99' }) });
+    await test.call({
+      method: 'PATCH',
+      url: `/v1/items/${item}`,
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ price: '9.99' }),
+    });
 
     const read = await test.call({ url: `/v1/orders/${placed.json.id}` });
 
@@ -107,16 +128,19 @@ describe('POST /v1/orders', () => {
     ['quantity 2^53', [{ item_id: 1, quantity: 2 ** 53 }], '#/lines/0/quantity'],
     ['a line without item_id', [{ quantity: 1 }], '#/lines/0/item_id'],
   ];
-  it.each(badLines)('POST /v1/orders: 422 validation-failed pointing at %s, and nothing stored changes', async (_case, lines, pointer) => {
-    await stockedItem('1.00', 10);
-    const before = await storedInventory(test);
+  it.each(badLines)(
+    'POST /v1/orders: 422 validation-failed pointing at %s, and nothing stored changes',
+    async (_case, lines, pointer) => {
+      await stockedItem('1.00', 10);
+      const before = await storedInventory(test);
 
-    const reply = await placeOrder(lines);
+      const reply = await placeOrder(lines);
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors?.map((error) => error.pointer)).toContain(pointer);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors?.map((error) => error.pointer)).toContain(pointer);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
   it('POST /v1/orders: 422 unknown-reference pointing at each line of an unknown item_id, and nothing stored changes', async () => {
     const item = await stockedItem('1.00', 10);
@@ -150,14 +174,23 @@ describe('POST /v1/orders', () => {
   it('POST and PUT /v1/orders: 422 pointing at each line of an item whose lines add up to more than 1,000,000 units (lines are merged), nothing stored changes', async () => {
     const itemId = await stockedItem('1.00', 3_000_000);
     const before = await storedInventory(test);
-    const lines = [{ item_id: itemId, quantity: 1_000_000 }, { item_id: itemId, quantity: 1 }];
+    const lines = [
+      { item_id: itemId, quantity: 1_000_000 },
+      { item_id: itemId, quantity: 1 },
+    ];
     const problem = expectProblem(await placeOrder(lines), 422, 'validation-failed');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/lines/0/quantity', '#/lines/1/quantity']);
-    expect(problem.errors?.[0]?.detail).toBe(`the lines of item ${itemId} add up to 1000001 units, more than the 1000000 of one line`);
+    expect(problem.errors?.[0]?.detail).toBe(
+      `the lines of item ${itemId} add up to 1000001 units, more than the 1000000 of one line`,
+    );
     expect(await storedInventory(test)).toEqual(before);
 
     const placed = await placeOrder([{ item_id: itemId, quantity: 1 }]);
-    const replaced = await test.call({ method: 'PUT', url: `/v1/orders/${placed.json.id}`, body: { name: 'SO-1', user_id: userId, lines } });
+    const replaced = await test.call({
+      method: 'PUT',
+      url: `/v1/orders/${placed.json.id}`,
+      body: { name: 'SO-1', user_id: userId, lines },
+    });
     expectProblem(replaced, 422, 'validation-failed');
     expect((await test.call({ url: `/v1/orders/${placed.json.id}` })).json).toEqual(placed.json);
   });
@@ -168,8 +201,23 @@ describe('POST /v1/orders', () => {
     expect(reply.status).toBe(201);
     expect(reply.json.total).toBe('8999999999991.00');
     expect(reply.json.lines[0].line_total).toBe('8999999999991.00');
-    const document = dereferenced(test.app.swagger()) as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, { pattern: string }> } }> }> }>> };
-    const pattern = document.paths['/v1/orders']!.post!.responses['201']!.content['application/json']!.schema.properties.total!.pattern;
+    const document = dereferenced(test.app.swagger()) as unknown as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses: Record<
+              string,
+              { content: Record<string, { schema: { properties: Record<string, { pattern: string }> } }> }
+            >;
+          }
+        >
+      >;
+    };
+    const pattern =
+      document.paths['/v1/orders']!.post!.responses['201']!.content['application/json']!.schema.properties.total!
+        .pattern;
     expect(reply.json.total).toMatch(new RegExp(pattern));
   });
 
@@ -184,13 +232,20 @@ describe('POST /v1/orders', () => {
 
     expect(reply.status).toBe(201);
     expect(reply.mediaType).toBe('application/xml');
-    expect(reply.text).toContain(`<lines><line><item_id>${item}</item_id><quantity>2</quantity><unit_price>3.00</unit_price><line_total>6.00</line_total></line></lines><total>6.00</total>`);
+    expect(reply.text).toContain(
+      `<lines><line><item_id>${item}</item_id><quantity>2</quantity><unit_price>3.00</unit_price><line_total>6.00</line_total></line></lines><total>6.00</total>`,
+    );
   });
 
   it('POST /v1/orders: the same Idempotency-Key and body replay the first response and reserve once', async () => {
     const item = await stockedItem('1.00', 10);
     const send = () =>
-      test.call({ method: 'POST', url: '/v1/orders', headers: { 'idempotency-key': `order-${item}` }, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 4 }] } });
+      test.call({
+        method: 'POST',
+        url: '/v1/orders',
+        headers: { 'idempotency-key': `order-${item}` },
+        body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 4 }] },
+      });
 
     const first = await send();
     const second = await send();
@@ -215,7 +270,9 @@ describe('PATCH /v1/orders/{id}', () => {
     expect(reply.headers.etag).toBe('"v2"');
     expect(await stockOf(item)).toEqual({ quantity: 6, reserved: 0, fulfilled: 4 });
     const movements = await test.call({ url: `/v1/items/${item}/stock/movements?kind=fulfil` });
-    expect(movements.json.data).toMatchObject([{ kind: 'fulfil', quantity_change: 0, reserved_change: -4, order_id: order.id }]);
+    expect(movements.json.data).toMatchObject([
+      { kind: 'fulfil', quantity_change: 0, reserved_change: -4, order_id: order.id },
+    ]);
   });
 
   it('PATCH /v1/orders/{id}: placed → cancelled returns the reserved units to stock', async () => {
@@ -235,19 +292,22 @@ describe('PATCH /v1/orders/{id}', () => {
     ['cancelled → fulfilled', 'cancelled', 'fulfilled'],
     ['cancelled → placed', 'cancelled', 'placed'],
   ];
-  it.each(illegal)('PATCH /v1/orders/{id}: 409 invalid-transition for %s, and nothing stored changes', async (_case, from, to) => {
-    const item = await stockedItem('1.00', 10);
-    const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
-    await patchOrder(order.id, { status: from });
-    const before = await storedInventory(test);
+  it.each(illegal)(
+    'PATCH /v1/orders/{id}: 409 invalid-transition for %s, and nothing stored changes',
+    async (_case, from, to) => {
+      const item = await stockedItem('1.00', 10);
+      const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
+      await patchOrder(order.id, { status: from });
+      const before = await storedInventory(test);
 
-    const reply = await patchOrder(order.id, { status: to });
+      const reply = await patchOrder(order.id, { status: to });
 
-    const problem = expectProblem(reply, 409, 'invalid-transition');
-    expect(problem.current_status).toBe(from);
-    expect(problem.allowed_statuses).toEqual([]);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 409, 'invalid-transition');
+      expect(problem.current_status).toBe(from);
+      expect(problem.allowed_statuses).toEqual([]);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
   it('PATCH /v1/orders/{id}: 409 invalid-transition when the status is not an order status, and nothing stored changes', async () => {
     const item = await stockedItem('1.00', 10);
@@ -280,12 +340,24 @@ describe('PUT /v1/orders/{id}', () => {
     const kept = await stockedItem('1.00', 10);
     const dropped = await stockedItem('2.00', 10);
     const added = await stockedItem('3.00', 10);
-    const order = (await placeOrder([{ item_id: kept, quantity: 2 }, { item_id: dropped, quantity: 3 }])).json;
+    const order = (
+      await placeOrder([
+        { item_id: kept, quantity: 2 },
+        { item_id: dropped, quantity: 3 },
+      ])
+    ).json;
 
     const reply = await test.call({
       method: 'PUT',
       url: `/v1/orders/${order.id}`,
-      body: { name: 'SO-1b', user_id: userId, lines: [{ item_id: kept, quantity: 5 }, { item_id: added, quantity: 1 }] },
+      body: {
+        name: 'SO-1b',
+        user_id: userId,
+        lines: [
+          { item_id: kept, quantity: 5 },
+          { item_id: added, quantity: 1 },
+        ],
+      },
     });
 
     expect(reply.status).toBe(200);
@@ -298,7 +370,12 @@ describe('PUT /v1/orders/{id}', () => {
     expect(await stockOf(dropped)).toEqual({ quantity: 10, reserved: 0, fulfilled: 0 });
     expect(await stockOf(added)).toEqual({ quantity: 9, reserved: 1, fulfilled: 0 });
     const keptMovements = await test.call({ url: `/v1/items/${kept}/stock/movements` });
-    expect(keptMovements.json.data[0]).toMatchObject({ kind: 'reserve', quantity_change: -3, reserved_change: 3, order_id: order.id });
+    expect(keptMovements.json.data[0]).toMatchObject({
+      kind: 'reserve',
+      quantity_change: -3,
+      reserved_change: 3,
+      order_id: order.id,
+    });
   });
 
   it('PUT /v1/orders/{id}: 409 insufficient-stock counts what the order already holds as available, and nothing stored changes', async () => {
@@ -306,32 +383,47 @@ describe('PUT /v1/orders/{id}', () => {
     const order = (await placeOrder([{ item_id: item, quantity: 3 }])).json;
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/orders/${order.id}`, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 6 }] } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/orders/${order.id}`,
+      body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 6 }] },
+    });
 
     const problem = expectProblem(reply, 409, 'insufficient-stock');
     expect(problem.short_lines).toEqual([{ item_id: item, requested: 6, available: 5 }]);
     expect(await storedInventory(test)).toEqual(before);
   });
 
-  it.each(['fulfilled', 'cancelled'] as const)('PUT /v1/orders/{id}: 409 order-not-placed when the order is %s, and nothing stored changes', async (status) => {
-    const item = await stockedItem('1.00', 10);
-    const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
-    await patchOrder(order.id, { status });
-    const before = await storedInventory(test);
+  it.each(['fulfilled', 'cancelled'] as const)(
+    'PUT /v1/orders/{id}: 409 order-not-placed when the order is %s, and nothing stored changes',
+    async (status) => {
+      const item = await stockedItem('1.00', 10);
+      const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
+      await patchOrder(order.id, { status });
+      const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/orders/${order.id}`, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 1 }] } });
+      const reply = await test.call({
+        method: 'PUT',
+        url: `/v1/orders/${order.id}`,
+        body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 1 }] },
+      });
 
-    const problem = expectProblem(reply, 409, 'order-not-placed');
-    expect(problem.current_status).toBe(status);
-    expect(await storedInventory(test)).toEqual(before);
-  });
+      const problem = expectProblem(reply, 409, 'order-not-placed');
+      expect(problem.current_status).toBe(status);
+      expect(await storedInventory(test)).toEqual(before);
+    },
+  );
 
   it('PUT /v1/orders/{id}: 422 read-only-field when the body changes the total, and nothing stored changes', async () => {
     const item = await stockedItem('1.00', 10);
     const order = (await placeOrder([{ item_id: item, quantity: 2 }])).json;
     const before = await storedInventory(test);
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/orders/${order.id}`, body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 1 }], total: '0.01' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/orders/${order.id}`,
+      body: { name: 'SO-1', user_id: userId, lines: [{ item_id: item, quantity: 1 }], total: '0.01' },
+    });
 
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/total']);
@@ -350,7 +442,12 @@ describe('DELETE /v1/orders/{id}', () => {
     expect(await stockOf(item)).toEqual({ quantity: 10, reserved: 0, fulfilled: 0 });
     expect((await test.call({ url: `/v1/orders/${order.id}` })).status).toBe(404);
     const movements = await test.call({ url: `/v1/items/${item}/stock/movements` });
-    expect(movements.json.data[0]).toMatchObject({ kind: 'release', quantity_change: 4, reserved_change: -4, order_id: order.id });
+    expect(movements.json.data[0]).toMatchObject({
+      kind: 'release',
+      quantity_change: 4,
+      reserved_change: -4,
+      order_id: order.id,
+    });
   });
 
   it('DELETE /v1/orders/{id}: a fulfilled order releases nothing (its units have left)', async () => {
@@ -384,11 +481,14 @@ describe('GET /v1/orders', () => {
     const item = await stockedItem('1.00', 100);
     const totals = [5, 1, 3, 2];
     const ids: number[] = [];
-    for (const quantity of totals) ids.push((await placeOrder([{ item_id: item, quantity }], { user_id: user.id })).json.id);
+    for (const quantity of totals)
+      ids.push((await placeOrder([{ item_id: item, quantity }], { user_id: user.id })).json.id);
     await patchOrder(ids[3]!, { status: 'cancelled' });
 
     const first = await test.call({ url: `/v1/orders?user_id=${user.id}&status=placed&sort=-total&limit=2` });
-    const second = await test.call({ url: `/v1/orders?user_id=${user.id}&status=placed&sort=-total&limit=2&cursor=${first.json.next_cursor}` });
+    const second = await test.call({
+      url: `/v1/orders?user_id=${user.id}&status=placed&sort=-total&limit=2&cursor=${first.json.next_cursor}`,
+    });
 
     expect(first.json.data.map((order: { total: string }) => order.total)).toEqual(['5.00', '3.00']);
     expect(first.headers.link).toContain('rel="next"');
@@ -417,7 +517,11 @@ describe('deleting what an order refers to, while the order is placed', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const { user, etag } = await createUser(test);
       const [order, deleted] = await Promise.all([
-        test.call({ method: 'POST', url: '/v1/orders', body: { name: `race ${round}`, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] } }),
+        test.call({
+          method: 'POST',
+          url: '/v1/orders',
+          body: { name: `race ${round}`, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] },
+        }),
         test.call({ method: 'DELETE', url: `/v1/users/${user.id}`, headers: { 'if-match': etag } }),
       ]);
       outcomes.add(`${order.status}/${deleted.status}`);
@@ -430,7 +534,12 @@ describe('deleting what an order refers to, while the order is placed', () => {
         else expectProblem(order, 409, 'concurrent-change');
       }
     }
-    const orphans = await test.storage.db.selectFrom('orders').select('id').where('status', '=', 'placed').where('user_id', 'is', null).execute();
+    const orphans = await test.storage.db
+      .selectFrom('orders')
+      .select('id')
+      .where('status', '=', 'placed')
+      .where('user_id', 'is', null)
+      .execute();
     expect(orphans).toEqual([]);
     expect([...outcomes].every((outcome) => ['201/409', '422/204', '409/204'].includes(outcome))).toBe(true);
   });
@@ -441,12 +550,19 @@ describe('deleting what an order refers to, while the order is placed', () => {
       await setStock(test, item.id, 10);
       const itemEtag = String((await test.call({ url: `/v1/items/${item.id}` })).headers.etag ?? etag);
       const [order, deleted] = await Promise.all([
-        test.call({ method: 'POST', url: '/v1/orders', body: { name: `race ${round}`, user_id: userId, lines: [{ item_id: item.id, quantity: 1 }] } }),
+        test.call({
+          method: 'POST',
+          url: '/v1/orders',
+          body: { name: `race ${round}`, user_id: userId, lines: [{ item_id: item.id, quantity: 1 }] },
+        }),
         test.call({ method: 'DELETE', url: `/v1/items/${item.id}`, headers: { 'if-match': itemEtag } }),
       ]);
       if (order.status === 201) {
         expectProblem(deleted, 409, 'item-in-use');
-        expect((await test.call({ url: `/v1/items/${item.id}/stock` })).json).toMatchObject({ quantity: 9, reserved: 1 });
+        expect((await test.call({ url: `/v1/items/${item.id}/stock` })).json).toMatchObject({
+          quantity: 9,
+          reserved: 1,
+        });
       } else {
         expect(deleted.status).toBe(204);
         if (order.status === 422) expectProblem(order, 422, 'unknown-reference');

@@ -15,10 +15,26 @@ let itemId: number;
 let otherItemId: number;
 
 /** A caller of the role, with these scopes removed (or added), and its API key. */
-async function narrowedCaller(name: string, grants: { role?: string; removed_scopes?: string[]; extra_scopes?: string[] }): Promise<string> {
-  const caller = await test.call({ method: 'POST', url: '/v1/callers', body: { name, role: grants.role ?? 'editor', removed_scopes: grants.removed_scopes ?? [], extra_scopes: grants.extra_scopes ?? [] } });
+async function narrowedCaller(
+  name: string,
+  grants: { role?: string; removed_scopes?: string[]; extra_scopes?: string[] },
+): Promise<string> {
+  const caller = await test.call({
+    method: 'POST',
+    url: '/v1/callers',
+    body: {
+      name,
+      role: grants.role ?? 'editor',
+      removed_scopes: grants.removed_scopes ?? [],
+      extra_scopes: grants.extra_scopes ?? [],
+    },
+  });
   expect(caller.status, caller.text).toBe(201);
-  const key = await test.call({ method: 'POST', url: `/v1/callers/${caller.json.id}/keys`, body: { description: name } });
+  const key = await test.call({
+    method: 'POST',
+    url: `/v1/callers/${caller.json.id}/keys`,
+    body: { description: name },
+  });
   return key.json.key as string;
 }
 
@@ -29,7 +45,11 @@ function comparable(reply: Reply) {
 }
 
 const MISSING = 999_999;
-const orderBody = (user: number, item: number, quantity = 1) => ({ name: 'disclosure', user_id: user, lines: [{ item_id: item, quantity }] });
+const orderBody = (user: number, item: number, quantity = 1) => ({
+  name: 'disclosure',
+  user_id: user,
+  lines: [{ item_id: item, quantity }],
+});
 
 beforeAll(async () => {
   test = await startApp();
@@ -47,7 +67,10 @@ describe('references to records the caller may not read', () => {
     const existing = await test.call({ method: 'POST', url: '/v1/orders', key, body: orderBody(userId, itemId) });
     const missing = await test.call({ method: 'POST', url: '/v1/orders', key, body: orderBody(MISSING, itemId) });
     const problem = expectProblem(existing, 403, 'insufficient-scope');
-    expect(problem).toMatchObject({ required_scopes: ['users:read'], errors: [{ in: 'body', pointer: '#/user_id', detail: 'refers to users, which needs users:read' }] });
+    expect(problem).toMatchObject({
+      required_scopes: ['users:read'],
+      errors: [{ in: 'body', pointer: '#/user_id', detail: 'refers to users, which needs users:read' }],
+    });
     expect(problem.detail).not.toContain(String(userId));
     expect(comparable(missing)).toEqual(comparable(existing));
     expect((await test.call({ url: '/v1/orders?limit=500' })).json.data).toEqual([]);
@@ -57,12 +80,19 @@ describe('references to records the caller may not read', () => {
     const key = await narrowedCaller('no-items', { removed_scopes: ['items:read'] });
     const existing = await test.call({ method: 'POST', url: '/v1/orders', key, body: orderBody(userId, itemId) });
     const missing = await test.call({ method: 'POST', url: '/v1/orders', key, body: orderBody(userId, MISSING) });
-    expect(expectProblem(existing, 403, 'insufficient-scope')).toMatchObject({ required_scopes: ['items:read'], errors: [{ pointer: '#/lines' }] });
+    expect(expectProblem(existing, 403, 'insufficient-scope')).toMatchObject({
+      required_scopes: ['items:read'],
+      errors: [{ pointer: '#/lines' }],
+    });
     expect(comparable(missing)).toEqual(comparable(existing));
   });
 
   it('POST /v1/orders: 422 naming the missing user to a caller that may read users', async () => {
-    const problem = expectProblem(await test.call({ method: 'POST', url: '/v1/orders', body: orderBody(MISSING, itemId) }), 422, 'unknown-reference');
+    const problem = expectProblem(
+      await test.call({ method: 'POST', url: '/v1/orders', body: orderBody(MISSING, itemId) }),
+      422,
+      'unknown-reference',
+    );
     expect(problem.detail).toBe(`There is no user ${MISSING}.`);
   });
 });
@@ -70,14 +100,22 @@ describe('references to records the caller may not read', () => {
 describe('shortages', () => {
   it('POST /v1/orders: 409 listing the short line without the quantity available when the caller lacks stock:read', async () => {
     const key = await narrowedCaller('no-stock', { removed_scopes: ['stock:read'] });
-    const problem = expectProblem(await test.call({ method: 'POST', url: '/v1/orders', key, body: orderBody(userId, itemId, 40) }), 409, 'insufficient-stock');
+    const problem = expectProblem(
+      await test.call({ method: 'POST', url: '/v1/orders', key, body: orderBody(userId, itemId, 40) }),
+      409,
+      'insufficient-stock',
+    );
     expect(problem.short_lines).toEqual([{ item_id: itemId, requested: 40 }]);
     expect(problem.detail).not.toMatch(/37/);
     expect(problem.detail).toMatch(new RegExp(`item ${itemId}: 40 requested`));
   });
 
   it('POST /v1/orders: 409 with the quantity available when the caller may read stock', async () => {
-    const problem = expectProblem(await test.call({ method: 'POST', url: '/v1/orders', body: orderBody(userId, itemId, 40) }), 409, 'insufficient-stock');
+    const problem = expectProblem(
+      await test.call({ method: 'POST', url: '/v1/orders', body: orderBody(userId, itemId, 40) }),
+      409,
+      'insufficient-stock',
+    );
     expect(problem.short_lines).toEqual([{ item_id: itemId, requested: 40, available: 37 }]);
     expect(problem.detail).toMatch(/40 requested, 37 available/);
   });
@@ -94,31 +132,76 @@ describe('changes of an order by a narrowed caller', () => {
 
   it('PUT /v1/orders/{id}: the same 403 for an existing and a missing new user when the caller lacks users:read', async () => {
     const otherUser = (await createUser(test)).user.id;
-    const existing = await test.call({ method: 'PUT', url: `/v1/orders/${orderId}`, key: narrowKey, body: orderBody(otherUser, itemId, 2) });
-    const missing = await test.call({ method: 'PUT', url: `/v1/orders/${orderId}`, key: narrowKey, body: orderBody(MISSING, itemId, 2) });
+    const existing = await test.call({
+      method: 'PUT',
+      url: `/v1/orders/${orderId}`,
+      key: narrowKey,
+      body: orderBody(otherUser, itemId, 2),
+    });
+    const missing = await test.call({
+      method: 'PUT',
+      url: `/v1/orders/${orderId}`,
+      key: narrowKey,
+      body: orderBody(MISSING, itemId, 2),
+    });
     expect(expectProblem(existing, 403, 'insufficient-scope')).toMatchObject({ required_scopes: ['users:read'] });
     expect(comparable(missing)).toEqual(comparable(existing));
     expect((await test.call({ url: `/v1/orders/${orderId}` })).json.user_id).toBe(userId);
   });
 
   it('PATCH /v1/orders/{id}: the same 403 for an existing and a missing new item when the caller lacks items:read', async () => {
-    const lines = (item: number) => [{ item_id: itemId, quantity: 2 }, { item_id: item, quantity: 1 }];
-    const existing = await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, key: narrowKey, body: { lines: lines(otherItemId) } });
-    const missing = await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, key: narrowKey, body: { lines: lines(MISSING) } });
-    expect(expectProblem(existing, 403, 'insufficient-scope')).toMatchObject({ required_scopes: ['items:read'], errors: [{ pointer: '#/lines' }] });
+    const lines = (item: number) => [
+      { item_id: itemId, quantity: 2 },
+      { item_id: item, quantity: 1 },
+    ];
+    const existing = await test.call({
+      method: 'PATCH',
+      url: `/v1/orders/${orderId}`,
+      key: narrowKey,
+      body: { lines: lines(otherItemId) },
+    });
+    const missing = await test.call({
+      method: 'PATCH',
+      url: `/v1/orders/${orderId}`,
+      key: narrowKey,
+      body: { lines: lines(MISSING) },
+    });
+    expect(expectProblem(existing, 403, 'insufficient-scope')).toMatchObject({
+      required_scopes: ['items:read'],
+      errors: [{ pointer: '#/lines' }],
+    });
     expect(comparable(missing)).toEqual(comparable(existing));
   });
 
   it('PATCH /v1/orders/{id}: 409 without the quantity available when the caller raises a line past the stock and lacks stock:read', async () => {
-    const problem = expectProblem(await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, key: narrowKey, body: { lines: [{ item_id: itemId, quantity: 100 }] } }), 409, 'insufficient-stock');
+    const problem = expectProblem(
+      await test.call({
+        method: 'PATCH',
+        url: `/v1/orders/${orderId}`,
+        key: narrowKey,
+        body: { lines: [{ item_id: itemId, quantity: 100 }] },
+      }),
+      409,
+      'insufficient-stock',
+    );
     expect(problem.short_lines).toEqual([{ item_id: itemId, requested: 100 }]);
     expect(problem.detail).not.toMatch(/available,|\d+ available/);
   });
 
   it('PUT and PATCH /v1/orders/{id}: 200 when the caller names only the user and items already on the order, and for a status transition', async () => {
-    const put = await test.call({ method: 'PUT', url: `/v1/orders/${orderId}`, key: narrowKey, body: { ...orderBody(userId, itemId, 3), name: 'renamed' } });
+    const put = await test.call({
+      method: 'PUT',
+      url: `/v1/orders/${orderId}`,
+      key: narrowKey,
+      body: { ...orderBody(userId, itemId, 3), name: 'renamed' },
+    });
     expect(put.status, put.text).toBe(200);
-    const patch = await test.call({ method: 'PATCH', url: `/v1/orders/${orderId}`, key: narrowKey, body: { status: 'cancelled' } });
+    const patch = await test.call({
+      method: 'PATCH',
+      url: `/v1/orders/${orderId}`,
+      key: narrowKey,
+      body: { status: 'cancelled' },
+    });
     expect(patch.status, patch.text).toBe(200);
     expect(patch.json.status).toBe('cancelled');
   });
@@ -128,10 +211,22 @@ describe('stock', () => {
   it('PUT and PATCH /v1/items/{id}/stock: 403 without the stock in the answer, the same for a missing item, when the caller lacks stock:read', async () => {
     const key = await narrowedCaller('stock-writer', { removed_scopes: ['stock:read'] });
     for (const method of ['PUT', 'PATCH'] as const) {
-      const existing = await test.call({ method, url: `/v1/items/${itemId}/stock`, key, body: { quantity: 37, reserved: 0 } });
-      const missing = await test.call({ method, url: `/v1/items/${MISSING}/stock`, key, body: { quantity: 37, reserved: 0 } });
+      const existing = await test.call({
+        method,
+        url: `/v1/items/${itemId}/stock`,
+        key,
+        body: { quantity: 37, reserved: 0 },
+      });
+      const missing = await test.call({
+        method,
+        url: `/v1/items/${MISSING}/stock`,
+        key,
+        body: { quantity: 37, reserved: 0 },
+      });
       expect(expectProblem(existing, 403, 'insufficient-scope').required_scopes).toEqual(['stock:read']);
-      expect(comparable({ ...missing, json: { ...missing.json, instance: null } })).toEqual(comparable({ ...existing, json: { ...existing.json, instance: null } }));
+      expect(comparable({ ...missing, json: { ...missing.json, instance: null } })).toEqual(
+        comparable({ ...existing, json: { ...existing.json, instance: null } }),
+      );
     }
     expect((await test.call({ url: `/v1/items/${itemId}/stock` })).json.quantity).toBe(37);
   });
@@ -140,16 +235,31 @@ describe('stock', () => {
 describe('deletes blocked by orders', () => {
   it('DELETE /v1/users/{id}: 409 that names no order and counts none when the caller lacks orders:read', async () => {
     const owner = (await createUser(test)).user.id;
-    for (let index = 0; index < 3; index++) await test.call({ method: 'POST', url: '/v1/orders', body: orderBody(owner, otherItemId) });
-    const key = await narrowedCaller('user-deleter', { extra_scopes: ['users:delete'], removed_scopes: ['orders:read'] });
-    const problem = expectProblem(await test.call({ method: 'DELETE', url: `/v1/users/${owner}`, key }), 409, 'user-has-open-orders');
+    for (let index = 0; index < 3; index++)
+      await test.call({ method: 'POST', url: '/v1/orders', body: orderBody(owner, otherItemId) });
+    const key = await narrowedCaller('user-deleter', {
+      extra_scopes: ['users:delete'],
+      removed_scopes: ['orders:read'],
+    });
+    const problem = expectProblem(
+      await test.call({ method: 'DELETE', url: `/v1/users/${owner}`, key }),
+      409,
+      'user-has-open-orders',
+    );
     expect(Object.keys(problem).sort()).toEqual(['detail', 'instance', 'request_id', 'status', 'title', 'type']);
     expect(problem.detail).toBe(`User ${owner} has placed orders; fulfil, cancel or delete them first.`);
   });
 
   it('DELETE /v1/items/{id}: 409 that names no order when the caller lacks orders:read', async () => {
-    const key = await narrowedCaller('item-deleter', { extra_scopes: ['items:delete'], removed_scopes: ['orders:read'] });
-    const problem = expectProblem(await test.call({ method: 'DELETE', url: `/v1/items/${otherItemId}`, key }), 409, 'item-in-use');
+    const key = await narrowedCaller('item-deleter', {
+      extra_scopes: ['items:delete'],
+      removed_scopes: ['orders:read'],
+    });
+    const problem = expectProblem(
+      await test.call({ method: 'DELETE', url: `/v1/items/${otherItemId}`, key }),
+      409,
+      'item-in-use',
+    );
     expect(Object.keys(problem).sort()).toEqual(['detail', 'instance', 'request_id', 'status', 'title', 'type']);
     expect(problem.detail).toBe(`Item ${otherItemId} is on orders; an item that has been ordered cannot be deleted.`);
   });

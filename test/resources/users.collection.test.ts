@@ -5,7 +5,20 @@ import { createUser } from '../helpers/records.js';
 import { storedUsers } from '../helpers/stored.js';
 
 let test: TestApp;
-const NAMES = ['delta', 'alpha', 'charlie', 'bravo', 'echo', 'alpha', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo'];
+const NAMES = [
+  'delta',
+  'alpha',
+  'charlie',
+  'bravo',
+  'echo',
+  'alpha',
+  'foxtrot',
+  'golf',
+  'hotel',
+  'india',
+  'juliet',
+  'kilo',
+];
 
 beforeAll(async () => {
   test = await startApp();
@@ -70,13 +83,17 @@ describe('GET /v1/users (paging)', () => {
   it('GET /v1/users: sort=name,-id orders by name, ties newest first, across pages', async () => {
     const pages = await allPages('/v1/users?sort=name,-id&limit=4');
     const ids = pages.flatMap((page) => page.ids);
-    const expected = (await storedUsers(test)).sort((a, b) => (a.name === b.name ? b.id - a.id : a.name < b.name ? -1 : 1)).map((row) => row.id);
+    const expected = (await storedUsers(test))
+      .sort((a, b) => (a.name === b.name ? b.id - a.id : a.name < b.name ? -1 : 1))
+      .map((row) => row.id);
     expect(ids).toEqual(expected);
   });
 
   it('GET /v1/users: sort=-created_at lists newest first', async () => {
     const reply = await test.call({ url: '/v1/users?sort=-created_at&limit=3' });
-    const stored = (await storedUsers(test)).sort((a, b) => (a.created_at === b.created_at ? a.id - b.id : a.created_at < b.created_at ? 1 : -1));
+    const stored = (await storedUsers(test)).sort((a, b) =>
+      a.created_at === b.created_at ? a.id - b.id : a.created_at < b.created_at ? 1 : -1,
+    );
     expect(reply.json.data.map((user: { id: number }) => user.id)).toEqual(stored.slice(0, 3).map((row) => row.id));
   });
 
@@ -97,7 +114,9 @@ describe('GET /v1/users (paging)', () => {
     const reply = await test.call({ url: '/v1/users?name=bravo', headers: { accept: 'application/xml' } });
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
-    expect(reply.text).toMatch(/^<\?xml[^>]+>\n<users><data><user><id>\d+<\/id><name>bravo<\/name>.*<\/user><\/data><next_cursor nil="true"\/><\/users>$/);
+    expect(reply.text).toMatch(
+      /^<\?xml[^>]+>\n<users><data><user><id>\d+<\/id><name>bravo<\/name>.*<\/user><\/data><next_cursor nil="true"\/><\/users>$/,
+    );
   });
 });
 
@@ -116,15 +135,21 @@ describe('GET /v1/users (filters)', () => {
   it('GET /v1/users: created_after and created_before are exclusive bounds', async () => {
     const stored = await storedUsers(test);
     const middle = stored[5]!;
-    const after = await test.call({ url: `/v1/users?limit=500&created_after=${encodeURIComponent(middle.created_at)}` });
+    const after = await test.call({
+      url: `/v1/users?limit=500&created_after=${encodeURIComponent(middle.created_at)}`,
+    });
     expect(after.json.data.every((user: { created_at: string }) => user.created_at > middle.created_at)).toBe(true);
     expect(after.json.data.length).toBe(stored.filter((row) => row.created_at > middle.created_at).length);
-    const before = await test.call({ url: `/v1/users?limit=500&created_before=${encodeURIComponent(middle.created_at)}` });
+    const before = await test.call({
+      url: `/v1/users?limit=500&created_before=${encodeURIComponent(middle.created_at)}`,
+    });
     expect(before.json.data.length).toBe(stored.filter((row) => row.created_at < middle.created_at).length);
   });
 
   it('GET /v1/users: created_after accepts any RFC 3339 offset', async () => {
-    const reply = await test.call({ url: `/v1/users?created_after=${encodeURIComponent('2000-01-01T02:00:00+02:00')}` });
+    const reply = await test.call({
+      url: `/v1/users?created_after=${encodeURIComponent('2000-01-01T02:00:00+02:00')}`,
+    });
     expect(reply.status).toBe(200);
     expect(reply.json.data.length).toBeGreaterThan(0);
   });
@@ -156,7 +181,11 @@ describe('GET /v1/users (bad query parameters)', () => {
   it('GET /v1/users: 400 when a real cursor is truncated or altered', async () => {
     const first = await test.call({ url: '/v1/users?limit=2' });
     const cursor: string = first.json.next_cursor;
-    for (const forged of [cursor.slice(0, -1), cursor.slice(1), `${cursor.slice(0, 3)}${cursor[3] === 'A' ? 'B' : 'A'}${cursor.slice(4)}`]) {
+    for (const forged of [
+      cursor.slice(0, -1),
+      cursor.slice(1),
+      `${cursor.slice(0, 3)}${cursor[3] === 'A' ? 'B' : 'A'}${cursor.slice(4)}`,
+    ]) {
       const reply = await test.call({ url: `/v1/users?limit=2&cursor=${encodeURIComponent(forged)}` });
       expectProblem(reply, 400, 'invalid-query');
     }

@@ -17,19 +17,38 @@ describe('POST /v1/users', () => {
 
     expect(reply.status).toBe(201);
     expect(reply.mediaType).toBe('application/json');
-    expect(reply.json).toEqual({ id: expect.any(Number), name: 'Ada Lovelace', email: body.email, created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(reply.json).toEqual({
+      id: expect.any(Number),
+      name: 'Ada Lovelace',
+      email: body.email,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
     expect(reply.headers.location).toBe(`/v1/users/${reply.json.id}`);
     expect(reply.headers.etag).toBe('"v1"');
     expect(reply.json.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-    const stored = await test.storage.db.selectFrom('users').selectAll().where('id', '=', reply.json.id).executeTakeFirstOrThrow();
-    expect(stored).toMatchObject({ name: 'Ada Lovelace', email: body.email, email_key: body.email.toLowerCase(), version: 1 });
+    const stored = await test.storage.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', '=', reply.json.id)
+      .executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({
+      name: 'Ada Lovelace',
+      email: body.email,
+      email_key: body.email.toLowerCase(),
+      version: 1,
+    });
   });
 
   it('POST /v1/users: 409 email-taken when the email differs only in case, and nothing is stored', async () => {
     const { user } = await createUser(test, { email: 'Grace.Hopper@Example.com' });
     const before = await storedUsers(test);
 
-    const reply = await test.call({ method: 'POST', url: '/v1/users', body: buildUser({ email: 'grace.hopper@example.COM' }) });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      body: buildUser({ email: 'grace.hopper@example.COM' }),
+    });
 
     const problem = expectProblem(reply, 409, 'email-taken');
     expect(problem.detail).toContain('grace.hopper@example.com');
@@ -48,21 +67,33 @@ describe('POST /v1/users', () => {
     expect(reply.status).toBe(201);
     expect(reply.mediaType).toBe('application/xml');
     expect(reply.headers.etag).toBe('"v1-xml"');
-    expect(reply.text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<user><id>\d+<\/id><name>Alan &amp; Co &lt;Turing&gt;<\/name><email>alan.xml@example.com<\/email><created_at>/);
+    expect(reply.text).toMatch(
+      /^<\?xml version="1.0" encoding="UTF-8"\?>\n<user><id>\d+<\/id><name>Alan &amp; Co &lt;Turing&gt;<\/name><email>alan.xml@example.com<\/email><created_at>/,
+    );
     const id = Number(/<id>(\d+)<\/id>/.exec(reply.text)![1]);
     const read = await test.call({ url: `/v1/users/${id}` });
     expect(read.json.name).toBe('Alan & Co <Turing>');
   });
 
   it('POST /v1/users: 415 when the media type is one the operation does not take (merge-patch is for PATCH)', async () => {
-    const reply = await test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': 'application/merge-patch+json' }, body: JSON.stringify(buildUser()) });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers: { 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify(buildUser()),
+    });
     const problem = expectProblem(reply, 415, 'unsupported-media-type');
     expect(problem.accepted_media_types).toEqual(['application/json', 'application/xml']);
     expect(reply.headers.accept).toBe('application/json, application/xml');
   });
 
   it('POST /v1/users: 415 when the charset is not UTF-8', async () => {
-    const reply = await test.call({ method: 'POST', url: '/v1/users', headers: { 'content-type': 'application/json; charset=iso-8859-1' }, body: JSON.stringify(buildUser()) });
+    const reply = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+      body: JSON.stringify(buildUser()),
+    });
     expectProblem(reply, 415, 'unsupported-media-type');
   });
 });
@@ -97,9 +128,15 @@ describe('GET /v1/users/{id}', () => {
     const { user } = await createUser(test);
     const xml = await test.call({ url: `/v1/users/${user.id}`, headers: { accept: 'application/xml' } });
     expect(xml.headers.etag).toBe('"v1-xml"');
-    const cached = await test.call({ url: `/v1/users/${user.id}`, headers: { accept: 'application/xml', 'if-none-match': '"v1-xml"' } });
+    const cached = await test.call({
+      url: `/v1/users/${user.id}`,
+      headers: { accept: 'application/xml', 'if-none-match': '"v1-xml"' },
+    });
     expect(cached.status).toBe(304);
-    const otherRepresentation = await test.call({ url: `/v1/users/${user.id}`, headers: { 'if-none-match': '"v1-xml"' } });
+    const otherRepresentation = await test.call({
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-none-match': '"v1-xml"' },
+    });
     expect(otherRepresentation.status).toBe(200);
   });
 
@@ -132,9 +169,18 @@ describe('GET /v1/users/{id}', () => {
 describe('PUT /v1/users/{id}', () => {
   it('PUT /v1/users/{id}: 200 with the replaced user, a new version and updated_at', async () => {
     const { user } = await createUser(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, body: { name: 'New Name', email: 'new.name@example.com' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      body: { name: 'New Name', email: 'new.name@example.com' },
+    });
     expect(reply.status).toBe(200);
-    expect(reply.json).toMatchObject({ id: user.id, name: 'New Name', email: 'new.name@example.com', created_at: user.created_at });
+    expect(reply.json).toMatchObject({
+      id: user.id,
+      name: 'New Name',
+      email: 'new.name@example.com',
+      created_at: user.created_at,
+    });
     expect(reply.json.updated_at >= user.updated_at).toBe(true);
     expect(reply.headers.etag).toBe('"v2"');
   });
@@ -150,8 +196,14 @@ describe('PUT /v1/users/{id}', () => {
 
   it('PUT /v1/users/{id}: 200 when read-only fields echo the stored values (timestamps compared as instants)', async () => {
     const { user } = await createUser(test);
-    const echoedCreatedAt = user.created_at.replace(/\.\d{3}Z$/, (fraction) => (fraction === '.000Z' ? 'Z' : fraction.replace('Z', '+00:00')));
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, body: { ...user, created_at: echoedCreatedAt, name: 'Echo' } });
+    const echoedCreatedAt = user.created_at.replace(/\.\d{3}Z$/, (fraction) =>
+      fraction === '.000Z' ? 'Z' : fraction.replace('Z', '+00:00'),
+    );
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      body: { ...user, created_at: echoedCreatedAt, name: 'Echo' },
+    });
     expect(reply.status).toBe(200);
     expect(reply.json.name).toBe('Echo');
   });
@@ -159,7 +211,11 @@ describe('PUT /v1/users/{id}', () => {
   it('PUT /v1/users/{id}: 422 read-only-field when id or created_at differ from the stored values, and nothing changes', async () => {
     const { user } = await createUser(test);
     const before = await storedUsers(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, body: { ...user, id: user.id + 1000, created_at: '2000-01-01T00:00:00Z' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      body: { ...user, id: user.id + 1000, created_at: '2000-01-01T00:00:00Z' },
+    });
     const problem = expectProblem(reply, 422, 'read-only-field');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/id', '#/created_at']);
     expect(await storedUsers(test)).toEqual(before);
@@ -167,7 +223,12 @@ describe('PUT /v1/users/{id}', () => {
 
   it('PUT /v1/users/{id}: the version stays when nothing changes, so ETags held by clients stay valid', async () => {
     const { user, etag } = await createUser(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, headers: { 'if-match': etag }, body: { name: user.name, email: user.email } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-match': etag },
+      body: { name: user.name, email: user.email },
+    });
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(etag);
     expect(reply.json.updated_at).toBe(user.updated_at);
@@ -177,28 +238,53 @@ describe('PUT /v1/users/{id}', () => {
     const { user, etag } = await createUser(test);
     await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, body: { name: 'Changed By Someone Else' } });
     const before = await storedUsers(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, headers: { 'if-match': etag }, body: { name: 'Mine', email: user.email } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-match': etag },
+      body: { name: 'Mine', email: user.email },
+    });
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedUsers(test)).toEqual(before);
   });
 
   it('PUT /v1/users/{id}: 200 when If-Match holds the current ETag of either representation', async () => {
     const { user } = await createUser(test);
-    const json = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, headers: { 'if-match': '"v1"' }, body: { name: 'A', email: user.email } });
+    const json = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-match': '"v1"' },
+      body: { name: 'A', email: user.email },
+    });
     expect(json.status).toBe(200);
-    const xml = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, headers: { 'if-match': '"v2-xml"' }, body: { name: 'B', email: user.email } });
+    const xml = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-match': '"v2-xml"' },
+      body: { name: 'B', email: user.email },
+    });
     expect(xml.status).toBe(200);
     expect(xml.headers.etag).toBe('"v3"');
   });
 
   it('PUT /v1/users/{id}: 412 when If-Match holds a weak tag (strong comparison)', async () => {
     const { user } = await createUser(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, headers: { 'if-match': 'W/"v1"' }, body: { name: 'A', email: user.email } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-match': 'W/"v1"' },
+      body: { name: 'A', email: user.email },
+    });
     expectProblem(reply, 412, 'precondition-failed');
   });
 
   it('PUT /v1/users/{id}: 404 (not 412) when the user does not exist, whatever If-Match says', async () => {
-    const reply = await test.call({ method: 'PUT', url: '/v1/users/424242', headers: { 'if-match': '"v1"' }, body: buildUser() });
+    const reply = await test.call({
+      method: 'PUT',
+      url: '/v1/users/424242',
+      headers: { 'if-match': '"v1"' },
+      body: buildUser(),
+    });
     expectProblem(reply, 404, 'not-found');
   });
 
@@ -206,14 +292,22 @@ describe('PUT /v1/users/{id}', () => {
     const { user: first } = await createUser(test);
     const { user: second } = await createUser(test);
     const before = await storedUsers(test);
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${second.id}`, body: { name: second.name, email: first.email.toUpperCase() } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${second.id}`,
+      body: { name: second.name, email: first.email.toUpperCase() },
+    });
     expectProblem(reply, 409, 'email-taken');
     expect(await storedUsers(test)).toEqual(before);
   });
 
   it('PUT /v1/users/{id}: a user may change the case of their own email', async () => {
     const { user } = await createUser(test, { email: 'case.change@example.com' });
-    const reply = await test.call({ method: 'PUT', url: `/v1/users/${user.id}`, body: { name: user.name, email: 'Case.Change@Example.com' } });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/users/${user.id}`,
+      body: { name: user.name, email: 'Case.Change@Example.com' },
+    });
     expect(reply.status).toBe(200);
     expect(reply.json.email).toBe('Case.Change@Example.com');
   });
@@ -237,7 +331,12 @@ describe('PATCH /v1/users/{id}', () => {
     const { user } = await createUser(test);
     const json = await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, body: { name: 'Via JSON' } });
     expect(json.json.name).toBe('Via JSON');
-    const xml = await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, headers: { 'content-type': 'application/xml' }, body: '<user><name>Via XML</name></user>' });
+    const xml = await test.call({
+      method: 'PATCH',
+      url: `/v1/users/${user.id}`,
+      headers: { 'content-type': 'application/xml' },
+      body: '<user><name>Via XML</name></user>',
+    });
     expect(xml.status).toBe(200);
     expect(xml.json.name).toBe('Via XML');
   });
@@ -253,7 +352,12 @@ describe('PATCH /v1/users/{id}', () => {
 
   it('PATCH /v1/users/{id}: 412 when If-Match is stale', async () => {
     const { user } = await createUser(test);
-    const reply = await test.call({ method: 'PATCH', url: `/v1/users/${user.id}`, headers: { 'if-match': '"v7"' }, body: { name: 'X' } });
+    const reply = await test.call({
+      method: 'PATCH',
+      url: `/v1/users/${user.id}`,
+      headers: { 'if-match': '"v7"' },
+      body: { name: 'X' },
+    });
     expectProblem(reply, 412, 'precondition-failed');
   });
 });

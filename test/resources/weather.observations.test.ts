@@ -23,7 +23,8 @@ function newName(): string {
 
 /** Records one observation per instant, in the order given; returns the place's stored id. */
 async function placeWithHistory(place: string, instants: string[]) {
-  for (const [index, observedAt] of instants.entries()) await recordObservation(place, { observed_at: observedAt, temperature_c: index });
+  for (const [index, observedAt] of instants.entries())
+    await recordObservation(place, { observed_at: observedAt, temperature_c: index });
   return (await storedPlace(place))!.id;
 }
 
@@ -59,7 +60,11 @@ describe('GET /v1/weather', () => {
     const stem = newPlace('list');
     const c = await recordObservation(`${stem}-c`, { name });
     const a = await recordObservation(`${stem}-a`, { name, observed_at: '2025-06-01T13:00:00Z' });
-    const b = await test.call({ method: 'PATCH', url: `/v1/weather/${stem}-b`, body: { name, latitude: 1, longitude: 2 } });
+    const b = await test.call({
+      method: 'PATCH',
+      url: `/v1/weather/${stem}-b`,
+      body: { name, latitude: 1, longitude: 2 },
+    });
     await recordObservation(newPlace('list'), { name: newName() });
 
     const reply = await test.call({ url: `/v1/weather?name=${encodeURIComponent(name)}` });
@@ -67,7 +72,15 @@ describe('GET /v1/weather', () => {
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/json');
     expect(reply.json).toEqual({ data: [a.json, b.json, c.json], next_cursor: null });
-    expect(reply.json.data[1]).toMatchObject({ temperature_c: null, humidity_pct: null, wind_kph: null, conditions: null, observed_at: null, source: null, stale: false });
+    expect(reply.json.data[1]).toMatchObject({
+      temperature_c: null,
+      humidity_pct: null,
+      wind_kph: null,
+      conditions: null,
+      observed_at: null,
+      source: null,
+      stale: false,
+    });
     expect(reply.headers.link).toBeUndefined();
     expect(reply.headers['cache-control']).toBe('private, no-cache');
     expect(reply.headers.age).toBe('0');
@@ -89,7 +102,10 @@ describe('GET /v1/weather', () => {
     ]);
     for (const page of pages.slice(0, -1)) {
       expect(page.json.next_cursor).toEqual(expect.any(String));
-      expect(nextLink(page)).toEqual({ path: '/v1/weather', query: { name, limit: '2', cursor: page.json.next_cursor } });
+      expect(nextLink(page)).toEqual({
+        path: '/v1/weather',
+        query: { name, limit: '2', cursor: page.json.next_cursor },
+      });
     }
     expect(pages.at(-1)!.json.next_cursor).toBeNull();
     expect(nextLink(pages.at(-1)!)).toBeUndefined();
@@ -126,7 +142,9 @@ describe('GET /v1/weather', () => {
     const reply = await test.call({ url: `/v1/weather?name=${encodeURIComponent(name)}&sort=${sort}` });
 
     expect(reply.status).toBe(200);
-    expect(reply.json.data.map((place: { place: string }) => place.place)).toEqual(letters.map((letter) => `${stem}-${letter}`));
+    expect(reply.json.data.map((place: { place: string }) => place.place)).toEqual(
+      letters.map((letter) => `${stem}-${letter}`),
+    );
   });
 
   it('GET /v1/weather: 200 with only the places created strictly after created_after / before created_before', async () => {
@@ -138,7 +156,9 @@ describe('GET /v1/weather', () => {
 
     const after = await test.call({ url: `${query}&created_after=${early.json.created_at}` });
     const before = await test.call({ url: `${query}&created_before=${late.json.created_at}` });
-    const between = await test.call({ url: `${query}&created_after=2000-01-01T00:00:00Z&created_before=2000-01-02T00:00:00%2B09:00` });
+    const between = await test.call({
+      url: `${query}&created_after=2000-01-01T00:00:00Z&created_before=2000-01-02T00:00:00%2B09:00`,
+    });
 
     expect(after.json.data.map((place: { place: string }) => place.place)).toEqual([late.json.place]);
     expect(before.json.data.map((place: { place: string }) => place.place)).toEqual([early.json.place]);
@@ -150,11 +170,18 @@ describe('GET /v1/weather', () => {
     const place = newPlace('xml');
     await recordObservation(place, { name });
 
-    const reply = await test.call({ url: `/v1/weather?name=${encodeURIComponent(name)}`, headers: { accept: 'application/xml' } });
+    const reply = await test.call({
+      url: `/v1/weather?name=${encodeURIComponent(name)}`,
+      headers: { accept: 'application/xml' },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
-    expect(reply.text).toMatch(new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<places><data><weather><id>\\d+</id><place>${place}</place><name>${name}</name>.*</weather></data><next_cursor nil="true"/></places>$`));
+    expect(reply.text).toMatch(
+      new RegExp(
+        `^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<places><data><weather><id>\\d+</id><place>${place}</place><name>${name}</name>.*</weather></data><next_cursor nil="true"/></places>$`,
+      ),
+    );
   });
 
   it.each([
@@ -178,7 +205,9 @@ describe('GET /v1/weather', () => {
     for (let index = 0; index < 2; index++) await recordObservation(newPlace('cursor'), { name });
     const first = await test.call({ url: `/v1/weather?name=${encodeURIComponent(name)}&limit=1` });
 
-    const reply = await test.call({ url: `/v1/weather?name=${encodeURIComponent(name)}&limit=1&sort=-place&cursor=${first.json.next_cursor}` });
+    const reply = await test.call({
+      url: `/v1/weather?name=${encodeURIComponent(name)}&limit=1&sort=-place&cursor=${first.json.next_cursor}`,
+    });
 
     const problem = expectProblem(reply, 400, 'invalid-query');
     expect(problem.errors?.map((error) => error.pointer)).toEqual(['#/cursor']);
@@ -186,7 +215,7 @@ describe('GET /v1/weather', () => {
 });
 
 describe('GET /v1/weather/{place}/observations', () => {
-  it('GET /v1/weather/{place}/observations: 200 with the history newest first (whatever the order recorded), in the Observation shape, and no other place\'s', async () => {
+  it("GET /v1/weather/{place}/observations: 200 with the history newest first (whatever the order recorded), in the Observation shape, and no other place's", async () => {
     const place = newPlace('history');
     await placeWithHistory(place, ['2025-06-01T12:00:00Z', '2025-06-01T14:00:00Z', '2025-06-01T13:00:00Z']);
     await placeWithHistory(newPlace('other'), ['2025-06-01T12:30:00Z']);
@@ -214,7 +243,12 @@ describe('GET /v1/weather/{place}/observations', () => {
         updated_at: expect.stringMatching(TIMESTAMP),
       })),
     );
-    expect(reply.json.data.map((item: { observed_at: string; temperature_c: number }) => [item.observed_at, item.temperature_c])).toEqual([
+    expect(
+      reply.json.data.map((item: { observed_at: string; temperature_c: number }) => [
+        item.observed_at,
+        item.temperature_c,
+      ]),
+    ).toEqual([
       ['2025-06-01T14:00:00.000Z', 1],
       ['2025-06-01T13:00:00.000Z', 2],
       ['2025-06-01T12:00:00.000Z', 0],
@@ -228,7 +262,11 @@ describe('GET /v1/weather/{place}/observations', () => {
     const reply = await test.call({ url: `/v1/weather/${place}/observations?sort=observed_at` });
 
     expect(reply.status).toBe(200);
-    expect(reply.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual(['2025-06-01T12:00:00.000Z', '2025-06-01T13:00:00.000Z', '2025-06-01T14:00:00.000Z']);
+    expect(reply.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual([
+      '2025-06-01T12:00:00.000Z',
+      '2025-06-01T13:00:00.000Z',
+      '2025-06-01T14:00:00.000Z',
+    ]);
   });
 
   it('GET /v1/weather/{place}/observations: the place is matched without regard to case, and items name it in lower case', async () => {
@@ -259,34 +297,58 @@ describe('GET /v1/weather/{place}/observations', () => {
     ['a bound with milliseconds between two observations', 'observed_before=2025-06-01T11:00:00.001Z', ['11', '10']],
     ['bounds that exclude everything', 'observed_after=2025-06-01T13:00:00Z', []],
     ['a bound and sort=observed_at', 'observed_after=2025-06-01T10:30:00Z&sort=observed_at', ['11', '12', '13']],
-  ])('GET /v1/weather/{place}/observations: only the observations inside the bounds when filtered by %s', async (_case, query, hours) => {
-    const place = newPlace('bounded');
-    await placeWithHistory(place, ['2025-06-01T10:00:00Z', '2025-06-01T11:00:00Z', '2025-06-01T12:00:00Z', '2025-06-01T13:00:00Z']);
+  ])(
+    'GET /v1/weather/{place}/observations: only the observations inside the bounds when filtered by %s',
+    async (_case, query, hours) => {
+      const place = newPlace('bounded');
+      await placeWithHistory(place, [
+        '2025-06-01T10:00:00Z',
+        '2025-06-01T11:00:00Z',
+        '2025-06-01T12:00:00Z',
+        '2025-06-01T13:00:00Z',
+      ]);
 
-    const reply = await test.call({ url: `/v1/weather/${place}/observations?${query}` });
+      const reply = await test.call({ url: `/v1/weather/${place}/observations?${query}` });
 
-    expect(reply.status).toBe(200);
-    expect(reply.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual(hours.map((hour) => `2025-06-01T${hour}:00:00.000Z`));
-  });
+      expect(reply.status).toBe(200);
+      expect(reply.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual(
+        hours.map((hour) => `2025-06-01T${hour}:00:00.000Z`),
+      );
+    },
+  );
 
   it.each([
     ['newest first', {}, ['16', '15', '14', '13', '12']],
     ['oldest first', { sort: 'observed_at' }, ['12', '13', '14', '15', '16']],
     ['newest first inside bounds', { observed_before: '2025-06-01T16:00:00Z' }, ['15', '14', '13', '12']],
-  ])('GET /v1/weather/{place}/observations: pages of limit=2 with Link rel="next" visit the whole history once, %s', async (_case, extra, hours) => {
-    const place = newPlace('paged');
-    await placeWithHistory(place, ['2025-06-01T14:00:00Z', '2025-06-01T12:00:00Z', '2025-06-01T16:00:00Z', '2025-06-01T13:00:00Z', '2025-06-01T15:00:00Z']);
-    const firstUrl = `/v1/weather/${place}/observations?${new URLSearchParams({ limit: '2', ...extra }).toString()}`;
+  ])(
+    'GET /v1/weather/{place}/observations: pages of limit=2 with Link rel="next" visit the whole history once, %s',
+    async (_case, extra, hours) => {
+      const place = newPlace('paged');
+      await placeWithHistory(place, [
+        '2025-06-01T14:00:00Z',
+        '2025-06-01T12:00:00Z',
+        '2025-06-01T16:00:00Z',
+        '2025-06-01T13:00:00Z',
+        '2025-06-01T15:00:00Z',
+      ]);
+      const firstUrl = `/v1/weather/${place}/observations?${new URLSearchParams({ limit: '2', ...extra }).toString()}`;
 
-    const pages = await allPages(firstUrl);
+      const pages = await allPages(firstUrl);
 
-    expect(pages).toHaveLength(Math.ceil(hours.length / 2));
-    expect(pages.flatMap((page) => page.json.data.map((item: { observed_at: string }) => item.observed_at))).toEqual(hours.map((hour) => `2025-06-01T${hour}:00:00.000Z`));
-    for (const page of pages.slice(0, -1)) {
-      expect(nextLink(page)).toEqual({ path: `/v1/weather/${place}/observations`, query: { limit: '2', ...extra, cursor: page.json.next_cursor } });
-    }
-    expect(pages.at(-1)!.headers.link).toBeUndefined();
-  });
+      expect(pages).toHaveLength(Math.ceil(hours.length / 2));
+      expect(pages.flatMap((page) => page.json.data.map((item: { observed_at: string }) => item.observed_at))).toEqual(
+        hours.map((hour) => `2025-06-01T${hour}:00:00.000Z`),
+      );
+      for (const page of pages.slice(0, -1)) {
+        expect(nextLink(page)).toEqual({
+          path: `/v1/weather/${place}/observations`,
+          query: { limit: '2', ...extra, cursor: page.json.next_cursor },
+        });
+      }
+      expect(pages.at(-1)!.headers.link).toBeUndefined();
+    },
+  );
 
   it('GET /v1/weather/{place}/observations: an observation recorded between pages, older than the cursor, shows on the next page (newest first)', async () => {
     const place = newPlace('stable');
@@ -298,8 +360,14 @@ describe('GET /v1/weather/{place}/observations', () => {
     await recordObservation(place, { observed_at: '2025-06-01T15:00:00Z' });
     const second = await test.call({ url: `${firstUrl}&cursor=${first.json.next_cursor}` });
 
-    expect(first.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual(['2025-06-01T14:00:00.000Z', '2025-06-01T13:00:00.000Z']);
-    expect(second.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual(['2025-06-01T12:00:00.000Z', '2025-06-01T11:00:00.000Z']);
+    expect(first.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual([
+      '2025-06-01T14:00:00.000Z',
+      '2025-06-01T13:00:00.000Z',
+    ]);
+    expect(second.json.data.map((item: { observed_at: string }) => item.observed_at)).toEqual([
+      '2025-06-01T12:00:00.000Z',
+      '2025-06-01T11:00:00.000Z',
+    ]);
   });
 
   it('GET /v1/weather/{place}/observations: a corrected observation shows its new values, its first created_at and a later updated_at', async () => {
@@ -324,7 +392,9 @@ describe('GET /v1/weather/{place}/observations', () => {
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
     expect(reply.text).toMatch(
-      new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<observations><data><observation><id>\\d+</id><place>${place}</place><temperature_c>0</temperature_c>.*<observed_at>2025-06-01T12:00:00.000Z</observed_at>.*</observation></data><next_cursor nil="true"/></observations>$`),
+      new RegExp(
+        `^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<observations><data><observation><id>\\d+</id><place>${place}</place><temperature_c>0</temperature_c>.*<observed_at>2025-06-01T12:00:00.000Z</observed_at>.*</observation></data><next_cursor nil="true"/></observations>$`,
+      ),
     );
   });
 
@@ -342,7 +412,11 @@ describe('GET /v1/weather/{place}/observations', () => {
     ['limit is 0', 'limit=0', '#/limit'],
     ['limit is 501', 'limit=501', '#/limit'],
     ['the cursor was not issued by the API', 'cursor=WyJ4Il0.bad', '#/cursor'],
-    ['created_after is sent (history is filtered by observed_*)', 'created_after=2025-06-01T12:00:00Z', '#/created_after'],
+    [
+      'created_after is sent (history is filtered by observed_*)',
+      'created_after=2025-06-01T12:00:00Z',
+      '#/created_after',
+    ],
   ])('GET /v1/weather/{place}/observations: 400 invalid-query when %s', async (_case, query, pointer) => {
     const place = newPlace('queried');
     await placeWithHistory(place, ['2025-06-01T12:00:00Z']);
@@ -359,7 +433,15 @@ describe('PUT /v1/weather/{place}: concurrent writers', () => {
     const place = newPlace('race');
     const days = [3, 7, 1, 8, 5, 2, 6, 4];
 
-    const replies = await Promise.all(days.map((day) => test.call({ method: 'PUT', url: `/v1/weather/${place}`, body: buildObservation({ observed_at: `2025-06-0${day}T00:00:00Z`, temperature_c: day }) })));
+    const replies = await Promise.all(
+      days.map((day) =>
+        test.call({
+          method: 'PUT',
+          url: `/v1/weather/${place}`,
+          body: buildObservation({ observed_at: `2025-06-0${day}T00:00:00Z`, temperature_c: day }),
+        }),
+      ),
+    );
 
     expect(replies.map((reply) => reply.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
     const rows = await test.storage.db.selectFrom('places').select('place').where('place', '=', place).execute();
@@ -376,14 +458,25 @@ describe('PUT /v1/weather/{place}: concurrent writers', () => {
     const place = newPlace('same-instant');
     await recordObservation(place, { observed_at: '2025-06-01T00:00:00Z' });
 
-    const replies = await Promise.all([1, 2, 3, 4, 5].map((temperature) => test.call({ method: 'PUT', url: `/v1/weather/${place}`, body: buildObservation({ observed_at: '2025-06-02T00:00:00Z', temperature_c: temperature }) })));
+    const replies = await Promise.all(
+      [1, 2, 3, 4, 5].map((temperature) =>
+        test.call({
+          method: 'PUT',
+          url: `/v1/weather/${place}`,
+          body: buildObservation({ observed_at: '2025-06-02T00:00:00Z', temperature_c: temperature }),
+        }),
+      ),
+    );
 
     expect(replies.every((reply) => reply.status === 200)).toBe(true);
     const history = await storedObservations(place);
     expect(history).toHaveLength(2);
     const latest = history.at(-1)!;
     expect(latest.observed_at).toBe('2025-06-02T00:00:00.000Z');
-    expect(await storedPlace(place)).toMatchObject({ observed_at: latest.observed_at, temperature_c: latest.temperature_c });
+    expect(await storedPlace(place)).toMatchObject({
+      observed_at: latest.observed_at,
+      temperature_c: latest.temperature_c,
+    });
   });
 
   it('PUT /v1/weather/{place}: concurrent requests leave the version counting each change once (the ETag of the final state is the stored version)', async () => {
@@ -392,7 +485,15 @@ describe('PUT /v1/weather/{place}: concurrent writers', () => {
     const before = await storedWeather();
     const start = before.places.find((row) => row.place === place)!.version;
 
-    await Promise.all([2, 3, 4, 5].map((day) => test.call({ method: 'PUT', url: `/v1/weather/${place}`, body: buildObservation({ observed_at: `2025-06-0${day}T00:00:00Z` }) })));
+    await Promise.all(
+      [2, 3, 4, 5].map((day) =>
+        test.call({
+          method: 'PUT',
+          url: `/v1/weather/${place}`,
+          body: buildObservation({ observed_at: `2025-06-0${day}T00:00:00Z` }),
+        }),
+      ),
+    );
     const read = await test.call({ url: `/v1/weather/${place}` });
 
     const stored = (await storedPlace(place))!;

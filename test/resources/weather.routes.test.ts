@@ -11,7 +11,8 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const { newPlace, putObservation, recordObservation, patchPlace, storedPlace, storedObservations, storedWeather } = weatherHelpers(() => test);
+const { newPlace, putObservation, recordObservation, patchPlace, storedPlace, storedObservations, storedWeather } =
+  weatherHelpers(() => test);
 
 describe('PUT /v1/weather/{place}', () => {
   it('PUT /v1/weather/{place}: 201 with Location and the place with its weather when the place is new; the place and one observation are stored', async () => {
@@ -39,10 +40,31 @@ describe('PUT /v1/weather/{place}', () => {
       updated_at: expect.stringMatching(TIMESTAMP),
     });
     const stored = await storedPlace(place);
-    expect(stored).toMatchObject({ id: reply.json.id, place, name: place, temperature_c: 21.5, humidity_pct: 40, wind_kph: 12, conditions: 'partly-cloudy', observed_at: '2025-06-01T12:00:00.000Z', source: 'admin' });
+    expect(stored).toMatchObject({
+      id: reply.json.id,
+      place,
+      name: place,
+      temperature_c: 21.5,
+      humidity_pct: 40,
+      wind_kph: 12,
+      conditions: 'partly-cloudy',
+      observed_at: '2025-06-01T12:00:00.000Z',
+      source: 'admin',
+    });
     expect(reply.headers.etag).toBe(`"v${stored!.version}"`);
     expect(await storedObservations(place)).toEqual([
-      { id: expect.anything(), place_id: stored!.id, temperature_c: 21.5, humidity_pct: 40, wind_kph: 12, conditions: 'partly-cloudy', observed_at: '2025-06-01T12:00:00.000Z', source: 'admin', created_at: expect.stringMatching(TIMESTAMP), updated_at: expect.stringMatching(TIMESTAMP) },
+      {
+        id: expect.anything(),
+        place_id: stored!.id,
+        temperature_c: 21.5,
+        humidity_pct: 40,
+        wind_kph: 12,
+        conditions: 'partly-cloudy',
+        observed_at: '2025-06-01T12:00:00.000Z',
+        source: 'admin',
+        created_at: expect.stringMatching(TIMESTAMP),
+        updated_at: expect.stringMatching(TIMESTAMP),
+      },
     ]);
   });
 
@@ -62,14 +84,36 @@ describe('PUT /v1/weather/{place}', () => {
     const first = await recordObservation(place, { observed_at: '2025-06-01T12:00:00Z' });
     const before = await storedPlace(place);
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z', temperature_c: 23, humidity_pct: 35, wind_kph: 5, conditions: 'clear' }));
+    const reply = await putObservation(
+      place,
+      buildObservation({
+        observed_at: '2025-06-01T13:00:00Z',
+        temperature_c: 23,
+        humidity_pct: 35,
+        wind_kph: 5,
+        conditions: 'clear',
+      }),
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.headers.location).toBeUndefined();
     expect(reply.headers.etag).toBe(`"v${before!.version + 1}"`);
-    expect(reply.json).toEqual({ ...first.json, temperature_c: 23, humidity_pct: 35, wind_kph: 5, conditions: 'clear', observed_at: '2025-06-01T13:00:00.000Z', updated_at: expect.stringMatching(TIMESTAMP) });
+    expect(reply.json).toEqual({
+      ...first.json,
+      temperature_c: 23,
+      humidity_pct: 35,
+      wind_kph: 5,
+      conditions: 'clear',
+      observed_at: '2025-06-01T13:00:00.000Z',
+      updated_at: expect.stringMatching(TIMESTAMP),
+    });
     expect(reply.json.updated_at > first.json.updated_at).toBe(true);
-    expect(await storedPlace(place)).toMatchObject({ version: before!.version + 1, temperature_c: 23, conditions: 'clear', observed_at: '2025-06-01T13:00:00.000Z' });
+    expect(await storedPlace(place)).toMatchObject({
+      version: before!.version + 1,
+      temperature_c: 23,
+      conditions: 'clear',
+      observed_at: '2025-06-01T13:00:00.000Z',
+    });
     const history = await storedObservations(place);
     expect(history.map((row) => [row.observed_at, row.temperature_c])).toEqual([
       ['2025-06-01T12:00:00.000Z', 21.5],
@@ -82,7 +126,10 @@ describe('PUT /v1/weather/{place}', () => {
     const newer = await recordObservation(place, { observed_at: '2025-06-01T13:00:00Z', temperature_c: 23 });
     const before = await storedPlace(place);
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T11:00:00Z', temperature_c: 18 }));
+    const reply = await putObservation(
+      place,
+      buildObservation({ observed_at: '2025-06-01T11:00:00Z', temperature_c: 18 }),
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(newer.headers.etag);
@@ -101,13 +148,34 @@ describe('PUT /v1/weather/{place}', () => {
     const [original] = await storedObservations(place);
     const before = await storedPlace(place);
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T21:00:00+09:00', temperature_c: 20.5, conditions: 'drizzle', source: 'corrected-feed' }));
+    const reply = await putObservation(
+      place,
+      buildObservation({
+        observed_at: '2025-06-01T21:00:00+09:00',
+        temperature_c: 20.5,
+        conditions: 'drizzle',
+        source: 'corrected-feed',
+      }),
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(`"v${before!.version + 1}"`);
-    expect(reply.json).toMatchObject({ temperature_c: 20.5, conditions: 'drizzle', observed_at: '2025-06-01T12:00:00.000Z', source: 'corrected-feed' });
+    expect(reply.json).toMatchObject({
+      temperature_c: 20.5,
+      conditions: 'drizzle',
+      observed_at: '2025-06-01T12:00:00.000Z',
+      source: 'corrected-feed',
+    });
     const history = await storedObservations(place);
-    expect(history).toEqual([{ ...original, temperature_c: 20.5, conditions: 'drizzle', source: 'corrected-feed', updated_at: expect.stringMatching(TIMESTAMP) }]);
+    expect(history).toEqual([
+      {
+        ...original,
+        temperature_c: 20.5,
+        conditions: 'drizzle',
+        source: 'corrected-feed',
+        updated_at: expect.stringMatching(TIMESTAMP),
+      },
+    ]);
     expect(history[0]!.updated_at >= original!.created_at).toBe(true);
   });
 
@@ -130,7 +198,10 @@ describe('PUT /v1/weather/{place}', () => {
     await recordObservation(place, { observed_at: '2025-06-01T11:00:00Z', temperature_c: 18 });
     const latest = await recordObservation(place, { observed_at: '2025-06-01T13:00:00Z', temperature_c: 23 });
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T11:00:00Z', temperature_c: 17 }));
+    const reply = await putObservation(
+      place,
+      buildObservation({ observed_at: '2025-06-01T11:00:00Z', temperature_c: 17 }),
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.json).toEqual(latest.json);
@@ -147,16 +218,19 @@ describe('PUT /v1/weather/{place}', () => {
     ['a tenth of a second', '2025-06-02T00:30:00.5Z', '2025-06-02T00:30:00.500Z'],
     ['microseconds (cut to milliseconds)', '2025-06-02T02:30:00.123456+02:00', '2025-06-02T00:30:00.123Z'],
     ['lower-case t and z', '2025-06-02t00:30:00z', '2025-06-02T00:30:00.000Z'],
-  ])('PUT /v1/weather/{place}: observed_at written with %s is stored and shown in UTC with milliseconds', async (_case, observedAt, stored) => {
-    const place = newPlace();
+  ])(
+    'PUT /v1/weather/{place}: observed_at written with %s is stored and shown in UTC with milliseconds',
+    async (_case, observedAt, stored) => {
+      const place = newPlace();
 
-    const reply = await putObservation(place, buildObservation({ observed_at: observedAt }));
+      const reply = await putObservation(place, buildObservation({ observed_at: observedAt }));
 
-    expect(reply.status).toBe(201);
-    expect(reply.json.observed_at).toBe(stored);
-    expect((await storedPlace(place))?.observed_at).toBe(stored);
-    expect((await storedObservations(place)).map((row) => row.observed_at)).toEqual([stored]);
-  });
+      expect(reply.status).toBe(201);
+      expect(reply.json.observed_at).toBe(stored);
+      expect((await storedPlace(place))?.observed_at).toBe(stored);
+      expect((await storedObservations(place)).map((row) => row.observed_at)).toEqual([stored]);
+    },
+  );
 
   it('PUT /v1/weather/{place}: the place is matched without regard to case (stored lower-case, read and written in any case)', async () => {
     const place = newPlace('tokyo');
@@ -172,7 +246,11 @@ describe('PUT /v1/weather/{place}', () => {
     expect(again.status).toBe(200);
     expect(read.status).toBe(200);
     expect(read.json).toEqual(again.json);
-    const rows = await test.storage.db.selectFrom('places').select('place').where('place', 'in', [place, mixed, place.toUpperCase()]).execute();
+    const rows = await test.storage.db
+      .selectFrom('places')
+      .select('place')
+      .where('place', 'in', [place, mixed, place.toUpperCase()])
+      .execute();
     expect(rows).toEqual([{ place }]);
     expect(await storedObservations(place)).toHaveLength(2);
   });
@@ -180,13 +258,21 @@ describe('PUT /v1/weather/{place}', () => {
   it('PUT /v1/weather/{place}: 201 storing name, latitude and longitude when the body gives them; a later PUT without them keeps them', async () => {
     const place = newPlace();
 
-    const created = await putObservation(place, buildObservation({ name: 'São Paulo', latitude: -23.55, longitude: -46.63, observed_at: '2025-06-01T12:00:00Z' }));
+    const created = await putObservation(
+      place,
+      buildObservation({ name: 'São Paulo', latitude: -23.55, longitude: -46.63, observed_at: '2025-06-01T12:00:00Z' }),
+    );
     const later = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }));
 
     expect(created.status).toBe(201);
     expect(created.json).toMatchObject({ name: 'São Paulo', latitude: -23.55, longitude: -46.63 });
     expect(later.status).toBe(200);
-    expect(later.json).toMatchObject({ name: 'São Paulo', latitude: -23.55, longitude: -46.63, observed_at: '2025-06-01T13:00:00.000Z' });
+    expect(later.json).toMatchObject({
+      name: 'São Paulo',
+      latitude: -23.55,
+      longitude: -46.63,
+      observed_at: '2025-06-01T13:00:00.000Z',
+    });
     expect(await storedPlace(place)).toMatchObject({ name: 'São Paulo', latitude: -23.55, longitude: -46.63 });
   });
 
@@ -195,20 +281,39 @@ describe('PUT /v1/weather/{place}', () => {
     const latest = await recordObservation(place, { observed_at: '2025-06-01T13:00:00Z' });
     const before = await storedPlace(place);
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T11:00:00Z', name: 'Renamed', latitude: 1.5, longitude: 2.5 }));
+    const reply = await putObservation(
+      place,
+      buildObservation({ observed_at: '2025-06-01T11:00:00Z', name: 'Renamed', latitude: 1.5, longitude: 2.5 }),
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(`"v${before!.version + 1}"`);
-    expect(reply.json).toEqual({ ...latest.json, name: 'Renamed', latitude: 1.5, longitude: 2.5, updated_at: expect.stringMatching(TIMESTAMP) });
+    expect(reply.json).toEqual({
+      ...latest.json,
+      name: 'Renamed',
+      latitude: 1.5,
+      longitude: 2.5,
+      updated_at: expect.stringMatching(TIMESTAMP),
+    });
     expect(await storedObservations(place)).toHaveLength(2);
   });
 
-  it('PUT /v1/weather/{place}: source is the caller\'s name when the body names none, and the body\'s source when it does', async () => {
+  it("PUT /v1/weather/{place}: source is the caller's name when the body names none, and the body's source when it does", async () => {
     const { caller, key } = await createCallerWithKey(test, { role: 'editor', name: 'met-feed' });
     const place = newPlace();
 
-    const byCaller = await test.call({ method: 'PUT', url: `/v1/weather/${place}`, key, body: buildObservation({ observed_at: '2025-06-01T12:00:00Z' }) });
-    const named = await test.call({ method: 'PUT', url: `/v1/weather/${place}`, key, body: buildObservation({ observed_at: '2025-06-01T13:00:00Z', source: 'station-42' }) });
+    const byCaller = await test.call({
+      method: 'PUT',
+      url: `/v1/weather/${place}`,
+      key,
+      body: buildObservation({ observed_at: '2025-06-01T12:00:00Z' }),
+    });
+    const named = await test.call({
+      method: 'PUT',
+      url: `/v1/weather/${place}`,
+      key,
+      body: buildObservation({ observed_at: '2025-06-01T13:00:00Z', source: 'station-42' }),
+    });
 
     expect(caller.name).toBe('met-feed');
     expect(byCaller.json.source).toBe('met-feed');
@@ -263,7 +368,8 @@ describe('PUT /v1/weather/{place}', () => {
       method: 'PUT',
       url: `/v1/weather/${place}`,
       headers: { 'content-type': 'application/xml', accept: 'application/xml' },
-      body: '<?xml version="1.0"?><weather><temperature_c>-3.5</temperature_c><humidity_pct>88</humidity_pct><wind_kph>20</wind_kph><conditions>snow</conditions>' +
+      body:
+        '<?xml version="1.0"?><weather><temperature_c>-3.5</temperature_c><humidity_pct>88</humidity_pct><wind_kph>20</wind_kph><conditions>snow</conditions>' +
         '<observed_at>2025-01-10T06:00:00+01:00</observed_at><name>Ny-&amp;-Ålesund</name><source>xml-feed</source></weather>',
     });
 
@@ -279,14 +385,30 @@ describe('PUT /v1/weather/{place}', () => {
           '<source>xml-feed</source><stale>false</stale><created_at>[^<]+</created_at><updated_at>[^<]+</updated_at></weather>$',
       ),
     );
-    expect(stored).toMatchObject({ name: 'Ny-&-Ålesund', temperature_c: -3.5, humidity_pct: 88, wind_kph: 20, conditions: 'snow', observed_at: '2025-01-10T05:00:00.000Z', source: 'xml-feed' });
+    expect(stored).toMatchObject({
+      name: 'Ny-&-Ålesund',
+      temperature_c: -3.5,
+      humidity_pct: 88,
+      wind_kph: 20,
+      conditions: 'snow',
+      observed_at: '2025-01-10T05:00:00.000Z',
+      source: 'xml-feed',
+    });
   });
 
   it('PUT /v1/weather/{place}: 200 when the body echoes place (in any case), id and created_at as stored', async () => {
     const place = newPlace();
     const first = await recordObservation(place);
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z', place: place.toUpperCase(), id: first.json.id, created_at: first.json.created_at }));
+    const reply = await putObservation(
+      place,
+      buildObservation({
+        observed_at: '2025-06-01T13:00:00Z',
+        place: place.toUpperCase(),
+        id: first.json.id,
+        created_at: first.json.created_at,
+      }),
+    );
 
     expect(reply.status).toBe(200);
     expect(reply.json.observed_at).toBe('2025-06-01T13:00:00.000Z');
@@ -299,8 +421,12 @@ describe('PUT /v1/weather/{place}: conditional requests', () => {
     const first = await recordObservation(place, { observed_at: '2025-06-01T12:00:00Z' });
     const xmlTag = String(first.headers.etag).replace(/"$/, '-xml"');
 
-    const json = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }), { 'if-match': String(first.headers.etag) });
-    const xml = await putObservation(place, buildObservation({ observed_at: '2025-06-01T14:00:00Z' }), { 'if-match': String(json.headers.etag).replace(/"$/, '-xml"') });
+    const json = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }), {
+      'if-match': String(first.headers.etag),
+    });
+    const xml = await putObservation(place, buildObservation({ observed_at: '2025-06-01T14:00:00Z' }), {
+      'if-match': String(json.headers.etag).replace(/"$/, '-xml"'),
+    });
 
     expect(xmlTag).toMatch(/^"v\d+-xml"$/);
     expect(json.status).toBe(200);
@@ -314,7 +440,9 @@ describe('PUT /v1/weather/{place}: conditional requests', () => {
     await recordObservation(place, { observed_at: '2025-06-01T13:00:00Z' });
     const before = await storedWeather();
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T14:00:00Z' }), { 'if-match': String(first.headers.etag) });
+    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T14:00:00Z' }), {
+      'if-match': String(first.headers.etag),
+    });
 
     const problem = expectProblem(reply, 412, 'precondition-failed');
     expect(problem.detail).toContain(place);
@@ -337,7 +465,9 @@ describe('PUT /v1/weather/{place}: conditional requests', () => {
     await recordObservation(place, { observed_at: '2025-06-01T12:00:00Z' });
     const absent = newPlace();
 
-    const existing = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }), { 'if-match': '*' });
+    const existing = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }), {
+      'if-match': '*',
+    });
     const before = await storedWeather();
     const missing = await putObservation(absent, buildObservation(), { 'if-match': '*' });
 
@@ -351,7 +481,9 @@ describe('PUT /v1/weather/{place}: conditional requests', () => {
     const first = await recordObservation(place);
     const before = await storedWeather();
 
-    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }), { 'if-match': `W/${String(first.headers.etag)}` });
+    const reply = await putObservation(place, buildObservation({ observed_at: '2025-06-01T13:00:00Z' }), {
+      'if-match': `W/${String(first.headers.etag)}`,
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedWeather()).toEqual(before);
@@ -379,7 +511,10 @@ describe('GET /v1/weather/{place}', () => {
     const place = newPlace();
     const recorded = await recordObservation(place);
 
-    const reply = await test.call({ url: `/v1/weather/${place}`, headers: { 'if-none-match': `"v999", ${String(recorded.headers.etag)}` } });
+    const reply = await test.call({
+      url: `/v1/weather/${place}`,
+      headers: { 'if-none-match': `"v999", ${String(recorded.headers.etag)}` },
+    });
 
     expect(reply.status).toBe(304);
     expect(reply.text).toBe('');
@@ -393,7 +528,10 @@ describe('GET /v1/weather/{place}', () => {
     const recorded = await recordObservation(place);
 
     const star = await test.call({ url: `/v1/weather/${place}`, headers: { 'if-none-match': '*' } });
-    const weak = await test.call({ url: `/v1/weather/${place}`, headers: { 'if-none-match': `W/${String(recorded.headers.etag)}` } });
+    const weak = await test.call({
+      url: `/v1/weather/${place}`,
+      headers: { 'if-none-match': `W/${String(recorded.headers.etag)}` },
+    });
 
     expect(star.status).toBe(304);
     expect(weak.status).toBe(304);
@@ -404,7 +542,10 @@ describe('GET /v1/weather/{place}', () => {
     const first = await recordObservation(place, { observed_at: '2025-06-01T12:00:00Z' });
     const second = await recordObservation(place, { observed_at: '2025-06-01T13:00:00Z', temperature_c: 30 });
 
-    const reply = await test.call({ url: `/v1/weather/${place}`, headers: { 'if-none-match': String(first.headers.etag) } });
+    const reply = await test.call({
+      url: `/v1/weather/${place}`,
+      headers: { 'if-none-match': String(first.headers.etag) },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(second.headers.etag);
@@ -416,8 +557,14 @@ describe('GET /v1/weather/{place}', () => {
     await patchPlace(place, { name: 'Empty' });
 
     const reply = await test.call({ url: `/v1/weather/${place}`, headers: { accept: 'application/xml' } });
-    const cached = await test.call({ url: `/v1/weather/${place}`, headers: { accept: 'application/xml', 'if-none-match': '"v1-xml"' } });
-    const otherRepresentation = await test.call({ url: `/v1/weather/${place}`, headers: { 'if-none-match': '"v1-xml"' } });
+    const cached = await test.call({
+      url: `/v1/weather/${place}`,
+      headers: { accept: 'application/xml', 'if-none-match': '"v1-xml"' },
+    });
+    const otherRepresentation = await test.call({
+      url: `/v1/weather/${place}`,
+      headers: { 'if-none-match': '"v1-xml"' },
+    });
 
     expect(reply.status).toBe(200);
     expect(reply.mediaType).toBe('application/xml');
@@ -480,7 +627,13 @@ describe('PATCH /v1/weather/{place}', () => {
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: reply.json.created_at,
     });
-    expect(await storedPlace(place)).toMatchObject({ name: 'Ōsaka', latitude: 34.69, longitude: 135.5, version: 1, observed_at: null });
+    expect(await storedPlace(place)).toMatchObject({
+      name: 'Ōsaka',
+      latitude: 34.69,
+      longitude: 135.5,
+      version: 1,
+      observed_at: null,
+    });
     expect(await storedObservations(place)).toEqual([]);
   });
 
@@ -503,7 +656,12 @@ describe('PATCH /v1/weather/{place}', () => {
     expect(reply.status).toBe(200);
     expect(reply.headers.etag).toBe(`"v${before!.version + 1}"`);
     expect(reply.json).toEqual({ ...recorded.json, name: 'New name', updated_at: expect.stringMatching(TIMESTAMP) });
-    expect(await storedPlace(place)).toEqual({ ...before, name: 'New name', version: before!.version + 1, updated_at: reply.json.updated_at });
+    expect(await storedPlace(place)).toEqual({
+      ...before,
+      name: 'New name',
+      version: before!.version + 1,
+      updated_at: reply.json.updated_at,
+    });
   });
 
   it('PATCH /v1/weather/{place}: 200 clearing the coordinates when both are null', async () => {
@@ -523,7 +681,12 @@ describe('PATCH /v1/weather/{place}', () => {
     await patchPlace(place, {});
 
     const json = await test.call({ method: 'PATCH', url: `/v1/weather/${place}`, body: { name: 'From JSON' } });
-    const xml = await test.call({ method: 'PATCH', url: `/v1/weather/${place}`, headers: { 'content-type': 'application/xml' }, body: '<weather><latitude>1.25</latitude><longitude>-2.5</longitude></weather>' });
+    const xml = await test.call({
+      method: 'PATCH',
+      url: `/v1/weather/${place}`,
+      headers: { 'content-type': 'application/xml' },
+      body: '<weather><latitude>1.25</latitude><longitude>-2.5</longitude></weather>',
+    });
 
     expect(json.status).toBe(200);
     expect(xml.status).toBe(200);
@@ -535,18 +698,23 @@ describe('PATCH /v1/weather/{place}', () => {
     ['longitude alone is set on a place without coordinates', 'none', { longitude: 2 }, '#/longitude'],
     ['latitude alone is cleared on a place with coordinates', 'both', { latitude: null }, '#/latitude'],
     ['longitude is changed while latitude is cleared', 'both', { latitude: null, longitude: 5 }, '#/latitude'],
-  ] as const)('PATCH /v1/weather/{place}: 422 validation-failed when %s (both or neither), and nothing stored changes', async (_case, existing, patch, pointer) => {
-    const place = newPlace();
-    if (existing === 'none') await patchPlace(place, {});
-    if (existing === 'both') await patchPlace(place, { latitude: 3, longitude: 4 });
-    const before = await storedWeather();
+  ] as const)(
+    'PATCH /v1/weather/{place}: 422 validation-failed when %s (both or neither), and nothing stored changes',
+    async (_case, existing, patch, pointer) => {
+      const place = newPlace();
+      if (existing === 'none') await patchPlace(place, {});
+      if (existing === 'both') await patchPlace(place, { latitude: 3, longitude: 4 });
+      const before = await storedWeather();
 
-    const reply = await patchPlace(place, patch);
+      const reply = await patchPlace(place, patch);
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors).toEqual([{ in: 'body', pointer, detail: 'latitude and longitude are set or cleared together' }]);
-    expect(await storedWeather()).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors).toEqual([
+        { in: 'body', pointer, detail: 'latitude and longitude are set or cleared together' },
+      ]);
+      expect(await storedWeather()).toEqual(before);
+    },
+  );
 
   it.each([
     ['latitude is 91', { latitude: 91, longitude: 0 }, '#/latitude'],
@@ -555,17 +723,20 @@ describe('PATCH /v1/weather/{place}', () => {
     ['name is empty', { name: '' }, '#/name'],
     ['an unknown field is sent', { altitude: 5 }, '#/altitude'],
     ['a measurement is sent (PATCH is for the place, PUT for weather)', { temperature_c: 20 }, '#/temperature_c'],
-  ])('PATCH /v1/weather/{place}: 422 validation-failed when %s, and nothing stored changes', async (_case, patch, pointer) => {
-    const place = newPlace();
-    await patchPlace(place, { latitude: 3, longitude: 4 });
-    const before = await storedWeather();
+  ])(
+    'PATCH /v1/weather/{place}: 422 validation-failed when %s, and nothing stored changes',
+    async (_case, patch, pointer) => {
+      const place = newPlace();
+      await patchPlace(place, { latitude: 3, longitude: 4 });
+      const before = await storedWeather();
 
-    const reply = await patchPlace(place, patch);
+      const reply = await patchPlace(place, patch);
 
-    const problem = expectProblem(reply, 422, 'validation-failed');
-    expect(problem.errors?.map((error) => error.pointer)).toEqual([pointer]);
-    expect(await storedWeather()).toEqual(before);
-  });
+      const problem = expectProblem(reply, 422, 'validation-failed');
+      expect(problem.errors?.map((error) => error.pointer)).toEqual([pointer]);
+      expect(await storedWeather()).toEqual(before);
+    },
+  );
 
   it('PATCH /v1/weather/{place}: 412 when If-Match is stale, and 412 when the place does not exist yet; nothing stored changes', async () => {
     const place = newPlace();
@@ -610,7 +781,9 @@ describe('DELETE /v1/weather/{place}', () => {
     expectProblem(await test.call({ url: `/v1/weather/${place}` }), 404, 'not-found');
     expectProblem(await test.call({ url: `/v1/weather/${place}/observations` }), 404, 'not-found');
     expect(await storedPlace(place)).toBeUndefined();
-    expect(await test.storage.db.selectFrom('observations').selectAll().where('place_id', '=', id).execute()).toEqual([]);
+    expect(await test.storage.db.selectFrom('observations').selectAll().where('place_id', '=', id).execute()).toEqual(
+      [],
+    );
     expect(await storedObservations(other)).toEqual(otherBefore);
   });
 
@@ -639,7 +812,11 @@ describe('DELETE /v1/weather/{place}', () => {
     await recordObservation(place, { observed_at: '2025-06-01T13:00:00Z' });
     const before = await storedWeather();
 
-    const reply = await test.call({ method: 'DELETE', url: `/v1/weather/${place}`, headers: { 'if-match': String(first.headers.etag) } });
+    const reply = await test.call({
+      method: 'DELETE',
+      url: `/v1/weather/${place}`,
+      headers: { 'if-match': String(first.headers.etag) },
+    });
 
     expectProblem(reply, 412, 'precondition-failed');
     expect(await storedWeather()).toEqual(before);
@@ -649,7 +826,11 @@ describe('DELETE /v1/weather/{place}', () => {
     const place = newPlace();
     const recorded = await recordObservation(place);
 
-    const reply = await test.call({ method: 'DELETE', url: `/v1/weather/${place}`, headers: { 'if-match': String(recorded.headers.etag) } });
+    const reply = await test.call({
+      method: 'DELETE',
+      url: `/v1/weather/${place}`,
+      headers: { 'if-match': String(recorded.headers.etag) },
+    });
 
     expect(reply.status).toBe(204);
     expect(await storedPlace(place)).toBeUndefined();
@@ -688,7 +869,12 @@ describe('/v1/weather/{place}: methods and permissions', () => {
     const place = newPlace();
 
     const put = await test.call({ method: 'PUT', url: `/v1/weather/${place}`, key, body: buildObservation() });
-    const patch = await test.call({ method: 'PATCH', url: `/v1/weather/${place}`, key, body: { latitude: 1, longitude: 2 } });
+    const patch = await test.call({
+      method: 'PATCH',
+      url: `/v1/weather/${place}`,
+      key,
+      body: { latitude: 1, longitude: 2 },
+    });
 
     expect(put.status).toBe(201);
     expect(patch.status).toBe(200);
@@ -726,26 +912,47 @@ describe('/v1/weather/{place}: methods and permissions', () => {
   });
 
   it.each([
-    ['PUT', (place: string) => ({ method: 'PUT' as const, url: `/v1/weather/${place}`, body: buildObservation({ observed_at: '2025-06-01T13:00:00Z' }) })],
-    ['PATCH', (place: string) => ({ method: 'PATCH' as const, url: `/v1/weather/${place}`, body: { name: 'Reader was here' } })],
-    ['PUT (creating a place)', () => ({ method: 'PUT' as const, url: `/v1/weather/${newPlace()}`, body: buildObservation() })],
-  ])('%s /v1/weather/{place}: 403 insufficient-scope for a reader, and nothing stored changes', async (_method, request) => {
-    const { key } = await createCallerWithKey(test, { role: 'reader' });
-    const place = newPlace();
-    await recordObservation(place);
-    const before = await storedWeather();
+    [
+      'PUT',
+      (place: string) => ({
+        method: 'PUT' as const,
+        url: `/v1/weather/${place}`,
+        body: buildObservation({ observed_at: '2025-06-01T13:00:00Z' }),
+      }),
+    ],
+    [
+      'PATCH',
+      (place: string) => ({ method: 'PATCH' as const, url: `/v1/weather/${place}`, body: { name: 'Reader was here' } }),
+    ],
+    [
+      'PUT (creating a place)',
+      () => ({ method: 'PUT' as const, url: `/v1/weather/${newPlace()}`, body: buildObservation() }),
+    ],
+  ])(
+    '%s /v1/weather/{place}: 403 insufficient-scope for a reader, and nothing stored changes',
+    async (_method, request) => {
+      const { key } = await createCallerWithKey(test, { role: 'reader' });
+      const place = newPlace();
+      await recordObservation(place);
+      const before = await storedWeather();
 
-    const reply = await test.call({ ...request(place), key });
+      const reply = await test.call({ ...request(place), key });
 
-    const problem = expectProblem(reply, 403, 'insufficient-scope');
-    expect(problem.required_scopes).toEqual(['weather:update']);
-    expect(await storedWeather()).toEqual(before);
-  });
+      const problem = expectProblem(reply, 403, 'insufficient-scope');
+      expect(problem.required_scopes).toEqual(['weather:update']);
+      expect(await storedWeather()).toEqual(before);
+    },
+  );
 
   it('PUT /v1/weather/{place}: 401 with WWW-Authenticate without credentials, and nothing is stored', async () => {
     const before = await storedWeather();
 
-    const reply = await test.call({ method: 'PUT', url: `/v1/weather/${newPlace()}`, key: null, body: buildObservation() });
+    const reply = await test.call({
+      method: 'PUT',
+      url: `/v1/weather/${newPlace()}`,
+      key: null,
+      body: buildObservation(),
+    });
 
     expectProblem(reply, 401, 'missing-credentials');
     expect(reply.headers['www-authenticate']).toMatch(/^Bearer /);

@@ -10,18 +10,29 @@ import { SOURCES, sourcesOf } from '../helpers/sources.js';
  */
 
 /** Kysely's query builders and raw SQL, as code writes them. */
-const SQL = [/\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\(/, /\bsql\s*(<[^>]*>)?`/, /\bsql\.(raw|join|ref|lit|id|table)\(/, /\.executeQuery\(/];
+const SQL = [
+  /\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\(/,
+  /\bsql\s*(<[^>]*>)?`/,
+  /\bsql\.(raw|join|ref|lit|id|table)\(/,
+  /\.executeQuery\(/,
+];
 
 /** The lines of a file that write SQL, as "file:line: text". */
 function sqlLinesOf(path: string): string[] {
   return readFileSync(path, 'utf8')
     .split('\n')
-    .flatMap((line, index) => (SQL.some((pattern) => pattern.test(line)) && !/^\s*(\/\/|\*)/.test(line) ? [`${relative(SOURCES, path)}:${index + 1}: ${line.trim()}`] : []));
+    .flatMap((line, index) =>
+      SQL.some((pattern) => pattern.test(line)) && !/^\s*(\/\/|\*)/.test(line)
+        ? [`${relative(SOURCES, path)}:${index + 1}: ${line.trim()}`]
+        : [],
+    );
 }
 
 describe('SQL only in repositories', () => {
   it('no file outside *.repository.ts and src/db writes a query', () => {
-    const outside = sourcesOf(SOURCES).filter((path) => !path.endsWith('.repository.ts') && !relative(SOURCES, path).startsWith('db/'));
+    const outside = sourcesOf(SOURCES).filter(
+      (path) => !path.endsWith('.repository.ts') && !relative(SOURCES, path).startsWith('db/'),
+    );
     expect(outside.length).toBeGreaterThan(50);
     expect(outside.flatMap(sqlLinesOf)).toEqual([]);
   });
@@ -29,6 +40,8 @@ describe('SQL only in repositories', () => {
   it('the check sees SQL where it is: every repository writes some', () => {
     const repositories = sourcesOf(SOURCES).filter((path) => path.endsWith('.repository.ts'));
     expect(repositories.length).toBeGreaterThan(5);
-    expect(repositories.filter((path) => sqlLinesOf(path).length === 0).map((path) => relative(SOURCES, path))).toEqual([]);
+    expect(repositories.filter((path) => sqlLinesOf(path).length === 0).map((path) => relative(SOURCES, path))).toEqual(
+      [],
+    );
   });
 });

@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OpenMeteoProvider } from '../../src/upstream/open-meteo.provider.js';
 import { createWeatherProvider } from '../../src/upstream/providers.js';
-import { OPEN_METEO_UNITS, startFakeOpenMeteo, type FakeBehaviour, type FakeOpenMeteo } from '../helpers/fake-open-meteo.js';
+import {
+  OPEN_METEO_UNITS,
+  startFakeOpenMeteo,
+  type FakeBehaviour,
+  type FakeOpenMeteo,
+} from '../helpers/fake-open-meteo.js';
 import { failureOf } from './expect-failure.js';
 
 /**
@@ -26,8 +31,20 @@ function currentWeather(timeoutMs = 2000, baseUrl = fake.url) {
 
 describe('Open-Meteo provider: answers', () => {
   it('open-meteo: the current block maps to rowi fields, with observed_at in UTC, when the answer is normal', async () => {
-    fake.setCurrent({ time: '2026-11-23T14:00', temperature_2m: -3.5, relative_humidity_2m: 92, wind_speed_10m: 0, weather_code: 71 });
-    expect(await currentWeather()).toEqual({ temperature_c: -3.5, humidity_pct: 92, wind_kph: 0, conditions: 'snow', observed_at: '2026-11-23T14:00:00.000Z' });
+    fake.setCurrent({
+      time: '2026-11-23T14:00',
+      temperature_2m: -3.5,
+      relative_humidity_2m: 92,
+      wind_speed_10m: 0,
+      weather_code: 71,
+    });
+    expect(await currentWeather()).toEqual({
+      temperature_c: -3.5,
+      humidity_pct: 92,
+      wind_kph: 0,
+      conditions: 'snow',
+      observed_at: '2026-11-23T14:00:00.000Z',
+    });
   });
 
   it('open-meteo: the request asks for the documented current fields in km/h, °C and GMT', async () => {
@@ -45,10 +62,13 @@ describe('Open-Meteo provider: answers', () => {
     });
   });
 
-  it.each(['/mirror', '/mirror/'])('open-meteo: /v1/forecast goes below the path prefix of a base URL ending in %j', async (prefix) => {
-    await currentWeather(2000, `${fake.url}${prefix}`);
-    expect(fake.requests[0]!.pathname).toBe('/mirror/v1/forecast');
-  });
+  it.each(['/mirror', '/mirror/'])(
+    'open-meteo: /v1/forecast goes below the path prefix of a base URL ending in %j',
+    async (prefix) => {
+      await currentWeather(2000, `${fake.url}${prefix}`);
+      expect(fake.requests[0]!.pathname).toBe('/mirror/v1/forecast');
+    },
+  );
 
   it.each([
     [0, 'clear'],

@@ -34,7 +34,11 @@ describe('upstream weather: circuit breaker', () => {
     clock.now += 10_500;
     for (const place of places(10)) {
       const refused = await weather.lookup(place);
-      expect(refused).toMatchObject({ ok: false, failure: { kind: 'circuit-open', retryAfterSeconds: 20 }, cacheStatus: 'rowi; detail="circuit-open"' });
+      expect(refused).toMatchObject({
+        ok: false,
+        failure: { kind: 'circuit-open', retryAfterSeconds: 20 },
+        cacheStatus: 'rowi; detail="circuit-open"',
+      });
     }
     expect(fake.calls).toBe(3);
     expect(weather.calls).toBe(3);
@@ -43,7 +47,8 @@ describe('upstream weather: circuit breaker', () => {
   it('breaker: a 400 for one place (the provider refusing that request) never opens it for the others', async () => {
     const { fake, weather } = await front();
     fake.behave('error-400');
-    for (const place of places(5)) expect(await weather.lookup(place)).toMatchObject({ ok: false, failure: { kind: 'bad-answer', status: 400 } });
+    for (const place of places(5))
+      expect(await weather.lookup(place)).toMatchObject({ ok: false, failure: { kind: 'bad-answer', status: 400 } });
     expect(weather.breakerState()).toBe('closed');
     expect(fake.calls).toBe(5);
 
@@ -60,9 +65,18 @@ describe('upstream weather: circuit breaker', () => {
 
     const lookups = await Promise.all([BERLIN, WELLINGTON, ...places(3)].map((place) => weather.lookup(place)));
     expect(fake.calls).toBe(4);
-    expect(lookups.map((lookup) => !lookup.ok && lookup.failure.kind)).toEqual(['bad-answer', 'circuit-open', 'circuit-open', 'circuit-open', 'circuit-open']);
+    expect(lookups.map((lookup) => !lookup.ok && lookup.failure.kind)).toEqual([
+      'bad-answer',
+      'circuit-open',
+      'circuit-open',
+      'circuit-open',
+      'circuit-open',
+    ]);
     expect(weather.breakerState()).toBe('open');
-    expect(await weather.lookup(BERLIN)).toMatchObject({ ok: false, failure: { kind: 'circuit-open', retryAfterSeconds: 30 } });
+    expect(await weather.lookup(BERLIN)).toMatchObject({
+      ok: false,
+      failure: { kind: 'circuit-open', retryAfterSeconds: 30 },
+    });
   });
 
   it('breaker: a successful trial closes the circuit and fresh values are served again', async () => {
@@ -74,7 +88,11 @@ describe('upstream weather: circuit breaker', () => {
     fake.setCurrent({ temperature_2m: 11.1 });
 
     const trial = await weather.lookup(BERLIN);
-    expect(trial).toMatchObject({ ok: true, stale: false, cacheStatus: 'rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored' });
+    expect(trial).toMatchObject({
+      ok: true,
+      stale: false,
+      cacheStatus: 'rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored',
+    });
     expect(trial.ok && trial.weather.temperature_c).toBe(11.1);
     expect(weather.breakerState()).toBe('closed');
     expect(await weather.lookup(WELLINGTON)).toMatchObject({ ok: true, stale: false });
@@ -88,7 +106,12 @@ describe('upstream weather: circuit breaker', () => {
     fake.behave('status-500');
     for (const place of places(3)) await weather.lookup(place);
     const stale = await weather.lookup(BERLIN);
-    expect(stale).toMatchObject({ ok: true, stale: true, ageSeconds: 700, failure: { kind: 'circuit-open', retryAfterSeconds: 30 } });
+    expect(stale).toMatchObject({
+      ok: true,
+      stale: true,
+      ageSeconds: 700,
+      failure: { kind: 'circuit-open', retryAfterSeconds: 30 },
+    });
     expect(stale.cacheStatus).toBe('rowi; hit; ttl=-100; detail="circuit-open"');
     expect(fake.calls).toBe(4);
   });

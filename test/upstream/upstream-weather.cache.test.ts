@@ -25,9 +25,21 @@ describe('upstream weather: cache', () => {
     const { fake, weather, clock } = await front();
     const fetchedAt = clock.now;
     const first = await weather.lookup(BERLIN);
-    expect(first).toMatchObject({ ok: true, source: 'open-meteo', fetchedAt, ageSeconds: 0, ttlSeconds: 600, stale: false });
+    expect(first).toMatchObject({
+      ok: true,
+      source: 'open-meteo',
+      fetchedAt,
+      ageSeconds: 0,
+      ttlSeconds: 600,
+      stale: false,
+    });
     expect(first.cacheStatus).toBe('rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored');
-    expect(first.ok && first.weather).toMatchObject({ temperature_c: 5.3, humidity_pct: 81, wind_kph: 12.2, conditions: 'overcast' });
+    expect(first.ok && first.weather).toMatchObject({
+      temperature_c: 5.3,
+      humidity_pct: 81,
+      wind_kph: 12.2,
+      conditions: 'overcast',
+    });
 
     clock.now += 77_500;
     fake.setCurrent({ temperature_2m: 9.9 });
@@ -38,7 +50,13 @@ describe('upstream weather: cache', () => {
 
     clock.now = fetchedAt + 600_000;
     const refetched = await weather.lookup(BERLIN);
-    expect(refetched).toMatchObject({ ok: true, fetchedAt: clock.now, ageSeconds: 0, stale: false, cacheStatus: 'rowi; fwd=stale; fwd-status=200; ttl=600; stored' });
+    expect(refetched).toMatchObject({
+      ok: true,
+      fetchedAt: clock.now,
+      ageSeconds: 0,
+      stale: false,
+      cacheStatus: 'rowi; fwd=stale; fwd-status=200; ttl=600; stored',
+    });
     expect(refetched.ok && refetched.weather.temperature_c).toBe(9.9);
     expect(fake.calls).toBe(2);
     expect(weather.calls).toBe(2);
@@ -54,8 +72,12 @@ describe('upstream weather: cache', () => {
     expect(new Set(weathers.map((each) => JSON.stringify(each))).size).toBe(1);
     expect(weathers[0]).toBeDefined();
     const statuses = lookups.map((lookup) => lookup.cacheStatus);
-    expect(statuses.filter((status) => status === 'rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored; collapsed')).toHaveLength(99);
-    expect(statuses.filter((status) => status === 'rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored')).toHaveLength(1);
+    expect(
+      statuses.filter((status) => status === 'rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored; collapsed'),
+    ).toHaveLength(99);
+    expect(statuses.filter((status) => status === 'rowi; fwd=uri-miss; fwd-status=200; ttl=600; stored')).toHaveLength(
+      1,
+    );
   });
 
   it('lookup: places are cached and fetched apart', async () => {
@@ -86,7 +108,12 @@ describe('upstream weather: failures', () => {
     clock.now += 642_000;
     fake.behave('status-500');
     const stale = await weather.lookup(BERLIN);
-    expect(stale).toMatchObject({ ok: true, stale: true, ageSeconds: 642, failure: { kind: 'bad-answer', status: 500 } });
+    expect(stale).toMatchObject({
+      ok: true,
+      stale: true,
+      ageSeconds: 642,
+      failure: { kind: 'bad-answer', status: 500 },
+    });
     expect(stale.cacheStatus).toBe('rowi; fwd=stale; fwd-status=500; ttl=-42; detail="upstream-bad-answer"');
     expect(stale.ok && first.ok && stale.weather).toEqual(first.ok && first.weather);
 
@@ -94,7 +121,11 @@ describe('upstream weather: failures', () => {
     fake.behave('normal');
     fake.setCurrent({ temperature_2m: 7.7 });
     const healed = await weather.lookup(BERLIN);
-    expect(healed).toMatchObject({ ok: true, stale: false, cacheStatus: 'rowi; fwd=stale; fwd-status=200; ttl=600; stored' });
+    expect(healed).toMatchObject({
+      ok: true,
+      stale: false,
+      cacheStatus: 'rowi; fwd=stale; fwd-status=200; ttl=600; stored',
+    });
     expect(healed.ok && healed.weather.temperature_c).toBe(7.7);
     expect(fake.calls).toBe(3);
   });
@@ -160,7 +191,10 @@ describe('upstream weather: failures', () => {
   it('upstreamWeatherFor: nothing when no provider is configured, open-meteo when it is', () => {
     const log = pino({ level: 'silent' });
     expect(upstreamWeatherFor(loadConfig({}), log)).toBeUndefined();
-    const configured = upstreamWeatherFor(loadConfig({ ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: 'http://127.0.0.1:9' }), log);
+    const configured = upstreamWeatherFor(
+      loadConfig({ ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: 'http://127.0.0.1:9' }),
+      log,
+    );
     expect(configured?.source).toBe('open-meteo');
     configured?.close();
   });

@@ -31,7 +31,12 @@ export async function startWeatherFront(options: Partial<UpstreamWeatherOptions>
   const clock = { now: Date.parse('2026-11-23T14:05:00.000Z') };
   const logs: WeatherFront['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const weather = new UpstreamWeather(new OpenMeteoProvider(fake.url), { ...TEST_OPTIONS, ...options }, log, () => clock.now);
+  const weather = new UpstreamWeather(
+    new OpenMeteoProvider(fake.url),
+    { ...TEST_OPTIONS, ...options },
+    log,
+    () => clock.now,
+  );
   return {
     fake,
     weather,

@@ -20,7 +20,12 @@ const apps: TestApp[] = [];
 afterAll(() => Promise.all(apps.map((app) => app.close())));
 
 async function appWith(settings: Record<string, string> = {}): Promise<TestApp> {
-  const app = await startApp({ ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: fake.url, ROWI_WEATHER_TIMEOUT: '300', ...settings });
+  const app = await startApp({
+    ROWI_WEATHER_PROVIDER: 'open-meteo',
+    ROWI_WEATHER_URL: fake.url,
+    ROWI_WEATHER_TIMEOUT: '300',
+    ...settings,
+  });
   apps.push(app);
   return app;
 }
@@ -35,7 +40,6 @@ async function placeWithCoordinates(test: TestApp, slug: string): Promise<{ lati
   return at;
 }
 
-
 function header(reply: Reply, name: string): string {
   return String(reply.headers[name] ?? '');
 }
@@ -46,9 +50,15 @@ describe('GET /v1/weather/{place} from the provider', () => {
     test = await appWith({ ROWI_WEATHER_CACHE_TTL: '600', ROWI_WEATHER_BREAKER_FAILURES: '1000' });
   });
 
-  it('GET /v1/weather/{place}: 200 with the provider\'s current weather mapped to rowi\'s fields, cached for the TTL (Cache-Control, Age, Cache-Status)', async () => {
+  it("GET /v1/weather/{place}: 200 with the provider's current weather mapped to rowi's fields, cached for the TTL (Cache-Control, Age, Cache-Status)", async () => {
     fake.behave('normal');
-    fake.setCurrent({ time: '2026-11-23T14:15', temperature_2m: -3.5, relative_humidity_2m: 64, wind_speed_10m: 27.4, weather_code: 73 });
+    fake.setCurrent({
+      time: '2026-11-23T14:15',
+      temperature_2m: -3.5,
+      relative_humidity_2m: 64,
+      wind_speed_10m: 27.4,
+      weather_code: 73,
+    });
     const at = await placeWithCoordinates(test, 'oslo');
     const callsBefore = fake.calls;
 
@@ -77,7 +87,12 @@ describe('GET /v1/weather/{place} from the provider', () => {
     expect(request.pathname).toBe('/v1/forecast');
     expect(Number(request.searchParams.get('latitude'))).toBe(at.latitude);
     expect(Number(request.searchParams.get('longitude'))).toBe(at.longitude);
-    expect(request.searchParams.get('current')!.split(',').sort()).toEqual(['relative_humidity_2m', 'temperature_2m', 'weather_code', 'wind_speed_10m']);
+    expect(request.searchParams.get('current')!.split(',').sort()).toEqual([
+      'relative_humidity_2m',
+      'temperature_2m',
+      'weather_code',
+      'wind_speed_10m',
+    ]);
     expect(request.searchParams.get('wind_speed_unit')).toBe('kmh');
 
     const second = await test.call({ url: '/v1/weather/oslo' });
@@ -86,19 +101,28 @@ describe('GET /v1/weather/{place} from the provider', () => {
     expect(header(second, 'cache-status')).toMatch(/^rowi; hit; ttl=(600|599)$/);
     expect(fake.calls).toBe(callsBefore + 1);
 
-    const revalidated = await test.call({ url: '/v1/weather/oslo', headers: { 'if-none-match': header(first, 'etag') } });
+    const revalidated = await test.call({
+      url: '/v1/weather/oslo',
+      headers: { 'if-none-match': header(first, 'etag') },
+    });
     expect(revalidated.status).toBe(304);
     expect(fake.calls).toBe(callsBefore + 1);
   });
 
-  it('GET /v1/weather/{place}: 200 with the recorded observation when it is newer than the provider\'s', async () => {
+  it("GET /v1/weather/{place}: 200 with the recorded observation when it is newer than the provider's", async () => {
     fake.behave('normal');
     fake.setCurrent({ time: '2026-11-23T09:00' });
     await placeWithCoordinates(test, 'bergen');
     const put = await test.call({
       method: 'PUT',
       url: '/v1/weather/bergen',
-      body: { temperature_c: 8, humidity_pct: 90, wind_kph: 30, conditions: 'rain', observed_at: new Date().toISOString() },
+      body: {
+        temperature_c: 8,
+        humidity_pct: 90,
+        wind_kph: 30,
+        conditions: 'rain',
+        observed_at: new Date().toISOString(),
+      },
     });
     expect(put.status).toBe(200);
 
@@ -135,26 +159,31 @@ describe('GET /v1/weather/{place} from the provider', () => {
     ['error-400', 502, 'upstream-error', 'bad-answer'],
     ['reset', 502, 'upstream-error', 'unreachable'],
   ];
-  it.each(failures)('GET /v1/weather/{place}: when the provider answers "%s" and nothing is cached, then %i %s, and nothing stored changes', async (behaviour, status, type, kind) => {
-    const slug = `fails-${behaviour}`;
-    await placeWithCoordinates(test, slug);
-    const { storedWeather } = weatherHelpers(() => test);
-    const before = await storedWeather();
-    fake.behave(behaviour, { delayMs: 1000 });
-    const started = Date.now();
+  it.each(failures)(
+    'GET /v1/weather/{place}: when the provider answers "%s" and nothing is cached, then %i %s, and nothing stored changes',
+    async (behaviour, status, type, kind) => {
+      const slug = `fails-${behaviour}`;
+      await placeWithCoordinates(test, slug);
+      const { storedWeather } = weatherHelpers(() => test);
+      const before = await storedWeather();
+      fake.behave(behaviour, { delayMs: 1000 });
+      const started = Date.now();
 
-    const reply = await test.call({ url: `/v1/weather/${slug}` });
+      const reply = await test.call({ url: `/v1/weather/${slug}` });
 
-    const problem = expectProblem(reply, status, type);
-    expect(problem).toMatchObject({ provider: 'open-meteo', failure: kind, instance: `/v1/weather/${slug}` });
-    expect(header(reply, 'cache-status')).toMatch(new RegExp(`^rowi; fwd=uri-miss(; fwd-status=\\d+)?; detail="upstream-${kind}"$`));
-    // Within the 300 ms time-out (plus scheduling), whatever the provider does.
-    expect(Date.now() - started).toBeLessThan(2000);
-    expect(await storedWeather()).toEqual(before);
-    fake.behave('normal');
-  });
+      const problem = expectProblem(reply, status, type);
+      expect(problem).toMatchObject({ provider: 'open-meteo', failure: kind, instance: `/v1/weather/${slug}` });
+      expect(header(reply, 'cache-status')).toMatch(
+        new RegExp(`^rowi; fwd=uri-miss(; fwd-status=\\d+)?; detail="upstream-${kind}"$`),
+      );
+      // Within the 300 ms time-out (plus scheduling), whatever the provider does.
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(await storedWeather()).toEqual(before);
+      fake.behave('normal');
+    },
+  );
 
-  it('GET /v1/weather/{place}: 502 names the provider\'s status when it answered 500', async () => {
+  it("GET /v1/weather/{place}: 502 names the provider's status when it answered 500", async () => {
     await placeWithCoordinates(test, 'status-named');
     fake.behave('status-500');
     const reply = await test.call({ url: '/v1/weather/status-named' });
@@ -186,7 +215,13 @@ describe('GET /v1/weather/{place} from the provider', () => {
     await test.call({
       method: 'PUT',
       url: '/v1/weather/no-coordinates',
-      body: { temperature_c: 12, humidity_pct: 40, wind_kph: 5, conditions: 'clear', observed_at: '2026-11-20T10:00:00Z' },
+      body: {
+        temperature_c: 12,
+        humidity_pct: 40,
+        wind_kph: 5,
+        conditions: 'clear',
+        observed_at: '2026-11-20T10:00:00Z',
+      },
     });
 
     const reply = await test.call({ url: '/v1/weather/no-coordinates' });
@@ -208,14 +243,20 @@ describe('GET /v1/weather/{place}: stale-if-error', () => {
     expect(fresh.json).toMatchObject({ temperature_c: 20, stale: false });
     await new Promise((resolve) => setTimeout(resolve, 2100));
 
-    for (const [behaviour, detail] of [['status-500', 'upstream-bad-answer'], ['hang', 'upstream-timeout'], ['reset', 'upstream-unreachable']] as const) {
+    for (const [behaviour, detail] of [
+      ['status-500', 'upstream-bad-answer'],
+      ['hang', 'upstream-timeout'],
+      ['reset', 'upstream-unreachable'],
+    ] as const) {
       fake.behave(behaviour);
       const stale = await test.call({ url: '/v1/weather/lisbon' });
       expect(stale.status).toBe(200);
       expect(stale.json).toEqual({ ...fresh.json, stale: true });
       expect(header(stale, 'cache-control')).toBe('private, no-cache');
       expect(Number(header(stale, 'age'))).toBeGreaterThanOrEqual(2);
-      expect(header(stale, 'cache-status')).toMatch(new RegExp(`^rowi; fwd=stale(; fwd-status=500)?; ttl=-\\d+; detail="${detail}"$`));
+      expect(header(stale, 'cache-status')).toMatch(
+        new RegExp(`^rowi; fwd=stale(; fwd-status=500)?; ttl=-\\d+; detail="${detail}"$`),
+      );
       expect(stale.headers.warning).toBeUndefined();
     }
 
@@ -234,7 +275,8 @@ describe('GET /v1/weather/{place}: circuit breaker', () => {
     fake.behave('status-500');
     const callsBefore = fake.calls;
 
-    for (let attempt = 0; attempt < 3; attempt++) expectProblem(await test.call({ url: '/v1/weather/madrid' }), 502, 'upstream-error');
+    for (let attempt = 0; attempt < 3; attempt++)
+      expectProblem(await test.call({ url: '/v1/weather/madrid' }), 502, 'upstream-error');
     expect(fake.calls - callsBefore).toBe(3);
 
     const refused = await test.call({ url: '/v1/weather/madrid' });
@@ -244,7 +286,11 @@ describe('GET /v1/weather/{place}: circuit breaker', () => {
     expect(fake.calls - callsBefore).toBe(3);
     const ready = await test.call({ url: '/health/ready', key: null });
     expect(ready.status).toBe(200);
-    expect(ready.json.checks.weather_provider).toEqual({ status: 'warn', duration_ms: 0, output: 'open-meteo failed repeatedly: its circuit breaker is open' });
+    expect(ready.json.checks.weather_provider).toEqual({
+      status: 'warn',
+      duration_ms: 0,
+      output: 'open-meteo failed repeatedly: its circuit breaker is open',
+    });
 
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const trial = await test.call({ url: '/v1/weather/madrid' });
@@ -258,7 +304,10 @@ describe('GET /v1/weather/{place}: circuit breaker', () => {
     expect(healed.status).toBe(200);
     expect(healed.json.source).toBe('open-meteo');
     expect(fake.calls - callsBefore).toBe(5);
-    expect((await test.call({ url: '/health/ready', key: null })).json.checks.weather_provider).toEqual({ status: 'pass', duration_ms: 0 });
+    expect((await test.call({ url: '/health/ready', key: null })).json.checks.weather_provider).toEqual({
+      status: 'pass',
+      duration_ms: 0,
+    });
   });
 });
 
@@ -272,7 +321,14 @@ describe('GET /v1/weather/{place} without a provider', () => {
     const reply = await test.call({ url: '/v1/weather/rome' });
 
     expect(reply.status).toBe(200);
-    expect(reply.json).toMatchObject({ place: 'rome', temperature_c: null, conditions: null, observed_at: null, source: null, stale: false });
+    expect(reply.json).toMatchObject({
+      place: 'rome',
+      temperature_c: null,
+      conditions: null,
+      observed_at: null,
+      source: null,
+      stale: false,
+    });
     expect(header(reply, 'cache-control')).toBe('private, no-cache');
     expect(header(reply, 'age')).toBe('0');
     expect(fake.calls).toBe(callsBefore);

@@ -34,8 +34,10 @@ export interface RowiClientOptions {
  * ```
  */
 export function createRowiClient(options: RowiClientOptions): RowiClient {
-  if ((options.apiKey === undefined) === (options.token === undefined)) throw new TypeError('createRowiClient: give either an apiKey or a token');
-  const credentials: Record<string, string> = options.apiKey !== undefined ? { 'X-API-Key': options.apiKey } : { Authorization: `Bearer ${options.token}` };
+  if ((options.apiKey === undefined) === (options.token === undefined))
+    throw new TypeError('createRowiClient: give either an apiKey or a token');
+  const credentials: Record<string, string> =
+    options.apiKey !== undefined ? { 'X-API-Key': options.apiKey } : { Authorization: `Bearer ${options.token}` };
   return createClient<paths, Json>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Accept: 'application/json', ...options.headers, ...credentials },

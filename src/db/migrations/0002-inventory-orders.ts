@@ -82,5 +82,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ['stock_movements', 'order_lines', 'orders', 'stock', 'items']) await db.schema.dropTable(table).execute();
+  for (const table of ['stock_movements', 'order_lines', 'orders', 'stock', 'items'])
+    await db.schema.dropTable(table).execute();
 }

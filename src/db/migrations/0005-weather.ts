@@ -15,9 +15,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
   const measurements = <T extends string>(table: CreateTableBuilder<T>, nullable: boolean) =>
     table
-      .addColumn('temperature_c', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`temperature_c between -100 and 70`))
-      .addColumn('humidity_pct', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`humidity_pct between 0 and 100`))
-      .addColumn('wind_kph', 'double precision', (column) => (nullable ? column : column.notNull()).check(sql`wind_kph between 0 and 500`))
+      .addColumn('temperature_c', 'double precision', (column) =>
+        (nullable ? column : column.notNull()).check(sql`temperature_c between -100 and 70`),
+      )
+      .addColumn('humidity_pct', 'double precision', (column) =>
+        (nullable ? column : column.notNull()).check(sql`humidity_pct between 0 and 100`),
+      )
+      .addColumn('wind_kph', 'double precision', (column) =>
+        (nullable ? column : column.notNull()).check(sql`wind_kph between 0 and 500`),
+      )
       .addColumn('conditions', text, (column) => (nullable ? column : column.notNull()))
       .addColumn('observed_at', text, (column) => (nullable ? column : column.notNull()))
       .addColumn('source', text, (column) => (nullable ? column : column.notNull()));
@@ -50,7 +56,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
   // History is read newest first; the unique key is also that index.
-  await db.schema.createIndex('observations_place_id_observed_at').on('observations').columns(['place_id', 'observed_at']).unique().execute();
+  await db.schema
+    .createIndex('observations_place_id_observed_at')
+    .on('observations')
+    .columns(['place_id', 'observed_at'])
+    .unique()
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

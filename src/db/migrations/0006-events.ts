@@ -19,8 +19,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const sqlite = isSqlite(db);
   await db.schema
     .createTable('events')
-    .addColumn('seq', sqlite ? 'integer' : 'bigint', (column) => (sqlite ? column.primaryKey().autoIncrement() : column.primaryKey().generatedByDefaultAsIdentity()))
-    .addColumn('txid', 'bigint', (column) => column.notNull().defaultTo(sqlite ? 0 : sql`(pg_current_xact_id()::text::bigint)`))
+    .addColumn('seq', sqlite ? 'integer' : 'bigint', (column) =>
+      sqlite ? column.primaryKey().autoIncrement() : column.primaryKey().generatedByDefaultAsIdentity(),
+    )
+    .addColumn('txid', 'bigint', (column) =>
+      column.notNull().defaultTo(sqlite ? 0 : sql`(pg_current_xact_id()::text::bigint)`),
+    )
     .addColumn('id', text, (column) => column.notNull())
     .addColumn('type', text, (column) => column.notNull())
     // The resource whose read scope sees the event (orders → orders:read).
@@ -63,12 +67,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', text, (column) => column.notNull())
     .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
-  await db.schema.createIndex('webhook_endpoints_created_at_id').on('webhook_endpoints').columns(['created_at', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_endpoints_created_at_id')
+    .on('webhook_endpoints')
+    .columns(['created_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('webhook_deliveries')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('endpoint_id', 'bigint', (column) => column.notNull().references('webhook_endpoints.id').onDelete('cascade'))
+    .addColumn('endpoint_id', 'bigint', (column) =>
+      column.notNull().references('webhook_endpoints.id').onDelete('cascade'),
+    )
     .addColumn('event_id', text, (column) => column.notNull())
     .addColumn('event_type', text, (column) => column.notNull())
     // pending (to be sent, now or at next_attempt_at), succeeded, dead (given up: the dead letter).
@@ -79,22 +89,37 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', text, (column) => column.notNull())
     .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
-  await db.schema.createIndex('webhook_deliveries_endpoint_id_id').on('webhook_deliveries').columns(['endpoint_id', 'id']).execute();
-  await db.schema.createIndex('webhook_deliveries_status_endpoint_id').on('webhook_deliveries').columns(['status', 'endpoint_id', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_endpoint_id_id')
+    .on('webhook_deliveries')
+    .columns(['endpoint_id', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('webhook_deliveries_status_endpoint_id')
+    .on('webhook_deliveries')
+    .columns(['status', 'endpoint_id', 'id'])
+    .execute();
   await db.schema.createIndex('webhook_deliveries_created_at').on('webhook_deliveries').column('created_at').execute();
 
   await db.schema
     .createTable('webhook_attempts')
     .$call((table) => addIdColumn(db, table))
-    .addColumn('delivery_id', 'bigint', (column) => column.notNull().references('webhook_deliveries.id').onDelete('cascade'))
+    .addColumn('delivery_id', 'bigint', (column) =>
+      column.notNull().references('webhook_deliveries.id').onDelete('cascade'),
+    )
     .addColumn('attempted_at', text, (column) => column.notNull())
     .addColumn('status_code', 'integer')
     .addColumn('duration_ms', 'integer', (column) => column.notNull())
     .addColumn('error', text)
     .execute();
-  await db.schema.createIndex('webhook_attempts_delivery_id_id').on('webhook_attempts').columns(['delivery_id', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_attempts_delivery_id_id')
+    .on('webhook_attempts')
+    .columns(['delivery_id', 'id'])
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_endpoints', 'event_cursors', 'events']) await db.schema.dropTable(table).execute();
+  for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_endpoints', 'event_cursors', 'events'])
+    await db.schema.dropTable(table).execute();
 }

@@ -16,7 +16,9 @@ import { sql, type Kysely } from 'kysely';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('webhook_endpoints').addColumn('owner_caller_id', 'bigint').execute();
-  await sql`update webhook_endpoints set owner_caller_id = (select min(id) from callers where role = 'admin')`.execute(db);
+  await sql`update webhook_endpoints set owner_caller_id = (select min(id) from callers where role = 'admin')`.execute(
+    db,
+  );
   const { rows } = await sql<{ id: number; url: string }>`select id, url from webhook_endpoints`.execute(db);
   for (const { id, url } of rows) {
     const called = URL.canParse(url) ? new URL(url).href : url;

@@ -2,25 +2,46 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { findAuditEvents } from '../../audit/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
-import { listQuerySchema, pageSchema, parseListQuery, sendPage, timeBound, type CollectionSpec } from '../../http/paging.js';
-import { Id, Nullable, RecordFields, RESPONSE_HEADERS, Timestamp, operation, representation } from '../../http/schemas.js';
+import {
+  listQuerySchema,
+  pageSchema,
+  parseListQuery,
+  sendPage,
+  timeBound,
+  type CollectionSpec,
+} from '../../http/paging.js';
+import {
+  Id,
+  Nullable,
+  RecordFields,
+  RESPONSE_HEADERS,
+  Timestamp,
+  operation,
+  representation,
+} from '../../http/schemas.js';
 
 export const AuditEventSchema = Type.Object(
   {
     id: RecordFields.id,
     at: Type.String({ ...Timestamp, description: 'when the request arrived' }),
-    request_id: Type.String({ description: 'the request\'s X-Request-Id' }),
-    caller_id: Type.Union([Id, Type.Null()], { description: 'the authenticated caller; null when none (or an external token)' }),
-    caller_name: Nullable(Type.String({ description: 'the caller\'s name, or the subject of an external token' })),
+    request_id: Type.String({ description: "the request's X-Request-Id" }),
+    caller_id: Type.Union([Id, Type.Null()], {
+      description: 'the authenticated caller; null when none (or an external token)',
+    }),
+    caller_name: Nullable(Type.String({ description: "the caller's name, or the subject of an external token" })),
     credential: Nullable(Type.String({ description: 'api_key, oauth (a token rowi issued) or external' })),
     method: Type.String(),
     path: Type.String({ description: 'the path, without the query string' }),
-    resource: Nullable(Type.String({ description: 'the resource addressed (users, orders…); null for unknown paths and public routes' })),
+    resource: Nullable(
+      Type.String({ description: 'the resource addressed (users, orders…); null for unknown paths and public routes' }),
+    ),
     record_id: Nullable(Type.String({ description: 'the record addressed, when the path names one' })),
     action: Nullable(Type.String({ description: 'read, create, update or delete' })),
     status: Type.Integer({ description: 'the response status: 401/403 for refused requests' }),
     duration_ms: Type.Number({ description: 'time to answer, in milliseconds' }),
-    client_ip: Nullable(Type.String({ description: 'the client address (from X-Forwarded-For only behind a trusted proxy)' })),
+    client_ip: Nullable(
+      Type.String({ description: 'the client address (from X-Forwarded-For only behind a trusted proxy)' }),
+    ),
   },
   { additionalProperties: false, xml: { name: 'audit_event' }, title: 'AuditEvent' },
 );
@@ -31,10 +52,33 @@ export const AUDIT_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer' },
   defaultSort: '-id',
   filters: {
-    caller_id: { schema: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'only requests of this caller' }), column: 'caller_id', operator: '=' },
-    resource: { schema: Type.String({ maxLength: 64, description: 'only requests on this resource (users, orders, callers…)' }), column: 'resource', operator: '=' },
-    action: { schema: Type.Union(ACTIONS.map((action) => Type.Literal(action)), { description: 'only requests of this action' }), column: 'action', operator: '=' },
-    status: { schema: Type.Integer({ minimum: 100, maximum: 599, description: 'only requests answered with this status' }), column: 'status', operator: '=' },
+    caller_id: {
+      schema: Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'only requests of this caller',
+      }),
+      column: 'caller_id',
+      operator: '=',
+    },
+    resource: {
+      schema: Type.String({ maxLength: 64, description: 'only requests on this resource (users, orders, callers…)' }),
+      column: 'resource',
+      operator: '=',
+    },
+    action: {
+      schema: Type.Union(
+        ACTIONS.map((action) => Type.Literal(action)),
+        { description: 'only requests of this action' },
+      ),
+      column: 'action',
+      operator: '=',
+    },
+    status: {
+      schema: Type.Integer({ minimum: 100, maximum: 599, description: 'only requests answered with this status' }),
+      column: 'status',
+      operator: '=',
+    },
     after: timeBound('at', 'after', 'requests that arrived'),
     before: timeBound('at', 'before', 'requests that arrived'),
   },
@@ -46,20 +90,25 @@ export const AUDIT_COLLECTION: CollectionSpec = {
  */
 const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
-  app.get('/v1/audit-events', {
-    schema: operation({
-      operationId: 'listAuditEvents',
-      permission: 'audit-events:read',
-      summary: 'List audit events, newest first',
-      description: 'One event per request, allowed or refused. Events are written in batches about once a second, so the newest may not be listed yet.',
-      tags: ['audit'],
-      querystring: listQuerySchema(AUDIT_COLLECTION),
-      response: { 200: representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(AUDIT_COLLECTION, request.query);
-    return sendPage(request, reply, await findAuditEvents(db, query), query);
-  });
+  app.get(
+    '/v1/audit-events',
+    {
+      schema: operation({
+        operationId: 'listAuditEvents',
+        permission: 'audit-events:read',
+        summary: 'List audit events, newest first',
+        description:
+          'One event per request, allowed or refused. Events are written in batches about once a second, so the newest may not be listed yet.',
+        tags: ['audit'],
+        querystring: listQuerySchema(AUDIT_COLLECTION),
+        response: { 200: representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link) },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(AUDIT_COLLECTION, request.query);
+      return sendPage(request, reply, await findAuditEvents(db, query), query);
+    },
+  );
 };
 
 export default auditRoutes;

@@ -1,12 +1,27 @@
 import { generateApiKey } from '../../auth/api-keys.js';
-import { countCallers, findApiKey, findApiKeys, insertApiKey, lockCallerManagement, revokeApiKey, takeFirstAdminTurn, type StoredApiKey } from '../../auth/callers.repository.js';
+import {
+  countCallers,
+  findApiKey,
+  findApiKeys,
+  insertApiKey,
+  lockCallerManagement,
+  revokeApiKey,
+  takeFirstAdminTurn,
+  type StoredApiKey,
+} from '../../auth/callers.repository.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paging.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordEvent } from '../../events/outbox.js';
-import { assertManagementSurvives, callerPath, createCaller, findStoredCaller, type CallerView } from './callers.service.js';
+import {
+  assertManagementSurvives,
+  callerPath,
+  createCaller,
+  findStoredCaller,
+  type CallerView,
+} from './callers.service.js';
 
 /**
  * The API keys of callers (docs/security.md): made with a secret shown once, listed and read
@@ -19,7 +34,11 @@ export interface ApiKeyInput {
 }
 
 /** A new key for the caller: the stored record, and the key itself, which is never shown again. */
-export async function createApiKey(trx: Trx, callerId: number, input: ApiKeyInput = {}): Promise<{ record: StoredApiKey; key: string }> {
+export async function createApiKey(
+  trx: Trx,
+  callerId: number,
+  input: ApiKeyInput = {},
+): Promise<{ record: StoredApiKey; key: string }> {
   await findStoredCaller(trx, callerId);
   // The schema has checked that expires_at is an instant rowi stores.
   const expiresAt = input.expires_at === undefined ? null : toTimestamp(input.expires_at)!;
@@ -59,8 +78,11 @@ export async function revokeKey(trx: Trx, callerId: number, keyId: number): Prom
   const key = await getApiKey(trx, callerId, keyId);
   const now = nowTimestamp();
   if (isWorking(key, now)) {
-    await assertManagementSurvives(trx, { callerId, keysLost: 1 }, () =>
-      `Key ${keyId} is the last working API key of caller ${callerId}, the last caller that can manage callers; revoking it would leave nobody able to.`,
+    await assertManagementSurvives(
+      trx,
+      { callerId, keysLost: 1 },
+      () =>
+        `Key ${keyId} is the last working API key of caller ${callerId}, the last caller that can manage callers; revoking it would leave nobody able to.`,
     );
   }
   if (key.revoked_at !== null) return;
@@ -85,7 +107,9 @@ export async function ensureFirstAdmin(db: Db): Promise<{ caller: CallerView; ke
     await takeFirstAdminTurn(trx);
     if ((await countCallers(trx)) > 0) return undefined;
     const caller = await createCaller(trx, { name: 'admin', role: 'admin' });
-    const { key } = await createApiKey(trx, caller.id, { description: 'first admin key, created on an empty database' });
+    const { key } = await createApiKey(trx, caller.id, {
+      description: 'first admin key, created on an empty database',
+    });
     return { caller, key };
   });
 }

@@ -2,7 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendEmpty } from '../../http/records.js';
 import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, type Collection } from '../collection.js';
+import {
+  changeOperation,
+  createOperation,
+  deleteOperation,
+  listOperation,
+  readOperation,
+  type Collection,
+} from '../collection.js';
 import {
   API_KEY_COLLECTION,
   ApiKeyCreateSchema,
@@ -42,73 +49,112 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   };
 
   listOperation(app, callers, { list: listCallers });
-  createOperation(app, callers, { summary: 'Create a caller (then give it a key with POST /v1/callers/{id}/keys)', body: CallerCreateSchema, create: createCaller });
+  createOperation(app, callers, {
+    summary: 'Create a caller (then give it a key with POST /v1/callers/{id}/keys)',
+    body: CallerCreateSchema,
+    create: createCaller,
+  });
   readOperation(app, callers, { read: getCaller });
-  changeOperation(app, callers, { summary: "Change a caller's name, role or grants (JSON Merge Patch)", body: CallerPatchSchema, change: patchCaller });
-  deleteOperation(app, callers, { summary: 'Delete a caller and its keys (its audit events stay)', remove: deleteCaller });
-
-  app.get('/v1/callers/:id/keys', {
-    schema: operation({
-      operationId: 'listApiKeys',
-      permission: 'callers:read',
-      summary: 'List a caller\'s API keys (never the keys themselves)',
-      description: 'A page of the caller\'s keys: each one\'s id, prefix (the readable start of the key), description, expiry, last use and revocation; never the key, which rowi keeps only as a hash.',
-      tags: ['callers'],
-      params: CallerParams,
-      querystring: listQuerySchema(API_KEY_COLLECTION),
-      response: { 200: representation(ApiKeyPageSchema, 'A page of keys', RESPONSE_HEADERS.link) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(API_KEY_COLLECTION, request.query);
-    return sendPage(request, reply, await listApiKeys(db, request.params.id, query), query);
+  changeOperation(app, callers, {
+    summary: "Change a caller's name, role or grants (JSON Merge Patch)",
+    body: CallerPatchSchema,
+    change: patchCaller,
+  });
+  deleteOperation(app, callers, {
+    summary: 'Delete a caller and its keys (its audit events stay)',
+    remove: deleteCaller,
   });
 
-  app.post('/v1/callers/:id/keys', {
-    schema: operation({
-      operationId: 'createApiKey',
-      permission: 'callers:create',
-      summary: 'Create an API key for a caller; the key is in this response only',
-      description: 'A new key for the caller (several may be valid at once, to rotate without downtime), with an optional description and expiry. 201 with the key itself in `key`, shown this once: store it now.',
-      tags: ['callers'],
-      params: CallerParams,
-      body: ApiKeyCreateSchema,
-      response: { 201: representation(NewApiKeySchema, 'Created; store `key` now, it is never shown again', RESPONSE_HEADERS.location) },
-    }),
-  }, async (request, reply) => {
-    const { record, key } = await unitOfWork(db, (trx) => createApiKey(trx, request.params.id, request.body ?? {}));
-    reply.header('cache-control', 'no-store');
-    return reply.code(201).header('location', `/v1/callers/${record.caller_id}/keys/${record.id}`).send({ ...record, key });
-  });
+  app.get(
+    '/v1/callers/:id/keys',
+    {
+      schema: operation({
+        operationId: 'listApiKeys',
+        permission: 'callers:read',
+        summary: "List a caller's API keys (never the keys themselves)",
+        description:
+          "A page of the caller's keys: each one's id, prefix (the readable start of the key), description, expiry, last use and revocation; never the key, which rowi keeps only as a hash.",
+        tags: ['callers'],
+        params: CallerParams,
+        querystring: listQuerySchema(API_KEY_COLLECTION),
+        response: { 200: representation(ApiKeyPageSchema, 'A page of keys', RESPONSE_HEADERS.link) },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(API_KEY_COLLECTION, request.query);
+      return sendPage(request, reply, await listApiKeys(db, request.params.id, query), query);
+    },
+  );
 
-  app.get('/v1/callers/:id/keys/:key_id', {
-    schema: operation({
-      operationId: 'getApiKey',
-      permission: 'callers:read',
-      summary: 'Read one API key\'s record (not the key)',
-      description: 'The key\'s record: prefix, description, expiry, last use and revocation; never the key.',
-      tags: ['callers'],
-      params: ApiKeyParams,
-      response: { 200: representation(ApiKeySchema, 'The key\'s record') },
-    }),
-  }, async (request) => getApiKey(db, request.params.id, request.params.key_id));
+  app.post(
+    '/v1/callers/:id/keys',
+    {
+      schema: operation({
+        operationId: 'createApiKey',
+        permission: 'callers:create',
+        summary: 'Create an API key for a caller; the key is in this response only',
+        description:
+          'A new key for the caller (several may be valid at once, to rotate without downtime), with an optional description and expiry. 201 with the key itself in `key`, shown this once: store it now.',
+        tags: ['callers'],
+        params: CallerParams,
+        body: ApiKeyCreateSchema,
+        response: {
+          201: representation(
+            NewApiKeySchema,
+            'Created; store `key` now, it is never shown again',
+            RESPONSE_HEADERS.location,
+          ),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const { record, key } = await unitOfWork(db, (trx) => createApiKey(trx, request.params.id, request.body ?? {}));
+      reply.header('cache-control', 'no-store');
+      return reply
+        .code(201)
+        .header('location', `/v1/callers/${record.caller_id}/keys/${record.id}`)
+        .send({ ...record, key });
+    },
+  );
 
-  app.delete('/v1/callers/:id/keys/:key_id', {
-    schema: operation({
-      operationId: 'revokeApiKey',
-      permission: 'callers:delete',
-      summary: 'Revoke an API key: it stops working at once on this instance, within a second everywhere',
-      description: 'Revokes the key: requests with it are 401 invalid-credentials at once on this instance and within a second on every other process and instance; its record stays, with revoked_at. 204.',
-      tags: ['callers'],
-      params: ApiKeyParams,
-      response: { 204: noContent('Revoked (or already revoked)') },
-      // The last working key of the last caller that can manage callers stays (last-admin).
-      problems: [409],
-    }),
-  }, async (request, reply) => {
-    await unitOfWork(db, (trx) => revokeKey(trx, request.params.id, request.params.key_id));
-    await auth.forget();
-    return sendEmpty(reply, 204);
-  });
+  app.get(
+    '/v1/callers/:id/keys/:key_id',
+    {
+      schema: operation({
+        operationId: 'getApiKey',
+        permission: 'callers:read',
+        summary: "Read one API key's record (not the key)",
+        description: "The key's record: prefix, description, expiry, last use and revocation; never the key.",
+        tags: ['callers'],
+        params: ApiKeyParams,
+        response: { 200: representation(ApiKeySchema, "The key's record") },
+      }),
+    },
+    async (request) => getApiKey(db, request.params.id, request.params.key_id),
+  );
+
+  app.delete(
+    '/v1/callers/:id/keys/:key_id',
+    {
+      schema: operation({
+        operationId: 'revokeApiKey',
+        permission: 'callers:delete',
+        summary: 'Revoke an API key: it stops working at once on this instance, within a second everywhere',
+        description:
+          'Revokes the key: requests with it are 401 invalid-credentials at once on this instance and within a second on every other process and instance; its record stays, with revoked_at. 204.',
+        tags: ['callers'],
+        params: ApiKeyParams,
+        response: { 204: noContent('Revoked (or already revoked)') },
+        // The last working key of the last caller that can manage callers stays (last-admin).
+        problems: [409],
+      }),
+    },
+    async (request, reply) => {
+      await unitOfWork(db, (trx) => revokeKey(trx, request.params.id, request.params.key_id));
+      await auth.forget();
+      return sendEmpty(reply, 204);
+    },
+  );
 };
 
 export default callersRoutes;

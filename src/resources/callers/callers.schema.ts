@@ -17,7 +17,10 @@ const CallerName = Type.String({
 
 const Role = Type.Union(
   ROLES.map((role) => Type.Literal(role)),
-  { description: 'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management' },
+  {
+    description:
+      'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management',
+  },
 );
 
 const ScopeName = Type.Union(
@@ -25,7 +28,8 @@ const ScopeName = Type.Union(
   { description: '<resource>:<action>' },
 );
 
-const ScopeList = (description: string) => Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
+const ScopeList = (description: string) =>
+  Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
 
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()], {
   description: 'requests per minute this caller may make; null: its role\'s default (docs/operations.md "Limits")',
@@ -36,9 +40,13 @@ export const CallerSchema = Type.Object(
     id: RecordFields.id,
     name: CallerName,
     role: Role,
-    extra_scopes: ScopeList('scopes granted beyond the role\'s (caller management cannot be granted)'),
+    extra_scopes: ScopeList("scopes granted beyond the role's (caller management cannot be granted)"),
     removed_scopes: ScopeList('scopes of the role taken away'),
-    scopes: Type.Array(ScopeName, { readOnly: true, description: 'what the caller may do: role + extra − removed', xml: { wrapped: true } }),
+    scopes: Type.Array(ScopeName, {
+      readOnly: true,
+      description: 'what the caller may do: role + extra − removed',
+      xml: { wrapped: true },
+    }),
     rate_limit: RateLimit,
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
@@ -51,7 +59,7 @@ export const CallerCreateSchema = Type.Object(
   {
     name: CallerName,
     role: Role,
-    extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s')),
+    extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's")),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away')),
     rate_limit: Type.Optional(RateLimit),
   },
@@ -62,10 +70,17 @@ export const CallerPatchSchema = Type.Object(
   {
     name: Type.Optional(CallerName),
     role: Type.Optional(Role),
-    extra_scopes: Type.Optional(ScopeList('scopes granted beyond the role\'s; replaces the list')),
+    extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's; replaces the list")),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
     rate_limit: Type.Optional(RateLimit),
-    scopes: Type.Optional(Type.Array(ScopeName, { readOnly: true, maxItems: ALL_SCOPES.length * 2, description: 'read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to' })),
+    scopes: Type.Optional(
+      Type.Array(ScopeName, {
+        readOnly: true,
+        maxItems: ALL_SCOPES.length * 2,
+        description:
+          'read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to',
+      }),
+    ),
     ...EchoedReadOnly,
   },
   { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerPatch' },
@@ -76,7 +91,11 @@ export const CallerPageSchema = pageSchema(CallerSchema, 'callers');
 export const CALLER_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer', name: 'string', created_at: 'string' },
   filters: {
-    role: { schema: Type.Union(Role.anyOf, { description: 'only callers with this role' }), column: 'role', operator: '=' },
+    role: {
+      schema: Type.Union(Role.anyOf, { description: 'only callers with this role' }),
+      column: 'role',
+      operator: '=',
+    },
     name: { schema: Type.String({ maxLength: 64, description: 'exact name' }), column: 'name', operator: '=' },
     ...CREATED_RANGE_FILTERS,
   },
@@ -85,15 +104,28 @@ export const CALLER_COLLECTION: CollectionSpec = {
 const ApiKeyFields = {
   id: RecordFields.id,
   caller_id: Type.Integer({ ...Id, readOnly: true }),
-  prefix: Type.String({ readOnly: true, description: 'the public start of the key (rowi_xxxxxxxx), to tell keys apart' }),
+  prefix: Type.String({
+    readOnly: true,
+    description: 'the public start of the key (rowi_xxxxxxxx), to tell keys apart',
+  }),
   description: Type.String({ maxLength: 200, description: 'what the key is for' }),
   created_at: RecordFields.created_at,
   expires_at: Type.Union([Timestamp, Type.Null()], { description: 'when the key stops working; null: never' }),
-  last_used_at: Type.Union([Timestamp, Type.Null()], { readOnly: true, description: 'last authenticated use, recorded to within a few seconds' }),
-  revoked_at: Type.Union([Timestamp, Type.Null()], { readOnly: true, description: 'when the key was revoked; null while it works' }),
+  last_used_at: Type.Union([Timestamp, Type.Null()], {
+    readOnly: true,
+    description: 'last authenticated use, recorded to within a few seconds',
+  }),
+  revoked_at: Type.Union([Timestamp, Type.Null()], {
+    readOnly: true,
+    description: 'when the key was revoked; null while it works',
+  }),
 };
 
-export const ApiKeySchema = Type.Object(ApiKeyFields, { additionalProperties: false, xml: { name: 'api_key' }, title: 'ApiKey' });
+export const ApiKeySchema = Type.Object(ApiKeyFields, {
+  additionalProperties: false,
+  xml: { name: 'api_key' },
+  title: 'ApiKey',
+});
 
 /** The answer to creating a key: the only time the key itself is shown. */
 export const NewApiKeySchema = Type.Object(
@@ -103,8 +135,12 @@ export const NewApiKeySchema = Type.Object(
 
 export const ApiKeyCreateSchema = Type.Object(
   {
-    description: Type.Optional(freeText({ maxLength: 200, visible: false, description: 'what the key is for, up to 200 characters' })),
-    expires_at: Type.Optional(Type.String({ ...Timestamp, description: 'when the key stops working (RFC 3339, in the future)' })),
+    description: Type.Optional(
+      freeText({ maxLength: 200, visible: false, description: 'what the key is for, up to 200 characters' }),
+    ),
+    expires_at: Type.Optional(
+      Type.String({ ...Timestamp, description: 'when the key stops working (RFC 3339, in the future)' }),
+    ),
   },
   { additionalProperties: false, xml: { name: 'api_key' }, title: 'ApiKeyCreate' },
 );

@@ -1,5 +1,13 @@
 import { recordEvent } from '../../events/outbox.js';
-import { CALLER_MANAGEMENT_CORE, canManageCallers, isGrantable, parseScopeList, scopesOf, ALL_SCOPES, type Scope } from '../../auth/policy.js';
+import {
+  CALLER_MANAGEMENT_CORE,
+  canManageCallers,
+  isGrantable,
+  parseScopeList,
+  scopesOf,
+  ALL_SCOPES,
+  type Scope,
+} from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Role, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -40,7 +48,12 @@ export interface CallerInput {
   rate_limit?: number | null;
 }
 
-export type CallerPatch = Partial<CallerInput> & { id?: number; created_at?: string; updated_at?: string; scopes?: string[] };
+export type CallerPatch = Partial<CallerInput> & {
+  id?: number;
+  created_at?: string;
+  updated_at?: string;
+  scopes?: string[];
+};
 
 export function presentCaller(caller: StoredCaller): CallerView {
   const extra = parseScopeList(caller.extra_scopes);
@@ -71,61 +84,86 @@ export async function listCallers(db: Executor, query: ListQuery) {
 
 export async function createCaller(trx: Trx, input: CallerInput): Promise<CallerView> {
   const fields = checkedFields(input);
-  const caller = presentCaller(await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })));
+  const caller = presentCaller(
+    await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })),
+  );
   await recordEvent(trx, 'caller.created', callerPath(caller.id), caller);
   return caller;
 }
 
 /** JSON Merge Patch of name, role and grants; the last caller that can manage callers cannot stop being one. */
-export async function patchCaller(trx: Trx, id: number, patch: CallerPatch, condition: VersionCondition): Promise<CallerView> {
+export async function patchCaller(
+  trx: Trx,
+  id: number,
+  patch: CallerPatch,
+  condition: VersionCondition,
+): Promise<CallerView> {
   await lockCallerManagement(trx);
-  return withRowLocked(trx, { table: 'callers', id }, async () => {
-    const stored = await findStoredCaller(trx, id);
-    assertCondition(condition, stored.version, `Caller ${id}`);
-    const current = presentCaller(stored);
-    // scopes is what role and grants add up to: it may be echoed as read, in any order.
-    const scopesDiffer = patch.scopes !== undefined && !sameMembers(patch.scopes, current.scopes);
-    assertReadOnlyEchoes(stored, patch, scopesDiffer ? ['scopes'] : []);
-    const fields = checkedFields({
-      name: patch.name ?? current.name,
-      role: patch.role ?? current.role,
-      extra_scopes: patch.extra_scopes ?? current.extra_scopes,
-      removed_scopes: patch.removed_scopes ?? current.removed_scopes,
-      // Merge patch: null sets the role's default back, absent keeps what is stored.
-      rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
-    });
-    // Only an admin manages callers: changing any other caller cannot end that.
-    if (stored.role === 'admin') {
-      const removed = parseScopeList(fields.removed_scopes);
-      await assertManagementSurvives(trx, { callerId: id, role: fields.role, removed }, () =>
-        fields.role !== 'admin'
-          ? `Caller ${id} is the last caller that can manage callers; demoting it to ${fields.role} would leave nobody able to.`
-          : `Removing ${CALLER_MANAGEMENT_CORE.filter((scope) => removed.includes(scope)).join(' and ')} from caller ${id} would leave no caller that can manage callers (that takes callers:read and callers:update).`,
+  return withRowLocked(
+    trx,
+    { table: 'callers', id },
+    async () => {
+      const stored = await findStoredCaller(trx, id);
+      assertCondition(condition, stored.version, `Caller ${id}`);
+      const current = presentCaller(stored);
+      // scopes is what role and grants add up to: it may be echoed as read, in any order.
+      const scopesDiffer = patch.scopes !== undefined && !sameMembers(patch.scopes, current.scopes);
+      assertReadOnlyEchoes(stored, patch, scopesDiffer ? ['scopes'] : []);
+      const fields = checkedFields({
+        name: patch.name ?? current.name,
+        role: patch.role ?? current.role,
+        extra_scopes: patch.extra_scopes ?? current.extra_scopes,
+        removed_scopes: patch.removed_scopes ?? current.removed_scopes,
+        // Merge patch: null sets the role's default back, absent keeps what is stored.
+        rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
+      });
+      // Only an admin manages callers: changing any other caller cannot end that.
+      if (stored.role === 'admin') {
+        const removed = parseScopeList(fields.removed_scopes);
+        await assertManagementSurvives(trx, { callerId: id, role: fields.role, removed }, () =>
+          fields.role !== 'admin'
+            ? `Caller ${id} is the last caller that can manage callers; demoting it to ${fields.role} would leave nobody able to.`
+            : `Removing ${CALLER_MANAGEMENT_CORE.filter((scope) => removed.includes(scope)).join(' and ')} from caller ${id} would leave no caller that can manage callers (that takes callers:read and callers:update).`,
+        );
+      }
+      const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every(
+        (field) => fields[field] === stored[field],
       );
-    }
-    const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every((field) => fields[field] === stored[field]);
-    if (unchanged) return current;
-    const updated = await withNameUniqueness(fields.name, () => updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }));
-    if (!updated) return undefined;
-    const caller = presentCaller(updated);
-    await recordEvent(trx, 'caller.updated', callerPath(id), caller);
-    return caller;
-  }, `Caller ${id}`);
+      if (unchanged) return current;
+      const updated = await withNameUniqueness(fields.name, () =>
+        updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }),
+      );
+      if (!updated) return undefined;
+      const caller = presentCaller(updated);
+      await recordEvent(trx, 'caller.updated', callerPath(id), caller);
+      return caller;
+    },
+    `Caller ${id}`,
+  );
 }
 
 /** Deleting a caller deletes its keys; its audit events stay, naming it. */
 export async function deleteCaller(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
   await lockCallerManagement(trx);
-  await withRowLocked(trx, { table: 'callers', id }, async () => {
-    const stored = await findStoredCaller(trx, id);
-    assertCondition(condition, stored.version, `Caller ${id}`);
-    if (stored.role === 'admin') {
-      await assertManagementSurvives(trx, { callerId: id, deleted: true }, () => `Caller ${id} is the last caller that can manage callers; deleting it would leave nobody able to.`);
-    }
-    if (!(await deleteAtVersion(trx, 'callers', id, stored.version))) return undefined;
-    await recordEvent(trx, 'caller.deleted', callerPath(id), { id });
-    return true;
-  }, `Caller ${id}`);
+  await withRowLocked(
+    trx,
+    { table: 'callers', id },
+    async () => {
+      const stored = await findStoredCaller(trx, id);
+      assertCondition(condition, stored.version, `Caller ${id}`);
+      if (stored.role === 'admin') {
+        await assertManagementSurvives(
+          trx,
+          { callerId: id, deleted: true },
+          () => `Caller ${id} is the last caller that can manage callers; deleting it would leave nobody able to.`,
+        );
+      }
+      if (!(await deleteAtVersion(trx, 'callers', id, stored.version))) return undefined;
+      await recordEvent(trx, 'caller.deleted', callerPath(id), { id });
+      return true;
+    },
+    `Caller ${id}`,
+  );
 }
 
 export const callerPath = (id: number) => `/v1/callers/${id}`;
@@ -141,15 +179,35 @@ export async function findStoredCaller(db: Executor, id: number): Promise<Stored
   return caller;
 }
 
-function checkedFields(input: CallerInput): { name: string; role: Role; extra_scopes: string; removed_scopes: string; rate_limit: number | null } {
+function checkedFields(input: CallerInput): {
+  name: string;
+  role: Role;
+  extra_scopes: string;
+  removed_scopes: string;
+  rate_limit: number | null;
+} {
   const extra = [...new Set(input.extra_scopes ?? [])];
   const removed = [...new Set(input.removed_scopes ?? [])];
   const errors: FieldError[] = extra
     .map((scope, index) => ({ scope, index }))
     .filter(({ scope }) => !isGrantable(scope as Scope))
-    .map(({ index }) => ({ in: 'body', pointer: `#/extra_scopes/${index}`, detail: 'caller management comes only with the admin role' }));
-  if (errors.length > 0) throw new UnprocessableError('Caller management scopes cannot be granted; give the caller the admin role instead.', errors);
-  return { name: input.name, role: input.role, extra_scopes: extra.join(' '), removed_scopes: removed.join(' '), rate_limit: input.rate_limit ?? null };
+    .map(({ index }) => ({
+      in: 'body',
+      pointer: `#/extra_scopes/${index}`,
+      detail: 'caller management comes only with the admin role',
+    }));
+  if (errors.length > 0)
+    throw new UnprocessableError(
+      'Caller management scopes cannot be granted; give the caller the admin role instead.',
+      errors,
+    );
+  return {
+    name: input.name,
+    role: input.role,
+    extra_scopes: extra.join(' '),
+    removed_scopes: removed.join(' '),
+    rate_limit: input.rate_limit ?? null,
+  };
 }
 
 /** What a change does to one caller, as far as managing callers goes. */
@@ -170,13 +228,24 @@ export interface ManagementChange {
  */
 export async function assertManagementSurvives(trx: Trx, change: ManagementChange, why: () => string): Promise<void> {
   const admins = await findAdmins(trx, nowTimestamp());
-  const manages = (admin: { role: Role; removed: string[]; workingKeys: number }) => admin.workingKeys > 0 && canManageCallers(admin.role, admin.removed);
-  const before = admins.map((admin) => ({ id: admin.id, role: 'admin' as Role, removed: parseScopeList(admin.removed_scopes), workingKeys: admin.working_keys }));
+  const manages = (admin: { role: Role; removed: string[]; workingKeys: number }) =>
+    admin.workingKeys > 0 && canManageCallers(admin.role, admin.removed);
+  const before = admins.map((admin) => ({
+    id: admin.id,
+    role: 'admin' as Role,
+    removed: parseScopeList(admin.removed_scopes),
+    workingKeys: admin.working_keys,
+  }));
   const after = before
     .filter((admin) => !(admin.id === change.callerId && change.deleted))
     .map((admin) =>
       admin.id === change.callerId
-        ? { ...admin, role: change.role ?? admin.role, removed: change.removed ?? admin.removed, workingKeys: admin.workingKeys - (change.keysLost ?? 0) }
+        ? {
+            ...admin,
+            role: change.role ?? admin.role,
+            removed: change.removed ?? admin.removed,
+            workingKeys: admin.workingKeys - (change.keysLost ?? 0),
+          }
         : admin,
     );
   if (after.some(manages) || !before.some(manages)) return;
@@ -191,7 +260,9 @@ async function withNameUniqueness<T>(name: string, write: () => Promise<T>): Pro
     return await write();
   } catch (error) {
     if (isUniqueViolation(error, 'callers.name')) {
-      throw new ConflictError('caller-name-taken', `Another caller is already named ${name}.`, { conflicting_field: 'name' });
+      throw new ConflictError('caller-name-taken', `Another caller is already named ${name}.`, {
+        conflicting_field: 'name',
+      });
     }
     throw error;
   }

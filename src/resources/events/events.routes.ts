@@ -8,44 +8,54 @@ import { EVENTS_COLLECTION, EventPageSchema, EventParams, EventSchema } from './
 import { getEvent, listEvents } from './events.service.js';
 import { registerEventStream } from './stream.js';
 
-const DESCRIPTION = 'Every change a caller can see is an event, written in the transaction of the change: a committed change always has its event, a rolled-back one never. A caller sees the events of the resources it may read (orders:read for order events…). Events are kept ROWI_EVENTS_RETENTION seconds (30 days by default).';
+const DESCRIPTION =
+  'Every change a caller can see is an event, written in the transaction of the change: a committed change always has its event, a rolled-back one never. A caller sees the events of the resources it may read (orders:read for order events…). Events are kept ROWI_EVENTS_RETENTION seconds (30 days by default).';
 
 /** GET /v1/events, /v1/events/{id} and the live stream (docs/events.md). */
 const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config }> = async (app, { feed, config }) => {
   const { db } = app;
-  app.get('/v1/events', {
-    schema: operation({
-      operationId: 'listEvents',
-      permission: 'events:read',
-      summary: 'List events, newest first',
-      description: DESCRIPTION,
-      tags: ['events'],
-      querystring: listQuerySchema(EVENTS_COLLECTION),
-      response: { 200: representation(EventPageSchema, 'A page of events', RESPONSE_HEADERS.link, ['json']) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(EVENTS_COLLECTION, request.query as Record<string, unknown>);
-    return sendPage(request, reply, await listEvents(db, query, request.principal!.scopes), query);
-  });
+  app.get(
+    '/v1/events',
+    {
+      schema: operation({
+        operationId: 'listEvents',
+        permission: 'events:read',
+        summary: 'List events, newest first',
+        description: DESCRIPTION,
+        tags: ['events'],
+        querystring: listQuerySchema(EVENTS_COLLECTION),
+        response: { 200: representation(EventPageSchema, 'A page of events', RESPONSE_HEADERS.link, ['json']) },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(EVENTS_COLLECTION, request.query as Record<string, unknown>);
+      return sendPage(request, reply, await listEvents(db, query, request.principal!.scopes), query);
+    },
+  );
 
-  app.get('/v1/events/:id', {
-    schema: operation({
-      operationId: 'getEvent',
-      permission: 'events:read',
-      summary: 'Read one event',
-      description: 'An event never changes: its ETag is its id. 404 also for an event of a resource the caller may not read.',
-      tags: ['events'],
-      params: EventParams,
-      headers: IfNoneMatchHeaders,
-      response: {
-        200: representation(EventSchema, 'The event', RESPONSE_HEADERS.etag, ['json']),
-        304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
-      },
-    }),
-  }, async (request, reply) => {
-    const event = await getEvent(db, request.params.id, request.principal!.scopes);
-    return sendTagged(request, reply, event, `"${event.id}"`);
-  });
+  app.get(
+    '/v1/events/:id',
+    {
+      schema: operation({
+        operationId: 'getEvent',
+        permission: 'events:read',
+        summary: 'Read one event',
+        description:
+          'An event never changes: its ETag is its id. 404 also for an event of a resource the caller may not read.',
+        tags: ['events'],
+        params: EventParams,
+        headers: IfNoneMatchHeaders,
+        response: {
+          200: representation(EventSchema, 'The event', RESPONSE_HEADERS.etag, ['json']),
+          304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const event = await getEvent(db, request.params.id, request.principal!.scopes);
+      return sendTagged(request, reply, event, `"${event.id}"`);
+    },
+  );
 
   registerEventStream(app, feed, config);
 };

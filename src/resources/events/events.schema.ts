@@ -5,10 +5,11 @@ import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../ht
 import { RecordFields } from '../../http/schemas.js';
 import { EventId } from '../event-id.js';
 
-
 export const EventTypeSchema = Type.Union(
   EVENT_TYPE_NAMES.map((type) => Type.Literal(type)),
-  { description: `the event type: ${EVENT_TYPE_NAMES.map((type) => `${type} (${EVENT_TYPES[type].description})`).join('; ')}` },
+  {
+    description: `the event type: ${EVENT_TYPE_NAMES.map((type) => `${type} (${EVENT_TYPES[type].description})`).join('; ')}`,
+  },
 );
 
 export const EventSchema = Type.Object(
@@ -17,7 +18,13 @@ export const EventSchema = Type.Object(
     type: EventTypeSchema,
     created_at: Type.String({ ...RecordFields.created_at, description: 'when the change was made (RFC 3339, UTC)' }),
     path: Type.String({ description: 'the path of the resource the event is about' }),
-    data: Type.Object({}, { additionalProperties: true, description: 'the resource as it was after the change (as GET answers it), or its id when it was deleted' }),
+    data: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description: 'the resource as it was after the change (as GET answers it), or its id when it was deleted',
+      },
+    ),
   },
   { additionalProperties: false, title: 'Event' },
 );
@@ -32,8 +39,18 @@ export const EVENTS_COLLECTION: CollectionSpec = {
   filters: {
     type: { schema: EventTypeSchema, column: 'type', operator: '=' },
     // Ids begin with their time, so a time range is an id range: the id index serves it.
-    created_after: { ...CREATED_RANGE_FILTERS.created_after!, column: 'id', normalize: (value: string) => lastEventIdAt(CREATED_RANGE_FILTERS.created_after!.normalize!(value as never) as string) },
-    created_before: { ...CREATED_RANGE_FILTERS.created_before!, column: 'id', normalize: (value: string) => firstEventIdAt(CREATED_RANGE_FILTERS.created_before!.normalize!(value as never) as string) },
+    created_after: {
+      ...CREATED_RANGE_FILTERS.created_after!,
+      column: 'id',
+      normalize: (value: string) =>
+        lastEventIdAt(CREATED_RANGE_FILTERS.created_after!.normalize!(value as never) as string),
+    },
+    created_before: {
+      ...CREATED_RANGE_FILTERS.created_before!,
+      column: 'id',
+      normalize: (value: string) =>
+        firstEventIdAt(CREATED_RANGE_FILTERS.created_before!.normalize!(value as never) as string),
+    },
   },
 };
 
@@ -52,5 +69,7 @@ export const StreamQuery = Type.Object(
 );
 
 export const StreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({ ...EventId, description: 'the id of the last event received: the stream resumes after it' })),
+  'last-event-id': Type.Optional(
+    Type.String({ ...EventId, description: 'the id of the last event received: the stream resumes after it' }),
+  ),
 });

@@ -127,7 +127,16 @@ export class StreamAccess {
       return;
     }
     // The store could not say (it is down): the stream cannot be vouched for, so it ends; the client resumes later.
-    this.#log.warn({ err: error }, 'could not check an event stream\'s credentials again: stream ended');
-    stream.end(problemFor(new AppError('service-unavailable', 'The stream\'s credentials could not be checked again; reconnect with Last-Event-ID to resume.'), stream.request), 'error');
+    this.#log.warn({ err: error }, "could not check an event stream's credentials again: stream ended");
+    stream.end(
+      problemFor(
+        new AppError(
+          'service-unavailable',
+          "The stream's credentials could not be checked again; reconnect with Last-Event-ID to resume.",
+        ),
+        stream.request,
+      ),
+      'error',
+    );
   }
 }

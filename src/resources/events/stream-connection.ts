@@ -77,8 +77,14 @@ export class StreamConnection {
     reply.hijack();
     // The headers already set on the reply (request id, rate limit) go out with the stream's own.
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined && name !== 'vary') headers[name] = String(value);
-    this.#response.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+    for (const [name, value] of Object.entries(reply.getHeaders()))
+      if (value !== undefined && name !== 'vary') headers[name] = String(value);
+    this.#response.writeHead(200, {
+      ...headers,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
     // The connection's idle time-out would cut a quiet stream: heartbeats keep it, the time-out is off.
     this.#socket.setTimeout(0);
     this.#response.write(`retry: ${RETRY_MS}\n\n`);
@@ -143,7 +149,9 @@ export class StreamConnection {
     let taken = 0;
     for (const event of events) {
       if (this.#visible(event)) {
-        const frame = Buffer.from(`id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`);
+        const frame = Buffer.from(
+          `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(presentEvent(event))}\n\n`,
+        );
         if (!this.#fits(frame.length)) {
           this.#waitForClient();
           break;
@@ -168,7 +176,10 @@ export class StreamConnection {
   #waitForClient(): void {
     const stalledMs = STALLED_HEARTBEATS * this.#options.heartbeatMs;
     this.#stalled = setTimeout(() => {
-      this.request.log.warn({ unsent: this.#response.writableLength, bound: this.#options.bufferBytes, stalled_ms: stalledMs }, 'event stream client took nothing of what waits for it: connection reset (it resumes with Last-Event-ID)');
+      this.request.log.warn(
+        { unsent: this.#response.writableLength, bound: this.#options.bufferBytes, stalled_ms: stalledMs },
+        'event stream client took nothing of what waits for it: connection reset (it resumes with Last-Event-ID)',
+      );
       this.cut('slow_reader');
     }, stalledMs);
     this.#response.once('drain', () => {
@@ -179,7 +190,9 @@ export class StreamConnection {
   }
 
   #visible(event: StoredEvent): boolean {
-    return this.#resources.has(event.resource) && (this.reader.types === undefined || this.reader.types.has(event.type));
+    return (
+      this.#resources.has(event.resource) && (this.reader.types === undefined || this.reader.types.has(event.type))
+    );
   }
 }
 

@@ -5,7 +5,9 @@ import { fetchPage, type ListQuery } from '../../db/paging.js';
 const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_at', 'updated_at', 'version'] as const;
 export type StoredItem = Pick<ItemRow, (typeof ITEM_COLUMNS)[number]>;
 
-const selectItemById = compiledQuery((db, id: number) => db.selectFrom('items').select(ITEM_COLUMNS).where('id', '=', id));
+const selectItemById = compiledQuery((db, id: number) =>
+  db.selectFrom('items').select(ITEM_COLUMNS).where('id', '=', id),
+);
 
 export async function findItemById(db: Executor, id: number): Promise<StoredItem | undefined> {
   const [item] = await selectItemById(db, id);
@@ -21,10 +23,20 @@ export function findItemPrices(db: Executor, ids: number[]): Promise<{ id: numbe
   return db.selectFrom('items').select(['id', 'price']).where('id', 'in', ids).execute();
 }
 
-export function insertItem(db: Executor, item: { name: string; sku: string; price: number; now: string }): Promise<StoredItem> {
+export function insertItem(
+  db: Executor,
+  item: { name: string; sku: string; price: number; now: string },
+): Promise<StoredItem> {
   return db
     .insertInto('items')
-    .values({ name: item.name, sku: item.sku, price: item.price, version: 1, created_at: item.now, updated_at: item.now })
+    .values({
+      name: item.name,
+      sku: item.sku,
+      price: item.price,
+      version: 1,
+      created_at: item.now,
+      updated_at: item.now,
+    })
     .returning(ITEM_COLUMNS)
     .executeTakeFirstOrThrow();
 }
@@ -46,6 +58,11 @@ export function updateItemAtVersion(
 
 /** True when any order, open or closed, has a line of this item. */
 export async function isItemOrdered(db: Executor, itemId: number): Promise<boolean> {
-  const line = await db.selectFrom('order_lines').select('order_id').where('item_id', '=', itemId).limit(1).executeTakeFirst();
+  const line = await db
+    .selectFrom('order_lines')
+    .select('order_id')
+    .where('item_id', '=', itemId)
+    .limit(1)
+    .executeTakeFirst();
   return line !== undefined;
 }

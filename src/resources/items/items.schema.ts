@@ -10,12 +10,22 @@ const Sku = Type.String({
 });
 
 export const ItemSchema = Type.Object(
-  { id: RecordFields.id, name: DisplayName, sku: Sku, price: Price, created_at: RecordFields.created_at, updated_at: RecordFields.updated_at },
+  {
+    id: RecordFields.id,
+    name: DisplayName,
+    sku: Sku,
+    price: Price,
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+  },
   { additionalProperties: false, xml: { name: 'item' }, title: 'Item' },
 );
 export type Item = Static<typeof ItemSchema>;
 
-export const ItemCreateSchema = Type.Object({ name: DisplayName, sku: Sku, price: Price }, { additionalProperties: false, xml: { name: 'item' }, title: 'ItemCreate' });
+export const ItemCreateSchema = Type.Object(
+  { name: DisplayName, sku: Sku, price: Price },
+  { additionalProperties: false, xml: { name: 'item' }, title: 'ItemCreate' },
+);
 export type ItemCreate = Static<typeof ItemCreateSchema>;
 
 export const ItemReplaceSchema = Type.Object(
@@ -33,7 +43,14 @@ export type ItemPatch = Static<typeof ItemPatchSchema>;
 export const ItemPageSchema = pageSchema(ItemSchema, 'items');
 
 export const ITEM_COLLECTION: CollectionSpec = {
-  sortable: { id: 'integer', name: 'string', sku: 'string', price: 'integer', created_at: 'string', updated_at: 'string' },
+  sortable: {
+    id: 'integer',
+    name: 'string',
+    sku: 'string',
+    price: 'integer',
+    created_at: 'string',
+    updated_at: 'string',
+  },
   filters: {
     sku: { schema: Type.String({ maxLength: 64, description: 'exact SKU' }), column: 'sku', operator: '=' },
     name: { schema: Type.String({ maxLength: 200, description: 'exact name' }), column: 'name', operator: '=' },

@@ -40,14 +40,25 @@ export async function listItems(db: Executor, query: ListQuery) {
 /** Creates the item and its stock, at quantity 0, in the caller's transaction. */
 export async function createItem(trx: Trx, input: ItemCreate): Promise<StoredItem> {
   const now = nowTimestamp();
-  const item = await withSkuUniqueness(input.sku, () => insertItem(trx, { name: input.name, sku: input.sku, price: toMinorUnits(input.price), now }));
+  const item = await withSkuUniqueness(input.sku, () =>
+    insertItem(trx, { name: input.name, sku: input.sku, price: toMinorUnits(input.price), now }),
+  );
   await insertStock(trx, item.id, now);
   await recordEvent(trx, 'item.created', itemPath(item.id), presentItem(item));
   return item;
 }
 
-export function replaceItem(trx: Trx, id: number, input: ItemReplace, condition: VersionCondition): Promise<StoredItem> {
-  return changeItem(trx, id, condition, input, () => ({ name: input.name, sku: input.sku, price: toMinorUnits(input.price) }));
+export function replaceItem(
+  trx: Trx,
+  id: number,
+  input: ItemReplace,
+  condition: VersionCondition,
+): Promise<StoredItem> {
+  return changeItem(trx, id, condition, input, () => ({
+    name: input.name,
+    sku: input.sku,
+    price: toMinorUnits(input.price),
+  }));
 }
 
 export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: VersionCondition): Promise<StoredItem> {
@@ -60,16 +71,24 @@ export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: Ver
 
 /** Deletes the item and its stock and ledger; refused while any order has a line of it. */
 export async function deleteItem(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await withRowLocked(trx, { table: 'items', id }, async () => {
-    const stored = await getItem(trx, id);
-    assertCondition(condition, stored.version, `Item ${id}`);
-    if (await isItemOrdered(trx, id)) {
-      throw new ConflictError('item-in-use', `Item ${id} is on orders; an item that has been ordered cannot be deleted.`);
-    }
-    if (!(await deleteAtVersion(trx, 'items', id, stored.version))) return undefined;
-    await recordEvent(trx, 'item.deleted', itemPath(id), { id });
-    return true;
-  }, `Item ${id}`);
+  await withRowLocked(
+    trx,
+    { table: 'items', id },
+    async () => {
+      const stored = await getItem(trx, id);
+      assertCondition(condition, stored.version, `Item ${id}`);
+      if (await isItemOrdered(trx, id)) {
+        throw new ConflictError(
+          'item-in-use',
+          `Item ${id} is on orders; an item that has been ordered cannot be deleted.`,
+        );
+      }
+      if (!(await deleteAtVersion(trx, 'items', id, stored.version))) return undefined;
+      await recordEvent(trx, 'item.deleted', itemPath(id), { id });
+      return true;
+    },
+    `Item ${id}`,
+  );
 }
 
 async function changeItem(
@@ -79,16 +98,23 @@ async function changeItem(
   body: ItemReplace | ItemPatch,
   next: (stored: StoredItem) => { name: string; sku: string; price: number },
 ): Promise<StoredItem> {
-  return withRowLocked(trx, { table: 'items', id }, async () => {
-    const stored = await getItem(trx, id);
-    assertCondition(condition, stored.version, `Item ${id}`);
-    assertReadOnlyEchoes(stored, body);
-    const wanted = next(stored);
-    if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price) return stored;
-    const updated = await withSkuUniqueness(wanted.sku, () => updateItemAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
-    if (updated) await recordEvent(trx, 'item.updated', itemPath(id), presentItem(updated));
-    return updated;
-  }, `Item ${id}`);
+  return withRowLocked(
+    trx,
+    { table: 'items', id },
+    async () => {
+      const stored = await getItem(trx, id);
+      assertCondition(condition, stored.version, `Item ${id}`);
+      assertReadOnlyEchoes(stored, body);
+      const wanted = next(stored);
+      if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price) return stored;
+      const updated = await withSkuUniqueness(wanted.sku, () =>
+        updateItemAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }),
+      );
+      if (updated) await recordEvent(trx, 'item.updated', itemPath(id), presentItem(updated));
+      return updated;
+    },
+    `Item ${id}`,
+  );
 }
 
 async function withSkuUniqueness<T>(sku: string, write: () => Promise<T>): Promise<T> {

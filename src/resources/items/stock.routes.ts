@@ -1,8 +1,25 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
-import { CONDITIONAL_READ, CONDITIONAL_WRITE, IdParams, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import { MOVEMENT_COLLECTION, MovementPageSchema, StockPatchSchema, StockReplaceSchema, StockSchema } from './stock.schema.js';
+import {
+  CONDITIONAL_READ,
+  CONDITIONAL_WRITE,
+  IdParams,
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  REQUEST_BODY_TYPES,
+  RESPONSE_HEADERS,
+  noContent,
+  operation,
+  representation,
+} from '../../http/schemas.js';
+import {
+  MOVEMENT_COLLECTION,
+  MovementPageSchema,
+  StockPatchSchema,
+  StockReplaceSchema,
+  StockSchema,
+} from './stock.schema.js';
 import { getStock, listMovements, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
@@ -10,56 +27,76 @@ import { unitOfWork } from '../../db/unit-of-work.js';
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
 
-  app.get('/v1/items/:id/stock', {
-    schema: operation({
-      operationId: 'getStock',
-      permission: 'stock:read',
-      summary: 'Read the stock of an item',
-      description: `The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag. ${CONDITIONAL_READ}`,
-      tags: ['stock'],
-      params: IdParams,
-      headers: IfNoneMatchHeaders,
-      response: { 200: representation(StockSchema, 'The stock', RESPONSE_HEADERS.etag), 304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag) },
-    }),
-  }, async (request, reply) => sendRecord(request, reply, await getStock(db, request.params.id)));
+  app.get(
+    '/v1/items/:id/stock',
+    {
+      schema: operation({
+        operationId: 'getStock',
+        permission: 'stock:read',
+        summary: 'Read the stock of an item',
+        description: `The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag. ${CONDITIONAL_READ}`,
+        tags: ['stock'],
+        params: IdParams,
+        headers: IfNoneMatchHeaders,
+        response: {
+          200: representation(StockSchema, 'The stock', RESPONSE_HEADERS.etag),
+          304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
+        },
+      }),
+    },
+    async (request, reply) => sendRecord(request, reply, await getStock(db, request.params.id)),
+  );
 
   // PUT and PATCH take the same one field, so both set it; PATCH also takes a merge patch.
   for (const method of ['put', 'patch'] as const) {
-    app[method]('/v1/items/:id/stock', {
-      schema: operation({
-        operationId: method === 'put' ? 'replaceStock' : 'patchStock',
-        permission: 'stock:update',
-        summary: `Set the on-hand (unreserved) quantity of an item${method === 'patch' ? ' (JSON Merge Patch)' : ''}`,
-        description: 'The inventory system\'s count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. ' + CONDITIONAL_WRITE,
-        tags: ['stock'],
-        params: IdParams,
-        headers: IfMatchHeaders,
-        body: method === 'put' ? StockReplaceSchema : StockPatchSchema,
-        ...(method === 'patch' ? { consumes: REQUEST_BODY_TYPES.patch } : {}),
-        response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
-        problems: [412],
-      }),
-    }, async (request, reply) => {
-      const stock = await unitOfWork(db, (trx) => setStock(trx, request.params.id, request.body, conditionOf(request)));
-      return sendRecord(request, reply, stock);
-    });
+    app[method](
+      '/v1/items/:id/stock',
+      {
+        schema: operation({
+          operationId: method === 'put' ? 'replaceStock' : 'patchStock',
+          permission: 'stock:update',
+          summary: `Set the on-hand (unreserved) quantity of an item${method === 'patch' ? ' (JSON Merge Patch)' : ''}`,
+          description:
+            "The inventory system's count: sets `quantity` (what is on hand and not reserved) and records a `set` movement with the change; `reserved` is read-only (orders move it). 200 with the stock as stored. " +
+            CONDITIONAL_WRITE,
+          tags: ['stock'],
+          params: IdParams,
+          headers: IfMatchHeaders,
+          body: method === 'put' ? StockReplaceSchema : StockPatchSchema,
+          ...(method === 'patch' ? { consumes: REQUEST_BODY_TYPES.patch } : {}),
+          response: { 200: representation(StockSchema, 'The stock as stored', RESPONSE_HEADERS.etag) },
+          problems: [412],
+        }),
+      },
+      async (request, reply) => {
+        const stock = await unitOfWork(db, (trx) =>
+          setStock(trx, request.params.id, request.body, conditionOf(request)),
+        );
+        return sendRecord(request, reply, stock);
+      },
+    );
   }
 
-  app.get('/v1/items/:id/stock/movements', {
-    schema: operation({
-      operationId: 'listStockMovements',
-      permission: 'stock:read',
-      summary: 'List the stock movements of an item, newest first',
-      description: 'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
-      tags: ['stock'],
-      params: IdParams,
-      querystring: listQuerySchema(MOVEMENT_COLLECTION),
-      response: { 200: representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
-    return sendPage(request, reply, await listMovements(db, request.params.id, query), query);
-  });
+  app.get(
+    '/v1/items/:id/stock/movements',
+    {
+      schema: operation({
+        operationId: 'listStockMovements',
+        permission: 'stock:read',
+        summary: 'List the stock movements of an item, newest first',
+        description:
+          'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
+        tags: ['stock'],
+        params: IdParams,
+        querystring: listQuerySchema(MOVEMENT_COLLECTION),
+        response: { 200: representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link) },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
+      return sendPage(request, reply, await listMovements(db, request.params.id, query), query);
+    },
+  );
 };
 
 export default stockRoutes;

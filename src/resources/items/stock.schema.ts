@@ -2,12 +2,20 @@ import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { Id, RecordFields } from '../../http/schemas.js';
 
-const MovementKind = Type.Union([Type.Literal('set'), Type.Literal('reserve'), Type.Literal('release'), Type.Literal('fulfil')], {
-  description: 'set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order',
-});
+const MovementKind = Type.Union(
+  [Type.Literal('set'), Type.Literal('reserve'), Type.Literal('release'), Type.Literal('fulfil')],
+  {
+    description:
+      'set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order',
+  },
+);
 
 /** Stock of one item (docs/guide.md): quantity is on hand and unreserved; reserved is held by placed orders. */
-const StockQuantity = Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, description: 'units on hand and not reserved, 0 to 10¹²' });
+const StockQuantity = Type.Integer({
+  minimum: 0,
+  maximum: 1_000_000_000_000,
+  description: 'units on hand and not reserved, 0 to 10¹²',
+});
 
 export const StockSchema = Type.Object(
   {
@@ -27,8 +35,14 @@ const EchoedStock = {
   updated_at: Type.Optional(RecordFields.updated_at),
 };
 
-export const StockReplaceSchema = Type.Object({ quantity: StockQuantity, ...EchoedStock }, { additionalProperties: false, xml: { name: 'stock' }, title: 'StockReplace' });
-export const StockPatchSchema = Type.Object({ quantity: Type.Optional(StockQuantity), ...EchoedStock }, { additionalProperties: false, xml: { name: 'stock' }, title: 'StockPatch' });
+export const StockReplaceSchema = Type.Object(
+  { quantity: StockQuantity, ...EchoedStock },
+  { additionalProperties: false, xml: { name: 'stock' }, title: 'StockReplace' },
+);
+export const StockPatchSchema = Type.Object(
+  { quantity: Type.Optional(StockQuantity), ...EchoedStock },
+  { additionalProperties: false, xml: { name: 'stock' }, title: 'StockPatch' },
+);
 export type StockChange = Static<typeof StockPatchSchema>;
 
 export const MovementSchema = Type.Object(
@@ -40,7 +54,9 @@ export const MovementSchema = Type.Object(
     reserved_change: Type.Integer({ description: 'change of the reserved quantity' }),
     quantity_after: Type.Integer({ minimum: 0 }),
     reserved_after: Type.Integer({ minimum: 0 }),
-    order_id: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'the order that caused the movement; null for set' }),
+    order_id: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+      description: 'the order that caused the movement; null for set',
+    }),
     created_at: RecordFields.created_at,
   },
   { additionalProperties: false, xml: { name: 'movement' }, title: 'StockMovement' },
@@ -58,8 +74,15 @@ export const MOVEMENT_COLLECTION: CollectionSpec = {
       column: 'kind',
       operator: '=',
     },
-    order_id: { schema: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'only movements caused by this order' }), column: 'order_id', operator: '=' },
+    order_id: {
+      schema: Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'only movements caused by this order',
+      }),
+      column: 'order_id',
+      operator: '=',
+    },
     ...CREATED_RANGE_FILTERS,
   },
 };
-

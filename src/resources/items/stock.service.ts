@@ -6,7 +6,16 @@ import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
 import { recordEvents, type EventDraft } from '../../events/outbox.js';
 import { findItemById } from './items.repository.js';
-import { findMovements, findStock, findStocks, insertMovements, moveStock, setStockQuantityAtVersion, type NewMovement, type StoredStock } from './stock.repository.js';
+import {
+  findMovements,
+  findStock,
+  findStocks,
+  insertMovements,
+  moveStock,
+  setStockQuantityAtVersion,
+  type NewMovement,
+  type StoredStock,
+} from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
 import type { StockChange } from './stock.schema.js';
 
@@ -23,20 +32,30 @@ export async function getStock(db: Executor, itemId: number): Promise<StoredStoc
 }
 
 /** PUT / PATCH of stock: sets the on-hand quantity; reserved is the orders' business. */
-export async function setStock(trx: Trx, itemId: number, change: StockChange, condition: VersionCondition): Promise<StoredStock> {
-  return withRowLocked(trx, { table: 'stock', id: itemId }, async () => {
-    const stored = await getStock(trx, itemId);
-    assertCondition(condition, stored.version, `The stock of item ${itemId}`);
-    assertStockEchoes(stored, change);
-    if (change.quantity === undefined || change.quantity === stored.quantity) return stored;
-    const now = nowTimestamp();
-    const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, change.quantity, now);
-    if (!updated) return undefined;
-    const set = movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now);
-    await insertMovements(trx, [set]);
-    await recordEvents(trx, stockEvents([set]));
-    return updated;
-  }, `The stock of item ${itemId}`);
+export async function setStock(
+  trx: Trx,
+  itemId: number,
+  change: StockChange,
+  condition: VersionCondition,
+): Promise<StoredStock> {
+  return withRowLocked(
+    trx,
+    { table: 'stock', id: itemId },
+    async () => {
+      const stored = await getStock(trx, itemId);
+      assertCondition(condition, stored.version, `The stock of item ${itemId}`);
+      assertStockEchoes(stored, change);
+      if (change.quantity === undefined || change.quantity === stored.quantity) return stored;
+      const now = nowTimestamp();
+      const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, change.quantity, now);
+      if (!updated) return undefined;
+      const set = movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now);
+      await insertMovements(trx, [set]);
+      await recordEvents(trx, stockEvents([set]));
+      return updated;
+    },
+    `The stock of item ${itemId}`,
+  );
 }
 
 export async function listMovements(db: Executor, itemId: number, query: ListQuery) {
@@ -66,7 +85,13 @@ export interface ShortLine {
  * and the whole transaction is abandoned with the same 409 (with the stock available only when
  * `showsAvailable`: the caller may read stock).
  */
-export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMove[], now: string, showsAvailable = false): Promise<void> {
+export async function applyStockMoves(
+  trx: Trx,
+  orderId: number,
+  moves: StockMove[],
+  now: string,
+  showsAvailable = false,
+): Promise<void> {
   const movements: NewMovement[] = [];
   // Rows are always locked in item order, so two concurrent orders can never deadlock (PostgreSQL).
   for (const move of [...moves].sort((a, b) => a.itemId - b.itemId)) {
@@ -75,8 +100,15 @@ export async function applyStockMoves(trx: Trx, orderId: number, moves: StockMov
     if (!moved) {
       const stock = await findStock(trx, move.itemId);
       // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
-      if (stock === undefined) throw new ConflictError('concurrent-change', `Item ${move.itemId} was deleted while this request ran; nothing was changed.`);
-      throw insufficientStock([{ item_id: move.itemId, requested: move.units, available: stock.quantity }], showsAvailable);
+      if (stock === undefined)
+        throw new ConflictError(
+          'concurrent-change',
+          `Item ${move.itemId} was deleted while this request ran; nothing was changed.`,
+        );
+      throw insufficientStock(
+        [{ item_id: move.itemId, requested: move.units, available: stock.quantity }],
+        showsAvailable,
+      );
     }
     movements.push(movement(moved, move.kind, change.quantity, change.reserved, orderId, now));
   }
@@ -94,7 +126,12 @@ export function stockEvents(movements: readonly NewMovement[]): EventDraft[] {
       quantity: moved.quantity_after,
       reserved: moved.reserved_after,
       updated_at: moved.created_at,
-      movement: { kind: moved.kind, quantity_change: moved.quantity_change, reserved_change: moved.reserved_change, order_id: moved.order_id },
+      movement: {
+        kind: moved.kind,
+        quantity_change: moved.quantity_change,
+        reserved_change: moved.reserved_change,
+        order_id: moved.order_id,
+      },
     },
   }));
 }
@@ -110,23 +147,41 @@ export async function stockByItem(db: Executor, itemIds: number[]): Promise<Map<
  */
 export function insufficientStock(shortLines: ShortLine[], showsAvailable: boolean): ConflictError {
   if (showsAvailable) {
-    const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`).join('; ');
-    return new ConflictError('insufficient-stock', `Stock cannot cover every line, so nothing was reserved (${list}).`, { short_lines: shortLines });
+    const list = shortLines
+      .map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`)
+      .join('; ');
+    return new ConflictError(
+      'insufficient-stock',
+      `Stock cannot cover every line, so nothing was reserved (${list}).`,
+      { short_lines: shortLines },
+    );
   }
   const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested`).join('; ');
-  return new ConflictError('insufficient-stock', `Stock cannot cover every line, so nothing was reserved (${list}); how many are available is shown to callers that may read stock.`, {
-    short_lines: shortLines.map((line) => ({ item_id: line.item_id, requested: line.requested })),
-  });
+  return new ConflictError(
+    'insufficient-stock',
+    `Stock cannot cover every line, so nothing was reserved (${list}); how many are available is shown to callers that may read stock.`,
+    {
+      short_lines: shortLines.map((line) => ({ item_id: line.item_id, requested: line.requested })),
+    },
+  );
 }
 
 /** How each kind of move changes the three counters. */
-const CHANGES: Record<StockMove['kind'], (units: number) => { quantity: number; reserved: number; fulfilled: number }> = {
-  reserve: (units) => ({ quantity: -units, reserved: units, fulfilled: 0 }),
-  release: (units) => ({ quantity: units, reserved: -units, fulfilled: 0 }),
-  fulfil: (units) => ({ quantity: 0, reserved: -units, fulfilled: units }),
-};
+const CHANGES: Record<StockMove['kind'], (units: number) => { quantity: number; reserved: number; fulfilled: number }> =
+  {
+    reserve: (units) => ({ quantity: -units, reserved: units, fulfilled: 0 }),
+    release: (units) => ({ quantity: units, reserved: -units, fulfilled: 0 }),
+    fulfil: (units) => ({ quantity: 0, reserved: -units, fulfilled: units }),
+  };
 
-function movement(after: StoredStock, kind: MovementKind, quantityChange: number, reservedChange: number, orderId: number | null, now: string): NewMovement {
+function movement(
+  after: StoredStock,
+  kind: MovementKind,
+  quantityChange: number,
+  reservedChange: number,
+  orderId: number | null,
+  now: string,
+): NewMovement {
   return {
     item_id: after.item_id,
     kind,

@@ -30,40 +30,73 @@ export function mergeLines(lines: { item_id: number; quantity: number }[]): Map<
       existing.quantity += line.quantity;
       existing.indexes.push(index);
     } else {
-      merged.set(line.item_id, { item_id: line.item_id, quantity: line.quantity, position: merged.size, indexes: [index] });
+      merged.set(line.item_id, {
+        item_id: line.item_id,
+        quantity: line.quantity,
+        position: merged.size,
+        indexes: [index],
+      });
     }
   });
   const errors: FieldError[] = [...merged.values()]
     .filter((line) => line.quantity > MAX_LINE_QUANTITY)
-    .flatMap((line) => line.indexes.map((index) => ({ in: 'body' as const, pointer: `#/lines/${index}/quantity`, detail: `the lines of item ${line.item_id} add up to ${line.quantity} units, more than the ${MAX_LINE_QUANTITY} of one line` })));
-  if (errors.length > 0) throw new UnprocessableError(`The lines of one item add up to more than ${MAX_LINE_QUANTITY} units.`, errors);
+    .flatMap((line) =>
+      line.indexes.map((index) => ({
+        in: 'body' as const,
+        pointer: `#/lines/${index}/quantity`,
+        detail: `the lines of item ${line.item_id} add up to ${line.quantity} units, more than the ${MAX_LINE_QUANTITY} of one line`,
+      })),
+    );
+  if (errors.length > 0)
+    throw new UnprocessableError(`The lines of one item add up to more than ${MAX_LINE_QUANTITY} units.`, errors);
   return merged;
 }
 
 export function sameLines(wanted: Map<number, WantedLine>, stored: StoredLine[]): boolean {
-  return wanted.size === stored.length && stored.every((line) => wanted.get(line.item_id)?.quantity === line.quantity && wanted.get(line.item_id)?.position === line.position);
+  return (
+    wanted.size === stored.length &&
+    stored.every(
+      (line) =>
+        wanted.get(line.item_id)?.quantity === line.quantity && wanted.get(line.item_id)?.position === line.position,
+    )
+  );
 }
 
 /**
  * The unit price of each wanted line: the price captured when the item was first put on the
  * order, else the item's current price. An unknown item is a 422 pointing at each of its lines.
  */
-export function priceLines(facts: PlacementFacts, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>): Map<number, number> {
+export function priceLines(
+  facts: PlacementFacts,
+  wanted: Map<number, WantedLine>,
+  current: Map<number, StoredLine>,
+): Map<number, number> {
   const prices = new Map([...facts.items].map(([id, item]) => [id, item.price]));
   const errors: FieldError[] = [];
   for (const line of wanted.values()) {
     if (!prices.has(line.item_id)) {
-      for (const index of line.indexes) errors.push({ in: 'body', pointer: `#/lines/${index}/item_id`, detail: `there is no item ${line.item_id}` });
+      for (const index of line.indexes)
+        errors.push({ in: 'body', pointer: `#/lines/${index}/item_id`, detail: `there is no item ${line.item_id}` });
     }
     const captured = current.get(line.item_id);
     if (captured) prices.set(line.item_id, captured.unit_price);
   }
-  if (errors.length > 0) throw new UnprocessableError(`The order names items that do not exist: ${errors.map((error) => error.pointer).join(', ')}.`, errors, 'unknown-reference');
+  if (errors.length > 0)
+    throw new UnprocessableError(
+      `The order names items that do not exist: ${errors.map((error) => error.pointer).join(', ')}.`,
+      errors,
+      'unknown-reference',
+    );
   return prices;
 }
 
 /** Every line whose additional units exceed the unreserved stock; 409 listing all of them (with the stock available when the caller may read stock). */
-export function assertStockCovers(facts: PlacementFacts, wanted: Map<number, WantedLine>, current: Map<number, StoredLine>, showsAvailable: boolean): void {
+export function assertStockCovers(
+  facts: PlacementFacts,
+  wanted: Map<number, WantedLine>,
+  current: Map<number, StoredLine>,
+  showsAvailable: boolean,
+): void {
   const short: ShortLine[] = [];
   for (const line of wanted.values()) {
     const stock = facts.items.get(line.item_id)?.available;
@@ -92,7 +125,9 @@ export function totalOf(wanted: Map<number, WantedLine>, prices: Map<number, num
   let total = 0;
   for (const line of wanted.values()) total += line.quantity * prices.get(line.item_id)!;
   if (!Number.isSafeInteger(total)) {
-    throw new UnprocessableError('The order total is too large to be represented exactly.', [{ in: 'body', pointer: '#/lines', detail: 'the total of the lines is too large' }]);
+    throw new UnprocessableError('The order total is too large to be represented exactly.', [
+      { in: 'body', pointer: '#/lines', detail: 'the total of the lines is too large' },
+    ]);
   }
   return total;
 }
@@ -107,5 +142,8 @@ export function linesToStore(wanted: Map<number, WantedLine>, prices: Map<number
 }
 
 export function itemDeletedMeanwhile(itemId: number): ConflictError {
-  return new ConflictError('concurrent-change', `Item ${itemId} was deleted while this request ran; nothing was changed.`);
+  return new ConflictError(
+    'concurrent-change',
+    `Item ${itemId} was deleted while this request ran; nothing was changed.`,
+  );
 }

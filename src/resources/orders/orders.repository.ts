@@ -3,13 +3,28 @@ import { sql } from 'kysely';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/paging.js';
 
-export const ORDER_COLUMNS = ['id', 'name', 'user_id', 'status', 'total', 'created_at', 'updated_at', 'version'] as const;
+export const ORDER_COLUMNS = [
+  'id',
+  'name',
+  'user_id',
+  'status',
+  'total',
+  'created_at',
+  'updated_at',
+  'version',
+] as const;
 export type StoredOrder = Pick<OrderRow, (typeof ORDER_COLUMNS)[number]>;
 export type StoredLine = Pick<OrderLineRow, 'order_id' | 'item_id' | 'position' | 'quantity' | 'unit_price'>;
 
-const selectOrderById = compiledQuery((db, id: number) => db.selectFrom('orders').select(ORDER_COLUMNS).where('id', '=', id));
+const selectOrderById = compiledQuery((db, id: number) =>
+  db.selectFrom('orders').select(ORDER_COLUMNS).where('id', '=', id),
+);
 const selectLinesOfOrder = compiledQuery((db, orderId: number) =>
-  db.selectFrom('order_lines').select(['order_id', 'item_id', 'position', 'quantity', 'unit_price']).where('order_id', '=', orderId).orderBy('position'),
+  db
+    .selectFrom('order_lines')
+    .select(['order_id', 'item_id', 'position', 'quantity', 'unit_price'])
+    .where('order_id', '=', orderId)
+    .orderBy('position'),
 );
 
 export async function findOrderById(db: Executor, id: number): Promise<StoredOrder | undefined> {
@@ -41,20 +56,40 @@ export function findLinesOfOrders(db: Executor, orderIds: number[]): Promise<Sto
 const insertPlacedOrderRow = compiledQuery((db, name: string, userId: number, total: number, now: string) =>
   db
     .insertInto('orders')
-    .values({ name, user_id: userId, status: sql.lit('placed'), total, version: sql.lit(1), created_at: now, updated_at: now })
+    .values({
+      name,
+      user_id: userId,
+      status: sql.lit('placed'),
+      total,
+      version: sql.lit(1),
+      created_at: now,
+      updated_at: now,
+    })
     .returning(ORDER_COLUMNS),
 );
-const LINE_FIELDS = ['order_id', 'item_id', 'position', 'quantity', 'unit_price'] as const satisfies readonly (keyof StoredLine)[];
-const insertLineRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) => db.insertInto('order_lines').values(rowsOf<StoredLine>(values, LINE_FIELDS)));
+const LINE_FIELDS = [
+  'order_id',
+  'item_id',
+  'position',
+  'quantity',
+  'unit_price',
+] as const satisfies readonly (keyof StoredLine)[];
+const insertLineRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
+  db.insertInto('order_lines').values(rowsOf<StoredLine>(values, LINE_FIELDS)),
+);
 
-export async function insertOrder(db: Executor, order: { name: string; user_id: number; total: number; now: string }): Promise<StoredOrder> {
+export async function insertOrder(
+  db: Executor,
+  order: { name: string; user_id: number; total: number; now: string },
+): Promise<StoredOrder> {
   const [stored] = await insertPlacedOrderRow(db, order.name, order.user_id, order.total, order.now);
   if (stored === undefined) throw new Error('inserting an order returned no row');
   return stored;
 }
 
 export async function insertLines(db: Executor, lines: StoredLine[]): Promise<void> {
-  if (lines.length > 0) await insertLineRows(db, lines.length, ...lines.flatMap((line) => LINE_FIELDS.map((field) => line[field])));
+  if (lines.length > 0)
+    await insertLineRows(db, lines.length, ...lines.flatMap((line) => LINE_FIELDS.map((field) => line[field])));
 }
 
 export async function deleteLines(db: Executor, orderId: number): Promise<void> {
@@ -70,7 +105,14 @@ export function updateOrderAtVersion(
 ): Promise<StoredOrder | undefined> {
   return db
     .updateTable('orders')
-    .set({ name: changes.name, user_id: changes.user_id, status: changes.status, total: changes.total, version: version + 1, updated_at: changes.now })
+    .set({
+      name: changes.name,
+      user_id: changes.user_id,
+      status: changes.status,
+      total: changes.total,
+      version: version + 1,
+      updated_at: changes.now,
+    })
     .where('id', '=', id)
     .where('version', '=', version)
     .returning(ORDER_COLUMNS)
@@ -78,6 +120,12 @@ export function updateOrderAtVersion(
 }
 
 export async function hasPlacedOrders(db: Executor, userId: number): Promise<boolean> {
-  const order = await db.selectFrom('orders').select('id').where('user_id', '=', userId).where('status', '=', 'placed').limit(1).executeTakeFirst();
+  const order = await db
+    .selectFrom('orders')
+    .select('id')
+    .where('user_id', '=', userId)
+    .where('status', '=', 'placed')
+    .limit(1)
+    .executeTakeFirst();
   return order !== undefined;
 }

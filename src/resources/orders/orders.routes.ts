@@ -1,13 +1,37 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, replaceOperation, type Collection } from '../collection.js';
-import { ORDER_COLLECTION, OrderCreateSchema, OrderPageSchema, OrderPatchSchema, OrderReplaceSchema, OrderSchema } from './orders.schema.js';
+import {
+  changeOperation,
+  createOperation,
+  deleteOperation,
+  listOperation,
+  readOperation,
+  replaceOperation,
+  type Collection,
+} from '../collection.js';
+import {
+  ORDER_COLLECTION,
+  OrderCreateSchema,
+  OrderPageSchema,
+  OrderPatchSchema,
+  OrderReplaceSchema,
+  OrderSchema,
+} from './orders.schema.js';
 import { readerOf } from '../references.js';
 import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder } from './orders.service.js';
 
 /** What the descriptions of the operations that name a user or items say of the scopes that takes. */
-const REFERENCES = 'Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.';
+const REFERENCES =
+  'Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.';
 
-const ORDERS: Collection = { path: '/v1/orders', name: 'orders', singular: 'Order', article: 'an', listing: ORDER_COLLECTION, record: OrderSchema, page: OrderPageSchema };
+const ORDERS: Collection = {
+  path: '/v1/orders',
+  name: 'orders',
+  singular: 'Order',
+  article: 'an',
+  listing: ORDER_COLLECTION,
+  record: OrderSchema,
+  page: OrderPageSchema,
+};
 
 /**
  * /v1/orders: orders that reserve stock atomically (docs/guide.md). What differs from
@@ -38,7 +62,11 @@ const ordersRoutes: FastifyPluginAsync = async (app) => {
     body: OrderPatchSchema,
     change: (trx, id, body, condition, request) => patchOrder(trx, id, body, condition, readerOf(request)),
   });
-  deleteOperation(app, ORDERS, { summary: 'Delete an order, releasing the stock it still reserves', problems: [412], remove: deleteOrder });
+  deleteOperation(app, ORDERS, {
+    summary: 'Delete an order, releasing the stock it still reserves',
+    problems: [412],
+    remove: deleteOrder,
+  });
 };
 
 export default ordersRoutes;

@@ -29,7 +29,7 @@ const Line = Type.Object(
   {
     item_id: LineInput.properties.item_id,
     quantity: LineInput.properties.quantity,
-    unit_price: Type.String({ ...Price, readOnly: true, description: 'the item\'s price when it was first ordered' }),
+    unit_price: Type.String({ ...Price, readOnly: true, description: "the item's price when it was first ordered" }),
     line_total: Type.String({ ...Amount, readOnly: true, description: 'unit_price × quantity' }),
   },
   { additionalProperties: false, title: 'OrderLine', xml: { name: 'line' } },
@@ -38,8 +38,10 @@ const Line = Type.Object(
 export const OrderSchema = Type.Object(
   {
     id: RecordFields.id,
-    name: Type.String({ ...DisplayName, description: 'the caller\'s reference for the order, 1–200 characters' }),
-    user_id: Type.Union([Type.Integer({ ...Id, description: 'the user the order is for' }), Type.Null()], { description: 'the user the order is for; null once that user has been deleted' }),
+    name: Type.String({ ...DisplayName, description: "the caller's reference for the order, 1–200 characters" }),
+    user_id: Type.Union([Type.Integer({ ...Id, description: 'the user the order is for' }), Type.Null()], {
+      description: 'the user the order is for; null once that user has been deleted',
+    }),
     status: Status,
     lines: Type.Array(Line, { xml: { wrapped: true } }),
     total: Type.String({ ...Amount, readOnly: true, description: 'sum of the line totals' }),
@@ -51,7 +53,11 @@ export const OrderSchema = Type.Object(
 export type Order = Static<typeof OrderSchema>;
 
 export const OrderCreateSchema = Type.Object(
-  { name: OrderSchema.properties.name, user_id: Type.Integer({ ...Id, description: 'the user the order is for' }), lines: Lines },
+  {
+    name: OrderSchema.properties.name,
+    user_id: Type.Integer({ ...Id, description: 'the user the order is for' }),
+    lines: Lines,
+  },
   { additionalProperties: false, xml: { name: 'order' }, title: 'OrderCreate' },
 );
 export type OrderCreate = Static<typeof OrderCreateSchema>;
@@ -61,7 +67,13 @@ const EchoedOrder = { ...EchoedReadOnly, total: Type.Optional(Type.String({ maxL
 
 /** PUT: the writable fields of a placed order; status may be echoed but is changed with PATCH. */
 export const OrderReplaceSchema = Type.Object(
-  { ...OrderCreateSchema.properties, status: Type.Optional(Type.Union(Status.anyOf, { readOnly: true, description: 'may be echoed; a status changes with PATCH' })), ...EchoedOrder },
+  {
+    ...OrderCreateSchema.properties,
+    status: Type.Optional(
+      Type.Union(Status.anyOf, { readOnly: true, description: 'may be echoed; a status changes with PATCH' }),
+    ),
+    ...EchoedOrder,
+  },
   { additionalProperties: false, xml: { name: 'order' }, title: 'OrderReplace' },
 );
 export type OrderReplace = Static<typeof OrderReplaceSchema>;
@@ -75,7 +87,13 @@ export const OrderPatchSchema = Type.Object(
     name: Type.Optional(OrderSchema.properties.name),
     user_id: Type.Optional(OrderCreateSchema.properties.user_id),
     lines: Type.Optional(Lines),
-    status: Type.Optional(Type.String({ maxLength: 64, description: 'fulfilled or cancelled, from placed; any other value gives 409', examples: ['fulfilled', 'cancelled'] })),
+    status: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'fulfilled or cancelled, from placed; any other value gives 409',
+        examples: ['fulfilled', 'cancelled'],
+      }),
+    ),
     ...EchoedOrder,
   },
   { additionalProperties: false, xml: { name: 'order' }, title: 'OrderPatch' },
@@ -87,8 +105,16 @@ export const OrderPageSchema = pageSchema(OrderSchema, 'orders');
 export const ORDER_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer', created_at: 'string', updated_at: 'string', total: 'integer' },
   filters: {
-    status: { schema: Type.Union(Status.anyOf, { description: 'only orders in this status' }), column: 'status', operator: '=' },
-    user_id: { schema: Type.Integer({ ...Id, description: 'only orders of this user' }), column: 'user_id', operator: '=' },
+    status: {
+      schema: Type.Union(Status.anyOf, { description: 'only orders in this status' }),
+      column: 'status',
+      operator: '=',
+    },
+    user_id: {
+      schema: Type.Integer({ ...Id, description: 'only orders of this user' }),
+      column: 'user_id',
+      operator: '=',
+    },
     ...CREATED_RANGE_FILTERS,
   },
 };

@@ -4,7 +4,14 @@ import type { Executor, OrderStatus, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paging.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordEvent, recordEvents } from '../../events/outbox.js';
-import { applyStockMoves, insufficientStock, stockByItem, stockEvents, type ShortLine, type StockMove } from '../items/stock.service.js';
+import {
+  applyStockMoves,
+  insufficientStock,
+  stockByItem,
+  stockEvents,
+  type ShortLine,
+  type StockMove,
+} from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
@@ -21,7 +28,17 @@ import {
   type StoredOrder,
 } from './orders.repository.js';
 import { findPlacementFacts, insertPlacedOrder } from './placement.repository.js';
-import { assertStockCovers, itemDeletedMeanwhile, lineDifference, linesToStore, mergeLines, priceLines, sameLines, totalOf, type WantedLine } from './order-lines.js';
+import {
+  assertStockCovers,
+  itemDeletedMeanwhile,
+  lineDifference,
+  linesToStore,
+  mergeLines,
+  priceLines,
+  sameLines,
+  totalOf,
+  type WantedLine,
+} from './order-lines.js';
 import type { Order, OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
 
 /**
@@ -42,7 +59,10 @@ export async function getOrder(db: Executor, id: number): Promise<OrderView> {
 
 export async function listOrders(db: Executor, query: ListQuery) {
   const page = await findOrders(db, query);
-  const lines = await findLinesOfOrders(db, page.rows.map((order) => order.id));
+  const lines = await findLinesOfOrders(
+    db,
+    page.rows.map((order) => order.id),
+  );
   const byOrder = new Map<number, StoredLine[]>();
   for (const line of lines) {
     const group = byOrder.get(line.order_id);
@@ -54,7 +74,10 @@ export async function listOrders(db: Executor, query: ListQuery) {
 
 /** `reader`: the caller, who must be able to read the user and items it names, and sees stock counts only if it may read stock. */
 export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): Promise<OrderView> {
-  assertMayRefer(reader, [{ resource: 'users', pointer: '#/user_id' }, { resource: 'items', pointer: '#/lines' }]);
+  assertMayRefer(reader, [
+    { resource: 'users', pointer: '#/user_id' },
+    { resource: 'items', pointer: '#/lines' },
+  ]);
   const now = nowTimestamp();
   const facts = await findPlacementFacts(trx, input.user_id, [...new Set(input.lines.map((line) => line.item_id))]);
   if (!facts.userFound) throw unknownUser(input.user_id);
@@ -62,102 +85,170 @@ export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): 
   const prices = priceLines(facts, wanted, new Map());
   const total = totalOf(wanted, prices);
   assertStockCovers(facts, wanted, new Map(), mayRead(reader, 'stock'));
-  const placed = await insertPlacedOrder(trx, { name: input.name, user_id: input.user_id, total, now }, linesToStore(wanted, prices));
+  const placed = await insertPlacedOrder(
+    trx,
+    { name: input.name, user_id: input.user_id, total, now },
+    linesToStore(wanted, prices),
+  );
   // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.
   if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, wanted, mayRead(reader, 'stock'));
   const order = presentOrder(placed.order, placed.lines);
-  await recordEvents(trx, [{ type: 'order.created', path: orderPath(order.id), data: order }, ...stockEvents(placed.movements)]);
+  await recordEvents(trx, [
+    { type: 'order.created', path: orderPath(order.id), data: order },
+    ...stockEvents(placed.movements),
+  ]);
   return order;
 }
 
-export function replaceOrder(trx: Trx, id: number, input: OrderReplace, condition: VersionCondition, reader: Reader): Promise<OrderView> {
+export function replaceOrder(
+  trx: Trx,
+  id: number,
+  input: OrderReplace,
+  condition: VersionCondition,
+  reader: Reader,
+): Promise<OrderView> {
   return changeOrder(trx, id, condition, input, 'replace', reader);
 }
 
-export function patchOrder(trx: Trx, id: number, patch: OrderPatch, condition: VersionCondition, reader: Reader): Promise<OrderView> {
+export function patchOrder(
+  trx: Trx,
+  id: number,
+  patch: OrderPatch,
+  condition: VersionCondition,
+  reader: Reader,
+): Promise<OrderView> {
   return changeOrder(trx, id, condition, patch, 'patch', reader);
 }
 
 /** Deletes the order; stock it still reserves (a placed order) is released. */
 export async function deleteOrder(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await withRowLocked(trx, { table: 'orders', id }, async () => {
-    const order = await findOrderById(trx, id);
-    if (!order) throw orderNotFound(id);
-    assertCondition(condition, order.version, `Order ${id}`);
-    const lines = await findLines(trx, id);
-    if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
-    await recordEvent(trx, 'order.deleted', orderPath(id), { id });
-    if (order.status === 'placed') await applyStockMoves(trx, id, lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })), nowTimestamp());
-    return true;
-  }, `Order ${id}`);
+  await withRowLocked(
+    trx,
+    { table: 'orders', id },
+    async () => {
+      const order = await findOrderById(trx, id);
+      if (!order) throw orderNotFound(id);
+      assertCondition(condition, order.version, `Order ${id}`);
+      const lines = await findLines(trx, id);
+      if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
+      await recordEvent(trx, 'order.deleted', orderPath(id), { id });
+      if (order.status === 'placed')
+        await applyStockMoves(
+          trx,
+          id,
+          lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })),
+          nowTimestamp(),
+        );
+      return true;
+    },
+    `Order ${id}`,
+  );
 }
 
 /** Which statuses an order in a status may move to. */
-const TRANSITIONS: Record<OrderStatus, OrderStatus[]> = { placed: ['fulfilled', 'cancelled'], fulfilled: [], cancelled: [] };
+const TRANSITIONS: Record<OrderStatus, OrderStatus[]> = {
+  placed: ['fulfilled', 'cancelled'],
+  fulfilled: [],
+  cancelled: [],
+};
 
-async function changeOrder(trx: Trx, id: number, condition: VersionCondition, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch', reader: Reader): Promise<OrderView> {
-  return withRowLocked(trx, { table: 'orders', id }, async () => {
-    const stored = await findOrderById(trx, id);
-    if (!stored) throw orderNotFound(id);
-    assertCondition(condition, stored.version, `Order ${id}`);
-    const storedLines = await findLines(trx, id);
-    assertOrderEchoes(stored, body, mode);
+async function changeOrder(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  body: OrderReplace | OrderPatch,
+  mode: 'replace' | 'patch',
+  reader: Reader,
+): Promise<OrderView> {
+  return withRowLocked(
+    trx,
+    { table: 'orders', id },
+    async () => {
+      const stored = await findOrderById(trx, id);
+      if (!stored) throw orderNotFound(id);
+      assertCondition(condition, stored.version, `Order ${id}`);
+      const storedLines = await findLines(trx, id);
+      assertOrderEchoes(stored, body, mode);
 
-    const wantedLines = body.lines ? mergeLines(body.lines) : undefined;
-    const linesChange = wantedLines !== undefined && !sameLines(wantedLines, storedLines);
-    const userId = body.user_id ?? stored.user_id;
-    const userChanges = userId !== stored.user_id;
-    assertMayRefer(reader, newReferences(storedLines, wantedLines, userChanges));
-    if (stored.status !== 'placed' && (mode === 'replace' || linesChange || userChanges)) {
-      throw new ConflictError('order-not-placed', `Order ${id} is ${stored.status}; only a placed order's lines and user can change.`, { current_status: stored.status });
-    }
-    const status = mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
-    const name = body.name ?? stored.name;
-    if (!linesChange && !userChanges && status === stored.status && name === stored.name) return presentOrder(stored, storedLines);
+      const wantedLines = body.lines ? mergeLines(body.lines) : undefined;
+      const linesChange = wantedLines !== undefined && !sameLines(wantedLines, storedLines);
+      const userId = body.user_id ?? stored.user_id;
+      const userChanges = userId !== stored.user_id;
+      assertMayRefer(reader, newReferences(storedLines, wantedLines, userChanges));
+      if (stored.status !== 'placed' && (mode === 'replace' || linesChange || userChanges)) {
+        throw new ConflictError(
+          'order-not-placed',
+          `Order ${id} is ${stored.status}; only a placed order's lines and user can change.`,
+          { current_status: stored.status },
+        );
+      }
+      const status =
+        mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
+      const name = body.name ?? stored.name;
+      if (!linesChange && !userChanges && status === stored.status && name === stored.name)
+        return presentOrder(stored, storedLines);
 
-    const facts = userChanges || linesChange ? await findPlacementFacts(trx, userChanges ? userId : null, linesChange ? [...wantedLines.keys()] : []) : undefined;
-    if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
-    const now = nowTimestamp();
-    let lines = storedLines;
-    let total = stored.total;
-    const moves: StockMove[] = [];
-    if (linesChange) {
-      const current = new Map(storedLines.map((line) => [line.item_id, line]));
-      const prices = priceLines(facts!, wantedLines, current);
-      total = totalOf(wantedLines, prices);
-      assertStockCovers(facts!, wantedLines, current, mayRead(reader, 'stock'));
-      lines = linesToStore(wantedLines, prices).map((line) => ({ order_id: id, ...line }));
-      moves.push(...lineDifference(current, wantedLines));
-    }
-    if (status !== stored.status) {
-      const kind = status === 'fulfilled' ? 'fulfil' : 'release';
-      moves.push(...lines.map((line): StockMove => ({ itemId: line.item_id, kind, units: line.quantity })));
-    }
+      const facts =
+        userChanges || linesChange
+          ? await findPlacementFacts(trx, userChanges ? userId : null, linesChange ? [...wantedLines.keys()] : [])
+          : undefined;
+      if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
+      const now = nowTimestamp();
+      let lines = storedLines;
+      let total = stored.total;
+      const moves: StockMove[] = [];
+      if (linesChange) {
+        const current = new Map(storedLines.map((line) => [line.item_id, line]));
+        const prices = priceLines(facts!, wantedLines, current);
+        total = totalOf(wantedLines, prices);
+        assertStockCovers(facts!, wantedLines, current, mayRead(reader, 'stock'));
+        lines = linesToStore(wantedLines, prices).map((line) => ({ order_id: id, ...line }));
+        moves.push(...lineDifference(current, wantedLines));
+      }
+      if (status !== stored.status) {
+        const kind = status === 'fulfilled' ? 'fulfil' : 'release';
+        moves.push(...lines.map((line): StockMove => ({ itemId: line.item_id, kind, units: line.quantity })));
+      }
 
-    // The version is claimed first: if another writer got in, nothing below has happened yet.
-    const updated = await updateOrderAtVersion(trx, id, stored.version, { name, user_id: userId, status, total, now });
-    if (!updated) return undefined;
-    if (linesChange) {
-      await deleteLines(trx, id);
-      await insertLines(trx, lines);
-    }
-    const order = presentOrder(updated, lines);
-    if (status !== stored.status) await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
-    else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
-    await applyStockMoves(trx, id, moves, now, mayRead(reader, 'stock'));
-    return order;
-  }, `Order ${id}`);
+      // The version is claimed first: if another writer got in, nothing below has happened yet.
+      const updated = await updateOrderAtVersion(trx, id, stored.version, {
+        name,
+        user_id: userId,
+        status,
+        total,
+        now,
+      });
+      if (!updated) return undefined;
+      if (linesChange) {
+        await deleteLines(trx, id);
+        await insertLines(trx, lines);
+      }
+      const order = presentOrder(updated, lines);
+      if (status !== stored.status)
+        await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
+      else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
+      await applyStockMoves(trx, id, moves, now, mayRead(reader, 'stock'));
+      return order;
+    },
+    `Order ${id}`,
+  );
 }
 
 function assertTransition(order: StoredOrder, status: string): OrderStatus {
   if (status === order.status) return order.status;
   const allowed = TRANSITIONS[order.status];
   if (!(allowed as string[]).includes(status)) {
-    const reason = Object.hasOwn(TRANSITIONS, status) ? `cannot move from ${order.status} to ${status}` : `"${status}" is not an order status`;
-    throw new ConflictError('invalid-transition', `Order ${order.id} ${reason}; from ${order.status} it can move to ${allowed.length > 0 ? allowed.join(' or ') : 'no other status'}.`, {
-      current_status: order.status,
-      allowed_statuses: allowed,
-    });
+    const reason = Object.hasOwn(TRANSITIONS, status)
+      ? `cannot move from ${order.status} to ${status}`
+      : `"${status}" is not an order status`;
+    throw new ConflictError(
+      'invalid-transition',
+      `Order ${order.id} ${reason}; from ${order.status} it can move to ${allowed.length > 0 ? allowed.join(' or ') : 'no other status'}.`,
+      {
+        current_status: order.status,
+        allowed_statuses: allowed,
+      },
+    );
   }
   return status as OrderStatus;
 }
@@ -166,17 +257,35 @@ function assertTransition(order: StoredOrder, status: string): OrderStatus {
  * What a change refers to that the order did not: another user, items not on it yet. The user and
  * items already on the order are the order's, which the caller may read.
  */
-function newReferences(storedLines: StoredLine[], wantedLines: Map<number, WantedLine> | undefined, userChanges: boolean): Reference[] {
-  const newItems = wantedLines !== undefined && [...wantedLines.keys()].some((itemId) => !storedLines.some((line) => line.item_id === itemId));
-  return [...(userChanges ? [{ resource: 'users' as const, pointer: '#/user_id' }] : []), ...(newItems ? [{ resource: 'items' as const, pointer: '#/lines' }] : [])];
+function newReferences(
+  storedLines: StoredLine[],
+  wantedLines: Map<number, WantedLine> | undefined,
+  userChanges: boolean,
+): Reference[] {
+  const newItems =
+    wantedLines !== undefined &&
+    [...wantedLines.keys()].some((itemId) => !storedLines.some((line) => line.item_id === itemId));
+  return [
+    ...(userChanges ? [{ resource: 'users' as const, pointer: '#/user_id' }] : []),
+    ...(newItems ? [{ resource: 'items' as const, pointer: '#/lines' }] : []),
+  ];
 }
 
 function unknownUser(userId: number): UnprocessableError {
-  return new UnprocessableError(`There is no user ${userId}.`, [{ in: 'body', pointer: '#/user_id', detail: `there is no user ${userId}` }], 'unknown-reference');
+  return new UnprocessableError(
+    `There is no user ${userId}.`,
+    [{ in: 'body', pointer: '#/user_id', detail: `there is no user ${userId}` }],
+    'unknown-reference',
+  );
 }
 
 /** The 409 for lines whose stock another writer took after the check: what is available to each now. */
-async function stockTakenMeanwhile(db: Executor, itemIds: number[], wanted: Map<number, WantedLine>, showsAvailable: boolean): Promise<ConflictError> {
+async function stockTakenMeanwhile(
+  db: Executor,
+  itemIds: number[],
+  wanted: Map<number, WantedLine>,
+  showsAvailable: boolean,
+): Promise<ConflictError> {
   const stocks = await stockByItem(db, itemIds);
   const short: ShortLine[] = [];
   for (const itemId of itemIds) {

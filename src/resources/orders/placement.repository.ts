@@ -33,7 +33,11 @@ const selectPlacementFacts = compiledPerCount(MAX_COMPILED_ROWS, (db, count, use
 });
 
 /** One read: the user (when `userId` is not null) and the items named, with their stock. */
-export async function findPlacementFacts(db: Executor, userId: number | null, itemIds: number[]): Promise<PlacementFacts> {
+export async function findPlacementFacts(
+  db: Executor,
+  userId: number | null,
+  itemIds: number[],
+): Promise<PlacementFacts> {
   const rows = await selectPlacementFacts(db, itemIds.length, userId, ...itemIds);
   const items = new Map<number, { price: number; available: number | undefined }>();
   for (const row of rows) {
@@ -56,17 +60,30 @@ export type Placement = { order: StoredOrder; lines: StoredLine[]; movements: Ne
  * must abandon the transaction, since on PostgreSQL the rest has been written. Stock rows are
  * locked in item order, so two concurrent placements never deadlock.
  */
-export function insertPlacedOrder(trx: Executor, order: { name: string; user_id: number; total: number; now: string }, lines: NewLine[]): Promise<Placement> {
+export function insertPlacedOrder(
+  trx: Executor,
+  order: { name: string; user_id: number; total: number; now: string },
+  lines: NewLine[],
+): Promise<Placement> {
   return isSqlite(trx) ? insertPlacedOrderInSteps(trx, order, lines) : insertPlacedOrderAtOnce(trx, order, lines);
 }
 
-async function insertPlacedOrderInSteps(trx: Executor, order: { name: string; user_id: number; total: number; now: string }, lines: NewLine[]): Promise<Placement> {
+async function insertPlacedOrderInSteps(
+  trx: Executor,
+  order: { name: string; user_id: number; total: number; now: string },
+  lines: NewLine[],
+): Promise<Placement> {
   const stored = await insertOrder(trx, order);
   const storedLines = lines.map((line) => ({ order_id: stored.id, ...line }));
   await insertLines(trx, storedLines);
   const movements: NewMovement[] = [];
   for (const line of [...lines].sort((a, b) => a.item_id - b.item_id)) {
-    const moved = await moveStock(trx, line.item_id, { quantity: -line.quantity, reserved: line.quantity, fulfilled: 0, now: order.now });
+    const moved = await moveStock(trx, line.item_id, {
+      quantity: -line.quantity,
+      reserved: line.quantity,
+      fulfilled: 0,
+      now: order.now,
+    });
     if (!moved) return { uncovered: [line.item_id] };
     movements.push(reservation(line, moved, stored.id, order.now));
   }
@@ -74,15 +91,33 @@ async function insertPlacedOrderInSteps(trx: Executor, order: { name: string; us
   return { order: stored, lines: storedLines, movements };
 }
 
-async function insertPlacedOrderAtOnce(trx: Executor, order: { name: string; user_id: number; total: number; now: string }, lines: NewLine[]): Promise<Placement> {
-  const rows = await placeOrderAtOnce(trx, lines.length, order.name, order.user_id, order.total, order.now, lines.length, ...lines.flatMap((line) => [line.item_id, line.position, line.quantity, line.unit_price]));
+async function insertPlacedOrderAtOnce(
+  trx: Executor,
+  order: { name: string; user_id: number; total: number; now: string },
+  lines: NewLine[],
+): Promise<Placement> {
+  const rows = await placeOrderAtOnce(
+    trx,
+    lines.length,
+    order.name,
+    order.user_id,
+    order.total,
+    order.now,
+    lines.length,
+    ...lines.flatMap((line) => [line.item_id, line.position, line.quantity, line.unit_price]),
+  );
   const [row] = rows;
   if (row === undefined) throw new Error('placing an order answered no row');
   if (row.uncovered !== null) return { uncovered: row.uncovered.map(Number) };
   const { uncovered: _, moved, ...stored } = row;
   const byItem = new Map(lines.map((line) => [line.item_id, line]));
   const movements = (moved ?? []).map(([itemId, quantity, reserved]) =>
-    reservation(byItem.get(Number(itemId))!, { item_id: Number(itemId), quantity: Number(quantity), reserved: Number(reserved) }, stored.id, order.now),
+    reservation(
+      byItem.get(Number(itemId))!,
+      { item_id: Number(itemId), quantity: Number(quantity), reserved: Number(reserved) },
+      stored.id,
+      order.now,
+    ),
   );
   return { order: stored, lines: lines.map((line) => ({ order_id: stored.id, ...line })), movements };
 }
@@ -95,15 +130,17 @@ async function insertPlacedOrderAtOnce(trx: Executor, order: { name: string; use
  * `items_held` holds the items as the lines' foreign keys would, `locked` the stock rows that
  * `moved` then updates; `placed` inserts the order only when every line was reserved.
  */
-const placeOrderAtOnce = compiledPerCount(MAX_COMPILED_ROWS, (db, count, name, userId, total, now, lineCount, ...lineValues) => {
-  const wanted = sql.join(
-    Array.from({ length: count }, (_, index) => {
-      const [itemId, position, quantity, unitPrice] = lineValues.slice(index * 4, index * 4 + 4);
-      return sql`(${itemId}::bigint, ${position}::integer, ${quantity}::bigint, ${unitPrice}::bigint)`;
-    }),
-  );
-  const columns = sql.join(ORDER_COLUMNS.map((column) => sql.ref(`placed.${column}`)));
-  const query = sql<StoredOrder & { uncovered: number[] | null; moved: [number, number, number][] | null }>`
+const placeOrderAtOnce = compiledPerCount(
+  MAX_COMPILED_ROWS,
+  (db, count, name, userId, total, now, lineCount, ...lineValues) => {
+    const wanted = sql.join(
+      Array.from({ length: count }, (_, index) => {
+        const [itemId, position, quantity, unitPrice] = lineValues.slice(index * 4, index * 4 + 4);
+        return sql`(${itemId}::bigint, ${position}::integer, ${quantity}::bigint, ${unitPrice}::bigint)`;
+      }),
+    );
+    const columns = sql.join(ORDER_COLUMNS.map((column) => sql.ref(`placed.${column}`)));
+    const query = sql<StoredOrder & { uncovered: number[] | null; moved: [number, number, number][] | null }>`
     with wanted (item_id, position, quantity, unit_price) as (values ${wanted}),
     items_held as materialized (select id from items where id in (select item_id from wanted) order by id for key share),
     locked as materialized (select stock.item_id from stock join items_held on items_held.id = stock.item_id order by stock.item_id for update of stock),
@@ -135,10 +172,16 @@ const placeOrderAtOnce = compiledPerCount(MAX_COMPILED_ROWS, (db, count, name, u
     union all
     select ${sql.join(ORDER_COLUMNS.map(() => sql`null`))}, array(select item_id from wanted where item_id not in (select item_id from moved) order by item_id), null
     where not exists (select 1 from placed)`;
-  return { compile: () => query.compile(db) };
-});
+    return { compile: () => query.compile(db) };
+  },
+);
 
-function reservation(line: NewLine, after: { item_id: number; quantity: number; reserved: number }, orderId: number, now: string): NewMovement {
+function reservation(
+  line: NewLine,
+  after: { item_id: number; quantity: number; reserved: number },
+  orderId: number,
+  now: string,
+): NewMovement {
   return {
     item_id: after.item_id,
     kind: 'reserve',

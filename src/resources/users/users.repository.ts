@@ -6,7 +6,9 @@ import { fetchPage, type ListQuery } from '../../db/paging.js';
 const USER_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at', 'version'] as const;
 export type StoredUser = Pick<UserRow, (typeof USER_COLUMNS)[number]>;
 
-const selectUserById = compiledQuery((db, id: number) => db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id));
+const selectUserById = compiledQuery((db, id: number) =>
+  db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id),
+);
 
 export async function findUserById(db: Executor, id: number): Promise<StoredUser | undefined> {
   const [user] = await selectUserById(db, id);

@@ -1,9 +1,32 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { changeOperation, createOperation, deleteOperation, listOperation, readOperation, replaceOperation, type Collection } from '../collection.js';
-import { USER_COLLECTION, UserCreateSchema, UserPageSchema, UserPatchSchema, UserReplaceSchema, UserSchema } from './users.schema.js';
+import {
+  changeOperation,
+  createOperation,
+  deleteOperation,
+  listOperation,
+  readOperation,
+  replaceOperation,
+  type Collection,
+} from '../collection.js';
+import {
+  USER_COLLECTION,
+  UserCreateSchema,
+  UserPageSchema,
+  UserPatchSchema,
+  UserReplaceSchema,
+  UserSchema,
+} from './users.schema.js';
 import { createUser, deleteUser, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
-const USERS: Collection = { path: '/v1/users', name: 'users', singular: 'User', article: 'a', listing: USER_COLLECTION, record: UserSchema, page: UserPageSchema };
+const USERS: Collection = {
+  path: '/v1/users',
+  name: 'users',
+  singular: 'User',
+  article: 'a',
+  listing: USER_COLLECTION,
+  record: UserSchema,
+  page: UserPageSchema,
+};
 
 /** /v1/users: the six operations every resource has (list, read, create, replace, change, delete) on users. */
 const usersRoutes: FastifyPluginAsync = async (app) => {

@@ -11,7 +11,13 @@ const Email = Type.String({
 });
 
 export const UserSchema = Type.Object(
-  { id: RecordFields.id, name: Name, email: Email, created_at: RecordFields.created_at, updated_at: RecordFields.updated_at },
+  {
+    id: RecordFields.id,
+    name: Name,
+    email: Email,
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+  },
   { additionalProperties: false, xml: { name: 'user' }, title: 'User' },
 );
 export type User = Static<typeof UserSchema>;
@@ -22,7 +28,6 @@ export const UserCreateSchema = Type.Object(
   { additionalProperties: false, xml: { name: 'user' }, title: 'UserCreate' },
 );
 export type UserCreate = Static<typeof UserCreateSchema>;
-
 
 /** PUT: every writable field. */
 export const UserReplaceSchema = Type.Object(

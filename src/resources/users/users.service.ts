@@ -31,31 +31,49 @@ export function listUsers(db: Executor, query: ListQuery) {
 }
 
 export async function createUser(trx: Trx, input: UserCreate): Promise<StoredUser> {
-  const user = await withEmailUniqueness(input.email, () => insertUser(trx, { name: input.name, email: input.email, now: nowTimestamp() }));
+  const user = await withEmailUniqueness(input.email, () =>
+    insertUser(trx, { name: input.name, email: input.email, now: nowTimestamp() }),
+  );
   await recordEvent(trx, 'user.created', userPath(user.id), user);
   return user;
 }
 
-export function replaceUser(trx: Trx, id: number, input: UserReplace, condition: VersionCondition): Promise<StoredUser> {
+export function replaceUser(
+  trx: Trx,
+  id: number,
+  input: UserReplace,
+  condition: VersionCondition,
+): Promise<StoredUser> {
   return changeUser(trx, id, condition, input, () => ({ name: input.name, email: input.email }));
 }
 
 /** JSON Merge Patch: members present replace stored values; absent members stay. */
 export function patchUser(trx: Trx, id: number, patch: UserPatch, condition: VersionCondition): Promise<StoredUser> {
-  return changeUser(trx, id, condition, patch, (stored) => ({ name: patch.name ?? stored.name, email: patch.email ?? stored.email }));
+  return changeUser(trx, id, condition, patch, (stored) => ({
+    name: patch.name ?? stored.name,
+    email: patch.email ?? stored.email,
+  }));
 }
 
 export async function deleteUser(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await withRowLocked(trx, { table: 'users', id }, async () => {
-    const stored = await getUser(trx, id);
-    assertCondition(condition, stored.version, `User ${id}`);
-    if (await hasPlacedOrders(trx, id)) {
-      throw new ConflictError('user-has-open-orders', `User ${id} has placed orders; fulfil, cancel or delete them first.`);
-    }
-    if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return undefined;
-    await recordEvent(trx, 'user.deleted', userPath(id), { id });
-    return true;
-  }, `User ${id}`);
+  await withRowLocked(
+    trx,
+    { table: 'users', id },
+    async () => {
+      const stored = await getUser(trx, id);
+      assertCondition(condition, stored.version, `User ${id}`);
+      if (await hasPlacedOrders(trx, id)) {
+        throw new ConflictError(
+          'user-has-open-orders',
+          `User ${id} has placed orders; fulfil, cancel or delete them first.`,
+        );
+      }
+      if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return undefined;
+      await recordEvent(trx, 'user.deleted', userPath(id), { id });
+      return true;
+    },
+    `User ${id}`,
+  );
 }
 
 async function changeUser(
@@ -65,17 +83,24 @@ async function changeUser(
   body: UserReplace | UserPatch,
   next: (stored: StoredUser) => { name: string; email: string },
 ): Promise<StoredUser> {
-  return withRowLocked(trx, { table: 'users', id }, async () => {
-    const stored = await getUser(trx, id);
-    assertCondition(condition, stored.version, `User ${id}`);
-    assertReadOnlyEchoes(stored, body);
-    const wanted = next(stored);
-    // A write that changes nothing keeps the version, so ETags held by clients stay valid.
-    if (wanted.name === stored.name && wanted.email === stored.email) return stored;
-    const updated = await withEmailUniqueness(wanted.email, () => updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }));
-    if (updated) await recordEvent(trx, 'user.updated', userPath(id), updated);
-    return updated;
-  }, `User ${id}`);
+  return withRowLocked(
+    trx,
+    { table: 'users', id },
+    async () => {
+      const stored = await getUser(trx, id);
+      assertCondition(condition, stored.version, `User ${id}`);
+      assertReadOnlyEchoes(stored, body);
+      const wanted = next(stored);
+      // A write that changes nothing keeps the version, so ETags held by clients stay valid.
+      if (wanted.name === stored.name && wanted.email === stored.email) return stored;
+      const updated = await withEmailUniqueness(wanted.email, () =>
+        updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }),
+      );
+      if (updated) await recordEvent(trx, 'user.updated', userPath(id), updated);
+      return updated;
+    },
+    `User ${id}`,
+  );
 }
 
 async function withEmailUniqueness<T>(email: string, write: () => Promise<T>): Promise<T> {
@@ -83,9 +108,13 @@ async function withEmailUniqueness<T>(email: string, write: () => Promise<T>): P
     return await write();
   } catch (error) {
     if (isUniqueViolation(error, 'users.email_key')) {
-      throw new ConflictError('email-taken', `Another user already has the email ${emailKey(email)} (emails are compared without regard to case).`, {
-        conflicting_field: 'email',
-      });
+      throw new ConflictError(
+        'email-taken',
+        `Another user already has the email ${emailKey(email)} (emails are compared without regard to case).`,
+        {
+          conflicting_field: 'email',
+        },
+      );
     }
     throw error;
   }

@@ -31,7 +31,11 @@ export const REVALIDATE = 'private, no-cache';
  * recorded observation is newer. When the provider fails, whatever rowi still has is served
  * with `stale: true` (stale-if-error); with nothing at all, 502 or 504.
  */
-export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather | undefined, slug: string): Promise<WeatherReading> {
+export async function readCurrentWeather(
+  db: Executor,
+  upstream: UpstreamWeather | undefined,
+  slug: string,
+): Promise<WeatherReading> {
   const place = await getPlace(db, slug);
   if (!upstream || place.latitude === null || place.longitude === null) return recorded(place, false, undefined);
 
@@ -40,14 +44,18 @@ export async function readCurrentWeather(db: Executor, upstream: UpstreamWeather
     if (place.observed_at !== null) return recorded(place, true, lookup.cacheStatus);
     throw upstreamProblem(upstream.source, lookup.failure, lookup.cacheStatus);
   }
-  if (place.observed_at !== null && place.observed_at > lookup.weather.observed_at) return recorded(place, lookup.stale, lookup.cacheStatus);
+  if (place.observed_at !== null && place.observed_at > lookup.weather.observed_at)
+    return recorded(place, lookup.stale, lookup.cacheStatus);
   return {
     weather: { ...presentWeather(place, lookup.stale), ...lookup.weather, source: lookup.source },
     freshness: {
       cacheControl: lookup.stale ? REVALIDATE : `private, max-age=${lookup.ttlSeconds}`,
       age: lookup.ageSeconds,
       cacheStatus: lookup.cacheStatus,
-      etag: { opaque: `v${place.version}-u${lookup.fetchedAt.toString(36)}${lookup.stale ? '-stale' : ''}`, weak: true },
+      etag: {
+        opaque: `v${place.version}-u${lookup.fetchedAt.toString(36)}${lookup.stale ? '-stale' : ''}`,
+        weak: true,
+      },
     },
   };
 }
@@ -68,20 +76,33 @@ function recorded(place: StoredPlace, stale: boolean, cacheStatus: string | unde
 function upstreamProblem(provider: string, failure: UpstreamFailure, cacheStatus: string): AppError {
   const headers: Record<string, string> = { 'cache-status': cacheStatus };
   if (failure.kind === 'timeout') {
-    return new AppError('upstream-timeout', `The weather provider ${provider} did not answer in time, and rowi has no earlier weather of this place to serve; retry later.`, {
-      headers,
-      extensions: { provider, failure: failure.kind },
-    });
+    return new AppError(
+      'upstream-timeout',
+      `The weather provider ${provider} did not answer in time, and rowi has no earlier weather of this place to serve; retry later.`,
+      {
+        headers,
+        extensions: { provider, failure: failure.kind },
+      },
+    );
   }
-  if (failure.retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(1, Math.ceil(failure.retryAfterSeconds)));
+  if (failure.retryAfterSeconds !== undefined)
+    headers['retry-after'] = String(Math.max(1, Math.ceil(failure.retryAfterSeconds)));
   const why =
     failure.kind === 'circuit-open'
       ? `failed repeatedly, so rowi stops calling it for a while (it tries again in ${headers['retry-after'] ?? 'a few'} seconds)`
       : failure.kind === 'unreachable'
         ? 'could not be reached'
         : `gave an answer rowi cannot use (${failure.message})`;
-  return new AppError('upstream-error', `The weather provider ${provider} ${why}, and rowi has no earlier weather of this place to serve.`, {
-    headers,
-    extensions: { provider, failure: failure.kind, ...(failure.status !== undefined ? { upstream_status: failure.status } : {}) },
-  });
+  return new AppError(
+    'upstream-error',
+    `The weather provider ${provider} ${why}, and rowi has no earlier weather of this place to serve.`,
+    {
+      headers,
+      extensions: {
+        provider,
+        failure: failure.kind,
+        ...(failure.status !== undefined ? { upstream_status: failure.status } : {}),
+      },
+    },
+  );
 }

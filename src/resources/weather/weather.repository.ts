@@ -5,11 +5,23 @@ import { fetchPage, type ListQuery } from '../../db/paging.js';
 
 export type StoredPlace = PlaceRow;
 
-const OBSERVATION_COLUMNS = ['id', 'temperature_c', 'humidity_pct', 'wind_kph', 'conditions', 'observed_at', 'source', 'created_at', 'updated_at'] as const;
+const OBSERVATION_COLUMNS = [
+  'id',
+  'temperature_c',
+  'humidity_pct',
+  'wind_kph',
+  'conditions',
+  'observed_at',
+  'source',
+  'created_at',
+  'updated_at',
+] as const;
 export type StoredObservation = Pick<ObservationRow, (typeof OBSERVATION_COLUMNS)[number]>;
 
 // Every read of a place's weather starts here: compiled once, like the other reads by key.
-const selectPlace = compiledQuery((db, place: string) => db.selectFrom('places').selectAll().where('place', '=', place));
+const selectPlace = compiledQuery((db, place: string) =>
+  db.selectFrom('places').selectAll().where('place', '=', place),
+);
 
 export async function findPlace(db: Executor, place: string): Promise<StoredPlace | undefined> {
   const [row] = await selectPlace(db, place);
@@ -38,7 +50,13 @@ export function findObservations(db: Executor, placeId: number, query: ListQuery
 /** Inserts the place, or returns undefined when another request created it first. */
 export async function insertPlace(
   db: Executor,
-  place: { place: string; name: string; latitude: number | null; longitude: number | null; now: string } & Partial<Measurements>,
+  place: {
+    place: string;
+    name: string;
+    latitude: number | null;
+    longitude: number | null;
+    now: string;
+  } & Partial<Measurements>,
 ): Promise<StoredPlace | undefined> {
   const { now, ...fields } = place;
   return db
@@ -67,7 +85,12 @@ export function updatePlaceAtVersion(
 }
 
 /** Records an observation; one of the same place and instant is corrected instead (PUT is idempotent). */
-export async function upsertObservation(db: Executor, placeId: number, observation: Measurements, now: string): Promise<Pick<ObservationRow, 'id'>> {
+export async function upsertObservation(
+  db: Executor,
+  placeId: number,
+  observation: Measurements,
+  now: string,
+): Promise<Pick<ObservationRow, 'id'>> {
   const { observed_at: _instant, ...values } = observation;
   return db
     .insertInto('observations')

@@ -3,7 +3,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { entityTag } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendEmpty, sendRecord, sendTagged, upsertConditionOf } from '../../http/records.js';
-import { CONDITIONAL_WRITE, IfMatchHeaders, IfNoneMatchHeaders, REQUEST_BODY_TYPES, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import {
+  CONDITIONAL_WRITE,
+  IfMatchHeaders,
+  IfNoneMatchHeaders,
+  REQUEST_BODY_TYPES,
+  RESPONSE_HEADERS,
+  noContent,
+  operation,
+  representation,
+} from '../../http/schemas.js';
 import { REVALIDATE, readCurrentWeather, type WeatherReading } from './current-weather.js';
 import {
   OBSERVATION_COLLECTION,
@@ -15,129 +24,204 @@ import {
   WeatherPageSchema,
   WeatherSchema,
 } from './weather.schema.js';
-import { deletePlace, listObservations, listPlaces, patchPlace, recordObservation, presentWeather, type PlaceWrite } from './weather.service.js';
+import {
+  deletePlace,
+  listObservations,
+  listPlaces,
+  patchPlace,
+  recordObservation,
+  presentWeather,
+  type PlaceWrite,
+} from './weather.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** Lists show recorded weather only, which any PUT can change: reuse only after asking again. */
-const RECORDED_FRESHNESS = { 'Cache-Control': RESPONSE_HEADERS.cache['Cache-Control'], Age: RESPONSE_HEADERS.cache.Age };
+const RECORDED_FRESHNESS = {
+  'Cache-Control': RESPONSE_HEADERS.cache['Cache-Control'],
+  Age: RESPONSE_HEADERS.cache.Age,
+};
 
 /** /v1/weather: places, their latest weather (recorded or from the upstream provider) and history. */
 const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
 
-  app.get('/v1/weather', {
-    schema: operation({
-      operationId: 'listPlaces',
-      permission: 'weather:read',
-      summary: 'List places with their latest recorded weather',
-      description: 'The provider is not asked here (one page could mean 500 calls): read one place for its current weather.',
-      tags: ['weather'],
-      querystring: listQuerySchema(PLACE_COLLECTION),
-      response: { 200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', { ...RESPONSE_HEADERS.link, ...RECORDED_FRESHNESS }) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(PLACE_COLLECTION, request.query);
-    const page = await listPlaces(db, query);
-    return sendPage(request, revalidate(reply), { ...page, rows: page.rows.map((place) => presentWeather(place)) }, query);
-  });
+  app.get(
+    '/v1/weather',
+    {
+      schema: operation({
+        operationId: 'listPlaces',
+        permission: 'weather:read',
+        summary: 'List places with their latest recorded weather',
+        description:
+          'The provider is not asked here (one page could mean 500 calls): read one place for its current weather.',
+        tags: ['weather'],
+        querystring: listQuerySchema(PLACE_COLLECTION),
+        response: {
+          200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', {
+            ...RESPONSE_HEADERS.link,
+            ...RECORDED_FRESHNESS,
+          }),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(PLACE_COLLECTION, request.query);
+      const page = await listPlaces(db, query);
+      return sendPage(
+        request,
+        revalidate(reply),
+        { ...page, rows: page.rows.map((place) => presentWeather(place)) },
+        query,
+      );
+    },
+  );
 
-  app.get('/v1/weather/:place', {
-    schema: operation({
-      operationId: 'getWeather',
-      permission: 'weather:read',
-      summary: 'Read the latest weather of a place',
-      description:
-        'The newest of the latest recorded observation and, when a provider is configured and the place has coordinates, the provider\'s current weather (cached). ' +
-        'When the provider fails, the last value rowi has is served with stale: true; with none, 502 or 504.',
-      tags: ['weather'],
-      params: PlaceParams,
-      headers: IfNoneMatchHeaders,
-      response: {
-        200: representation(WeatherSchema, 'The place and its latest weather', { ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.cache }),
-        304: noContent('The copy the client holds is current', { ...RESPONSE_HEADERS.etag, ...RESPONSE_HEADERS.cache }),
-      },
-      problems: [502, 504],
-    }),
-  }, async (request, reply) => sendCurrentWeather(request, reply, await readCurrentWeather(db, app.weather, request.params.place)));
+  app.get(
+    '/v1/weather/:place',
+    {
+      schema: operation({
+        operationId: 'getWeather',
+        permission: 'weather:read',
+        summary: 'Read the latest weather of a place',
+        description:
+          "The newest of the latest recorded observation and, when a provider is configured and the place has coordinates, the provider's current weather (cached). " +
+          'When the provider fails, the last value rowi has is served with stale: true; with none, 502 or 504.',
+        tags: ['weather'],
+        params: PlaceParams,
+        headers: IfNoneMatchHeaders,
+        response: {
+          200: representation(WeatherSchema, 'The place and its latest weather', {
+            ...RESPONSE_HEADERS.etag,
+            ...RESPONSE_HEADERS.cache,
+          }),
+          304: noContent('The copy the client holds is current', {
+            ...RESPONSE_HEADERS.etag,
+            ...RESPONSE_HEADERS.cache,
+          }),
+        },
+        problems: [502, 504],
+      }),
+    },
+    async (request, reply) =>
+      sendCurrentWeather(request, reply, await readCurrentWeather(db, app.weather, request.params.place)),
+  );
 
-  app.put('/v1/weather/:place', {
-    schema: operation({
-      operationId: 'recordObservation',
-      permission: 'weather:update',
-      summary: 'Record an observation of a place (weather feeds)',
-      description:
-        'Creates the place on first use (201). The observation joins the history; it becomes the place\'s latest weather unless a more recent one is stored. ' +
-        'The same observed_at again corrects that observation (PUT is idempotent).',
-      tags: ['weather'],
-      params: PlaceParams,
-      headers: IfMatchHeaders,
-      body: ObservationInputSchema,
-      response: {
-        200: representation(WeatherSchema, 'The place as stored, with its latest recorded weather', RESPONSE_HEADERS.etag),
-        201: representation(WeatherSchema, 'The place was created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag }),
-      },
-      problems: [412],
-    }),
-  }, async (request, reply) => {
-    const recordedBy = request.principal?.name ?? 'anonymous';
-    const result = await unitOfWork(db, (trx) => recordObservation(trx, request.params.place, request.body, recordedBy, upsertConditionOf(request)));
-    return sendPlaceWrite(request, reply, result);
-  });
+  app.put(
+    '/v1/weather/:place',
+    {
+      schema: operation({
+        operationId: 'recordObservation',
+        permission: 'weather:update',
+        summary: 'Record an observation of a place (weather feeds)',
+        description:
+          "Creates the place on first use (201). The observation joins the history; it becomes the place's latest weather unless a more recent one is stored. " +
+          'The same observed_at again corrects that observation (PUT is idempotent).',
+        tags: ['weather'],
+        params: PlaceParams,
+        headers: IfMatchHeaders,
+        body: ObservationInputSchema,
+        response: {
+          200: representation(
+            WeatherSchema,
+            'The place as stored, with its latest recorded weather',
+            RESPONSE_HEADERS.etag,
+          ),
+          201: representation(WeatherSchema, 'The place was created', {
+            ...RESPONSE_HEADERS.location,
+            ...RESPONSE_HEADERS.etag,
+          }),
+        },
+        problems: [412],
+      }),
+    },
+    async (request, reply) => {
+      const recordedBy = request.principal?.name ?? 'anonymous';
+      const result = await unitOfWork(db, (trx) =>
+        recordObservation(trx, request.params.place, request.body, recordedBy, upsertConditionOf(request)),
+      );
+      return sendPlaceWrite(request, reply, result);
+    },
+  );
 
-  app.patch('/v1/weather/:place', {
-    schema: operation({
-      operationId: 'patchPlace',
-      permission: 'weather:update',
-      summary: 'Set a place\'s name or coordinates (JSON Merge Patch); creates the place when there is none',
-      description: 'Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. ' + CONDITIONAL_WRITE,
-      tags: ['weather'],
-      params: PlaceParams,
-      headers: IfMatchHeaders,
-      body: PlacePatchSchema,
-      consumes: REQUEST_BODY_TYPES.patch,
-      response: {
-        200: representation(WeatherSchema, 'The place as stored', RESPONSE_HEADERS.etag),
-        201: representation(WeatherSchema, 'The place was created', { ...RESPONSE_HEADERS.location, ...RESPONSE_HEADERS.etag }),
-      },
-      problems: [412],
-    }),
-  }, async (request, reply) => {
-    const result = await unitOfWork(db, (trx) => patchPlace(trx, request.params.place, request.body, upsertConditionOf(request)));
-    return sendPlaceWrite(request, reply, result);
-  });
+  app.patch(
+    '/v1/weather/:place',
+    {
+      schema: operation({
+        operationId: 'patchPlace',
+        permission: 'weather:update',
+        summary: "Set a place's name or coordinates (JSON Merge Patch); creates the place when there is none",
+        description:
+          'Sets `name`, `latitude` and `longitude` (null clears the coordinates). 200 with the place as stored, or 201 with Location when the place did not exist. ' +
+          CONDITIONAL_WRITE,
+        tags: ['weather'],
+        params: PlaceParams,
+        headers: IfMatchHeaders,
+        body: PlacePatchSchema,
+        consumes: REQUEST_BODY_TYPES.patch,
+        response: {
+          200: representation(WeatherSchema, 'The place as stored', RESPONSE_HEADERS.etag),
+          201: representation(WeatherSchema, 'The place was created', {
+            ...RESPONSE_HEADERS.location,
+            ...RESPONSE_HEADERS.etag,
+          }),
+        },
+        problems: [412],
+      }),
+    },
+    async (request, reply) => {
+      const result = await unitOfWork(db, (trx) =>
+        patchPlace(trx, request.params.place, request.body, upsertConditionOf(request)),
+      );
+      return sendPlaceWrite(request, reply, result);
+    },
+  );
 
-  app.delete('/v1/weather/:place', {
-    schema: operation({
-      operationId: 'deletePlace',
-      permission: 'weather:delete',
-      summary: 'Delete a place and its history',
-      description: `Deletes the place and every observation recorded of it: 204. ${CONDITIONAL_WRITE}`,
-      tags: ['weather'],
-      params: PlaceParams,
-      headers: IfMatchHeaders,
-      response: { 204: noContent('Deleted') },
-      problems: [412],
-    }),
-  }, async (request, reply) => {
-    await unitOfWork(db, (trx) => deletePlace(trx, request.params.place, conditionOf(request)));
-    return sendEmpty(reply, 204);
-  });
+  app.delete(
+    '/v1/weather/:place',
+    {
+      schema: operation({
+        operationId: 'deletePlace',
+        permission: 'weather:delete',
+        summary: 'Delete a place and its history',
+        description: `Deletes the place and every observation recorded of it: 204. ${CONDITIONAL_WRITE}`,
+        tags: ['weather'],
+        params: PlaceParams,
+        headers: IfMatchHeaders,
+        response: { 204: noContent('Deleted') },
+        problems: [412],
+      }),
+    },
+    async (request, reply) => {
+      await unitOfWork(db, (trx) => deletePlace(trx, request.params.place, conditionOf(request)));
+      return sendEmpty(reply, 204);
+    },
+  );
 
-  app.get('/v1/weather/:place/observations', {
-    schema: operation({
-      operationId: 'listObservations',
-      permission: 'weather:read',
-      summary: 'List a place\'s recorded observations, newest first',
-      description: 'A page of the observations recorded of the place (PUT /v1/weather/{place}), newest first; `sort=observed_at` for oldest first; filters `observed_after` and `observed_before`. The provider\'s readings are not recorded here.',
-      tags: ['weather'],
-      params: PlaceParams,
-      querystring: listQuerySchema(OBSERVATION_COLLECTION),
-      response: { 200: representation(ObservationPageSchema, 'A page of observations', { ...RESPONSE_HEADERS.link, ...RECORDED_FRESHNESS }) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(OBSERVATION_COLLECTION, request.query);
-    return sendPage(request, revalidate(reply), await listObservations(db, request.params.place, query), query);
-  });
+  app.get(
+    '/v1/weather/:place/observations',
+    {
+      schema: operation({
+        operationId: 'listObservations',
+        permission: 'weather:read',
+        summary: "List a place's recorded observations, newest first",
+        description:
+          "A page of the observations recorded of the place (PUT /v1/weather/{place}), newest first; `sort=observed_at` for oldest first; filters `observed_after` and `observed_before`. The provider's readings are not recorded here.",
+        tags: ['weather'],
+        params: PlaceParams,
+        querystring: listQuerySchema(OBSERVATION_COLLECTION),
+        response: {
+          200: representation(ObservationPageSchema, 'A page of observations', {
+            ...RESPONSE_HEADERS.link,
+            ...RECORDED_FRESHNESS,
+          }),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(OBSERVATION_COLLECTION, request.query);
+      return sendPage(request, revalidate(reply), await listObservations(db, request.params.place, query), query);
+    },
+  );
 };
 
 export default weatherRoutes;

@@ -18,7 +18,13 @@ import {
   type StoredObservation,
   type StoredPlace,
 } from './weather.repository.js';
-import { FUTURE_TOLERANCE_MS, type Observation, type ObservationInput, type PlacePatch, type Weather } from './weather.schema.js';
+import {
+  FUTURE_TOLERANCE_MS,
+  type Observation,
+  type ObservationInput,
+  type PlacePatch,
+  type Weather,
+} from './weather.schema.js';
 
 export type { StoredPlace };
 
@@ -54,23 +60,37 @@ export async function listObservations(db: Executor, slug: string, query: ListQu
  * the history; it becomes the place's latest only if it is at least as recent as the stored
  * one, so feeds that deliver late or out of order never move the weather back in time.
  */
-export async function recordObservation(trx: Trx, slug: string, input: ObservationInput, recordedBy: string, condition: UpsertCondition): Promise<PlaceWrite> {
+export async function recordObservation(
+  trx: Trx,
+  slug: string,
+  input: ObservationInput,
+  recordedBy: string,
+  condition: UpsertCondition,
+): Promise<PlaceWrite> {
   const observation = checkObservation(input, recordedBy);
   const { place: stored, created } = await findOrCreatePlace(trx, slug, input, condition, observation);
   assertEchoes(stored, input);
   await upsertObservation(trx, stored.id, observation, nowTimestamp());
   const isLatest = stored.observed_at === null || observation.observed_at >= stored.observed_at;
-  const place = created ? stored : await applyChanges(trx, stored, { ...(isLatest ? observation : {}), ...placeChanges(stored, input) });
+  const place = created
+    ? stored
+    : await applyChanges(trx, stored, { ...(isLatest ? observation : {}), ...placeChanges(stored, input) });
   await recordEvent(trx, 'weather.observed', weatherPath(place), { ...presentWeather(place), observation });
   return { place, created };
 }
 
 /** PATCH (JSON Merge Patch): name and coordinates; creates the place when there is none yet. */
-export async function patchPlace(trx: Trx, slug: string, patch: PlacePatch, condition: UpsertCondition): Promise<PlaceWrite> {
+export async function patchPlace(
+  trx: Trx,
+  slug: string,
+  patch: PlacePatch,
+  condition: UpsertCondition,
+): Promise<PlaceWrite> {
   const { place: stored, created } = await findOrCreatePlace(trx, slug, patch, condition);
   assertEchoes(stored, patch);
   const place = created ? stored : await applyChanges(trx, stored, placeChanges(stored, patch));
-  if (created || place.version !== stored.version) await recordEvent(trx, 'weather.updated', weatherPath(place), presentWeather(place));
+  if (created || place.version !== stored.version)
+    await recordEvent(trx, 'weather.updated', weatherPath(place), presentWeather(place));
   return { place, created };
 }
 
@@ -79,7 +99,8 @@ export async function deletePlace(trx: Trx, slug: string, condition: VersionCond
   const stored = await findPlaceForUpdate(trx, placeKey(slug));
   if (!stored) throw placeNotFound(slug);
   assertCondition(condition, stored.version, `Place ${stored.place}`);
-  if (!(await deleteAtVersion(trx, 'places', stored.id, stored.version))) throw changedConcurrently(`Place ${stored.place}`);
+  if (!(await deleteAtVersion(trx, 'places', stored.id, stored.version)))
+    throw changedConcurrently(`Place ${stored.place}`);
   await recordEvent(trx, 'weather.deleted', weatherPath(stored), { id: stored.id, place: stored.place });
 }
 
@@ -137,7 +158,10 @@ async function findOrCreatePlace(
 }
 
 /** The fields of the place a body changes (JSON Merge Patch rules: absent keeps, null clears). */
-function placeChanges(stored: StoredPlace, body: { name?: string; latitude?: number | null; longitude?: number | null }) {
+function placeChanges(
+  stored: StoredPlace,
+  body: { name?: string; latitude?: number | null; longitude?: number | null },
+) {
   const latitude = body.latitude === undefined ? stored.latitude : body.latitude;
   const longitude = body.longitude === undefined ? stored.longitude : body.longitude;
   assertCoordinatesTogether(latitude, longitude, body);
@@ -149,7 +173,11 @@ function placeChanges(stored: StoredPlace, body: { name?: string; latitude?: num
 }
 
 /** Writes the changes at the next version; a write that changes nothing keeps the version (and the ETags clients hold). */
-async function applyChanges(trx: Trx, stored: StoredPlace, changes: Partial<Measurements> & Partial<Pick<StoredPlace, 'name' | 'latitude' | 'longitude'>>): Promise<StoredPlace> {
+async function applyChanges(
+  trx: Trx,
+  stored: StoredPlace,
+  changes: Partial<Measurements> & Partial<Pick<StoredPlace, 'name' | 'latitude' | 'longitude'>>,
+): Promise<StoredPlace> {
   const changed = Object.entries(changes).some(([field, value]) => stored[field as keyof StoredPlace] !== value);
   if (!changed) return stored;
   const place = await updatePlaceAtVersion(trx, stored.id, stored.version, { ...changes, now: nowTimestamp() });
@@ -158,14 +186,19 @@ async function applyChanges(trx: Trx, stored: StoredPlace, changes: Partial<Meas
 }
 
 /** A place has both coordinates or neither: a latitude alone locates nothing. */
-function assertCoordinatesTogether(latitude: number | null, longitude: number | null, body: { latitude?: number | null; longitude?: number | null }): void {
+function assertCoordinatesTogether(
+  latitude: number | null,
+  longitude: number | null,
+  body: { latitude?: number | null; longitude?: number | null },
+): void {
   if ((latitude === null) === (longitude === null)) return;
   const missing = latitude === null ? 'latitude' : 'longitude';
   const given = missing === 'latitude' ? 'longitude' : 'latitude';
   const pointer = body[missing] === undefined ? given : missing;
-  throw new UnprocessableError(`latitude and longitude are set (or cleared) together; the place would have ${given} without ${missing}.`, [
-    { in: 'body', pointer: `#/${pointer}`, detail: 'latitude and longitude are set or cleared together' },
-  ]);
+  throw new UnprocessableError(
+    `latitude and longitude are set (or cleared) together; the place would have ${given} without ${missing}.`,
+    [{ in: 'body', pointer: `#/${pointer}`, detail: 'latitude and longitude are set or cleared together' }],
+  );
 }
 
 /** The rules the schema cannot say: observed_at is a real instant, not ahead of the clock. */
@@ -173,11 +206,20 @@ function checkObservation(input: ObservationInput, recordedBy: string): Measurem
   const observedAt = toTimestamp(input.observed_at);
   const errors: FieldError[] = [];
   if (observedAt === undefined) {
-    errors.push({ in: 'body', pointer: '#/observed_at', detail: 'must be a valid RFC 3339 date-time with a time zone' });
+    errors.push({
+      in: 'body',
+      pointer: '#/observed_at',
+      detail: 'must be a valid RFC 3339 date-time with a time zone',
+    });
   } else if (Date.parse(observedAt) > Date.now() + FUTURE_TOLERANCE_MS) {
-    errors.push({ in: 'body', pointer: '#/observed_at', detail: `is ahead of the server's clock (${nowTimestamp()}) by more than 5 minutes` });
+    errors.push({
+      in: 'body',
+      pointer: '#/observed_at',
+      detail: `is ahead of the server's clock (${nowTimestamp()}) by more than 5 minutes`,
+    });
   }
-  if (errors.length > 0) throw new UnprocessableError(`The body is invalid: #/observed_at ${errors[0]!.detail}.`, errors);
+  if (errors.length > 0)
+    throw new UnprocessableError(`The body is invalid: #/observed_at ${errors[0]!.detail}.`, errors);
   return {
     temperature_c: input.temperature_c,
     humidity_pct: input.humidity_pct,
@@ -189,11 +231,16 @@ function checkObservation(input: ObservationInput, recordedBy: string): Measurem
 }
 
 /** The rules of writes (docs/guide.md "Conventions") for place bodies: id and timestamps as for every record, and `place` naming the path's. */
-function assertEchoes(stored: StoredPlace, body: { place?: string; id?: number; created_at?: string; updated_at?: string }): void {
+function assertEchoes(
+  stored: StoredPlace,
+  body: { place?: string; id?: number; created_at?: string; updated_at?: string },
+): void {
   if (body.place !== undefined && placeKey(body.place) !== stored.place) {
-    throw new UnprocessableError(`The body names place ${body.place}, but the path names ${stored.place}.`, [
-      { in: 'body', pointer: '#/place', detail: 'is read-only and differs from the place in the path' },
-    ], 'read-only-field');
+    throw new UnprocessableError(
+      `The body names place ${body.place}, but the path names ${stored.place}.`,
+      [{ in: 'body', pointer: '#/place', detail: 'is read-only and differs from the place in the path' }],
+      'read-only-field',
+    );
   }
   assertReadOnlyEchoes(stored, body);
 }
@@ -203,5 +250,7 @@ function toObservation(place: string, row: StoredObservation): Observation {
 }
 
 function placeNotFound(slug: string): NotFoundError {
-  return new NotFoundError(`There is no place ${placeKey(slug)}; PUT an observation or PATCH its coordinates to create it.`);
+  return new NotFoundError(
+    `There is no place ${placeKey(slug)}; PUT an observation or PATCH its coordinates to create it.`,
+  );
 }

@@ -4,75 +4,103 @@ import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js'
 import { IdParams, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { getDelivery, listDeliveries, pingEndpoint, retryDelivery } from './deliveries.service.js';
 import { endpointContext } from './endpoint-access.js';
-import { DELIVERIES_COLLECTION, DeliveryPageSchema, DeliveryParams, DeliverySchema, WHO_MAY_CHANGE } from './webhook-endpoints.schema.js';
+import {
+  DELIVERIES_COLLECTION,
+  DeliveryPageSchema,
+  DeliveryParams,
+  DeliverySchema,
+  WHO_MAY_CHANGE,
+} from './webhook-endpoints.schema.js';
 
 const TAGS = ['webhook-endpoints'];
 
 /** The deliveries of an endpoint, with every attempt; retry by hand; a test event. */
 export function registerDeliveryRoutes(app: FastifyInstance): void {
   const { db } = app;
-  app.get('/v1/webhook-endpoints/:id/deliveries', {
-    schema: operation({
-      operationId: 'listWebhookDeliveries',
-      permission: 'webhook-endpoints:read',
-      summary: "List a webhook endpoint's deliveries, newest first, with their attempts",
-      description: 'A page of the endpoint\'s deliveries, newest first, each with every attempt (when, status code, duration, error); filter by `status` (pending, succeeded, dead).',
-      tags: TAGS,
-      params: IdParams,
-      querystring: listQuerySchema(DELIVERIES_COLLECTION),
-      response: { 200: representation(DeliveryPageSchema, 'A page of deliveries', RESPONSE_HEADERS.link, ['json']) },
-    }),
-  }, async (request, reply) => {
-    const query = parseListQuery(DELIVERIES_COLLECTION, request.query as Record<string, unknown>);
-    return sendPage(request, reply, await listDeliveries(db, (request.params as { id: number }).id, query), query);
-  });
+  app.get(
+    '/v1/webhook-endpoints/:id/deliveries',
+    {
+      schema: operation({
+        operationId: 'listWebhookDeliveries',
+        permission: 'webhook-endpoints:read',
+        summary: "List a webhook endpoint's deliveries, newest first, with their attempts",
+        description:
+          "A page of the endpoint's deliveries, newest first, each with every attempt (when, status code, duration, error); filter by `status` (pending, succeeded, dead).",
+        tags: TAGS,
+        params: IdParams,
+        querystring: listQuerySchema(DELIVERIES_COLLECTION),
+        response: { 200: representation(DeliveryPageSchema, 'A page of deliveries', RESPONSE_HEADERS.link, ['json']) },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(DELIVERIES_COLLECTION, request.query as Record<string, unknown>);
+      return sendPage(request, reply, await listDeliveries(db, (request.params as { id: number }).id, query), query);
+    },
+  );
 
-  app.get('/v1/webhook-endpoints/:id/deliveries/:delivery_id', {
-    schema: operation({
-      operationId: 'getWebhookDelivery',
-      permission: 'webhook-endpoints:read',
-      summary: 'Read one delivery with its attempts',
-      description: 'The delivery, its status and next attempt, with every attempt made (when, status code, duration, error).',
-      tags: TAGS,
-      params: DeliveryParams,
-      response: { 200: representation(DeliverySchema, 'The delivery', {}, ['json']) },
-    }),
-  }, async (request) => {
-    const params = request.params as { id: number; delivery_id: number };
-    return getDelivery(db, params.id, params.delivery_id);
-  });
+  app.get(
+    '/v1/webhook-endpoints/:id/deliveries/:delivery_id',
+    {
+      schema: operation({
+        operationId: 'getWebhookDelivery',
+        permission: 'webhook-endpoints:read',
+        summary: 'Read one delivery with its attempts',
+        description:
+          'The delivery, its status and next attempt, with every attempt made (when, status code, duration, error).',
+        tags: TAGS,
+        params: DeliveryParams,
+        response: { 200: representation(DeliverySchema, 'The delivery', {}, ['json']) },
+      }),
+    },
+    async (request) => {
+      const params = request.params as { id: number; delivery_id: number };
+      return getDelivery(db, params.id, params.delivery_id);
+    },
+  );
 
-  app.post('/v1/webhook-endpoints/:id/deliveries/:delivery_id/retry', {
-    schema: operation({
-      operationId: 'retryWebhookDelivery',
-      permission: 'webhook-endpoints:update',
-      summary: 'Send a delivery again',
-      description: `A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint (if the endpoint's owner may still read its event). 409 while it is still pending, or when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
-      tags: TAGS,
-      params: DeliveryParams,
-      problems: [409],
-      response: { 202: representation(DeliverySchema, 'The delivery, pending again', {}, ['json']) },
-    }),
-  }, async (request, reply) => {
-    const params = request.params as { id: number; delivery_id: number };
-    const delivery = await unitOfWork(db, (trx) => retryDelivery(trx, params.id, params.delivery_id, endpointContext(request)));
-    return reply.code(202).send(delivery);
-  });
+  app.post(
+    '/v1/webhook-endpoints/:id/deliveries/:delivery_id/retry',
+    {
+      schema: operation({
+        operationId: 'retryWebhookDelivery',
+        permission: 'webhook-endpoints:update',
+        summary: 'Send a delivery again',
+        description: `A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint (if the endpoint's owner may still read its event). 409 while it is still pending, or when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
+        tags: TAGS,
+        params: DeliveryParams,
+        problems: [409],
+        response: { 202: representation(DeliverySchema, 'The delivery, pending again', {}, ['json']) },
+      }),
+    },
+    async (request, reply) => {
+      const params = request.params as { id: number; delivery_id: number };
+      const delivery = await unitOfWork(db, (trx) =>
+        retryDelivery(trx, params.id, params.delivery_id, endpointContext(request)),
+      );
+      return reply.code(202).send(delivery);
+    },
+  );
 
-  app.post('/v1/webhook-endpoints/:id/ping', {
-    schema: operation({
-      operationId: 'pingWebhookEndpoint',
-      permission: 'webhook-endpoints:update',
-      summary: 'Send a test event (webhook.ping) to a webhook endpoint',
-      description: `A webhook.ping event is written and delivered to this endpoint only, signed and retried like any other; follow it at the Location given. 409 when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
-      tags: TAGS,
-      params: IdParams,
-      problems: [409],
-      response: { 202: representation(DeliverySchema, 'The delivery of the ping, pending', RESPONSE_HEADERS.location, ['json']) },
-    }),
-  }, async (request, reply) => {
-    const id = (request.params as { id: number }).id;
-    const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id, endpointContext(request)));
-    return reply.code(202).header('location', `/v1/webhook-endpoints/${id}/deliveries/${delivery.id}`).send(delivery);
-  });
+  app.post(
+    '/v1/webhook-endpoints/:id/ping',
+    {
+      schema: operation({
+        operationId: 'pingWebhookEndpoint',
+        permission: 'webhook-endpoints:update',
+        summary: 'Send a test event (webhook.ping) to a webhook endpoint',
+        description: `A webhook.ping event is written and delivered to this endpoint only, signed and retried like any other; follow it at the Location given. 409 when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
+        tags: TAGS,
+        params: IdParams,
+        problems: [409],
+        response: {
+          202: representation(DeliverySchema, 'The delivery of the ping, pending', RESPONSE_HEADERS.location, ['json']),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const id = (request.params as { id: number }).id;
+      const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id, endpointContext(request)));
+      return reply.code(202).header('location', `/v1/webhook-endpoints/${id}/deliveries/${delivery.id}`).send(delivery);
+    },
+  );
 }

@@ -1,7 +1,15 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paging.js';
-import { findAttempts, findDeliveries, findDeliveryById, insertDeliveries, updateDelivery, type StoredAttempt, type StoredDelivery } from '../../events/deliveries.repository.js';
+import {
+  findAttempts,
+  findDeliveries,
+  findDeliveryById,
+  insertDeliveries,
+  updateDelivery,
+  type StoredAttempt,
+  type StoredDelivery,
+} from '../../events/deliveries.repository.js';
 import { nextEventId } from '../../events/event-ids.js';
 import { recordEvent } from '../../events/outbox.js';
 import { newDelivery } from '../../events/webhooks.js';
@@ -18,15 +26,28 @@ function presentDelivery(delivery: StoredDelivery, attempts: StoredAttempt[]) {
     event_type: delivery.event_type,
     status: delivery.status,
     next_attempt_at: delivery.status === 'pending' ? delivery.next_attempt_at : null,
-    attempts: attempts.map((attempt) => ({ attempted_at: attempt.attempted_at, status_code: attempt.status_code, duration_ms: attempt.duration_ms, error: attempt.error })),
+    attempts: attempts.map((attempt) => ({
+      attempted_at: attempt.attempted_at,
+      status_code: attempt.status_code,
+      duration_ms: attempt.duration_ms,
+      error: attempt.error,
+    })),
     created_at: delivery.created_at,
     updated_at: delivery.updated_at,
   };
 }
 
 async function withAttempts(db: Executor, deliveries: StoredDelivery[]) {
-  const attempts = await findAttempts(db, deliveries.map((delivery) => delivery.id));
-  return deliveries.map((delivery) => presentDelivery(delivery, attempts.filter((attempt) => attempt.delivery_id === delivery.id)));
+  const attempts = await findAttempts(
+    db,
+    deliveries.map((delivery) => delivery.id),
+  );
+  return deliveries.map((delivery) =>
+    presentDelivery(
+      delivery,
+      attempts.filter((attempt) => attempt.delivery_id === delivery.id),
+    ),
+  );
 }
 
 export async function listDeliveries(db: Executor, endpointId: number, query: ListQuery) {
@@ -51,7 +72,8 @@ async function findStoredDelivery(db: Executor, endpointId: number, id: number):
 export async function retryDelivery(trx: Trx, endpointId: number, id: number, context: EndpointContext) {
   await assertEnabled(trx, endpointId, context);
   const delivery = await findStoredDelivery(trx, endpointId, id);
-  if (delivery.status === 'pending') throw new ConflictError('delivery-pending', `Delivery ${id} is still pending: it is sent without being asked.`);
+  if (delivery.status === 'pending')
+    throw new ConflictError('delivery-pending', `Delivery ${id} is still pending: it is sent without being asked.`);
   const now = nowTimestamp();
   const updated = await updateDelivery(trx, id, { status: 'pending', attempts: 0, next_attempt_at: now }, now);
   return (await withAttempts(trx, [updated!]))[0]!;
@@ -72,6 +94,10 @@ async function assertEnabled(trx: Trx, endpointId: number, context: EndpointCont
   const stored = await findStoredEndpoint(trx, endpointId);
   assertMayChange(stored, context);
   const endpoint = presentEndpoint(stored);
-  if (!endpoint.enabled) throw new ConflictError('endpoint-disabled', `Webhook endpoint ${endpointId} is disabled${endpoint.disabled_reason ? ` (${endpoint.disabled_reason})` : ''}; enable it with PATCH {"enabled": true} first.`);
+  if (!endpoint.enabled)
+    throw new ConflictError(
+      'endpoint-disabled',
+      `Webhook endpoint ${endpointId} is disabled${endpoint.disabled_reason ? ` (${endpoint.disabled_reason})` : ''}; enable it with PATCH {"enabled": true} first.`,
+    );
   return endpoint;
 }

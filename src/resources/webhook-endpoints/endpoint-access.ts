@@ -21,13 +21,18 @@ export interface EndpointContext {
 }
 
 /** The context of a request that passed authentication. */
-export function endpointContext(request: { principal: { callerId: number | null; scopes: ReadonlySet<string> } | null }): EndpointContext {
+export function endpointContext(request: {
+  principal: { callerId: number | null; scopes: ReadonlySet<string> } | null;
+}): EndpointContext {
   return { callerId: request.principal!.callerId, scopes: request.principal!.scopes };
 }
 
 /** The owner a new endpoint gets: the caller creating it. An external issuer's subject is not a caller whose access rowi can check at each delivery. */
 export function ownerFor(context: EndpointContext): number {
-  if (context.callerId === null) throw forbidden('A webhook endpoint acts for a caller of rowi, whose access is checked at every delivery; the subject of an external issuer\'s token is not one. Use a rowi caller\'s API key or token.');
+  if (context.callerId === null)
+    throw forbidden(
+      "A webhook endpoint acts for a caller of rowi, whose access is checked at every delivery; the subject of an external issuer's token is not one. Use a rowi caller's API key or token.",
+    );
   return context.callerId;
 }
 
@@ -42,21 +47,36 @@ export function ownerScopes(endpoint: EndpointWithOwner): ReadonlySet<string> | 
  * whether the URL changes). An endpoint without an owner sends nothing: the caller changing it
  * becomes its owner.
  */
-export function assertMayChange(endpoint: EndpointWithOwner, context: EndpointContext, after: { resources?: string; url?: boolean } = {}): void {
+export function assertMayChange(
+  endpoint: EndpointWithOwner,
+  context: EndpointContext,
+  after: { resources?: string; url?: boolean } = {},
+): void {
   const callerId = ownerFor(context);
   const scopes = ownerScopes(endpoint);
   if (scopes === undefined) return;
   const readable = new Set(readableResources(context.scopes));
-  const missing = sentResources(after.resources ?? endpoint.resources, new Set(readableResources(scopes))).filter((resource) => !readable.has(resource));
+  const missing = sentResources(after.resources ?? endpoint.resources, new Set(readableResources(scopes))).filter(
+    (resource) => !readable.has(resource),
+  );
   if (missing.length > 0) {
     const required = missing.map((resource) => `${resource}:read`);
-    throw forbidden(`Webhook endpoint ${endpoint.id} sends events of ${missing.join(', ')}, which this caller may not read (${required.join(', ')}): only a caller that could have created it may change it.`, required);
+    throw forbidden(
+      `Webhook endpoint ${endpoint.id} sends events of ${missing.join(', ')}, which this caller may not read (${required.join(', ')}): only a caller that could have created it may change it.`,
+      required,
+    );
   }
   if (after.url === true && endpoint.owner_caller_id !== callerId) {
-    throw forbidden(`Only its owner (caller ${endpoint.owner_caller_id}) may change where webhook endpoint ${endpoint.id} sends events; create an endpoint of your own instead.`);
+    throw forbidden(
+      `Only its owner (caller ${endpoint.owner_caller_id}) may change where webhook endpoint ${endpoint.id} sends events; create an endpoint of your own instead.`,
+    );
   }
 }
 
 function forbidden(detail: string, required: string[] = []): AppError {
-  return new AppError('webhook-endpoint-forbidden', detail, required.length > 0 ? { extensions: { required_scopes: required } } : {});
+  return new AppError(
+    'webhook-endpoint-forbidden',
+    detail,
+    required.length > 0 ? { extensions: { required_scopes: required } } : {},
+  );
 }

@@ -3,8 +3,23 @@ import type { Config } from '../../config.js';
 import type { AddressPolicy } from '../../events/ssrf.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
-import { CONDITIONAL_WRITE, IdParams, IfMatchHeaders, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
-import { changeOperation, createOperation, deleteOperation, listOperation, READ_ONLY, readOperation, type Collection } from '../collection.js';
+import {
+  CONDITIONAL_WRITE,
+  IdParams,
+  IfMatchHeaders,
+  RESPONSE_HEADERS,
+  operation,
+  representation,
+} from '../../http/schemas.js';
+import {
+  changeOperation,
+  createOperation,
+  deleteOperation,
+  listOperation,
+  READ_ONLY,
+  readOperation,
+  type Collection,
+} from '../collection.js';
 import { registerDeliveryRoutes } from './deliveries.routes.js';
 import { endpointContext } from './endpoint-access.js';
 import {
@@ -18,7 +33,14 @@ import {
   type WebhookEndpointCreate,
   type WebhookEndpointPatch,
 } from './webhook-endpoints.schema.js';
-import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, patchEndpoint, rotateSecret } from './webhook-endpoints.service.js';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  getEndpoint,
+  listEndpoints,
+  patchEndpoint,
+  rotateSecret,
+} from './webhook-endpoints.service.js';
 
 const ENDPOINTS: Collection = {
   path: '/v1/webhook-endpoints',
@@ -32,7 +54,10 @@ const ENDPOINTS: Collection = {
 };
 
 /** /v1/webhook-endpoints: where events are POSTed, signed (docs/events.md). */
-const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy: AddressPolicy }> = async (app, { config, policy }) => {
+const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy: AddressPolicy }> = async (
+  app,
+  { config, policy },
+) => {
   const { db } = app;
   const context = endpointContext;
   const checkUrl = async (body: { url?: string }) => {
@@ -42,7 +67,7 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
   createOperation(app, ENDPOINTS, {
     summary: 'Create a webhook endpoint (its signing secret is in this answer only)',
     description:
-      'Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The endpoint acts for the caller creating it, its owner (owner_caller_id): it is sent only what the owner may read at each delivery; the subject of an external issuer\'s token may not create one (403 webhook-endpoint-forbidden). The answer holds the signing secret: it is never shown again (rotate it to get a new one).',
+      "Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The endpoint acts for the caller creating it, its owner (owner_caller_id): it is sent only what the owner may read at each delivery; the subject of an external issuer's token may not create one (403 webhook-endpoint-forbidden). The answer holds the signing secret: it is never shown again (rotate it to get a new one).",
     body: WebhookEndpointCreateSchema,
     createdRecord: WebhookEndpointWithSecretSchema,
     problems: [409, 422],
@@ -55,7 +80,8 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     description: `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the endpoint as stored. ${READ_ONLY} ${WHO_MAY_CHANGE} Only its owner may change its URL. Enabling an endpoint whose owner was deleted makes the caller its owner. ${CONDITIONAL_WRITE}`,
     body: WebhookEndpointPatchSchema,
     check: checkUrl,
-    change: (trx, id, body, condition, request) => patchEndpoint(trx, id, body as WebhookEndpointPatch, condition, context(request)),
+    change: (trx, id, body, condition, request) =>
+      patchEndpoint(trx, id, body as WebhookEndpointPatch, condition, context(request)),
   });
   deleteOperation(app, ENDPOINTS, {
     summary: 'Delete a webhook endpoint and its deliveries',
@@ -63,22 +89,35 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     remove: (trx, id, condition, request) => deleteEndpoint(trx, id, condition, context(request)),
   });
 
-  app.post('/v1/webhook-endpoints/:id/rotate-secret', {
-    schema: operation({
-      operationId: 'rotateWebhookSecret',
-      permission: 'webhook-endpoints:update',
-      summary: "Rotate a webhook endpoint's signing secret",
-      description: `A new secret, in this answer only. The previous one keeps signing beside it (two signatures in webhook-signature) for ROWI_WEBHOOK_SECRET_OVERLAP seconds (${config.webhookSecretOverlap} here), so receivers can switch without losing a delivery; 409 while that overlap lasts. ${WHO_MAY_CHANGE}`,
-      tags: ['webhook-endpoints'],
-      params: IdParams,
-      headers: IfMatchHeaders,
-      problems: [409, 412],
-      response: { 200: representation(WebhookEndpointWithSecretSchema, 'The endpoint with its new secret', RESPONSE_HEADERS.etag, ['json']) },
-    }),
-  }, async (request, reply) => {
-    const rotated = await unitOfWork(db, (trx) => rotateSecret(trx, request.params.id, conditionOf(request), config.webhookSecretOverlap, context(request)));
-    return sendRecord(request, reply, rotated);
-  });
+  app.post(
+    '/v1/webhook-endpoints/:id/rotate-secret',
+    {
+      schema: operation({
+        operationId: 'rotateWebhookSecret',
+        permission: 'webhook-endpoints:update',
+        summary: "Rotate a webhook endpoint's signing secret",
+        description: `A new secret, in this answer only. The previous one keeps signing beside it (two signatures in webhook-signature) for ROWI_WEBHOOK_SECRET_OVERLAP seconds (${config.webhookSecretOverlap} here), so receivers can switch without losing a delivery; 409 while that overlap lasts. ${WHO_MAY_CHANGE}`,
+        tags: ['webhook-endpoints'],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        problems: [409, 412],
+        response: {
+          200: representation(
+            WebhookEndpointWithSecretSchema,
+            'The endpoint with its new secret',
+            RESPONSE_HEADERS.etag,
+            ['json'],
+          ),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const rotated = await unitOfWork(db, (trx) =>
+        rotateSecret(trx, request.params.id, conditionOf(request), config.webhookSecretOverlap, context(request)),
+      );
+      return sendRecord(request, reply, rotated);
+    },
+  );
 
   registerDeliveryRoutes(app);
 };

@@ -8,7 +8,9 @@ import { EventId } from '../event-id.js';
 /** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
 const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
 
-const EventTypeOrAll = Type.Union([Type.Literal('*'), ...SUBSCRIBABLE.map((type) => Type.Literal(type))], { description: 'an event type, or * for every type' });
+const EventTypeOrAll = Type.Union([Type.Literal('*'), ...SUBSCRIBABLE.map((type) => Type.Literal(type))], {
+  description: 'an event type, or * for every type',
+});
 
 const Events = Type.Array(EventTypeOrAll, {
   minItems: 1,
@@ -29,7 +31,11 @@ const Url = Type.String({
   description:
     'where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/)',
 });
-const Description = freeText({ maxLength: 500, visible: false, description: 'what the endpoint is for, up to 500 characters on one line' });
+const Description = freeText({
+  maxLength: 500,
+  visible: false,
+  description: 'what the endpoint is for, up to 500 characters on one line',
+});
 
 const endpointFields = {
   id: RecordFields.id,
@@ -41,19 +47,45 @@ const endpointFields = {
   }),
   description: Description,
   events: Events,
-  enabled: Type.Boolean({ description: 'false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row)' }),
-  disabled_reason: Nullable(Type.String({ readOnly: true, description: 'why rowi disabled the endpoint; null when a caller did, or when enabled' })),
-  failed_attempts: Type.Integer({ minimum: 0, readOnly: true, description: 'failed attempts in a row (a success resets it)' }),
-  previous_secret_expires_at: Nullable(Type.String({ ...Timestamp, readOnly: true, description: 'until when the secret before the last rotation still signs beside the current one' })),
+  enabled: Type.Boolean({
+    description:
+      'false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row)',
+  }),
+  disabled_reason: Nullable(
+    Type.String({
+      readOnly: true,
+      description: 'why rowi disabled the endpoint; null when a caller did, or when enabled',
+    }),
+  ),
+  failed_attempts: Type.Integer({
+    minimum: 0,
+    readOnly: true,
+    description: 'failed attempts in a row (a success resets it)',
+  }),
+  previous_secret_expires_at: Nullable(
+    Type.String({
+      ...Timestamp,
+      readOnly: true,
+      description: 'until when the secret before the last rotation still signs beside the current one',
+    }),
+  ),
   created_at: RecordFields.created_at,
   updated_at: RecordFields.updated_at,
 };
 
-export const WebhookEndpointSchema = Type.Object(endpointFields, { additionalProperties: false, title: 'WebhookEndpoint' });
+export const WebhookEndpointSchema = Type.Object(endpointFields, {
+  additionalProperties: false,
+  title: 'WebhookEndpoint',
+});
 
-const Secret = Type.String({ description: 'the signing secret (whsec_ and base64, as Standard Webhooks): shown only in this answer' });
+const Secret = Type.String({
+  description: 'the signing secret (whsec_ and base64, as Standard Webhooks): shown only in this answer',
+});
 
-export const WebhookEndpointWithSecretSchema = Type.Object({ ...endpointFields, secret: Secret }, { additionalProperties: false, title: 'WebhookEndpointWithSecret' });
+export const WebhookEndpointWithSecretSchema = Type.Object(
+  { ...endpointFields, secret: Secret },
+  { additionalProperties: false, title: 'WebhookEndpointWithSecret' },
+);
 
 export const WebhookEndpointPageSchema = pageSchema(WebhookEndpointSchema, 'webhook_endpoints');
 
@@ -84,16 +116,22 @@ export type WebhookEndpointPatch = Static<typeof WebhookEndpointPatchSchema>;
 export const WHO_MAY_CHANGE =
   'Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.';
 
-export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionSpec = { sortable: { id: 'integer', created_at: 'string' }, filters: { ...CREATED_RANGE_FILTERS } };
+export const WEBHOOK_ENDPOINTS_COLLECTION: CollectionSpec = {
+  sortable: { id: 'integer', created_at: 'string' },
+  filters: { ...CREATED_RANGE_FILTERS },
+};
 
 const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('dead')], {
-  description: 'pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand)',
+  description:
+    'pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand)',
 });
 
 export const AttemptSchema = Type.Object(
   {
     attempted_at: Type.String({ ...Timestamp, description: 'when the attempt started' }),
-    status_code: Type.Union([Type.Integer({ minimum: 100, maximum: 999 }), Type.Null()], { description: "the endpoint's answer; null when none came" }),
+    status_code: Type.Union([Type.Integer({ minimum: 100, maximum: 999 }), Type.Null()], {
+      description: "the endpoint's answer; null when none came",
+    }),
     duration_ms: Type.Integer({ minimum: 0, description: 'how long the attempt took' }),
     error: Nullable(Type.String({ description: 'why the attempt failed; null when it succeeded' })),
   },
@@ -104,10 +142,15 @@ export const DeliverySchema = Type.Object(
   {
     id: RecordFields.id,
     endpoint_id: Type.Integer({ ...Id, description: 'the endpoint it is sent to' }),
-    event_id: Type.String({ ...EventId, description: 'the event sent (GET /v1/events/{id}); its id is also the webhook-id header' }),
+    event_id: Type.String({
+      ...EventId,
+      description: 'the event sent (GET /v1/events/{id}); its id is also the webhook-id header',
+    }),
     event_type: Type.String({ description: 'the type of the event sent' }),
     status: DeliveryStatus,
-    next_attempt_at: Nullable(Type.String({ ...Timestamp, description: 'when the next attempt is due; null unless pending' })),
+    next_attempt_at: Nullable(
+      Type.String({ ...Timestamp, description: 'when the next attempt is due; null unless pending' }),
+    ),
     attempts: Type.Array(AttemptSchema, { description: 'every attempt, oldest first' }),
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,

@@ -5,7 +5,15 @@ import type { ListQuery } from '../../db/paging.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { EVENT_TYPES, type EventType } from '../../events/event-types.js';
 import { newSecret } from '../../events/signing.js';
-import { findEndpointWithOwner, findEndpoints, insertEndpoint, updateEndpointAtVersion, type EndpointChanges, type EndpointWithOwner, type StoredEndpoint } from '../../events/webhook-endpoints.repository.js';
+import {
+  findEndpointWithOwner,
+  findEndpoints,
+  insertEndpoint,
+  updateEndpointAtVersion,
+  type EndpointChanges,
+  type EndpointWithOwner,
+  type StoredEndpoint,
+} from '../../events/webhook-endpoints.repository.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
@@ -34,7 +42,8 @@ export interface EndpointView {
 }
 
 export function presentEndpoint(endpoint: StoredEndpoint): EndpointView {
-  const previousActive = endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > nowTimestamp();
+  const previousActive =
+    endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > nowTimestamp();
   return {
     id: endpoint.id,
     url: endpoint.url,
@@ -67,7 +76,11 @@ export async function listEndpoints(db: Executor, query: ListQuery) {
 }
 
 /** The URL has been checked (AddressPolicy.assertAllowed) before the unit of work. */
-export async function createEndpoint(trx: Trx, input: WebhookEndpointCreate, context: EndpointContext): Promise<EndpointView & { secret: string }> {
+export async function createEndpoint(
+  trx: Trx,
+  input: WebhookEndpointCreate,
+  context: EndpointContext,
+): Promise<EndpointView & { secret: string }> {
   const events = input.events ?? ['*'];
   const now = nowTimestamp();
   const stored = await insertEndpoint(trx, {
@@ -89,63 +102,122 @@ export async function createEndpoint(trx: Trx, input: WebhookEndpointCreate, con
  * failure count again. The events are checked against what its owner may read; an endpoint
  * without an owner (deleted) becomes the changing caller's, and is set up for what it may read.
  */
-export function patchEndpoint(trx: Trx, id: number, patch: WebhookEndpointPatch, condition: VersionCondition, context: EndpointContext): Promise<EndpointView> {
-  return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
-    const stored = await findStoredEndpoint(trx, id);
-    const owner = ownerScopes(stored);
-    const url = patch.url === undefined ? stored.url : storedUrl(patch.url);
-    const changes: EndpointChanges = {};
-    if (url !== stored.url) changes.url = url;
-    if (owner === undefined) changes.owner_caller_id = ownerFor(context);
-    if (patch.events !== undefined || owner === undefined) {
-      const events = patch.events ?? (JSON.parse(stored.events) as string[]);
-      const resources = JSON.stringify(owner === undefined ? allowedResources(events, context.scopes, 'this caller') : allowedResources(events, owner, `its owner (caller ${stored.owner_caller_id})`));
-      if (JSON.stringify(events) !== stored.events) changes.events = JSON.stringify(events);
-      if (resources !== stored.resources) changes.resources = resources;
-    }
-    assertMayChange(stored, context, { resources: changes.resources ?? stored.resources, url: changes.url !== undefined });
-    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
-    assertReadOnlyEchoes(stored, patch);
-    if (patch.description !== undefined && patch.description !== stored.description) changes.description = patch.description;
-    if (patch.enabled !== undefined && (patch.enabled ? 1 : 0) !== stored.enabled) {
-      changes.enabled = patch.enabled ? 1 : 0;
-      changes.disabled_reason = null;
-      if (patch.enabled) changes.failures = 0;
-    }
-    if (Object.keys(changes).length === 0) return presentEndpoint(stored);
-    const updated = await updateEndpointAtVersion(trx, id, stored.version, changes, nowTimestamp());
-    return updated && presentEndpoint(updated);
-  }, `Webhook endpoint ${id}`);
+export function patchEndpoint(
+  trx: Trx,
+  id: number,
+  patch: WebhookEndpointPatch,
+  condition: VersionCondition,
+  context: EndpointContext,
+): Promise<EndpointView> {
+  return withRowLocked(
+    trx,
+    { table: 'webhook_endpoints', id },
+    async () => {
+      const stored = await findStoredEndpoint(trx, id);
+      const owner = ownerScopes(stored);
+      const url = patch.url === undefined ? stored.url : storedUrl(patch.url);
+      const changes: EndpointChanges = {};
+      if (url !== stored.url) changes.url = url;
+      if (owner === undefined) changes.owner_caller_id = ownerFor(context);
+      if (patch.events !== undefined || owner === undefined) {
+        const events = patch.events ?? (JSON.parse(stored.events) as string[]);
+        const resources = JSON.stringify(
+          owner === undefined
+            ? allowedResources(events, context.scopes, 'this caller')
+            : allowedResources(events, owner, `its owner (caller ${stored.owner_caller_id})`),
+        );
+        if (JSON.stringify(events) !== stored.events) changes.events = JSON.stringify(events);
+        if (resources !== stored.resources) changes.resources = resources;
+      }
+      assertMayChange(stored, context, {
+        resources: changes.resources ?? stored.resources,
+        url: changes.url !== undefined,
+      });
+      assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
+      assertReadOnlyEchoes(stored, patch);
+      if (patch.description !== undefined && patch.description !== stored.description)
+        changes.description = patch.description;
+      if (patch.enabled !== undefined && (patch.enabled ? 1 : 0) !== stored.enabled) {
+        changes.enabled = patch.enabled ? 1 : 0;
+        changes.disabled_reason = null;
+        if (patch.enabled) changes.failures = 0;
+      }
+      if (Object.keys(changes).length === 0) return presentEndpoint(stored);
+      const updated = await updateEndpointAtVersion(trx, id, stored.version, changes, nowTimestamp());
+      return updated && presentEndpoint(updated);
+    },
+    `Webhook endpoint ${id}`,
+  );
 }
 
-export async function deleteEndpoint(trx: Trx, id: number, condition: VersionCondition, context: EndpointContext): Promise<void> {
-  await withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
-    const stored = await findStoredEndpoint(trx, id);
-    assertMayChange(stored, context);
-    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
-    return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? true : undefined;
-  }, `Webhook endpoint ${id}`);
+/** The stored endpoint, once the caller may change it and the request's condition holds. */
+async function findEndpointToChange(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  context: EndpointContext,
+): Promise<EndpointWithOwner> {
+  const stored = await findStoredEndpoint(trx, id);
+  assertMayChange(stored, context);
+  assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
+  return stored;
+}
+
+export async function deleteEndpoint(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  context: EndpointContext,
+): Promise<void> {
+  await withRowLocked(
+    trx,
+    { table: 'webhook_endpoints', id },
+    async () => {
+      const stored = await findEndpointToChange(trx, id, condition, context);
+      return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? true : undefined;
+    },
+    `Webhook endpoint ${id}`,
+  );
 }
 
 /**
  * A new signing secret; the current one keeps signing beside it for `overlapSeconds`. Refused
  * while an earlier rotation's overlap lasts: a third secret would drop one receivers may still use.
  */
-export function rotateSecret(trx: Trx, id: number, condition: VersionCondition, overlapSeconds: number, context: EndpointContext): Promise<EndpointView & { secret: string }> {
-  return withRowLocked(trx, { table: 'webhook_endpoints', id }, async () => {
-    const stored = await findStoredEndpoint(trx, id);
-    assertMayChange(stored, context);
-    assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
-    const now = nowTimestamp();
-    if (stored.previous_secret_expires_at !== null && stored.previous_secret_expires_at > now) {
-      throw new ConflictError('rotation-in-progress', `Webhook endpoint ${id}'s previous secret signs until ${stored.previous_secret_expires_at}; rotate again after that.`, {
-        previous_secret_expires_at: stored.previous_secret_expires_at,
-      });
-    }
-    const expires = new Date(Date.now() + overlapSeconds * 1000).toISOString();
-    const updated = await updateEndpointAtVersion(trx, id, stored.version, { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires }, now);
-    return updated && { ...presentEndpoint(updated), secret: updated.secret };
-  }, `Webhook endpoint ${id}`);
+export function rotateSecret(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  overlapSeconds: number,
+  context: EndpointContext,
+): Promise<EndpointView & { secret: string }> {
+  return withRowLocked(
+    trx,
+    { table: 'webhook_endpoints', id },
+    async () => {
+      const stored = await findEndpointToChange(trx, id, condition, context);
+      const now = nowTimestamp();
+      if (stored.previous_secret_expires_at !== null && stored.previous_secret_expires_at > now) {
+        throw new ConflictError(
+          'rotation-in-progress',
+          `Webhook endpoint ${id}'s previous secret signs until ${stored.previous_secret_expires_at}; rotate again after that.`,
+          {
+            previous_secret_expires_at: stored.previous_secret_expires_at,
+          },
+        );
+      }
+      const expires = new Date(Date.now() + overlapSeconds * 1000).toISOString();
+      const updated = await updateEndpointAtVersion(
+        trx,
+        id,
+        stored.version,
+        { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires },
+        now,
+      );
+      return updated && { ...presentEndpoint(updated), secret: updated.secret };
+    },
+    `Webhook endpoint ${id}`,
+  );
 }
 
 /**
@@ -161,14 +233,23 @@ function storedUrl(text: string): string {
 function allowedResources(events: readonly string[], scopes: ReadonlySet<string>, whose: string): string[] {
   const readable = readableResources(scopes);
   if (events.includes('*')) {
-    if (events.length > 1) throw new UnprocessableError('events: "*" already means every type; give it alone.', [{ in: 'body', pointer: '#/events', detail: '"*" must be the only member' }]);
+    if (events.length > 1)
+      throw new UnprocessableError('events: "*" already means every type; give it alone.', [
+        { in: 'body', pointer: '#/events', detail: '"*" must be the only member' },
+      ]);
     return readable.filter((resource) => resource !== 'webhook-endpoints');
   }
   const errors: FieldError[] = [];
   events.forEach((type, index) => {
     const resource = EVENT_TYPES[type as EventType].resource;
-    if (!readable.includes(resource)) errors.push({ in: 'body', pointer: `#/events/${index}`, detail: `${type} is an event of ${resource}, which ${whose} may not read (${resource}:read)` });
+    if (!readable.includes(resource))
+      errors.push({
+        in: 'body',
+        pointer: `#/events/${index}`,
+        detail: `${type} is an event of ${resource}, which ${whose} may not read (${resource}:read)`,
+      });
   });
-  if (errors.length > 0) throw new UnprocessableError(`The endpoint asks for events of resources ${whose} may not read.`, errors);
+  if (errors.length > 0)
+    throw new UnprocessableError(`The endpoint asks for events of resources ${whose} may not read.`, errors);
   return [...new Set(events.map((type) => EVENT_TYPES[type as EventType].resource))].sort();
 }
