@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TObject, type TSchema } from 'typebox';
-import { recordInTransaction, type AuditRecord } from '../audit/audit.js';
+import { recordInTransaction, type AuditRecord } from '../audit-trail/audit-log.js';
 import { challenge } from '../auth/challenge.js';
 import type { Action, Scope } from '../auth/policy.js';
 import type { Trx } from '../db/database.js';
@@ -10,7 +10,7 @@ import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { PROBLEM_TYPE_BASE, toAppError } from '../http/problem.js';
 import type { VersionCondition } from '../http/records.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
-import { spendMore } from '../limits/rate-limit.js';
+import { spendMore } from '../rate-limits/rate-limit.js';
 import { BatchInvalidError, BATCH_KEYS, countEntries, duplicateErrors, nestedErrors } from './batch-checks.js';
 
 /**
