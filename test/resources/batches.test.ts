@@ -231,6 +231,19 @@ describe('POST /v1/users/batch', () => {
     }
   });
 
+  it('POST /v1/users/batch: 415 for an XML body and 406 when only XML is accepted, since batches are JSON only', async () => {
+    const xml = await test.call({
+      method: 'POST',
+      url: '/v1/users/batch',
+      headers: { 'content-type': 'application/xml' },
+      body: '<batch><create><name>X</name><email>x@example.com</email></create></batch>',
+    });
+    const accept = await batch('users', { create: [buildUser()] }, { accept: 'application/xml' });
+
+    expectProblem(xml, 415, 'unsupported-media-type');
+    expect(accept.status).toBe(406);
+  });
+
   it('POST /v1/users/batch: 422 validation-failed pointing into the entries when they have the wrong types', async () => {
     const before = await storedEverything();
 
