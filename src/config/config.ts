@@ -143,7 +143,7 @@ export function unknownSettings(env: NodeJS.ProcessEnv): string[] {
 /**
  * ROWI_ names that are never settings: the API key the documentation's examples export, and the
  * variables of the tools around rowi (its tests, benchmarks and CI), which child processes inherit.
- * No setting may take one of these names (test/config.test.ts).
+ * No setting may take one of these names (test/config/config.test.ts).
  */
 export const NOT_SETTINGS: { names: readonly string[]; prefixes: readonly string[] } = {
   names: ['ROWI_KEY'],
