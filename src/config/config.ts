@@ -2,6 +2,7 @@ import { Ajv } from 'ajv';
 import { isIP } from 'node:net';
 import Type, { type Static, type TSchema } from 'typebox';
 import { DURABILITY_SETTINGS, SERVING_SETTINGS, START_CHECK_SETTINGS } from './serving.settings.js';
+import { AUTH_SETTINGS } from './auth.settings.js';
 import { LIMIT_SETTINGS } from './limits.settings.js';
 import { WEATHER_SETTINGS } from './weather.settings.js';
 import { EVENT_SETTINGS } from './events.settings.js';
@@ -13,6 +14,7 @@ import { EVENT_SETTINGS } from './events.settings.js';
  */
 export const ConfigSchema = Type.Object({
   ...SERVING_SETTINGS,
+  ...AUTH_SETTINGS,
   ...LIMIT_SETTINGS,
   ...WEATHER_SETTINGS,
   ...EVENT_SETTINGS,
