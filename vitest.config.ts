@@ -66,7 +66,7 @@ export default defineConfig({
               test: {
                 name: 'fast-postgres',
                 include: POSTGRES_FAST,
-                exclude: [PROCESS_FILES, 'test/resources/money.test.ts'],
+                exclude: [PROCESS_FILES, 'test/resources/{money,order-lines}.test.ts'],
                 env: POSTGRES,
               },
             },
