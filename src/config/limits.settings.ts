@@ -127,6 +127,16 @@ export const LIMIT_SETTINGS = {
     }),
     'ROWI_MAX_HEAP_USED',
   ),
+  batchMax: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: 1000,
+      description:
+        'entries one batch request (`POST /v1/<collection>/batch`) may hold at most; more is 413 `batch-too-large`',
+    }),
+    'ROWI_BATCH_MAX',
+  ),
   auditFlushInterval: setting(
     Type.Integer({
       minimum: 10,

@@ -5,7 +5,13 @@ import { readFileSync } from 'node:fs';
  * run (test/docs/readme.process.test.ts), in the order they run against one server: the guide first
  * (it creates the records the others use), the README's example last.
  */
-export const EXAMPLE_FILES = ['docs/guide.md', 'docs/security.md', 'docs/operations.md', 'README.md'] as const;
+export const EXAMPLE_FILES = [
+  'docs/guide.md',
+  'docs/security.md',
+  'docs/operations.md',
+  'docs/bulk.md',
+  'README.md',
+] as const;
 
 /** Every documentation file the reference checks read. */
 export const DOC_FILES = [
@@ -14,6 +20,7 @@ export const DOC_FILES = [
   'docs/security.md',
   'docs/errors.md',
   'docs/operations.md',
+  'docs/bulk.md',
   'docs/events.md',
   'docs/development.md',
   'docs/performance.md',
