@@ -16,6 +16,7 @@ import {
   ItemReplaceSchema,
   ItemSchema,
 } from './items.schema.js';
+import { creatorOf } from '../../auth/visibility.js';
 import { createItem, deleteItem, getItem, listItems, patchItem, presentItem, replaceItem } from './items.service.js';
 
 const ITEMS: Collection = {
@@ -35,7 +36,7 @@ const itemsRoutes: FastifyPluginAsync = async (app) => {
   createOperation(app, ITEMS, {
     summary: 'Create an item (and its stock, at quantity 0)',
     body: ItemCreateSchema,
-    create: createItem,
+    create: (trx, body, request) => createItem(trx, body, creatorOf(request.principal)),
   });
   readOperation(app, ITEMS, { read: getItem });
   replaceOperation(app, ITEMS, { body: ItemReplaceSchema, replace: replaceItem });

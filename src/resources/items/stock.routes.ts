@@ -22,6 +22,7 @@ import {
 } from './stock.schema.js';
 import { getStock, listMovements, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
+import { sightOf } from '../../auth/visibility.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -44,7 +45,8 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       }),
     },
-    async (request, reply) => sendRecord(request, reply, await getStock(db, request.params.id)),
+    async (request, reply) =>
+      sendRecord(request, reply, await getStock(db, request.params.id, sightOf(request.principal, 'items'))),
   );
 
   // PUT and PATCH take the same one field, so both set it; PATCH also takes a merge patch.
@@ -70,7 +72,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request, reply) => {
         const stock = await unitOfWork(db, (trx) =>
-          setStock(trx, request.params.id, request.body, conditionOf(request)),
+          setStock(trx, request.params.id, request.body, conditionOf(request), sightOf(request.principal, 'items')),
         );
         return sendRecord(request, reply, stock);
       },
@@ -94,7 +96,15 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
-      return sendPage(request, reply, await listMovements(db, request.params.id, query), query);
+      return sendPage(
+        request,
+        reply,
+        await listMovements(db, request.params.id, query, {
+          items: sightOf(request.principal, 'items'),
+          orders: sightOf(request.principal, 'orders'),
+        }),
+        query,
+      );
     },
   );
 };

@@ -1,6 +1,7 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/paging.js';
+import { SEES_ALL, type Sight } from '../../db/visibility.js';
 import { ConflictError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
@@ -25,8 +26,9 @@ import type { StockChange } from './stock.schema.js';
  */
 export type { StoredStock };
 
-export async function getStock(db: Executor, itemId: number): Promise<StoredStock> {
-  const stock = await findStock(db, itemId);
+/** The stock of an item; 404 when the item does not exist, or the sight on items does not show it. */
+export async function getStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock> {
+  const stock = await findStock(db, itemId, sight);
   if (!stock) throw itemNotFound(itemId);
   return stock;
 }
@@ -37,12 +39,13 @@ export async function setStock(
   itemId: number,
   change: StockChange,
   condition: VersionCondition,
+  sight: Sight,
 ): Promise<StoredStock> {
   return withRowLocked(
     trx,
     { table: 'stock', id: itemId },
     async () => {
-      const stored = await getStock(trx, itemId);
+      const stored = await getStock(trx, itemId, sight);
       assertCondition(condition, stored.version, `The stock of item ${itemId}`);
       assertStockEchoes(stored, change);
       if (change.quantity === undefined || change.quantity === stored.quantity) return stored;
@@ -58,9 +61,18 @@ export async function setStock(
   );
 }
 
-export async function listMovements(db: Executor, itemId: number, query: ListQuery) {
-  if (!(await findItemById(db, itemId))) throw itemNotFound(itemId);
-  return findMovements(db, itemId, query);
+/**
+ * The ledger of an item the sight on items shows. A movement names the order that caused it only
+ * when the sight on orders shows that order; otherwise its order_id is null, as for a set.
+ */
+export async function listMovements(
+  db: Executor,
+  itemId: number,
+  query: ListQuery,
+  sights: { items: Sight; orders: Sight },
+) {
+  if (!(await findItemById(db, itemId, sights.items))) throw itemNotFound(itemId);
+  return findMovements(db, itemId, query, sights.orders);
 }
 
 /** One change an order makes to the stock of one item. */
@@ -98,7 +110,7 @@ export async function applyStockMoves(
     const change = CHANGES[move.kind](move.units);
     const moved = await moveStock(trx, move.itemId, { ...change, now });
     if (!moved) {
-      const stock = await findStock(trx, move.itemId);
+      const stock = await findStock(trx, move.itemId, SEES_ALL);
       // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
       if (stock === undefined)
         throw new ConflictError(

@@ -16,6 +16,7 @@ import {
   UserReplaceSchema,
   UserSchema,
 } from './users.schema.js';
+import { creatorOf } from '../../auth/visibility.js';
 import { createUser, deleteUser, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
 const USERS: Collection = {
@@ -31,11 +32,24 @@ const USERS: Collection = {
 /** /v1/users: the six operations every resource has (list, read, create, replace, change, delete) on users. */
 const usersRoutes: FastifyPluginAsync = async (app) => {
   listOperation(app, USERS, { list: listUsers });
-  createOperation(app, USERS, { summary: 'Create a user', body: UserCreateSchema, create: createUser });
+  createOperation(app, USERS, {
+    summary: 'Create a user',
+    body: UserCreateSchema,
+    create: (trx, body, request) => createUser(trx, body, creatorOf(request.principal)),
+  });
   readOperation(app, USERS, { read: getUser });
-  replaceOperation(app, USERS, { body: UserReplaceSchema, replace: replaceUser });
-  changeOperation(app, USERS, { body: UserPatchSchema, change: patchUser });
-  deleteOperation(app, USERS, { summary: 'Delete a user (409 while the user has placed orders)', remove: deleteUser });
+  replaceOperation(app, USERS, {
+    body: UserReplaceSchema,
+    replace: replaceUser,
+  });
+  changeOperation(app, USERS, {
+    body: UserPatchSchema,
+    change: patchUser,
+  });
+  deleteOperation(app, USERS, {
+    summary: 'Delete a user (409 while the user has placed orders)',
+    remove: deleteUser,
+  });
 };
 
 export default usersRoutes;
