@@ -2,7 +2,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fast
 import type { Static, TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
-import type { ListQuery } from '../db/paging.js';
+import type { ListQuery } from '../db/keyset.js';
 import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';

@@ -1,5 +1,5 @@
 import type { Executor, ItemRow } from '../../db/database.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
 const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_by', 'created_at', 'updated_at', 'version'] as const;

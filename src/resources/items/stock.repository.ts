@@ -1,7 +1,7 @@
 import type { Executor, StockMovementRow, StockRow } from '../../db/database.js';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { sql } from 'kysely';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, visibleIn, type Sight } from '../../db/visibility.js';
 
 /** Every query of an item's stock and of its ledger (stock_movements). */

@@ -1,5 +1,5 @@
 import type { Executor, UserRow } from '../../db/database.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
 /** The columns a user is read with: the API fields and the version its ETag comes from. */

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
-import type { Config } from './config.js';
-import { openStorage, type Storage } from './db/connect.js';
-import { checkSqliteFile } from './db/sqlite-check.js';
-import { createLogger } from './logger.js';
-import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
-import { ensureSigningKey } from './auth/signing-keys.js';
-import { ensureFirstAdmin } from './resources/callers/api-keys.service.js';
+import { buildApp } from '../app.js';
+import type { Config } from '../config/config.js';
+import { openStorage, type Storage } from '../db/connect.js';
+import { checkSqliteFile } from '../db/sqlite-check.js';
+import { createLogger } from '../observability/logger.js';
+import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
+import { ensureSigningKey } from '../auth/signing-keys.js';
+import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
 
 /**
  * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to
@@ -45,6 +45,11 @@ export async function openCheckedStorage(
 export async function migrate(storage: Storage, logger: Pick<Logger, 'info'>): Promise<void> {
   const migrations = await prepareDatabase(storage);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
+  // Migration 0013 gives the records made before owners existed an owner (docs/access.md): say so where operators look.
+  if (migrations.applied.includes('0013-owners'))
+    logger.info(
+      'records made before owners existed (users, items, orders) now belong to the first admin caller, the lowest admin id, if there is one',
+    );
 }
 
 /** Brings the database up to date and makes what rowi needs from its first request: a signing key. */
