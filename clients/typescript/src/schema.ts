@@ -1204,14 +1204,15 @@ export interface components {
             readonly id: number;
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name: string;
-            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management */
-            role: "reader" | "editor" | "admin";
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
             extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description scopes of the role taken away */
             removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description what the caller may do: role + extra − removed */
             readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            record_access: components["schemas"]["RecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit: number | null;
             /**
@@ -1235,12 +1236,13 @@ export interface components {
         CallerCreate: {
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name: string;
-            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management */
-            role: "reader" | "editor" | "admin";
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's */
             extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description scopes of the role taken away */
             removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
         };
@@ -1294,12 +1296,13 @@ export interface components {
         CallerPatch: {
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name?: string;
-            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management */
-            role?: "reader" | "editor" | "admin";
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's; replaces the list */
             extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description scopes of the role taken away; replaces the list */
             removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
@@ -1509,6 +1512,8 @@ export interface components {
              * @example 12.50
              */
             price: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
             /**
              * Format: date-time
              * @description when the record was created (RFC 3339, UTC)
@@ -1591,6 +1596,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * ItemReplace
@@ -1625,6 +1632,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * JWKS
@@ -1979,6 +1988,8 @@ export interface components {
              * @example 125.00
              */
             readonly total: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
             /**
              * Format: date-time
              * @description when the record was created (RFC 3339, UTC)
@@ -2131,6 +2142,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
             readonly total?: string;
         };
         /**
@@ -2173,6 +2186,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
             readonly total?: string;
         };
         /**
@@ -2274,6 +2289,30 @@ export interface components {
             status: number;
             title: string;
             description: string;
+        };
+        /**
+         * RecordAccess
+         * @description per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist
+         */
+        RecordAccess: {
+            /** @description all or own users */
+            users: "all" | "own";
+            /** @description all or own items */
+            items: "all" | "own";
+            /** @description all or own orders */
+            orders: "all" | "own";
+        };
+        /**
+         * RecordAccessChange
+         * @description the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles)
+         */
+        RecordAccessChange: {
+            /** @description all or own users */
+            users?: "all" | "own";
+            /** @description all or own items */
+            items?: "all" | "own";
+            /** @description all or own orders */
+            orders?: "all" | "own";
         };
         /**
          * Stock
@@ -2494,6 +2533,8 @@ export interface components {
              * @description unique, compared case-insensitively
              */
             email: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
             /**
              * Format: date-time
              * @description when the record was created (RFC 3339, UTC)
@@ -2570,6 +2611,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * UserReplace
@@ -2601,6 +2644,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * Weather
@@ -3680,6 +3725,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -3775,6 +3822,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -4065,6 +4114,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -4160,6 +4211,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -4755,6 +4808,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -4850,6 +4905,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -5613,7 +5670,7 @@ export interface operations {
                 /** @description comma-separated sort fields (id, name, created_at); prefix - for descending; ties are broken by id */
                 sort?: string;
                 /** @description only callers with this role */
-                role?: "reader" | "editor" | "admin";
+                role?: "reader" | "editor" | "admin" | "channel";
                 /** @description exact name */
                 name?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
@@ -5708,7 +5765,7 @@ export interface operations {
                 /** @description comma-separated sort fields (id, name, created_at); prefix - for descending; ties are broken by id */
                 sort?: string;
                 /** @description only callers with this role */
-                role?: "reader" | "editor" | "admin";
+                role?: "reader" | "editor" | "admin" | "channel";
                 /** @description exact name */
                 name?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
