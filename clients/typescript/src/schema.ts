@@ -1191,6 +1191,11 @@ export interface components {
          *         "weather:update",
          *         "events:read"
          *       ],
+         *       "record_access": {
+         *         "users": "all",
+         *         "items": "all",
+         *         "orders": "all"
+         *       },
          *       "rate_limit": null,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
@@ -1274,6 +1279,11 @@ export interface components {
          *             "weather:update",
          *             "events:read"
          *           ],
+         *           "record_access": {
+         *             "users": "all",
+         *             "items": "all",
+         *             "orders": "all"
+         *           },
          *           "rate_limit": null,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
@@ -1344,6 +1354,7 @@ export interface components {
          *           }
          *         ],
          *         "total": "5.00",
+         *         "created_by": 2,
          *         "created_at": "2026-06-01T12:00:00.000Z",
          *         "updated_at": "2026-06-01T12:00:00.000Z"
          *       }
@@ -1389,6 +1400,7 @@ export interface components {
          *               }
          *             ],
          *             "total": "5.00",
+         *             "created_by": 2,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
@@ -1493,6 +1505,7 @@ export interface components {
          *       "name": "Widget",
          *       "sku": "WID-1",
          *       "price": "2.50",
+         *       "created_by": 1,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
          *     }
@@ -1553,6 +1566,7 @@ export interface components {
          *           "name": "Widget",
          *           "sku": "WID-1",
          *           "price": "2.50",
+         *           "created_by": 1,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
          *         }
@@ -1966,6 +1980,7 @@ export interface components {
          *         }
          *       ],
          *       "total": "5.00",
+         *       "created_by": 2,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
          *     }
@@ -2093,6 +2108,7 @@ export interface components {
          *             }
          *           ],
          *           "total": "5.00",
+         *           "created_by": 2,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
          *         }
@@ -2293,6 +2309,11 @@ export interface components {
         /**
          * RecordAccess
          * @description per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist
+         * @example {
+         *       "users": "all",
+         *       "items": "all",
+         *       "orders": "all"
+         *     }
          */
         RecordAccess: {
             /** @description all or own users */
@@ -2305,6 +2326,9 @@ export interface components {
         /**
          * RecordAccessChange
          * @description the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles)
+         * @example {
+         *       "orders": "own"
+         *     }
          */
         RecordAccessChange: {
             /** @description all or own users */
@@ -2516,6 +2540,7 @@ export interface components {
          *       "id": 1,
          *       "name": "Ada Lovelace",
          *       "email": "ada@example.com",
+         *       "created_by": 2,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
          *     }
@@ -2570,6 +2595,7 @@ export interface components {
          *           "id": 1,
          *           "name": "Ada Lovelace",
          *           "email": "ada@example.com",
+         *           "created_by": 2,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
          *         }
