@@ -19,6 +19,7 @@ import {
 } from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
 import type { StockChange } from './stock.schema.js';
+import { insufficientStock, type StockMove } from './stock-moves.js';
 
 /**
  * Stock and its ledger. Every change of an item's quantity or reserved count goes through this
@@ -73,20 +74,6 @@ export async function listMovements(
 ) {
   if (!(await findItemById(db, itemId, sights.items))) throw itemNotFound(itemId);
   return findMovements(db, itemId, query, sights.orders);
-}
-
-/** One change an order makes to the stock of one item. */
-export interface StockMove {
-  itemId: number;
-  kind: Exclude<MovementKind, 'set'>;
-  units: number;
-}
-
-/** A line that stock cannot cover: what was asked for and what is available to it. */
-export interface ShortLine {
-  item_id: number;
-  requested: number;
-  available: number;
 }
 
 /**
@@ -151,31 +138,6 @@ export function stockEvents(movements: readonly NewMovement[]): EventDraft[] {
 /** Stock of the given items, by item id. */
 export async function stockByItem(db: Executor, itemIds: number[]): Promise<Map<number, StoredStock>> {
   return new Map((await findStocks(db, itemIds)).map((stock) => [stock.item_id, stock]));
-}
-
-/**
- * The 409 of an order that stock cannot cover. How many units are available is the stock's
- * business: a caller that may not read stock is told which lines are short, not by how much.
- */
-export function insufficientStock(shortLines: ShortLine[], showsAvailable: boolean): ConflictError {
-  if (showsAvailable) {
-    const list = shortLines
-      .map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`)
-      .join('; ');
-    return new ConflictError(
-      'insufficient-stock',
-      `Stock cannot cover every line, so nothing was reserved (${list}).`,
-      { short_lines: shortLines },
-    );
-  }
-  const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested`).join('; ');
-  return new ConflictError(
-    'insufficient-stock',
-    `Stock cannot cover every line, so nothing was reserved (${list}); how many are available is shown to callers that may read stock.`,
-    {
-      short_lines: shortLines.map((line) => ({ item_id: line.item_id, requested: line.requested })),
-    },
-  );
 }
 
 /** How each kind of move changes the three counters. */

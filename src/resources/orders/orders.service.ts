@@ -6,14 +6,8 @@ import type { Sight } from '../../db/visibility.js';
 import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordEvent, recordEvents } from '../../outbox/outbox.js';
-import {
-  applyStockMoves,
-  insufficientStock,
-  stockByItem,
-  stockEvents,
-  type ShortLine,
-  type StockMove,
-} from '../items/stock.service.js';
+import { applyStockMoves, stockByItem, stockEvents } from '../items/stock.service.js';
+import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
