@@ -23,7 +23,7 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { readableResources, scopesOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
+import { reachOfGrants, readableResources, SECURITY_SCHEMES } from './auth/policy.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -161,7 +161,7 @@ export async function buildApp({
     config,
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
-    readableBy: (owner) => new Set(readableResources(scopesOfGrants(owner))),
+    readableBy: (owner) => new Set(readableResources(reachOfGrants(owner))),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

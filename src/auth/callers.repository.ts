@@ -88,6 +88,7 @@ export interface CallerFields {
   role: Role;
   extra_scopes: string;
   removed_scopes: string;
+  own_records: string;
   rate_limit: number | null;
 }
 
@@ -172,6 +173,7 @@ const selectKeyByPrefix = compiledQuery((db, prefix: string) =>
       'callers.role',
       'callers.extra_scopes',
       'callers.removed_scopes',
+      'callers.own_records',
       'callers.rate_limit',
     ])
     .where('api_keys.prefix', '=', prefix),

@@ -10,7 +10,37 @@ export type Action = (typeof ACTIONS)[number];
 /** The data resources other systems read and change. */
 export const DATA_RESOURCES = ['users', 'items', 'stock', 'orders', 'weather'] as const;
 
-export const ROLES = ['reader', 'editor', 'admin'] as const satisfies readonly Role[];
+export const ROLES = ['reader', 'editor', 'admin', 'channel'] as const satisfies readonly Role[];
+
+/**
+ * The resources whose records have an owner, the caller that created them (docs/access.md): per
+ * resource a caller sees all records or only its own, whatever the action.
+ */
+export const OWNED_RESOURCES = ['users', 'items', 'orders'] as const;
+export type OwnedResource = (typeof OWNED_RESOURCES)[number];
+export type RecordAccess = Record<OwnedResource, 'all' | 'own'>;
+
+/**
+ * The resources a role sees only its own records of, unless a caller's record access says
+ * otherwise: a sales channel sees the orders it placed and the users (its customers) it created.
+ */
+export const ROLE_OWN_RECORDS: Record<Role, readonly OwnedResource[]> = {
+  reader: [],
+  editor: [],
+  admin: [],
+  channel: ['users', 'orders'],
+};
+
+export function isOwnedResource(text: string): text is OwnedResource {
+  return (OWNED_RESOURCES as readonly string[]).includes(text);
+}
+
+/** The stored form (space-separated resources seen own-only) as the representation's map. */
+export function recordAccessOf(ownRecords: ReadonlySet<string>): RecordAccess {
+  return Object.fromEntries(
+    OWNED_RESOURCES.map((resource) => [resource, ownRecords.has(resource) ? 'own' : 'all']),
+  ) as RecordAccess;
+}
 
 export type Scope = `${string}:${Action}`;
 
@@ -50,9 +80,24 @@ export const ALL_SCOPES: readonly Scope[] = [
  */
 export const EVENT_RESOURCES = [...DATA_RESOURCES, 'callers', 'webhook-endpoints'] as const;
 
-/** The resources whose events a caller with these scopes may see. */
-export function readableResources(scopes: ReadonlySet<string>): string[] {
-  return EVENT_RESOURCES.filter((resource) => scopes.has(`${resource}:read`));
+/** What decides which events a caller sees: its scopes, and the resources it sees only its own records of. */
+export interface Reach {
+  scopes: ReadonlySet<string>;
+  ownRecords: ReadonlySet<string>;
+}
+
+/**
+ * The resources whose events a caller may see: those it may read, except those it sees only its
+ * own records of (an event does not say whose record it is told of, so none of them is sent), and
+ * stock while it sees only its own orders (a stock event names the order that moved it).
+ */
+export function readableResources(reach: Reach): string[] {
+  return EVENT_RESOURCES.filter(
+    (resource) =>
+      reach.scopes.has(`${resource}:read`) &&
+      !reach.ownRecords.has(resource) &&
+      !(resource === 'stock' && reach.ownRecords.has('orders')),
+  );
 }
 
 /** The credentials an operation accepts, as OpenAPI security schemes (docs/security.md). */
@@ -90,6 +135,8 @@ export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   reader: [...dataScopes('read'), 'events:read'],
   editor: [...dataScopes('read', 'create', 'update'), 'events:read'],
   admin: ALL_SCOPES,
+  // A sales channel places orders for its customers and reads the catalogue (docs/access.md).
+  channel: ['orders:read', 'orders:create', 'users:read', 'users:create', 'items:read', 'stock:read'],
 };
 
 const KNOWN = new Set<string>(ALL_SCOPES);
@@ -111,16 +158,27 @@ export function scopesOf(role: Role, extra: readonly string[], removed: readonly
   return scopes;
 }
 
-/** A caller's grants as stored: its role, and its extra and removed scopes (space-separated). */
+/** A caller's grants as stored: its role, its extra and removed scopes and the resources it sees only its own records of (space-separated). */
 export interface StoredGrants {
   role: Role;
   extra_scopes: string;
   removed_scopes: string;
+  own_records: string;
 }
 
 /** The scopes a caller holds, from its grants as stored. */
-export function scopesOfGrants(grants: StoredGrants): ReadonlySet<string> {
+export function scopesOfGrants(grants: Omit<StoredGrants, 'own_records'>): ReadonlySet<string> {
   return scopesOf(grants.role, parseScopeList(grants.extra_scopes), parseScopeList(grants.removed_scopes));
+}
+
+/** What a caller may see, from its grants as stored. */
+export function reachOfGrants(grants: StoredGrants): Reach {
+  return { scopes: scopesOfGrants(grants), ownRecords: ownRecordsOf(grants.own_records) };
+}
+
+/** The stored list of resources seen own-only, as a set (unknown names are ignored). */
+export function ownRecordsOf(stored: string): ReadonlySet<string> {
+  return new Set(parseScopeList(stored).filter(isOwnedResource));
 }
 
 /** Space-separated scope lists, the form of OAuth's `scope` (RFC 6749 §3.3) and of the store. */

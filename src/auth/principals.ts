@@ -6,7 +6,7 @@ import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from './callers.repository.js';
 import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
-import { isGrantable, isScope, parseScopeList, scopesOf } from './policy.js';
+import { isGrantable, isScope, ownRecordsOf, parseScopeList, scopesOf } from './policy.js';
 import { TokenError, type TokenService, type VerifiedToken } from './tokens.js';
 import { challenge } from './challenge.js';
 
@@ -18,6 +18,8 @@ export interface Principal {
   /** The caller's name, or the external token's subject. */
   name: string;
   scopes: ReadonlySet<string>;
+  /** The resources it sees only its own records of (docs/access.md); empty for an external issuer's subject. */
+  ownRecords: ReadonlySet<string>;
   /** The caller's role; null for the subject of an external issuer's token. */
   role: Role | null;
   /** The caller's own requests per minute; null: its role's default. */
@@ -35,6 +37,7 @@ export const FRESH_MS = 500;
 /** last_used_at is written for all keys used at most this often: never a write per request. */
 const LAST_USED_FLUSH_MS = 5000;
 const CACHE_LIMIT = 10_000;
+const NOTHING_OWN: ReadonlySet<string> = new Set();
 /** The signal that callers or keys changed somewhere. */
 const CREDENTIALS_TOPIC = 'credentials';
 
@@ -47,6 +50,7 @@ interface Checked<T> {
 interface CachedCaller {
   name: string;
   scopes: ReadonlySet<string>;
+  ownRecords: ReadonlySet<string>;
   role: Role;
   rateLimit: number | null;
 }
@@ -188,6 +192,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
       expiresAt: row.expires_at === null ? Infinity : Date.parse(row.expires_at),
       name: row.name,
       scopes: scopesOf(row.role as Role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
+      ownRecords: ownRecordsOf(row.own_records),
       role: row.role as Role,
       rateLimit: row.rate_limit,
     };
@@ -225,6 +230,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
         callerId: null,
         name: token.subject,
         scopes,
+        ownRecords: NOTHING_OWN,
         role: null,
         rateLimit: null,
         expiresAt: token.expires * 1000,
@@ -242,6 +248,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
         callerId,
         name: caller.name,
         scopes,
+        ownRecords: caller.ownRecords,
         role: caller.role,
         rateLimit: caller.rateLimit,
         expiresAt: token.expires * 1000,
@@ -252,6 +259,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
       const caller = row && {
         name: row.name,
         scopes: scopesOf(row.role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
+        ownRecords: ownRecordsOf(row.own_records),
         role: row.role,
         rateLimit: row.rate_limit,
       };

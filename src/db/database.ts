@@ -29,6 +29,8 @@ export interface UsersTable {
   email: string;
   /** The email folded to lower case: the unique key that makes email case-insensitive. */
   email_key: string;
+  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
+  created_by: ColumnType<number | null, number | null | undefined, never>;
   /** Incremented on every change; the ETag is derived from it. */
   version: number;
   created_at: string;
@@ -60,6 +62,8 @@ export interface ItemsTable {
   name: string;
   sku: string;
   price: number;
+  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
+  created_by: ColumnType<number | null, number | null | undefined, never>;
   version: number;
   created_at: string;
   updated_at: string;
@@ -105,6 +109,8 @@ export interface OrdersTable {
   user_id: number | null;
   status: OrderStatus;
   total: number;
+  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
+  created_by: ColumnType<number | null, number | null | undefined, never>;
   version: number;
   created_at: string;
   updated_at: string;
@@ -122,7 +128,7 @@ export interface OrderLinesTable {
 }
 export type OrderLineRow = Selectable<OrderLinesTable>;
 
-export type Role = 'reader' | 'editor' | 'admin';
+export type Role = 'reader' | 'editor' | 'admin' | 'channel';
 
 /** A system that uses the API (docs/security.md). Users are data; callers are who asks. */
 export interface CallersTable {
@@ -133,6 +139,8 @@ export interface CallersTable {
   /** Space-separated scopes granted beyond the role's, and taken away from it. */
   extra_scopes: string;
   removed_scopes: string;
+  /** Space-separated resources it sees only its own records of (docs/access.md); empty: all it may read. */
+  own_records: ColumnType<string, string | undefined, string>;
   /** Requests per minute; null: the role's default. */
   rate_limit: number | null;
   version: number;

@@ -37,6 +37,7 @@ function selectWithOwner(db: Executor) {
       'c.role as owner_role',
       'c.extra_scopes as owner_extra_scopes',
       'c.removed_scopes as owner_removed_scopes',
+      'c.own_records as owner_own_records',
     ]);
 }
 
@@ -44,12 +45,14 @@ type RowWithOwner = StoredEndpoint & {
   owner_role: OwnerGrants['role'] | null;
   owner_extra_scopes: string | null;
   owner_removed_scopes: string | null;
+  owner_own_records: string | null;
 };
 
 function withOwner({
   owner_role,
   owner_extra_scopes,
   owner_removed_scopes,
+  owner_own_records,
   ...endpoint
 }: RowWithOwner): EndpointWithOwner {
   return {
@@ -57,7 +60,12 @@ function withOwner({
     owner:
       owner_role === null
         ? null
-        : { role: owner_role, extra_scopes: owner_extra_scopes ?? '', removed_scopes: owner_removed_scopes ?? '' },
+        : {
+            role: owner_role,
+            extra_scopes: owner_extra_scopes ?? '',
+            removed_scopes: owner_removed_scopes ?? '',
+            own_records: owner_own_records ?? '',
+          },
   };
 }
 

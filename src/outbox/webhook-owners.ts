@@ -13,6 +13,8 @@ export interface OwnerGrants {
   role: Role;
   extra_scopes: string;
   removed_scopes: string;
+  /** The resources it sees only its own records of: none of their events is sent (docs/access.md). */
+  own_records: string;
 }
 
 /**

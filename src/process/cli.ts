@@ -32,7 +32,7 @@ const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
 Usage:
   rowi serve [flags]     serve the API (creates and migrates the database on first start)
   rowi migrate [flags]   bring the database up to date and exit
-  rowi callers create --name NAME --role reader|editor|admin [flags]
+  rowi callers create --name NAME --role reader|editor|admin|channel [flags]
                          create a caller; prints its new API key, alone, once
   rowi signing-keys rotate [flags]
                          retire the key that signs access tokens and make a new one

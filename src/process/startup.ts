@@ -46,6 +46,11 @@ export async function openCheckedStorage(
 export async function migrate(storage: Storage, logger: Pick<Logger, 'info'>): Promise<void> {
   const migrations = await prepareDatabase(storage);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
+  // Migration 0013 gives the records made before owners existed an owner (docs/access.md): say so where operators look.
+  if (migrations.applied.includes('0013-owners'))
+    logger.info(
+      'records made before owners existed (users, items, orders) now belong to the first admin caller, the lowest admin id, if there is one',
+    );
 }
 
 /** Brings the database up to date and makes what rowi needs from its first request: a signing key. */

@@ -6,8 +6,8 @@
 const AT = '2026-06-01T12:00:00.000Z';
 const LATER = '2026-06-01T12:05:00.000Z';
 
-const user = { id: 1, name: 'Ada Lovelace', email: 'ada@example.com', created_at: AT, updated_at: AT };
-const item = { id: 1, name: 'Widget', sku: 'WID-1', price: '2.50', created_at: AT, updated_at: AT };
+const user = { id: 1, name: 'Ada Lovelace', email: 'ada@example.com', created_by: 2, created_at: AT, updated_at: AT };
+const item = { id: 1, name: 'Widget', sku: 'WID-1', price: '2.50', created_by: 1, created_at: AT, updated_at: AT };
 const line = { item_id: 1, quantity: 2, unit_price: '2.50', line_total: '5.00' };
 const order = {
   id: 1,
@@ -16,6 +16,7 @@ const order = {
   status: 'placed',
   lines: [line],
   total: '5.00',
+  created_by: 2,
   created_at: AT,
   updated_at: AT,
 };
@@ -52,6 +53,7 @@ const caller = {
   extra_scopes: [],
   removed_scopes: [],
   scopes: [...editorScopes, 'events:read'],
+  record_access: { users: 'all', items: 'all', orders: 'all' },
   rate_limit: null,
   created_at: AT,
   updated_at: AT,
@@ -245,6 +247,8 @@ export const API_EXAMPLES: Record<string, unknown> = {
   },
   PlacePatch: { latitude: 35.68, longitude: 139.69 },
   Caller: caller,
+  RecordAccess: caller.record_access,
+  RecordAccessChange: { orders: 'own' },
   CallerCreate: { name: 'sales-system', role: 'editor' },
   CallerPatch: { rate_limit: 600 },
   ApiKey: apiKey,

@@ -1,6 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import Type, { type TObject, type TSchema } from 'typebox';
+import { sightOnCollection } from '../auth/visibility.js';
 import type { Trx } from '../db/database.js';
+import type { Sight } from '../db/visibility.js';
 import type { VersionCondition } from '../http/records.js';
 import { bodyOf, conditionOfEntry, recordResult, targetedEntry, type BatchAction } from './batch.js';
 import type { Collection } from './collection.js';
@@ -16,11 +18,13 @@ interface Versioned {
   version: number;
 }
 
+/** The same shape as the collection's single write (collection.ts): the request's Sight decides what the entry may touch. */
 type Write<Body> = (
   trx: Trx,
   id: number,
   body: Body,
   condition: VersionCondition,
+  sight: Sight,
   request: FastifyRequest,
 ) => Promise<{ version: number }>;
 
@@ -63,7 +67,8 @@ export function writeEntries<Body>(
     entry: targetedEntry(body, `${collection.singular}Batch${kind === 'replace' ? 'Replace' : 'Change'}`),
     targets,
     run: async (trx, entry: Body & { id: number; if_match?: string }, request) => {
-      const stored = await write(trx, entry.id, bodyOf(entry) as Body, conditionOfEntry(entry), request);
+      const sight = sightOnCollection(request.principal, collection.name);
+      const stored = await write(trx, entry.id, bodyOf(entry) as Body, conditionOfEntry(entry), sight, request);
       return recordResult(200, `${collection.path}/${entry.id}`, stored, shown(collection, stored));
     },
   };
@@ -72,7 +77,7 @@ export function writeEntries<Body>(
 /** `delete`: entries are `{id, if_match?}`. */
 export function deleteEntries(
   collection: Collection,
-  remove: (trx: Trx, id: number, condition: VersionCondition, request: FastifyRequest) => Promise<void>,
+  remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight) => Promise<void>,
 ): BatchAction {
   return {
     member: 'delete',
@@ -81,7 +86,7 @@ export function deleteEntries(
     entry: targetedEntry(Type.Object({}), `${collection.singular}BatchDelete`),
     targets: (entry: { id: number }) => [`id:${entry.id}`],
     run: async (trx, entry: { id: number; if_match?: string }, request) => {
-      await remove(trx, entry.id, conditionOfEntry(entry), request);
+      await remove(trx, entry.id, conditionOfEntry(entry), sightOnCollection(request.principal, collection.name));
       return { status: 204, location: `${collection.path}/${entry.id}` };
     },
   };

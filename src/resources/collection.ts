@@ -1,7 +1,9 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from 'typebox';
+import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
+import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { listQuerySchema, parseListQuery, sendPage, type CollectionSpec, type Page } from '../http/paging.js';
@@ -26,7 +28,10 @@ import {
  * beyond the usual. What every one of them does the same way is here: the permission its
  * method needs, paging and its Link header, the ETag of every record and 304 on a current copy,
  * Idempotency-Key on create with Location, If-Match turned into the condition the service checks
- * before it writes, the unit of work every write runs in, and the problems each can answer.
+ * before it writes, the unit of work every write runs in, and the problems each can answer. And
+ * which records the request may see (auth/visibility.ts): every operation on an owned resource
+ * hands its service the request's Sight, which every query of the record composes with, so a
+ * record the caller may not see is 404 on every path, conditional requests included.
  */
 export interface Collection {
   /** Where the collection lives; each record at `${path}/:id`. */
@@ -126,7 +131,7 @@ function consumes(collection: Collection, method: 'post' | 'put' | 'patch') {
 export function listOperation<Row>(
   app: FastifyInstance,
   collection: Collection,
-  spec: Documented & { list: (db: Db, query: ListQuery) => Promise<Page<Row>> },
+  spec: Documented & { list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<Row>> },
 ): void {
   const { db } = app;
   app.get(
@@ -152,7 +157,8 @@ export function listOperation<Row>(
     },
     async (request, reply) => {
       const query = parseListQuery(collection.listing, request.query as Record<string, unknown>);
-      return sendPage(request, reply, await spec.list(db, query), query);
+      const sight = sightOnCollection(request.principal, collection.name);
+      return sendPage(request, reply, await spec.list(db, query, sight), query);
     },
   );
 }
@@ -214,7 +220,7 @@ export function createOperation<Body extends TSchema>(
 export function readOperation(
   app: FastifyInstance,
   collection: Collection,
-  spec: Documented & { read: (db: Db, id: number) => Promise<{ version: number }> },
+  spec: Documented & { read: (db: Db, id: number, sight: Sight) => Promise<{ version: number }> },
 ): void {
   const { db } = app;
   app.get(
@@ -240,7 +246,8 @@ export function readOperation(
       }),
     },
     async (request, reply) => {
-      const stored = await spec.read(db, (request.params as { id: number }).id);
+      const sight = sightOnCollection(request.principal, collection.name);
+      const stored = await spec.read(db, (request.params as { id: number }).id, sight);
       return sendRecord(request, reply, presented(collection, stored) as { version: number });
     },
   );
@@ -251,6 +258,7 @@ type Write<Body extends TSchema> = (
   id: number,
   body: Static<Body>,
   condition: VersionCondition,
+  sight: Sight,
   request: FastifyRequest,
 ) => Promise<{ version: number }>;
 
@@ -322,8 +330,9 @@ function writeOperation<Body extends TSchema>(
     async (request, reply) => {
       const id = (request.params as { id: number }).id;
       await spec.check?.(request.body as never);
+      const sight = sightOnCollection(request.principal, collection.name);
       const stored = await unitOfWork(db, (trx) =>
-        write(trx, id, request.body as Static<Body>, conditionOf(request), request),
+        write(trx, id, request.body as Static<Body>, conditionOf(request), sight, request),
       );
       await collection.afterChange?.();
       return sendRecord(request, reply, presented(collection, stored) as { version: number });
@@ -337,7 +346,7 @@ export function deleteOperation(
   collection: Collection,
   spec: Documented & {
     summary: string;
-    remove: (trx: Trx, id: number, condition: VersionCondition, request: FastifyRequest) => Promise<void>;
+    remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight, request: FastifyRequest) => Promise<void>;
   },
 ): void {
   const { db } = app;
@@ -358,7 +367,8 @@ export function deleteOperation(
     },
     async (request, reply) => {
       const id = (request.params as { id: number }).id;
-      await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), request));
+      const sight = sightOnCollection(request.principal, collection.name);
+      await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), sight, request));
       await collection.afterChange?.();
       return sendEmpty(reply, 204);
     },

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { challenge } from '../auth/challenge.js';
+import type { Seer } from '../auth/visibility.js';
 import { AppError } from '../errors.js';
 
 /**
@@ -10,7 +11,7 @@ import { AppError } from '../errors.js';
  * a refusal counts nothing the caller may not read: an order short of stock says which lines are
  * short, and how many are available only to a caller that may read stock.
  */
-export interface Reader {
+export interface Reader extends Seer {
   name: string;
   scopes: ReadonlySet<string>;
 }

@@ -93,7 +93,12 @@ beforeAll(async () => {
         receiver: await new Receiver().start(),
         role,
         extra,
-        readable: [{ from: 0, resources: new Set(readableResources(scopesOf(role, extra, removed))) }],
+        readable: [
+          {
+            from: 0,
+            resources: new Set(readableResources({ scopes: scopesOf(role, extra, removed), ownRecords: new Set() })),
+          },
+        ],
       };
     }),
   );
@@ -250,7 +255,9 @@ async function perform(action: Action): Promise<number> {
       if (reply.status === 200)
         actor.readable.push({
           from: Date.now(),
-          resources: new Set(readableResources(scopesOf(actor.role, actor.extra, action.removed))),
+          resources: new Set(
+            readableResources({ scopes: scopesOf(actor.role, actor.extra, action.removed), ownRecords: new Set() }),
+          ),
         });
       return reply.status;
     }

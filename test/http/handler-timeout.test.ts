@@ -53,10 +53,10 @@ describe('the handler budget', () => {
       async (request, reply) => {
         const body = request.body as { first: string; second: string; fail: boolean };
         await app.db.transaction().execute(async (trx) => {
-          await createUser(trx, buildUser({ email: body.first }));
+          await createUser(trx, buildUser({ email: body.first }), null);
           await pause(SLOW_MS);
           if (body.fail) throw new Error('the second half failed');
-          await createUser(trx, buildUser({ email: body.second }));
+          await createUser(trx, buildUser({ email: body.second }), null);
         });
         return reply.code(201).send({ created: 2 });
       },

@@ -85,6 +85,7 @@ describe('POST /v1/callers', () => {
       extra_scopes: ['orders:delete'],
       removed_scopes: ['weather:read'],
       scopes: expectedScopes,
+      record_access: { users: 'all', items: 'all', orders: 'all' },
       rate_limit: null,
       created_at: expect.any(String),
       updated_at: reply.json.created_at,

@@ -86,6 +86,7 @@ describe('POST /v1/items', () => {
       name: 'Widget',
       sku: body.sku,
       price: '2.50',
+      created_by: 1,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -98,6 +99,7 @@ describe('POST /v1/items', () => {
       name: 'Widget',
       sku: body.sku,
       price: 250,
+      created_by: 1,
       version: 1,
       created_at: reply.json.created_at,
       updated_at: reply.json.created_at,
@@ -148,7 +150,7 @@ describe('POST /v1/items', () => {
     expect(reply.headers.etag).toBe('"v1-xml"');
     expect(reply.text).toMatch(
       new RegExp(
-        `^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<item><id>\\d+</id><name>Nuts &amp; Bolts &lt;M8&gt;</name><sku>${sku}</sku><price>10.00</price><created_at>[^<]+</created_at><updated_at>[^<]+</updated_at></item>$`,
+        `^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<item><id>\\d+</id><name>Nuts &amp; Bolts &lt;M8&gt;</name><sku>${sku}</sku><price>10.00</price><created_by>1</created_by><created_at>[^<]+</created_at><updated_at>[^<]+</updated_at></item>$`,
       ),
     );
     const id = Number(/<id>(\d+)<\/id>/.exec(reply.text)![1]);
@@ -331,6 +333,7 @@ describe('PUT /v1/items/{id}', () => {
       name: 'Widget Pro',
       sku,
       price: '4.70',
+      created_by: 1,
       created_at: item.created_at,
       updated_at: expect.any(String),
     });
@@ -340,6 +343,7 @@ describe('PUT /v1/items/{id}', () => {
       name: 'Widget Pro',
       sku,
       price: 470,
+      created_by: 1,
       version: 2,
       created_at: item.created_at,
       updated_at: reply.json.updated_at,

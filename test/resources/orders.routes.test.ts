@@ -66,6 +66,7 @@ describe('POST /v1/orders', () => {
         { item_id: gadget, quantity: 1, unit_price: '10.00', line_total: '10.00' },
       ],
       total: '17.50',
+      created_by: 1,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

@@ -21,6 +21,7 @@ describe('POST /v1/users', () => {
       id: expect.any(Number),
       name: 'Ada Lovelace',
       email: body.email,
+      created_by: 1,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -68,7 +69,7 @@ describe('POST /v1/users', () => {
     expect(reply.mediaType).toBe('application/xml');
     expect(reply.headers.etag).toBe('"v1-xml"');
     expect(reply.text).toMatch(
-      /^<\?xml version="1.0" encoding="UTF-8"\?>\n<user><id>\d+<\/id><name>Alan &amp; Co &lt;Turing&gt;<\/name><email>alan.xml@example.com<\/email><created_at>/,
+      /^<\?xml version="1.0" encoding="UTF-8"\?>\n<user><id>\d+<\/id><name>Alan &amp; Co &lt;Turing&gt;<\/name><email>alan.xml@example.com<\/email><created_by>1<\/created_by><created_at>/,
     );
     const id = Number(/<id>(\d+)<\/id>/.exec(reply.text)![1]);
     const read = await test.call({ url: `/v1/users/${id}` });

@@ -1271,6 +1271,11 @@ export interface components {
          *         "weather:update",
          *         "events:read"
          *       ],
+         *       "record_access": {
+         *         "users": "all",
+         *         "items": "all",
+         *         "orders": "all"
+         *       },
          *       "rate_limit": null,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
@@ -1284,14 +1289,15 @@ export interface components {
             readonly id: number;
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name: string;
-            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management */
-            role: "reader" | "editor" | "admin";
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
             extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description scopes of the role taken away */
             removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description what the caller may do: role + extra − removed */
             readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            record_access: components["schemas"]["RecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit: number | null;
             /**
@@ -1315,12 +1321,13 @@ export interface components {
         CallerCreate: {
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name: string;
-            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management */
-            role: "reader" | "editor" | "admin";
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's */
             extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description scopes of the role taken away */
             removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
         };
@@ -1352,6 +1359,11 @@ export interface components {
          *             "weather:update",
          *             "events:read"
          *           ],
+         *           "record_access": {
+         *             "users": "all",
+         *             "items": "all",
+         *             "orders": "all"
+         *           },
          *           "rate_limit": null,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
@@ -1374,12 +1386,13 @@ export interface components {
         CallerPatch: {
             /** @description unique name of the calling system (sales-system); also its OAuth client_id */
             name?: string;
-            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management */
-            role?: "reader" | "editor" | "admin";
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's; replaces the list */
             extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
             /** @description scopes of the role taken away; replaces the list */
             removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
@@ -1421,6 +1434,7 @@ export interface components {
          *           }
          *         ],
          *         "total": "5.00",
+         *         "created_by": 2,
          *         "created_at": "2026-06-01T12:00:00.000Z",
          *         "updated_at": "2026-06-01T12:00:00.000Z"
          *       }
@@ -1466,6 +1480,7 @@ export interface components {
          *               }
          *             ],
          *             "total": "5.00",
+         *             "created_by": 2,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
@@ -1570,6 +1585,7 @@ export interface components {
          *       "name": "Widget",
          *       "sku": "WID-1",
          *       "price": "2.50",
+         *       "created_by": 1,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
          *     }
@@ -1589,6 +1605,8 @@ export interface components {
              * @example 12.50
              */
             price: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
             /**
              * Format: date-time
              * @description when the record was created (RFC 3339, UTC)
@@ -1815,6 +1833,7 @@ export interface components {
          *           "name": "Widget",
          *           "sku": "WID-1",
          *           "price": "2.50",
+         *           "created_by": 1,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
          *         }
@@ -1858,6 +1877,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * ItemReplace
@@ -1892,6 +1913,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * JWKS
@@ -2224,6 +2247,7 @@ export interface components {
          *         }
          *       ],
          *       "total": "5.00",
+         *       "created_by": 2,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
          *     }
@@ -2246,6 +2270,8 @@ export interface components {
              * @example 125.00
              */
             readonly total: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
             /**
              * Format: date-time
              * @description when the record was created (RFC 3339, UTC)
@@ -2586,6 +2612,7 @@ export interface components {
          *             }
          *           ],
          *           "total": "5.00",
+         *           "created_by": 2,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
          *         }
@@ -2635,6 +2662,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
             readonly total?: string;
         };
         /**
@@ -2677,6 +2706,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
             readonly total?: string;
         };
         /**
@@ -2778,6 +2809,38 @@ export interface components {
             status: number;
             title: string;
             description: string;
+        };
+        /**
+         * RecordAccess
+         * @description per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist
+         * @example {
+         *       "users": "all",
+         *       "items": "all",
+         *       "orders": "all"
+         *     }
+         */
+        RecordAccess: {
+            /** @description all or own users */
+            users: "all" | "own";
+            /** @description all or own items */
+            items: "all" | "own";
+            /** @description all or own orders */
+            orders: "all" | "own";
+        };
+        /**
+         * RecordAccessChange
+         * @description the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles)
+         * @example {
+         *       "orders": "own"
+         *     }
+         */
+        RecordAccessChange: {
+            /** @description all or own users */
+            users?: "all" | "own";
+            /** @description all or own items */
+            items?: "all" | "own";
+            /** @description all or own orders */
+            orders?: "all" | "own";
         };
         /**
          * Stock
@@ -3102,6 +3165,7 @@ export interface components {
          *       "id": 1,
          *       "name": "Ada Lovelace",
          *       "email": "ada@example.com",
+         *       "created_by": 2,
          *       "created_at": "2026-06-01T12:00:00.000Z",
          *       "updated_at": "2026-06-01T12:00:00.000Z"
          *     }
@@ -3119,6 +3183,8 @@ export interface components {
              * @description unique, compared case-insensitively
              */
             email: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
             /**
              * Format: date-time
              * @description when the record was created (RFC 3339, UTC)
@@ -3345,6 +3411,7 @@ export interface components {
          *           "id": 1,
          *           "name": "Ada Lovelace",
          *           "email": "ada@example.com",
+         *           "created_by": 2,
          *           "created_at": "2026-06-01T12:00:00.000Z",
          *           "updated_at": "2026-06-01T12:00:00.000Z"
          *         }
@@ -3386,6 +3453,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * UserReplace
@@ -3417,6 +3486,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * Weather
@@ -4496,6 +4567,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -4591,6 +4664,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -4924,6 +4999,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -5019,6 +5096,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -5700,6 +5779,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -5795,6 +5876,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
             };
             header?: never;
             path?: never;
@@ -6601,7 +6684,7 @@ export interface operations {
                 /** @description comma-separated sort fields (id, name, created_at); prefix - for descending; ties are broken by id */
                 sort?: string;
                 /** @description only callers with this role */
-                role?: "reader" | "editor" | "admin";
+                role?: "reader" | "editor" | "admin" | "channel";
                 /** @description exact name */
                 name?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
@@ -6696,7 +6779,7 @@ export interface operations {
                 /** @description comma-separated sort fields (id, name, created_at); prefix - for descending; ties are broken by id */
                 sort?: string;
                 /** @description only callers with this role */
-                role?: "reader" | "editor" | "admin";
+                role?: "reader" | "editor" | "admin" | "channel";
                 /** @description exact name */
                 name?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */

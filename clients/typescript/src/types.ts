@@ -95,6 +95,10 @@ export type PlacePatch = components['schemas']['PlacePatch'];
 export type Problem = components['schemas']['Problem'];
 /** ProblemType */
 export type ProblemType = components['schemas']['ProblemType'];
+/** per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist */
+export type RecordAccess = components['schemas']['RecordAccess'];
+/** the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles) */
+export type RecordAccessChange = components['schemas']['RecordAccessChange'];
 /** Stock */
 export type Stock = components['schemas']['Stock'];
 /** StockBatch */

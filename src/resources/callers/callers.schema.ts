@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { ALL_SCOPES, ROLES } from '../../auth/policy.js';
+import { ALL_SCOPES, OWNED_RESOURCES, ROLES } from '../../auth/policy.js';
 import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { EchoedReadOnly, Id, RecordFields, Timestamp } from '../../http/schemas.js';
@@ -19,7 +19,7 @@ const Role = Type.Union(
   ROLES.map((role) => Type.Literal(role)),
   {
     description:
-      'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management',
+      'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock',
   },
 );
 
@@ -30,6 +30,29 @@ const ScopeName = Type.Union(
 
 const ScopeList = (description: string) =>
   Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
+
+const Access = Type.Union([Type.Literal('all'), Type.Literal('own')]);
+
+/** Per owned resource, whether the caller sees every record or only those it created (docs/access.md). */
+const RecordAccess = Type.Object(
+  Object.fromEntries(
+    OWNED_RESOURCES.map((resource) => [resource, Type.Union(Access.anyOf, { description: `all or own ${resource}` })]),
+  ),
+  {
+    additionalProperties: false,
+    title: 'RecordAccess',
+    description:
+      'per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist',
+  },
+);
+
+/** The same, as a body sets it: the resources named change, the others stay (or take the role's default on creation). */
+const RecordAccessChange = Type.Partial(RecordAccess, {
+  additionalProperties: false,
+  title: 'RecordAccessChange',
+  description:
+    "the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles)",
+});
 
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()], {
   description: 'requests per minute this caller may make; null: its role\'s default (docs/operations.md "Limits")',
@@ -47,6 +70,7 @@ export const CallerSchema = Type.Object(
       description: 'what the caller may do: role + extra − removed',
       xml: { wrapped: true },
     }),
+    record_access: RecordAccess,
     rate_limit: RateLimit,
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
@@ -61,6 +85,7 @@ export const CallerCreateSchema = Type.Object(
     role: Role,
     extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's")),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away')),
+    record_access: Type.Optional(RecordAccessChange),
     rate_limit: Type.Optional(RateLimit),
   },
   { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerCreate' },
@@ -72,6 +97,7 @@ export const CallerPatchSchema = Type.Object(
     role: Type.Optional(Role),
     extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's; replaces the list")),
     removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
+    record_access: Type.Optional(RecordAccessChange),
     rate_limit: Type.Optional(RateLimit),
     scopes: Type.Optional(
       Type.Array(ScopeName, {

@@ -6,6 +6,11 @@ import {
   parseScopeList,
   scopesOf,
   ALL_SCOPES,
+  OWNED_RESOURCES,
+  ownRecordsOf,
+  recordAccessOf,
+  ROLE_OWN_RECORDS,
+  type RecordAccess,
   type Scope,
 } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
@@ -34,6 +39,7 @@ export interface CallerView {
   extra_scopes: string[];
   removed_scopes: string[];
   scopes: string[];
+  record_access: RecordAccess;
   rate_limit: number | null;
   created_at: string;
   updated_at: string;
@@ -45,6 +51,7 @@ export interface CallerInput {
   role: Role;
   extra_scopes?: string[];
   removed_scopes?: string[];
+  record_access?: Partial<RecordAccess>;
   rate_limit?: number | null;
 }
 
@@ -66,6 +73,7 @@ export function presentCaller(caller: StoredCaller): CallerView {
     extra_scopes: extra,
     removed_scopes: removed,
     scopes: ALL_SCOPES.filter((scope) => held.has(scope)),
+    record_access: recordAccessOf(ownRecordsOf(caller.own_records)),
     rate_limit: caller.rate_limit,
     created_at: caller.created_at,
     updated_at: caller.updated_at,
@@ -114,6 +122,13 @@ export async function patchCaller(
         role: patch.role ?? current.role,
         extra_scopes: patch.extra_scopes ?? current.extra_scopes,
         removed_scopes: patch.removed_scopes ?? current.removed_scopes,
+        // A new role brings its own default record access, which the patch's record_access then changes.
+        record_access: {
+          ...(patch.role !== undefined && patch.role !== stored.role
+            ? recordAccessOf(new Set(ROLE_OWN_RECORDS[patch.role]))
+            : current.record_access),
+          ...patch.record_access,
+        },
         // Merge patch: null sets the role's default back, absent keeps what is stored.
         rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
       });
@@ -184,6 +199,7 @@ function checkedFields(input: CallerInput): {
   role: Role;
   extra_scopes: string;
   removed_scopes: string;
+  own_records: string;
   rate_limit: number | null;
 } {
   const extra = [...new Set(input.extra_scopes ?? [])];
@@ -206,8 +222,17 @@ function checkedFields(input: CallerInput): {
     role: input.role,
     extra_scopes: extra.join(' '),
     removed_scopes: removed.join(' '),
+    own_records: ownRecordsText(input.role, input.record_access),
     rate_limit: input.rate_limit ?? null,
   };
+}
+
+/** The stored form of record access: the resources seen own-only, the role's default where the input names none. */
+function ownRecordsText(role: Role, access: Partial<RecordAccess> = {}): string {
+  const defaults = new Set(ROLE_OWN_RECORDS[role]);
+  return OWNED_RESOURCES.filter(
+    (resource) => (access[resource] ?? (defaults.has(resource) ? 'own' : 'all')) === 'own',
+  ).join(' ');
 }
 
 /** What a change does to one caller, as far as managing callers goes. */

@@ -29,7 +29,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
     },
     async (request, reply) => {
       const query = parseListQuery(EVENTS_COLLECTION, request.query as Record<string, unknown>);
-      return sendPage(request, reply, await listEvents(db, query, request.principal!.scopes), query);
+      return sendPage(request, reply, await listEvents(db, query, request.principal!), query);
     },
   );
 
@@ -52,7 +52,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
       }),
     },
     async (request, reply) => {
-      const event = await getEvent(db, request.params.id, request.principal!.scopes);
+      const event = await getEvent(db, request.params.id, request.principal!);
       return sendTagged(request, reply, event, `"${event.id}"`);
     },
   );

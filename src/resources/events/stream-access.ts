@@ -109,7 +109,7 @@ export class StreamAccess {
   }
 
   #allow(stream: StreamConnection, checked: Checked, principal: Principal): void {
-    stream.release(new Set(readableResources(principal.scopes)));
+    stream.release(new Set(readableResources(principal)));
     this.#watchExpiry(stream, checked, principal);
   }
 

@@ -92,7 +92,7 @@ export function registerEventStream(
         from = await startingPosition(
           db,
           request.headers as Static<typeof StreamHeaders>,
-          readableResources(principal.scopes),
+          readableResources(principal),
         );
       } catch (error) {
         leave();
@@ -106,7 +106,7 @@ export function registerEventStream(
       const { types } = request.query as Static<typeof StreamQuery>;
       let unsubscribe: (() => void) | undefined;
       const stream: StreamConnection = new StreamConnection(request, reply, {
-        resources: new Set(readableResources(principal.scopes)),
+        resources: new Set(readableResources(principal)),
         types: types ? new Set(types.split(',')) : undefined,
         from,
         heartbeatMs: config.eventsHeartbeat * 1000,

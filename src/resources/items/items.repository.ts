@@ -1,21 +1,22 @@
 import type { Executor, ItemRow } from '../../db/database.js';
-import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
+import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
-const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_at', 'updated_at', 'version'] as const;
+const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_by', 'created_at', 'updated_at', 'version'] as const;
 export type StoredItem = Pick<ItemRow, (typeof ITEM_COLUMNS)[number]>;
 
-const selectItemById = compiledQuery((db, id: number) =>
+const selectItemById = compiledVisibleById('items', (db, id: number) =>
   db.selectFrom('items').select(ITEM_COLUMNS).where('id', '=', id),
 );
 
-export async function findItemById(db: Executor, id: number): Promise<StoredItem | undefined> {
-  const [item] = await selectItemById(db, id);
+/** The item, when it exists and the sight shows it. */
+export async function findItemById(db: Executor, id: number, sight: Sight): Promise<StoredItem | undefined> {
+  const [item] = await selectItemById(db, id, sight);
   return item;
 }
 
-export function findItems(db: Executor, query: ListQuery) {
-  return fetchPage(db.selectFrom('items').select(ITEM_COLUMNS), query);
+export function findItems(db: Executor, query: ListQuery, sight: Sight) {
+  return fetchPage(whereVisible(db.selectFrom('items').select(ITEM_COLUMNS), 'items', sight), query);
 }
 
 /** The items among `ids` that exist, with their current prices. */
@@ -25,7 +26,7 @@ export function findItemPrices(db: Executor, ids: number[]): Promise<{ id: numbe
 
 export function insertItem(
   db: Executor,
-  item: { name: string; sku: string; price: number; now: string },
+  item: { name: string; sku: string; price: number; created_by: number | null; now: string },
 ): Promise<StoredItem> {
   return db
     .insertInto('items')
@@ -33,6 +34,7 @@ export function insertItem(
       name: item.name,
       sku: item.sku,
       price: item.price,
+      created_by: item.created_by,
       version: 1,
       created_at: item.now,
       updated_at: item.now,

@@ -21,6 +21,7 @@ import {
   ItemReplaceSchema,
   ItemSchema,
 } from './items.schema.js';
+import { creatorOf } from '../../auth/visibility.js';
 import { createItem, deleteItem, getItem, listItems, patchItem, presentItem, replaceItem } from './items.service.js';
 
 const ITEMS: Collection = {
@@ -40,7 +41,7 @@ const itemsRoutes: FastifyPluginAsync = async (app) => {
   createOperation(app, ITEMS, {
     summary: 'Create an item (and its stock, at quantity 0)',
     body: ItemCreateSchema,
-    create: createItem,
+    create: (trx, body, request) => createItem(trx, body, creatorOf(request.principal)),
   });
   readOperation(app, ITEMS, { read: getItem });
   replaceOperation(app, ITEMS, { body: ItemReplaceSchema, replace: replaceItem });
@@ -59,7 +60,12 @@ const itemsRoutes: FastifyPluginAsync = async (app) => {
     description:
       'Creating an item creates its stock at 0, as the single POST does. Two entries may not name one item, by id or by SKU (422 batch-invalid).',
     actions: [
-      createEntries(ITEMS, ItemCreateSchema, createItem, (entry: ItemCreate) => sku(entry.sku)),
+      createEntries(
+        ITEMS,
+        ItemCreateSchema,
+        (trx, body: ItemCreate, request) => createItem(trx, body, creatorOf(request.principal)),
+        (entry: ItemCreate) => sku(entry.sku),
+      ),
       writeEntries(ITEMS, 'replace', ItemReplaceSchema, replaceItem, (entry: ItemReplace & { id: number }) => [
         `id:${entry.id}`,
         ...sku(entry.sku),

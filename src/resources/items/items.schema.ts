@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
 import { Price } from '../money.js';
 
 const Sku = Type.String({
@@ -15,6 +16,7 @@ export const ItemSchema = Type.Object(
     name: DisplayName,
     sku: Sku,
     price: Price,
+    created_by: CreatedBy,
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
   },
@@ -29,13 +31,19 @@ export const ItemCreateSchema = Type.Object(
 export type ItemCreate = Static<typeof ItemCreateSchema>;
 
 export const ItemReplaceSchema = Type.Object(
-  { name: DisplayName, sku: Sku, price: Price, ...EchoedReadOnly },
+  { name: DisplayName, sku: Sku, price: Price, ...EchoedReadOnly, ...EchoedCreatedBy },
   { additionalProperties: false, xml: { name: 'item' }, title: 'ItemReplace' },
 );
 export type ItemReplace = Static<typeof ItemReplaceSchema>;
 
 export const ItemPatchSchema = Type.Object(
-  { name: Type.Optional(DisplayName), sku: Type.Optional(Sku), price: Type.Optional(Price), ...EchoedReadOnly },
+  {
+    name: Type.Optional(DisplayName),
+    sku: Type.Optional(Sku),
+    price: Type.Optional(Price),
+    ...EchoedReadOnly,
+    ...EchoedCreatedBy,
+  },
   { additionalProperties: false, xml: { name: 'item' }, title: 'ItemPatch' },
 );
 export type ItemPatch = Static<typeof ItemPatchSchema>;
@@ -55,5 +63,6 @@ export const ITEM_COLLECTION: CollectionSpec = {
     sku: { schema: Type.String({ maxLength: 64, description: 'exact SKU' }), column: 'sku', operator: '=' },
     name: { schema: Type.String({ maxLength: 200, description: 'exact name' }), column: 'name', operator: '=' },
     ...CREATED_RANGE_FILTERS,
+    ...CREATED_BY_FILTER,
   },
 };

@@ -3,11 +3,13 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/driver-errors.js';
 import type { ListQuery } from '../../db/keyset.js';
+import type { Sight } from '../../db/visibility.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { recordEvent } from '../../outbox/outbox.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import { createdByDiffers } from '../ownership.js';
 import {
   findItemById,
   findItems,
@@ -26,22 +28,23 @@ export function presentItem(item: StoredItem): ItemView {
   return { ...item, price: formatMinorUnits(item.price) };
 }
 
-export async function getItem(db: Executor, id: number): Promise<StoredItem> {
-  const item = await findItemById(db, id);
+/** The item; 404 as well when the sight does not show it (its existence is not told). */
+export async function getItem(db: Executor, id: number, sight: Sight): Promise<StoredItem> {
+  const item = await findItemById(db, id, sight);
   if (!item) throw itemNotFound(id);
   return item;
 }
 
-export async function listItems(db: Executor, query: ListQuery) {
-  const page = await findItems(db, query);
+export async function listItems(db: Executor, query: ListQuery, sight: Sight) {
+  const page = await findItems(db, query, sight);
   return { ...page, rows: page.rows.map(presentItem) };
 }
 
-/** Creates the item and its stock, at quantity 0, in the caller's transaction. */
-export async function createItem(trx: Trx, input: ItemCreate): Promise<StoredItem> {
+/** Creates the item and its stock, at quantity 0, in the caller's transaction, owned by `creator`. */
+export async function createItem(trx: Trx, input: ItemCreate, creator: number | null): Promise<StoredItem> {
   const now = nowTimestamp();
   const item = await withSkuUniqueness(input.sku, () =>
-    insertItem(trx, { name: input.name, sku: input.sku, price: toMinorUnits(input.price), now }),
+    insertItem(trx, { name: input.name, sku: input.sku, price: toMinorUnits(input.price), created_by: creator, now }),
   );
   await insertStock(trx, item.id, now);
   await recordEvent(trx, 'item.created', itemPath(item.id), presentItem(item));
@@ -53,16 +56,23 @@ export function replaceItem(
   id: number,
   input: ItemReplace,
   condition: VersionCondition,
+  sight: Sight,
 ): Promise<StoredItem> {
-  return changeItem(trx, id, condition, input, () => ({
+  return changeItem(trx, id, condition, sight, input, () => ({
     name: input.name,
     sku: input.sku,
     price: toMinorUnits(input.price),
   }));
 }
 
-export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: VersionCondition): Promise<StoredItem> {
-  return changeItem(trx, id, condition, patch, (stored) => ({
+export function patchItem(
+  trx: Trx,
+  id: number,
+  patch: ItemPatch,
+  condition: VersionCondition,
+  sight: Sight,
+): Promise<StoredItem> {
+  return changeItem(trx, id, condition, sight, patch, (stored) => ({
     name: patch.name ?? stored.name,
     sku: patch.sku ?? stored.sku,
     price: patch.price === undefined ? stored.price : toMinorUnits(patch.price),
@@ -70,12 +80,12 @@ export function patchItem(trx: Trx, id: number, patch: ItemPatch, condition: Ver
 }
 
 /** Deletes the item and its stock and ledger; refused while any order has a line of it. */
-export async function deleteItem(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+export async function deleteItem(trx: Trx, id: number, condition: VersionCondition, sight: Sight): Promise<void> {
   await withRowLocked(
     trx,
     { table: 'items', id },
     async () => {
-      const stored = await getItem(trx, id);
+      const stored = await getItem(trx, id, sight);
       assertCondition(condition, stored.version, `Item ${id}`);
       if (await isItemOrdered(trx, id)) {
         throw new ConflictError(
@@ -95,6 +105,7 @@ async function changeItem(
   trx: Trx,
   id: number,
   condition: VersionCondition,
+  sight: Sight,
   body: ItemReplace | ItemPatch,
   next: (stored: StoredItem) => { name: string; sku: string; price: number },
 ): Promise<StoredItem> {
@@ -102,9 +113,9 @@ async function changeItem(
     trx,
     { table: 'items', id },
     async () => {
-      const stored = await getItem(trx, id);
+      const stored = await getItem(trx, id, sight);
       assertCondition(condition, stored.version, `Item ${id}`);
-      assertReadOnlyEchoes(stored, body);
+      assertReadOnlyEchoes(stored, body, createdByDiffers(stored, body));
       const wanted = next(stored);
       if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price) return stored;
       const updated = await withSkuUniqueness(wanted.sku, () =>

@@ -1,6 +1,8 @@
 import type { Executor, StockMovementRow, StockRow } from '../../db/database.js';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
+import { sql } from 'kysely';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
+import { compiledVisibleById, visibleIn, type Sight } from '../../db/visibility.js';
 
 /** Every query of an item's stock and of its ledger (stock_movements). */
 const STOCK_COLUMNS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'updated_at', 'version'] as const;
@@ -18,8 +20,13 @@ const MOVEMENT_COLUMNS = [
   'created_at',
 ] as const;
 
-const selectStockByItem = compiledQuery((db, itemId: number) =>
-  db.selectFrom('stock').select(STOCK_COLUMNS).where('item_id', '=', itemId),
+// Through the item, whose owner decides who sees its stock.
+const selectStockByItem = compiledVisibleById('items', (db, itemId: number) =>
+  db
+    .selectFrom('stock')
+    .innerJoin('items', 'items.id', 'stock.item_id')
+    .select(STOCK_COLUMNS.map((column) => `stock.${column}` as const))
+    .where('stock.item_id', '=', itemId),
 );
 
 export function insertStock(db: Executor, itemId: number, now: string): Promise<StoredStock> {
@@ -30,8 +37,9 @@ export function insertStock(db: Executor, itemId: number, now: string): Promise<
     .executeTakeFirstOrThrow();
 }
 
-export async function findStock(db: Executor, itemId: number): Promise<StoredStock | undefined> {
-  const [stock] = await selectStockByItem(db, itemId);
+/** The stock of the item, when the item exists and the sight on items shows it. */
+export async function findStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock | undefined> {
+  const [stock] = await selectStockByItem(db, itemId, sight);
   return stock;
 }
 
@@ -133,6 +141,22 @@ export async function insertMovements(db: Executor, movements: NewMovement[]): P
     );
 }
 
-export function findMovements(db: Executor, itemId: number, query: ListQuery) {
-  return fetchPage(db.selectFrom('stock_movements').select(MOVEMENT_COLUMNS).where('item_id', '=', itemId), query);
+/** The item's movements; order_id only of an order the sight on orders shows (null otherwise). */
+export function findMovements(db: Executor, itemId: number, query: ListQuery, orders: Sight) {
+  const shown = visibleIn('orders', orders);
+  const movements = db.selectFrom('stock_movements').select(MOVEMENT_COLUMNS).where('item_id', '=', itemId);
+  if (shown === undefined) return fetchPage(movements, query);
+  // The order ids are hidden before paging and filters see them, so ?order_id= of another's order finds nothing.
+  const masked = db
+    .selectFrom('stock_movements')
+    .select(MOVEMENT_COLUMNS.filter((column) => column !== 'order_id'))
+    .select(
+      sql<
+        number | null
+      >`case when exists (select 1 from orders where orders.id = stock_movements.order_id and ${shown}) then stock_movements.order_id end`.as(
+        'order_id',
+      ),
+    )
+    .where('item_id', '=', itemId);
+  return fetchPage(db.selectFrom(masked.as('stock_movements')).selectAll() as unknown as typeof movements, query);
 }

@@ -27,6 +27,7 @@ import {
 } from './stock.schema.js';
 import { adjustStock, getStock, listMovements, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
+import { sightOf } from '../../auth/visibility.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -49,7 +50,8 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       }),
     },
-    async (request, reply) => sendRecord(request, reply, await getStock(db, request.params.id)),
+    async (request, reply) =>
+      sendRecord(request, reply, await getStock(db, request.params.id, sightOf(request.principal, 'items'))),
   );
 
   // PUT and PATCH take the same one field, so both set it; PATCH also takes a merge patch.
@@ -75,7 +77,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request, reply) => {
         const stock = await unitOfWork(db, (trx) =>
-          setStock(trx, request.params.id, request.body, conditionOf(request)),
+          setStock(trx, request.params.id, request.body, conditionOf(request), sightOf(request.principal, 'items')),
         );
         return sendRecord(request, reply, stock);
       },
@@ -99,7 +101,15 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
-      return sendPage(request, reply, await listMovements(db, request.params.id, query), query);
+      return sendPage(
+        request,
+        reply,
+        await listMovements(db, request.params.id, query, {
+          items: sightOf(request.principal, 'items'),
+          orders: sightOf(request.principal, 'orders'),
+        }),
+        query,
+      );
     },
   );
 
@@ -124,8 +134,9 @@ const STOCK_SET: BatchAction = {
   method: 'PUT',
   entry: StockSetEntrySchema,
   targets: itemOf,
-  run: async (trx, entry: StockSetEntry) => {
-    const stock = await setStock(trx, entry.item_id, { quantity: entry.quantity }, conditionOfEntry(entry));
+  run: async (trx, entry: StockSetEntry, request) => {
+    const sight = sightOf(request.principal, 'items');
+    const stock = await setStock(trx, entry.item_id, { quantity: entry.quantity }, conditionOfEntry(entry), sight);
     return recordResult(200, stockPath(entry.item_id), stock);
   },
 };
@@ -136,8 +147,9 @@ const STOCK_ADJUST: BatchAction = {
   method: 'PATCH',
   entry: StockAdjustEntrySchema,
   targets: itemOf,
-  run: async (trx, entry: StockAdjustEntry) => {
-    const stock = await adjustStock(trx, entry.item_id, entry.by, conditionOfEntry(entry));
+  run: async (trx, entry: StockAdjustEntry, request) => {
+    const sight = sightOf(request.principal, 'items');
+    const stock = await adjustStock(trx, entry.item_id, entry.by, conditionOfEntry(entry), sight);
     return recordResult(200, stockPath(entry.item_id), stock);
   },
 };

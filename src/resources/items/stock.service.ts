@@ -1,6 +1,7 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
+import { SEES_ALL, type Sight } from '../../db/visibility.js';
 import { ConflictError, UnprocessableError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
@@ -26,8 +27,9 @@ import { insufficientStock, type StockMove } from './stock-moves.js';
  */
 export type { StoredStock };
 
-export async function getStock(db: Executor, itemId: number): Promise<StoredStock> {
-  const stock = await findStock(db, itemId);
+/** The stock of an item; 404 when the item does not exist, or the sight on items does not show it. */
+export async function getStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock> {
+  const stock = await findStock(db, itemId, sight);
   if (!stock) throw itemNotFound(itemId);
   return stock;
 }
@@ -38,8 +40,9 @@ export async function setStock(
   itemId: number,
   change: StockChange,
   condition: VersionCondition,
+  sight: Sight,
 ): Promise<StoredStock> {
-  return writeQuantity(trx, itemId, condition, (stored) => {
+  return writeQuantity(trx, itemId, condition, sight, (stored) => {
     assertStockEchoes(stored, change);
     return change.quantity ?? stored.quantity;
   });
@@ -58,8 +61,9 @@ export async function adjustStock(
   itemId: number,
   by: number,
   condition: VersionCondition,
+  sight: Sight,
 ): Promise<StoredStock> {
-  return writeQuantity(trx, itemId, condition, (stored) => {
+  return writeQuantity(trx, itemId, condition, sight, (stored) => {
     const quantity = stored.quantity + by;
     if (quantity < 0) {
       throw new ConflictError(
@@ -83,13 +87,14 @@ function writeQuantity(
   trx: Trx,
   itemId: number,
   condition: VersionCondition,
+  sight: Sight,
   wanted: (stored: StoredStock) => number,
 ): Promise<StoredStock> {
   return withRowLocked(
     trx,
     { table: 'stock', id: itemId },
     async () => {
-      const stored = await getStock(trx, itemId);
+      const stored = await getStock(trx, itemId, sight);
       assertCondition(condition, stored.version, `The stock of item ${itemId}`);
       const quantity = wanted(stored);
       if (quantity === stored.quantity) return stored;
@@ -105,9 +110,18 @@ function writeQuantity(
   );
 }
 
-export async function listMovements(db: Executor, itemId: number, query: ListQuery) {
-  if (!(await findItemById(db, itemId))) throw itemNotFound(itemId);
-  return findMovements(db, itemId, query);
+/**
+ * The ledger of an item the sight on items shows. A movement names the order that caused it only
+ * when the sight on orders shows that order; otherwise its order_id is null, as for a set.
+ */
+export async function listMovements(
+  db: Executor,
+  itemId: number,
+  query: ListQuery,
+  sights: { items: Sight; orders: Sight },
+) {
+  if (!(await findItemById(db, itemId, sights.items))) throw itemNotFound(itemId);
+  return findMovements(db, itemId, query, sights.orders);
 }
 
 /**
@@ -131,7 +145,7 @@ export async function applyStockMoves(
     const change = CHANGES[move.kind](move.units);
     const moved = await moveStock(trx, move.itemId, { ...change, now });
     if (!moved) {
-      const stock = await findStock(trx, move.itemId);
+      const stock = await findStock(trx, move.itemId, SEES_ALL);
       // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
       if (stock === undefined)
         throw new ConflictError(

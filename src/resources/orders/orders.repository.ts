@@ -2,6 +2,7 @@ import type { Executor, OrderLineRow, OrderRow, OrderStatus } from '../../db/dat
 import { sql } from 'kysely';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
+import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
 export const ORDER_COLUMNS = [
   'id',
@@ -9,6 +10,7 @@ export const ORDER_COLUMNS = [
   'user_id',
   'status',
   'total',
+  'created_by',
   'created_at',
   'updated_at',
   'version',
@@ -16,7 +18,7 @@ export const ORDER_COLUMNS = [
 export type StoredOrder = Pick<OrderRow, (typeof ORDER_COLUMNS)[number]>;
 export type StoredLine = Pick<OrderLineRow, 'order_id' | 'item_id' | 'position' | 'quantity' | 'unit_price'>;
 
-const selectOrderById = compiledQuery((db, id: number) =>
+const selectOrderById = compiledVisibleById('orders', (db, id: number) =>
   db.selectFrom('orders').select(ORDER_COLUMNS).where('id', '=', id),
 );
 const selectLinesOfOrder = compiledQuery((db, orderId: number) =>
@@ -27,13 +29,14 @@ const selectLinesOfOrder = compiledQuery((db, orderId: number) =>
     .orderBy('position'),
 );
 
-export async function findOrderById(db: Executor, id: number): Promise<StoredOrder | undefined> {
-  const [order] = await selectOrderById(db, id);
+/** The order, when it exists and the sight shows it. */
+export async function findOrderById(db: Executor, id: number, sight: Sight): Promise<StoredOrder | undefined> {
+  const [order] = await selectOrderById(db, id, sight);
   return order;
 }
 
-export function findOrders(db: Executor, query: ListQuery) {
-  return fetchPage(db.selectFrom('orders').select(ORDER_COLUMNS), query);
+export function findOrders(db: Executor, query: ListQuery, sight: Sight) {
+  return fetchPage(whereVisible(db.selectFrom('orders').select(ORDER_COLUMNS), 'orders', sight), query);
 }
 
 export function findLines(db: Executor, orderId: number): Promise<StoredLine[]> {
@@ -52,20 +55,31 @@ export function findLinesOfOrders(db: Executor, orderIds: number[]): Promise<Sto
     .execute();
 }
 
+/** A placed order before it is stored: its owner is the caller placing it (null: an external issuer's subject). */
+export interface NewOrder {
+  name: string;
+  user_id: number;
+  total: number;
+  created_by: number | null;
+  now: string;
+}
+
 // The statements of placing an order, compiled once (per line count for the lines).
-const insertPlacedOrderRow = compiledQuery((db, name: string, userId: number, total: number, now: string) =>
-  db
-    .insertInto('orders')
-    .values({
-      name,
-      user_id: userId,
-      status: sql.lit('placed'),
-      total,
-      version: sql.lit(1),
-      created_at: now,
-      updated_at: now,
-    })
-    .returning(ORDER_COLUMNS),
+const insertPlacedOrderRow = compiledQuery(
+  (db, name: string, userId: number, total: number, createdBy: number | null, now: string) =>
+    db
+      .insertInto('orders')
+      .values({
+        name,
+        user_id: userId,
+        created_by: createdBy,
+        status: sql.lit('placed'),
+        total,
+        version: sql.lit(1),
+        created_at: now,
+        updated_at: now,
+      })
+      .returning(ORDER_COLUMNS),
 );
 const LINE_FIELDS = [
   'order_id',
@@ -78,11 +92,8 @@ const insertLineRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...value
   db.insertInto('order_lines').values(rowsOf<StoredLine>(values, LINE_FIELDS)),
 );
 
-export async function insertOrder(
-  db: Executor,
-  order: { name: string; user_id: number; total: number; now: string },
-): Promise<StoredOrder> {
-  const [stored] = await insertPlacedOrderRow(db, order.name, order.user_id, order.total, order.now);
+export async function insertOrder(db: Executor, order: NewOrder): Promise<StoredOrder> {
+  const [stored] = await insertPlacedOrderRow(db, order.name, order.user_id, order.total, order.created_by, order.now);
   if (stored === undefined) throw new Error('inserting an order returned no row');
   return stored;
 }

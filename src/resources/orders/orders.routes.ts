@@ -59,13 +59,15 @@ const ordersRoutes: FastifyPluginAsync = async (app) => {
   replaceOperation(app, ORDERS, {
     summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
     body: OrderReplaceSchema,
-    replace: (trx, id, body, condition, request) => replaceOrder(trx, id, body, condition, readerOf(request)),
+    replace: (trx, id, body, condition, sight, request) =>
+      replaceOrder(trx, id, body, condition, sight, readerOf(request)),
   });
   changeOperation(app, ORDERS, {
     summary: 'Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)',
     description: `status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. ${REFERENCES}`,
     body: OrderPatchSchema,
-    change: (trx, id, body, condition, request) => patchOrder(trx, id, body, condition, readerOf(request)),
+    change: (trx, id, body, condition, sight, request) =>
+      patchOrder(trx, id, body, condition, sight, readerOf(request)),
   });
   deleteOperation(app, ORDERS, {
     summary: 'Delete an order, releasing the stock it still reserves',
@@ -85,11 +87,11 @@ const ordersRoutes: FastifyPluginAsync = async (app) => {
       createEntries(ORDERS, OrderCreateSchema, (trx, body: OrderCreate, request) =>
         placeOrder(trx, body, readerOf(request)),
       ),
-      writeEntries(ORDERS, 'replace', OrderReplaceSchema, (trx, id, body: OrderReplace, condition, request) =>
-        replaceOrder(trx, id, body, condition, readerOf(request)),
+      writeEntries(ORDERS, 'replace', OrderReplaceSchema, (trx, id, body: OrderReplace, condition, sight, request) =>
+        replaceOrder(trx, id, body, condition, sight, readerOf(request)),
       ),
-      writeEntries(ORDERS, 'change', OrderPatchSchema, (trx, id, body: OrderPatch, condition, request) =>
-        patchOrder(trx, id, body, condition, readerOf(request)),
+      writeEntries(ORDERS, 'change', OrderPatchSchema, (trx, id, body: OrderPatch, condition, sight, request) =>
+        patchOrder(trx, id, body, condition, sight, readerOf(request)),
       ),
       deleteEntries(ORDERS, deleteOrder),
     ],

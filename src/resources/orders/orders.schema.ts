@@ -2,6 +2,7 @@ import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
 import { Amount, Price } from '../money.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
 
 export const MAX_LINES = 100;
 export const MAX_LINE_QUANTITY = 1_000_000;
@@ -45,6 +46,7 @@ export const OrderSchema = Type.Object(
     status: Status,
     lines: Type.Array(Line, { xml: { wrapped: true } }),
     total: Type.String({ ...Amount, readOnly: true, description: 'sum of the line totals' }),
+    created_by: CreatedBy,
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
   },
@@ -63,7 +65,11 @@ export const OrderCreateSchema = Type.Object(
 export type OrderCreate = Static<typeof OrderCreateSchema>;
 
 /** Read-only order fields a PUT or PATCH may echo back unchanged. */
-const EchoedOrder = { ...EchoedReadOnly, total: Type.Optional(Type.String({ maxLength: 32, readOnly: true })) };
+const EchoedOrder = {
+  ...EchoedReadOnly,
+  ...EchoedCreatedBy,
+  total: Type.Optional(Type.String({ maxLength: 32, readOnly: true })),
+};
 
 /** PUT: the writable fields of a placed order; status may be echoed but is changed with PATCH. */
 export const OrderReplaceSchema = Type.Object(
@@ -116,5 +122,6 @@ export const ORDER_COLLECTION: CollectionSpec = {
       operator: '=',
     },
     ...CREATED_RANGE_FILTERS,
+    ...CREATED_BY_FILTER,
   },
 };

@@ -2,6 +2,8 @@ import { nowTimestamp } from '../../db/clock.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, OrderStatus, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
+import type { Sight } from '../../db/visibility.js';
+import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { applyStockMoves, stockByItem, stockEvents } from '../items/stock.service.js';
@@ -9,6 +11,7 @@ import { insufficientStock, type ShortLine, type StockMove } from '../items/stoc
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import { createdByDiffers } from '../ownership.js';
 import { assertMayRefer, mayRead, type Reader, type Reference } from '../references.js';
 import {
   deleteLines,
@@ -45,14 +48,15 @@ import type { Order, OrderCreate, OrderPatch, OrderReplace } from './orders.sche
 /** An order as the API shows it, and the version its ETag comes from. */
 export type OrderView = Order & { version: number };
 
-export async function getOrder(db: Executor, id: number): Promise<OrderView> {
-  const order = await findOrderById(db, id);
+/** The order; 404 as well when the sight does not show it (its existence is not told). */
+export async function getOrder(db: Executor, id: number, sight: Sight): Promise<OrderView> {
+  const order = await findOrderById(db, id, sight);
   if (!order) throw orderNotFound(id);
   return presentOrder(order, await findLines(db, id));
 }
 
-export async function listOrders(db: Executor, query: ListQuery) {
-  const page = await findOrders(db, query);
+export async function listOrders(db: Executor, query: ListQuery, sight: Sight) {
+  const page = await findOrders(db, query, sight);
   const lines = await findLinesOfOrders(
     db,
     page.rows.map((order) => order.id),
@@ -66,14 +70,23 @@ export async function listOrders(db: Executor, query: ListQuery) {
   return { ...page, rows: page.rows.map((order) => presentOrder(order, byOrder.get(order.id) ?? [])) };
 }
 
-/** `reader`: the caller, who must be able to read the user and items it names, and sees stock counts only if it may read stock. */
+/**
+ * `reader`: the caller, who must be able to read the user and items it names (and see them: one it
+ * may not see is one that does not exist), sees stock counts only if it may read stock, and owns
+ * the order.
+ */
 export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): Promise<OrderView> {
   assertMayRefer(reader, [
     { resource: 'users', pointer: '#/user_id' },
     { resource: 'items', pointer: '#/lines' },
   ]);
   const now = nowTimestamp();
-  const facts = await findPlacementFacts(trx, input.user_id, [...new Set(input.lines.map((line) => line.item_id))]);
+  const facts = await findPlacementFacts(
+    trx,
+    input.user_id,
+    [...new Set(input.lines.map((line) => line.item_id))],
+    referenceSights(reader),
+  );
   if (!facts.userFound) throw unknownUser(input.user_id);
   const wanted = mergeLines(input.lines);
   const prices = priceLines(facts, wanted, new Map());
@@ -81,7 +94,7 @@ export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): 
   assertStockCovers(facts, wanted, new Map(), mayRead(reader, 'stock'));
   const placed = await insertPlacedOrder(
     trx,
-    { name: input.name, user_id: input.user_id, total, now },
+    { name: input.name, user_id: input.user_id, total, created_by: creatorOf(reader), now },
     linesToStore(wanted, prices),
   );
   // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.
@@ -99,9 +112,10 @@ export function replaceOrder(
   id: number,
   input: OrderReplace,
   condition: VersionCondition,
+  sight: Sight,
   reader: Reader,
 ): Promise<OrderView> {
-  return changeOrder(trx, id, condition, input, 'replace', reader);
+  return changeOrder(trx, id, condition, sight, input, 'replace', reader);
 }
 
 export function patchOrder(
@@ -109,18 +123,19 @@ export function patchOrder(
   id: number,
   patch: OrderPatch,
   condition: VersionCondition,
+  sight: Sight,
   reader: Reader,
 ): Promise<OrderView> {
-  return changeOrder(trx, id, condition, patch, 'patch', reader);
+  return changeOrder(trx, id, condition, sight, patch, 'patch', reader);
 }
 
 /** Deletes the order; stock it still reserves (a placed order) is released. */
-export async function deleteOrder(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+export async function deleteOrder(trx: Trx, id: number, condition: VersionCondition, sight: Sight): Promise<void> {
   await withRowLocked(
     trx,
     { table: 'orders', id },
     async () => {
-      const order = await findOrderById(trx, id);
+      const order = await findOrderById(trx, id, sight);
       if (!order) throw orderNotFound(id);
       assertCondition(condition, order.version, `Order ${id}`);
       const lines = await findLines(trx, id);
@@ -150,6 +165,7 @@ async function changeOrder(
   trx: Trx,
   id: number,
   condition: VersionCondition,
+  sight: Sight,
   body: OrderReplace | OrderPatch,
   mode: 'replace' | 'patch',
   reader: Reader,
@@ -158,7 +174,7 @@ async function changeOrder(
     trx,
     { table: 'orders', id },
     async () => {
-      const stored = await findOrderById(trx, id);
+      const stored = await findOrderById(trx, id, sight);
       if (!stored) throw orderNotFound(id);
       assertCondition(condition, stored.version, `Order ${id}`);
       const storedLines = await findLines(trx, id);
@@ -184,7 +200,12 @@ async function changeOrder(
 
       const facts =
         userChanges || linesChange
-          ? await findPlacementFacts(trx, userChanges ? userId : null, linesChange ? [...wantedLines.keys()] : [])
+          ? await findPlacementFacts(
+              trx,
+              userChanges ? userId : null,
+              linesChange ? [...wantedLines.keys()] : [],
+              referenceSights(reader),
+            )
           : undefined;
       if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
       const now = nowTimestamp();
@@ -265,6 +286,11 @@ function newReferences(
   ];
 }
 
+/** Which users and items an order may name: those the caller sees. */
+function referenceSights(reader: Reader): { users: Sight; items: Sight } {
+  return { users: sightOf(reader, 'users'), items: sightOf(reader, 'items') };
+}
+
 function unknownUser(userId: number): UnprocessableError {
   return new UnprocessableError(
     `There is no user ${userId}.`,
@@ -293,6 +319,7 @@ async function stockTakenMeanwhile(
 /** Read-only fields echoed in a PUT/PATCH must equal the stored values; on PUT, status too. */
 function assertOrderEchoes(stored: StoredOrder, body: OrderReplace | OrderPatch, mode: 'replace' | 'patch'): void {
   assertReadOnlyEchoes(stored, body, [
+    ...createdByDiffers(stored, body),
     ...(body.total !== undefined && body.total !== formatMinorUnits(stored.total) ? ['total'] : []),
     // A status changes with PATCH (a transition), never with PUT.
     ...(mode === 'replace' && body.status !== undefined && body.status !== stored.status ? ['status'] : []),

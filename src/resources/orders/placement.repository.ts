@@ -3,7 +3,15 @@ import type { Executor } from '../../db/database.js';
 import { MAX_COMPILED_ROWS, compiledPerCount } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
 import { insertMovements, moveStock, type NewMovement } from '../items/stock.repository.js';
-import { insertLines, insertOrder, ORDER_COLUMNS, type StoredLine, type StoredOrder } from './orders.repository.js';
+import { visibleInEither, type Sight } from '../../db/visibility.js';
+import {
+  insertLines,
+  insertOrder,
+  ORDER_COLUMNS,
+  type NewOrder,
+  type StoredLine,
+  type StoredOrder,
+} from './orders.repository.js';
 
 /**
  * Placing an order in as few statements as the database allows: one read for everything the
@@ -14,7 +22,11 @@ import { insertLines, insertOrder, ORDER_COLUMNS, type StoredLine, type StoredOr
  * microseconds, and has no data-modifying WITH: there the writes stay one statement each.
  */
 
-/** What the checks of a placement need, read at once: whether the user exists, and each item's price and unreserved stock. */
+/**
+ * What the checks of a placement need, read at once: whether the user exists, and each item's
+ * price and unreserved stock. A user or item the caller may not see (its sights) is read as one
+ * that does not exist: an order cannot name another owner's customer, nor learn that it exists.
+ */
 export interface PlacementFacts {
   userFound: boolean;
   /** By item id; an item that does not exist is absent; `available` undefined when the item has no stock row. */
@@ -23,22 +35,33 @@ export interface PlacementFacts {
 
 // Compiled once per number of items. One row at least (the left join from a single row), so the
 // user's answer comes back even when no item exists.
-const selectPlacementFacts = compiledPerCount(MAX_COMPILED_ROWS, (db, count, userId, ...itemIds) => {
-  const query = sql<{ user_found: unknown; id: number | null; price: number | null; quantity: number | null }>`
-    select exists(select 1 from users where id = ${userId}) as user_found, i.id, i.price, s.quantity
+const selectPlacementFacts = compiledPerCount(
+  MAX_COMPILED_ROWS,
+  (db, count, userId, userOwner, itemOwner, ...itemIds) => {
+    const query = sql<{ user_found: unknown; id: number | null; price: number | null; quantity: number | null }>`
+    select exists(select 1 from users u where u.id = ${userId} and ${visibleInEither('u', userOwner)}) as user_found, i.id, i.price, s.quantity
     from (select 1 as one) as anchor
-    left join items i on i.id in (${count > 0 ? sql.join(itemIds) : sql`null`})
+    left join items i on i.id in (${count > 0 ? sql.join(itemIds) : sql`null`}) and ${visibleInEither('i', itemOwner)}
     left join stock s on s.item_id = i.id`;
-  return { compile: () => query.compile(db) };
-});
+    return { compile: () => query.compile(db) };
+  },
+);
 
 /** One read: the user (when `userId` is not null) and the items named, with their stock. */
 export async function findPlacementFacts(
   db: Executor,
   userId: number | null,
   itemIds: number[],
+  sights: { users: Sight; items: Sight },
 ): Promise<PlacementFacts> {
-  const rows = await selectPlacementFacts(db, itemIds.length, userId, ...itemIds);
+  const rows = await selectPlacementFacts(
+    db,
+    itemIds.length,
+    userId,
+    sights.users.owner,
+    sights.items.owner,
+    ...itemIds,
+  );
   const items = new Map<number, { price: number; available: number | undefined }>();
   for (const row of rows) {
     if (row.id !== null) items.set(row.id, { price: row.price!, available: row.quantity ?? undefined });
@@ -60,19 +83,11 @@ export type Placement = { order: StoredOrder; lines: StoredLine[]; movements: Ne
  * must abandon the transaction, since on PostgreSQL the rest has been written. Stock rows are
  * locked in item order, so two concurrent placements never deadlock.
  */
-export function insertPlacedOrder(
-  trx: Executor,
-  order: { name: string; user_id: number; total: number; now: string },
-  lines: NewLine[],
-): Promise<Placement> {
+export function insertPlacedOrder(trx: Executor, order: NewOrder, lines: NewLine[]): Promise<Placement> {
   return isSqlite(trx) ? insertPlacedOrderInSteps(trx, order, lines) : insertPlacedOrderAtOnce(trx, order, lines);
 }
 
-async function insertPlacedOrderInSteps(
-  trx: Executor,
-  order: { name: string; user_id: number; total: number; now: string },
-  lines: NewLine[],
-): Promise<Placement> {
+async function insertPlacedOrderInSteps(trx: Executor, order: NewOrder, lines: NewLine[]): Promise<Placement> {
   const stored = await insertOrder(trx, order);
   const storedLines = lines.map((line) => ({ order_id: stored.id, ...line }));
   await insertLines(trx, storedLines);
@@ -91,17 +106,14 @@ async function insertPlacedOrderInSteps(
   return { order: stored, lines: storedLines, movements };
 }
 
-async function insertPlacedOrderAtOnce(
-  trx: Executor,
-  order: { name: string; user_id: number; total: number; now: string },
-  lines: NewLine[],
-): Promise<Placement> {
+async function insertPlacedOrderAtOnce(trx: Executor, order: NewOrder, lines: NewLine[]): Promise<Placement> {
   const rows = await placeOrderAtOnce(
     trx,
     lines.length,
     order.name,
     order.user_id,
     order.total,
+    order.created_by,
     order.now,
     lines.length,
     ...lines.flatMap((line) => [line.item_id, line.position, line.quantity, line.unit_price]),
@@ -132,7 +144,7 @@ async function insertPlacedOrderAtOnce(
  */
 const placeOrderAtOnce = compiledPerCount(
   MAX_COMPILED_ROWS,
-  (db, count, name, userId, total, now, lineCount, ...lineValues) => {
+  (db, count, name, userId, total, createdBy, now, lineCount, ...lineValues) => {
     const wanted = sql.join(
       Array.from({ length: count }, (_, index) => {
         const [itemId, position, quantity, unitPrice] = lineValues.slice(index * 4, index * 4 + 4);
@@ -152,8 +164,8 @@ const placeOrderAtOnce = compiledPerCount(
       returning stock.item_id, stock.quantity, stock.reserved
     ),
     placed as (
-      insert into orders (name, user_id, status, total, version, created_at, updated_at)
-      select ${name}, ${userId}::bigint, 'placed', ${total}::bigint, 1, ${now}, ${now}
+      insert into orders (name, user_id, status, total, created_by, version, created_at, updated_at)
+      select ${name}, ${userId}::bigint, 'placed', ${total}::bigint, ${createdBy}::bigint, 1, ${now}, ${now}
       where (select count(*) from moved) = ${lineCount}
       returning ${sql.join(ORDER_COLUMNS.map((column) => sql.ref(column)))}
     ),

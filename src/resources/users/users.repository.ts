@@ -1,31 +1,36 @@
 import type { Executor, UserRow } from '../../db/database.js';
-import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
+import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
 /** The columns a user is read with: the API fields and the version its ETag comes from. */
-const USER_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at', 'version'] as const;
+const USER_COLUMNS = ['id', 'name', 'email', 'created_by', 'created_at', 'updated_at', 'version'] as const;
 export type StoredUser = Pick<UserRow, (typeof USER_COLUMNS)[number]>;
 
-const selectUserById = compiledQuery((db, id: number) =>
+const selectUserById = compiledVisibleById('users', (db, id: number) =>
   db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id),
 );
 
-export async function findUserById(db: Executor, id: number): Promise<StoredUser | undefined> {
-  const [user] = await selectUserById(db, id);
+/** The user, when it exists and the sight shows it. */
+export async function findUserById(db: Executor, id: number, sight: Sight): Promise<StoredUser | undefined> {
+  const [user] = await selectUserById(db, id, sight);
   return user;
 }
 
-export function findUsers(db: Executor, query: ListQuery) {
-  return fetchPage(db.selectFrom('users').select(USER_COLUMNS), query);
+export function findUsers(db: Executor, query: ListQuery, sight: Sight) {
+  return fetchPage(whereVisible(db.selectFrom('users').select(USER_COLUMNS), 'users', sight), query);
 }
 
-export function insertUser(db: Executor, user: { name: string; email: string; now: string }): Promise<StoredUser> {
+export function insertUser(
+  db: Executor,
+  user: { name: string; email: string; created_by: number | null; now: string },
+): Promise<StoredUser> {
   return db
     .insertInto('users')
     .values({
       name: user.name,
       email: user.email,
       email_key: emailKey(user.email),
+      created_by: user.created_by,
       version: 1,
       created_at: user.now,
       updated_at: user.now,

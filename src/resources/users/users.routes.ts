@@ -21,6 +21,7 @@ import {
   UserReplaceSchema,
   UserSchema,
 } from './users.schema.js';
+import { creatorOf } from '../../auth/visibility.js';
 import { createUser, deleteUser, emailKey, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
 const USERS: Collection = {
@@ -36,7 +37,11 @@ const USERS: Collection = {
 /** /v1/users: the six operations every resource has (list, read, create, replace, change, delete) on users. */
 const usersRoutes: FastifyPluginAsync = async (app) => {
   listOperation(app, USERS, { list: listUsers });
-  createOperation(app, USERS, { summary: 'Create a user', body: UserCreateSchema, create: createUser });
+  createOperation(app, USERS, {
+    summary: 'Create a user',
+    body: UserCreateSchema,
+    create: (trx, body, request) => createUser(trx, body, creatorOf(request.principal)),
+  });
   readOperation(app, USERS, { read: getUser });
   replaceOperation(app, USERS, { body: UserReplaceSchema, replace: replaceUser });
   changeOperation(app, USERS, { body: UserPatchSchema, change: patchUser });
@@ -51,7 +56,12 @@ const usersRoutes: FastifyPluginAsync = async (app) => {
     permission: 'users:update',
     description: 'Two entries may not name one user, by id or by email (422 batch-invalid).',
     actions: [
-      createEntries(USERS, UserCreateSchema, createUser, (entry: UserCreate) => email(entry.email)),
+      createEntries(
+        USERS,
+        UserCreateSchema,
+        (trx, body: UserCreate, request) => createUser(trx, body, creatorOf(request.principal)),
+        (entry: UserCreate) => email(entry.email),
+      ),
       writeEntries(USERS, 'replace', UserReplaceSchema, replaceUser, (entry: UserReplace & { id: number }) => [
         `id:${entry.id}`,
         ...email(entry.email),

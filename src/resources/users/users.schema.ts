@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
 
 const Name = DisplayName;
 
@@ -15,6 +16,7 @@ export const UserSchema = Type.Object(
     id: RecordFields.id,
     name: Name,
     email: Email,
+    created_by: CreatedBy,
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
   },
@@ -31,14 +33,14 @@ export type UserCreate = Static<typeof UserCreateSchema>;
 
 /** PUT: every writable field. */
 export const UserReplaceSchema = Type.Object(
-  { name: Name, email: Email, ...EchoedReadOnly },
+  { name: Name, email: Email, ...EchoedReadOnly, ...EchoedCreatedBy },
   { additionalProperties: false, xml: { name: 'user' }, title: 'UserReplace' },
 );
 export type UserReplace = Static<typeof UserReplaceSchema>;
 
 /** PATCH (JSON Merge Patch, RFC 7396): any writable field; null would remove a required field, so it is refused. */
 export const UserPatchSchema = Type.Object(
-  { name: Type.Optional(Name), email: Type.Optional(Email), ...EchoedReadOnly },
+  { name: Type.Optional(Name), email: Type.Optional(Email), ...EchoedReadOnly, ...EchoedCreatedBy },
   { additionalProperties: false, xml: { name: 'user' }, title: 'UserPatch' },
 );
 export type UserPatch = Static<typeof UserPatchSchema>;
@@ -56,5 +58,6 @@ export const USER_COLLECTION: CollectionSpec = {
     },
     name: { schema: Type.String({ maxLength: 200, description: 'exact name' }), column: 'name', operator: '=' },
     ...CREATED_RANGE_FILTERS,
+    ...CREATED_BY_FILTER,
   },
 };

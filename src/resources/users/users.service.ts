@@ -3,11 +3,13 @@ import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/driver-errors.js';
 import type { ListQuery } from '../../db/keyset.js';
+import type { Sight } from '../../db/visibility.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { recordEvent } from '../../outbox/outbox.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import { createdByDiffers } from '../ownership.js';
 import {
   emailKey,
   findUserById,
@@ -21,19 +23,21 @@ import type { UserCreate, UserPatch, UserReplace } from './users.schema.js';
 export type { StoredUser };
 export { emailKey };
 
-export async function getUser(db: Executor, id: number): Promise<StoredUser> {
-  const user = await findUserById(db, id);
+/** The user; 404 as well when the sight does not show it (its existence is not told). */
+export async function getUser(db: Executor, id: number, sight: Sight): Promise<StoredUser> {
+  const user = await findUserById(db, id, sight);
   if (!user) throw userNotFound(id);
   return user;
 }
 
-export function listUsers(db: Executor, query: ListQuery) {
-  return findUsers(db, query);
+export function listUsers(db: Executor, query: ListQuery, sight: Sight) {
+  return findUsers(db, query, sight);
 }
 
-export async function createUser(trx: Trx, input: UserCreate): Promise<StoredUser> {
+/** Creates the user, owned by `creator` (the caller; null for an external issuer's subject). */
+export async function createUser(trx: Trx, input: UserCreate, creator: number | null): Promise<StoredUser> {
   const user = await withEmailUniqueness(input.email, () =>
-    insertUser(trx, { name: input.name, email: input.email, now: nowTimestamp() }),
+    insertUser(trx, { name: input.name, email: input.email, created_by: creator, now: nowTimestamp() }),
   );
   await recordEvent(trx, 'user.created', userPath(user.id), user);
   return user;
@@ -44,24 +48,31 @@ export function replaceUser(
   id: number,
   input: UserReplace,
   condition: VersionCondition,
+  sight: Sight,
 ): Promise<StoredUser> {
-  return changeUser(trx, id, condition, input, () => ({ name: input.name, email: input.email }));
+  return changeUser(trx, id, condition, sight, input, () => ({ name: input.name, email: input.email }));
 }
 
 /** JSON Merge Patch: members present replace stored values; absent members stay. */
-export function patchUser(trx: Trx, id: number, patch: UserPatch, condition: VersionCondition): Promise<StoredUser> {
-  return changeUser(trx, id, condition, patch, (stored) => ({
+export function patchUser(
+  trx: Trx,
+  id: number,
+  patch: UserPatch,
+  condition: VersionCondition,
+  sight: Sight,
+): Promise<StoredUser> {
+  return changeUser(trx, id, condition, sight, patch, (stored) => ({
     name: patch.name ?? stored.name,
     email: patch.email ?? stored.email,
   }));
 }
 
-export async function deleteUser(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+export async function deleteUser(trx: Trx, id: number, condition: VersionCondition, sight: Sight): Promise<void> {
   await withRowLocked(
     trx,
     { table: 'users', id },
     async () => {
-      const stored = await getUser(trx, id);
+      const stored = await getUser(trx, id, sight);
       assertCondition(condition, stored.version, `User ${id}`);
       if (await hasPlacedOrders(trx, id)) {
         throw new ConflictError(
@@ -81,6 +92,7 @@ async function changeUser(
   trx: Trx,
   id: number,
   condition: VersionCondition,
+  sight: Sight,
   body: UserReplace | UserPatch,
   next: (stored: StoredUser) => { name: string; email: string },
 ): Promise<StoredUser> {
@@ -88,9 +100,9 @@ async function changeUser(
     trx,
     { table: 'users', id },
     async () => {
-      const stored = await getUser(trx, id);
+      const stored = await getUser(trx, id, sight);
       assertCondition(condition, stored.version, `User ${id}`);
-      assertReadOnlyEchoes(stored, body);
+      assertReadOnlyEchoes(stored, body, createdByDiffers(stored, body));
       const wanted = next(stored);
       // A write that changes nothing keeps the version, so ETags held by clients stay valid.
       if (wanted.name === stored.name && wanted.email === stored.email) return stored;

@@ -1,4 +1,4 @@
-import { readableResources, scopesOfGrants } from '../../auth/policy.js';
+import { reachOfGrants, readableResources, type Reach } from '../../auth/policy.js';
 import type { EndpointWithOwner } from '../../outbox/webhook-endpoints.repository.js';
 import { sentResources } from '../../outbox/webhook-owners.js';
 import { AppError } from '../../errors.js';
@@ -13,18 +13,16 @@ import { AppError } from '../../errors.js';
  * receiving at a URL it had set on another's endpoint).
  */
 
-/** What a change of an endpoint needs to know of the request: who asks, and with which scopes. */
-export interface EndpointContext {
+/** What a change of an endpoint needs to know of the request: who asks, with which scopes and record access. */
+export interface EndpointContext extends Reach {
   /** The caller asking; null for the subject of an external issuer's token. */
   callerId: number | null;
-  scopes: ReadonlySet<string>;
 }
 
 /** The context of a request that passed authentication. */
-export function endpointContext(request: {
-  principal: { callerId: number | null; scopes: ReadonlySet<string> } | null;
-}): EndpointContext {
-  return { callerId: request.principal!.callerId, scopes: request.principal!.scopes };
+export function endpointContext(request: { principal: EndpointContext | null }): EndpointContext {
+  const { callerId, scopes, ownRecords } = request.principal!;
+  return { callerId, scopes, ownRecords };
 }
 
 /** The owner a new endpoint gets: the caller creating it. An external issuer's subject is not a caller whose access rowi can check at each delivery. */
@@ -36,9 +34,9 @@ export function ownerFor(context: EndpointContext): number {
   return context.callerId;
 }
 
-/** The scopes of the endpoint's owner as stored now; undefined when the owner no longer exists. */
-export function ownerScopes(endpoint: EndpointWithOwner): ReadonlySet<string> | undefined {
-  return endpoint.owner === null ? undefined : scopesOfGrants(endpoint.owner);
+/** The scopes and record access of the endpoint's owner as stored now; undefined when the owner no longer exists. */
+export function ownerScopes(endpoint: EndpointWithOwner): Reach | undefined {
+  return endpoint.owner === null ? undefined : reachOfGrants(endpoint.owner);
 }
 
 /**
@@ -55,7 +53,7 @@ export function assertMayChange(
   const callerId = ownerFor(context);
   const scopes = ownerScopes(endpoint);
   if (scopes === undefined) return;
-  const readable = new Set(readableResources(context.scopes));
+  const readable = new Set(readableResources(context));
   const missing = sentResources(after.resources ?? endpoint.resources, new Set(readableResources(scopes))).filter(
     (resource) => !readable.has(resource),
   );

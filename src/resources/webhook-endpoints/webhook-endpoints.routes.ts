@@ -80,13 +80,13 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     description: `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the endpoint as stored. ${READ_ONLY} ${WHO_MAY_CHANGE} Only its owner may change its URL. Enabling an endpoint whose owner was deleted makes the caller its owner. ${CONDITIONAL_WRITE}`,
     body: WebhookEndpointPatchSchema,
     check: checkUrl,
-    change: (trx, id, body, condition, request) =>
+    change: (trx, id, body, condition, _sight, request) =>
       patchEndpoint(trx, id, body as WebhookEndpointPatch, condition, context(request)),
   });
   deleteOperation(app, ENDPOINTS, {
     summary: 'Delete a webhook endpoint and its deliveries',
     description: `Deletes the endpoint and its deliveries: 204. ${WHO_MAY_CHANGE} ${CONDITIONAL_WRITE}`,
-    remove: (trx, id, condition, request) => deleteEndpoint(trx, id, condition, context(request)),
+    remove: (trx, id, condition, _sight, request) => deleteEndpoint(trx, id, condition, context(request)),
   });
 
   app.post(

@@ -1,4 +1,4 @@
-import { readableResources } from '../../auth/policy.js';
+import { readableResources, type Reach } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
@@ -88,7 +88,7 @@ export async function createEndpoint(
     owner_caller_id: ownerFor(context),
     description: input.description ?? '',
     events: JSON.stringify(events),
-    resources: JSON.stringify(allowedResources(events, context.scopes, 'this caller')),
+    resources: JSON.stringify(allowedResources(events, context, 'this caller')),
     enabled: input.enabled === false ? 0 : 1,
     secret: newSecret(),
     created_at: now,
@@ -123,7 +123,7 @@ export function patchEndpoint(
         const events = patch.events ?? (JSON.parse(stored.events) as string[]);
         const resources = JSON.stringify(
           owner === undefined
-            ? allowedResources(events, context.scopes, 'this caller')
+            ? allowedResources(events, context, 'this caller')
             : allowedResources(events, owner, `its owner (caller ${stored.owner_caller_id})`),
         );
         if (JSON.stringify(events) !== stored.events) changes.events = JSON.stringify(events);
@@ -230,8 +230,8 @@ function storedUrl(text: string): string {
 }
 
 /** The resources an endpoint may receive events of: those of the types it asks for that `whose` scopes may read; 422 for a type they may not. */
-function allowedResources(events: readonly string[], scopes: ReadonlySet<string>, whose: string): string[] {
-  const readable = readableResources(scopes);
+function allowedResources(events: readonly string[], reach: Reach, whose: string): string[] {
+  const readable = readableResources(reach);
   if (events.includes('*')) {
     if (events.length > 1)
       throw new UnprocessableError('events: "*" already means every type; give it alone.', [
