@@ -21,6 +21,7 @@ const POSTGRES_FAST = [
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
   'test/events/**/*.test.ts',
+  'test/db/retention.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',
