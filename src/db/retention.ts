@@ -68,13 +68,11 @@ export function startRetention(
     while (!stopped) {
       const count = await unitOfWork(db, (trx) => prune(trx, cutoff, options.batch));
       deleted += count;
+      metrics.prunedRows.inc({ table: table.table }, count);
       if (count < options.batch) break;
       await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
     }
-    if (deleted > 0) {
-      metrics.prunedRows.inc({ table: table.table }, deleted);
-      log.info({ table: table.table, deleted, before: cutoff }, 'pruned rows past their retention');
-    }
+    if (deleted > 0) log.info({ table: table.table, deleted, before: cutoff }, 'pruned rows past their retention');
   };
   const sweepOnce = async () => {
     for (const table of tables) {
