@@ -22,12 +22,12 @@ const dist = new URL('../dist/src/', import.meta.url);
 const load = (path) => import(new URL(path, dist).href);
 
 measure('node, nothing loaded');
-const { loadConfig } = await load('config.js');
+const { loadConfig } = await load('config/config.js');
 measure('config (typebox, ajv, the settings schemas)');
-const { createLogger } = await load('logger.js');
+const { createLogger } = await load('observability/logger.js');
 measure('logger (pino)');
 const { openStorage } = await load('db/connect.js');
-measure('database layer (kysely, pg, the SQLite driver)');
+measure('database layer (kysely, the SQLite driver; pg only on PostgreSQL)');
 const { buildApp } = await load('app.js');
 measure('the app modules (fastify, routes, schemas, plugins)');
 
@@ -39,7 +39,7 @@ const config = loadConfig({
 });
 const logger = createLogger(config);
 const storage = await openStorage(config, logger);
-const { prepareDatabase } = await load('listen.js');
+const { prepareDatabase } = await load('process/startup.js');
 await prepareDatabase(storage);
 measure('database opened and migrated');
 const app = await buildApp({ config, storage, logger });

@@ -18,10 +18,10 @@ const { values: options } = parseArgs({ options: { requests: { type: 'string', d
 const requests = Number(options.requests);
 const dist = new URL('../dist/src/', import.meta.url);
 const load = (path) => import(new URL(path, dist).href);
-const { loadConfig } = await load('config.js');
+const { loadConfig } = await load('config/config.js');
 const { openStorage } = await load('db/connect.js');
 const { buildApp } = await load('app.js');
-const { prepareDatabase } = await load('listen.js');
+const { prepareDatabase } = await load('process/startup.js');
 const { ensureFirstAdmin } = await load('resources/callers/api-keys.service.js');
 const { openSqliteConnection, execute } = await load('db/sqlite-connection.js');
 

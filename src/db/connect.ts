@@ -2,13 +2,13 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { Kysely } from 'kysely';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import type { Database } from './database.js';
 import { processSignals } from './signals.js';
 import type { Storage } from './storage.js';
 import { startCheckpoints } from './checkpoints.js';
 import { CorruptionWatch, repairAdvice } from './corruption.js';
-import { isCorruption } from './errors.js';
+import { isCorruption } from './driver-errors.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { CorruptionWatch } from './corruption.js';
 import type { Database } from './database.js';
 import { PreparingPool } from './prepared-statements.js';

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { metrics } from '../metrics.js';
+import { metrics } from '../observability/metrics.js';
 import type { Db, Trx } from './database.js';
-import { isCorruption } from './errors.js';
+import { isCorruption } from './driver-errors.js';
 import { estimateTable, type TableShape } from './retention.repository.js';
 import { unitOfWork } from './unit-of-work.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstEventIdAt } from '../../src/events/event-ids.js';
+import { firstEventIdAt } from '../../src/outbox/event-ids.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { sample } from '../helpers/metrics.js';
 import { buildUser } from '../helpers/records.js';

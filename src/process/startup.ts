@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import { openStorage, type Storage } from './db/connect.js';
-import { checkSqliteFile } from './db/sqlite-check.js';
-import { createLogger } from './logger.js';
-import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
-import { ensureSigningKey } from './auth/signing-keys.js';
-import { ensureFirstAdmin } from './resources/callers/api-keys.service.js';
+import type { Config } from '../config/config.js';
+import { openStorage, type Storage } from '../db/connect.js';
+import { checkSqliteFile } from '../db/sqlite-check.js';
+import { createLogger } from '../observability/logger.js';
+import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
+import { ensureSigningKey } from '../auth/signing-keys.js';
+import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
 
 /**
  * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to
@@ -108,7 +108,7 @@ async function started(
   let app;
   try {
     // Loaded here, not at the top: the primary of --workers imports this file and serves no routes.
-    const { buildApp } = await import('./app.js');
+    const { buildApp } = await import('../app.js');
     app = await buildApp({ config, storage, logger, ...(collectMetrics === undefined ? {} : { collectMetrics }) });
     await listenOn(app);
     return app;
@@ -162,7 +162,7 @@ export async function apiDocument(config: Config): Promise<unknown> {
   const storage = await openStorage(memory, logger);
   try {
     await prepareDatabase(storage);
-    const { buildApp } = await import('./app.js');
+    const { buildApp } = await import('../app.js');
     const app = await buildApp({ config: memory, storage, logger });
     await app.ready();
     const document = app.swagger();

@@ -11,15 +11,15 @@ import {
   plainText,
   unknownSettings,
   type Config,
-} from './config.js';
-import { damagedAtStart } from './db/corruption.js';
-import { isCorruption } from './db/errors.js';
-import type { Db, Role } from './db/database.js';
-import { AppError } from './errors.js';
-import { createLogger } from './logger.js';
-import { apiDocument, openCheckedStorage, prepareDatabase } from './listen.js';
-import { serve } from './server.js';
-import { VERSION } from './version.js';
+} from '../config/config.js';
+import { damagedAtStart } from '../db/corruption.js';
+import { isCorruption } from '../db/driver-errors.js';
+import type { Db, Role } from '../db/database.js';
+import { AppError } from '../errors.js';
+import { createLogger } from '../observability/logger.js';
+import { apiDocument, openCheckedStorage, prepareDatabase } from './startup.js';
+import { serve } from './serve.js';
+import { VERSION } from '../version.js';
 
 const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
 
@@ -135,7 +135,7 @@ async function run(
     } else if (command === 'callers') {
       return await createCallerCommand(storage.db, flags.name as string, flags.role as string);
     } else {
-      const { TokenService } = await import('./auth/tokens.js');
+      const { TokenService } = await import('../auth/tokens.js');
       const kid = await new TokenService(storage.db, config, config.publicUrl, storage.signals).rotate();
       process.stdout.write(`${kid}\n`);
     }
@@ -153,11 +153,11 @@ const CALLER_FLAGS = { name: { type: 'string' as const }, role: { type: 'string'
  */
 async function createCallerCommand(db: Db, name: string, role: string): Promise<number> {
   const [{ ROLES }, { CALLER_NAME_PATTERN }, { createApiKey }, { createCaller }, { unitOfWork }] = await Promise.all([
-    import('./auth/policy.js'),
-    import('./resources/callers/callers.schema.js'),
-    import('./resources/callers/api-keys.service.js'),
-    import('./resources/callers/callers.service.js'),
-    import('./db/unit-of-work.js'),
+    import('../auth/policy.js'),
+    import('../resources/callers/callers.schema.js'),
+    import('../resources/callers/api-keys.service.js'),
+    import('../resources/callers/callers.service.js'),
+    import('../db/unit-of-work.js'),
   ]);
   if (!(ROLES as readonly string[]).includes(role)) return usageError(`--role must be one of ${ROLES.join(', ')}`);
   if (name.length > 64 || !new RegExp(CALLER_NAME_PATTERN).test(name)) {
