@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from './helpers/process.js';
+import { startServer, type RunningServer } from '../helpers/process.js';
 
 /**
  * The resident memory of `rowi serve`, idle, as docs/performance.md "Memory" reports it: read and
