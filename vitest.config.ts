@@ -24,6 +24,7 @@ const POSTGRES_FAST = [
   'test/outbox/**/*.test.ts',
   'test/db/webhook-owners-migration.test.ts',
   'test/docs/events-snippets.test.ts',
+  'test/db/retention.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',

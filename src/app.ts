@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { AuditLog, auditWriterFor, registerAudit } from './audit-trail/audit-log.js';
+import { auditTrailRetention } from './audit-trail/audit.repository.js';
 import { registerAuthentication } from './auth/authenticate.js';
 import oauthRoutes from './auth/oauth.routes.js';
 import { Authenticator } from './auth/principals.js';
@@ -14,7 +15,7 @@ import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
 import { publicOrigin, registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
-import { deleteExpiredKeys } from './http/idempotency.js';
+import { IDEMPOTENCY_KEYS_RETENTION } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
@@ -43,6 +44,8 @@ import { upstreamWeatherFor, type UpstreamWeather } from './upstream/upstream-we
 import eventsRoutes from './resources/events/events.routes.js';
 import webhookEndpointsRoutes from './resources/webhook-endpoints/webhook-endpoints.routes.js';
 import { startEvents } from './outbox/readers.js';
+import { eventTables } from './outbox/retention.js';
+import { startRetention, type Retention } from './db/retention.js';
 import { VERSION } from './version.js';
 import { registry } from './observability/metrics.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
@@ -57,6 +60,8 @@ declare module 'fastify' {
     routeTable: RouteTable;
     /** The upstream weather provider behind its cache and breaker; undefined when none is configured. */
     weather: UpstreamWeather | undefined;
+    /** The background pruning of the tables that grow (a sweep can be run at once: the tests). */
+    retention: Retention;
   }
 }
 
@@ -67,8 +72,6 @@ export interface AppDependencies {
   /** The metrics exposition: this process's, unless a --workers worker asks its primary for all of them. */
   collectMetrics?: () => Promise<string>;
 }
-
-const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
 
 /**
  * The whole HTTP application, wired in the order it must be: cross-cutting concerns first
@@ -129,7 +132,9 @@ export async function buildApp({
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
+  registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval), {
+    reads: config.auditReads === 'true',
+  });
   registerAuthentication(
     app,
     new Authenticator(db, new TokenService(db, config, publicOrigin(config), storage.signals), logger, storage.signals),
@@ -170,13 +175,14 @@ export async function buildApp({
   registerOpenApiRoute(app);
   registerDocsPage(app);
 
-  const sweep = setInterval(() => {
-    deleteExpiredKeys(db).catch((error: unknown) =>
-      app.log.warn({ err: error }, 'could not delete expired idempotency keys'),
-    );
-  }, EXPIRED_KEYS_SWEEP_MS);
-  sweep.unref();
-  app.addHook('onClose', async () => clearInterval(sweep));
+  // The tables that grow with use, pruned past their retention (docs/operations.md "Data kept and its retention").
+  const retention = startRetention(
+    db,
+    [auditTrailRetention(config.auditRetention), ...eventTables(config.eventsRetention), IDEMPOTENCY_KEYS_RETENTION],
+    logger,
+  );
+  app.addHook('onClose', () => retention.stop());
+  app.decorate('retention', retention);
 
   return app;
 }

@@ -6,7 +6,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { orderBodies, orderScript } from './order-mix.mjs';
-import { descendantsOf } from './processes.mjs';
+import { descendantsOf, rssMbOf } from './processes.mjs';
 
 export function findLoadTool() {
   const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
@@ -186,20 +186,14 @@ function pause(ms) {
 
 async function rssWhile(pids, work) {
   let peak = 0;
+  // With worker processes, the primary's own peak too (pids[0]; it serves nothing itself).
+  let primaryPeak = 0;
   const sampler = setInterval(() => {
-    let kb = 0;
-    for (const pid of pids) {
-      try {
-        const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-        if (rss) kb += Number(rss[1]);
-      } catch {
-        // A worker that ended (rowi replaces it; the load then fails or goes on without it).
-      }
-    }
-    peak = Math.max(peak, kb / 1024);
+    peak = Math.max(peak, rssMbOf(pids));
+    if (pids.length > 1) primaryPeak = Math.max(primaryPeak, rssMbOf([pids[0]]));
   }, 100);
   try {
-    return { ...(await work()), rssMb: peak };
+    return { ...(await work()), rssMb: peak, ...(pids.length > 1 ? { primaryRssMb: primaryPeak } : {}) };
   } finally {
     clearInterval(sampler);
   }
@@ -219,6 +213,9 @@ export function median(runs) {
     p50: pick('p50'),
     p99: pick('p99'),
     rssMb: Math.max(...runs.map((run) => run.rssMb)),
+    ...(runs.every((run) => run.primaryRssMb !== undefined)
+      ? { primaryRssMb: Math.max(...runs.map((run) => run.primaryRssMb)) }
+      : {}),
     loopP99: worst('loopP99'),
     loopMax: worst('loopMax'),
     ...optional('cpuMs'),

@@ -26,7 +26,26 @@ export async function startRowi(bench, name, env, args = SERVE, node = process.e
   const options = [...V8_OPTIONS, process.env.NODE_OPTIONS, preload].filter(Boolean).join(' ');
   const server = await startProcess(bench, name, args, { ...env, NODE_OPTIONS: options }, LISTENING, node);
   server.loopDelay = true;
+  // Idle: started, serving, nothing loaded yet (a second to settle after untilServing's requests).
+  await pause(1000);
+  const workers = descendantsOf(server.child.pid);
+  server.idleRssMb = rssMbOf([server.child.pid, ...workers]);
+  if (workers.length > 0) server.primaryIdleRssMb = rssMbOf([server.child.pid]);
   return server;
+}
+
+/** The resident memory of these processes together, in MB, from /proc (a process that ended counts 0). */
+export function rssMbOf(pids) {
+  let kb = 0;
+  for (const pid of pids) {
+    try {
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (rss) kb += Number(rss[1]);
+    } catch {
+      // It ended.
+    }
+  }
+  return kb / 1024;
 }
 
 /**

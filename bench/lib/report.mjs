@@ -7,6 +7,16 @@ import { RATE_LIMIT_OPERATION, columnOf, isReference } from './targets.mjs';
 const RSS_LIMIT_MB = 120;
 const GOALS = [
   {
+    label: 'RSS idle, 1 process (started, before any load)',
+    idle: (r) => r.server?.name === 'rowi',
+    maxRssMb: 80,
+  },
+  {
+    label: 'RSS of the primary of --workers 2 (idle, and its peak under load)',
+    primary: (r) => r.storage === 'SQLite' && r.workers === 2,
+    maxRssMb: 50,
+  },
+  {
     label: 'POST /v1/orders, SQLite (synchronous=FULL), 1 process',
     find: (r) => r.operation === 'POST /v1/orders' && r.credential === 'API key' && isReference(r) && !r.alongsideOf,
     minRps: 4000,
@@ -183,6 +193,15 @@ export function printGoals(results, ratios, authRatios, limitRatios, redis, stor
     lines.push({ verdict: met === undefined ? '-' : met ? '✓' : '✗', label, goal, figure });
   const percent = (ratio) => `${(ratio * 100).toFixed(1)} %`;
   for (const goal of GOALS) {
+    if (goal.idle !== undefined || goal.primary !== undefined) {
+      const loads = results.filter(goal.idle ?? goal.primary);
+      if (loads.length === 0) continue;
+      const figure = goal.idle
+        ? loads[0].server.idleRssMb
+        : Math.max(loads[0].server.primaryIdleRssMb ?? 0, ...loads.map((result) => result.primaryRssMb ?? 0));
+      add(goal.label, `<= ${goal.maxRssMb} MB`, figure <= goal.maxRssMb, `${figure.toFixed(0)} MB`);
+      continue;
+    }
     if (goal.rss !== undefined) {
       const loads = results.filter(goal.rss);
       if (loads.length === 0) continue;

@@ -159,12 +159,16 @@ const ACTION_OF_METHOD: Record<string, string> = {
 };
 
 /**
- * Records every request when its response is done. The path is recorded without its query
- * string, and nothing of the credentials but the caller they resolved to.
+ * Records every request when its response is done (with `reads: false`, ROWI_AUDIT_READS=false,
+ * only writes and refusals: a safe method answered below 400 is left out). The path is recorded
+ * without its query string, and nothing of the credentials but the caller they resolved to.
  */
-
-export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
+export function registerAudit(app: FastifyInstance, audit: AuditLog, { reads }: { reads: boolean }): void {
   app.addHook('onResponse', (request, reply, done) => {
+    if (!reads && reply.statusCode < 400 && ACTION_OF_METHOD[request.method] === 'read') {
+      done();
+      return;
+    }
     // Set by the route's authentication; a request refused before it (406, credentials in the
     // URL, 503 while draining) finds its route's permission the slower way.
     let permission = request.permission;

@@ -2,6 +2,7 @@ import type { Insertable } from 'kysely';
 import { compiledPerCount, rowsOf } from '../db/compiled.js';
 import type { AuditEventsTable, Executor } from '../db/database.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
+import type { RetainedTable } from '../db/retention.js';
 
 /** The audit trail's table (audit_events): batches written, pages read. */
 
@@ -40,4 +41,23 @@ export async function insertAuditEvents(trx: Executor, size: number, values: unk
 
 export function findAuditEvents(db: Executor, query: ListQuery) {
   return fetchPage(db.selectFrom('audit_events').selectAll(), query);
+}
+
+/** Deletes at most `limit` of the events recorded before `cutoff`, the oldest first (in the index on at); how many. */
+export async function deleteAuditEventsBefore(db: Executor, cutoff: string, limit: number): Promise<number> {
+  const oldest = db.selectFrom('audit_events').select('id').where('at', '<', cutoff).orderBy('at').limit(limit);
+  const result = await db.deleteFrom('audit_events').where('id', 'in', oldest).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** The trail is kept for ROWI_AUDIT_RETENTION, then pruned in the background (db/retention.ts). */
+export function auditTrailRetention(retentionSeconds: number): RetainedTable {
+  return {
+    table: 'audit_events',
+    key: 'id',
+    oldestBy: 'at',
+    time: 'at',
+    retentionSeconds,
+    prune: deleteAuditEventsBefore,
+  };
 }

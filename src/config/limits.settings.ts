@@ -146,4 +146,23 @@ export const LIMIT_SETTINGS = {
     }),
     'ROWI_AUDIT_FLUSH_INTERVAL',
   ),
+  auditRetention: setting(
+    Type.Integer({
+      minimum: 60,
+      maximum: 315_360_000,
+      default: 7_776_000,
+      description:
+        'seconds the audit trail keeps an event before it is pruned in the background, in small batches (90 days by default)',
+    }),
+    'ROWI_AUDIT_RETENTION',
+  ),
+  auditReads: setting(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      default: 'true',
+      'x-error': 'must be true or false',
+      description:
+        '`true`: the audit trail records every request; `false`: writes and refusals only (a GET, HEAD or OPTIONS answered below 400 is not recorded)',
+    }),
+    'ROWI_AUDIT_READS',
+  ),
 };

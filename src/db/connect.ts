@@ -1,34 +1,18 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import { Kysely } from 'kysely';
 import { ConfigError, type Config } from '../config/config.js';
-import type { Database, Db } from './database.js';
-import { postgresSignals, processSignals, type Signals } from './signals.js';
-import { PreparingPool } from './prepared-statements.js';
+import type { Database } from './database.js';
+import { processSignals } from './signals.js';
+import type { Storage } from './storage.js';
 import { startCheckpoints } from './checkpoints.js';
 import { CorruptionWatch, repairAdvice } from './corruption.js';
 import { isCorruption } from './driver-errors.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
 
-export interface Storage {
-  db: Db;
-  kind: 'sqlite' | 'postgres';
-  /** What the banner and logs say about where data lives (never a password). */
-  describe: string;
-  /** Word between the processes sharing this database (cache invalidation). */
-  signals: Signals;
-  /** Whether the database was found damaged, and the refusal of writes after it (corruption.ts). */
-  corruption: CorruptionWatch;
-  /**
-   * Runs work on a connection of its own without the statement time limit: migrations, which
-   * may wait for another instance's migration and may take long on large tables.
-   */
-  unbounded<T>(work: (db: Db) => Promise<T>): Promise<T>;
-  close(): Promise<void>;
-}
+export type { Storage } from './storage.js';
 
 /**
  * The configured database: PostgreSQL when ROWI_DATABASE_URL is set, else the SQLite file.
@@ -36,7 +20,8 @@ export interface Storage {
  * PostgreSQL's own reason (a wrong password, an unknown database) and never the password.
  */
 export async function openStorage(config: Config, log: FastifyBaseLogger): Promise<Storage> {
-  if (config.databaseUrl !== '') return openPostgres(config, log);
+  // PostgreSQL's driver is loaded only when it is used: a rowi on SQLite never holds it (about 14 MB).
+  if (config.databaseUrl !== '') return (await import('./postgres.js')).openPostgres(config, log);
   try {
     return await openSqlite(config, log);
   } catch (error) {
@@ -153,99 +138,4 @@ function diskFullReporter(file: string, log: FastifyBaseLogger | undefined) {
       log?.info({ file }, `writes to ${file} succeed again: the disk has space`);
     },
   };
-}
-
-type PostgresSettings = Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databaseTimeout'>;
-
-/** PostgreSQL's int8 (ids, money in cents, counts) as a JS number: every value rowi stores is a safe integer. */
-const INT8_OID = 20;
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary'
-      ? (text: string) => Number(text)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-};
-
-/**
- * A pool of at most ROWI_DATABASE_POOL_SIZE connections. A request waits at most
- * ROWI_DATABASE_TIMEOUT ms for a connection and a statement runs at most as long; either limit
- * ends in an error that the problem handler answers with 503 and Retry-After (isUnavailable).
- * A connection idle inside a transaction (a process stuck or gone) is ended by the server.
- */
-export async function openPostgres(settings: PostgresSettings, log: FastifyBaseLogger): Promise<Storage> {
-  const clientConfig: pg.ClientConfig = {
-    connectionString: settings.databaseUrl,
-    statement_timeout: settings.databaseTimeout,
-    idle_in_transaction_session_timeout: Math.max(settings.databaseTimeout * 2, 10_000),
-    connectionTimeoutMillis: settings.databaseTimeout,
-    application_name: 'rowi',
-    keepAlive: true,
-    types,
-  };
-  const pool = watchedPool({ ...clientConfig, max: settings.databasePoolSize, idleTimeoutMillis: 30_000 }, log);
-  const where = describePostgres(settings.databaseUrl);
-  let schema: string;
-  try {
-    const { rows } = await pool.query<{ schema: string | null }>('select current_schema() as schema');
-    schema = rows[0]?.schema ?? '';
-    if (schema === '')
-      throw new Error('no schema is on the search_path (set options=-c search_path=… or create the schema)');
-  } catch (error) {
-    await pool.end().catch(() => {});
-    throw new ConfigError(`ROWI_DATABASE_URL (${where}) cannot be used: ${(error as Error).message}`);
-  }
-  const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
-  const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
-  });
-  const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
-  return {
-    db,
-    kind: 'postgres',
-    describe,
-    signals,
-    corruption,
-    async unbounded(work) {
-      const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      const single = new Kysely<Database>({
-        dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
-      });
-      try {
-        return await work(single);
-      } finally {
-        await single.destroy();
-      }
-    },
-    async close() {
-      await signals.close();
-      await db.destroy();
-    },
-  };
-}
-
-/** A pool whose lost connections are logged instead of ending the process. */
-function watchedPool(config: pg.PoolConfig, log: FastifyBaseLogger): pg.Pool {
-  const pool = new pg.Pool(config);
-  // An idle connection that the server drops (a restart) is discarded; nothing to answer.
-  pool.on('error', (error) => log.warn({ err: error }, 'an idle PostgreSQL connection was lost'));
-  // A connection lost while a request holds it fails that request's query (a 503), and pg also
-  // emits 'error' on the client, which the pool does not listen to while the client is checked
-  // out: without a listener of its own, that event would end the process. The pool discards the
-  // client when it is released.
-  pool.on('connect', (client) =>
-    client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')),
-  );
-  return pool;
-}
-
-/** user@host:port/database, without the password or the query. */
-export function describePostgres(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const user = parsed.username === '' ? '' : `${decodeURIComponent(parsed.username)}@`;
-    return `${user}${parsed.host}${parsed.pathname}`;
-  } catch {
-    return 'an unparsable URL';
-  }
 }

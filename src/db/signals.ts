@@ -1,6 +1,4 @@
 import cluster from 'node:cluster';
-import type { FastifyBaseLogger } from 'fastify';
-import pg from 'pg';
 
 /**
  * Word between the rowi processes that share one database: "topic changed, forget what you
@@ -26,7 +24,7 @@ export const EVERYTHING = '*';
 
 const IPC_TYPE = 'rowi:signal';
 
-class Handlers {
+export class Handlers {
   readonly #handlers = new Set<(topic: string) => void>();
 
   add(handler: (topic: string) => void): () => void {
@@ -87,87 +85,4 @@ function isSignal(message: unknown): message is { type: string; topic: string } 
     (message as { type?: unknown }).type === IPC_TYPE &&
     typeof (message as { topic?: unknown }).topic === 'string'
   );
-}
-
-const RECONNECT_MIN_MS = 250;
-const RECONNECT_MAX_MS = 5000;
-
-/**
- * LISTEN on a connection of its own (not from the pool: a pooled connection is handed to other
- * queries), reconnecting with back-off when it is lost. Publishing uses the pool.
- */
-export function postgresSignals(
-  pool: pg.Pool,
-  clientConfig: pg.ClientConfig,
-  channel: string,
-  log: FastifyBaseLogger,
-): Signals {
-  const handlers = new Handlers();
-  /** The listener connecting or connected; a failure of any older one is ignored. */
-  let current: pg.Client | undefined;
-  let closed = false;
-  let delay = RECONNECT_MIN_MS;
-  let timer: NodeJS.Timeout | undefined;
-  let lost = false;
-
-  const connect = async () => {
-    timer = undefined;
-    if (closed) return;
-    const listener = new pg.Client(clientConfig);
-    current = listener;
-    listener.on('notification', (message) => {
-      if (message.channel === channel) handlers.deliver(message.payload ?? EVERYTHING);
-    });
-    listener.on('error', (error) => {
-      log.warn(
-        { err: error },
-        'the database connection that listens for changes on other instances failed; reconnecting',
-      );
-      retry(listener);
-    });
-    listener.on('end', () => retry(listener));
-    try {
-      await listener.connect();
-      await listener.query(`listen ${pg.escapeIdentifier(channel)}`);
-      delay = RECONNECT_MIN_MS;
-      if (closed) await listener.end();
-      if (lost) {
-        lost = false;
-        log.info('listening for changes on other instances again');
-        handlers.deliver(EVERYTHING);
-      }
-    } catch {
-      retry(listener);
-    }
-  };
-
-  const retry = (listener: pg.Client) => {
-    if (listener !== current) return;
-    current = undefined;
-    listener.removeAllListeners('end');
-    listener.end().catch(() => {});
-    lost = true;
-    if (closed || timer !== undefined) return;
-    timer = setTimeout(() => void connect(), delay);
-    timer.unref();
-    delay = Math.min(delay * 2, RECONNECT_MAX_MS);
-  };
-
-  void connect();
-  return {
-    async publish(topic) {
-      await pool.query('select pg_notify($1, $2)', [channel, topic]);
-    },
-    subscribe: (handler) => handlers.add(handler),
-    async close() {
-      closed = true;
-      if (timer !== undefined) clearTimeout(timer);
-      const listener = current;
-      current = undefined;
-      if (listener) {
-        listener.removeAllListeners('end');
-        await listener.end().catch(() => {});
-      }
-    },
-  };
 }

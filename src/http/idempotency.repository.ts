@@ -51,8 +51,17 @@ export async function deleteIdempotencyKey(trx: Executor, scope: string, key: st
   await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
 }
 
-/** Deletes the keys past their lifetime; how many. */
-export async function deleteIdempotencyKeysExpiredBy(db: Executor, now: string): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+/** Deletes at most `limit` of the keys past their lifetime at `now`, the longest expired first; how many. */
+export async function deleteIdempotencyKeysExpiredBy(db: Executor, now: string, limit: number): Promise<number> {
+  const expired = db
+    .selectFrom('idempotency_keys')
+    .select(['scope', 'key'])
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit);
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where(({ eb, refTuple }) => eb(refTuple('scope', 'key'), 'in', expired.$asTuple('scope', 'key')))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db, Trx } from '../db/database.js';
+import type { RetainedTable } from '../db/retention.js';
 import { isUniqueViolation } from '../db/driver-errors.js';
 import { UnprocessableError } from '../errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
@@ -109,10 +110,17 @@ export async function runIdempotent(
 /** A claim fails only when another request held the key; the next pass finds its outcome. */
 const MAX_CLAIM_ATTEMPTS = 5;
 
-/** Deletes keys past their lifetime; run periodically. */
-export async function deleteExpiredKeys(db: Db): Promise<number> {
-  return deleteIdempotencyKeysExpiredBy(db, nowTimestamp());
-}
+/**
+ * Keys are pruned once past their lifetime (db/retention.ts), a batch at a time: a key carries its
+ * own end (expires_at, KEY_LIFETIME_MS after its first use), so the cutoff is now.
+ */
+export const IDEMPOTENCY_KEYS_RETENTION: RetainedTable = {
+  table: 'idempotency_keys',
+  oldestBy: 'expires_at',
+  time: 'created_at',
+  retentionSeconds: 0,
+  prune: deleteIdempotencyKeysExpiredBy,
+};
 
 /** Same method, same target, same body (whatever its media type, compared as parsed data). */
 function fingerprintOf(request: FastifyRequest): string {

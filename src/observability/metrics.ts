@@ -74,6 +74,39 @@ export const metrics = {
     labelNames: ['reason'] as const,
     registers: [registry],
   }),
+  tableRows: new Gauge({
+    name: 'rowi_table_rows',
+    help: "Rows of a table that grows with use, by table: an estimate (the span of its keys; on PostgreSQL its planner statistics for a table without one), measured after each pruning sweep (every minute), never on a scrape; with --workers the largest of the workers' measurements",
+    labelNames: ['table'] as const,
+    aggregator: 'max',
+    registers: [registry],
+  }),
+  oldestRowTime: new Gauge({
+    name: 'rowi_table_oldest_row_timestamp_seconds',
+    help: 'The time of the oldest row of a table that grows with use (Unix seconds), by table, measured after each pruning sweep; no series while the table is empty',
+    labelNames: ['table'] as const,
+    aggregator: 'max',
+    registers: [registry],
+  }),
+  oldestRowAge: new Gauge({
+    name: 'rowi_table_oldest_row_age_seconds',
+    help: "Seconds since the time of the oldest row of a table that grows with use, by table (from rowi_table_oldest_row_timestamp_seconds); above the table's retention while a backlog is pruned",
+    labelNames: ['table'] as const,
+    aggregator: 'min',
+    registers: [registry],
+    async collect() {
+      const now = Date.now() / 1000;
+      this.reset();
+      for (const { labels, value } of (await metrics.oldestRowTime.get()).values)
+        this.set({ table: String(labels.table) }, Math.max(0, now - value));
+    },
+  }),
+  prunedRows: new Counter({
+    name: 'rowi_retention_pruned_rows_total',
+    help: 'Rows deleted by the background pruning because they were past their retention, by table',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  }),
   upstreamCalls: new Counter({
     name: 'rowi_weather_upstream_calls_total',
     help: 'Calls to the weather provider, by outcome (ok, timeout, bad-answer, unreachable)',

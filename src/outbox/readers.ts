@@ -5,7 +5,6 @@ import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
 import { leaseHolderName } from './lease.js';
 import { NatsBus } from './nats-bus.js';
-import { startPruning } from './retention.js';
 import { AddressPolicy } from './ssrf.js';
 import type { ReadableBy } from './webhook-owners.js';
 import { retrySchedule, WebhookDispatcher } from './webhooks.js';
@@ -20,7 +19,7 @@ export interface EventsDependencies {
   readableBy: ReadableBy;
 }
 
-/** The event side of a process: the live feed, webhook delivery, the NATS bus and pruning, started and stopped together. */
+/** The event side of a process: the live feed, webhook delivery and the NATS bus, started and stopped together (pruning: retention.ts). */
 export interface Events {
   feed: EventFeed;
   policy: AddressPolicy;
@@ -51,12 +50,10 @@ export function startEvents({ db, signals, config, log, userAgent, readableBy }:
           owner,
         });
   bus?.start();
-  const stopPruning = startPruning(db, config.eventsRetention, log);
   return {
     feed,
     policy,
     async close() {
-      stopPruning();
       await Promise.all([dispatcher.close(), bus?.close()]);
       feed.close();
     },

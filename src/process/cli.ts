@@ -14,18 +14,12 @@ import {
 } from '../config/config.js';
 import { damagedAtStart } from '../db/corruption.js';
 import { isCorruption } from '../db/driver-errors.js';
-import { ROLES } from '../auth/policy.js';
-import { TokenService } from '../auth/tokens.js';
 import type { Db, Role } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { CALLER_NAME_PATTERN } from '../resources/callers/callers.schema.js';
-import { createApiKey } from '../resources/callers/api-keys.service.js';
-import { createCaller } from '../resources/callers/callers.service.js';
 import { createLogger } from '../observability/logger.js';
 import { apiDocument, openCheckedStorage, prepareDatabase } from './startup.js';
 import { serve } from './serve.js';
 import { VERSION } from '../version.js';
-import { unitOfWork } from '../db/unit-of-work.js';
 
 const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
 
@@ -141,6 +135,7 @@ async function run(
     } else if (command === 'callers') {
       return await createCallerCommand(storage.db, flags.name as string, flags.role as string);
     } else {
+      const { TokenService } = await import('../auth/tokens.js');
       const kid = await new TokenService(storage.db, config, config.publicUrl, storage.signals).rotate();
       process.stdout.write(`${kid}\n`);
     }
@@ -152,8 +147,18 @@ async function run(
 
 const CALLER_FLAGS = { name: { type: 'string' as const }, role: { type: 'string' as const } };
 
-/** Prints the new key alone on stdout, so scripts can capture it: ROWI_KEY=$(rowi callers create …). */
+/**
+ * Prints the new key alone on stdout, so scripts can capture it: ROWI_KEY=$(rowi callers create …).
+ * What only this command uses is loaded when it runs (`rowi serve`'s primary never needs it).
+ */
 async function createCallerCommand(db: Db, name: string, role: string): Promise<number> {
+  const [{ ROLES }, { CALLER_NAME_PATTERN }, { createApiKey }, { createCaller }, { unitOfWork }] = await Promise.all([
+    import('../auth/policy.js'),
+    import('../resources/callers/callers.schema.js'),
+    import('../resources/callers/api-keys.service.js'),
+    import('../resources/callers/callers.service.js'),
+    import('../db/unit-of-work.js'),
+  ]);
   if (!(ROLES as readonly string[]).includes(role)) return usageError(`--role must be one of ${ROLES.join(', ')}`);
   if (name.length > 64 || !new RegExp(CALLER_NAME_PATTERN).test(name)) {
     return usageError(

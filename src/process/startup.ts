@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from '../app.js';
 import type { Config } from '../config/config.js';
 import { openStorage, type Storage } from '../db/connect.js';
 import { checkSqliteFile } from '../db/sqlite-check.js';
@@ -114,6 +113,8 @@ async function started(
 ): Promise<FastifyInstance> {
   let app;
   try {
+    // Loaded here, not at the top: the primary of --workers imports this file and serves no routes.
+    const { buildApp } = await import('../app.js');
     app = await buildApp({ config, storage, logger, ...(collectMetrics === undefined ? {} : { collectMetrics }) });
     await listenOn(app);
     return app;
@@ -161,6 +162,7 @@ export async function apiDocument(config: Config): Promise<unknown> {
   const storage = await openStorage(memory, logger);
   try {
     await prepareDatabase(storage);
+    const { buildApp } = await import('../app.js');
     const app = await buildApp({ config: memory, storage, logger });
     await app.ready();
     const document = app.swagger();

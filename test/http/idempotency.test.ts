@@ -2,7 +2,6 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/db/connect.js';
-import { deleteExpiredKeys } from '../../src/http/idempotency.js';
 import { call, startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { buildUser } from '../helpers/records.js';
@@ -141,7 +140,7 @@ describe('Idempotency-Key on POST', () => {
     }
   });
 
-  it('POST /v1/users: a key past its 24-hour lifetime is forgotten; the sweep deletes it and the request runs anew', async () => {
+  it('POST /v1/users: a key past its 24-hour lifetime is forgotten; the retention sweep deletes it and the request runs anew', async () => {
     const body = buildUser();
     const first = await post('key-expired-1', body);
     await test.storage.db
@@ -155,7 +154,7 @@ describe('Idempotency-Key on POST', () => {
       .updateTable('idempotency_keys')
       .set({ expires_at: '2000-01-01T00:00:00.000Z' } as never)
       .execute();
-    expect(await deleteExpiredKeys(test.storage.db)).toBeGreaterThan(0);
+    await test.app.retention.sweep();
     const left = await test.storage.db.selectFrom('idempotency_keys').selectAll().execute();
     expect(left).toEqual([]);
     expect(first.status).toBe(201);
