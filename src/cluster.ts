@@ -18,6 +18,7 @@ import {
 } from './listen.js';
 import { createLogger } from './logger.js';
 import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
+import { countWorkerAuthFailures } from './limits/auth-failures.js';
 
 /**
  * `rowi serve --workers N`: the primary migrates the database, forks N workers, and once they are
@@ -64,6 +65,7 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
   }
   relayWorkerSignals();
   aggregateWorkerMetrics();
+  countWorkerAuthFailures();
 
   let shuttingDown = false;
   let listener: Server | undefined;
