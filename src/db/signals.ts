@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
+import { faultOf } from '../logger.js';
 
 /**
  * Word between the rowi processes that share one database: "topic changed, forget what you
@@ -120,8 +121,7 @@ export function postgresSignals(
     });
     listener.on('error', (error) => {
       log.warn(
-        { err: error },
-        'the database connection that listens for changes on other instances failed; reconnecting',
+        `database connection lost: ${faultOf(error)} (the one that listens for other instances' changes; reconnecting)`,
       );
       retry(listener);
     });

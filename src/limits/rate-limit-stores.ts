@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
+import { faultOf } from '../logger.js';
 
 /**
  * Where rate-limit counters live (rate-limit.ts decides what is counted): GCRA, the generic cell
@@ -195,7 +196,9 @@ export class RedisStore implements Store {
   #degrade(error: unknown): void {
     if (this.#degradedSince !== undefined) return;
     this.#degradedSince = Date.now();
-    this.#log.warn({ err: error }, 'Redis cannot be reached: each instance counts rate limits alone until it is back');
+    this.#log.warn(
+      `Redis cannot be reached: ${faultOf(error)}; each instance counts rate limits alone until it is back`,
+    );
   }
 
   async close(): Promise<void> {
