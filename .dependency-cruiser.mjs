@@ -1,15 +1,17 @@
 /**
  * The direction of imports inside src/ (docs/architecture.md draws it), checked by
- * `npm run lint:imports` in `.ci/run`: a wrong-way import or a cycle fails the run.
+ * `npm run lint:imports` in `.ci/run`: a wrong-way import or a cycle fails the run. The rules
+ * name folders, never files: a new file follows the rule of the folder it lands in.
  *
- * Layers, from the bottom: the foundation (config and settings, errors, logger, version), the database (db),
- * the HTTP engine (http), authentication (auth), the audit trail and rate limits (audit, limits),
- * events (events: the outbox, its feed, webhooks and the bus; on the database only), upstream clients (upstream), the resources (resources), and the process (app, server, cli,
- * cluster, listen), which wires them together. A layer imports only the layers below it.
+ * Layers, from the bottom: the foundation (config/, observability/, errors.ts, version.ts), the
+ * database (db/), the HTTP engine (http/), authentication (auth/), the audit trail and rate
+ * limits (audit-trail/, rate-limits/), the outbox and its readers (outbox/: the feed, webhooks
+ * and the bus; on the database only), upstream clients (upstream/), the resources
+ * (resources/), and the process (process/ and app.ts), which wires them together. A layer
+ * imports only the layers below it.
  */
-const FOUNDATION =
-  '^src/(config|settings|settings-limits|settings-weather|settings-events|errors|logger|metrics|metrics-histogram|version)\\.ts$';
-const PROCESS = '^src/(app|server|cli|cluster|cluster-metrics|listen)\\.ts$';
+const FOUNDATION = '^src/(config|observability)/|^src/(errors|version)\\.ts$';
+const PROCESS = '^src/process/|^src/app\\.ts$';
 
 /** A rule forbidding `from` to import any of `to`. */
 function below(name, from, to, comment) {
@@ -35,43 +37,50 @@ export default {
     below(
       'foundation-imports-nothing',
       FOUNDATION,
-      '^src/(db|http|auth|audit|limits|events|upstream|resources)/|' + PROCESS,
-      'config, errors, logger and version are the bottom layer.',
+      '^src/(db|http|auth|audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
+      'config, observability, errors and version are the bottom layer.',
     ),
+    {
+      name: 'config-is-the-bottom',
+      comment: 'The settings are read before anything else exists: config/ imports nothing else of rowi.',
+      severity: 'error',
+      from: { path: '^src/config/' },
+      to: { path: '^src/', pathNot: '^src/config/' },
+    },
     below(
       'db-knows-no-caller',
       '^src/db/',
-      '^src/(http|auth|audit|limits|events|upstream|resources)/|' + PROCESS,
+      '^src/(http|auth|audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
       'The database layer serves every layer above it and knows none of them.',
     ),
     below(
       'http-knows-no-resource',
       '^src/http/',
-      '^src/(auth|audit|limits|events|upstream|resources)/|' + PROCESS,
+      '^src/(auth|audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
       'The HTTP engine knows no resource and no detail of authentication.',
     ),
     below(
       'auth-knows-no-resource',
       '^src/auth/',
-      '^src/(audit|limits|events|upstream|resources)/|' + PROCESS,
+      '^src/(audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
       'Authentication knows no resource.',
     ),
     below(
       'audit-and-limits-know-no-resource',
-      '^src/(audit|limits)/',
-      '^src/(upstream|resources)/|' + PROCESS,
+      '^src/(audit-trail|rate-limits)/',
+      '^src/(outbox|upstream|resources)/|' + PROCESS,
       'The audit trail and the rate limits serve every route and know none.',
     ),
     below(
-      'events-know-no-resource',
-      '^src/events/',
-      '^src/(http|auth|audit|limits|upstream|resources)/|' + PROCESS,
+      'outbox-knows-no-resource',
+      '^src/outbox/',
+      '^src/(http|auth|audit-trail|rate-limits|upstream|resources)/|' + PROCESS,
       'The outbox, the feed, webhook delivery and the bus serve the resources and know none; they stand on the database and the foundation.',
     ),
     below(
       'upstream-knows-no-resource',
       '^src/upstream/',
-      '^src/(db|http|auth|audit|limits|resources)/|' + PROCESS,
+      '^src/(db|http|auth|audit-trail|rate-limits|outbox|resources)/|' + PROCESS,
       'Upstream clients speak to other services and know nothing of rowi above the foundation.',
     ),
     below(

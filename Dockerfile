@@ -39,5 +39,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ROWI_PORT || 8080) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # V8 on Node 24 sizes its young generation from the machine's memory; 16 MB semispaces keep a
 # process's heap as on Node 20 (README, Benchmark: peak RSS 249 MB against 172 MB under load).
-ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/src/process/cli.js"]
 CMD ["serve"]

@@ -1,10 +1,10 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { AuditLog, auditWriterFor, registerAudit } from './audit/audit.js';
+import { AuditLog, auditWriterFor, registerAudit } from './audit-trail/audit-log.js';
 import { registerAuthentication } from './auth/authenticate.js';
 import oauthRoutes from './auth/oauth.routes.js';
 import { Authenticator } from './auth/principals.js';
 import { TokenService } from './auth/tokens.js';
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
 import { registerCors } from './http/cors.js';
@@ -20,8 +20,8 @@ import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
-import { registerRateLimits } from './limits/rate-limit.js';
-import { RateLimiter } from './limits/rate-limiter.js';
+import { registerRateLimits } from './rate-limits/rate-limit.js';
+import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { readableResources, scopesOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
 import { completeRoute } from './http/route-completion.js';
@@ -42,9 +42,9 @@ import weatherRoutes from './resources/weather/weather.routes.js';
 import { upstreamWeatherFor, type UpstreamWeather } from './upstream/upstream-weather.js';
 import eventsRoutes from './resources/events/events.routes.js';
 import webhookEndpointsRoutes from './resources/webhook-endpoints/webhook-endpoints.routes.js';
-import { startEvents } from './events/events.js';
+import { startEvents } from './outbox/readers.js';
 import { VERSION } from './version.js';
-import { registry } from './metrics.js';
+import { registry } from './observability/metrics.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
 
@@ -188,7 +188,7 @@ export async function buildApp({
 
 /**
  * The OAuth issuer and the origin in its metadata: ROWI_PUBLIC_URL, else the listen address
- * (server.ts corrects the port once it is known when ROWI_PORT is 0).
+ * (process/startup.ts corrects the port once it is known when ROWI_PORT is 0).
  */
 export function defaultIssuer(config: Config): string {
   if (config.publicUrl !== '') return config.publicUrl;

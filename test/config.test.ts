@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ConfigSchema, describeSettings, loadConfig, NOT_SETTINGS } from '../src/config.js';
+import { ConfigError, ConfigSchema, describeSettings, loadConfig, NOT_SETTINGS } from '../src/config/config.js';
 import { documentation } from './helpers/docs.js';
 
 /**

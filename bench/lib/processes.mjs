@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SERVE = [join(ROOT, 'dist/src/cli.js'), 'serve'];
+const SERVE = [join(ROOT, 'dist/src/process/cli.js'), 'serve'];
 const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
 
 // Preloaded into every rowi process (workers inherit it): the event loop's delay during each load.

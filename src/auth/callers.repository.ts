@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { ApiKeyRow, CallerRow, Executor, Role, Trx } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { compiledQuery } from '../db/compiled.js';
-import { fetchPage, type ListQuery } from '../db/paging.js';
+import { fetchPage, type ListQuery } from '../db/keyset.js';
 
 /** Callers and their API keys: every query of both. */
 export type StoredCaller = CallerRow;

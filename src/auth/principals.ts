@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Role } from '../db/database.js';
-import { isCorruption } from '../db/errors.js';
+import { isCorruption } from '../db/driver-errors.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from './callers.repository.js';

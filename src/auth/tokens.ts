@@ -10,7 +10,7 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { ALGORITHM, SigningKeys } from './signing-keys.js';

@@ -3,14 +3,14 @@ import { dirname } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { ConfigError, type Config } from '../config.js';
-import { faultOf } from '../logger.js';
+import { ConfigError, type Config } from '../config/config.js';
+import { faultOf } from '../observability/logger.js';
 import type { Database, Db } from './database.js';
 import { postgresSignals, processSignals, type Signals } from './signals.js';
 import { PreparingPool } from './prepared-statements.js';
 import { startCheckpoints } from './checkpoints.js';
 import { CorruptionWatch, repairAdvice } from './corruption.js';
-import { isCorruption } from './errors.js';
+import { isCorruption } from './driver-errors.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
 

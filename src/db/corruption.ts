@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config.js';
-import { isCorruption, STORAGE_CORRUPT_CODE } from './errors.js';
+import { ConfigError, type Config } from '../config/config.js';
+import { isCorruption, STORAGE_CORRUPT_CODE } from './driver-errors.js';
 import { publishToWorkers, topicOf, type Signals } from './signals.js';
 import type { StatementGuard } from './sqlite-connection.js';
 

@@ -65,7 +65,7 @@ export interface WebhookDeliveriesTable {
   attempts: number;
   next_attempt_at: string | null;
   lease_until: string | null;
-  /** The lease holder that claimed it last (events/lease.ts). */
+  /** The lease holder that claimed it last (outbox/lease.ts). */
   claimed_by: string | null;
   created_at: string;
   updated_at: string;

@@ -1,4 +1,4 @@
-import { isDiskFull } from './errors.js';
+import { isDiskFull } from './driver-errors.js';
 import { execute, type SqliteConnectionHandle } from './sqlite-connection.js';
 import { whenUnlocked } from './sqlite-lock.js';
 

@@ -1,5 +1,5 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
-import { metrics, secondsSince } from '../metrics.js';
+import { metrics, secondsSince } from '../observability/metrics.js';
 import type pg from 'pg';
 
 /**
@@ -59,7 +59,7 @@ export class PreparingPool implements PostgresPool {
  * Every transaction rowi begins on PostgreSQL first takes a shared advisory lock of its schema
  * (one simple query with the BEGIN, so no round trip more), before it has a transaction id. The
  * readers of the outbox use it to know which running transactions may still add events: those
- * holding the lock (events/outbox.repository.ts). Shared locks never wait for each other.
+ * holding the lock (outbox/outbox.repository.ts). Shared locks never wait for each other.
  */
 export const WRITERS_LOCK_CLASS = 1919907689;
 const BEGIN_AS_WRITER = `begin; select pg_advisory_xact_lock_shared(${WRITERS_LOCK_CLASS}, hashtext(current_schema()))`;

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
-import { faultOf } from '../logger.js';
+import { faultOf } from '../observability/logger.js';
 
 /**
  * Word between the rowi processes that share one database: "topic changed, forget what you

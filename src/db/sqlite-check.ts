@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { repairAdvice } from './corruption.js';
 
 /** Lines of SQLite's check kept at most: enough to say what is damaged, not a page of them. */

@@ -9,7 +9,7 @@ import {
   type Kysely,
   type QueryResult,
 } from 'kysely';
-import { isDiskFull } from './errors.js';
+import { isDiskFull } from './driver-errors.js';
 import { GroupCommitWriter, type UnitSession, type WriterOptions } from './group-commit.js';
 import { execute, type SqliteConnectionHandle } from './sqlite-connection.js';
 import { whenUnlocked } from './sqlite-lock.js';

@@ -1,4 +1,4 @@
-import { codeOf } from './errors.js';
+import { codeOf } from './driver-errors.js';
 
 /**
  * Waiting for SQLite's write lock while another process holds it (two processes on one file:

@@ -1,10 +1,10 @@
-import { metrics, secondsSince } from '../metrics.js';
+import { metrics, secondsSince } from '../observability/metrics.js';
 import type { Db, Trx } from './database.js';
 
 /**
  * The one way rowi writes: `work` runs in a transaction, and whatever it wrote is committed
  * whole, or nothing of it is (docs/development.md: transactions and locking). The record of an
- * Idempotency-Key's response and the events of a change (events/outbox.ts) are written inside the
+ * Idempotency-Key's response and the events of a change (outbox/outbox.ts) are written inside the
  * same transaction as the change they belong to, so they commit or vanish with it.
  *
  * On SQLite the transaction is a unit of a group that commits once for many requests (the writer,

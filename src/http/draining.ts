@@ -1,7 +1,7 @@
 import { Server as NetServer, type Socket } from 'node:net';
 import { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
 import { isProbe } from './probes.js';
 

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db, Trx } from '../db/database.js';
-import { isUniqueViolation } from '../db/errors.js';
+import { isUniqueViolation } from '../db/driver-errors.js';
 import { UnprocessableError } from '../errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import {

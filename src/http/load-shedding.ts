@@ -1,6 +1,6 @@
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { AppError } from '../errors.js';
 import { prepareProblem, type Problem } from './problem.js';
 import { isProbe } from './probes.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import { toTimestamp } from '../db/clock.js';
-import type { ListQuery, SortKey } from '../db/paging.js';
+import type { ListQuery, SortKey } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
 import { Timestamp } from './schemas.js';
 

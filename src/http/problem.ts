@@ -10,15 +10,15 @@ import {
   NotFoundError,
   UnsupportedMediaTypeError,
 } from '../errors.js';
-import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/errors.js';
+import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/driver-errors.js';
 import { addVary, BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation-errors.js';
 import { correlate } from './request-id.js';
 import { isProbe } from './probes.js';
-import { faultOf } from '../logger.js';
-import { metrics } from '../metrics.js';
+import { faultOf } from '../observability/logger.js';
+import { metrics } from '../observability/metrics.js';
 import { compileXmlSerializer } from './xml.js';
 
 /**

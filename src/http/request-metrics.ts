@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { inFlight, metrics } from '../metrics.js';
-import type { Series } from '../metrics-histogram.js';
+import { inFlight, metrics } from '../observability/metrics.js';
+import type { Series } from '../observability/metrics-histogram.js';
 
 /** The duration series of each route, method and status class, found by one lookup per request. */
 const seriesTable = new Map<string, Series>();
@@ -28,7 +28,7 @@ const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
  * Every request is timed and counted in flight, from its arrival until its response is done or
  * its connection is gone (the raw response's close fires once, either way), by route template,
  * method and status class (2xx, 4xx…). The hot path only adds numbers; the metrics are read
- * from them when scraped (metrics.ts).
+ * from them when scraped (observability/metrics.ts).
  */
 export function registerRequestMetrics(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { AppError } from '../errors.js';
 import { isProbe } from './probes.js';
 import { sendProblem, writeProblemToSocket } from './problem.js';

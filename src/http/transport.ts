@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, type Config } from '../config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { clientErrorHandler, serverTimeouts } from './timeouts.js';
 
 /** One year, the value browsers' preload lists expect (RFC 6797 §6.1.1). */

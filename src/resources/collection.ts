@@ -1,7 +1,7 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from 'typebox';
 import type { Db, Trx } from '../db/database.js';
-import type { ListQuery } from '../db/paging.js';
+import type { ListQuery } from '../db/keyset.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { listQuerySchema, parseListQuery, sendPage, type CollectionSpec, type Page } from '../http/paging.js';

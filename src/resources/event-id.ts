@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { EVENT_ID_PATTERN } from '../events/event-ids.js';
+import { EVENT_ID_PATTERN } from '../outbox/event-ids.js';
 
 /** An event id as a parameter, a header or a field: the events resource's and the webhook deliveries'. */
 export const EventId = Type.String({

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { OpenMeteoProvider } from './open-meteo.provider.js';
 import type { WeatherProvider } from './weather-provider.js';
 

@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { detailFor, formatCacheStatus, type CacheStatusParts } from './cache-status.js';
 import { CircuitBreaker, type BreakerState } from './circuit-breaker.js';
 import { failureForAbort, UpstreamFailure, type UpstreamFailureKind } from './upstream-failure.js';
 import { createWeatherProvider } from './providers.js';
-import { metrics, watchBreaker } from '../metrics.js';
+import { metrics, watchBreaker } from '../observability/metrics.js';
 import type { Coordinates, CurrentWeather, WeatherProvider } from './weather-provider.js';
 
 export interface UpstreamWeatherOptions {

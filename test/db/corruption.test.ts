@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { openCheckedStorage } from '../../src/listen.js';
+import { loadConfig } from '../../src/config/config.js';
+import { openCheckedStorage } from '../../src/process/startup.js';
 import { call, startApp, type CallOptions, type TestApp } from '../helpers/app.js';
 import { NO_RATE_LIMITS } from '../helpers/limits.js';
 import { keptLog, type LogLine } from '../helpers/log.js';

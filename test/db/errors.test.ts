@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { isCorruption, isDiskFull, isUnavailable } from '../../src/db/errors.js';
+import { isCorruption, isDiskFull, isUnavailable } from '../../src/db/driver-errors.js';
 import { toAppError } from '../../src/http/problem.js';
 
 /**

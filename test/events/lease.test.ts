@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diedOnThisHost, Lease, leaseHolderName } from '../../src/events/lease.js';
+import { diedOnThisHost, Lease, leaseHolderName } from '../../src/outbox/lease.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 /** The pid of a process of this host that has ended (a child run to its end). */

@@ -239,8 +239,8 @@ describe('GET /v1/events', () => {
 
 describe.skipIf(process.env.ROWI_TEST_BACKEND !== 'postgres')('reading the outbox on PostgreSQL', () => {
   it('findEventsAfter: an event committed while an older transaction that writes events is still open waits for it, then both come in transaction order', async () => {
-    const { findEventsAfter, latestPosition } = await import('../../src/events/outbox.repository.js');
-    const { recordEvent } = await import('../../src/events/outbox.js');
+    const { findEventsAfter, latestPosition } = await import('../../src/outbox/outbox.repository.js');
+    const { recordEvent } = await import('../../src/outbox/outbox.js');
     const { unitOfWork } = await import('../../src/db/unit-of-work.js');
     const start = await latestPosition(test.storage.db);
     let release!: () => void;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { specialPurpose } from '../../src/events/special-addresses.js';
-import { AddressPolicy } from '../../src/events/ssrf.js';
+import { specialPurpose } from '../../src/outbox/special-addresses.js';
+import { AddressPolicy } from '../../src/outbox/ssrf.js';
 
 /**
  * One address of every block of the IANA IPv4 and IPv6 Special-Purpose Address Registries (and

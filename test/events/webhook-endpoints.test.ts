@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AddressPolicy } from '../../src/events/ssrf.js';
+import { AddressPolicy } from '../../src/outbox/ssrf.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerWithKey } from '../helpers/records.js';

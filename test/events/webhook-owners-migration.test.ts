@@ -1,7 +1,7 @@
 import { Migrator, sql, type Migration } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
 import { isSqlite } from '../../src/db/dialect.js';
 import { migrateStorage } from '../../src/db/migrate.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readableResources, scopesOf } from '../../src/auth/policy.js';
 import type { Role } from '../../src/db/database.js';
-import { EVENT_TYPES, type EventType } from '../../src/events/event-types.js';
+import { EVENT_TYPES, type EventType } from '../../src/outbox/event-types.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { dereferenced } from '../helpers/openapi.js';
 import { eventually, Receiver } from '../helpers/receiver.js';

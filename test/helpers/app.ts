@@ -1,9 +1,9 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import pino from 'pino';
 import { buildApp } from '../../src/app.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
-import { prepareDatabase } from '../../src/listen.js';
+import { prepareDatabase } from '../../src/process/startup.js';
 import { ensureFirstAdmin } from '../../src/resources/callers/api-keys.service.js';
 import { createTestDatabase } from './database.js';
 import { NO_RATE_LIMITS } from './limits.js';

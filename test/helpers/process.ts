@@ -1,12 +1,15 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { describeSettings } from '../../src/config.js';
+import { describeSettings } from '../../src/config/config.js';
 import { NO_RATE_LIMITS } from './limits.js';
 import { createTestDatabase } from './database.js';
 import { tempFolder } from './temp.js';
 
 /** The built CLI; `npm test` builds before it runs the tests. */
-export const CLI = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../dist/src/cli.js');
+export const CLI = resolve(
+  import.meta.dirname ?? new URL('.', import.meta.url).pathname,
+  '../../dist/src/process/cli.js',
+);
 
 export interface RunningServer {
   child: ChildProcessWithoutNullStreams;

@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Metric } from 'prom-client';
-import { describeSettings } from '../../src/config.js';
+import { describeSettings } from '../../src/config/config.js';
 import { PROBLEM_TYPES } from '../../src/errors.js';
-import { registry } from '../../src/metrics.js';
+import { registry } from '../../src/observability/metrics.js';
 
 /**
  * The reference tables of docs/, generated from the code's catalogues: the problem types
- * (src/errors.ts), the metrics (src/metrics.ts) and the settings (src/settings*.ts, as
+ * (src/errors.ts), the metrics (src/observability/metrics.ts) and the settings (src/config/, as
  * `rowi --help` lists them). Each sits in its file between a start and an
  * end marker; `npm run docs` rewrites them, and test/readme-catalogues.test.ts fails while a file
  * holds anything else there.
@@ -35,7 +35,7 @@ export const TABLES: Table[] = [
   },
   {
     file: 'docs/operations.md',
-    name: 'metrics, from src/metrics.ts',
+    name: 'metrics, from src/observability/metrics.ts',
     rows: () => {
       const rowi = (
         registry.getMetricsAsArray() as unknown as (Metric & { labelNames?: string[]; help: string; name: string })[]
@@ -55,7 +55,7 @@ export const TABLES: Table[] = [
   },
   {
     file: 'docs/operations.md',
-    name: 'settings, from src/settings*.ts',
+    name: 'settings, from src/config/*.settings.ts',
     rows: () =>
       ['| Variable | Flag | Default | Meaning |', '|---|---|---|---|']
         .concat(

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { apiDocument } from '../../src/listen.js';
+import { loadConfig } from '../../src/config/config.js';
+import { apiDocument } from '../../src/process/startup.js';
 import { breakingChanges } from '../helpers/openapi-compat.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { storedUsers } from '../helpers/stored.js';

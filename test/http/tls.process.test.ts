@@ -5,7 +5,7 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/config.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { runCli, startServer, tempDataFile, type RunningServer } from '../helpers/process.js';
 import { tempFolder } from '../helpers/temp.js';

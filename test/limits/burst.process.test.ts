@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeSettings } from '../../src/config.js';
+import { describeSettings } from '../../src/config/config.js';
 import { startServer, type RunningServer } from '../helpers/process.js';
 
 /**

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/config.js';
 import { serverTimeouts } from '../../src/http/timeouts.js';
 import { transportOptions } from '../../src/http/transport.js';
 import { startApp, type TestApp } from '../helpers/app.js';

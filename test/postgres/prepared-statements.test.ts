@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
 import { migrateStorage } from '../../src/db/migrate.js';
 import { MAX_PREPARED_STATEMENTS } from '../../src/db/prepared-statements.js';

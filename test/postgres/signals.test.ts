@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
 import { EVERYTHING } from '../../src/db/signals.js';
 import { adminQuery, createTestDatabase, type TestDatabase } from '../helpers/database.js';

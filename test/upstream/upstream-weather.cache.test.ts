@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { upstreamWeatherFor } from '../../src/upstream/upstream-weather.js';
 import type { FakeBehaviour } from '../helpers/fake-open-meteo.js';
 import { BERLIN, startWeatherFront, WELLINGTON, type WeatherFront } from './upstream-weather.fixture.js';

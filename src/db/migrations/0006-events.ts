@@ -8,7 +8,7 @@ import { addIdColumn, textType } from './portable.js';
  * `events` is written in the transaction of the change it tells of. Its rows are read in the
  * order (txid, seq): on SQLite txid is 0 and seq follows the single writer's commits; on
  * PostgreSQL txid is the writing transaction's id, and readers take only events of transactions
- * older than every one still running (events/outbox.repository.ts), so nothing that commits later
+ * older than every one still running (outbox/outbox.repository.ts), so nothing that commits later
  * can appear behind a position a reader has passed. `id` is the public, time-sortable id.
  *
  * `event_cursors` keeps how far each consumer of the outbox (the webhook fan-out, the NATS
@@ -30,7 +30,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // The resource whose read scope sees the event (orders → orders:read).
     .addColumn('resource', text, (column) => column.notNull())
     .addColumn('path', text, (column) => column.notNull())
-    // No created_at: the id begins with the event's time (events/event-ids.ts).
+    // No created_at: the id begins with the event's time (outbox/event-ids.ts).
     .addColumn('data', text, (column) => column.notNull())
     .execute();
   // Two indexes only, since every change writes its events: the id (read by id, paged by id, and

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { textType } from './portable.js';
 
 /**
- * Who claimed a webhook delivery (the holder of the dispatcher's lease, events/lease.ts), so
+ * Who claimed a webhook delivery (the holder of the dispatcher's lease, outbox/lease.ts), so
  * that a process taking the lease over from one that died can give that one's claims back at
  * once instead of waiting for them to run out.
  */

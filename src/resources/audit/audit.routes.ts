@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { findAuditEvents } from '../../audit/audit.repository.js';
+import { findAuditEvents } from '../../audit-trail/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
 import {
   listQuerySchema,

@@ -11,10 +11,10 @@ import {
 } from '../../auth/callers.repository.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Db, Executor, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paging.js';
+import type { ListQuery } from '../../db/keyset.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { NotFoundError, UnprocessableError } from '../../errors.js';
-import { recordEvent } from '../../events/outbox.js';
+import { recordEvent } from '../../outbox/outbox.js';
 import {
   assertManagementSurvives,
   callerPath,

@@ -1,4 +1,4 @@
-import { recordEvent } from '../../events/outbox.js';
+import { recordEvent } from '../../outbox/outbox.js';
 import {
   CALLER_MANAGEMENT_CORE,
   canManageCallers,
@@ -10,8 +10,8 @@ import {
 } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Role, Trx } from '../../db/database.js';
-import { isUniqueViolation } from '../../db/errors.js';
-import type { ListQuery } from '../../db/paging.js';
+import { isUniqueViolation } from '../../db/driver-errors.js';
+import type { ListQuery } from '../../db/keyset.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';

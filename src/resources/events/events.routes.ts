@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Config } from '../../config.js';
-import type { EventFeed } from '../../events/feed.js';
+import type { Config } from '../../config/config.js';
+import type { EventFeed } from '../../outbox/feed.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendTagged } from '../../http/records.js';
 import { IfNoneMatchHeaders, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';

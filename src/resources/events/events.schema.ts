@@ -1,6 +1,6 @@
 import Type from 'typebox';
-import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../events/event-types.js';
-import { firstEventIdAt, lastEventIdAt } from '../../events/event-ids.js';
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../outbox/event-types.js';
+import { firstEventIdAt, lastEventIdAt } from '../../outbox/event-ids.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { RecordFields } from '../../http/schemas.js';
 import { EventId } from '../event-id.js';

@@ -1,8 +1,8 @@
 import { readableResources } from '../../auth/policy.js';
 import type { Executor } from '../../db/database.js';
-import type { ListQuery } from '../../db/paging.js';
-import { presentEvent } from '../../events/outbox.js';
-import { findEventById, findEvents } from '../../events/outbox.repository.js';
+import type { ListQuery } from '../../db/keyset.js';
+import { presentEvent } from '../../outbox/outbox.js';
+import { findEventById, findEvents } from '../../outbox/outbox.repository.js';
 import { NotFoundError } from '../../errors.js';
 
 export async function listEvents(db: Executor, query: ListQuery, scopes: ReadonlySet<string>) {

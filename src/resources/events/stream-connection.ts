@@ -2,11 +2,11 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FeedReader } from '../../events/feed.js';
-import { presentEvent } from '../../events/outbox.js';
-import type { StoredEvent } from '../../events/outbox.repository.js';
+import type { FeedReader } from '../../outbox/feed.js';
+import { presentEvent } from '../../outbox/outbox.js';
+import type { StoredEvent } from '../../outbox/outbox.repository.js';
 import type { Problem } from '../../http/problem.js';
-import { metrics } from '../../metrics.js';
+import { metrics } from '../../observability/metrics.js';
 
 /** What EventSource waits before it reconnects. */
 const RETRY_MS = 2000;

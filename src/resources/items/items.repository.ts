@@ -1,6 +1,6 @@
 import type { Executor, ItemRow } from '../../db/database.js';
 import { compiledQuery } from '../../db/compiled.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 
 const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_at', 'updated_at', 'version'] as const;
 export type StoredItem = Pick<ItemRow, (typeof ITEM_COLUMNS)[number]>;

@@ -1,6 +1,6 @@
 import type { Executor, StockMovementRow, StockRow } from '../../db/database.js';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 
 /** Every query of an item's stock and of its ledger (stock_movements). */
 const STOCK_COLUMNS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'updated_at', 'version'] as const;

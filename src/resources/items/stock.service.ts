@@ -1,10 +1,10 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paging.js';
+import type { ListQuery } from '../../db/keyset.js';
 import { ConflictError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
-import { recordEvents, type EventDraft } from '../../events/outbox.js';
+import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import { findItemById } from './items.repository.js';
 import {
   findMovements,

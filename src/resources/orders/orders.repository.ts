@@ -1,7 +1,7 @@
 import type { Executor, OrderLineRow, OrderRow, OrderStatus } from '../../db/database.js';
 import { sql } from 'kysely';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 
 export const ORDER_COLUMNS = [
   'id',

@@ -1,9 +1,9 @@
 import { nowTimestamp } from '../../db/clock.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, OrderStatus, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paging.js';
+import type { ListQuery } from '../../db/keyset.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
-import { recordEvent, recordEvents } from '../../events/outbox.js';
+import { recordEvent, recordEvents } from '../../outbox/outbox.js';
 import {
   applyStockMoves,
   insufficientStock,

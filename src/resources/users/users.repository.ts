@@ -1,6 +1,6 @@
 import type { Executor, UserRow } from '../../db/database.js';
 import { compiledQuery } from '../../db/compiled.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 
 /** The columns a user is read with: the API fields and the version its ETag comes from. */
 const USER_COLUMNS = ['id', 'name', 'email', 'created_at', 'updated_at', 'version'] as const;

@@ -1,10 +1,10 @@
 import { nowTimestamp } from '../../db/clock.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import type { Executor, Trx } from '../../db/database.js';
-import { isUniqueViolation } from '../../db/errors.js';
-import type { ListQuery } from '../../db/paging.js';
+import { isUniqueViolation } from '../../db/driver-errors.js';
+import type { ListQuery } from '../../db/keyset.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { recordEvent } from '../../events/outbox.js';
+import { recordEvent } from '../../outbox/outbox.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';

@@ -1,7 +1,7 @@
 import type { Executor, Measurements, ObservationRow, PlaceRow } from '../../db/database.js';
 import { compiledQuery } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
-import { fetchPage, type ListQuery } from '../../db/paging.js';
+import { fetchPage, type ListQuery } from '../../db/keyset.js';
 
 export type StoredPlace = PlaceRow;
 

@@ -1,8 +1,8 @@
-import { recordEvent } from '../../events/outbox.js';
+import { recordEvent } from '../../outbox/outbox.js';
 import { nowTimestamp, toTimestamp } from '../../db/clock.js';
 import type { Executor, Measurements, Trx } from '../../db/database.js';
 import { deleteAtVersion } from '../../db/versioned.js';
-import type { ListQuery } from '../../db/paging.js';
+import type { ListQuery } from '../../db/keyset.js';
 import type { Page } from '../../http/paging.js';
 import { NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { UpsertCondition, VersionCondition } from '../../http/records.js';

@@ -1,6 +1,6 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paging.js';
+import type { ListQuery } from '../../db/keyset.js';
 import {
   findAttempts,
   findDeliveries,
@@ -9,10 +9,10 @@ import {
   updateDelivery,
   type StoredAttempt,
   type StoredDelivery,
-} from '../../events/deliveries.repository.js';
-import { nextEventId } from '../../events/event-ids.js';
-import { recordEvent } from '../../events/outbox.js';
-import { newDelivery } from '../../events/webhooks.js';
+} from '../../outbox/deliveries.repository.js';
+import { nextEventId } from '../../outbox/event-ids.js';
+import { recordEvent } from '../../outbox/outbox.js';
+import { newDelivery } from '../../outbox/webhooks.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { assertMayChange, type EndpointContext } from './endpoint-access.js';
 import { findStoredEndpoint, presentEndpoint } from './webhook-endpoints.service.js';

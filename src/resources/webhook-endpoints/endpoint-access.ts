@@ -1,11 +1,11 @@
 import { readableResources, scopesOfGrants } from '../../auth/policy.js';
-import type { EndpointWithOwner } from '../../events/webhook-endpoints.repository.js';
-import { sentResources } from '../../events/webhook-owners.js';
+import type { EndpointWithOwner } from '../../outbox/webhook-endpoints.repository.js';
+import { sentResources } from '../../outbox/webhook-owners.js';
 import { AppError } from '../../errors.js';
 
 /**
  * Who may change which webhook endpoint. An endpoint acts for its owner, the caller that created
- * it (events/webhook-owners.ts); a caller with webhook-endpoints:update must not be able to borrow
+ * it (outbox/webhook-owners.ts); a caller with webhook-endpoints:update must not be able to borrow
  * it to receive what it may not read itself. So a caller may change, ping, rotate, retry or delete
  * an endpoint only if it could have created it as it is (and as the change leaves it): it may read
  * every resource the endpoint sends events of for its owner now. Where events go is the owner's

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Config } from '../../config.js';
-import type { AddressPolicy } from '../../events/ssrf.js';
+import type { Config } from '../../config/config.js';
+import type { AddressPolicy } from '../../outbox/ssrf.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import {

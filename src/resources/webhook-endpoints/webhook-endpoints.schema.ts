@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { EVENT_TYPE_NAMES } from '../../events/event-types.js';
+import { EVENT_TYPE_NAMES } from '../../outbox/event-types.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { REFUSED_CHARACTERS, SPACE_CHARACTERS, freeText } from '../../http/free-text.js';
 import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp } from '../../http/schemas.js';

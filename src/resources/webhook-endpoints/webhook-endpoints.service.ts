@@ -1,10 +1,10 @@
 import { readableResources } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
-import type { ListQuery } from '../../db/paging.js';
+import type { ListQuery } from '../../db/keyset.js';
 import { deleteAtVersion } from '../../db/versioned.js';
-import { EVENT_TYPES, type EventType } from '../../events/event-types.js';
-import { newSecret } from '../../events/signing.js';
+import { EVENT_TYPES, type EventType } from '../../outbox/event-types.js';
+import { newSecret } from '../../outbox/signing.js';
 import {
   findEndpointWithOwner,
   findEndpoints,
@@ -13,7 +13,7 @@ import {
   type EndpointChanges,
   type EndpointWithOwner,
   type StoredEndpoint,
-} from '../../events/webhook-endpoints.repository.js';
+} from '../../outbox/webhook-endpoints.repository.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';

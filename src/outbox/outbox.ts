@@ -17,7 +17,7 @@ export interface EventDraft {
   data: unknown;
 }
 
-/** Transactions that wrote events: after their commit, readers are woken (events/feed.ts). */
+/** Transactions that wrote events: after their commit, readers are woken (outbox/feed.ts). */
 const wroteEvents = new WeakSet<Trx>();
 
 export function wroteEventsIn(trx: Trx): boolean {

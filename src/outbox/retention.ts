@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Trx } from '../db/database.js';
-import { isCorruption } from '../db/errors.js';
+import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { deleteDeliveriesBefore } from './deliveries.repository.js';
 import { deleteEventsBefore } from './outbox.repository.js';

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { faultOf } from '../logger.js';
+import { faultOf } from '../observability/logger.js';
 import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { Insertable } from 'kysely';

@@ -1,5 +1,5 @@
 import type { EventFeed } from './feed.js';
-import { isCorruption } from '../db/errors.js';
+import { isCorruption } from '../db/driver-errors.js';
 
 /** Between two rounds of work while commits keep waking it: each round takes everything since the last. */
 const ROUND_EVERY_MS = 10;

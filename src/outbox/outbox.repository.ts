@@ -5,7 +5,7 @@ import { isSqlite } from '../db/dialect.js';
 import { WRITERS_LOCK_CLASS } from '../db/prepared-statements.js';
 import { timeOfEventId } from './event-ids.js';
 import type { EventRow } from '../db/event-tables.js';
-import { fetchPage, type ListQuery } from '../db/paging.js';
+import { fetchPage, type ListQuery } from '../db/keyset.js';
 
 /** Where a reader of the outbox stands: after the event at (txid, seq). */
 export interface Position {

@@ -1,6 +1,6 @@
 import type { Executor } from '../db/database.js';
 import type { WebhookEndpointRow } from '../db/event-tables.js';
-import { fetchPage, type ListQuery } from '../db/paging.js';
+import { fetchPage, type ListQuery } from '../db/keyset.js';
 import type { OwnerGrants } from './webhook-owners.js';
 
 export type StoredEndpoint = WebhookEndpointRow;

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { faultOf } from '../logger.js';
+import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
@@ -65,7 +65,7 @@ export function retrySchedule(text: string): number[] {
 /**
  * Webhook delivery (docs/events.md). One process of the deployment holds the dispatcher's lease
  * (a row of event_cursors, renewed while it runs; another takes over within LEASE_MS when it
- * stops, and at once when it was a process of this host that died: events/lease.ts), and does two things when woken by new events or a due retry:
+ * stops, and at once when it was a process of this host that died: outbox/lease.ts), and does two things when woken by new events or a due retry:
  *
  * 1. Fan-out: the outbox's events after the webhooks' cursor become deliveries of the enabled
  *    endpoints that want them (their types, of resources their owner may read as it is stored

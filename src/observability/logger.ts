@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from '../config/config.js';
 
 /**
  * One pino logger for the process: JSON lines on stdout. Credentials never belong in logs;
@@ -8,7 +8,7 @@ import type { Config } from './config.js';
  * Lines are written asynchronously: those logged while a write is in flight go out together in
  * the next one, instead of one blocking write(2) per line (with an access-log line per request
  * that was ~1.5 µs of CPU per request, a twentieth of a read). pino flushes what is pending when
- * the process exits, and server.ts flushes after the last line of a shutdown.
+ * the process exits, and process/serve.ts flushes after the last line of a shutdown.
  */
 export function createLogger(config: Pick<Config, 'logLevel'>, fd: 1 | 2 = 1): Logger {
   return pino(loggerOptions(config.logLevel), pino.destination({ dest: fd, sync: false }));

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principals.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { AuthFailures } from './auth-failures.js';
 import { MemoryStore, RedisStore, type Decision } from './rate-limit-stores.js';
 

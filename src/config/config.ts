@@ -1,10 +1,10 @@
 import { Ajv } from 'ajv';
 import { isIP } from 'node:net';
 import Type, { type Static, type TSchema } from 'typebox';
-import { DURABILITY_SETTINGS, SERVING_SETTINGS, START_CHECK_SETTINGS } from './settings.js';
-import { LIMIT_SETTINGS } from './settings-limits.js';
-import { WEATHER_SETTINGS } from './settings-weather.js';
-import { EVENT_SETTINGS } from './settings-events.js';
+import { DURABILITY_SETTINGS, SERVING_SETTINGS, START_CHECK_SETTINGS } from './serving.settings.js';
+import { LIMIT_SETTINGS } from './limits.settings.js';
+import { WEATHER_SETTINGS } from './weather.settings.js';
+import { EVENT_SETTINGS } from './events.settings.js';
 
 /**
  * Every setting of rowi, as one schema, in the order of `rowi --help` and of the table in docs/operations.md.

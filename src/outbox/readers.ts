@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';

@@ -2,9 +2,9 @@ import closeWithGrace from 'close-with-grace';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { serveAsPrimary, serveAsWorker } from './cluster.js';
-import type { Config } from './config.js';
-import { announce, CLOSING_MARGIN_MS, listen, migrate, openCheckedStorage } from './listen.js';
-import { createLogger } from './logger.js';
+import type { Config } from '../config/config.js';
+import { announce, CLOSING_MARGIN_MS, listen, migrate, openCheckedStorage } from './startup.js';
+import { createLogger } from '../observability/logger.js';
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { faultOf } from '../logger.js';
+import { faultOf } from '../observability/logger.js';
 import type { Db } from '../db/database.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { onCommitted } from '../db/unit-of-work.js';

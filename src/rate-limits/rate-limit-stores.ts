@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
-import { faultOf } from '../logger.js';
+import { faultOf } from '../observability/logger.js';
 
 /**
  * Where rate-limit counters live (rate-limit.ts decides what is counted): GCRA, the generic cell

@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { setting } from './settings.js';
+import { setting } from './serving.settings.js';
 
 /** The settings of who may call and how much: tokens and external issuers, rate limits, time limits, load shedding, the audit trail's flush. */
 export const LIMIT_SETTINGS = {

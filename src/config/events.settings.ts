@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { setting } from './settings.js';
+import { setting } from './serving.settings.js';
 
 /** The settings of events: how long the outbox keeps them, the live stream, webhooks and the NATS bus. */
 export const EVENT_SETTINGS = {

@@ -1,7 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
 import type { Executor } from '../db/database.js';
 import type { WebhookAttemptRow, WebhookDeliveryRow } from '../db/event-tables.js';
-import { fetchPage, type ListQuery } from '../db/paging.js';
+import { fetchPage, type ListQuery } from '../db/keyset.js';
 
 export type StoredDelivery = WebhookDeliveryRow;
 export type StoredAttempt = WebhookAttemptRow;

@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
-import { registry } from './metrics.js';
+import { registry } from '../observability/metrics.js';
 
 /** A worker asks the primary for every worker's metrics; the primary answers with them added up. */
 type MetricsMessage =

@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { setting } from './settings.js';
+import { setting } from './serving.settings.js';
 
 /** The settings of the upstream weather provider: which, where, how long to wait, its cache and circuit breaker. */
 export const WEATHER_SETTINGS = {

@@ -2,10 +2,10 @@ import Type, { type TSchema } from 'typebox';
 
 /**
  * rowi's settings, each a schema that names its environment variable and, for the common ones,
- * its `rowi serve` flag (config.ts puts them together and reads them). Names are part of the
+ * its `rowi serve` flag (config/config.ts puts them together and reads them). Names are part of the
  * contract (docs/operations.md "Configuration"): scripts and deployments rely on them. This file holds
- * serving and storage, and SQLite's durability; settings-limits.ts who may call and how much;
- * settings-weather.ts the weather provider.
+ * serving and storage, and SQLite's durability; limits.settings.ts who may call and how much;
+ * weather.settings.ts the weather provider; events.settings.ts the outbox and its readers.
  */
 export const setting = <T extends TSchema>(schema: T, env: string, flag?: string) =>
   Object.assign(schema, { 'x-env': env, ...(flag ? { 'x-flag': flag } : {}) });
@@ -177,7 +177,7 @@ export const DURABILITY_SETTINGS = {
 
 /**
  * What rowi checks before it starts, beyond each setting's own rule: the environment's other
- * ROWI_ names (config.ts), and the SQLite file (db/sqlite-check.ts).
+ * ROWI_ names (config/config.ts), and the SQLite file (db/sqlite-check.ts).
  */
 export const START_CHECK_SETTINGS = {
   unknownSettings: setting(

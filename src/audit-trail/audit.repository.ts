@@ -1,7 +1,7 @@
 import type { Insertable } from 'kysely';
 import { compiledPerCount, rowsOf } from '../db/compiled.js';
 import type { AuditEventsTable, Executor } from '../db/database.js';
-import { fetchPage, type ListQuery } from '../db/paging.js';
+import { fetchPage, type ListQuery } from '../db/keyset.js';
 
 /** The audit trail's table (audit_events): batches written, pages read. */
 

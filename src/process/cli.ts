@@ -11,21 +11,21 @@ import {
   plainText,
   unknownSettings,
   type Config,
-} from './config.js';
-import { damagedAtStart } from './db/corruption.js';
-import { isCorruption } from './db/errors.js';
-import { ROLES } from './auth/policy.js';
-import { TokenService } from './auth/tokens.js';
-import type { Db, Role } from './db/database.js';
-import { AppError } from './errors.js';
-import { CALLER_NAME_PATTERN } from './resources/callers/callers.schema.js';
-import { createApiKey } from './resources/callers/api-keys.service.js';
-import { createCaller } from './resources/callers/callers.service.js';
-import { createLogger } from './logger.js';
-import { apiDocument, openCheckedStorage, prepareDatabase } from './listen.js';
-import { serve } from './server.js';
-import { VERSION } from './version.js';
-import { unitOfWork } from './db/unit-of-work.js';
+} from '../config/config.js';
+import { damagedAtStart } from '../db/corruption.js';
+import { isCorruption } from '../db/driver-errors.js';
+import { ROLES } from '../auth/policy.js';
+import { TokenService } from '../auth/tokens.js';
+import type { Db, Role } from '../db/database.js';
+import { AppError } from '../errors.js';
+import { CALLER_NAME_PATTERN } from '../resources/callers/callers.schema.js';
+import { createApiKey } from '../resources/callers/api-keys.service.js';
+import { createCaller } from '../resources/callers/callers.service.js';
+import { createLogger } from '../observability/logger.js';
+import { apiDocument, openCheckedStorage, prepareDatabase } from './startup.js';
+import { serve } from './serve.js';
+import { VERSION } from '../version.js';
+import { unitOfWork } from '../db/unit-of-work.js';
 
 const USAGE = `rowi ${VERSION}: a Resource-Oriented Web Interface
 

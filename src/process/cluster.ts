@@ -2,10 +2,10 @@ import closeWithGrace from 'close-with-grace';
 import cluster, { type Worker } from 'node:cluster';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, type Config } from './config.js';
-import { openStorage, type Storage } from './db/connect.js';
-import { relayWorkerSignals } from './db/signals.js';
-import { WorkersDamage } from './db/corruption.js';
+import { ConfigError, type Config } from '../config/config.js';
+import { openStorage, type Storage } from '../db/connect.js';
+import { relayWorkerSignals } from '../db/signals.js';
+import { WorkersDamage } from '../db/corruption.js';
 import {
   announce,
   CLOSING_MARGIN_MS,
@@ -15,10 +15,10 @@ import {
   schemeOf,
   serveHandedConnections,
   setOrigin,
-} from './listen.js';
-import { createLogger } from './logger.js';
+} from './startup.js';
+import { createLogger } from '../observability/logger.js';
 import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
-import { countWorkerAuthFailures } from './limits/auth-failures.js';
+import { countWorkerAuthFailures } from '../rate-limits/auth-failures.js';
 
 /**
  * `rowi serve --workers N`: the primary migrates the database, forks N workers, and once they are

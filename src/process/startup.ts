@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
-import type { Config } from './config.js';
-import { openStorage, type Storage } from './db/connect.js';
-import { checkSqliteFile } from './db/sqlite-check.js';
-import { createLogger } from './logger.js';
-import { migrateStorage, type MigrationOutcome } from './db/migrate.js';
-import { ensureSigningKey } from './auth/signing-keys.js';
-import { ensureFirstAdmin } from './resources/callers/api-keys.service.js';
+import { buildApp } from '../app.js';
+import type { Config } from '../config/config.js';
+import { openStorage, type Storage } from '../db/connect.js';
+import { checkSqliteFile } from '../db/sqlite-check.js';
+import { createLogger } from '../observability/logger.js';
+import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
+import { ensureSigningKey } from '../auth/signing-keys.js';
+import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
 
 /**
  * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to

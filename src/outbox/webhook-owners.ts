@@ -17,7 +17,7 @@ export interface OwnerGrants {
 
 /**
  * The resources a caller with these grants may read now. auth/policy.ts knows the roles; the
- * process hands this in (app.ts), as events/ stands below auth/.
+ * process hands this in (app.ts), as outbox/ stands below auth/.
  */
 export type ReadableBy = (owner: OwnerGrants) => ReadonlySet<string>;
 

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principals.js';
 import { AppError } from '../errors.js';
 import { isProbe } from '../http/probes.js';
 import type { Decision } from './rate-limit-stores.js';
-import { metrics } from '../metrics.js';
+import { metrics } from '../observability/metrics.js';
 import type { Budget, Policy, RateLimiter } from './rate-limiter.js';
 
 /**
