@@ -17,16 +17,21 @@ const PROCESS_FILES = 'test/**/*.process.test.ts';
 const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
   'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals}.test.ts',
-  'test/auth/{api-keys,audit,bearer-tokens,credential-changes,enforcement,idempotency-scope,permission-matrix}.test.ts',
+  'test/auth/{api-keys,bearer-tokens,credential-changes,enforcement,idempotency-scope,permission-matrix}.test.ts',
+  'test/audit-trail/**/*.test.ts',
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
-  'test/events/**/*.test.ts',
+  'test/outbox/**/*.test.ts',
+  'test/db/webhook-owners-migration.test.ts',
+  'test/docs/events-snippets.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',
-  'test/{orders,workers}.process.test.ts',
+  'test/resources/orders.process.test.ts',
+  'test/process/workers.process.test.ts',
   'test/postgres/**/*.process.test.ts',
-  'test/events/**/*.process.test.ts',
+  'test/outbox/**/*.process.test.ts',
+  'test/resources/events.stream-slow-readers.process.test.ts',
 ];
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
@@ -61,7 +66,7 @@ export default defineConfig({
               test: {
                 name: 'fast-postgres',
                 include: POSTGRES_FAST,
-                exclude: [PROCESS_FILES, 'test/resources/money.test.ts'],
+                exclude: [PROCESS_FILES, 'test/resources/{money,order-lines}.test.ts'],
                 env: POSTGRES,
               },
             },

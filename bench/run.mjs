@@ -37,7 +37,9 @@
 // rowi on better-sqlite3 (Node 20) and on node:sqlite (Node 24, when one is found) side by side;
 // for every load the event loop's delay seen by rowi and the CPU its processes spent; after the
 // loads, the stock ledger of every database the orders went to (the run fails if one does not
-// balance); and every target of docs/performance.md beside its measured value, with ✓ or ✗.
+// balance); a batch of 1,000 stock levels against the same 1,000 single PUTs over one kept-alive
+// connection (bench/lib/batch.mjs); and every target of docs/performance.md beside its measured
+// value, with ✓ or ✗.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +71,7 @@ import { writeRecord } from './lib/record.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
 import { copyDatabase, issueToken, seedItems, seedUsers, send } from './lib/setup.mjs';
 import { printStorageTable, storageTableOf } from './lib/storage-table.mjs';
+import { BATCH_OPERATION, batchGoalLine, measureBatch } from './lib/batch.mjs';
 import { LABELS, RATE_LIMIT_OPERATION, STORAGE_OPERATIONS, pair, storageTarget, targetOf } from './lib/targets.mjs';
 
 const { values: options } = parseArgs({
@@ -385,7 +388,12 @@ async function main() {
         ? `${ledger.items} items, ${ledger.orders} orders: movements sum to stock, reservations to placed lines`
         : ledger.differing.slice(0, 5).join('; '),
   }));
-  const goals = printGoals(results, ratios, authRatios, limitRatios, redis, storageWorkers, ledgerLines);
+  // The batch target: 1,000 stock levels in one batch over the same 1,000 single PUTs, on the main rowi, after its loads.
+  const batch = BATCH_OPERATION.includes(options.only) ? await measureBatch(rowi) : undefined;
+  const goals = printGoals(results, ratios, authRatios, limitRatios, redis, storageWorkers, [
+    ...ledgerLines,
+    ...(batch === undefined ? [] : [batchGoalLine(batch)]),
+  ]);
 
   writeRecord({
     only: options.only,
@@ -406,6 +414,7 @@ async function main() {
     goals,
     driverRatios,
     drivers,
+    batch,
   });
   if (ledgers.some((ledger) => ledger.differing.length > 0)) process.exitCode = 1;
 }

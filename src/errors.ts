@@ -220,6 +220,30 @@ export const PROBLEM_TYPES = {
     description:
       'The body refers to a record that does not exist (a user_id or item_id); `errors` points at each reference.',
   },
+  'batch-too-large': {
+    status: 413,
+    title: 'Batch too large',
+    description:
+      "The batch holds more entries than `ROWI_BATCH_MAX` (or than the caller's rate limit allows in a minute, since a batch spends one unit per entry); `max_entries` says how many are allowed. Nothing was run; split the batch.",
+  },
+  'batch-invalid': {
+    status: 422,
+    title: 'Batch cannot be run',
+    description:
+      'The batch is well-formed but cannot be run as given: it holds no entry, names one record in two entries, or holds a batch inside an entry (batches do not nest). `errors` points at each entry concerned; nothing was run.',
+  },
+  'batch-entry-refused': {
+    status: 422,
+    title: 'A batch entry was refused',
+    description:
+      'An entry of the batch breaks a rule or names a record that does not exist, so the whole batch was rolled back: nothing is stored. `errors` points at the entry (`#/create/3/sku`); `failed_entry` gives its own problem (type, status, detail) as the single request would have answered it.',
+  },
+  'batch-entry-conflict': {
+    status: 409,
+    title: 'A batch entry conflicts with the stored state',
+    description:
+      "An entry of the batch conflicts with what is stored (a taken email or SKU, stock that cannot cover an order, an entry's `if_match` that is stale, a forbidden transition), so the whole batch was rolled back: nothing is stored. `errors` points at the entry; `failed_entry` gives its own problem as the single request would have answered it.",
+  },
   'idempotency-key-reused': {
     status: 422,
     title: 'Idempotency key reused',

@@ -26,6 +26,7 @@ export function writeRecord({
   goals,
   driverRatios,
   drivers,
+  batch,
 }) {
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const record = {
@@ -84,6 +85,9 @@ export function writeRecord({
     // per column: req/s, p50, p99, peak RSS (summed over the processes), ratio over the baseline;
     // and the 2-worker/1-worker speed-up of each storage.
     storage_workers: storageWorkers,
+    // 1,000 stock levels in one POST /v1/items/stock/batch over the same 1,000 single PUTs on one
+    // kept-alive connection, same rowi, same run (median of its rounds); null: not run (--only).
+    batch_over_single_puts: batch ?? null,
     postgres:
       postgres.skipped === undefined
         ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } }

@@ -3,7 +3,7 @@ import { faultOf } from '../observability/logger.js';
 import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { Insertable } from 'kysely';
-import type { AuditEventsTable, Db } from '../db/database.js';
+import type { AuditEventsTable, Db, Trx } from '../db/database.js';
 import { AUDIT_COLUMNS, AUDIT_ROWS_PER_INSERT, insertAuditEvents } from './audit.repository.js';
 import { pathOf } from '../http/problem.js';
 import { isProbe } from '../http/probes.js';
@@ -116,22 +116,36 @@ export class KyselyAuditWriter implements AuditWriter {
   }
 
   async write(values: unknown[]): Promise<void> {
-    const rows = values.length / WIDTH;
-    const at = COLUMNS.indexOf('at');
-    await unitOfWork(this.#db, async (trx) => {
-      let start = 0;
-      while (start < rows) {
-        const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
-        const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
-        for (let index = at; index < parameters.length; index += WIDTH)
-          parameters[index] = new Date(parameters[index] as number).toISOString();
-        await insertAuditEvents(trx, size, parameters);
-        start += size;
-      }
-    });
+    await unitOfWork(this.#db, (trx) => insertValues(trx, values));
   }
 
   async close(): Promise<void> {}
+}
+
+/** Rows of flat values (COLUMNS order, `at` in epoch milliseconds), in multi-row inserts of 256, 128, … 1. */
+async function insertValues(trx: Trx, values: unknown[]): Promise<void> {
+  const rows = values.length / WIDTH;
+  const at = COLUMNS.indexOf('at');
+  let start = 0;
+  while (start < rows) {
+    const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
+    const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
+    for (let index = at; index < parameters.length; index += WIDTH)
+      parameters[index] = new Date(parameters[index] as number).toISOString();
+    await insertAuditEvents(trx, size, parameters);
+    start += size;
+  }
+}
+
+/**
+ * Records written in the caller's transaction rather than buffered: the entries of a batch
+ * (resources/batch.ts), each recorded as the single request it stands for, commit with the
+ * changes they record or vanish with them.
+ */
+export async function recordInTransaction(trx: Trx, records: readonly AuditRecord[]): Promise<void> {
+  const values: unknown[] = [];
+  for (const record of records) for (const column of COLUMNS) values.push(record[column] ?? null);
+  await insertValues(trx, values);
 }
 
 /** The action of a request to a public route or an unknown path, which declares none. */

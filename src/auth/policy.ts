@@ -146,7 +146,10 @@ export interface Permission {
 /** The permission of a route, from its declared scope and its URL. */
 export function permissionOf(scope: Scope | 'public', url: string): Permission {
   if (scope === 'public') return { scope, also: [], resource: null, action: null };
-  const addressed = /^\/v1\/[a-z-]+\/:/.test(url) ? url.split('/').filter((segment) => /^[a-z-]+$/.test(segment)) : [];
+  // A batch (`/v1/users/batch`, `/v1/items/stock/batch`) addresses records by id in its entries, so it needs the same reads.
+  const addressed = /^\/v1\/[a-z-]+\/(:|([a-z-]+\/)?batch$)/.test(url)
+    ? url.split('/').filter((segment) => /^[a-z-]+$/.test(segment))
+    : [];
   const reads = addressed.map((segment): Scope => `${segment}:read`).filter((read) => read !== scope && isScope(read));
   const split = scope.lastIndexOf(':');
   return {

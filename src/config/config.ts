@@ -2,6 +2,7 @@ import { Ajv } from 'ajv';
 import { isIP } from 'node:net';
 import Type, { type Static, type TSchema } from 'typebox';
 import { DURABILITY_SETTINGS, SERVING_SETTINGS, START_CHECK_SETTINGS } from './serving.settings.js';
+import { AUTH_SETTINGS } from './auth.settings.js';
 import { LIMIT_SETTINGS } from './limits.settings.js';
 import { WEATHER_SETTINGS } from './weather.settings.js';
 import { EVENT_SETTINGS } from './events.settings.js';
@@ -13,6 +14,7 @@ import { EVENT_SETTINGS } from './events.settings.js';
  */
 export const ConfigSchema = Type.Object({
   ...SERVING_SETTINGS,
+  ...AUTH_SETTINGS,
   ...LIMIT_SETTINGS,
   ...WEATHER_SETTINGS,
   ...EVENT_SETTINGS,
@@ -143,7 +145,7 @@ export function unknownSettings(env: NodeJS.ProcessEnv): string[] {
 /**
  * ROWI_ names that are never settings: the API key the documentation's examples export, and the
  * variables of the tools around rowi (its tests, benchmarks and CI), which child processes inherit.
- * No setting may take one of these names (test/config.test.ts).
+ * No setting may take one of these names (test/config/config.test.ts).
  */
 export const NOT_SETTINGS: { names: readonly string[]; prefixes: readonly string[] } = {
   names: ['ROWI_KEY'],

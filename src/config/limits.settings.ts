@@ -1,51 +1,11 @@
 import Type from 'typebox';
 import { setting } from './serving.settings.js';
 
-/** The settings of who may call and how much: tokens and external issuers, rate limits, time limits, load shedding, the audit trail's flush. */
+/**
+ * The limits rowi keeps to (docs/operations.md "Limits", and `GET /v1/limits` for a caller): rate
+ * limits and where they are counted, time limits, load shedding, and the audit trail's flush.
+ */
 export const LIMIT_SETTINGS = {
-  tokenLifetime: setting(
-    Type.Integer({
-      minimum: 60,
-      maximum: 86_400,
-      default: 900,
-      description: 'seconds an access token from `POST /oauth/token` lasts',
-    }),
-    'ROWI_TOKEN_LIFETIME',
-  ),
-  jwtIssuer: setting(
-    Type.String({
-      default: '',
-      pattern: '^$|^https?://\\S+$',
-      'x-error': 'must be an http:// or https:// URL',
-      description:
-        'issuer (`iss`) of external bearer tokens rowi accepts, with `ROWI_JWT_AUDIENCE` and `ROWI_JWT_JWKS_URL` (all three together); unset: none',
-    }),
-    'ROWI_JWT_ISSUER',
-  ),
-  jwtAudience: setting(
-    Type.String({ default: '', description: 'audience (`aud`) external bearer tokens must name' }),
-    'ROWI_JWT_AUDIENCE',
-  ),
-  jwtJwksUrl: setting(
-    Type.String({
-      default: '',
-      pattern: '^$|^https?://\\S+$',
-      'x-error': 'must be an http:// or https:// URL',
-      description: 'JWKS URL of the external issuer (cached; fetched again on an unknown `kid`)',
-    }),
-    'ROWI_JWT_JWKS_URL',
-  ),
-  jwtAlgorithms: setting(
-    Type.String({
-      default: 'RS256,ES256,PS256,EdDSA',
-      pattern:
-        '^(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA)(,(RS256|RS384|RS512|PS256|PS384|PS512|ES256|ES384|ES512|EdDSA))*$',
-      'x-error': 'must be a comma-separated list of asymmetric JWS algorithms (RS256, PS256, ES256, EdDSA…)',
-      description: 'signature algorithms accepted on external bearer tokens (never `none` or HS*)',
-    }),
-    'ROWI_JWT_ALGORITHMS',
-  ),
-  // Limits: docs/operations.md "Limits".
   rateLimitAnonymous: setting(
     Type.Integer({
       minimum: 0,
@@ -166,6 +126,16 @@ export const LIMIT_SETTINGS = {
       description: 'megabytes of V8 heap in use above which rowi sheds load (503); `0`: never',
     }),
     'ROWI_MAX_HEAP_USED',
+  ),
+  batchMax: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: 1000,
+      description:
+        'entries one batch request (`POST /v1/<collection>/batch`) may hold at most; more is 413 `batch-too-large`',
+    }),
+    'ROWI_BATCH_MAX',
   ),
   auditFlushInterval: setting(
     Type.Integer({

@@ -4,7 +4,8 @@ import Type, { type TSchema } from 'typebox';
  * rowi's settings, each a schema that names its environment variable and, for the common ones,
  * its `rowi serve` flag (config/config.ts puts them together and reads them). Names are part of the
  * contract (docs/operations.md "Configuration"): scripts and deployments rely on them. This file holds
- * serving and storage, and SQLite's durability; limits.settings.ts who may call and how much;
+ * serving and storage, and SQLite's durability; auth.settings.ts tokens and external issuers;
+ * limits.settings.ts rate limits, time limits and load shedding;
  * weather.settings.ts the weather provider; events.settings.ts the outbox and its readers.
  */
 export const setting = <T extends TSchema>(schema: T, env: string, flag?: string) =>

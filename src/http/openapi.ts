@@ -1,7 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
-import { bound } from './bounds.js';
+import { bound } from './route-completion.js';
 import { nameComponents } from './openapi-components.js';
 import { ProblemSchema, operation, representation } from './schemas.js';
 

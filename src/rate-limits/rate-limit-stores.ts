@@ -25,18 +25,19 @@ export interface Decision {
 }
 
 export interface Store {
-  take(key: string, quota: number, windowMs: number): Decision | Promise<Decision>;
+  /** Spends `units` (one request; a batch spends one per entry) from the key's bucket, or none when they do not fit. */
+  take(key: string, quota: number, windowMs: number, units?: number): Decision | Promise<Decision>;
 }
 
 /** GCRA over a Map of theoretical arrival times (milliseconds). */
 export class MemoryStore implements Store {
   readonly #arrivals = new Map<string, number>();
 
-  take(key: string, quota: number, windowMs: number, now = Date.now()): Decision {
+  take(key: string, quota: number, windowMs: number, units = 1, now = Date.now()): Decision {
     const interval = windowMs / quota;
     const stored = this.#arrivals.get(key);
     const arrival = stored === undefined || stored < now ? now : stored;
-    const next = arrival + interval;
+    const next = arrival + interval * units;
     const allowedAt = next - windowMs;
     if (now < allowedAt)
       return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
@@ -64,9 +65,10 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 local interval = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
+local units = tonumber(ARGV[3] or '1')
 local arrival = tonumber(redis.call('GET', KEYS[1]) or '0')
 if arrival < now then arrival = now end
-local nextArrival = arrival + interval
+local nextArrival = arrival + interval * units
 local allowedAt = nextArrival - window
 if now < allowedAt then
   return {0, 0, math.ceil(arrival - now), math.ceil(allowedAt - now)}
@@ -76,7 +78,7 @@ return {1, math.floor((window - (nextArrival - now)) / interval), math.ceil(next
 `;
 
 type RedisWithGcra = Redis & {
-  gcra(key: string, interval: string, window: string): Promise<[number, number, number, number]>;
+  gcra(key: string, interval: string, window: string, units: string): Promise<[number, number, number, number]>;
 };
 
 /** Redis counters, falling back to the memory store (per instance) while Redis cannot answer. */
@@ -131,17 +133,18 @@ export class RedisStore implements Store {
     return this.#degradedSince;
   }
 
-  async take(key: string, quota: number, windowMs: number): Promise<Decision> {
-    return (await this.takeShared(key, quota, windowMs)) ?? this.#fallback.take(key, quota, windowMs);
+  async take(key: string, quota: number, windowMs: number, units = 1): Promise<Decision> {
+    return (await this.takeShared(key, quota, windowMs, units)) ?? this.#fallback.take(key, quota, windowMs, units);
   }
 
   /** The shared count alone: undefined while Redis cannot answer (the caller keeps its own). */
-  async takeShared(key: string, quota: number, windowMs: number): Promise<Decision | undefined> {
+  async takeShared(key: string, quota: number, windowMs: number, units = 1): Promise<Decision | undefined> {
     try {
       const [allowed, remaining, resetMs, retryMs] = await this.#redis.gcra(
         `${this.#prefix}${key}`,
         String(windowMs / quota),
         String(windowMs),
+        String(units),
       );
       return { allowed: allowed === 1, remaining, resetMs, retryMs };
     } catch (error) {

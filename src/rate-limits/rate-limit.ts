@@ -176,3 +176,45 @@ function refusal(policy: Policy, decision: Decision, reply: FastifyReply): AppEr
     },
   );
 }
+
+/**
+ * A request that does the work of several (a batch: one unit per entry) has spent one unit when
+ * its body is parsed; once it knows how many it holds, it spends the rest here: `units` more from
+ * the caller's own budget, `budgetUnits` more from the route's declared budget. Throws the 429 of
+ * the first budget that cannot take them (what the caller's own took stays spent, as for a single
+ * request the declared budget refuses), or 413 batch-too-large
+ * when they could never fit in one window, since no wait would help.
+ */
+export async function spendMore(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  units: number,
+  budgetUnits: number,
+): Promise<void> {
+  const limiter = request.server.rateLimiter;
+  const spends: [Policy | undefined, number][] = [[limiter.policyOf(request.principal), units]];
+  const budget = request.routeOptions.config.rateLimitBudget;
+  if (budget !== undefined && request.principal !== null) spends.push([limiter.budgetPolicy(budget), budgetUnits]);
+  const counted: Counted[] = [];
+  for (const [policy, more] of spends) {
+    if (policy === undefined || more <= 0) continue;
+    if (more + 1 > policy.quota) {
+      throw new AppError(
+        'batch-too-large',
+        `The batch needs ${more + 1} units of the "${policy.name}" rate limit, which allows ${policy.quota} per ${policy.windowSeconds} s; split it into batches of at most ${policy.quota} entries.`,
+        { extensions: { max_entries: policy.quota, policy: policy.name } },
+      );
+    }
+    const decision = await limiter.take(subjectOf(request), policy, more);
+    if (!decision.allowed) throw refusal(policy, decision, reply);
+    counted.push({ policy, decision });
+  }
+  if (counted.length === 0) return;
+  const standings = new Map(counted.map((entry) => [entry.policy.name, standing(entry)]));
+  const previous = String(reply.getHeader('ratelimit') ?? '');
+  const updated = previous
+    .split(', ')
+    .filter((item) => item !== '')
+    .map((item) => standings.get(/^"([^"]+)"/.exec(item)?.[1] as Policy['name']) ?? item);
+  reply.header('ratelimit', updated.join(', '));
+}

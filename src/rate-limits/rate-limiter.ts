@@ -129,11 +129,11 @@ export class RateLimiter {
     return this.#policies.failures;
   }
 
-  take(key: string, policy: Policy): Decision | Promise<Decision> {
-    if (this.#redis !== undefined) return this.#redis.take(`${policy.name}:${key}`, policy.quota, WINDOW_MS);
+  take(key: string, policy: Policy, units = 1): Decision | Promise<Decision> {
+    if (this.#redis !== undefined) return this.#redis.take(`${policy.name}:${key}`, policy.quota, WINDOW_MS, units);
     // In memory, a store per budget: no key to build per request.
     const store = policy.name in BUDGETS ? this.#budgets[policy.name as Budget].store : this.#memory;
-    return store.take(key, policy.quota, WINDOW_MS);
+    return store.take(key, policy.quota, WINDOW_MS, units);
   }
 
   /** A failed authentication, counted by the process group and, with Redis, by every instance. */

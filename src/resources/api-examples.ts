@@ -145,6 +145,79 @@ export const API_EXAMPLES: Record<string, unknown> = {
   OrderCreate: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 2 }] },
   OrderReplace: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 3 }] },
   OrderPatch: { status: 'fulfilled' },
+  UserBatch: {
+    create: [{ name: 'Grace Hopper', email: 'grace@example.com' }],
+    change: [{ id: 1, if_match: '"v1"', name: 'Ada King' }],
+  },
+  UserBatchReplace: { id: 1, if_match: '"v1"', name: 'Ada King', email: 'ada@example.com' },
+  UserBatchChange: { id: 1, name: 'Ada King' },
+  UserBatchDelete: { id: 2, if_match: '"v3"' },
+  UserBatchResult: {
+    create: [
+      {
+        status: 201,
+        location: '/v1/users/2',
+        etag: '"v1"',
+        record: { ...user, id: 2, name: 'Grace Hopper', email: 'grace@example.com' },
+      },
+    ],
+    change: [{ status: 200, location: '/v1/users/1', etag: '"v2"', record: { ...user, name: 'Ada King' } }],
+  },
+  ItemBatch: { create: [{ name: 'Widget', sku: 'WID-1', price: '2.50' }], delete: [{ id: 7 }] },
+  ItemBatchReplace: { id: 1, name: 'Widget', sku: 'WID-1', price: '2.75' },
+  ItemBatchChange: { id: 1, if_match: '"v1"', price: '2.75' },
+  ItemBatchDelete: { id: 7 },
+  ItemBatchResult: {
+    create: [{ status: 201, location: '/v1/items/1', etag: '"v1"', record: item }],
+    delete: [{ status: 204, location: '/v1/items/7' }],
+  },
+  StockBatch: { set: [{ item_id: 1, quantity: 100 }], adjust: [{ item_id: 2, by: -3 }] },
+  StockBatchSet: { item_id: 1, quantity: 100, if_match: '"v4"' },
+  StockBatchAdjust: { item_id: 2, by: -3 },
+  StockBatchResult: {
+    set: [
+      {
+        status: 200,
+        location: '/v1/items/1/stock',
+        etag: '"v5"',
+        record: { item_id: 1, quantity: 100, reserved: 2, updated_at: AT },
+      },
+    ],
+    adjust: [
+      {
+        status: 200,
+        location: '/v1/items/2/stock',
+        etag: '"v3"',
+        record: { item_id: 2, quantity: 17, reserved: 0, updated_at: AT },
+      },
+    ],
+  },
+  OrderBatch: {
+    create: [
+      { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 2 }] },
+      { name: 'SO-1002', user_id: 1, lines: [{ item_id: 1, quantity: 1 }] },
+    ],
+  },
+  OrderBatchReplace: { id: 1, name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 3 }] },
+  OrderBatchChange: { id: 1, if_match: '"v1"', status: 'fulfilled' },
+  OrderBatchDelete: { id: 1 },
+  OrderBatchResult: {
+    create: [
+      { status: 201, location: '/v1/orders/1', etag: '"v1"', record: order },
+      {
+        status: 201,
+        location: '/v1/orders/2',
+        etag: '"v1"',
+        record: {
+          ...order,
+          id: 2,
+          name: 'SO-1002',
+          lines: [{ ...line, quantity: 1, line_total: '2.50' }],
+          total: '2.50',
+        },
+      },
+    ],
+  },
   Weather: {
     id: 1,
     place: 'tokyo',

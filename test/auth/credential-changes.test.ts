@@ -12,7 +12,7 @@ import { SseClient } from '../helpers/sse.js';
  * at once here: an answer or event the caller could get right after the change's own answer is one
  * its new access allows. (Other processes and instances: credential-changes.process.test.ts.)
  *
- * Endpoints' webhooks are the events side's own matrix (test/events/); NATS consumers are not
+ * Endpoints' webhooks are the events side's own matrix (test/outbox/); NATS consumers are not
  * rowi's callers (docs/events.md).
  */
 const AUDIENCE = 'https://rowi.test';

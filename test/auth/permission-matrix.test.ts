@@ -48,6 +48,7 @@ const EXPECTED: Record<string, Needs> = {
   'PUT /v1/users/:id': ['users:update', 'users:read'],
   'PATCH /v1/users/:id': ['users:update', 'users:read'],
   'DELETE /v1/users/:id': ['users:delete', 'users:read'],
+  'POST /v1/users/batch': ['users:update', 'users:read'],
 
   'GET /v1/items': ['items:read'],
   'HEAD /v1/items': ['items:read'],
@@ -57,6 +58,8 @@ const EXPECTED: Record<string, Needs> = {
   'PUT /v1/items/:id': ['items:update', 'items:read'],
   'PATCH /v1/items/:id': ['items:update', 'items:read'],
   'DELETE /v1/items/:id': ['items:delete', 'items:read'],
+  'POST /v1/items/batch': ['items:update', 'items:read'],
+  'POST /v1/items/stock/batch': ['stock:update', 'items:read', 'stock:read'],
 
   'GET /v1/items/:id/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/:id/stock': ['stock:read', 'items:read'],
@@ -73,6 +76,7 @@ const EXPECTED: Record<string, Needs> = {
   'PUT /v1/orders/:id': ['orders:update', 'orders:read'],
   'PATCH /v1/orders/:id': ['orders:update', 'orders:read'],
   'DELETE /v1/orders/:id': ['orders:delete', 'orders:read'],
+  'POST /v1/orders/batch': ['orders:update', 'orders:read'],
   'GET /v1/weather': ['weather:read'],
   'HEAD /v1/weather': ['weather:read'],
   'GET /v1/weather/:place': ['weather:read'],

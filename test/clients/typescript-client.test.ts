@@ -6,7 +6,9 @@ import {
   type Order,
   type Problem,
   type RowiClient,
+  type StockBatchResult,
   type User,
+  type UserBatch,
 } from '../../clients/typescript/src/index.js';
 import { listenOnLoopback, startApp, type TestApp } from '../helpers/app.js';
 
@@ -84,6 +86,30 @@ describe('the TypeScript client (clients/typescript)', () => {
     const refused = await stranger.GET('/v1/users');
     expect(refused.response.status).toBe(401);
     expect(refused.error!.type).toMatch(/\/problems\/invalid-credentials$/);
+  });
+
+  it('runs batches, typed: users created in one request, stock set and adjusted, a 409 naming the failing entry', async () => {
+    const batch: UserBatch = {
+      create: [
+        { name: 'Batch One', email: 'batch1@example.com' },
+        { name: 'Batch Two', email: 'batch2@example.com' },
+      ],
+    };
+    const created = await rowi.POST('/v1/users/batch', { body: batch });
+    expect(created.response.status, JSON.stringify(created.error)).toBe(200);
+    expect(created.data!.create!.map((result) => [result.status, result.record!.email])).toEqual([
+      [201, 'batch1@example.com'],
+      [201, 'batch2@example.com'],
+    ]);
+
+    const item = (await rowi.POST('/v1/items', { body: { name: 'Batched', sku: 'TYPED-B', price: '1' } })).data!;
+    const stock = await rowi.POST('/v1/items/stock/batch', { body: { set: [{ item_id: item.id, quantity: 4 }] } });
+    const result: StockBatchResult = stock.data!;
+    expect(result.set![0]).toMatchObject({ status: 200, etag: '"v2"', record: { quantity: 4 } });
+
+    const short = await rowi.POST('/v1/items/stock/batch', { body: { adjust: [{ item_id: item.id, by: -5 }] } });
+    expect(short.response.status).toBe(409);
+    expect(short.error!.errors!.map((error) => error.pointer)).toEqual(['#/adjust/0']);
   });
 
   it('takes an access token instead of a key (POST /oauth/token, client credentials)', async () => {

@@ -3,7 +3,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/config.js';
 import { openCheckedStorage } from '../../src/process/startup.js';
 import { call, startApp, type CallOptions, type TestApp } from '../helpers/app.js';
-import { NO_RATE_LIMITS } from '../helpers/limits.js';
+import { NO_RATE_LIMITS } from '../helpers/rate-limits.js';
 import { keptLog, type LogLine } from '../helpers/log.js';
 import { commitElsewhere, damageSqliteFile } from '../helpers/damage.js';
 import { expectProblem } from '../helpers/problems.js';

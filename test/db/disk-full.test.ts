@@ -13,7 +13,7 @@ import { ensureFirstAdmin } from '../../src/resources/callers/api-keys.service.j
 import { call, type CallOptions } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { buildItem, buildUser } from '../helpers/records.js';
-import { NO_RATE_LIMITS } from '../helpers/limits.js';
+import { NO_RATE_LIMITS } from '../helpers/rate-limits.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**

@@ -6,7 +6,7 @@ import { openStorage, type Storage } from '../../src/db/connect.js';
 import { prepareDatabase } from '../../src/process/startup.js';
 import { ensureFirstAdmin } from '../../src/resources/callers/api-keys.service.js';
 import { createTestDatabase } from './database.js';
-import { NO_RATE_LIMITS } from './limits.js';
+import { NO_RATE_LIMITS } from './rate-limits.js';
 
 /** The real app, in-process, on a fresh database of the run's backend, and a way to call it. */
 export interface TestApp {

@@ -2,10 +2,16 @@ import { readFileSync } from 'node:fs';
 
 /**
  * rowi's documentation: the README (the front page) and docs/. The files whose curl examples are
- * run (test/readme.process.test.ts), in the order they run against one server: the guide first
+ * run (test/docs/readme.process.test.ts), in the order they run against one server: the guide first
  * (it creates the records the others use), the README's example last.
  */
-export const EXAMPLE_FILES = ['docs/guide.md', 'docs/security.md', 'docs/operations.md', 'README.md'] as const;
+export const EXAMPLE_FILES = [
+  'docs/guide.md',
+  'docs/security.md',
+  'docs/operations.md',
+  'docs/bulk.md',
+  'README.md',
+] as const;
 
 /** Every documentation file the reference checks read. */
 export const DOC_FILES = [
@@ -14,6 +20,7 @@ export const DOC_FILES = [
   'docs/security.md',
   'docs/errors.md',
   'docs/operations.md',
+  'docs/bulk.md',
   'docs/events.md',
   'docs/development.md',
   'docs/performance.md',

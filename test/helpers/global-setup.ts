@@ -22,6 +22,11 @@ export default async function setup(project: TestProject) {
       '\n[rowi tests] ROWI_TEST_NATS_URL is not set: the tests of the NATS bus are SKIPPED (.ci/run sets it).\n',
     );
   }
+  if (project.name === 'fast' && !process.env.ROWI_TEST_REDIS_URL) {
+    console.warn(
+      '\n[rowi tests] ROWI_TEST_REDIS_URL is not set: the tests of rate-limit counters in Redis are SKIPPED (.ci/run sets it).\n',
+    );
+  }
   const postgres = project.name.endsWith('postgres') ? process.env.ROWI_TEST_PG_URL! : undefined;
   if (postgres) await dropLeftoverSchemas(postgres);
   return async () => {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { describeSettings } from '../../src/config/config.js';
-import { NO_RATE_LIMITS } from './limits.js';
+import { NO_RATE_LIMITS } from './rate-limits.js';
 import { createTestDatabase } from './database.js';
 import { tempFolder } from './temp.js';
 

@@ -8,7 +8,7 @@ import { registry } from '../../src/observability/metrics.js';
  * The reference tables of docs/, generated from the code's catalogues: the problem types
  * (src/errors.ts), the metrics (src/observability/metrics.ts) and the settings (src/config/, as
  * `rowi --help` lists them). Each sits in its file between a start and an
- * end marker; `npm run docs` rewrites them, and test/readme-catalogues.test.ts fails while a file
+ * end marker; `npm run docs` rewrites them, and test/docs/readme-catalogues.test.ts fails while a file
  * holds anything else there.
  */
 interface Table {

@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { addDeprecationHeaders } from '../../src/http/deprecation.js';
+import { addDeprecationHeaders } from '../../src/http/route-completion.js';
 
 /** A bare app with one deprecated operation and one that is not, as app.ts wires the hook. */
 async function appWith(schema: Record<string, unknown>) {

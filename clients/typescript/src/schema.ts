@@ -232,6 +232,26 @@ export interface paths {
         patch: operations["patchUser"];
         trace?: never;
     };
+    "/v1/users/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run many writes of users in one request, all or nothing
+         * @description Members `create`, `replace`, `change`, `delete`, run in that order, each array in its order, in one transaction: every entry behaves as its single request, and either all are stored or none. 200 with a result per entry (status, location, etag, record) in the same shape. The first entry that fails rolls the batch back: 422 batch-entry-refused or 409 batch-entry-conflict, whose errors point at the entry (#/create/3/sku) and whose failed_entry is the single request's problem. Each entry needs the scope of its action; at most ROWI_BATCH_MAX entries (413 batch-too-large); one rate-limit unit per entry; an Idempotency-Key covers the whole batch. Two entries may not name one user, by id or by email (422 batch-invalid).
+         */
+        post: operations["batchUsers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/items": {
         parameters: {
             query?: never;
@@ -296,6 +316,26 @@ export interface paths {
         patch: operations["patchItem"];
         trace?: never;
     };
+    "/v1/items/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run many writes of items in one request, all or nothing
+         * @description Members `create`, `replace`, `change`, `delete`, run in that order, each array in its order, in one transaction: every entry behaves as its single request, and either all are stored or none. 200 with a result per entry (status, location, etag, record) in the same shape. The first entry that fails rolls the batch back: 422 batch-entry-refused or 409 batch-entry-conflict, whose errors point at the entry (#/create/3/sku) and whose failed_entry is the single request's problem. Each entry needs the scope of its action; at most ROWI_BATCH_MAX entries (413 batch-too-large); one rate-limit unit per entry; an Idempotency-Key covers the whole batch. Creating an item creates its stock at 0, as the single POST does. Two entries may not name one item, by id or by SKU (422 batch-invalid).
+         */
+        post: operations["batchItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/items/{id}/stock": {
         parameters: {
             query?: never;
@@ -349,6 +389,26 @@ export interface paths {
          * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
          */
         head: operations["listStockMovements-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/stock/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run many writes of stock in one request, all or nothing
+         * @description Members `set`, `adjust`, run in that order, each array in its order, in one transaction: every entry behaves as its single request, and either all are stored or none. 200 with a result per entry (status, location, etag, record) in the same shape. The first entry that fails rolls the batch back: 422 batch-entry-refused or 409 batch-entry-conflict, whose errors point at the entry (#/create/3/sku) and whose failed_entry is the single request's problem. Each entry needs the scope of its action; at most ROWI_BATCH_MAX entries (413 batch-too-large); one rate-limit unit per entry; an Idempotency-Key covers the whole batch. `set` is PUT /v1/items/{item_id}/stock (`quantity`); `adjust` adds `by` units to the on-hand quantity without reading it first (a delivery, a count corrected): below 0 is 409. Each writes a `set` movement of its change. Two entries may not name one item.
+         */
+        post: operations["batchStocks"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -414,6 +474,26 @@ export interface paths {
          * @description status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.
          */
         patch: operations["patchOrder"];
+        trace?: never;
+    };
+    "/v1/orders/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run many writes of orders in one request, all or nothing
+         * @description Members `create`, `replace`, `change`, `delete`, run in that order, each array in its order, in one transaction: every entry behaves as its single request, and either all are stored or none. 200 with a result per entry (status, location, etag, record) in the same shape. The first entry that fails rolls the batch back: 422 batch-entry-refused or 409 batch-entry-conflict, whose errors point at the entry (#/create/3/sku) and whose failed_entry is the single request's problem. Each entry needs the scope of its action; at most ROWI_BATCH_MAX entries (413 batch-too-large); one rate-limit unit per entry; an Idempotency-Key covers the whole batch. Every order of the batch reserves its stock in the one transaction: stock that cannot cover the last entry rolls back the reservations of the first (409 batch-entry-conflict, insufficient-stock in failed_entry), and the ledger stays balanced. Two entries may not name one order. Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.
+         */
+        post: operations["batchOrders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/weather": {
@@ -1521,6 +1601,193 @@ export interface components {
             readonly updated_at: string;
         };
         /**
+         * ItemBatch
+         * @example {
+         *       "create": [
+         *         {
+         *           "name": "Widget",
+         *           "sku": "WID-1",
+         *           "price": "2.50"
+         *         }
+         *       ],
+         *       "delete": [
+         *         {
+         *           "id": 7
+         *         }
+         *       ]
+         *     }
+         */
+        ItemBatch: {
+            create?: components["schemas"]["ItemCreate"][];
+            replace?: components["schemas"]["ItemBatchReplace"][];
+            change?: components["schemas"]["ItemBatchChange"][];
+            delete?: components["schemas"]["ItemBatchDelete"][];
+        };
+        /**
+         * ItemBatchChange
+         * @example {
+         *       "id": 1,
+         *       "if_match": "\"v1\"",
+         *       "price": "2.75"
+         *     }
+         */
+        ItemBatchChange: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku?: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price?: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * ItemBatchDelete
+         * @example {
+         *       "id": 7
+         *     }
+         */
+        ItemBatchDelete: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+        };
+        /**
+         * ItemBatchReplace
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.75"
+         *     }
+         */
+        ItemBatchReplace: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+            /** @description display name, 1–200 characters */
+            name: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * ItemBatchResult
+         * @example {
+         *       "create": [
+         *         {
+         *           "status": 201,
+         *           "location": "/v1/items/1",
+         *           "etag": "\"v1\"",
+         *           "record": {
+         *             "id": 1,
+         *             "name": "Widget",
+         *             "sku": "WID-1",
+         *             "price": "2.50",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ],
+         *       "delete": [
+         *         {
+         *           "status": 204,
+         *           "location": "/v1/items/7"
+         *         }
+         *       ]
+         *     }
+         */
+        ItemBatchResult: {
+            create?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Item"];
+            }[];
+            replace?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Item"];
+            }[];
+            change?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Item"];
+            }[];
+            delete?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Item"];
+            }[];
+        };
+        /**
          * ItemCreate
          * @example {
          *       "name": "Widget",
@@ -1991,6 +2258,243 @@ export interface components {
             readonly updated_at: string;
         };
         /**
+         * OrderBatch
+         * @example {
+         *       "create": [
+         *         {
+         *           "name": "SO-1001",
+         *           "user_id": 1,
+         *           "lines": [
+         *             {
+         *               "item_id": 1,
+         *               "quantity": 2
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "name": "SO-1002",
+         *           "user_id": 1,
+         *           "lines": [
+         *             {
+         *               "item_id": 1,
+         *               "quantity": 1
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        OrderBatch: {
+            create?: components["schemas"]["OrderCreate"][];
+            replace?: components["schemas"]["OrderBatchReplace"][];
+            change?: components["schemas"]["OrderBatchChange"][];
+            delete?: components["schemas"]["OrderBatchDelete"][];
+        };
+        /**
+         * OrderBatchChange
+         * @example {
+         *       "id": 1,
+         *       "if_match": "\"v1\"",
+         *       "status": "fulfilled"
+         *     }
+         */
+        OrderBatchChange: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name?: string;
+            /**
+             * Format: int64
+             * @description the user the order is for
+             */
+            user_id?: number;
+            /** @description 1–100 lines; lines of the same item are merged into one, of at most 1000000 units */
+            lines?: components["schemas"]["OrderLineInput"][];
+            /**
+             * @description fulfilled or cancelled, from placed; any other value gives 409
+             * @example fulfilled
+             * @example cancelled
+             */
+            status?: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+            readonly total?: string;
+        };
+        /**
+         * OrderBatchDelete
+         * @example {
+         *       "id": 1
+         *     }
+         */
+        OrderBatchDelete: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+        };
+        /**
+         * OrderBatchReplace
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 3
+         *         }
+         *       ]
+         *     }
+         */
+        OrderBatchReplace: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name: string;
+            /**
+             * Format: int64
+             * @description the user the order is for
+             */
+            user_id: number;
+            /** @description 1–100 lines; lines of the same item are merged into one, of at most 1000000 units */
+            lines: components["schemas"]["OrderLineInput"][];
+            /** @description may be echoed; a status changes with PATCH */
+            readonly status?: "placed" | "fulfilled" | "cancelled";
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+            readonly total?: string;
+        };
+        /**
+         * OrderBatchResult
+         * @example {
+         *       "create": [
+         *         {
+         *           "status": 201,
+         *           "location": "/v1/orders/1",
+         *           "etag": "\"v1\"",
+         *           "record": {
+         *             "id": 1,
+         *             "name": "SO-1001",
+         *             "user_id": 1,
+         *             "status": "placed",
+         *             "lines": [
+         *               {
+         *                 "item_id": 1,
+         *                 "quantity": 2,
+         *                 "unit_price": "2.50",
+         *                 "line_total": "5.00"
+         *               }
+         *             ],
+         *             "total": "5.00",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         },
+         *         {
+         *           "status": 201,
+         *           "location": "/v1/orders/2",
+         *           "etag": "\"v1\"",
+         *           "record": {
+         *             "id": 2,
+         *             "name": "SO-1002",
+         *             "user_id": 1,
+         *             "status": "placed",
+         *             "lines": [
+         *               {
+         *                 "item_id": 1,
+         *                 "quantity": 1,
+         *                 "unit_price": "2.50",
+         *                 "line_total": "2.50"
+         *               }
+         *             ],
+         *             "total": "2.50",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        OrderBatchResult: {
+            create?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Order"];
+            }[];
+            replace?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Order"];
+            }[];
+            change?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Order"];
+            }[];
+            delete?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Order"];
+            }[];
+        };
+        /**
          * OrderCreate
          * @example {
          *       "name": "SO-1001",
@@ -2307,6 +2811,127 @@ export interface components {
             readonly updated_at: string;
         };
         /**
+         * StockBatch
+         * @example {
+         *       "set": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 100
+         *         }
+         *       ],
+         *       "adjust": [
+         *         {
+         *           "item_id": 2,
+         *           "by": -3
+         *         }
+         *       ]
+         *     }
+         */
+        StockBatch: {
+            set?: components["schemas"]["StockBatchSet"][];
+            adjust?: components["schemas"]["StockBatchAdjust"][];
+        };
+        /**
+         * StockBatchAdjust
+         * @example {
+         *       "item_id": 2,
+         *       "by": -3
+         *     }
+         */
+        StockBatchAdjust: {
+            /**
+             * Format: int64
+             * @description the item whose stock the entry sets
+             */
+            item_id: number;
+            /**
+             * Format: int64
+             * @description units to add to the on-hand quantity (negative: to take); below 0 is 409 insufficient-stock
+             */
+            by: number;
+            /** @description the stock's ETag the entry is conditional on, as If-Match on PUT (stale: 409, nothing stored) */
+            if_match?: string;
+        };
+        /**
+         * StockBatchResult
+         * @example {
+         *       "set": [
+         *         {
+         *           "status": 200,
+         *           "location": "/v1/items/1/stock",
+         *           "etag": "\"v5\"",
+         *           "record": {
+         *             "item_id": 1,
+         *             "quantity": 100,
+         *             "reserved": 2,
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ],
+         *       "adjust": [
+         *         {
+         *           "status": 200,
+         *           "location": "/v1/items/2/stock",
+         *           "etag": "\"v3\"",
+         *           "record": {
+         *             "item_id": 2,
+         *             "quantity": 17,
+         *             "reserved": 0,
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        StockBatchResult: {
+            set?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Stock"];
+            }[];
+            adjust?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["Stock"];
+            }[];
+        };
+        /**
+         * StockBatchSet
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 100,
+         *       "if_match": "\"v4\""
+         *     }
+         */
+        StockBatchSet: {
+            /**
+             * Format: int64
+             * @description the item whose stock the entry sets
+             */
+            item_id: number;
+            /**
+             * Format: int64
+             * @description units on hand and not reserved, 0 to 10¹²
+             */
+            quantity: number;
+            /** @description the stock's ETag the entry is conditional on, as If-Match on PUT (stale: 409, nothing stored) */
+            if_match?: string;
+        };
+        /**
          * StockMovement
          * @example {
          *       "id": 2,
@@ -2504,6 +3129,197 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at: string;
+        };
+        /**
+         * UserBatch
+         * @example {
+         *       "create": [
+         *         {
+         *           "name": "Grace Hopper",
+         *           "email": "grace@example.com"
+         *         }
+         *       ],
+         *       "change": [
+         *         {
+         *           "id": 1,
+         *           "if_match": "\"v1\"",
+         *           "name": "Ada King"
+         *         }
+         *       ]
+         *     }
+         */
+        UserBatch: {
+            create?: components["schemas"]["UserCreate"][];
+            replace?: components["schemas"]["UserBatchReplace"][];
+            change?: components["schemas"]["UserBatchChange"][];
+            delete?: components["schemas"]["UserBatchDelete"][];
+        };
+        /**
+         * UserBatchChange
+         * @example {
+         *       "id": 1,
+         *       "name": "Ada King"
+         *     }
+         */
+        UserBatchChange: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /**
+             * Format: email
+             * @description unique, compared case-insensitively
+             */
+            email?: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * UserBatchDelete
+         * @example {
+         *       "id": 2,
+         *       "if_match": "\"v3\""
+         *     }
+         */
+        UserBatchDelete: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+        };
+        /**
+         * UserBatchReplace
+         * @example {
+         *       "id": 1,
+         *       "if_match": "\"v1\"",
+         *       "name": "Ada King",
+         *       "email": "ada@example.com"
+         *     }
+         */
+        UserBatchReplace: {
+            /**
+             * Format: int64
+             * @description the record this entry changes
+             */
+            id: number;
+            /** @description the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored) */
+            if_match?: string;
+            /** @description display name, 1–200 characters */
+            name: string;
+            /**
+             * Format: email
+             * @description unique, compared case-insensitively
+             */
+            email: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * UserBatchResult
+         * @example {
+         *       "create": [
+         *         {
+         *           "status": 201,
+         *           "location": "/v1/users/2",
+         *           "etag": "\"v1\"",
+         *           "record": {
+         *             "id": 2,
+         *             "name": "Grace Hopper",
+         *             "email": "grace@example.com",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ],
+         *       "change": [
+         *         {
+         *           "status": 200,
+         *           "location": "/v1/users/1",
+         *           "etag": "\"v2\"",
+         *           "record": {
+         *             "id": 1,
+         *             "name": "Ada King",
+         *             "email": "ada@example.com",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        UserBatchResult: {
+            create?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["User"];
+            }[];
+            replace?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["User"];
+            }[];
+            change?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["User"];
+            }[];
+            delete?: {
+                /**
+                 * Format: int64
+                 * @description what the single request would have answered
+                 */
+                status: number;
+                /** @description the record's path */
+                location: string;
+                /** @description the record's ETag, for a later If-Match */
+                etag?: string;
+                record?: components["schemas"]["User"];
+            }[];
         };
         /**
          * UserCreate
@@ -4048,6 +4864,49 @@ export interface operations {
             507: components["responses"]["InsufficientStorage"];
         };
     };
+    batchUsers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserBatch"];
+            };
+        };
+        responses: {
+            /** @description Every entry done, a result each, in request order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
     listItems: {
         parameters: {
             query?: {
@@ -4433,6 +5292,49 @@ export interface operations {
             507: components["responses"]["InsufficientStorage"];
         };
     };
+    batchItems: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ItemBatch"];
+            };
+        };
+        responses: {
+            /** @description Every entry done, a result each, in request order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
     getStock: {
         parameters: {
             query?: never;
@@ -4736,6 +5638,49 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    batchStocks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StockBatch"];
+            };
+        };
+        responses: {
+            /** @description Every entry done, a result each, in request order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StockBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     listOrders: {
@@ -5113,6 +6058,49 @@ export interface operations {
             406: components["responses"]["NotAcceptable"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    batchOrders: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderBatch"];
+            };
+        };
+        responses: {
+            /** @description Every entry done, a result each, in request order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrderBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];

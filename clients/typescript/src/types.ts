@@ -31,6 +31,16 @@ export type Health = components['schemas']['Health'];
 export type Index = components['schemas']['Index'];
 /** Item */
 export type Item = components['schemas']['Item'];
+/** ItemBatch */
+export type ItemBatch = components['schemas']['ItemBatch'];
+/** ItemBatchChange */
+export type ItemBatchChange = components['schemas']['ItemBatchChange'];
+/** ItemBatchDelete */
+export type ItemBatchDelete = components['schemas']['ItemBatchDelete'];
+/** ItemBatchReplace */
+export type ItemBatchReplace = components['schemas']['ItemBatchReplace'];
+/** ItemBatchResult */
+export type ItemBatchResult = components['schemas']['ItemBatchResult'];
 /** ItemCreate */
 export type ItemCreate = components['schemas']['ItemCreate'];
 /** ItemPage */
@@ -57,6 +67,16 @@ export type ObservationPage = components['schemas']['ObservationPage'];
 export type OpenAPI = components['schemas']['OpenAPI'];
 /** Order */
 export type Order = components['schemas']['Order'];
+/** OrderBatch */
+export type OrderBatch = components['schemas']['OrderBatch'];
+/** OrderBatchChange */
+export type OrderBatchChange = components['schemas']['OrderBatchChange'];
+/** OrderBatchDelete */
+export type OrderBatchDelete = components['schemas']['OrderBatchDelete'];
+/** OrderBatchReplace */
+export type OrderBatchReplace = components['schemas']['OrderBatchReplace'];
+/** OrderBatchResult */
+export type OrderBatchResult = components['schemas']['OrderBatchResult'];
 /** OrderCreate */
 export type OrderCreate = components['schemas']['OrderCreate'];
 /** OrderLine */
@@ -77,6 +97,14 @@ export type Problem = components['schemas']['Problem'];
 export type ProblemType = components['schemas']['ProblemType'];
 /** Stock */
 export type Stock = components['schemas']['Stock'];
+/** StockBatch */
+export type StockBatch = components['schemas']['StockBatch'];
+/** StockBatchAdjust */
+export type StockBatchAdjust = components['schemas']['StockBatchAdjust'];
+/** StockBatchResult */
+export type StockBatchResult = components['schemas']['StockBatchResult'];
+/** StockBatchSet */
+export type StockBatchSet = components['schemas']['StockBatchSet'];
 /** StockMovement */
 export type StockMovement = components['schemas']['StockMovement'];
 /** StockMovementPage */
@@ -91,6 +119,16 @@ export type Token = components['schemas']['Token'];
 export type TokenRequest = components['schemas']['TokenRequest'];
 /** User */
 export type User = components['schemas']['User'];
+/** UserBatch */
+export type UserBatch = components['schemas']['UserBatch'];
+/** UserBatchChange */
+export type UserBatchChange = components['schemas']['UserBatchChange'];
+/** UserBatchDelete */
+export type UserBatchDelete = components['schemas']['UserBatchDelete'];
+/** UserBatchReplace */
+export type UserBatchReplace = components['schemas']['UserBatchReplace'];
+/** UserBatchResult */
+export type UserBatchResult = components['schemas']['UserBatchResult'];
 /** UserCreate */
 export type UserCreate = components['schemas']['UserCreate'];
 /** UserPage */

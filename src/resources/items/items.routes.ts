@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
+import { batchOperation } from '../batch.js';
 import {
   changeOperation,
   createOperation,
@@ -9,6 +11,9 @@ import {
   type Collection,
 } from '../collection.js';
 import {
+  type ItemCreate,
+  type ItemPatch,
+  type ItemReplace,
   ITEM_COLLECTION,
   ItemCreateSchema,
   ItemPageSchema,
@@ -43,6 +48,28 @@ const itemsRoutes: FastifyPluginAsync = async (app) => {
   deleteOperation(app, ITEMS, {
     summary: 'Delete an item that is on no order (with its stock and stock ledger)',
     remove: deleteItem,
+  });
+  const sku = (value: string | undefined) => (value === undefined ? [] : [`sku:${value}`]);
+  batchOperation(app, {
+    path: ITEMS.path,
+    resource: 'items',
+    singular: 'Item',
+    record: ItemSchema,
+    permission: 'items:update',
+    description:
+      'Creating an item creates its stock at 0, as the single POST does. Two entries may not name one item, by id or by SKU (422 batch-invalid).',
+    actions: [
+      createEntries(ITEMS, ItemCreateSchema, createItem, (entry: ItemCreate) => sku(entry.sku)),
+      writeEntries(ITEMS, 'replace', ItemReplaceSchema, replaceItem, (entry: ItemReplace & { id: number }) => [
+        `id:${entry.id}`,
+        ...sku(entry.sku),
+      ]),
+      writeEntries(ITEMS, 'change', ItemPatchSchema, patchItem, (entry: ItemPatch & { id: number }) => [
+        `id:${entry.id}`,
+        ...sku(entry.sku),
+      ]),
+      deleteEntries(ITEMS, deleteItem),
+    ],
   });
 };
 

@@ -13,14 +13,19 @@ import {
   operation,
   representation,
 } from '../../http/schemas.js';
+import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
 import {
+  type StockAdjustEntry,
+  type StockSetEntry,
+  StockAdjustEntrySchema,
+  StockSetEntrySchema,
   MOVEMENT_COLLECTION,
   MovementPageSchema,
   StockPatchSchema,
   StockReplaceSchema,
   StockSchema,
 } from './stock.schema.js';
-import { getStock, listMovements, setStock } from './stock.service.js';
+import { adjustStock, getStock, listMovements, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
@@ -97,6 +102,44 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return sendPage(request, reply, await listMovements(db, request.params.id, query), query);
     },
   );
+
+  batchOperation(app, {
+    path: '/v1/items/stock',
+    resource: 'stock',
+    singular: 'Stock',
+    record: StockSchema,
+    permission: 'stock:update',
+    description:
+      '`set` is PUT /v1/items/{item_id}/stock (`quantity`); `adjust` adds `by` units to the on-hand quantity without reading it first (a delivery, a count corrected): below 0 is 409. Each writes a `set` movement of its change. Two entries may not name one item.',
+    actions: [STOCK_SET, STOCK_ADJUST],
+  });
+};
+
+const stockPath = (itemId: number) => `/v1/items/${itemId}/stock`;
+const itemOf = (entry: { item_id: number }) => [`item:${entry.item_id}`];
+
+const STOCK_SET: BatchAction = {
+  member: 'set',
+  action: 'update',
+  method: 'PUT',
+  entry: StockSetEntrySchema,
+  targets: itemOf,
+  run: async (trx, entry: StockSetEntry) => {
+    const stock = await setStock(trx, entry.item_id, { quantity: entry.quantity }, conditionOfEntry(entry));
+    return recordResult(200, stockPath(entry.item_id), stock);
+  },
+};
+
+const STOCK_ADJUST: BatchAction = {
+  member: 'adjust',
+  action: 'update',
+  method: 'PATCH',
+  entry: StockAdjustEntrySchema,
+  targets: itemOf,
+  run: async (trx, entry: StockAdjustEntry) => {
+    const stock = await adjustStock(trx, entry.item_id, entry.by, conditionOfEntry(entry));
+    return recordResult(200, stockPath(entry.item_id), stock);
+  },
 };
 
 export default stockRoutes;

@@ -45,6 +45,34 @@ export const StockPatchSchema = Type.Object(
 );
 export type StockChange = Static<typeof StockPatchSchema>;
 
+const BatchItemId = Type.Integer({ ...Id, description: 'the item whose stock the entry sets' });
+const EntryIfMatch = Type.String({
+  maxLength: 512,
+  description: "the stock's ETag the entry is conditional on, as If-Match on PUT (stale: 409, nothing stored)",
+});
+
+/** A batch's `set` entry: PUT /v1/items/{item_id}/stock with `quantity`. */
+export const StockSetEntrySchema = Type.Object(
+  { item_id: BatchItemId, quantity: StockQuantity, if_match: Type.Optional(EntryIfMatch) },
+  { additionalProperties: false, title: 'StockBatchSet' },
+);
+export type StockSetEntry = Static<typeof StockSetEntrySchema>;
+
+/** A batch's `adjust` entry: `by` units more (or fewer, when negative) on hand. */
+export const StockAdjustEntrySchema = Type.Object(
+  {
+    item_id: BatchItemId,
+    by: Type.Integer({
+      minimum: -1_000_000_000_000,
+      maximum: 1_000_000_000_000,
+      description: 'units to add to the on-hand quantity (negative: to take); below 0 is 409 insufficient-stock',
+    }),
+    if_match: Type.Optional(EntryIfMatch),
+  },
+  { additionalProperties: false, title: 'StockBatchAdjust' },
+);
+export type StockAdjustEntry = Static<typeof StockAdjustEntrySchema>;
+
 export const MovementSchema = Type.Object(
   {
     id: RecordFields.id,

@@ -1,7 +1,7 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
-import { ConflictError } from '../../errors.js';
+import { ConflictError, UnprocessableError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
@@ -18,6 +18,7 @@ import {
 } from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
 import type { StockChange } from './stock.schema.js';
+import { insufficientStock, type StockMove } from './stock-moves.js';
 
 /**
  * Stock and its ledger. Every change of an item's quantity or reserved count goes through this
@@ -38,16 +39,62 @@ export async function setStock(
   change: StockChange,
   condition: VersionCondition,
 ): Promise<StoredStock> {
+  return writeQuantity(trx, itemId, condition, (stored) => {
+    assertStockEchoes(stored, change);
+    return change.quantity ?? stored.quantity;
+  });
+}
+
+/** The most units one item's stock holds (StockQuantity in stock.schema.ts). */
+const MAX_QUANTITY = 1_000_000_000_000;
+
+/**
+ * Adds `by` units (negative: takes them) to the on-hand quantity, as a `set` movement of that
+ * change: a delivery received, a count corrected, without reading the quantity first. Below 0 is
+ * 409 insufficient-stock; past the largest quantity, 422.
+ */
+export async function adjustStock(
+  trx: Trx,
+  itemId: number,
+  by: number,
+  condition: VersionCondition,
+): Promise<StoredStock> {
+  return writeQuantity(trx, itemId, condition, (stored) => {
+    const quantity = stored.quantity + by;
+    if (quantity < 0) {
+      throw new ConflictError(
+        'insufficient-stock',
+        `Item ${itemId} has ${stored.quantity} units on hand (not reserved); adjusting by ${by} would leave fewer than none, so nothing was changed.`,
+        { short_lines: [{ item_id: itemId, requested: -by, available: stored.quantity }] },
+      );
+    }
+    if (quantity > MAX_QUANTITY) {
+      throw new UnprocessableError(
+        `Item ${itemId} has ${stored.quantity} units on hand; adjusting by ${by} would pass the most a stock holds (${MAX_QUANTITY}).`,
+        [{ in: 'body', pointer: '#/by', detail: `would bring the quantity past ${MAX_QUANTITY}` }],
+      );
+    }
+    return quantity;
+  });
+}
+
+/** Sets the on-hand quantity to what `wanted` decides from the stored stock (after If-Match), with its `set` movement and event. */
+function writeQuantity(
+  trx: Trx,
+  itemId: number,
+  condition: VersionCondition,
+  wanted: (stored: StoredStock) => number,
+): Promise<StoredStock> {
   return withRowLocked(
     trx,
     { table: 'stock', id: itemId },
     async () => {
       const stored = await getStock(trx, itemId);
       assertCondition(condition, stored.version, `The stock of item ${itemId}`);
-      assertStockEchoes(stored, change);
-      if (change.quantity === undefined || change.quantity === stored.quantity) return stored;
+      const quantity = wanted(stored);
+      if (quantity === stored.quantity) return stored;
       const now = nowTimestamp();
-      const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, change.quantity, now);
+      const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, quantity, now);
       if (!updated) return undefined;
       const set = movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now);
       await insertMovements(trx, [set]);
@@ -61,20 +108,6 @@ export async function setStock(
 export async function listMovements(db: Executor, itemId: number, query: ListQuery) {
   if (!(await findItemById(db, itemId))) throw itemNotFound(itemId);
   return findMovements(db, itemId, query);
-}
-
-/** One change an order makes to the stock of one item. */
-export interface StockMove {
-  itemId: number;
-  kind: Exclude<MovementKind, 'set'>;
-  units: number;
-}
-
-/** A line that stock cannot cover: what was asked for and what is available to it. */
-export interface ShortLine {
-  item_id: number;
-  requested: number;
-  available: number;
 }
 
 /**
@@ -139,31 +172,6 @@ export function stockEvents(movements: readonly NewMovement[]): EventDraft[] {
 /** Stock of the given items, by item id. */
 export async function stockByItem(db: Executor, itemIds: number[]): Promise<Map<number, StoredStock>> {
   return new Map((await findStocks(db, itemIds)).map((stock) => [stock.item_id, stock]));
-}
-
-/**
- * The 409 of an order that stock cannot cover. How many units are available is the stock's
- * business: a caller that may not read stock is told which lines are short, not by how much.
- */
-export function insufficientStock(shortLines: ShortLine[], showsAvailable: boolean): ConflictError {
-  if (showsAvailable) {
-    const list = shortLines
-      .map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`)
-      .join('; ');
-    return new ConflictError(
-      'insufficient-stock',
-      `Stock cannot cover every line, so nothing was reserved (${list}).`,
-      { short_lines: shortLines },
-    );
-  }
-  const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested`).join('; ');
-  return new ConflictError(
-    'insufficient-stock',
-    `Stock cannot cover every line, so nothing was reserved (${list}); how many are available is shown to callers that may read stock.`,
-    {
-      short_lines: shortLines.map((line) => ({ item_id: line.item_id, requested: line.requested })),
-    },
-  );
 }
 
 /** How each kind of move changes the three counters. */

@@ -1,5 +1,5 @@
 import { ConflictError, UnprocessableError, type FieldError } from '../../errors.js';
-import { insufficientStock, type ShortLine, type StockMove } from '../items/stock.service.js';
+import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
 import type { StoredLine } from './orders.repository.js';
 import type { NewLine, PlacementFacts } from './placement.repository.js';
 import { MAX_LINE_QUANTITY } from './orders.schema.js';

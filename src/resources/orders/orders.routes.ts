@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
+import { batchOperation } from '../batch.js';
 import {
   changeOperation,
   createOperation,
@@ -9,6 +11,9 @@ import {
   type Collection,
 } from '../collection.js';
 import {
+  type OrderCreate,
+  type OrderPatch,
+  type OrderReplace,
   ORDER_COLLECTION,
   OrderCreateSchema,
   OrderPageSchema,
@@ -66,6 +71,28 @@ const ordersRoutes: FastifyPluginAsync = async (app) => {
     summary: 'Delete an order, releasing the stock it still reserves',
     problems: [412],
     remove: deleteOrder,
+  });
+  batchOperation(app, {
+    path: ORDERS.path,
+    resource: 'orders',
+    singular: 'Order',
+    record: OrderSchema,
+    permission: 'orders:update',
+    // Each order placed spends from the orders-create budget too, as POST /v1/orders does.
+    rateLimitBudget: 'orders-create',
+    description: `Every order of the batch reserves its stock in the one transaction: stock that cannot cover the last entry rolls back the reservations of the first (409 batch-entry-conflict, insufficient-stock in failed_entry), and the ledger stays balanced. Two entries may not name one order. ${REFERENCES}`,
+    actions: [
+      createEntries(ORDERS, OrderCreateSchema, (trx, body: OrderCreate, request) =>
+        placeOrder(trx, body, readerOf(request)),
+      ),
+      writeEntries(ORDERS, 'replace', OrderReplaceSchema, (trx, id, body: OrderReplace, condition, request) =>
+        replaceOrder(trx, id, body, condition, readerOf(request)),
+      ),
+      writeEntries(ORDERS, 'change', OrderPatchSchema, (trx, id, body: OrderPatch, condition, request) =>
+        patchOrder(trx, id, body, condition, readerOf(request)),
+      ),
+      deleteEntries(ORDERS, deleteOrder),
+    ],
   });
 };
 

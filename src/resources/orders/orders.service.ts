@@ -4,14 +4,8 @@ import type { Executor, OrderStatus, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordEvent, recordEvents } from '../../outbox/outbox.js';
-import {
-  applyStockMoves,
-  insufficientStock,
-  stockByItem,
-  stockEvents,
-  type ShortLine,
-  type StockMove,
-} from '../items/stock.service.js';
+import { applyStockMoves, stockByItem, stockEvents } from '../items/stock.service.js';
+import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';

@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
+import { batchOperation } from '../batch.js';
 import {
   changeOperation,
   createOperation,
@@ -9,6 +11,9 @@ import {
   type Collection,
 } from '../collection.js';
 import {
+  type UserCreate,
+  type UserPatch,
+  type UserReplace,
   USER_COLLECTION,
   UserCreateSchema,
   UserPageSchema,
@@ -16,7 +21,7 @@ import {
   UserReplaceSchema,
   UserSchema,
 } from './users.schema.js';
-import { createUser, deleteUser, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
+import { createUser, deleteUser, emailKey, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
 const USERS: Collection = {
   path: '/v1/users',
@@ -36,6 +41,28 @@ const usersRoutes: FastifyPluginAsync = async (app) => {
   replaceOperation(app, USERS, { body: UserReplaceSchema, replace: replaceUser });
   changeOperation(app, USERS, { body: UserPatchSchema, change: patchUser });
   deleteOperation(app, USERS, { summary: 'Delete a user (409 while the user has placed orders)', remove: deleteUser });
+  // Two entries may not name one user, by id or by email (docs/bulk.md "Batches").
+  const email = (value: string | undefined) => (value === undefined ? [] : [`email:${emailKey(value)}`]);
+  batchOperation(app, {
+    path: USERS.path,
+    resource: 'users',
+    singular: 'User',
+    record: UserSchema,
+    permission: 'users:update',
+    description: 'Two entries may not name one user, by id or by email (422 batch-invalid).',
+    actions: [
+      createEntries(USERS, UserCreateSchema, createUser, (entry: UserCreate) => email(entry.email)),
+      writeEntries(USERS, 'replace', UserReplaceSchema, replaceUser, (entry: UserReplace & { id: number }) => [
+        `id:${entry.id}`,
+        ...email(entry.email),
+      ]),
+      writeEntries(USERS, 'change', UserPatchSchema, patchUser, (entry: UserPatch & { id: number }) => [
+        `id:${entry.id}`,
+        ...email(entry.email),
+      ]),
+      deleteEntries(USERS, deleteUser),
+    ],
+  });
 };
 
 export default usersRoutes;

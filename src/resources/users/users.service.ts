@@ -19,6 +19,7 @@ import {
 import type { UserCreate, UserPatch, UserReplace } from './users.schema.js';
 
 export type { StoredUser };
+export { emailKey };
 
 export async function getUser(db: Executor, id: number): Promise<StoredUser> {
   const user = await findUserById(db, id);

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli, startServer, type RunningServer, type StartOptions } from './helpers/process.js';
+import { runCli, startServer, type RunningServer, type StartOptions } from '../helpers/process.js';
 
 /**
  * `rowi serve --workers N` over a real socket, on the run's backend: N processes share the port,
  * a worker that dies is replaced, SIGTERM drains them all, and a start that fails in the workers
- * fails as a whole. (Correctness across workers, the orders and revocation, is in orders.process.test.ts.)
+ * fails as a whole. (Correctness across workers, the orders and revocation, is in test/resources/orders.process.test.ts.)
  */
 
 const started: RunningServer[] = [];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sample } from './helpers/metrics.js';
-import { startServer, type RunningServer } from './helpers/process.js';
+import { sample } from '../helpers/metrics.js';
+import { startServer, type RunningServer } from '../helpers/process.js';
 
 /**
  * /metrics under `rowi serve --workers 2`: whichever worker a scrape reaches, it answers every

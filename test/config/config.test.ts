@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ConfigSchema, describeSettings, loadConfig, NOT_SETTINGS } from '../src/config/config.js';
-import { documentation } from './helpers/docs.js';
+import { ConfigError, ConfigSchema, describeSettings, loadConfig, NOT_SETTINGS } from '../../src/config/config.js';
+import { documentation } from '../helpers/docs.js';
 
 /**
  * Every setting the documentation (README and docs/) documents accepts every value it documents for it: its

@@ -6,8 +6,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from './helpers/process.js';
-import { tempFolder } from './helpers/temp.js';
+import { startServer, type RunningServer } from '../helpers/process.js';
+import { tempFolder } from '../helpers/temp.js';
 
 /**
  * The deployment shape of docs/operations.md, for real: three rowi instances on one PostgreSQL

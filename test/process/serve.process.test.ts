@@ -1,11 +1,11 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { migrationNames } from './helpers/migrations.js';
-import { openSqliteFile } from './helpers/sqlite-file.js';
+import { migrationNames } from '../helpers/migrations.js';
+import { openSqliteFile } from '../helpers/sqlite-file.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, serverPool, startServer, tempDataFile, type RunningServer } from './helpers/process.js';
-import { tempFolder } from './helpers/temp.js';
+import { runCli, serverPool, startServer, tempDataFile, type RunningServer } from '../helpers/process.js';
+import { tempFolder } from '../helpers/temp.js';
 
 /** These tests run the built CLI (`npm test` builds first) over real loopback sockets. */
 

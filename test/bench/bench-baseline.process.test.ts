@@ -2,11 +2,11 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The bench's own baseline, as the bench loads it: rowi's routes without authentication and audit.
-import { buildUnauthenticatedApp } from '../bench/unauthenticated-server.mjs';
-import { loadConfig } from '../src/config/config.js';
-import { openStorage } from '../src/db/connect.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { tempFolder } from './helpers/temp.js';
+import { buildUnauthenticatedApp } from '../../bench/unauthenticated-server.mjs';
+import { loadConfig } from '../../src/config/config.js';
+import { openStorage } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { tempFolder } from '../helpers/temp.js';
 
 /**
  * The benchmark's "rowi without authentication" server imports rowi's built modules and wires

@@ -8,7 +8,7 @@ import { serverPool, type RunningServer } from '../helpers/process.js';
  * SIGTERM in the middle of a stream of orders. Requests in flight finish, requests that arrive on
  * open connections afterwards are served with Connection: close, new connections are refused, the
  * audit trail is flushed, the process exits 0, and a restart on the same database finds every
- * order answered 201, whole, and no other. (Keep-alive clients: drain-keepalive.process.test.ts.)
+ * order answered 201, whole, and no other. (Keep-alive clients: draining-keepalive.process.test.ts.)
  */
 
 interface Page<T> {

@@ -1,6 +1,6 @@
 import { AggregatorRegistry, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { SeriesHistogram } from '../src/observability/metrics-histogram.js';
+import { SeriesHistogram } from '../../src/observability/metrics-histogram.js';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1];
 const OBSERVED: [string, string, number][] = [

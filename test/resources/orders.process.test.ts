@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Movement, Stock } from '../src/resources/items/stock.schema.js';
-import type { ShortLine } from '../src/resources/items/stock.service.js';
-import type { Order } from '../src/resources/orders/orders.schema.js';
-import { startServer, type RunningServer, type StartOptions } from './helpers/process.js';
+import type { Movement, Stock } from '../../src/resources/items/stock.schema.js';
+import type { ShortLine } from '../../src/resources/items/stock-moves.js';
+import type { Order } from '../../src/resources/orders/orders.schema.js';
+import { startServer, type RunningServer, type StartOptions } from '../helpers/process.js';
 
 /**
  * Orders and stock under load, over a real socket against the built CLI (`npm test` builds

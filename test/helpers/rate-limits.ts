@@ -1,6 +1,6 @@
 /**
  * Tests make far more requests per minute, many without or with bad credentials, than the
- * default limits allow: limits are off unless a test sets them (test/limits/ does).
+ * default limits allow: limits are off unless a test sets them (test/rate-limits/ does).
  */
 export const NO_RATE_LIMITS: Record<string, string> = {
   ROWI_RATE_LIMIT_ANONYMOUS: '0',

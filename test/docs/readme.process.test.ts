@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenMeteo, type FakeOpenMeteo } from './helpers/fake-open-meteo.js';
-import { NO_RATE_LIMITS } from './helpers/limits.js';
-import { startServer, type RunningServer } from './helpers/process.js';
-import { tempFolder } from './helpers/temp.js';
-import { EXAMPLE_FILES, readDoc } from './helpers/docs.js';
-import { PROBLEM_TYPES } from '../src/errors.js';
+import { startFakeOpenMeteo, type FakeOpenMeteo } from '../helpers/fake-open-meteo.js';
+import { NO_RATE_LIMITS } from '../helpers/rate-limits.js';
+import { startServer, type RunningServer } from '../helpers/process.js';
+import { tempFolder } from '../helpers/temp.js';
+import { EXAMPLE_FILES, readDoc } from '../helpers/docs.js';
+import { PROBLEM_TYPES } from '../../src/errors.js';
 
 const run = promisify(execFile);
 

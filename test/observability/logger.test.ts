@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { faultOf, loggerOptions } from '../src/observability/logger.js';
+import { faultOf, loggerOptions } from '../../src/observability/logger.js';
 
 /** rowi's logger writing into `lines` (the raw JSON text of each line). */
 function logger(lines: string[]): pino.Logger {

@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { ALL_SCOPES, DATA_RESOURCES } from '../src/auth/policy.js';
-import { PROBLEM_TYPES } from '../src/errors.js';
-import { POLICY_NAMES } from '../src/rate-limits/rate-limiter.js';
+import { ALL_SCOPES, DATA_RESOURCES } from '../../src/auth/policy.js';
+import { PROBLEM_TYPES } from '../../src/errors.js';
+import { POLICY_NAMES } from '../../src/rate-limits/rate-limiter.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { documentation, readDoc } from './helpers/docs.js';
-import { regenerated, TABLES, writeTable } from './helpers/reference-tables.js';
+import { documentation, readDoc } from '../helpers/docs.js';
+import { regenerated, TABLES, writeTable } from '../helpers/reference-tables.js';
 
 /**
  * The catalogues the code keeps once (problem types, scopes, rate-limit policies) against the
  * documentation's reference tables (DOCS and docs/): a type, scope or policy added, renamed or dropped on one side only
- * fails here. (The settings' table is checked the same way in config.test.ts.)
+ * fails here. (The settings' table is checked the same way in test/config/config.test.ts.)
  */
 
 const DOCS = documentation();
@@ -72,7 +72,7 @@ describe('the documentation as files', () => {
   it('README.md is the front page: under 10 KB, linking every file of docs/', () => {
     const readme = readDoc('README.md');
     expect(Buffer.byteLength(readme)).toBeLessThan(10 * 1024);
-    for (const file of readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md')))
+    for (const file of readdirSync(new URL('../../docs/', import.meta.url)).filter((name) => name.endsWith('.md')))
       expect(readme, `README links docs/${file}`).toContain(`](docs/${file})`);
   });
 
@@ -80,7 +80,7 @@ describe('the documentation as files', () => {
     const broken: string[] = [];
     for (const file of [
       'README.md',
-      ...readdirSync(new URL('../docs/', import.meta.url))
+      ...readdirSync(new URL('../../docs/', import.meta.url))
         .filter((name) => name.endsWith('.md'))
         .map((name) => `docs/${name}`),
     ]) {
@@ -88,7 +88,7 @@ describe('the documentation as files', () => {
         if (/^(https?:|mailto:)/.test(target!)) continue;
         const [path, anchor] = target!.split('#');
         const linked = path === '' ? file : join(dirname(file), path!);
-        if (!existsSync(new URL(`../${linked}`, import.meta.url))) {
+        if (!existsSync(new URL(`../../${linked}`, import.meta.url))) {
           broken.push(`${file}: ${target} (no ${linked})`);
           continue;
         }
