@@ -12,7 +12,7 @@ import { registerDocsPage } from './http/docs-page.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
-import { registerHsts, transportOptions } from './http/transport.js';
+import { publicOrigin, registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
 import { deleteExpiredKeys } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
@@ -132,12 +132,7 @@ export async function buildApp({
   registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval));
   registerAuthentication(
     app,
-    new Authenticator(
-      db,
-      new TokenService(db, config, defaultIssuer(config), storage.signals),
-      logger,
-      storage.signals,
-    ),
+    new Authenticator(db, new TokenService(db, config, publicOrigin(config), storage.signals), logger, storage.signals),
   );
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
   await registerOpenApi(app, {
@@ -184,16 +179,6 @@ export async function buildApp({
   app.addHook('onClose', async () => clearInterval(sweep));
 
   return app;
-}
-
-/**
- * The OAuth issuer and the origin in its metadata: ROWI_PUBLIC_URL, else the listen address
- * (process/startup.ts corrects the port once it is known when ROWI_PORT is 0).
- */
-export function defaultIssuer(config: Config): string {
-  if (config.publicUrl !== '') return config.publicUrl;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  return `${config.tlsCert === '' ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
 }
 
 /** One line per request, written when the response is done; the path only (no query string). */

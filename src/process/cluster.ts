@@ -11,12 +11,11 @@ import {
   CLOSING_MARGIN_MS,
   migrate,
   openCheckedStorage,
-  publicOrigin,
-  schemeOf,
   serveHandedConnections,
   setOrigin,
 } from './startup.js';
 import { createLogger } from '../observability/logger.js';
+import { listenOrigin } from '../http/transport.js';
 import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
 import { countWorkerAuthFailures } from '../rate-limits/auth-failures.js';
 
@@ -179,7 +178,7 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
         listener!.once('error', reject);
         listener!.listen({ host: config.host, port: config.port }, () => resolve());
       });
-      origin = publicOrigin(listener.address() as AddressInfo, schemeOf(config));
+      origin = listenOrigin(config, listener.address() as AddressInfo);
       for (const worker of serving) worker.send({ type: 'rowi:origin', origin } satisfies WorkerMessage);
     })
     .catch(async (error: unknown) => {
@@ -272,7 +271,7 @@ export async function serveAsWorker(config: Config): Promise<void> {
       app.server.emit('connection', handle);
       handle.resume();
     } else if (message.type === 'rowi:origin') {
-      setOrigin(app, config, message.origin);
+      setOrigin(app, message.origin);
     } else if (message.type === 'rowi:shutdown') {
       close();
     }

@@ -12,6 +12,7 @@ import { createLogger } from '../observability/logger.js';
 import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
 import { ensureSigningKey } from '../auth/signing-keys.js';
 import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
+import { listenOrigin, publicOrigin } from '../http/transport.js';
 
 /**
  * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to
@@ -62,8 +63,8 @@ export async function listen(
   const app = await started(config, storage, logger, undefined, (built) =>
     built.listen({ host: config.host, port: config.port }),
   );
-  const origin = publicOrigin(app.server.address() as AddressInfo, schemeOf(config));
-  setOrigin(app, config, origin);
+  const origin = listenOrigin(config, app.server.address() as AddressInfo);
+  setOrigin(app, origin);
   return { app, origin };
 }
 
@@ -89,13 +90,13 @@ export async function serveHandedConnections(
   });
 }
 
-/** The OAuth issuer is the listen address unless ROWI_PUBLIC_URL says otherwise; only once listening is the port known. */
-export function setOrigin(app: FastifyInstance, config: Config, origin: string): void {
-  if (config.publicUrl === '') app.auth.tokens.issuer = origin;
-}
-
-export function schemeOf(config: Config): 'http' | 'https' {
-  return config.tlsCert === '' ? 'http' : 'https';
+/**
+ * Once rowi listens, the listen origin is known (ROWI_PORT 0 picks the port then): the issuer of
+ * its tokens becomes the public origin of that address (http/transport.ts publicOrigin; the app
+ * was built with the settings' address).
+ */
+export function setOrigin(app: FastifyInstance, listened: string): void {
+  app.auth.tokens.issuer = publicOrigin(app.config, listened);
 }
 
 /** The app, built and listening; a start that fails closes what it opened. */
@@ -142,12 +143,6 @@ export async function announce(
       `  curl -s ${baseUrl}/users -H "X-API-Key: $ROWI_KEY"\n` +
       `API description: ${baseUrl}/openapi.json\n\n`,
   );
-}
-
-/** The address to tell people: a wildcard listen address is reachable on loopback. */
-export function publicOrigin(address: AddressInfo, scheme: 'http' | 'https'): string {
-  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
-  return `${scheme}://${address.family === 'IPv6' || host.includes(':') ? `[${host}]` : host}:${address.port}`;
 }
 
 /**
