@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { faultOf } from '../observability/logger.js';
 import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { Insertable } from 'kysely';
@@ -98,7 +99,7 @@ export class AuditLog {
       if (this.#failingSince === undefined || dropped > 0) {
         this.#log.error(
           { err: error, pending: this.#pending.length / WIDTH, dropped },
-          'could not write the audit trail; its events are kept and written once the database takes them',
+          `could not write the audit trail: ${faultOf(error)}; its events are kept and written once the database takes them`,
         );
       }
       this.#failingSince ??= Date.now();

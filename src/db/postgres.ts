@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError, type Config } from '../config/config.js';
+import { faultOf } from '../observability/logger.js';
 import { CorruptionWatch } from './corruption.js';
 import type { Database } from './database.js';
 import { PreparingPool } from './prepared-statements.js';
@@ -87,13 +88,14 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
 function watchedPool(config: pg.PoolConfig, log: FastifyBaseLogger): pg.Pool {
   const pool = new pg.Pool(config);
   // An idle connection that the server drops (a restart) is discarded; nothing to answer.
-  pool.on('error', (error) => log.warn({ err: error }, 'an idle PostgreSQL connection was lost'));
+  // One short line naming the fault: the error pg emits here carries the whole client.
+  pool.on('error', (error) => log.warn(`database connection lost: ${faultOf(error)} (an idle one; it is replaced)`));
   // A connection lost while a request holds it fails that request's query (a 503), and pg also
   // emits 'error' on the client, which the pool does not listen to while the client is checked
   // out: without a listener of its own, that event would end the process. The pool discards the
   // client when it is released.
   pool.on('connect', (client) =>
-    client.on('error', (error) => log.debug({ err: error }, 'a PostgreSQL connection in use was lost')),
+    client.on('error', (error) => log.debug(`database connection lost: ${faultOf(error)} (one in use)`)),
   );
   return pool;
 }
@@ -140,8 +142,7 @@ export function postgresSignals(
     });
     listener.on('error', (error) => {
       log.warn(
-        { err: error },
-        'the database connection that listens for changes on other instances failed; reconnecting',
+        `database connection lost: ${faultOf(error)} (the one that listens for other instances' changes; reconnecting)`,
       );
       retry(listener);
     });

@@ -17,6 +17,7 @@ import { ProblemSchema } from './schemas.js';
 import { validationError } from './validation-errors.js';
 import { correlate } from './request-id.js';
 import { isProbe } from './probes.js';
+import { faultOf } from '../observability/logger.js';
 import { metrics } from '../observability/metrics.js';
 import { compileXmlSerializer } from './xml.js';
 
@@ -198,7 +199,10 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
       else if (known.type === 'storage-corrupt')
         request.log.debug({ err: error }, 'refused: the database is damaged (logged once when found)');
       // A probe's 503 is its answer, not a fault: the probe logs what failed itself.
-      else if (known.status >= 500 && !isProbe(request)) request.log.error({ err: error }, 'request failed');
+      // A known fault (the database unreachable, a time-out) is one short line naming it: its
+      // stack says nothing more, and an outage would repeat it for every request.
+      else if (known.status >= 500 && !isProbe(request))
+        request.log.error({ problem: known.type }, `request failed: ${faultOf(error)}`);
       return sendProblem(request, reply, known);
     }
     request.log.error({ err: error }, 'unexpected error');

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { faultOf } from '../observability/logger.js';
 import type { Db } from '../db/database.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
 import { onCommitted } from '../db/unit-of-work.js';
@@ -143,7 +144,7 @@ export class EventFeed {
         if (this.#again) await new Promise((resolve) => setTimeout(resolve, ROUND_MS));
       } while (this.#again && !this.#closed);
     } catch (error) {
-      this.#log.warn({ err: error }, 'could not read new events; trying again');
+      this.#log.warn({ err: error }, `could not read new events: ${faultOf(error)}; trying again`);
     } finally {
       this.#running = false;
     }

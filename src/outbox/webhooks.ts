@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
@@ -121,7 +122,7 @@ export class WebhookDispatcher extends OutboxWorker {
   }
 
   protected async failed(error: unknown): Promise<void> {
-    this.#log.warn({ err: error }, 'webhook dispatcher failed; trying again');
+    this.#log.warn({ err: error }, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
     this.later(1000);
   }
 

@@ -17,6 +17,7 @@ import {
 import { createLogger } from '../observability/logger.js';
 import { listenOrigin } from '../http/transport.js';
 import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
+import { countWorkerAuthFailures } from '../rate-limits/auth-failures.js';
 
 /**
  * `rowi serve --workers N`: the primary migrates the database, forks N workers, and once they are
@@ -63,6 +64,7 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
   }
   relayWorkerSignals();
   aggregateWorkerMetrics();
+  countWorkerAuthFailures();
 
   let shuttingDown = false;
   let listener: Server | undefined;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
+import { faultOf } from '../observability/logger.js';
 
 /**
  * Where rate-limit counters live (rate-limit.ts decides what is counted): GCRA, the generic cell
@@ -52,12 +53,6 @@ export class MemoryStore implements Store {
     };
   }
 
-  /** Whether a request now would be refused, without spending from the bucket. */
-  wouldRefuse(key: string, quota: number, windowMs: number, now = Date.now()): boolean {
-    const stored = this.#arrivals.get(key);
-    return stored !== undefined && now < stored + windowMs / quota - windowMs;
-  }
-
   /** Forgets keys whose bucket is full again (they hold no information). */
   sweep(now = Date.now()): void {
     for (const [key, arrival] of this.#arrivals) if (arrival <= now) this.#arrivals.delete(key);
@@ -94,6 +89,7 @@ export class RedisStore implements Store {
   #degradedSince: number | undefined;
 
   readonly #prefix: string;
+  readonly #subscribers = new Set<Redis>();
 
   /** `namespace` keeps apart the counters of rowi deployments (databases) that share one Redis. */
   constructor(url: string, namespace: string, fallback: MemoryStore, log: FastifyBaseLogger) {
@@ -138,6 +134,11 @@ export class RedisStore implements Store {
   }
 
   async take(key: string, quota: number, windowMs: number, units = 1): Promise<Decision> {
+    return (await this.takeShared(key, quota, windowMs, units)) ?? this.#fallback.take(key, quota, windowMs, units);
+  }
+
+  /** The shared count alone: undefined while Redis cannot answer (the caller keeps its own). */
+  async takeShared(key: string, quota: number, windowMs: number, units = 1): Promise<Decision | undefined> {
     try {
       const [allowed, remaining, resetMs, retryMs] = await this.#redis.gcra(
         `${this.#prefix}${key}`,
@@ -148,17 +149,63 @@ export class RedisStore implements Store {
       return { allowed: allowed === 1, remaining, resetMs, retryMs };
     } catch (error) {
       this.#degrade(error);
-      return this.#fallback.take(key, quota, windowMs, units);
+      return undefined;
     }
+  }
+
+  /** Tells every instance (every process subscribed with onBlocked) that an address is refused for `forMs`. */
+  publishBlocked(address: string, forMs: number): void {
+    this.#redis.publish(this.#blockedChannel, JSON.stringify({ address, forMs })).catch((error: unknown) => {
+      this.#degrade(error);
+    });
+  }
+
+  /**
+   * Hears what publishBlocked says, on a connection of its own (Redis gives a subscribing
+   * connection to nothing else), subscribed again each time it reconnects.
+   */
+  onBlocked(handler: (address: string, forMs: number) => void): () => void {
+    const subscriber = this.#redis.duplicate({ commandTimeout: undefined, autoResubscribe: false });
+    // Its failures are the main connection's too, which says so (#degrade): nothing more to log.
+    subscriber.on('error', () => {});
+    // Subscribed on every connection, the first included (a command sent before it is ready would fail).
+    subscriber.on('ready', () => void subscriber.subscribe(this.#blockedChannel).catch(() => {}));
+    subscriber.on('message', (channel: string, text: string) => {
+      if (channel !== this.#blockedChannel) return;
+      try {
+        const { address, forMs } = JSON.parse(text) as { address: unknown; forMs: unknown };
+        if (typeof address === 'string' && typeof forMs === 'number') handler(address, forMs);
+      } catch {
+        // Not ours: another program on the channel.
+      }
+    });
+    this.#subscribers.add(subscriber);
+    return () => {
+      this.#subscribers.delete(subscriber);
+      subscriber.disconnect();
+    };
+  }
+
+  /** Whether every connection subscribed with onBlocked is subscribed now (what it would hear is not missed). */
+  get listening(): boolean {
+    for (const subscriber of this.#subscribers) if (subscriber.status !== 'ready') return false;
+    return true;
+  }
+
+  get #blockedChannel(): string {
+    return `${this.#prefix}failed-auth`;
   }
 
   #degrade(error: unknown): void {
     if (this.#degradedSince !== undefined) return;
     this.#degradedSince = Date.now();
-    this.#log.warn({ err: error }, 'Redis cannot be reached: each instance counts rate limits alone until it is back');
+    this.#log.warn(
+      `Redis cannot be reached: ${faultOf(error)}; each instance counts rate limits alone until it is back`,
+    );
   }
 
   async close(): Promise<void> {
+    for (const subscriber of this.#subscribers) subscriber.disconnect();
     this.#redis.disconnect();
   }
 }

@@ -49,7 +49,8 @@ const FAILURE_DELAY_MS = 250;
 /**
  * Counts every request but the health probes, after authentication (preParsing: every onRequest
  * hook, the route's credential check included, has run; the body is not read yet, so a caller
- * over its limit costs no parsing). Failed authentications are counted per address, in memory:
+ * over its limit costs no parsing). Failed authentications are counted per address, by the
+ * process group and, with Redis, by every instance (auth-failures.ts):
  * past half the budget each 401 is held back a little, past the budget the address's requests
  * with credentials get 429 before their credentials are checked; other addresses, and callers
  * with valid keys elsewhere, are not affected.
@@ -61,9 +62,9 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
 
   app.addHook('onRequest', (request, reply, done) => {
     const policy = limiter.failurePolicy();
-    if (policy === undefined || !presentsCredentials(request) || !limiter.isThrottled(request.ip)) return done();
-    const decision = limiter.takeFailure(request.ip);
-    done(refusal(policy, decision, reply));
+    if (policy === undefined || !presentsCredentials(request)) return done();
+    const throttled = limiter.throttled(request.ip);
+    done(throttled === undefined ? undefined : refusal(policy, throttled, reply));
   });
 
   app.addHook('preParsing', (request, reply, payload, done) => {
@@ -95,9 +96,13 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     // Only credentials that were wrong count; a request that sent none is not guessing.
     const policy = limiter.failurePolicy();
     if (policy === undefined || reply.statusCode !== 401 || !presentsCredentials(request)) return done(null, payload);
-    const decision = limiter.takeFailure(request.ip);
-    if (decision.remaining >= policy.quota / 2) return done(null, payload);
-    setTimeout(() => done(null, payload), FAILURE_DELAY_MS);
+    const hold = (decision: Decision) => {
+      if (decision.remaining >= policy.quota / 2) return done(null, payload);
+      setTimeout(() => done(null, payload), FAILURE_DELAY_MS);
+    };
+    const decision = limiter.recordFailure(request.ip);
+    if (decision instanceof Promise) decision.then(hold, (error: Error) => done(error));
+    else hold(decision);
   });
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principals.js';
 import type { Config } from '../config/config.js';
+import { AuthFailures } from './auth-failures.js';
 import { MemoryStore, RedisStore, type Decision } from './rate-limit-stores.js';
 
 /**
@@ -57,8 +58,8 @@ export class RateLimiter {
   /** The callers' and addresses' own budgets, when counted in memory. */
   readonly #memory = new MemoryStore();
   readonly #budgets: Record<Budget, DeclaredBudget>;
-  /** Failed authentications, by client address: always this instance's own. */
-  readonly #failures = new MemoryStore();
+  /** Failed authentications, by client address: the process group's and, with Redis, every instance's (auth-failures.ts). */
+  readonly #failures: AuthFailures;
   readonly #redis: RedisStore | undefined;
   readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'failures', Policy | undefined>;
   readonly #sweep: NodeJS.Timeout;
@@ -86,6 +87,7 @@ export class RateLimiter {
       ]),
     ) as Record<Budget, DeclaredBudget>;
     this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
+    this.#failures = new AuthFailures(config.authFailureLimit || Infinity, WINDOW_MS, this.#redis);
     this.#sweep = setInterval(() => {
       this.#memory.sweep();
       for (const budget of Object.values(this.#budgets)) budget.store.sweep();
@@ -102,7 +104,8 @@ export class RateLimiter {
   /** How the counters are kept, for /health/ready and /v1/limits. */
   get sharing(): 'instance' | 'redis' | 'instance (Redis unreachable)' {
     if (this.#redis === undefined) return 'instance';
-    return this.#redis.degradedSince === undefined ? 'redis' : 'instance (Redis unreachable)';
+    // Shared only while the address blocks other instances announce are heard, too.
+    return this.#redis.degradedSince === undefined && this.#redis.listening ? 'redis' : 'instance (Redis unreachable)';
   }
 
   /** The caller's (or the address's) own policy. */
@@ -133,19 +136,27 @@ export class RateLimiter {
     return store.take(key, policy.quota, WINDOW_MS, units);
   }
 
-  /** A failed authentication, counted in memory: an instance's own defence never waits on Redis. */
-  takeFailure(address: string): Decision {
-    return this.#failures.take(address, this.#policies.failures?.quota ?? Infinity, WINDOW_MS);
+  /** A failed authentication, counted by the process group and, with Redis, by every instance. */
+  recordFailure(address: string): Decision | Promise<Decision> {
+    return this.#failures.record(address);
   }
 
-  /** Whether the address is over its failed-authentication budget now, without spending from it. */
-  isThrottled(address: string): boolean {
+  /**
+   * Whether the address is over its failed-authentication budget now, without spending from it
+   * or asking anyone: the refusal (Retry-After: until one more may be tried), else undefined.
+   */
+  throttled(address: string): Decision | undefined {
     const policy = this.#policies.failures;
-    return policy !== undefined && this.#failures.wouldRefuse(address, policy.quota, WINDOW_MS);
+    if (policy === undefined) return undefined;
+    const retryMs = this.#failures.refusedForMs(address);
+    if (retryMs === 0) return undefined;
+    // The whole budget is back one window after the one request it now waits for.
+    return { allowed: false, remaining: 0, retryMs, resetMs: retryMs + WINDOW_MS - WINDOW_MS / policy.quota };
   }
 
   async close(): Promise<void> {
     clearInterval(this.#sweep);
+    this.#failures.close();
     await this.#redis?.close();
   }
 }

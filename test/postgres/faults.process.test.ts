@@ -128,7 +128,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, limi
 }
 
 describe('rowi serve on PostgreSQL: faults', () => {
-  it('PostgreSQL stopped while writes are in flight: 201 or a 503 problem with Retry-After (never 500, never a hang), ready 503 / live 200, then it resumes by itself and no acknowledged write is lost', async () => {
+  it('PostgreSQL stopped while writes are in flight: 201 or a 503 problem with Retry-After (never 500, never a hang), ready 503 / live 200, then it resumes by itself and no acknowledged write is lost; each lost connection is one short log line naming the fault', async () => {
     const db = await database();
     const target = new URL(PG_URL!);
     const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
@@ -219,6 +219,14 @@ describe('rowi serve on PostgreSQL: faults', () => {
 
       expect(server.child.exitCode).toBeNull();
       expect(server.child.signalCode).toBeNull();
+
+      // Each lost connection is one short line naming the fault, never the driver's internals
+      // (pg hangs the whole client on the error: its prepared SQL and cancel key, ~20 KB a line).
+      const lines = server.stdout().split('\n').filter(Boolean);
+      expect(lines.filter((line) => line.length > 2000)).toEqual([]);
+      const lost = lines.filter((line) => line.includes('"msg":"database connection lost: '));
+      expect(lost.length).toBeGreaterThan(0);
+      expect(lines.filter((line) => /secretKey|processID|preparedStatements/.test(line))).toEqual([]);
     } finally {
       done = true;
       await Promise.all(writers);
