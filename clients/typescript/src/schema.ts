@@ -1676,6 +1676,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * ItemBatchDelete
@@ -1728,6 +1730,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * ItemBatchResult
@@ -1742,6 +1746,7 @@ export interface components {
          *             "name": "Widget",
          *             "sku": "WID-1",
          *             "price": "2.50",
+         *             "created_by": 1,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
@@ -2357,6 +2362,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
             readonly total?: string;
         };
         /**
@@ -2417,6 +2424,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
             readonly total?: string;
         };
         /**
@@ -2441,6 +2450,7 @@ export interface components {
          *               }
          *             ],
          *             "total": "5.00",
+         *             "created_by": 2,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
@@ -2463,6 +2473,7 @@ export interface components {
          *               }
          *             ],
          *             "total": "2.50",
+         *             "created_by": 2,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
@@ -3252,6 +3263,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * UserBatchDelete
@@ -3303,6 +3316,8 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
         };
         /**
          * UserBatchResult
@@ -3316,6 +3331,7 @@ export interface components {
          *             "id": 2,
          *             "name": "Grace Hopper",
          *             "email": "grace@example.com",
+         *             "created_by": 2,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
@@ -3330,6 +3346,7 @@ export interface components {
          *             "id": 1,
          *             "name": "Ada King",
          *             "email": "ada@example.com",
+         *             "created_by": 2,
          *             "created_at": "2026-06-01T12:00:00.000Z",
          *             "updated_at": "2026-06-01T12:00:00.000Z"
          *           }
