@@ -295,3 +295,10 @@ export function operation<const S extends OperationSpec>(spec: S) {
     'x-permission': RoutePermission;
   };
 }
+
+/**
+ * If-Match's own grammar (RFC 9110 §13.1.1), for an `if_match` member standing for the header (a
+ * batch entry): `*` or entity-tags of visible characters, so no control or invisible character
+ * reaches the comparison.
+ */
+export const IF_MATCH_PATTERN = '^(\\*|(W/)?"[\\x21\\x23-\\x7E]*"( *, *(W/)?"[\\x21\\x23-\\x7E]*")*)$';

@@ -9,7 +9,7 @@ import { etagFor, ifMatchAllows } from '../http/etag.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { PROBLEM_TYPE_BASE, toAppError } from '../http/problem.js';
 import type { VersionCondition } from '../http/records.js';
-import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
+import { IF_MATCH_PATTERN, RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
 import { spendMore } from '../rate-limits/rate-limit.js';
 import { BatchInvalidError, BATCH_KEYS, countEntries, duplicateErrors, nestedErrors } from './batch-checks.js';
 
@@ -71,6 +71,7 @@ const ENTRIES_BOUND = 10_000;
 /** The condition of an entry's `if_match`, as If-Match on the single request. */
 export const IfMatchMember = Type.String({
   maxLength: 512,
+  pattern: IF_MATCH_PATTERN,
   description: 'the ETag the entry is conditional on, as If-Match on the single request (stale: 409, nothing stored)',
 });
 

@@ -156,7 +156,7 @@ describe.skipIf(!mounted)('the SQLite file on a full disk', () => {
     const written = logLines.slice(linesBefore);
     const errors = written.filter((line) => line.level >= 50);
     expect(
-      errors.filter((line) => /is full/.test(line.msg)),
+      errors.filter((line) => /^the disk holding .* is full/.test(line.msg)),
       JSON.stringify(errors),
     ).toHaveLength(1);
     expect(errors.filter((line) => /request failed|unexpected error|cannot rollback/.test(line.msg))).toEqual([]);

@@ -155,11 +155,13 @@ describe('free text', () => {
       >;
     };
     /**
-     * Strings that are not stored as sent: an order's status is compared with the statuses, the
+     * Strings that are not stored as sent: an order's status is compared with the statuses (in a
+     * batch entry too), the
      * OAuth form's fields with the credentials.
      */
     const notFreeText = new Set([
       'PATCH /v1/orders/{id} status',
+      'POST /v1/orders/batch change status',
       'POST /oauth/token grant_type',
       'POST /oauth/token scope',
       'POST /oauth/token client_id',

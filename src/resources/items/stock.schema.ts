@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { Id, RecordFields } from '../../http/schemas.js';
+import { IF_MATCH_PATTERN, Id, RecordFields } from '../../http/schemas.js';
 
 const MovementKind = Type.Union(
   [Type.Literal('set'), Type.Literal('reserve'), Type.Literal('release'), Type.Literal('fulfil')],
@@ -48,6 +48,7 @@ export type StockChange = Static<typeof StockPatchSchema>;
 const BatchItemId = Type.Integer({ ...Id, description: 'the item whose stock the entry sets' });
 const EntryIfMatch = Type.String({
   maxLength: 512,
+  pattern: IF_MATCH_PATTERN,
   description: "the stock's ETag the entry is conditional on, as If-Match on PUT (stale: 409, nothing stored)",
 });
 
