@@ -28,6 +28,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '0013-owners': m0013,
 };
 
+/** The migrations this rowi knows, in order: a database with another is from a newer rowi. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
+
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
 export interface MigrationOutcome {
