@@ -4,7 +4,14 @@ import type { ListQuery } from '../../db/keyset.js';
 import { SEES_ALL, type Sight } from '../../db/visibility.js';
 import { ConflictError, UnprocessableError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertEchoesMatch,
+  sameInstant,
+  withRowLocked,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import { findItemById } from './items.repository.js';
 import {
@@ -97,14 +104,14 @@ function writeQuantity(
       const stored = await getStock(trx, itemId, sight);
       assertCondition(condition, stored.version, `The stock of item ${itemId}`);
       const quantity = wanted(stored);
-      if (quantity === stored.quantity) return stored;
+      if (quantity === stored.quantity) return written(stored);
       const now = nowTimestamp();
       const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, quantity, now);
-      if (!updated) return undefined;
+      if (!updated) return VERSION_MOVED;
       const set = movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now);
       await insertMovements(trx, [set]);
       await recordEvents(trx, stockEvents([set]));
-      return updated;
+      return written(updated);
     },
     `The stock of item ${itemId}`,
   );

@@ -10,7 +10,14 @@ import { applyStockMoves, stockByItem, stockEvents } from '../items/stock.servic
 import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { createdByDiffers } from '../ownership.js';
 import { assertMayRefer, mayRead, type Reader, type Reference } from '../references.js';
 import {
@@ -139,7 +146,7 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
       if (!order) throw orderNotFound(id);
       assertCondition(condition, order.version, `Order ${id}`);
       const lines = await findLines(trx, id);
-      if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
+      if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return VERSION_MOVED;
       await recordEvent(trx, 'order.deleted', orderPath(id), { id });
       if (order.status === 'placed')
         await applyStockMoves(
@@ -148,7 +155,7 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
           lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })),
           nowTimestamp(),
         );
-      return true;
+      return DELETED;
     },
     `Order ${id}`,
   );
@@ -196,7 +203,7 @@ async function changeOrder(
         mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
       const name = body.name ?? stored.name;
       if (!linesChange && !userChanges && status === stored.status && name === stored.name)
-        return presentOrder(stored, storedLines);
+        return written(presentOrder(stored, storedLines));
 
       const facts =
         userChanges || linesChange
@@ -233,7 +240,7 @@ async function changeOrder(
         total,
         now,
       });
-      if (!updated) return undefined;
+      if (!updated) return VERSION_MOVED;
       if (linesChange) {
         await deleteLines(trx, id);
         await insertLines(trx, lines);
@@ -243,7 +250,7 @@ async function changeOrder(
         await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
       else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
       await applyStockMoves(trx, id, moves, now, mayRead(reader, 'stock'));
-      return order;
+      return written(order);
     },
     `Order ${id}`,
   );
