@@ -47,7 +47,8 @@ import { startEvents } from './outbox/readers.js';
 import { eventTables } from './outbox/retention.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { VERSION } from './version.js';
-import { registry } from './observability/metrics.js';
+import { registry, watchBackups } from './observability/metrics.js';
+import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
 
@@ -152,6 +153,14 @@ export async function buildApp({
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
   await app.register(limitsRoutes);
+  if (config.backupDir !== '') {
+    const folder = config.backupDir;
+    watchBackups(async () => {
+      const status = await readBackupStatus(folder);
+      const at = status?.last_success_at;
+      return { lastSuccess: at ? Date.parse(at) / 1000 : undefined, failures: status?.failures ?? 0 };
+    });
+  }
   await app.register(metricsRoutes, { collect: collectMetrics });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ConfigError, type Config } from '../config/config.js';
@@ -28,12 +28,8 @@ export async function readBackupStatus(folder: string): Promise<BackupStatus | u
   }
 }
 
-/** A name that sorts by time: rowi-20261126T203000Z.sqlite. */
-export const scheduledName = (at: Date) =>
-  `rowi-${at
-    .toISOString()
-    .replaceAll(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z')}.sqlite`;
+/** A name that sorts by time, to the millisecond: rowi-20261126T203000.123Z.sqlite. */
+export const scheduledName = (at: Date) => `rowi-${at.toISOString().replaceAll(/[-:]/g, '')}.sqlite`;
 
 export interface BackupSchedule {
   /** Takes one now, as the schedule does (the timer goes on). */
@@ -67,7 +63,6 @@ export function startBackupSchedule(options: {
   const attempt = async (): Promise<BackupManifest | undefined> => {
     const target = join(folder, scheduledName(new Date()));
     try {
-      await removeAbandoned(folder);
       const manifest = await backupSqlite(data, target);
       await record({ last_success_at: new Date().toISOString() });
       const removed = await prune(folder, keep);
@@ -104,30 +99,6 @@ async function prune(folder: string, keep: number): Promise<string[]> {
     await rm(manifestOf(file), { force: true });
   }
   return old;
-}
-
-/** Temporary files of backups whose process is gone (killed during a backup). */
-async function removeAbandoned(folder: string): Promise<void> {
-  let names: string[];
-  try {
-    names = await readdir(folder);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const pid = Number(/\.partial-(\d+)-/.exec(name)?.[1]);
-    if (!Number.isSafeInteger(pid) || pid === process.pid || alive(pid)) continue;
-    await rm(join(folder, name), { force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM';
-  }
 }
 
 /**

@@ -88,6 +88,7 @@ export async function backupSqlite(source: string, target: string): Promise<Back
   if (!existsSync(source)) throw new BackupError(`there is no database to back up at ${source}`);
   if (existsSync(targetPath)) throw new BackupError(`${targetPath} exists already: a backup never replaces a file`);
   await mkdir(dirname(targetPath), { recursive: true });
+  await removeAbandoned(dirname(targetPath));
   const copy = `${targetPath}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
   const started = Date.now();
   try {
@@ -135,7 +136,9 @@ export async function checkBackup(
     throw new BackupError(`${file} is not a sound SQLite database: ${(error as Error).message}`);
   }
   if (examined.integrity.join() !== 'ok')
-    throw new BackupError(`${file} failed SQLite's integrity_check: ${examined.integrity.slice(0, 3).join('; ')}`);
+    throw new BackupError(
+      `${file} is not a sound SQLite database: SQLite's integrity_check found ${examined.integrity.slice(0, 3).join('; ')}`,
+    );
   if (examined.migrations.length === 0)
     throw new BackupError(`${file} is a SQLite database, but not rowi's (it has no migrations)`);
   const unknown = examined.migrations.filter((name) => !known.includes(name));
@@ -241,4 +244,22 @@ export async function restoreSqlite(
     throw new BackupError(`the backup could not be put in place (${describeFault(error)}); the database is as it was`);
   }
   return { aside, checked };
+}
+
+/** Temporary files that backups killed on the way left in a folder (their process is gone). */
+async function removeAbandoned(folder: string): Promise<void> {
+  for (const name of await readdir(folder)) {
+    const pid = Number(/\.partial-(\d+)-[0-9a-f]+(-journal|-wal|-shm)?$/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid === process.pid || alive(pid)) continue;
+    await rm(join(folder, name), { force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
 }
