@@ -5,7 +5,7 @@ import type { ListQuery } from '../../db/keyset.js';
 import type { Sight } from '../../db/visibility.js';
 import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
-import { recordEvent, recordEvents } from '../../outbox/outbox.js';
+import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { applyStockMoves, stockByItem, stockEvents } from '../items/stock.service.js';
 import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
 import { formatMinorUnits } from '../money.js';
@@ -140,7 +140,9 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
       assertCondition(condition, order.version, `Order ${id}`);
       const lines = await findLines(trx, id);
       if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
-      await recordEvent(trx, 'order.deleted', orderPath(id), { id });
+      await recordEvents(trx, [
+        { type: 'order.deleted', path: orderPath(id), data: { id }, owner: ownerOf('orders', order) },
+      ]);
       if (order.status === 'placed')
         await applyStockMoves(
           trx,
