@@ -63,6 +63,7 @@ const usersRoutes: FastifyPluginAsync = async (app) => {
         description: `The user a token acts for (docs/access.md "Acting for a user"): a token from POST /oauth/token asked for with user_id, or an external issuer's token whose ROWI_JWT_USER_CLAIM names the user. 404 for a request that acts for no user, and once the user is deleted. ${CONDITIONAL_READ}`,
         tags: ['users'],
         headers: IfNoneMatchHeaders,
+        problems: [404],
         response: {
           200: representation(UserSchema, 'The user', RESPONSE_HEADERS.etag),
           304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
