@@ -20,6 +20,8 @@ import { migrateToLatest } from '../dist/src/db/migrate.js';
 import { registerDraining } from '../dist/src/http/draining.js';
 import { registerLingeringClose } from '../dist/src/http/lingering-close.js';
 import { registerLoadShedding } from '../dist/src/http/load-shedding.js';
+import { IDEMPOTENCY_KEYS_RETENTION } from '../dist/src/http/idempotency.js';
+import { startRetention } from '../dist/src/db/retention.js';
 import { RouteTable } from '../dist/src/http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from '../dist/src/http/openapi.js';
 import { frameworkErrorHandler, registerProblemHandlers } from '../dist/src/http/problem.js';
@@ -124,6 +126,10 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   await app.register(ordersRoutes);
   // Left out: callersRoutes, auditRoutes and oauthRoutes (they need app.auth).
   registerOpenApiRoute(app);
+
+  // Expired Idempotency-Key records pruned as app.ts prunes them (db/retention.ts).
+  const retention = startRetention(db, [IDEMPOTENCY_KEYS_RETENTION], app.log);
+  app.addHook('onClose', () => retention.stop());
 
   return app;
 }
