@@ -24,7 +24,8 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { reachOfGrants, readableResources, SECURITY_SCHEMES } from './auth/policy.js';
+import { reachOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
+import { eventSightOf } from './auth/visibility.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -177,7 +178,7 @@ export async function buildApp({
     config,
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
-    readableBy: (owner) => new Set(readableResources(reachOfGrants(owner))),
+    readableBy: (ownerId, owner) => eventSightOf(reachOfGrants(owner, ownerId)),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });
