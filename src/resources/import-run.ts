@@ -161,6 +161,7 @@ async function readAndWrite(
           if (operation.mode === 'atomic' && written.errors.length > 0) throw new RolledBack(written);
           tally(counts, written);
           counts.committed_through = through;
+          await turn();
           await recordInTransaction(trx, auditRecords(context, written.written));
           await errors.write(trx, [...pending, ...written.errors]);
           return progress(trx, context, counts, () => {

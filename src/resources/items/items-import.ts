@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import Type, { type Static } from 'typebox';
 import type { Trx } from '../../db/database.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
@@ -92,6 +93,8 @@ async function writeItems(
       })),
       context.now,
     );
+    // Between the chunk's statements the event loop takes a turn: requests are read and answered meanwhile.
+    await turn();
     const bySku = new Map(inserted.map((item) => [item.sku, item]));
     const stocks: { item_id: number; quantity: number }[] = [];
     for (const row of fresh) {
@@ -108,10 +111,12 @@ async function writeItems(
       written.push({ row: row.row, outcome: 'created', id: item.id });
     }
     await insertStocks(trx, stocks, context.now);
+    await turn();
   }
   if (changed.length > 0) await updateChanged(trx, changed, context, { written, errors, events, movements });
   await insertMovements(trx, movements);
   events.push(...stockEvents(movements));
+  await turn();
   await recordEvents(trx, events);
   return { written, errors };
 }
