@@ -384,14 +384,17 @@ class ErrorLog {
 
   async write(trx: Trx, errors: readonly RowError[]): Promise<void> {
     if (errors.length === 0) return;
-    const rows: NewOperationError[] = errors.map((error) => ({
-      operation_id: this.operationId,
-      seq: ++this.#seq,
-      row: error.row,
-      field: error.field,
-      problem: error.problem,
-      detail: error.detail.slice(0, 2000),
-    }));
+    // A chunk's refusals, read ones and written ones, in the file's order.
+    const rows: NewOperationError[] = [...errors]
+      .sort((a, b) => a.row - b.row)
+      .map((error) => ({
+        operation_id: this.operationId,
+        seq: ++this.#seq,
+        row: error.row,
+        field: error.field,
+        problem: error.problem,
+        detail: error.detail.slice(0, 2000),
+      }));
     await insertOperationErrors(trx, rows);
   }
 }

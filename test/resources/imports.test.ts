@@ -267,7 +267,81 @@ describe('POST /v1/items/import', () => {
   });
 });
 
+describe('POST /v1/users/import and POST /v1/items/stock/import', () => {
+  it('POST /v1/users/import: users are created, an email taken in another case is updated with on_conflict=update, and a duplicate in the file is refused', async () => {
+    const first = await upload('users', 'name,email\nUna,una@example.com\nVic,vic@example.com\n');
+    expect((await finished(first.headers.location as string)).json.status).toBe('succeeded');
+    const second = await upload(
+      'users',
+      '{"name":"Una Two","email":"UNA@example.com"}\n{"name":"Wen","email":"wen@example.com"}\n{"name":"Wen again","email":"WEN@example.com"}\n',
+      { type: 'application/x-ndjson', query: '?mode=partial' },
+    );
+    const done = await finished(second.headers.location as string);
+    expect(done.json.errors.map((error: { row: number; problem: string }) => [error.row, error.problem])).toEqual([
+      [1, 'email-taken'],
+      [3, 'duplicate-in-file'],
+    ]);
+    const third = await upload('users', 'name,email\nUna Two,UNA@example.com\n', { query: '?on_conflict=update' });
+    expect((await finished(third.headers.location as string)).json.progress.rows_succeeded).toBe(1);
+    const users = await test.storage.db
+      .selectFrom('users')
+      .select(['name', 'email'])
+      .where('email_key', 'in', ['una@example.com', 'vic@example.com', 'wen@example.com'])
+      .orderBy('email_key')
+      .execute();
+    expect(users).toEqual([
+      { name: 'Una Two', email: 'UNA@example.com' },
+      { name: 'Vic', email: 'vic@example.com' },
+      { name: 'Wen', email: 'wen@example.com' },
+    ]);
+  });
+
+  it('POST /v1/items/stock/import: levels are set by sku or item_id, each with its set movement, and an unknown item is refused', async () => {
+    const { item } = await createItem(test, { sku: 'L-1' });
+    const other = await createItem(test, { sku: 'L-2' });
+    const reply = await upload('items/stock', `sku,item_id,quantity\nL-1,,40\n,${other.item.id},7\nL-404,,1\n`, {
+      query: '?mode=partial',
+    });
+    const done = await finished(reply.headers.location as string);
+    expect(done.json.progress).toMatchObject({ rows_succeeded: 2, rows_failed: 1 });
+    expect(done.json.errors).toEqual([expect.objectContaining({ row: 4, problem: 'unknown-reference' })]);
+    const levels = await test.storage.db
+      .selectFrom('stock')
+      .select(['item_id', 'quantity'])
+      .where('item_id', 'in', [item.id, other.item.id])
+      .orderBy('item_id')
+      .execute();
+    expect(levels).toEqual([
+      { item_id: item.id, quantity: 40 },
+      { item_id: other.item.id, quantity: 7 },
+    ]);
+    const moves = await test.storage.db
+      .selectFrom('stock_movements')
+      .select(['item_id', 'kind', 'quantity_change'])
+      .where('item_id', 'in', [item.id, other.item.id])
+      .orderBy('item_id')
+      .execute();
+    expect(moves).toEqual([
+      { item_id: item.id, kind: 'set', quantity_change: 40 },
+      { item_id: other.item.id, kind: 'set', quantity_change: 7 },
+    ]);
+  });
+});
+
 describe('/v1/operations', () => {
+  it('POST /v1/operations/{id}/cancel: a running partial import stops at its next commit, keeping exactly the rows it committed', async () => {
+    const rows = Array.from({ length: 6000 }, (_, index) => `M-${index},Mallet ${index},1.00,1`).join('\n');
+    const reply = await upload('items', `sku,name,price,quantity\n${rows}\n`, { query: '?mode=partial' });
+    const cancelled = await test.call({ method: 'POST', url: `${reply.headers.location as string}/cancel` });
+    expect(cancelled.status).toBe(202);
+    const done = await finished(reply.headers.location as string);
+    expect(done.json.status).toBe('cancelled');
+    const stored = await itemsBySku('M-');
+    expect(stored.length).toBe(done.json.summary.rows_committed);
+    expect(stored.length).toBeLessThan(6000);
+    expect(done.json.progress.committed_through).toBe(stored.length === 0 ? 0 : stored.length + 1);
+  });
+
   it('GET /v1/operations: a caller sees only the operations it started, an admin sees all, paged by cursor', async () => {
     const editor = await createCallerWithKey(test, { role: 'editor', extra_scopes: ['stock:update'] });
     const own = await upload('items', 'sku,name,price\nJ-1,Jar,1.00\n', { key: editor.key });

@@ -92,3 +92,9 @@ export function insertItems(
     .returning(ITEM_COLUMNS)
     .execute();
 }
+
+/** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */
+export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('items').select(['id', 'created_by']).where('id', 'in', ids).execute();
+}
