@@ -2,11 +2,9 @@ import { rename, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { challenge } from '../auth/challenge.js';
-import type { Scope } from '../auth/policy.js';
 import { nowTimestamp } from '../db/clock.js';
 import { unitOfWork } from '../db/unit-of-work.js';
-import { ForbiddenError, UnsupportedMediaTypeError } from '../errors.js';
+import { UnsupportedMediaTypeError } from '../errors.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
 import { validatorCompiler } from '../http/validation.js';
 import { recordEvent } from '../outbox/outbox.js';
@@ -49,12 +47,14 @@ const ImportQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const FileBody = Type.String({
-  format: 'binary',
-  maxLength: 1_099_511_627_776,
-  description:
-    'text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
-});
+const fileBody = (target: ImportTarget) =>
+  Type.String({
+    format: 'binary',
+    maxLength: 1_099_511_627_776,
+    description:
+      'text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
+    examples: [`${JSON.stringify(target.example)}\n`],
+  });
 
 export function importOperation(app: FastifyInstance, target: ImportTarget, runner: ImportRunner): void {
   const { db, config } = app;
@@ -66,11 +66,12 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
       schema: operation({
         operationId: `import${target.name[0]!.toUpperCase()}${target.name.slice(1)}`,
         permission: target.scopes[0]!,
+        alsoPermissions: target.scopes.slice(1),
         summary: `Import a file of ${target.name} (a long-running operation)`,
         description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".`,
         tags: [target.resource],
         querystring: ImportQuery,
-        body: FileBody,
+        body: fileBody(target),
         consumes: MEDIA_TYPES,
         response: {
           202: representation(
@@ -83,7 +84,6 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
       }),
     },
     async (request, reply) => {
-      assertMayImport(request, target);
       const mediaType = mediaTypeOf(request);
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > config.importMaxBytes) throw importTooLarge(config.importMaxBytes);
@@ -157,15 +157,6 @@ function mediaTypeOf(request: FastifyRequest): ImportMediaType {
   )
     throw new UnsupportedMediaTypeError(contentType, [...MEDIA_TYPES]);
   return type as ImportMediaType;
-}
-
-/** 403 unless the caller holds every scope the import needs (its route checked the first). */
-function assertMayImport(request: FastifyRequest, target: ImportTarget): void {
-  const scopes = request.principal!.scopes;
-  const missing = target.scopes.filter((scope: Scope) => !scopes.has(scope));
-  if (missing.length === 0) return;
-  const detail = `${request.principal!.name} lacks ${missing.join(' and ')}, which an import of ${target.name} needs.`;
-  throw new ForbiddenError(detail, missing, challenge('insufficient_scope', detail, missing.join(' ')));
 }
 
 /** Takes the import media types as streams: the handler reads them (registered in the import routes' scope). */

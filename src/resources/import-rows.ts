@@ -47,13 +47,17 @@ export function readRows(path: string, mediaType: ImportMediaType, target: Impor
 
 type Check = (row: number, value: Record<string, unknown>) => FileRow;
 
+/** Each target's validator, compiled on its first import and kept (compiling takes a while). */
+const validators = new WeakMap<ImportTarget, ReturnType<typeof recordValidator>>();
+
 function rowChecker(target: ImportTarget): Check {
-  const validate = recordValidator(target.schema);
+  let validate = validators.get(target);
+  if (validate === undefined) validators.set(target, (validate = recordValidator(target.schema)));
   return (row, value) => {
     const refused = findRefusedText(value);
     if (refused !== undefined)
       return { row, error: { row, field: fieldOf(refused.pointer), problem: 'malformed-row', detail: refused.detail } };
-    const errors = recordFieldErrors(validate(value));
+    const errors = recordFieldErrors(validate!(value));
     if (errors.length === 0) return { row, value };
     const [first] = errors;
     const detail = errors.map((error) => `${fieldOf(error.pointer) ?? 'the row'} ${error.detail}`).join('; ');

@@ -23,6 +23,8 @@ export interface ImportTarget {
   /** The columns a CSV header may name, and those it must. */
   columns: readonly string[];
   required: readonly string[];
+  /** A row, as the document shows an NDJSON line. */
+  example: Record<string, unknown>;
   /** One row as JSON (an NDJSON line, or a CSV row made into one by fromCsv). */
   schema: TSchema;
   /** A CSV row's text cells as the JSON the schema checks: integers read as integers, empty cells left out. */

@@ -58,7 +58,7 @@ export async function importFile(client: RowiClientOptions, options: ImportFileO
   const posted = await fetch(`${baseUrl}${IMPORT_PATHS[options.collection]}${search}`, {
     method: 'POST',
     headers: { ...headers, 'Content-Type': options.mediaType },
-    body: options.file as BodyInit,
+    body: options.file as RequestInit['body'],
     ...(options.file instanceof ReadableStream ? { duplex: 'half' } : {}),
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   } as RequestInit);

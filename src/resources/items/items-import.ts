@@ -42,6 +42,7 @@ export const ITEMS_IMPORT: ImportTarget = {
   path: '/v1/items',
   resource: 'items',
   scopes: ['items:create', 'items:update', 'stock:update'],
+  example: { sku: 'WID-1', name: 'Widget', price: '2.50', quantity: 100 },
   columns: ['sku', 'name', 'price', 'quantity'],
   required: ['sku', 'name', 'price'],
   schema: ItemImportRow,

@@ -32,6 +32,7 @@ export const STOCK_IMPORT: ImportTarget = {
   path: '/v1/items/stock',
   resource: 'stock',
   scopes: ['stock:update', 'items:read'],
+  example: { sku: 'WID-1', quantity: 100 },
   columns: ['item_id', 'sku', 'quantity'],
   required: ['quantity'],
   schema: StockImportRow,

@@ -125,7 +125,13 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
             headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
             content: {
               'application/x-ndjson': {
-                schema: Type.String({ description: 'one OperationRowError a line', maxLength: 1_000_000_000 }),
+                schema: Type.String({
+                  description: 'one OperationRowError a line',
+                  maxLength: 1_000_000_000,
+                  examples: [
+                    '{"row":17,"field":"price","problem":"validation-failed","detail":"price must be a decimal string"}\n',
+                  ],
+                }),
               },
             },
           },

@@ -16,6 +16,7 @@ export const USERS_IMPORT: ImportTarget = {
   path: '/v1/users',
   resource: 'users',
   scopes: ['users:create', 'users:update'],
+  example: { name: 'Ada Lovelace', email: 'ada@example.com' },
   columns: ['name', 'email'],
   required: ['name', 'email'],
   schema: UserCreateSchema,
