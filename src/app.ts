@@ -13,7 +13,7 @@ import { registerDocsPage } from './http/docs-page.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
-import { publicOrigin, registerHsts, transportOptions } from './http/transport.js';
+import { registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
 import { IDEMPOTENCY_KEYS_RETENTION } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
@@ -145,7 +145,7 @@ export async function buildApp({
   });
   registerAuthentication(
     app,
-    new Authenticator(db, new TokenService(db, config, publicOrigin(config), storage.signals), logger, storage.signals),
+    new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
   );
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
   await registerOpenApi(app, {
@@ -180,8 +180,10 @@ export async function buildApp({
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: importTargets });
   await app.register(operationsRoutes);
+  // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,
+    commits: db.commits,
     signals: storage.signals,
     config,
     log: logger,
