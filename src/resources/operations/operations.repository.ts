@@ -205,6 +205,13 @@ export async function insertOperationErrors(db: Executor, errors: readonly NewOp
 const pick = (error: NewOperationError) =>
   Object.fromEntries(ERROR_FIELDS.map((field) => [field, error[field]])) as NewOperationError;
 
+const numericError = (row: OperationErrorRow): StoredOperationError => ({
+  ...row,
+  seq: Number(row.seq),
+  row: Number(row.row),
+  operation_id: Number(row.operation_id),
+});
+
 /** The operation's errors after `afterSeq`, in order, at most `limit`. */
 export async function findOperationErrors(
   db: Executor,
@@ -220,12 +227,7 @@ export async function findOperationErrors(
     .orderBy('seq')
     .limit(limit)
     .execute();
-  return rows.map((row) => ({
-    ...row,
-    seq: Number(row.seq),
-    row: Number(row.row),
-    operation_id: Number(row.operation_id),
-  }));
+  return rows.map(numericError);
 }
 
 /** Deletes at most `limit` operations that ended before `cutoff`, the oldest first (their errors go with them). */
@@ -256,12 +258,7 @@ export async function findFirstErrors(
     .orderBy('operation_id')
     .orderBy('seq')
     .execute();
-  return rows.map((row) => ({
-    ...row,
-    seq: Number(row.seq),
-    row: Number(row.row),
-    operation_id: Number(row.operation_id),
-  }));
+  return rows.map(numericError);
 }
 
 /** Hands a new operation to the process that holds its file (once the file is in its place). */

@@ -88,24 +88,20 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ]),
       },
     });
-  app.post(
-    '/v1/operations/:id/cancel',
-    { schema: cancelSchema('cancelOperation', 'Cancel an operation') },
-    async (request, reply) => {
-      const view = await cancel(request.params.id, request.principal!);
-      if (unfinished(view.status)) reply.header('retry-after', '1');
-      return reply.code(202).send(view);
-    },
-  );
-  app.delete(
-    '/v1/operations/:id',
-    { schema: cancelSchema('deleteOperation', 'Cancel an operation (as POST …/cancel)') },
-    async (request, reply) => {
-      const view = await cancel(request.params.id, request.principal!);
-      if (unfinished(view.status)) reply.header('retry-after', '1');
-      return reply.code(202).send(view);
-    },
-  );
+  for (const [method, url, operationId, summary] of [
+    ['POST', '/v1/operations/:id/cancel', 'cancelOperation', 'Cancel an operation'],
+    ['DELETE', '/v1/operations/:id', 'deleteOperation', 'Cancel an operation (as POST …/cancel)'],
+  ] as const)
+    app.route({
+      method,
+      url,
+      schema: cancelSchema(operationId, summary),
+      handler: async (request, reply) => {
+        const view = await cancel((request.params as { id: number }).id, request.principal!);
+        if (unfinished(view.status)) reply.header('retry-after', '1');
+        return reply.code(202).send(view);
+      },
+    });
 
   app.get(
     '/v1/operations/:id/errors',
