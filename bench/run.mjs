@@ -72,6 +72,7 @@ import { sqliteEnv } from './lib/rowi-env.mjs';
 import { copyDatabase, issueToken, seedItems, seedUsers, send } from './lib/setup.mjs';
 import { printStorageTable, storageTableOf } from './lib/storage-table.mjs';
 import { BATCH_OPERATION, batchGoalLine, measureBatch } from './lib/batch.mjs';
+import { IMPORT_OPERATION, importGoalLines, measureImports } from './lib/imports.mjs';
 import { LABELS, RATE_LIMIT_OPERATION, STORAGE_OPERATIONS, pair, storageTarget, targetOf } from './lib/targets.mjs';
 
 const { values: options } = parseArgs({
@@ -409,10 +410,18 @@ async function main() {
   }));
   // The batch target: 1,000 stock levels in one batch over the same 1,000 single PUTs, on the main rowi, after its loads.
   const batch = BATCH_OPERATION.includes(options.only) ? await measureBatch(rowi) : undefined;
+  // The import targets: 100,000 and 1,000,000 items from CSV on SQLite (the main rowi, GET alongside) and on PostgreSQL.
+  let imports;
+  if (IMPORT_OPERATION.includes(options.only)) {
+    if (postgres.one === undefined && postgres.skipped === 'not loaded in this run (--only)')
+      postgres = await setUpPostgres(bench, options['no-postgres'], rowi, probePath, sampleOrder);
+    imports = await measureImports({ sqlite: rowi, postgres: postgres.one, folder: bench.work, probePath });
+  }
   const goals = printGoals(results, ratios, authRatios, limitRatios, redis, storageWorkers, [
     ...accessLines,
     ...ledgerLines,
     ...(batch === undefined ? [] : [batchGoalLine(batch)]),
+    ...(imports === undefined ? [] : importGoalLines(imports)),
   ]);
 
   writeRecord({
@@ -436,6 +445,7 @@ async function main() {
     driverRatios,
     drivers,
     batch,
+    imports,
   });
   if (ledgers.some((ledger) => ledger.differing.length > 0)) process.exitCode = 1;
 }

@@ -52,6 +52,14 @@ import { registry, watchBackups } from './observability/metrics.js';
 import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
+import operationsRoutes from './resources/operations/operations.routes.js';
+import importsRoutes, { operationsRetention } from './resources/imports.routes.js';
+import { startImportRunner } from './resources/import-runner.js';
+import { ITEMS_IMPORT } from './resources/items/items-import.js';
+import { STOCK_IMPORT } from './resources/items/stock-import.js';
+import { USERS_IMPORT } from './resources/users/users-import.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -170,6 +178,18 @@ export async function buildApp({
   await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
+  // Imports run in the background, in every process: each runs the files it received (docs/bulk.md "Imports").
+  const importTargets = [USERS_IMPORT, ITEMS_IMPORT, STOCK_IMPORT];
+  const imports = startImportRunner({
+    db,
+    log: logger,
+    targets: importTargets,
+    concurrency: config.importConcurrency,
+    directory: config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory,
+  });
+  app.addHook('onClose', () => imports.close());
+  await app.register(importsRoutes, { runner: imports, targets: importTargets });
+  await app.register(operationsRoutes);
   // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,
@@ -190,7 +210,12 @@ export async function buildApp({
   // The tables that grow with use, pruned past their retention (docs/operations.md "Data kept and its retention").
   const retention = startRetention(
     db,
-    [auditTrailRetention(config.auditRetention), ...eventTables(config.eventsRetention), IDEMPOTENCY_KEYS_RETENTION],
+    [
+      auditTrailRetention(config.auditRetention),
+      ...eventTables(config.eventsRetention),
+      IDEMPOTENCY_KEYS_RETENTION,
+      operationsRetention(config.importRetention),
+    ],
     logger,
   );
   app.addHook('onClose', () => retention.stop());

@@ -244,6 +244,23 @@ export const PROBLEM_TYPES = {
     description:
       "An entry of the batch conflicts with what is stored (a taken email or SKU, stock that cannot cover an order, an entry's `if_match` that is stale, a forbidden transition), so the whole batch was rolled back: nothing is stored. `errors` points at the entry; `failed_entry` gives its own problem as the single request would have answered it.",
   },
+  'import-too-large': {
+    status: 413,
+    title: 'Import file too large',
+    description:
+      'The uploaded file is larger than `ROWI_IMPORT_MAX_BYTES` (`max_bytes` says how large it may be); nothing of it was kept and no operation was started.',
+  },
+  'import-invalid': {
+    status: 422,
+    title: 'Import file cannot be read',
+    description:
+      'The uploaded file cannot be imported as a whole: it is empty, is not UTF-8, holds a NUL byte, or (CSV) its header row is missing, names a column twice, names an unknown column or lacks a required one. `errors` says where; no operation was started and nothing was stored.',
+  },
+  'operation-finished': {
+    status: 409,
+    title: 'Operation already finished',
+    description: 'The operation has already ended (succeeded, failed or cancelled), so it cannot be cancelled.',
+  },
   'idempotency-key-reused': {
     status: 422,
     title: 'Idempotency key reused',

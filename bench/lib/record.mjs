@@ -27,6 +27,7 @@ export function writeRecord({
   driverRatios,
   drivers,
   batch,
+  imports,
 }) {
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const record = {
@@ -88,6 +89,8 @@ export function writeRecord({
     // 1,000 stock levels in one POST /v1/items/stock/batch over the same 1,000 single PUTs on one
     // kept-alive connection, same rowi, same run (median of its rounds); null: not run (--only).
     batch_over_single_puts: batch ?? null,
+    // Items imported from CSV (rows/s, RSS growth) on SQLite and PostgreSQL, and GET /v1/users/{id} alongside (bench/lib/imports.mjs).
+    imports: imports ?? null,
     postgres:
       postgres.skipped === undefined
         ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } }

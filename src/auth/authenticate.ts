@@ -58,7 +58,8 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
  * hooks, and its security requirement in its schema.
  */
 function guard(route: RouteOptions, authenticator: Authenticator): void {
-  const schema = route.schema as { 'x-permission'?: Scope | 'public'; security?: unknown } | undefined;
+  const schema = route.schema as
+    { 'x-permission'?: Scope | 'public'; 'x-also-scopes'?: readonly Scope[]; security?: unknown } | undefined;
   const scope = schema?.['x-permission'];
   if (schema === undefined || scope === undefined) {
     throw new Error(
@@ -67,7 +68,10 @@ function guard(route: RouteOptions, authenticator: Authenticator): void {
   }
   // The OpenAPI document (generated from these schemas when first asked for) says which credentials it takes.
   schema.security = securityOf(scope);
-  const permission = permissionOf(scope, route.url);
+  const declared = permissionOf(scope, route.url);
+  // An operation that needs several scopes whatever its URL (an import creates and changes records) names the others.
+  const also = schema['x-also-scopes'] ?? [];
+  const permission = { ...declared, also: [...new Set([...declared.also, ...also])] };
   route.config = { ...route.config, permission };
   if (permission.scope === 'public') return;
   const check = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) =>

@@ -70,6 +70,21 @@ export function canManageCallers(role: Role, removed: readonly string[]): boolea
   return role === 'admin' && !CALLER_MANAGEMENT_CORE.some((scope) => removed.includes(scope));
 }
 
+/**
+ * Reading and cancelling long-running operations (imports, docs/bulk.md "Imports"): every role has
+ * them, as every caller may follow the operations it started; which operations it sees is
+ * decided by seesAllOperations.
+ */
+export const OPERATION_SCOPES: readonly Scope[] = ['operations:read', 'operations:update'];
+
+/**
+ * A caller sees every operation when it manages callers (an admin); any other sees only those it
+ * started. The same test decides who gets operation events (readableResources).
+ */
+export function seesAllOperations(scopes: ReadonlySet<string>): boolean {
+  return scopes.has('callers:read');
+}
+
 /** Every scope there is, in a stable order. */
 export const ALL_SCOPES: readonly Scope[] = [
   ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
@@ -79,13 +94,14 @@ export const ALL_SCOPES: readonly Scope[] = [
   'events:read',
   ...ACTIONS.map((action): Scope => `webhook-endpoints:${action}`),
   'metrics:read',
+  ...OPERATION_SCOPES,
 ];
 
 /**
  * The resources an event can be of, each seen with its own read scope: a caller reads an event
  * only when it may read the resource the event is about.
  */
-export const EVENT_RESOURCES = [...DATA_RESOURCES, 'callers', 'webhook-endpoints'] as const;
+export const EVENT_RESOURCES = [...DATA_RESOURCES, 'callers', 'webhook-endpoints', 'operations'] as const;
 
 /**
  * What decides which events a caller sees: its scopes, the resources it sees only its own records
@@ -107,7 +123,11 @@ export interface Reach {
 export function readableResources(reach: Reach): string[] {
   const someOrdersOrItems = reach.userId !== null || reach.ownRecords.has('orders') || reach.ownRecords.has('items');
   return EVENT_RESOURCES.filter(
-    (resource) => reach.scopes.has(`${resource}:read`) && !(resource === 'stock' && someOrdersOrItems),
+    (resource) =>
+      reach.scopes.has(`${resource}:read`) &&
+      !(resource === 'stock' && someOrdersOrItems) &&
+      // An operation event does not say whose operation it is told of: only those who see every operation get them.
+      !(resource === 'operations' && !seesAllOperations(reach.scopes)),
   );
 }
 
@@ -143,11 +163,19 @@ const dataScopes = (...actions: Action[]): Scope[] =>
   DATA_RESOURCES.flatMap((resource) => actions.map((action): Scope => `${resource}:${action}`));
 
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
-  reader: [...dataScopes('read'), 'events:read'],
-  editor: [...dataScopes('read', 'create', 'update'), 'events:read'],
+  reader: [...dataScopes('read'), 'events:read', ...OPERATION_SCOPES],
+  editor: [...dataScopes('read', 'create', 'update'), 'events:read', ...OPERATION_SCOPES],
   admin: ALL_SCOPES,
   // A sales channel places orders for its customers and reads the catalogue (docs/access.md).
-  channel: ['orders:read', 'orders:create', 'users:read', 'users:create', 'items:read', 'stock:read'],
+  channel: [
+    'orders:read',
+    'orders:create',
+    'users:read',
+    'users:create',
+    'items:read',
+    'stock:read',
+    ...OPERATION_SCOPES,
+  ],
 };
 
 const KNOWN = new Set<string>(ALL_SCOPES);

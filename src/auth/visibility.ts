@@ -1,5 +1,5 @@
 import { SEES_ALL, type EventSight, type Sight } from '../db/visibility.js';
-import { isOwnedResource, readableResources, type OwnedResource, type Reach } from './policy.js';
+import { isOwnedResource, readableResources, seesAllOperations, type OwnedResource, type Reach } from './policy.js';
 import type { Principal } from './principals.js';
 
 /**
@@ -41,4 +41,14 @@ export function sightOnCollection(principal: Seer | null, collection: string): S
 /** The owner of a record the request creates: its caller; null for an external issuer's subject. */
 export function creatorOf(principal: Seer | null): number | null {
   return principal?.callerId ?? null;
+}
+
+/**
+ * Which operations (imports) a request sees: every one for a caller that sees all operations (an
+ * admin, policy.ts seesAllOperations), otherwise only those its caller started; an external
+ * issuer's subject, which is no caller, starts none and sees none.
+ */
+export function sightOnOperations(principal: Pick<Principal, 'callerId' | 'scopes'>): Sight {
+  if (seesAllOperations(principal.scopes)) return SEES_ALL;
+  return { owner: principal.callerId ?? -1, user: null };
 }

@@ -137,6 +137,45 @@ export const LIMIT_SETTINGS = {
     }),
     'ROWI_BATCH_MAX',
   ),
+  importMaxBytes: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1_099_511_627_776,
+      default: 1_073_741_824,
+      description:
+        'bytes one imported file (`POST /v1/<collection>/import`) may hold at most (1 GiB by default); more is 413 `import-too-large`, and nothing is kept of it',
+    }),
+    'ROWI_IMPORT_MAX_BYTES',
+  ),
+  importConcurrency: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 2,
+      description:
+        'imports that run at once, per caller and in the whole deployment (counted in the database, so across `--workers` and instances); others wait `queued`',
+    }),
+    'ROWI_IMPORT_CONCURRENCY',
+  ),
+  importRetention: setting(
+    Type.Integer({
+      minimum: 60,
+      maximum: 315_360_000,
+      default: 604_800,
+      description:
+        'seconds a finished import operation (with its row errors) is kept before it is pruned (7 days by default)',
+    }),
+    'ROWI_IMPORT_RETENTION',
+  ),
+  importDirectory: setting(
+    Type.String({
+      maxLength: 4096,
+      default: '',
+      description:
+        'directory where uploaded files wait for their import (deleted when it ends); empty: `rowi-imports` in the system temporary directory',
+    }),
+    'ROWI_IMPORT_DIRECTORY',
+  ),
   auditFlushInterval: setting(
     Type.Integer({
       minimum: 10,

@@ -1,6 +1,7 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { Commits } from './commits.js';
 import type { EventTables } from './event-tables.js';
+import type { OperationTables } from './operation-tables.js';
 
 /**
  * Every table rowi stores, as Kysely sees it. Column names equal API field names (snake_case),
@@ -8,7 +9,7 @@ import type { EventTables } from './event-tables.js';
  * by the application (never by the database), so that both backends store and compare them
  * identically.
  */
-export interface Database extends EventTables {
+export interface Database extends EventTables, OperationTables {
   users: UsersTable;
   idempotency_keys: IdempotencyKeysTable;
   items: ItemsTable;

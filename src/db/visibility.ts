@@ -20,8 +20,8 @@ export interface Sight {
   readonly user: number | null;
 }
 
-/** The tables whose records have an owner (created_by, migration 0013). */
-export type OwnedTable = 'users' | 'items' | 'orders';
+/** The tables whose records have an owner (created_by, migrations 0013 and 0014). */
+export type OwnedTable = 'users' | 'items' | 'orders' | 'operations';
 
 /** What a caller that sees every record sees; also what rowi's own work (not a request) sees. */
 export const SEES_ALL: Sight = Object.freeze({ owner: null, user: null });

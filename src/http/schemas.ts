@@ -231,6 +231,8 @@ interface OperationSpec {
    * the authentication plugin refuses to start with a route that does not (docs/security.md).
    */
   permission: RoutePermission;
+  /** Scopes the operation needs besides `permission`, whatever its URL (an import: creating and changing records). */
+  alsoPermissions?: readonly RoutePermission[];
   /** Problem statuses beyond those implied by the declaration (a body implies 400, 413, 415, 422…). */
   problems?: number[];
   /** Implied problem statuses the operation answers otherwise (the token endpoint's RFC 6749 errors). */
@@ -286,6 +288,7 @@ export function operation<const S extends OperationSpec>(spec: S) {
     eventStream,
     fixedMediaType,
     permission,
+    alsoPermissions,
     response,
     ...rest
   } = spec;
@@ -302,10 +305,14 @@ export function operation<const S extends OperationSpec>(spec: S) {
     // The authentication layer reads it, checks the route's callers against it, and adds the
     // operation's security requirement to the document.
     'x-permission': permission,
+    ...(alsoPermissions === undefined ? {} : { 'x-also-scopes': alsoPermissions }),
     ...(spec.body ? { consumes: spec.consumes ?? REQUEST_BODY_TYPES.write } : {}),
     // A route's own description of a status wins over the generic problem (the token endpoint's RFC 6749 errors).
     response: { ...problems, ...response },
-  } as Omit<S, 'problems' | 'omitProblems' | 'permission' | 'jsonFixedBy' | 'eventStream' | 'fixedMediaType'> & {
+  } as Omit<
+    S,
+    'problems' | 'omitProblems' | 'permission' | 'alsoPermissions' | 'jsonFixedBy' | 'eventStream' | 'fixedMediaType'
+  > & {
     response: S['response'];
     'x-permission': RoutePermission;
   };

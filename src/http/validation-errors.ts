@@ -133,3 +133,8 @@ function uniqueErrors(errors: FieldError[]): FieldError[] {
     return true;
   });
 }
+
+/** The field errors of a refused record (an imported row), explained as a body's would be. */
+export function recordFieldErrors(errors: ErrorObject[]): FieldError[] {
+  return uniqueErrors(mergeChoices(errors).map((error) => describe(error, 'body'))).slice(0, MAX_FIELD_ERRORS);
+}

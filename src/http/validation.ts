@@ -1,4 +1,4 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { toTimestamp } from '../db/clock.js';
@@ -131,4 +131,13 @@ function valuesWithin(data: unknown, limit: number): boolean {
     }
   }
   return true;
+}
+
+/**
+ * Checks one record of an uploaded file (an import's row) against a body schema, as a body is
+ * checked: never coerced, every violation reported. Returns the Ajv errors; none when it is valid.
+ */
+export function recordValidator(schema: object): (value: unknown) => ErrorObject[] {
+  const validate = bodyAjv.compile(schema);
+  return (value) => (validate(value) ? [] : (validate.errors ?? []));
 }

@@ -56,6 +56,16 @@ export const EVENT_TYPES = {
     description: 'An API key was made for a caller; data is the key without its secret.',
   },
   'api_key.revoked': { resource: 'callers', description: 'An API key was revoked; data is the key.' },
+  'operation.progressed': {
+    resource: 'operations',
+    description:
+      'An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.',
+  },
+  'operation.completed': {
+    resource: 'operations',
+    description:
+      'An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.',
+  },
   'webhook.ping': {
     resource: 'webhook-endpoints',
     description:

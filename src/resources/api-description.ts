@@ -25,6 +25,10 @@ export const API_TAGS = [
     description:
       'Where events are POSTed, signed as Standard Webhooks says; deliveries and their attempts (admin only)',
   },
+  {
+    name: 'operations',
+    description: 'Long-running operations (imports of files): status, progress, errors, cancelling',
+  },
   { name: 'callers', description: 'Systems that use the API, their roles, grants and API keys (admin only)' },
   { name: 'audit', description: 'Who did what, when, with which outcome (admin only)' },
   { name: 'auth', description: 'OAuth 2.0 client credentials: tokens, keys and metadata' },

@@ -62,6 +62,18 @@ const EXPECTED: Record<string, Needs> = {
   'DELETE /v1/items/:id': ['items:delete', 'items:read'],
   'POST /v1/items/batch': ['items:update', 'items:read'],
   'POST /v1/items/stock/batch': ['stock:update', 'items:read', 'stock:read'],
+  'POST /v1/users/import': ['users:create', 'users:update'],
+  'POST /v1/items/import': ['items:create', 'items:update', 'stock:update'],
+  'POST /v1/items/stock/import': ['stock:update', 'items:read'],
+
+  'GET /v1/operations': ['operations:read'],
+  'HEAD /v1/operations': ['operations:read'],
+  'GET /v1/operations/:id': ['operations:read'],
+  'HEAD /v1/operations/:id': ['operations:read'],
+  'POST /v1/operations/:id/cancel': ['operations:update', 'operations:read'],
+  'DELETE /v1/operations/:id': ['operations:update', 'operations:read'],
+  'GET /v1/operations/:id/errors': ['operations:read'],
+  'HEAD /v1/operations/:id/errors': ['operations:read'],
 
   'GET /v1/items/:id/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/:id/stock': ['stock:read', 'items:read'],
@@ -136,11 +148,14 @@ const EXPECTED: Record<string, Needs> = {
 
 /** docs/security.md's roles, written out here rather than taken from src/auth/policy.ts. */
 const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
+/** Every role follows and cancels the imports it started. */
+const OPERATIONS = ['operations:read', 'operations:update'];
 const ROLE_SCOPES = {
-  reader: [...DATA.map((resource) => `${resource}:read`), 'events:read'],
+  reader: [...DATA.map((resource) => `${resource}:read`), 'events:read', ...OPERATIONS],
   editor: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
     'events:read',
+    ...OPERATIONS,
   ],
   admin: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
@@ -150,6 +165,7 @@ const ROLE_SCOPES = {
     'events:read',
     ...['read', 'create', 'update', 'delete'].map((action) => `webhook-endpoints:${action}`),
     'metrics:read',
+    ...OPERATIONS,
   ],
 };
 
@@ -173,6 +189,7 @@ interface Targets {
   place: string;
   endpointId: number;
   deliveryId: number;
+  operationId: number;
 }
 
 interface Cell {
@@ -322,7 +339,15 @@ async function createTargets(): Promise<Targets> {
     throw new Error(`could not create the webhook endpoint: ${endpoint.status} ${endpoint.text}`);
   const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.id}/ping` });
   if (ping.status !== 202) throw new Error(`could not ping the webhook endpoint: ${ping.status} ${ping.text}`);
+  const operation = await test.call({
+    method: 'POST',
+    url: '/v1/items/import?dry_run=true',
+    headers: { 'content-type': 'text/csv' },
+    body: 'sku,name,price\nMATRIX-1,Matrix,1.00\n',
+  });
+  if (operation.status !== 202) throw new Error(`could not start an import: ${operation.status} ${operation.text}`);
   return {
+    operationId: operation.json.id as number,
     userId: user.id,
     itemId: item.id,
     orderId: order.json.id as number,
@@ -342,6 +367,7 @@ function concreteUrl(url: string, targets: Targets): string {
     orders: targets.orderId,
     callers: targets.callerId,
     'webhook-endpoints': targets.endpointId,
+    operations: targets.operationId,
     events: `evt_${'0'.repeat(28)}`,
   };
   // The stream, for a caller it lets through, would stay open: an unknown type makes that a 400 (after authentication).

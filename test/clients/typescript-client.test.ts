@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createRowiClient,
+  importFile,
   type Order,
   type Problem,
   type RowiClient,
@@ -124,5 +125,22 @@ describe('the TypeScript client (clients/typescript)', () => {
     const withToken = createRowiClient({ baseUrl, token: token.access_token });
     expect((await withToken.GET('/v1/users')).response.status).toBe(200);
     expect(() => createRowiClient({ baseUrl })).toThrow(/apiKey or a token/);
+  });
+
+  it('importFile uploads a CSV file and waits for its operation to end, typed', async () => {
+    const done = await importFile(
+      { baseUrl, apiKey: test.adminKey },
+      {
+        collection: 'items',
+        file: new TextEncoder().encode('sku,name,price,quantity\nTC-1,Typed import,3.00,5\n'),
+        mediaType: 'text/csv',
+        mode: 'partial',
+        pollMs: 20,
+      },
+    );
+    expect(done.status).toBe('succeeded');
+    expect(done.progress.rows_succeeded).toBe(1);
+    const listed = await rowi.GET('/v1/items', { params: { query: { sku: 'TC-1' } } });
+    expect(listed.data?.data.map((item) => item.name)).toEqual(['Typed import']);
   });
 });

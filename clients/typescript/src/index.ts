@@ -44,3 +44,5 @@ export function createRowiClient(options: RowiClientOptions): RowiClient {
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
 }
+
+export { importFile, RowiProblemError, type ImportFileOptions } from './imports.js';

@@ -744,6 +744,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of users (a long-running operation)
+         * @description Streams a CSV (header row: name, email; required: name, email) or NDJSON file of users into an operation; 202 with Location /v1/operations/{id} to follow it. Needs users:create and users:update. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
+         */
+        post: operations["importUsers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of items (a long-running operation)
+         * @description Streams a CSV (header row: sku, name, price, quantity; required: sku, name, price) or NDJSON file of items into an operation; 202 with Location /v1/operations/{id} to follow it. Needs items:create and items:update and stock:update. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
+         */
+        post: operations["importItems"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/items/stock/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of stock (a long-running operation)
+         * @description Streams a CSV (header row: item_id, sku, quantity; required: quantity) or NDJSON file of stock into an operation; 202 with Location /v1/operations/{id} to follow it. Needs stock:update and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
+         */
+        post: operations["importStock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List operations (imports)
+         * @description A page of the operations the caller started (an admin: every operation), oldest first unless `sort` says otherwise, paged by keyset like every collection (Link rel="next", `next_cursor`).
+         */
+        get: operations["listOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List operations (imports)
+         * @description A page of the operations the caller started (an admin: every operation), oldest first unless `sort` says otherwise, paged by keyset like every collection (Link rel="next", `next_cursor`).
+         */
+        head: operations["listOperations-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an operation
+         * @description Its status (queued, running, succeeded, failed, cancelled), progress (bytes and rows), times, caller, the first errors of its rows, and once ended its summary: which rows were committed. While queued or running, Retry-After says when to ask again.
+         */
+        get: operations["getOperation"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel an operation (as POST …/cancel)
+         * @description A queued operation ends at once, cancelled; a running one stops at its next commit (a chunk of rows): in partial mode the rows committed so far stay, and the operation says which (summary, progress.committed_through); in atomic mode on PostgreSQL none does. 202 with the operation as it is now (poll it to see it end); 409 operation-finished once it has ended.
+         */
+        delete: operations["deleteOperation"];
+        options?: never;
+        /**
+         * Read an operation
+         * @description Its status (queued, running, succeeded, failed, cancelled), progress (bytes and rows), times, caller, the first errors of its rows, and once ended its summary: which rows were committed. While queued or running, Retry-After says when to ask again.
+         */
+        head: operations["getOperation-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an operation
+         * @description A queued operation ends at once, cancelled; a running one stops at its next commit (a chunk of rows): in partial mode the rows committed so far stay, and the operation says which (summary, progress.committed_through); in atomic mode on PostgreSQL none does. 202 with the operation as it is now (poll it to see it end); 409 operation-finished once it has ended.
+         */
+        post: operations["cancelOperation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/{id}/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download every refused row of an operation
+         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.
+         */
+        get: operations["getOperationErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Download every refused row of an operation
+         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.
+         */
+        head: operations["getOperationErrors-head"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1320,11 +1476,11 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
-            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             /** @description scopes of the role taken away */
-            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             /** @description what the caller may do: role + extra − removed */
-            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             record_access: components["schemas"]["RecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit: number | null;
@@ -1352,9 +1508,9 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             /** @description scopes of the role taken away */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
@@ -1417,14 +1573,14 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's; replaces the list */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             /** @description scopes of the role taken away; replaces the list */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
-            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read")[];
+            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
             /**
              * Format: int64
              * @description server-assigned identifier
@@ -1471,8 +1627,8 @@ export interface components {
         Event: {
             /** @description the event id: evt_ and 28 hexadecimal digits, sortable by time */
             id: string;
-            /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
-            type: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "webhook.ping";
+            /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.); operation.completed (An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+            type: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
             /**
              * Format: date-time
              * @description when the change was made (RFC 3339, UTC)
@@ -2263,6 +2419,230 @@ export interface components {
         /** OpenAPI */
         OpenAPI: {
             [key: string]: unknown;
+        };
+        /**
+         * Operation
+         * @example {
+         *       "id": 1,
+         *       "kind": "import",
+         *       "target": "items",
+         *       "status": "succeeded",
+         *       "media_type": "text/csv",
+         *       "options": {
+         *         "mode": "partial",
+         *         "on_conflict": "update",
+         *         "dry_run": false
+         *       },
+         *       "progress": {
+         *         "bytes_read": 1048576,
+         *         "bytes_total": 1048576,
+         *         "rows_read": 40000,
+         *         "rows_succeeded": 39998,
+         *         "rows_skipped": 0,
+         *         "rows_failed": 2,
+         *         "committed_through": 40001
+         *       },
+         *       "created_by": 2,
+         *       "caller_name": "warehouse",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *         "rows_committed": 39998,
+         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *       },
+         *       "errors": [
+         *         {
+         *           "row": 17,
+         *           "field": "price",
+         *           "problem": "validation-failed",
+         *           "detail": "price must be a decimal string"
+         *         },
+         *         {
+         *           "row": 902,
+         *           "field": "sku",
+         *           "problem": "duplicate-in-file",
+         *           "detail": "has the same sku as row 12 of this file"
+         *         }
+         *       ],
+         *       "errors_url": "/v1/operations/1/errors"
+         *     }
+         */
+        Operation: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * @description what the operation does
+             * @enum {string}
+             */
+            kind: "import";
+            /** @description the collection it writes */
+            target: "users" | "items" | "stock" | "orders";
+            /** @description queued (waiting for a turn), running, or how it ended: succeeded, failed, cancelled */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description the media type of the file */
+            media_type: string;
+            options: {
+                /** @description atomic: every row or none; partial: the good rows are committed, the bad ones reported */
+                mode: "atomic" | "partial";
+                /** @description what a row whose natural key (item sku, user email) is taken does: fail, be skipped, or update */
+                on_conflict: "error" | "skip" | "update";
+                /** @description true: every row was checked, nothing was stored */
+                dry_run: boolean;
+            };
+            progress: {
+                /**
+                 * Format: int64
+                 * @description bytes of the file read
+                 */
+                bytes_read: number;
+                /**
+                 * Format: int64
+                 * @description the file's size
+                 */
+                bytes_total: number;
+                /**
+                 * Format: int64
+                 * @description rows read (the header not counted)
+                 */
+                rows_read: number;
+                /**
+                 * Format: int64
+                 * @description rows stored (or, in a dry run, that would be)
+                 */
+                rows_succeeded: number;
+                /**
+                 * Format: int64
+                 * @description rows skipped: on_conflict=skip and the key was taken, or the row changed nothing
+                 */
+                rows_skipped: number;
+                /**
+                 * Format: int64
+                 * @description rows refused (listed in errors)
+                 */
+                rows_failed: number;
+                /**
+                 * Format: int64
+                 * @description every row of the file up to this one is committed, except those failed; 0: none is committed
+                 */
+                committed_through: number;
+            };
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            caller_name: string | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+            summary: {
+                /** @description how it ended, in words */
+                detail: string;
+                /**
+                 * Format: int64
+                 * @description rows committed and kept
+                 */
+                rows_committed: number;
+                /** @description which rows were committed: a range of rows, less the failed ones */
+                committed: string;
+            } | null;
+            /** @description the first errors of its rows (all of them at errors_url) */
+            errors: components["schemas"]["OperationRowError"][];
+            /** @description every row error, as NDJSON */
+            errors_url: string;
+        };
+        /**
+         * OperationPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "kind": "import",
+         *           "target": "items",
+         *           "status": "succeeded",
+         *           "media_type": "text/csv",
+         *           "options": {
+         *             "mode": "partial",
+         *             "on_conflict": "update",
+         *             "dry_run": false
+         *           },
+         *           "progress": {
+         *             "bytes_read": 1048576,
+         *             "bytes_total": 1048576,
+         *             "rows_read": 40000,
+         *             "rows_succeeded": 39998,
+         *             "rows_skipped": 0,
+         *             "rows_failed": 2,
+         *             "committed_through": 40001
+         *           },
+         *           "created_by": 2,
+         *           "caller_name": "warehouse",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:05:00.000Z",
+         *           "started_at": "2026-06-01T12:00:00.000Z",
+         *           "finished_at": "2026-06-01T12:05:00.000Z",
+         *           "summary": {
+         *             "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *             "rows_committed": 39998,
+         *             "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *           },
+         *           "errors": [
+         *             {
+         *               "row": 17,
+         *               "field": "price",
+         *               "problem": "validation-failed",
+         *               "detail": "price must be a decimal string"
+         *             },
+         *             {
+         *               "row": 902,
+         *               "field": "sku",
+         *               "problem": "duplicate-in-file",
+         *               "detail": "has the same sku as row 12 of this file"
+         *             }
+         *           ],
+         *           "errors_url": "/v1/operations/1/errors"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        OperationPage: {
+            data: components["schemas"]["Operation"][];
+            /** @description pass as cursor to get the next page; null on the last page */
+            next_cursor: string | null;
+        };
+        /**
+         * OperationRowError
+         * @example {
+         *       "row": 17,
+         *       "field": "price",
+         *       "problem": "validation-failed",
+         *       "detail": "price must be a decimal string"
+         *     }
+         */
+        OperationRowError: {
+            /**
+             * Format: int64
+             * @description the row of the file: CSV counts the header as row 1, NDJSON counts lines from 1
+             */
+            row: number;
+            field: string | null;
+            /** @description the problem type, as in /problems/{type} */
+            problem: string;
+            /** @description what is wrong with it */
+            detail: string;
         };
         /**
          * Order
@@ -3762,7 +4142,7 @@ export interface components {
             /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
+            events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;
             disabled_reason: string | null;
@@ -3798,7 +4178,7 @@ export interface components {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
+            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
             /** @default true */
             enabled: boolean;
             /** @description what the endpoint is for, up to 500 characters on one line */
@@ -3843,7 +4223,7 @@ export interface components {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url?: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
+            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
             enabled?: boolean;
             /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
@@ -3896,7 +4276,7 @@ export interface components {
             /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked")[];
+            events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;
             disabled_reason: string | null;
@@ -3927,7 +4307,8 @@ export interface components {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
-                "Retry-After": components["headers"]["Retry-After"];
+                /** @description seconds to wait before retrying */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -4006,7 +4387,8 @@ export interface components {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
-                "Retry-After": components["headers"]["Retry-After"];
+                /** @description seconds to wait before retrying */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -4085,7 +4467,8 @@ export interface components {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
-                "Retry-After": components["headers"]["Retry-After"];
+                /** @description seconds to wait before retrying */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -4099,7 +4482,8 @@ export interface components {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
-                "Retry-After": components["headers"]["Retry-After"];
+                /** @description seconds to wait before retrying */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -4168,7 +4552,7 @@ export interface components {
         RateLimit: string;
         /** @description the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes */
         "RateLimit-Policy": string;
-        /** @description seconds to wait before retrying */
+        /** @description while queued or running: seconds before asking again */
         "Retry-After": string;
         /** @description the request id (the caller's when it sent a sane one) */
         "X-Request-Id": string;
@@ -7506,6 +7890,476 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    importUsers: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description a row whose natural key (item sku, user email) is taken, in the store or by an earlier row of the file: refused (error, default), skipped, or it updates that record */
+                on_conflict?: "error" | "skip" | "update";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"name":"Ada Lovelace","email":"ada@example.com"} */
+                "text/csv": string;
+                /** @example {"name":"Ada Lovelace","email":"ada@example.com"} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    /** @description seconds before asking */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    importItems: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description a row whose natural key (item sku, user email) is taken, in the store or by an earlier row of the file: refused (error, default), skipped, or it updates that record */
+                on_conflict?: "error" | "skip" | "update";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"sku":"WID-1","name":"Widget","price":"2.50","quantity":100} */
+                "text/csv": string;
+                /** @example {"sku":"WID-1","name":"Widget","price":"2.50","quantity":100} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    /** @description seconds before asking */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    importStock: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description a row whose natural key (item sku, user email) is taken, in the store or by an earlier row of the file: refused (error, default), skipped, or it updates that record */
+                on_conflict?: "error" | "skip" | "update";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"sku":"WID-1","quantity":100} */
+                "text/csv": string;
+                /** @example {"sku":"WID-1","quantity":100} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    /** @description seconds before asking */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    listOperations: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description comma-separated sort fields (id, created_at, status, target); prefix - for descending; ties are broken by id */
+                sort?: string;
+                /** @description only operations in this status */
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                /** @description only imports into this collection */
+                target?: "users" | "items" | "stock" | "orders";
+                /** @description only records created strictly after this instant (RFC 3339) */
+                created_after?: string;
+                /** @description only records created strictly before this instant (RFC 3339) */
+                created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of operations */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listOperations-head": {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description comma-separated sort fields (id, created_at, status, target); prefix - for descending; ties are broken by id */
+                sort?: string;
+                /** @description only operations in this status */
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                /** @description only imports into this collection */
+                target?: "users" | "items" | "stock" | "orders";
+                /** @description only records created strictly after this instant (RFC 3339) */
+                created_after?: string;
+                /** @description only records created strictly before this instant (RFC 3339) */
+                created_before?: string;
+                /** @description only records created by this caller */
+                created_by?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of operations */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operation */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancellation asked for (or done, when it was queued) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    "getOperation-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The operation */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelOperation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancellation asked for (or done, when it was queued) */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getOperationErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The errors, one a line */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getOperationErrors-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The errors, one a line */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -7515,8 +8369,8 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
-                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
-                type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "webhook.ping";
+                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.); operation.completed (An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+                type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
@@ -7560,8 +8414,8 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
-                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
-                type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "webhook.ping";
+                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.); operation.completed (An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+                type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */

@@ -65,6 +65,12 @@ export type ObservationInput = components['schemas']['ObservationInput'];
 export type ObservationPage = components['schemas']['ObservationPage'];
 /** OpenAPI */
 export type OpenAPI = components['schemas']['OpenAPI'];
+/** Operation */
+export type Operation = components['schemas']['Operation'];
+/** OperationPage */
+export type OperationPage = components['schemas']['OperationPage'];
+/** OperationRowError */
+export type OperationRowError = components['schemas']['OperationRowError'];
 /** Order */
 export type Order = components['schemas']['Order'];
 /** OrderBatch */

@@ -68,3 +68,33 @@ export async function isItemOrdered(db: Executor, itemId: number): Promise<boole
     .executeTakeFirst();
   return line !== undefined;
 }
+
+/** The items that have one of these SKUs (an import's chunk). */
+export function findItemsBySkus(db: Executor, skus: string[]): Promise<StoredItem[]> {
+  if (skus.length === 0) return Promise.resolve([]);
+  return db.selectFrom('items').select(ITEM_COLUMNS).where('sku', 'in', skus).execute();
+}
+
+/**
+ * Inserts many items in one statement; a SKU taken meanwhile (by a concurrent request on
+ * PostgreSQL) is left out rather than failing the statement, so the caller sees which rows it got.
+ */
+export function insertItems(
+  db: Executor,
+  items: { name: string; sku: string; price: number; created_by: number | null }[],
+  now: string,
+): Promise<StoredItem[]> {
+  if (items.length === 0) return Promise.resolve([]);
+  return db
+    .insertInto('items')
+    .values(items.map((item) => ({ ...item, version: 1, created_at: now, updated_at: now })))
+    .onConflict((conflict) => conflict.column('sku').doNothing())
+    .returning(ITEM_COLUMNS)
+    .execute();
+}
+
+/** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */
+export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('items').select(['id', 'created_by']).where('id', 'in', ids).execute();
+}

@@ -4,7 +4,7 @@ import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
 import { Price } from '../money.js';
 
-const Sku = Type.String({
+export const Sku = Type.String({
   pattern: '^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$',
   'x-error': 'must be 1–64 letters, digits, ".", "_", "/" or "-", starting with a letter or digit',
   description: 'stock-keeping unit: unique, compared exactly (case matters)',

@@ -40,6 +40,20 @@ export function insertStock(db: Executor, itemId: number, now: string): Promise<
     .executeTakeFirstOrThrow();
 }
 
+/** The stock rows of many new items at once (an import), each at its quantity. */
+export function insertStocks(
+  db: Executor,
+  stocks: { item_id: number; quantity: number }[],
+  now: string,
+): Promise<StoredStock[]> {
+  if (stocks.length === 0) return Promise.resolve([]);
+  return db
+    .insertInto('stock')
+    .values(stocks.map((stock) => ({ ...stock, reserved: 0, fulfilled: 0, version: 1, updated_at: now })))
+    .returning(STOCK_COLUMNS)
+    .execute();
+}
+
 /** The stock of the item, when the item exists and the sight on items shows it. */
 export async function findStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock | undefined> {
   const [stock] = await selectStockByItem(db, itemId, sight);
@@ -108,6 +122,11 @@ export async function insertMovement(db: Executor, movement: NewMovement): Promi
     movement.order_id,
     movement.created_at,
   );
+}
+
+/** Appends many ledger entries in one statement (an import's chunk: up to a few hundred). */
+export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
+  if (movements.length > 0) await db.insertInto('stock_movements').values(movements).execute();
 }
 
 /** The item's movements; order_id only of an order the sight on orders shows (null otherwise). */

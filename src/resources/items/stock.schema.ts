@@ -11,7 +11,7 @@ const MovementKind = Type.Union(
 );
 
 /** Stock of one item (docs/guide.md): quantity is on hand and unreserved; reserved is held by placed orders. */
-const StockQuantity = Type.Integer({
+export const StockQuantity = Type.Integer({
   minimum: 0,
   maximum: 1_000_000_000_000,
   description: 'units on hand and not reserved, 0 to 10¹²',

@@ -65,3 +65,30 @@ export function updateUserAtVersion(
 export function emailKey(email: string): string {
   return email.toLowerCase();
 }
+
+/** The users whose email keys are among these (an import's chunk). */
+export function findUsersByEmailKeys(db: Executor, keys: string[]): Promise<(StoredUser & { email_key: string })[]> {
+  if (keys.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('users')
+    .select([...USER_COLUMNS, 'email_key'])
+    .where('email_key', 'in', keys)
+    .execute();
+}
+
+/** Inserts many users in one statement; an email taken meanwhile (a concurrent request) is left out. */
+export function insertUsers(
+  db: Executor,
+  users: { name: string; email: string; created_by: number | null }[],
+  now: string,
+): Promise<(StoredUser & { email_key: string })[]> {
+  if (users.length === 0) return Promise.resolve([]);
+  return db
+    .insertInto('users')
+    .values(
+      users.map((user) => ({ ...user, email_key: emailKey(user.email), version: 1, created_at: now, updated_at: now })),
+    )
+    .onConflict((conflict) => conflict.column('email_key').doNothing())
+    .returning([...USER_COLUMNS, 'email_key'])
+    .execute();
+}

@@ -1,0 +1,206 @@
+// The import targets (docs/performance.md "Imports"): a CSV of new items with their stock levels,
+// uploaded to POST /v1/items/import (mode=partial), timed from the upload's first byte to the
+// operation's end, on SQLite (the main rowi) and on PostgreSQL (a rowi of its own, in a schema of
+// its own); the server's RSS sampled while it runs (its growth over the RSS before the upload),
+// for 100,000 and 1,000,000 rows; and, during the 100,000-row import on SQLite, GET /v1/users/{id}
+// one request after another on one kept-alive connection (its p99). Bounded: each import waits at
+// most IMPORT_TIMEOUT_MS, the reader stops with the import or at READS_AT_MOST.
+import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { rssMbOf } from './processes.mjs';
+
+export const IMPORT_OPERATION = 'POST /v1/items/import';
+export const IMPORT_GOALS = { sqliteRowsPerS: 25_000, postgresRowsPerS: 10_000, rssGrowthMb: 60, getP99Ms: 25 };
+const IMPORT_TIMEOUT_MS = 600_000;
+const READS_AT_MOST = 500_000;
+const POLL_MS = 100;
+
+/** A CSV of `rows` new items (SKUs of this run) with stock levels, written to disk a line at a time. */
+async function writeCatalogue(path, rows, stamp) {
+  const out = createWriteStream(path);
+  out.write('sku,name,price,quantity\n');
+  for (let index = 0; index < rows; index++) {
+    const price = `${1 + Math.floor((index % 10000) / 100)}.${String(index % 100).padStart(2, '0')}`;
+    const line = `IMP-${stamp}-${index},Imported item ${index},${price},${index % 500}\n`;
+    if (!out.write(line)) await once(out, 'drain');
+  }
+  out.end();
+  await once(out, 'finish');
+  return statSync(path).size;
+}
+
+function httpJson(server, headers, method, path, body, contentType) {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      new URL(path, server.url),
+      {
+        method,
+        headers: { ...headers, accept: 'application/json', ...(contentType ? { 'content-type': contentType } : {}) },
+        timeout: IMPORT_TIMEOUT_MS,
+      },
+      (reply) => {
+        let text = '';
+        reply.setEncoding('utf8');
+        reply.on('data', (chunk) => (text += chunk));
+        reply.on('end', () =>
+          resolve({ status: reply.statusCode, headers: reply.headers, body: text ? JSON.parse(text) : undefined }),
+        );
+        reply.on('error', reject);
+      },
+    );
+    outgoing.on('timeout', () => outgoing.destroy(new Error(`${method} ${path} timed out`)));
+    outgoing.on('error', reject);
+    if (body === undefined) outgoing.end();
+    else body.pipe(outgoing);
+  });
+}
+
+/** One import of a file of `rows` items: its rate (end to end), the operation's own running time and the RSS growth. */
+async function importOnce(server, pids, folder, rows, alongside) {
+  const stamp = `${Date.now()}-${rows}`;
+  const file = join(folder, `catalogue-${stamp}.csv`);
+  const bytes = await writeCatalogue(file, rows, stamp);
+  const headers = await server.credentials();
+  const before = rssMbOf(pids);
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMbOf(pids))), 100);
+  const reader = alongside?.start();
+  const start = process.hrtime.bigint();
+  try {
+    const posted = await httpJson(
+      server,
+      { ...headers, 'content-length': String(bytes) },
+      'POST',
+      '/v1/items/import?mode=partial',
+      createReadStream(file),
+      'text/csv',
+    );
+    if (posted.status !== 202)
+      throw new Error(`POST /v1/items/import answered ${posted.status}: ${JSON.stringify(posted.body)}`);
+    const deadline = Date.now() + IMPORT_TIMEOUT_MS;
+    let operation = posted.body;
+    while (['queued', 'running'].includes(operation.status)) {
+      if (Date.now() > deadline) throw new Error(`the import of ${rows} rows did not end in ${IMPORT_TIMEOUT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      operation = (await httpJson(server, headers, 'GET', posted.headers.location)).body;
+    }
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    if (operation.status !== 'succeeded' || operation.progress.rows_succeeded !== rows)
+      throw new Error(`the import of ${rows} rows ended ${operation.status}: ${JSON.stringify(operation.summary)}`);
+    const runningMs = Date.parse(operation.finished_at) - Date.parse(operation.started_at);
+    return {
+      rows,
+      bytes,
+      ms,
+      rows_per_s: (rows / ms) * 1000,
+      running_rows_per_s: (rows / runningMs) * 1000,
+      rss_before_mb: before,
+      rss_growth_mb: peak - before,
+    };
+  } finally {
+    clearInterval(sampler);
+    if (reader) await alongside.stop(reader);
+  }
+}
+
+/** GET `path` one after another on one kept-alive connection until stopped; the latencies. */
+function reader(server, path) {
+  return {
+    start() {
+      const state = { stopped: false, latencies: [] };
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      state.done = (async () => {
+        const headers = await server.credentials();
+        while (!state.stopped && state.latencies.length < READS_AT_MOST) {
+          const begin = process.hrtime.bigint();
+          const status = await new Promise((resolve, reject) => {
+            const outgoing = request(
+              new URL(path, server.url),
+              { agent, headers: { ...headers, accept: 'application/json' }, timeout: 10_000 },
+              (reply) => {
+                reply.resume();
+                reply.on('end', () => resolve(reply.statusCode));
+              },
+            );
+            outgoing.on('timeout', () => outgoing.destroy(new Error(`GET ${path} timed out`)));
+            outgoing.on('error', reject);
+            outgoing.end();
+          });
+          if (status !== 200) throw new Error(`GET ${path} answered ${status} during the import`);
+          state.latencies.push(Number(process.hrtime.bigint() - begin) / 1e6);
+        }
+        agent.destroy();
+      })();
+      return state;
+    },
+    async stop(state) {
+      state.stopped = true;
+      await state.done;
+    },
+  };
+}
+
+const percentile = (values, p) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))];
+
+/**
+ * The import targets on `sqlite` (the main rowi) and, when given, `postgres` (a rowi on PostgreSQL
+ * of its own). `probePath` is the GET read alongside on SQLite.
+ */
+export async function measureImports({ sqlite, postgres, folder, probePath, rowCounts = [100_000, 1_000_000] }) {
+  const results = { sqlite: [], postgres: [] };
+  const pidsOf = (server) => [server.child.pid];
+  const alongside = reader(sqlite, probePath);
+  let latencies;
+  for (const rows of rowCounts) {
+    const wrapped =
+      rows === rowCounts[0]
+        ? {
+            start: () => alongside.start(),
+            stop: async (state) => {
+              await alongside.stop(state);
+              latencies = state.latencies;
+            },
+          }
+        : undefined;
+    results.sqlite.push(await importOnce(sqlite, pidsOf(sqlite), folder, rows, wrapped));
+  }
+  if (postgres)
+    for (const rows of rowCounts) results.postgres.push(await importOnce(postgres, pidsOf(postgres), folder, rows));
+  const reads = latencies ?? [];
+  results.get = { requests: reads.length, p50: percentile(reads, 0.5), p99: percentile(reads, 0.99) };
+  return results;
+}
+
+/** The goal lines, as printGoals shows the others. */
+export function importGoalLines(results) {
+  const lines = [];
+  const rate = (where, goal, result) => ({
+    verdict: result.rows_per_s >= goal ? '✓' : '✗',
+    label: `import of ${result.rows.toLocaleString('en')} items from CSV with stock levels (${where}), upload to end`,
+    goal: `≥ ${goal.toLocaleString('en')} rows/s`,
+    figure: `${result.rows_per_s.toFixed(0)} rows/s (${(result.ms / 1000).toFixed(1)} s; the operation itself ${result.running_rows_per_s.toFixed(0)} rows/s)`,
+  });
+  const memory = (where, result) => ({
+    verdict: result.rss_growth_mb <= IMPORT_GOALS.rssGrowthMb ? '✓' : '✗',
+    label: `RSS growth during the import of ${result.rows.toLocaleString('en')} rows (${where})`,
+    goal: `≤ ${IMPORT_GOALS.rssGrowthMb} MB`,
+    figure: `+${result.rss_growth_mb.toFixed(0)} MB over ${result.rss_before_mb.toFixed(0)} MB`,
+  });
+  const first = results.sqlite[0];
+  if (first) lines.push(rate('SQLite', IMPORT_GOALS.sqliteRowsPerS, first));
+  const firstPg = results.postgres[0];
+  if (firstPg) lines.push(rate('PostgreSQL', IMPORT_GOALS.postgresRowsPerS, firstPg));
+  for (const result of results.sqlite) lines.push(memory('SQLite', result));
+  for (const result of results.postgres) lines.push(memory('PostgreSQL', result));
+  if (results.get.requests > 0)
+    lines.push({
+      verdict: results.get.p99 <= IMPORT_GOALS.getP99Ms ? '✓' : '✗',
+      label: 'GET /v1/users/{id} on one connection while 100,000 items are imported (SQLite)',
+      goal: `p99 ≤ ${IMPORT_GOALS.getP99Ms} ms`,
+      figure: `p99 ${results.get.p99.toFixed(1)} ms, p50 ${results.get.p50.toFixed(1)} ms, ${results.get.requests} requests`,
+    });
+  return lines;
+}

@@ -1,0 +1,90 @@
+import type { Operation, Problem } from './types.js';
+import type { RowiClientOptions } from './index.js';
+
+/** The collections a file can be imported into, and where. */
+const IMPORT_PATHS = {
+  users: '/v1/users/import',
+  items: '/v1/items/import',
+  stock: '/v1/items/stock/import',
+} as const;
+
+export interface ImportFileOptions {
+  /** What the file holds: users, items (a catalogue, by sku) or stock levels. */
+  collection: keyof typeof IMPORT_PATHS;
+  /** The file: a Blob (a File in a browser), bytes, text, or a stream (Node: Readable.toWeb(createReadStream(path))). */
+  file: Blob | Uint8Array | string | ReadableStream<Uint8Array>;
+  mediaType: 'text/csv' | 'application/x-ndjson';
+  mode?: 'atomic' | 'partial';
+  onConflict?: 'error' | 'skip' | 'update';
+  dryRun?: boolean;
+  /** Milliseconds between two reads of the operation when rowi sends no Retry-After (default 1,000). */
+  pollMs?: number;
+  /** Gives up waiting (the import goes on) after this many milliseconds (default 1 hour). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** An import refused before it started (413, 415, 422 …) or an operation that could not be read: its problem. */
+export class RowiProblemError extends Error {
+  constructor(readonly problem: Problem) {
+    super(`${problem.status} ${problem.title}: ${problem.detail ?? ''}`);
+  }
+}
+
+/**
+ * Uploads a file to `POST /v1/<collection>/import` and waits for its operation to end
+ * (docs/bulk.md "Imports"), reading it as often as its Retry-After says. Resolves with the ended
+ * operation (succeeded, failed or cancelled: see its `summary` and `errors`); rejects with
+ * RowiProblemError when the file is refused at once.
+ *
+ * ```ts
+ * const done = await importFile(
+ *   { baseUrl: 'http://127.0.0.1:8080', apiKey: process.env.ROWI_KEY },
+ *   { collection: 'items', file: await readFile('catalogue.csv'), mediaType: 'text/csv', mode: 'partial' },
+ * );
+ * ```
+ */
+export async function importFile(client: RowiClientOptions, options: ImportFileOptions): Promise<Operation> {
+  const fetch = client.fetch ?? globalThis.fetch;
+  const baseUrl = client.baseUrl.replace(/\/+$/, '');
+  const credentials: Record<string, string> =
+    client.apiKey !== undefined ? { 'X-API-Key': client.apiKey } : { Authorization: `Bearer ${client.token ?? ''}` };
+  const headers = { Accept: 'application/json', ...client.headers, ...credentials };
+  const query = new URLSearchParams();
+  if (options.mode !== undefined) query.set('mode', options.mode);
+  if (options.onConflict !== undefined) query.set('on_conflict', options.onConflict);
+  if (options.dryRun !== undefined) query.set('dry_run', String(options.dryRun));
+  const search = query.size > 0 ? `?${query.toString()}` : '';
+  const posted = await fetch(`${baseUrl}${IMPORT_PATHS[options.collection]}${search}`, {
+    method: 'POST',
+    headers: { ...headers, 'Content-Type': options.mediaType },
+    body: options.file as RequestInit['body'],
+    ...(options.file instanceof ReadableStream ? { duplex: 'half' } : {}),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  } as RequestInit);
+  if (posted.status !== 202) throw new RowiProblemError((await posted.json()) as Problem);
+  const location = posted.headers.get('location')!;
+  let operation = (await posted.json()) as Operation;
+  const deadline = Date.now() + (options.timeoutMs ?? 3_600_000);
+  let wait = waitOf(posted, options.pollMs);
+  while (operation.status === 'queued' || operation.status === 'running') {
+    if (Date.now() + wait > deadline)
+      throw new Error(`the import at ${location} had not ended after ${options.timeoutMs ?? 3_600_000} ms`);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    options.signal?.throwIfAborted();
+    const read = await fetch(`${baseUrl}${location}`, {
+      headers,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+    if (read.status !== 200) throw new RowiProblemError((await read.json()) as Problem);
+    operation = (await read.json()) as Operation;
+    wait = waitOf(read, options.pollMs);
+  }
+  return operation;
+}
+
+/** Retry-After's seconds, else the caller's interval. */
+function waitOf(response: Response, pollMs = 1000): number {
+  const seconds = Number(response.headers.get('retry-after'));
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : pollMs;
+}

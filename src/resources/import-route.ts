@@ -1,0 +1,165 @@
+import { rename, rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { nowTimestamp } from '../db/clock.js';
+import { unitOfWork } from '../db/unit-of-work.js';
+import { UnsupportedMediaTypeError } from '../errors.js';
+import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
+import { validatorCompiler } from '../http/validation.js';
+import { recordEvent } from '../outbox/outbox.js';
+import { MEDIA_TYPES, type ImportMediaType } from './import-rows.js';
+import { spoolPath, type ImportRunner } from './import-runner.js';
+import type { ImportTarget } from './import-target.js';
+import { importTooLarge, spoolUpload } from './import-upload.js';
+import { insertOperation, setHolder } from './operations/operations.repository.js';
+import { OperationSchema } from './operations/operations.schema.js';
+import { operationPath, presentOperation } from './operations/operations.service.js';
+
+/**
+ * `POST /v1/<collection>/import` (docs/bulk.md "Imports"): the file is streamed to disk (never
+ * whole in memory) and checked for what makes it unreadable as a whole; then an operation is
+ * queued and the answer is 202 with its Location. The import runs in the background
+ * (import-runner.ts) when a turn is free.
+ */
+const ImportQuery = Type.Object(
+  {
+    mode: Type.Optional(
+      Type.Union([Type.Literal('atomic'), Type.Literal('partial')], {
+        default: 'atomic',
+        description: 'atomic (default): every row or none; partial: good rows committed, bad ones reported',
+      }),
+    ),
+    on_conflict: Type.Optional(
+      Type.Union([Type.Literal('error'), Type.Literal('skip'), Type.Literal('update')], {
+        default: 'error',
+        description:
+          'a row whose natural key (item sku, user email) is taken, in the store or by an earlier row of the file: refused (error, default), skipped, or it updates that record',
+      }),
+    ),
+    dry_run: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        default: 'false',
+        description: 'true: check every row as the import would, store nothing',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const fileBody = (target: ImportTarget) =>
+  Type.String({
+    format: 'binary',
+    maxLength: 1_099_511_627_776,
+    description:
+      'text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
+    examples: [`${JSON.stringify(target.example)}\n`],
+  });
+
+export function importOperation(app: FastifyInstance, target: ImportTarget, runner: ImportRunner): void {
+  const { db, config } = app;
+  app.post(
+    `${target.path}/import`,
+    {
+      // The body is a stream read by the handler; the query string is validated as everywhere.
+      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : validatorCompiler(route)),
+      schema: operation({
+        operationId: `import${target.name[0]!.toUpperCase()}${target.name.slice(1)}`,
+        permission: target.scopes[0]!,
+        alsoPermissions: target.scopes.slice(1),
+        summary: `Import a file of ${target.name} (a long-running operation)`,
+        description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".`,
+        tags: [target.resource],
+        querystring: ImportQuery,
+        body: fileBody(target),
+        consumes: MEDIA_TYPES,
+        response: {
+          202: representation(
+            OperationSchema,
+            'The operation, queued',
+            { ...RESPONSE_HEADERS.location, 'Retry-After': { type: 'string', description: 'seconds before asking' } },
+            ['json'],
+          ),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const mediaType = mediaTypeOf(request);
+      const declared = Number(request.headers['content-length']);
+      if (Number.isFinite(declared) && declared > config.importMaxBytes) throw importTooLarge(config.importMaxBytes);
+      const query = request.query as {
+        mode?: 'atomic' | 'partial';
+        on_conflict?: 'error' | 'skip' | 'update';
+        dry_run?: string;
+      };
+      const file = await spoolUpload(request.body as Readable, {
+        directory: runner.directory,
+        maxBytes: config.importMaxBytes,
+        mediaType,
+        target,
+      });
+      const principal = request.principal!;
+      const now = nowTimestamp();
+      let created;
+      try {
+        created = await unitOfWork(db, async (trx) => {
+          const stored = await insertOperation(trx, {
+            kind: 'import',
+            target: target.name,
+            status: 'queued',
+            media_type: mediaType,
+            mode: query.mode ?? 'atomic',
+            on_conflict: query.on_conflict ?? 'error',
+            dry_run: query.dry_run === 'true' ? 1 : 0,
+            created_by: principal.callerId,
+            caller_name: principal.name,
+            request_id: request.id,
+            holder: null,
+            lease_until: runner.leaseUntil(),
+            bytes_total: file.bytes,
+            summary: null,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            started_at: null,
+            finished_at: null,
+          });
+          await recordEvent(trx, 'operation.progressed', operationPath(stored.id), presentOperation(stored, []));
+          return stored;
+        });
+        await rename(file.path, spoolPath(runner.directory, created.id));
+      } catch (error) {
+        await rm(file.path, { force: true });
+        throw error;
+      }
+      await setHolder(db, created.id, runner.holder, runner.leaseUntil());
+      runner.wake();
+      return reply
+        .code(202)
+        .header('location', operationPath(created.id))
+        .header('retry-after', '1')
+        .send(presentOperation({ ...created, holder: runner.holder }, []));
+    },
+  );
+}
+
+/** The media type of the body, one the import takes (415 otherwise, also for a charset other than UTF-8). */
+function mediaTypeOf(request: FastifyRequest): ImportMediaType {
+  const contentType = request.headers['content-type'] ?? '';
+  const [type = '', ...parameters] = contentType.split(';').map((part) => part.trim().toLowerCase());
+  const charset = parameters
+    .find((parameter) => parameter.startsWith('charset='))
+    ?.slice(8)
+    .replace(/"/g, '');
+  if (
+    !(MEDIA_TYPES as readonly string[]).includes(type) ||
+    (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+  )
+    throw new UnsupportedMediaTypeError(contentType, [...MEDIA_TYPES]);
+  return type as ImportMediaType;
+}
+
+/** Takes the import media types as streams: the handler reads them (registered in the import routes' scope). */
+export function registerImportBodies(app: FastifyInstance): void {
+  app.addContentTypeParser([...MEDIA_TYPES], (_request, payload, done) => done(null, payload));
+}

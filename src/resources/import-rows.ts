@@ -1,0 +1,219 @@
+import { createReadStream } from 'node:fs';
+import { parse as parseCsv, type CsvError } from 'csv-parse';
+import secureJson from 'secure-json-parse';
+import { findRefusedText } from '../http/text.js';
+import { recordFieldErrors } from '../http/validation-errors.js';
+import { recordValidator } from '../http/validation.js';
+import type { ImportTarget } from './import-target.js';
+import type { RowError } from './operations/operations.schema.js';
+
+/**
+ * The rows of an uploaded file, read from its spooled copy as a stream (never whole in memory),
+ * each checked against the target's schema: a row is either a value ready to write or an error
+ * (row, field, problem). CSV is read by csv-parse (the `csv` project): a BOM is dropped, CRLF and
+ * LF may be mixed, a row with more cells than the header is refused, a quoted field that never
+ * closes or a record past MAX_RECORD_BYTES ends the file (nothing after it can be read). NDJSON is
+ * split into lines here: one JSON object a line, blank lines skipped.
+ */
+
+/** The longest record (a CSV row, an NDJSON line) rowi reads: a 10 MB field is refused, not buffered. */
+export const MAX_RECORD_BYTES = 1_048_576;
+
+export interface FileRow {
+  row: number;
+  value?: Record<string, unknown>;
+  error?: RowError;
+  /** The file cannot be read past this row: the error ends the import. */
+  fatal?: boolean;
+}
+
+export interface RowSource {
+  /** Bytes of the file read so far. */
+  bytesRead(): number;
+  rows: AsyncGenerator<FileRow>;
+}
+
+export const MEDIA_TYPES = ['text/csv', 'application/x-ndjson'] as const;
+export type ImportMediaType = (typeof MEDIA_TYPES)[number];
+
+export function readRows(path: string, mediaType: ImportMediaType, target: ImportTarget): RowSource {
+  let bytes = 0;
+  const stream = createReadStream(path, { highWaterMark: 256 * 1024 });
+  stream.on('data', (chunk) => (bytes += chunk.length));
+  const check = rowChecker(target);
+  const rows = mediaType === 'text/csv' ? csvRows(stream, target, check) : ndjsonRows(stream, check);
+  return { bytesRead: () => bytes, rows };
+}
+
+type Check = (row: number, value: Record<string, unknown>) => FileRow;
+
+/** Each target's validator, compiled on its first import and kept (compiling takes a while). */
+const validators = new WeakMap<ImportTarget, ReturnType<typeof recordValidator>>();
+
+function rowChecker(target: ImportTarget): Check {
+  let validate = validators.get(target);
+  if (validate === undefined) validators.set(target, (validate = recordValidator(target.schema)));
+  return (row, value) => {
+    const refused = findRefusedText(value);
+    if (refused !== undefined)
+      return { row, error: { row, field: fieldOf(refused.pointer), problem: 'malformed-row', detail: refused.detail } };
+    const errors = recordFieldErrors(validate!(value));
+    if (errors.length === 0) return { row, value };
+    const [first] = errors;
+    const detail = errors.map((error) => `${fieldOf(error.pointer) ?? 'the row'} ${error.detail}`).join('; ');
+    return { row, error: { row, field: fieldOf(first!.pointer), problem: 'validation-failed', detail } };
+  };
+}
+
+/** The top member a JSON Pointer names (#/price → price); null for the row itself. */
+function fieldOf(pointer: string): string | null {
+  const [, first] = pointer.replace(/^#/, '').split('/');
+  return first === undefined || first === '' ? null : first.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, check: Check): AsyncGenerator<FileRow> {
+  const parser = parseCsv({
+    bom: true,
+    record_delimiter: ['\r\n', '\n'],
+    relax_column_count: true,
+    max_record_size: MAX_RECORD_BYTES,
+  });
+  stream.pipe(parser);
+  stream.on('error', (error) => parser.destroy(error));
+  let header: string[] | undefined;
+  let row = 0;
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      row++;
+      if (header === undefined) {
+        header = record.map((name) => name.trim());
+        continue;
+      }
+      if (record.length === 1 && record[0] === '') continue;
+      if (record.length > header.length) {
+        yield {
+          row,
+          error: {
+            row,
+            field: null,
+            problem: 'malformed-row',
+            detail: `has ${record.length} fields; the header names ${header.length}`,
+          },
+        };
+        continue;
+      }
+      const cells: Record<string, string> = {};
+      header.forEach((name, index) => {
+        const cell = record[index];
+        if (cell !== undefined && cell !== '') cells[name] = cell;
+      });
+      yield check(row, target.fromCsv(cells));
+    }
+  } catch (error) {
+    const csv = error as CsvError;
+    if (typeof csv.code !== 'string' || (!csv.code.startsWith('CSV_') && !csv.code.startsWith('INVALID_'))) throw error;
+    row++;
+    yield { row, fatal: true, error: { row, field: null, problem: 'malformed-file', detail: csvDetail(csv) } };
+  }
+}
+
+function csvDetail(error: CsvError): string {
+  switch (error.code) {
+    case 'CSV_QUOTE_NOT_CLOSED':
+      return 'a quoted field opens here and never closes; the file cannot be read past it';
+    case 'CSV_MAX_RECORD_SIZE':
+      return `a row longer than ${MAX_RECORD_BYTES} bytes (a field that large is refused); the file cannot be read past it`;
+    default:
+      return `the CSV cannot be read here (${error.message}); the file cannot be read past it`;
+  }
+}
+
+async function* ndjsonRows(stream: NodeJS.ReadableStream, check: Check): AsyncGenerator<FileRow> {
+  let row = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  /** Past MAX_RECORD_BYTES: the rest of the line is dropped, and the row refused. */
+  let overlong = false;
+  let first = true;
+  const line = (bytes: Buffer): FileRow | undefined => {
+    row++;
+    let text = bytes.toString('utf8');
+    if (first) {
+      first = false;
+      if (text.startsWith('\uFEFF')) text = text.slice(1);
+    }
+    if (text.endsWith('\r')) text = text.slice(0, -1);
+    if (text.trim() === '') return undefined;
+    return parseLine(row, text, check);
+  };
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let end = chunk.indexOf(10); end !== -1; end = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, end);
+      start = end + 1;
+      if (overlong) {
+        overlong = false;
+        pending = [];
+        pendingBytes = 0;
+        row++;
+        yield tooLong(row);
+        continue;
+      }
+      const whole = pending.length === 0 ? piece : Buffer.concat([...pending, piece]);
+      pending = [];
+      pendingBytes = 0;
+      if (whole.length > MAX_RECORD_BYTES) {
+        row++;
+        yield tooLong(row);
+        continue;
+      }
+      const parsed = line(whole);
+      if (parsed !== undefined) yield parsed;
+    }
+    const rest = chunk.subarray(start);
+    if (rest.length > 0 && !overlong) {
+      pendingBytes += rest.length;
+      if (pendingBytes > MAX_RECORD_BYTES) {
+        overlong = true;
+        pending = [];
+      } else pending.push(Buffer.from(rest));
+    }
+  }
+  if (overlong) {
+    row++;
+    yield tooLong(row);
+  } else if (pending.length > 0) {
+    const parsed = line(Buffer.concat(pending));
+    if (parsed !== undefined) yield parsed;
+  }
+}
+
+const tooLong = (row: number): FileRow => ({
+  row,
+  error: { row, field: null, problem: 'malformed-row', detail: `is longer than ${MAX_RECORD_BYTES} bytes` },
+});
+
+function parseLine(row: number, text: string, check: Check): FileRow {
+  let value: unknown;
+  try {
+    value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    return {
+      row,
+      error: { row, field: null, problem: 'malformed-row', detail: `is not JSON: ${(error as Error).message}` },
+    };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const what = Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`;
+    return {
+      row,
+      error: {
+        row,
+        field: null,
+        problem: 'malformed-row',
+        detail: `is ${what}, not a JSON object (one record a line)`,
+      },
+    };
+  }
+  return check(row, value as Record<string, unknown>);
+}

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import { nowTimestamp } from '../db/clock.js';
+import type { Db } from '../db/database.js';
+import { unitOfWork } from '../db/unit-of-work.js';
+import { SEES_ALL } from '../db/visibility.js';
+import { recordEvent } from '../outbox/outbox.js';
+import { runImport } from './import-run.js';
+import type { ImportTarget } from './import-target.js';
+import {
+  countRunning,
+  findAbandoned,
+  findOperationById,
+  findQueued,
+  finishOperation,
+  lockClaims,
+  markRunning,
+  renewLeases,
+  type StoredOperation,
+} from './operations/operations.repository.js';
+import { operationPath, presentOperation, summaryOf } from './operations/operations.service.js';
+
+/**
+ * Runs the imports whose files this process holds (docs/bulk.md "Imports"). Every process
+ * (each --workers worker, each instance) has one, with an id of its own (`holder`).
+ *
+ * - Claiming: a queued operation starts only while fewer than `concurrency` run in the whole
+ *   deployment and for its caller; the count and the claim are one transaction that takes its
+ *   turn under a lock (operations.repository.ts lockClaims), so the cap holds across processes.
+ * - Leases: the holder renews the lease of its queued and running operations every
+ *   LEASE_RENEW_MS; any process marks an operation whose lease ran out failed (its holder was
+ *   killed), with the rows it committed: nothing is left `running` after a crash.
+ */
+const LEASE_MS = 10_000;
+const LEASE_RENEW_MS = 2_000;
+/** How often queued operations are looked at when nothing wakes the runner. */
+const POLL_MS = 500;
+
+export interface ImportRunner {
+  /** This process's id as the holder of its operations. */
+  readonly holder: string;
+  /** The lease a new operation starts with. */
+  leaseUntil(): string;
+  /** Where an operation's file is spooled. */
+  readonly directory: string;
+  /** Looks for an operation to start now (a new upload, an ended import). */
+  wake(): void;
+  /** Ends every import of this process at its next commit, fails its queued ones, and stops. */
+  close(): Promise<void>;
+}
+
+export function startImportRunner(options: {
+  db: Db;
+  log: FastifyBaseLogger;
+  targets: readonly ImportTarget[];
+  concurrency: number;
+  directory: string;
+}): ImportRunner {
+  const { db, log, concurrency } = options;
+  const holder = randomUUID();
+  const targets = new Map(options.targets.map((target) => [target.name, target]));
+  const running = new Map<number, Promise<void>>();
+  let stopping = false;
+  let claiming: Promise<void> | undefined;
+  let again = false;
+  const fileOf = (operation: Pick<StoredOperation, 'id' | 'holder'>) => spoolPath(options.directory, operation.id);
+
+  const run = async (operation: StoredOperation) => {
+    const target = targets.get(operation.target as ImportTarget['name'])!;
+    try {
+      await runImport({ db, log, target, operation, file: fileOf(operation), stopping: () => stopping });
+    } catch (error) {
+      log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
+      await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(
+        (fault: unknown) => log.warn({ err: fault, operation: operation.id }, 'could not mark a failed import'),
+      );
+    } finally {
+      await rm(fileOf(operation), { force: true });
+    }
+  };
+
+  const claimOnce = async (): Promise<StoredOperation | undefined> =>
+    unitOfWork(db, async (trx) => {
+      await lockClaims(trx);
+      const counts = await countRunning(trx);
+      let total = 0;
+      for (const count of counts.values()) total += count;
+      if (total >= concurrency) return undefined;
+      for (const queued of await findQueued(trx, holder, 32)) {
+        if ((counts.get(queued.created_by) ?? 0) >= concurrency) continue;
+        const started = await markRunning(trx, queued.id, nowTimestamp());
+        if (started === undefined) continue;
+        await recordEvent(trx, 'operation.progressed', operationPath(started.id), presentOperation(started, []));
+        return started;
+      }
+      return undefined;
+    });
+
+  const claim = async () => {
+    for (;;) {
+      if (stopping) return;
+      const started = await claimOnce();
+      if (started === undefined) return;
+      const job = run(started).finally(() => {
+        running.delete(started.id);
+        wake();
+      });
+      running.set(started.id, job);
+    }
+  };
+
+  const wake = () => {
+    if (stopping) return;
+    if (claiming !== undefined) {
+      again = true;
+      return;
+    }
+    claiming = claim()
+      .catch((error: unknown) => log.warn({ err: error }, 'could not claim an import'))
+      .finally(() => {
+        claiming = undefined;
+        if (again) {
+          again = false;
+          wake();
+        }
+      });
+  };
+
+  const sweep = async () => {
+    await renewLeases(db, holder, leaseUntil());
+    for (const abandoned of await findAbandoned(db, nowTimestamp(), 16)) {
+      await failAbandoned(
+        db,
+        abandoned,
+        abandoned.status === 'queued'
+          ? 'The process that held the file stopped before the import started; nothing was read or stored.'
+          : 'The process running the import stopped (it was killed or lost its database); the import was ended where its last commit left it.',
+      );
+      log.warn(
+        { operation: abandoned.id, committed_through: abandoned.committed_through },
+        'marked an abandoned import failed',
+      );
+    }
+  };
+
+  const leaseTimer = setInterval(() => {
+    sweep().catch((error: unknown) => log.warn({ err: error }, 'could not renew or sweep import leases'));
+  }, LEASE_RENEW_MS);
+  leaseTimer.unref();
+  const pollTimer = setInterval(wake, POLL_MS);
+  pollTimer.unref();
+  const first = setTimeout(() => {
+    sweep().catch((error: unknown) => log.warn({ err: error }, 'could not sweep import leases'));
+  }, 50);
+  first.unref();
+
+  return {
+    holder,
+    directory: options.directory,
+    leaseUntil,
+    wake,
+    async close() {
+      stopping = true;
+      clearInterval(leaseTimer);
+      clearInterval(pollTimer);
+      clearTimeout(first);
+      await claiming;
+      await Promise.allSettled(running.values());
+      // Queued ones cannot run anywhere else: their file is this process's.
+      await unitOfWork(db, async (trx) => {
+        for (const queued of await findQueued(trx, holder, 1000)) {
+          const ended = await finishOperation(
+            trx,
+            queued.id,
+            {
+              status: 'failed',
+              summary: JSON.stringify(
+                summaryOf(
+                  { committed_through: 0, rows_succeeded: 0, rows_failed: 0, dry_run: 0 },
+                  'rowi stopped before the import started; nothing was read or stored. Upload the file again.',
+                ),
+              ),
+            },
+            nowTimestamp(),
+          );
+          if (ended !== undefined)
+            await recordEvent(trx, 'operation.completed', operationPath(ended.id), presentOperation(ended, []));
+          await rm(spoolPath(options.directory, queued.id), { force: true });
+        }
+      }).catch((error: unknown) => log.warn({ err: error }, 'could not end queued imports while stopping'));
+    },
+  };
+}
+
+function leaseUntil(): string {
+  return new Date(Date.now() + LEASE_MS).toISOString();
+}
+
+/** Where operation `id`'s file waits (the upload is renamed there once its operation exists). */
+export function spoolPath(directory: string, id: number): string {
+  return join(directory, `operation-${id}.upload`);
+}
+
+/** Ends an operation its runner can no longer finish, keeping what its last commit recorded. */
+async function failAbandoned(db: Db, claimed: StoredOperation, detail: string): Promise<void> {
+  await unitOfWork(db, async (trx) => {
+    const operation = (await findOperationById(trx, claimed.id, SEES_ALL)) ?? claimed;
+    const committed = operation.dry_run === 1 || operation.committed_through === 0 ? 0 : operation.rows_succeeded;
+    const ended = await finishOperation(
+      trx,
+      operation.id,
+      { status: 'failed', summary: JSON.stringify(summaryOf(operation, detail, committed)) },
+      nowTimestamp(),
+    );
+    if (ended !== undefined)
+      await recordEvent(trx, 'operation.completed', operationPath(ended.id), presentOperation(ended, []));
+  });
+}

@@ -1,0 +1,77 @@
+import type { TSchema } from 'typebox';
+import type { Scope } from '../auth/policy.js';
+import type { Trx } from '../db/database.js';
+import type { Sight } from '../db/visibility.js';
+import type { ImportTargetName, RowError } from './operations/operations.schema.js';
+
+export type { RowError };
+
+/**
+ * A collection an import writes (docs/bulk.md "Imports"): the columns of its CSV files, the schema
+ * each row is checked against (the same as its single request's body), its natural key, and how
+ * a chunk of checked rows is written, set-based: a few multi-row statements for the whole chunk,
+ * with every row's event and stock movement, in the chunk's unit of work.
+ */
+export interface ImportTarget {
+  name: ImportTargetName;
+  /** The collection's path: `${path}/import` takes the files; a row's record is at `${path}/{id}`. */
+  path: string;
+  /** The scopes an import needs beyond operations (creating and changing the records it writes). */
+  scopes: readonly Scope[];
+  /** The audit record's resource. */
+  resource: string;
+  /** The columns a CSV header may name, and those it must. */
+  columns: readonly string[];
+  required: readonly string[];
+  /** A row, as the document shows an NDJSON line. */
+  example: Record<string, unknown>;
+  /** One row as JSON (an NDJSON line, or a CSV row made into one by fromCsv). */
+  schema: TSchema;
+  /** A CSV row's text cells as the JSON the schema checks: integers read as integers, empty cells left out. */
+  fromCsv(cells: Record<string, string>): Record<string, unknown>;
+  /** The natural key two rows of one file may not share but by on_conflict's rule (an item's SKU, a user's email). */
+  keyOf?: (value: never) => string;
+  /** The field that holds the natural key (sku, email), named in a duplicate's error. */
+  keyField?: string;
+  /** The path of the record a row wrote (its audit record's path). */
+  recordPath(id: number): string;
+  /** Writes the chunk's rows (checked, no two with one key); what became of each, and the refused ones. */
+  write(trx: Trx, rows: readonly ImportRow[], context: ImportContext): Promise<ChunkOutcome>;
+}
+
+export interface ImportRow {
+  /** The file's row (CSV: the header is row 1; NDJSON: the line). */
+  row: number;
+  value: never;
+}
+
+export interface ImportContext {
+  onConflict: 'error' | 'skip' | 'update';
+  /** The caller that started the import: the owner of what it creates, and what it may see. */
+  creator: number | null;
+  sight: Sight;
+  now: string;
+}
+
+/** What a row did: its record was created, updated, or left alone (skipped, or it changed nothing). */
+export interface RowWritten {
+  row: number;
+  outcome: 'created' | 'updated' | 'skipped';
+  /** The record's id (none when skipped). */
+  id?: number;
+}
+
+export interface ChunkOutcome {
+  written: RowWritten[];
+  errors: RowError[];
+}
+
+/**
+ * A CSV cell that holds an integer, as a JSON integer when it is written in decimal digits (so the
+ * schema checks its range); any other text is left as text, which the schema then refuses.
+ */
+export function integerCell(cells: Record<string, string>, name: string): Record<string, unknown> {
+  const text = cells[name];
+  if (text === undefined) return {};
+  return { [name]: /^-?(0|[1-9][0-9]{0,15})$/.test(text) ? Number(text) : text };
+}

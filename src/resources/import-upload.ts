@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { AppError, type FieldError } from '../errors.js';
+import type { ImportMediaType } from './import-rows.js';
+import type { ImportTarget } from './import-target.js';
+
+/**
+ * An uploaded file, spooled to disk as it arrives (never held whole in memory) and checked on the
+ * way for what makes the whole file unreadable: more than `maxBytes` (413 import-too-large), a
+ * byte sequence that is not UTF-8, a NUL byte, nothing in it, and (CSV) a header that does not
+ * name the target's columns (422 import-invalid). A refused file is deleted; no operation starts.
+ */
+export interface SpooledFile {
+  path: string;
+  bytes: number;
+}
+
+/** The most of the first line kept to check a CSV header. */
+const HEADER_BYTES = 64 * 1024;
+
+export async function spoolUpload(
+  body: Readable,
+  options: { directory: string; maxBytes: number; mediaType: ImportMediaType; target: ImportTarget },
+): Promise<SpooledFile> {
+  await mkdir(options.directory, { recursive: true });
+  const path = join(options.directory, `${randomUUID()}.upload`);
+  let bytes = 0;
+  let firstLine: Buffer[] = [];
+  let firstLineDone = false;
+  let blank = true;
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  const check = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (bytes + chunk.length > options.maxBytes) return done(tooLarge(options.maxBytes));
+      const nul = chunk.indexOf(0);
+      if (nul !== -1) return done(invalid(`byte ${bytes + nul + 1} is NUL (0x00); a text file holds none`, '#'));
+      try {
+        const text = decoder.decode(chunk, { stream: true });
+        if (blank && text.replace(/^\uFEFF/, '').trim() !== '') blank = false;
+      } catch {
+        return done(
+          invalid(
+            `the file is not UTF-8 (an invalid byte sequence within bytes ${bytes + 1}–${bytes + chunk.length})`,
+            '#',
+          ),
+        );
+      }
+      if (!firstLineDone) {
+        const end = chunk.indexOf(10);
+        firstLine.push(end === -1 ? chunk : chunk.subarray(0, end));
+        if (end !== -1 || firstLine.reduce((sum, part) => sum + part.length, 0) > HEADER_BYTES) firstLineDone = true;
+      }
+      bytes += chunk.length;
+      done(null, chunk);
+    },
+    flush(done) {
+      try {
+        decoder.decode();
+      } catch {
+        return done(invalid('the file is not UTF-8: it ends inside a character', '#'));
+      }
+      if (blank) return done(invalid('the file is empty: it holds no row', '#'));
+      done();
+    },
+  });
+  try {
+    await pipeline(body, check, createWriteStream(path));
+    if (options.mediaType === 'text/csv') checkHeader(Buffer.concat(firstLine).toString('utf8'), options.target);
+  } catch (error) {
+    await rm(path, { force: true });
+    throw error;
+  } finally {
+    firstLine = [];
+  }
+  return { path, bytes };
+}
+
+/** The header row names every required column, no unknown one, none twice. */
+function checkHeader(line: string, target: ImportTarget): void {
+  let names: string[];
+  try {
+    names = (parseCsv(line.replace(/^\uFEFF/, '').replace(/\r$/, ''), { relax_quotes: true }) as string[][])[0] ?? [];
+  } catch {
+    throw invalid('the first row is not a CSV header row', '#/header');
+  }
+  names = names.map((name) => name.trim());
+  const known = new Set(target.columns);
+  if (!names.some((name) => known.has(name)))
+    throw invalid(
+      `the header row is missing: the first row names none of the columns (${target.columns.join(', ')}); a CSV import starts with its header`,
+      '#/header',
+    );
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  names.forEach((name, index) => {
+    if (!known.has(name))
+      errors.push({
+        in: 'body',
+        pointer: `#/header/${index}`,
+        detail: `names an unknown column "${name.slice(0, 100)}"; the columns are ${target.columns.join(', ')}`,
+      });
+    else if (seen.has(name))
+      errors.push({ in: 'body', pointer: `#/header/${index}`, detail: `names the column ${name} a second time` });
+    seen.add(name);
+  });
+  for (const required of target.required)
+    if (!seen.has(required))
+      errors.push({
+        in: 'body',
+        pointer: '#/header',
+        detail: `lacks the required column ${required} (the first row must be the header: ${target.columns.join(',')})`,
+      });
+  if (errors.length > 0)
+    throw new AppError('import-invalid', `The CSV header row cannot be used: ${errors[0]!.detail}.`, {
+      errors: errors.slice(0, 50),
+    });
+}
+
+function tooLarge(maxBytes: number): AppError {
+  return new AppError(
+    'import-too-large',
+    `The file is larger than ${maxBytes} bytes (ROWI_IMPORT_MAX_BYTES); nothing of it was kept. Split it.`,
+    { extensions: { max_bytes: maxBytes } },
+  );
+}
+
+function invalid(detail: string, pointer: string): AppError {
+  return new AppError('import-invalid', `The file cannot be imported: ${detail}. Nothing was stored.`, {
+    errors: [{ in: 'body', pointer, detail }],
+  });
+}
+
+export { tooLarge as importTooLarge };

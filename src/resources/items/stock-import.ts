@@ -1,0 +1,133 @@
+import Type, { type Static } from 'typebox';
+import type { Trx } from '../../db/database.js';
+import { Id } from '../../http/schemas.js';
+import { recordEvents } from '../../outbox/outbox.js';
+import {
+  integerCell,
+  type ChunkOutcome,
+  type ImportContext,
+  type ImportTarget,
+  type RowError,
+  type RowWritten,
+} from '../import-target.js';
+import { findItemOwnersById, findItemsBySkus } from './items.repository.js';
+import { Sku } from './items.schema.js';
+import { findStocks, insertMovements, setStockQuantityAtVersion, type NewMovement } from './stock.repository.js';
+import { StockQuantity } from './stock.schema.js';
+import { stockEvents } from './stock.service.js';
+
+/**
+ * The stock levels import (docs/bulk.md "Imports"): a row sets the on-hand quantity of one item,
+ * named by `item_id` or by `sku`, as PUT /v1/items/{id}/stock does, with its `set` movement and
+ * stock.changed event; a level already at that quantity changes nothing (skipped).
+ */
+const StockImportRow = Type.Object(
+  { item_id: Type.Optional(Id), sku: Type.Optional(Sku), quantity: StockQuantity },
+  { additionalProperties: false, title: 'StockImportRow' },
+);
+type Row = Static<typeof StockImportRow>;
+
+export const STOCK_IMPORT: ImportTarget = {
+  name: 'stock',
+  path: '/v1/items/stock',
+  resource: 'stock',
+  scopes: ['stock:update', 'items:read'],
+  example: { sku: 'WID-1', quantity: 100 },
+  columns: ['item_id', 'sku', 'quantity'],
+  required: ['quantity'],
+  schema: StockImportRow,
+  fromCsv: (cells) => ({ ...cells, ...integerCell(cells, 'item_id'), ...integerCell(cells, 'quantity') }),
+  keyOf: (row: Row) => (row.item_id === undefined ? `sku:${row.sku ?? ''}` : `id:${row.item_id}`),
+  keyField: 'item',
+  recordPath: (id) => `/v1/items/${id}/stock`,
+  write: (trx, rows, context) => writeLevels(trx, rows as unknown as { row: number; value: Row }[], context),
+};
+
+async function writeLevels(
+  trx: Trx,
+  rows: readonly { row: number; value: Row }[],
+  context: ImportContext,
+): Promise<ChunkOutcome> {
+  const written: RowWritten[] = [];
+  const errors: RowError[] = [];
+  const skus = rows
+    .filter((row) => row.value.item_id === undefined && row.value.sku !== undefined)
+    .map((row) => row.value.sku!);
+  const items = await findItemsBySkus(trx, skus);
+  const visible = (item: { created_by: number | null }) =>
+    context.sight.owner === null || item.created_by === context.sight.owner;
+  const idOfSku = new Map(items.filter(visible).map((item) => [item.sku, item.id]));
+  const resolved: { row: number; itemId: number; quantity: number }[] = [];
+  for (const { row, value } of rows) {
+    if ((value.item_id === undefined) === (value.sku === undefined)) {
+      errors.push({
+        row,
+        field: 'item_id',
+        problem: 'validation-failed',
+        detail: 'name the item by item_id or by sku (one of them)',
+      });
+      continue;
+    }
+    const itemId = value.item_id ?? idOfSku.get(value.sku!);
+    if (itemId === undefined) {
+      errors.push({
+        row,
+        field: 'sku',
+        problem: 'unknown-reference',
+        detail: `there is no item with the SKU ${value.sku}`,
+      });
+      continue;
+    }
+    resolved.push({ row, itemId, quantity: value.quantity });
+  }
+  const stocks = new Map(
+    (
+      await findStocks(
+        trx,
+        resolved.map((row) => row.itemId),
+      )
+    ).map((stock) => [stock.item_id, stock]),
+  );
+  const owners = new Map(
+    context.sight.owner === null
+      ? []
+      : (await findItemOwnersById(trx, [...stocks.keys()])).map((item) => [item.id, item.created_by]),
+  );
+  const movements: NewMovement[] = [];
+  for (const { row, itemId, quantity } of resolved) {
+    const stock = stocks.get(itemId);
+    if (stock === undefined || (context.sight.owner !== null && owners.get(itemId) !== context.sight.owner)) {
+      errors.push({ row, field: 'item_id', problem: 'unknown-reference', detail: `there is no item ${itemId}` });
+      continue;
+    }
+    if (stock.quantity === quantity) {
+      written.push({ row, outcome: 'skipped', id: itemId });
+      continue;
+    }
+    const set = await setStockQuantityAtVersion(trx, itemId, stock.version, quantity, context.now);
+    if (set === undefined) {
+      errors.push({
+        row,
+        field: 'quantity',
+        problem: 'precondition-failed',
+        detail: `the stock of item ${itemId} changed while the import ran; retry`,
+      });
+      continue;
+    }
+    stocks.set(itemId, set);
+    movements.push({
+      item_id: itemId,
+      kind: 'set',
+      quantity_change: quantity - stock.quantity,
+      reserved_change: 0,
+      quantity_after: set.quantity,
+      reserved_after: set.reserved,
+      order_id: null,
+      created_at: context.now,
+    });
+    written.push({ row, outcome: 'updated', id: itemId });
+  }
+  await insertMovements(trx, movements);
+  await recordEvents(trx, stockEvents(movements));
+  return { written, errors };
+}

@@ -1,0 +1,158 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { sightOnOperations } from '../../auth/visibility.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
+import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
+import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
+import { findOperationById, findOperationErrors } from './operations.repository.js';
+import { OPERATION_COLLECTION, OperationIdParams, OperationPageSchema, OperationSchema } from './operations.schema.js';
+import {
+  cancelOperation,
+  getOperation,
+  listOperations,
+  operationNotFound,
+  presentRowError,
+} from './operations.service.js';
+
+/**
+ * Long-running operations (docs/bulk.md "Imports"): listed, read (with Retry-After while they
+ * run), cancelled, and their refused rows downloaded as NDJSON. A caller sees the operations it
+ * started; an admin sees all (auth/visibility.ts sightOnOperations).
+ */
+const RETRY_AFTER = {
+  'Retry-After': { type: 'string', description: 'while queued or running: seconds before asking again' },
+};
+const ERRORS_PAGE = 1000;
+
+const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { db } = app;
+  const unfinished = (status: string) => status === 'queued' || status === 'running';
+
+  app.get(
+    '/v1/operations',
+    {
+      schema: operation({
+        operationId: 'listOperations',
+        permission: 'operations:read',
+        summary: 'List operations (imports)',
+        description:
+          'A page of the operations the caller started (an admin: every operation), oldest first unless `sort` says otherwise, paged by keyset like every collection (Link rel="next", `next_cursor`).',
+        tags: ['operations'],
+        querystring: listQuerySchema(OPERATION_COLLECTION),
+        response: { 200: representation(OperationPageSchema, 'A page of operations', RESPONSE_HEADERS.link, ['json']) },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(OPERATION_COLLECTION, request.query as Record<string, unknown>);
+      return sendPage(request, reply, await listOperations(db, query, sightOnOperations(request.principal!)), query);
+    },
+  );
+
+  app.get(
+    '/v1/operations/:id',
+    {
+      schema: operation({
+        operationId: 'getOperation',
+        permission: 'operations:read',
+        summary: 'Read an operation',
+        description:
+          'Its status (queued, running, succeeded, failed, cancelled), progress (bytes and rows), times, caller, the first errors of its rows, and once ended its summary: which rows were committed. While queued or running, Retry-After says when to ask again.',
+        tags: ['operations'],
+        params: OperationIdParams,
+        response: { 200: representation(OperationSchema, 'The operation', RETRY_AFTER, ['json']) },
+      }),
+    },
+    async (request, reply) => {
+      const view = await getOperation(db, request.params.id, sightOnOperations(request.principal!));
+      if (unfinished(view.status)) reply.header('retry-after', '1');
+      return reply.header('cache-control', 'no-store').send(view);
+    },
+  );
+
+  const cancel = async (id: number, principal: NonNullable<Parameters<typeof sightOnOperations>[0]>) =>
+    unitOfWork(db, (trx) => cancelOperation(trx, id, sightOnOperations(principal)));
+  const cancelSchema = (operationId: string, summary: string) =>
+    operation({
+      operationId,
+      permission: 'operations:update',
+      summary,
+      description:
+        'A queued operation ends at once, cancelled; a running one stops at its next commit (a chunk of rows): in partial mode the rows committed so far stay, and the operation says which (summary, progress.committed_through); in atomic mode on PostgreSQL none does. 202 with the operation as it is now (poll it to see it end); 409 operation-finished once it has ended.',
+      tags: ['operations'],
+      params: OperationIdParams,
+      problems: [409],
+      response: {
+        202: representation(OperationSchema, 'Cancellation asked for (or done, when it was queued)', RETRY_AFTER, [
+          'json',
+        ]),
+      },
+    });
+  for (const [method, url, operationId, summary] of [
+    ['POST', '/v1/operations/:id/cancel', 'cancelOperation', 'Cancel an operation'],
+    ['DELETE', '/v1/operations/:id', 'deleteOperation', 'Cancel an operation (as POST …/cancel)'],
+  ] as const)
+    app.route({
+      method,
+      url,
+      schema: cancelSchema(operationId, summary),
+      handler: async (request, reply) => {
+        const view = await cancel((request.params as { id: number }).id, request.principal!);
+        if (unfinished(view.status)) reply.header('retry-after', '1');
+        return reply.code(202).send(view);
+      },
+    });
+
+  app.get(
+    '/v1/operations/:id/errors',
+    {
+      schema: operation({
+        operationId: 'getOperationErrors',
+        permission: 'operations:read',
+        summary: 'Download every refused row of an operation',
+        description:
+          'Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.',
+        tags: ['operations'],
+        params: OperationIdParams,
+        fixedMediaType: 'application/x-ndjson',
+        response: {
+          200: {
+            description: 'The errors, one a line',
+            headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
+            content: {
+              'application/x-ndjson': {
+                schema: Type.String({
+                  description: 'one OperationRowError a line',
+                  maxLength: 1_000_000_000,
+                  examples: [
+                    '{"row":17,"field":"price","problem":"validation-failed","detail":"price must be a decimal string"}\n',
+                  ],
+                }),
+              },
+            },
+          },
+        },
+      }),
+    },
+    async (request, reply) => {
+      const id = request.params.id;
+      if ((await findOperationById(db, id, sightOnOperations(request.principal!))) === undefined)
+        throw operationNotFound(id);
+      async function* lines() {
+        let after = 0;
+        for (;;) {
+          const page = await findOperationErrors(db, id, after, ERRORS_PAGE);
+          if (page.length > 0) yield page.map((error) => `${JSON.stringify(presentRowError(error))}\n`).join('');
+          if (page.length < ERRORS_PAGE) return;
+          after = page.at(-1)!.seq;
+        }
+      }
+      return reply
+        .type('application/x-ndjson')
+        .header('cache-control', 'no-store')
+        .send(Readable.from(lines()) as never);
+    },
+  );
+};
+
+export default operationsRoutes;

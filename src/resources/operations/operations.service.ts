@@ -1,0 +1,140 @@
+import { nowTimestamp } from '../../db/clock.js';
+import type { Executor, Trx } from '../../db/database.js';
+import type { ListQuery } from '../../db/keyset.js';
+import type { Sight } from '../../db/visibility.js';
+import { ConflictError, NotFoundError } from '../../errors.js';
+import { recordEvent } from '../../outbox/outbox.js';
+import {
+  findFirstErrors,
+  findOperationById,
+  findOperations,
+  finishOperation,
+  requestCancel,
+  type StoredOperation,
+  type StoredOperationError,
+} from './operations.repository.js';
+import type { ImportTargetName, Operation, RowError } from './operations.schema.js';
+
+/** Row errors an operation shows inline; all of them are at its errors_url. */
+export const INLINE_ERRORS = 20;
+
+export const operationPath = (id: number) => `/v1/operations/${id}`;
+
+export interface OperationView extends Operation {
+  version: number;
+}
+
+export function presentOperation(stored: StoredOperation, errors: readonly StoredOperationError[]): OperationView {
+  return {
+    id: stored.id,
+    kind: 'import',
+    target: stored.target as ImportTargetName,
+    status: stored.status,
+    media_type: stored.media_type,
+    options: { mode: stored.mode, on_conflict: stored.on_conflict, dry_run: stored.dry_run === 1 },
+    progress: {
+      bytes_read: stored.bytes_read,
+      bytes_total: stored.bytes_total,
+      rows_read: stored.rows_read,
+      rows_succeeded: stored.rows_succeeded,
+      rows_skipped: stored.rows_skipped,
+      rows_failed: stored.rows_failed,
+      committed_through: stored.committed_through,
+    },
+    created_by: stored.created_by,
+    caller_name: stored.caller_name,
+    created_at: stored.created_at,
+    updated_at: stored.updated_at,
+    started_at: stored.started_at,
+    finished_at: stored.finished_at,
+    summary: stored.summary === null ? null : (JSON.parse(stored.summary) as Operation['summary']),
+    errors: errors.map(presentRowError),
+    errors_url: `${operationPath(stored.id)}/errors`,
+    version: stored.version,
+  };
+}
+
+export const presentRowError = (error: StoredOperationError): RowError => ({
+  row: error.row,
+  field: error.field,
+  problem: error.problem,
+  detail: error.detail,
+});
+
+/** The operation with its first errors; 404 when it does not exist or the sight does not show it. */
+export async function getOperation(db: Executor, id: number, sight: Sight): Promise<OperationView> {
+  const stored = await findOperationById(db, id, sight);
+  if (stored === undefined) throw operationNotFound(id);
+  return presentOperation(stored, await findFirstErrors(db, [id], INLINE_ERRORS));
+}
+
+export async function listOperations(db: Executor, query: ListQuery, sight: Sight) {
+  const page = await findOperations(db, query, sight);
+  const errors = await findFirstErrors(
+    db,
+    page.rows.map((row) => row.id),
+    INLINE_ERRORS,
+  );
+  return {
+    ...page,
+    rows: page.rows.map((row) =>
+      presentOperation(
+        row,
+        errors.filter((error) => error.operation_id === row.id),
+      ),
+    ),
+  };
+}
+
+/**
+ * Cancels the operation: a queued one ends now (nothing of it ran); a running one is asked to
+ * stop, and stops at its next commit (its runner ends it as cancelled, saying which rows it
+ * committed). 409 once it has ended.
+ */
+export async function cancelOperation(trx: Trx, id: number, sight: Sight): Promise<OperationView> {
+  const stored = await findOperationById(trx, id, sight);
+  if (stored === undefined) throw operationNotFound(id);
+  const now = nowTimestamp();
+  if (stored.status === 'queued') {
+    const ended = await finishOperation(
+      trx,
+      id,
+      {
+        status: 'cancelled',
+        summary: JSON.stringify(summaryOf(stored, 'Cancelled before it started: no row was read or stored.')),
+      },
+      now,
+    );
+    if (ended !== undefined) {
+      const view = presentOperation(ended, []);
+      await recordEvent(trx, 'operation.completed', operationPath(id), view);
+      return view;
+    }
+  }
+  const asked = await requestCancel(trx, id, now);
+  if (asked === undefined) {
+    throw new ConflictError(
+      'operation-finished',
+      `Operation ${id} has already ended (${stored.status}); there is nothing to cancel.`,
+    );
+  }
+  return presentOperation(asked, await findFirstErrors(trx, [id], INLINE_ERRORS));
+}
+
+/** What an ended operation says it did: in words, how many rows it kept, and which. */
+export function summaryOf(
+  stored: Pick<StoredOperation, 'committed_through' | 'rows_succeeded' | 'rows_failed' | 'dry_run'>,
+  detail: string,
+  committed = stored.dry_run === 1 ? 0 : stored.rows_succeeded,
+): NonNullable<Operation['summary']> {
+  const through = stored.committed_through;
+  const which =
+    committed === 0 || through === 0
+      ? 'No row was committed.'
+      : `Rows up to row ${through} were committed${stored.rows_failed > 0 ? ', except the failed rows listed in errors' : ''}; no later row was.`;
+  return { detail, rows_committed: committed, committed: which };
+}
+
+export function operationNotFound(id: number): NotFoundError {
+  return new NotFoundError(`There is no operation ${id}.`);
+}

@@ -1,0 +1,105 @@
+import { setImmediate as turn } from 'node:timers/promises';
+import type { Trx } from '../../db/database.js';
+import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
+import type { ChunkOutcome, ImportContext, ImportTarget, RowError, RowWritten } from '../import-target.js';
+import { emailKey, findUsersByEmailKeys, insertUsers, updateUserAtVersion } from './users.repository.js';
+import { UserCreateSchema, type UserCreate } from './users.schema.js';
+
+/**
+ * The users import (docs/bulk.md "Imports"): a row is a user's create body; a new email (compared
+ * without regard to case) creates the user, one already stored follows on_conflict (update: the
+ * name, and the email as written). A chunk is one read of the emails, one insert, one insert of
+ * the events, whatever its size.
+ */
+export const USERS_IMPORT: ImportTarget = {
+  name: 'users',
+  path: '/v1/users',
+  resource: 'users',
+  scopes: ['users:create', 'users:update'],
+  example: { name: 'Ada Lovelace', email: 'ada@example.com' },
+  columns: ['name', 'email'],
+  required: ['name', 'email'],
+  schema: UserCreateSchema,
+  fromCsv: (cells) => ({ ...cells }),
+  keyOf: (row: UserCreate) => emailKey(row.email),
+  keyField: 'email',
+  recordPath: (id) => `/v1/users/${id}`,
+  write: (trx, rows, context) => writeUsers(trx, rows as unknown as { row: number; value: UserCreate }[], context),
+};
+
+async function writeUsers(
+  trx: Trx,
+  rows: readonly { row: number; value: UserCreate }[],
+  context: ImportContext,
+): Promise<ChunkOutcome> {
+  const stored = new Map(
+    (
+      await findUsersByEmailKeys(
+        trx,
+        rows.map((row) => emailKey(row.value.email)),
+      )
+    ).map((user) => [user.email_key, user]),
+  );
+  const written: RowWritten[] = [];
+  const errors: RowError[] = [];
+  const events: EventDraft[] = [];
+  const fresh: { row: number; value: UserCreate }[] = [];
+  for (const row of rows) {
+    const user = stored.get(emailKey(row.value.email));
+    if (user === undefined) fresh.push(row);
+    else if (context.onConflict === 'skip') written.push({ row: row.row, outcome: 'skipped' });
+    else if (
+      context.onConflict === 'error' ||
+      (context.sight.owner !== null && user.created_by !== context.sight.owner)
+    )
+      errors.push(emailTaken(row.row, row.value.email));
+    else if (user.name === row.value.name && user.email === row.value.email)
+      written.push({ row: row.row, outcome: 'skipped', id: user.id });
+    else {
+      const updated = await updateUserAtVersion(trx, user.id, user.version, {
+        name: row.value.name,
+        email: row.value.email,
+        now: context.now,
+      });
+      if (updated === undefined) {
+        errors.push({
+          row: row.row,
+          field: 'email',
+          problem: 'precondition-failed',
+          detail: `user ${user.id} changed while the import ran; retry`,
+        });
+        continue;
+      }
+      events.push({ type: 'user.updated', path: `/v1/users/${user.id}`, data: updated });
+      written.push({ row: row.row, outcome: 'updated', id: user.id });
+    }
+  }
+  if (fresh.length > 0) {
+    const inserted = await insertUsers(
+      trx,
+      fresh.map(({ value }) => ({ name: value.name, email: value.email, created_by: context.creator })),
+      context.now,
+    );
+    await turn();
+    const byKey = new Map(inserted.map((user) => [user.email_key, user]));
+    for (const row of fresh) {
+      const user = byKey.get(emailKey(row.value.email));
+      if (user === undefined) {
+        errors.push(emailTaken(row.row, row.value.email));
+        continue;
+      }
+      const { email_key: _key, ...shown } = user;
+      events.push({ type: 'user.created', path: `/v1/users/${user.id}`, data: shown });
+      written.push({ row: row.row, outcome: 'created', id: user.id });
+    }
+  }
+  await recordEvents(trx, events);
+  return { written, errors };
+}
+
+const emailTaken = (row: number, email: string): RowError => ({
+  row,
+  field: 'email',
+  problem: 'email-taken',
+  detail: `another user already has the email ${emailKey(email)} (emails are compared without regard to case)`,
+});
