@@ -10,6 +10,7 @@ import * as m0006 from './migrations/0006-events.js';
 import * as m0007 from './migrations/0007-delivery-claims.js';
 import * as m0008 from './migrations/0008-webhook-owners.js';
 import * as m0013 from './migrations/0013-owners.js';
+import * as m0015 from './migrations/0015-delivery-order.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007-delivery-claims': m0007,
   '0008-webhook-owners': m0008,
   '0013-owners': m0013,
+  '0015-delivery-order': m0015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

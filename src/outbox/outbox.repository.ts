@@ -119,6 +119,20 @@ export async function findEventById(db: Executor, id: string): Promise<StoredEve
   return row ? asStored(row) : undefined;
 }
 
+/** The events of these ids that are still kept (in no order). */
+export async function findEventsByIds(db: Executor, ids: readonly string[]): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  for (let from = 0; from < ids.length; from += 1000) {
+    const rows = await db
+      .selectFrom('events')
+      .select(EVENT_COLUMNS)
+      .where('id', 'in', ids.slice(from, from + 1000))
+      .execute();
+    events.push(...rows.map(asStored));
+  }
+  return events;
+}
+
 /** A page of the events of the given resources (the caller's readable ones). */
 export async function findEvents(db: Executor, query: ListQuery, resources: readonly string[]) {
   const page = await fetchPage(

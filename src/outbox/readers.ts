@@ -33,6 +33,7 @@ export function startEvents({ db, signals, config, log, userAgent, readableBy }:
   const dispatcher = new WebhookDispatcher(db, feed, log, {
     retrySchedule: retrySchedule(config.webhookRetrySchedule),
     timeoutMs: config.webhookTimeout,
+    concurrency: config.webhookConcurrency,
     disableAfter: config.webhookDisableAfter,
     policy,
     userAgent,
