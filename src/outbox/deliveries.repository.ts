@@ -243,6 +243,20 @@ export async function markSucceeded(db: Executor, ids: number[], now: string): P
       .execute();
 }
 
+/** Which of these deliveries still exist. */
+export async function existingDeliveries(db: Executor, ids: number[]): Promise<number[]> {
+  const existing: number[] = [];
+  for (let from = 0; from < ids.length; from += INSERT_CHUNK) {
+    const rows = await db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('id', 'in', ids.slice(from, from + INSERT_CHUNK))
+      .execute();
+    existing.push(...rows.map((row) => Number(row.id)));
+  }
+  return existing;
+}
+
 export async function insertAttempts(db: Executor, attempts: Omit<StoredAttempt, 'id'>[]): Promise<void> {
   for (let from = 0; from < attempts.length; from += INSERT_CHUNK)
     await db

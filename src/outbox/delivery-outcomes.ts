@@ -3,6 +3,7 @@ import { nowTimestamp } from '../db/clock.js';
 import type { Trx } from '../db/database.js';
 import {
   deadLetterPending,
+  existingDeliveries,
   holdBackResource,
   insertAttempts,
   markSucceeded,
@@ -78,10 +79,18 @@ export function settleTurn(turn: Turn, rules: OutcomeRules): SettledTurn {
  */
 export async function recordTurns(
   trx: Trx,
-  turns: readonly SettledTurn[],
+  ended: readonly SettledTurn[],
   rules: OutcomeRules,
   log: FastifyBaseLogger,
 ): Promise<number[]> {
+  // A delivery deleted meanwhile (with its endpoint) has nothing left to record.
+  const kept = new Set(
+    await existingDeliveries(
+      trx,
+      ended.map((turn) => turn.delivery.id),
+    ),
+  );
+  const turns = ended.filter((turn) => kept.has(turn.delivery.id));
   if (turns.length === 0) return [];
   const now = nowTimestamp();
   await insertAttempts(

@@ -552,6 +552,9 @@ export class WebhookDispatcher extends OutboxWorker {
         });
         for (const id of release) this.#unwritten.delete(id);
         for (const { delivery } of turns) {
+          // Written: the later deliveries of its resource that waited for it may go now.
+          const lane = this.#lanes.get(delivery.endpoint_id);
+          if (lane !== undefined) lane.look = true;
           this.#unwritten.delete(delivery.id);
           for (const id of this.#behind.get(delivery.id) ?? []) this.#unwritten.delete(id);
           this.#behind.delete(delivery.id);
@@ -563,7 +566,11 @@ export class WebhookDispatcher extends OutboxWorker {
         }
         this.wake();
       } catch (error) {
-        // Written with the next ones; meanwhile their deliveries stay claimed.
+        if (this.closed) {
+          this.#log.warn({ err: error }, `webhook outcomes could not be written: ${faultOf(error)}`);
+          return;
+        }
+        // Written with the next ones, a second later; meanwhile their deliveries stay claimed.
         this.#outcomes.unshift(...turns);
         this.#release.unshift(...release);
         this.#log.warn({ err: error }, `webhook outcomes could not be written: ${faultOf(error)}; trying again`);
