@@ -65,8 +65,13 @@ export interface WebhookOptions extends OutcomeRules {
 const CURSOR = 'webhooks';
 /** The dispatcher's lease: renewed on every heartbeat; a holder that stops beating is taken over once it runs out. */
 const LEASE_MS = 4000;
-/** The heartbeat: the lease renewed (or asked for), and every endpoint looked at for due deliveries. */
+/** The heartbeat: the lease renewed (or asked for), and the list of enabled endpoints read again. */
 const HEARTBEAT_MS = 1000;
+/**
+ * Every endpoint is looked at for due deliveries this often, whatever else woke the dispatcher (a
+ * delivery retried by hand; new events, their retries and the ends of attempts wake it at once).
+ */
+const RESCAN_MS = 3000;
 const FAN_OUT_BATCH = 500;
 /** Deliveries in flight, all endpoints together: an endpoint's share is this over the endpoints with work, at most its concurrency. */
 const MAX_SENDING = 1024;
@@ -168,6 +173,7 @@ export class WebhookDispatcher extends OutboxWorker {
   #retryAt = Infinity;
   readonly #heartbeat: NodeJS.Timeout;
   #listedAt = 0;
+  #rescannedAt = 0;
 
   constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
     super(feed);
@@ -199,7 +205,11 @@ export class WebhookDispatcher extends OutboxWorker {
 
   async #beat(): Promise<void> {
     try {
-      if (await this.#lease.beat()) for (const lane of this.#lanes.values()) lane.look = true;
+      const held = await this.#lease.beat();
+      if (held && Date.now() - this.#rescannedAt >= RESCAN_MS) {
+        this.#rescannedAt = Date.now();
+        for (const lane of this.#lanes.values()) lane.look = true;
+      }
     } catch (error) {
       this.#log.warn({ err: error }, `webhook dispatcher's heartbeat failed: ${faultOf(error)}`);
     }
@@ -281,7 +291,7 @@ export class WebhookDispatcher extends OutboxWorker {
           : events.length > 0
             ? positionOf(events[events.length - 1]!)
             : undefined;
-      if (to === undefined) return { read: 0, endpoints };
+      if (to === undefined) return { read: 0, endpoints: new Set<number>() };
       const now = nowTimestamp();
       const deliveries = events.flatMap((event) =>
         endpoints
@@ -295,9 +305,9 @@ export class WebhookDispatcher extends OutboxWorker {
       // A ping's delivery is written with its event: its endpoint has work.
       for (const event of events)
         if (event.type === 'webhook.ping') this.#lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
-      return { read: events.length, endpoints };
+      return { read: events.length, endpoints: new Set(deliveries.map((delivery) => delivery.endpoint_id)) };
     });
-    for (const { endpoint } of endpoints) this.#lane(endpoint.id).look = true;
+    for (const id of endpoints) this.#lane(id).look = true;
     return read;
   }
 
@@ -315,33 +325,11 @@ export class WebhookDispatcher extends OutboxWorker {
     const share = this.#share();
     const picked: StoredDelivery[] = [];
     const heldBack = new Map<string, number[]>();
-    for (const lane of this.#lanes.values()) {
-      const room = share * (1 + AHEAD_PER_SLOT) - lane.held;
-      if (!lane.look || lane.gone || room <= 0) continue;
-      const found = await findDue(this.#db, lane.id, now, room);
-      if (found.length < room) lane.look = false;
-      const due = found.filter((delivery) => !this.#held.has(delivery.id) && !this.#unwritten.has(delivery.id));
-      if (due.length === 0) continue;
-      due.sort((a, b) => a.id - b.id);
-      // What holds a delivery back: an earlier pending delivery of its resource that is not chained here.
-      const dueIds = new Set(due.map((delivery) => delivery.id));
-      const blockers = new Map<string, { id: number; next: string | null }>();
-      const numbered = [...new Set(due.flatMap((delivery) => delivery.resource_key ?? []))];
-      for (const earlier of await findPendingBefore(this.#db, lane.id, numbered, due[due.length - 1]!.id)) {
-        if (this.#held.has(earlier.id) || dueIds.has(earlier.id)) continue;
-        const known = blockers.get(earlier.resource_key!);
-        if (known === undefined || earlier.id < known.id)
-          blockers.set(earlier.resource_key!, { id: earlier.id, next: earlier.next_attempt_at });
-      }
-      // In id order: a resource's due deliveries are chained after those of it already chained, until one is held back.
-      for (const delivery of due) {
-        const blocker = blockers.get(ownResource(delivery));
-        if (blocker === undefined || blocker.id > delivery.id) picked.push(delivery);
-        // Behind a delivery waiting for its retry: not due before it, so not read again until then.
-        else if (blocker.next !== null && blocker.next > now)
-          heldBack.set(blocker.next, [...(heldBack.get(blocker.next) ?? []), delivery.id]);
-      }
-    }
+    // The endpoints are read side by side (on PostgreSQL, on connections of the pool), none waiting for another's.
+    const looked = [...this.#lanes.values()].filter(
+      (lane) => lane.look && !lane.gone && lane.held < share * (1 + AHEAD_PER_SLOT),
+    );
+    await Promise.all(looked.map((lane) => this.#look(lane, share, now, picked, heldBack)));
     if (picked.length === 0 && heldBack.size === 0) return;
     const leaseUntil = new Date(Date.now() + CLAIM_MS).toISOString();
     const claimed = new Set(
@@ -377,8 +365,47 @@ export class WebhookDispatcher extends OutboxWorker {
         lane.chains.set(key, [queued]);
         lane.ready.push(key);
       } else chain.push(queued);
+      // Its owner's grants are read again before it is sent (then shared for OWNER_FRESH_MS).
+      lane.checkedAt = 0;
       lane.held++;
       this.#held.add(delivery.id);
+    }
+  }
+
+  /**
+   * An endpoint's due deliveries: those that may go now join `picked`; those behind a delivery of
+   * their resource that waits for its retry join `heldBack` (by that retry's time).
+   */
+  async #look(
+    lane: Lane,
+    share: number,
+    now: string,
+    picked: StoredDelivery[],
+    heldBack: Map<string, number[]>,
+  ): Promise<void> {
+    const room = share * (1 + AHEAD_PER_SLOT) - lane.held;
+    const found = await findDue(this.#db, lane.id, now, room);
+    if (found.length < room) lane.look = false;
+    const due = found.filter((delivery) => !this.#held.has(delivery.id) && !this.#unwritten.has(delivery.id));
+    if (due.length === 0) return;
+    due.sort((a, b) => a.id - b.id);
+    // What holds a delivery back: an earlier pending delivery of its resource that is not chained here.
+    const dueIds = new Set(due.map((delivery) => delivery.id));
+    const blockers = new Map<string, { id: number; next: string | null }>();
+    const numbered = [...new Set(due.flatMap((delivery) => delivery.resource_key ?? []))];
+    for (const earlier of await findPendingBefore(this.#db, lane.id, numbered, due[due.length - 1]!.id)) {
+      if (this.#held.has(earlier.id) || dueIds.has(earlier.id)) continue;
+      const known = blockers.get(earlier.resource_key!);
+      if (known === undefined || earlier.id < known.id)
+        blockers.set(earlier.resource_key!, { id: earlier.id, next: earlier.next_attempt_at });
+    }
+    // In id order: a resource's due deliveries are chained after those of it already chained, until one is held back.
+    for (const delivery of due) {
+      const blocker = blockers.get(ownResource(delivery));
+      if (blocker === undefined || blocker.id > delivery.id) picked.push(delivery);
+      // Behind a delivery waiting for its retry: not due before it, so not read again until then.
+      else if (blocker.next !== null && blocker.next > now)
+        heldBack.set(blocker.next, [...(heldBack.get(blocker.next) ?? []), delivery.id]);
     }
   }
 
@@ -551,10 +578,10 @@ export class WebhookDispatcher extends OutboxWorker {
           return recordTurns(trx, turns, this.#options, this.#log);
         });
         for (const id of release) this.#unwritten.delete(id);
-        for (const { delivery } of turns) {
+        for (const { delivery, status } of turns) {
           // Written: the later deliveries of its resource that waited for it may go now.
           const lane = this.#lanes.get(delivery.endpoint_id);
-          if (lane !== undefined) lane.look = true;
+          if (lane !== undefined && status !== 'pending') lane.look = true;
           this.#unwritten.delete(delivery.id);
           for (const id of this.#behind.get(delivery.id) ?? []) this.#unwritten.delete(id);
           this.#behind.delete(delivery.id);
