@@ -76,7 +76,7 @@ const FAN_OUT_BATCH = 500;
 /** Deliveries in flight, all endpoints together: an endpoint's share is this over the endpoints with work, at most its concurrency. */
 const MAX_SENDING = 1024;
 /** Deliveries claimed ahead of an endpoint's sending, per slot of its share. */
-const AHEAD_PER_SLOT = 4;
+const AHEAD_PER_SLOT = 8;
 /** How long a claim lasts: the holder that takes the lease over gives the previous holder's claims back at once. */
 const CLAIM_MS = 600_000;
 /** Outcomes are written together, at most this long after their attempt ended, or once this many wait. */
@@ -495,7 +495,8 @@ export class WebhookDispatcher extends OutboxWorker {
       lane.chains.delete(key);
     }
     this.#pump();
-    if (lane.held <= this.#share() * AHEAD_PER_SLOT) {
+    // Claims more once half of what it may hold ahead is gone: a claim serves many deliveries.
+    if (lane.held <= (this.#share() * AHEAD_PER_SLOT) / 2) {
       lane.look = true;
       this.wake();
     }
