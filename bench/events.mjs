@@ -202,7 +202,7 @@ async function main() {
     `  ${mark(p99Ratio <= 1 + P99_NOISE)} request p99 ${(p99Ratio * 100).toFixed(0)} % of "outbox" without an endpoint (goal: nothing beyond the noise, ≤ ${Math.round((1 + P99_NOISE) * 100)} %)`,
   );
   console.log(
-    `  ${mark(poisonP99 <= Math.max(LAG_P99_GOAL_MS, cleanP99 * 1.5))} a poison resource (500 to ${poisoned}): the others' lag p99 ${poisonP99} ms against ${cleanP99} ms without it (goal: unchanged, ≤ ${LAG_P99_GOAL_MS} ms)`,
+    `  ${mark(poisonP99 <= Math.max(cleanP99 * 1.25, cleanP99 + 250))} a poison resource (500 to ${poisoned}): the others' lag p99 ${poisonP99} ms against ${cleanP99} ms without it (goal: unchanged, within 25 % or 250 ms)`,
   );
 }
 

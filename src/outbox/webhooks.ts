@@ -79,8 +79,13 @@ const MAX_SENDING = 1024;
 const AHEAD_PER_SLOT = 8;
 /** How long a claim lasts: the holder that takes the lease over gives the previous holder's claims back at once. */
 const CLAIM_MS = 600_000;
+/**
+ * Between two rounds while commits keep waking the dispatcher: each round's fan-out and claims
+ * cost a few statements whatever they carry, so under load they carry many events each.
+ */
+const ROUND_EVERY_MS = 50;
 /** Outcomes are written together, at most this long after their attempt ended, or once this many wait. */
-const OUTCOMES_MS = 20;
+const OUTCOMES_MS = 50;
 const OUTCOME_BATCH = 500;
 /** A delivery of an endpoint that was written before resources were numbered is a resource of its own. */
 const ownResource = (delivery: StoredDelivery) => delivery.resource_key ?? `delivery:${delivery.id}`;
@@ -176,7 +181,7 @@ export class WebhookDispatcher extends OutboxWorker {
   #rescannedAt = 0;
 
   constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
-    super(feed);
+    super(feed, ROUND_EVERY_MS);
     this.#db = db;
     this.#log = log;
     this.#options = options;
