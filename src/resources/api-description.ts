@@ -1,7 +1,8 @@
 /**
  * What the OpenAPI document says of the API as a whole: what it is, and the groups (tags) its
- * operations are listed under, in the document's order. Each route names its group in its
- * operation().
+ * operations are listed under, in the document's order: the resources first, the service's own
+ * plumbing (index, probes, problem types) last, as the docs page shows them. Each route names its
+ * group in its operation().
  */
 export const API_DESCRIPTION =
   'Resource-Oriented Web Interface: users, items, stock, orders and weather over REST. ' +
@@ -10,7 +11,6 @@ export const API_DESCRIPTION =
   'and named by the item schema\'s xml.name (or "i"), and null is an empty element with nil="true".';
 
 export const API_TAGS = [
-  { name: 'service', description: 'The API itself: index, description, problem types' },
   { name: 'users', description: 'People the other resources refer to' },
   { name: 'items', description: 'Things that are sold, with their stock' },
   { name: 'stock', description: 'Stock of an item and its ledger' },
@@ -28,4 +28,5 @@ export const API_TAGS = [
   { name: 'callers', description: 'Systems that use the API, their roles, grants and API keys (admin only)' },
   { name: 'audit', description: 'Who did what, when, with which outcome (admin only)' },
   { name: 'auth', description: 'OAuth 2.0 client credentials: tokens, keys and metadata' },
+  { name: 'service', description: 'The API itself: index, description, problem types' },
 ] as const;

@@ -6,6 +6,7 @@ import { expectProblem } from '../helpers/problems.js';
 import { createUser } from '../helpers/records.js';
 
 interface Document {
+  tags: { name: string }[];
   paths: Record<string, Record<string, { operationId: string; tags?: string[] }>>;
 }
 
@@ -56,12 +57,15 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
   });
   afterAll(() => browser?.close());
 
-  it('lists every operation of the document, and its console makes an authenticated call that answers 200 with the stored user', async () => {
+  it('lists every operation of the document, the resources first and HEAD once (on its GET), and its console makes an authenticated call that answers 200 with the stored user', async () => {
     await createUser(test, { name: 'Shown In Docs', email: 'docs@example.com' });
     const document = (await test.call({ url: '/v1/openapi.json' })).json as Document;
+    // HEAD is shown once, as a line of its GET's description, not as an operation of its own.
     const operations = Object.values(document.paths)
-      .flatMap((methods) => Object.values(methods))
-      .map((operation) => operation.operationId);
+      .flatMap((methods) => Object.entries(methods))
+      .filter(([method]) => method !== 'head')
+      .map(([, operation]) => operation.operationId);
+    expect(Object.values(document.paths).filter((methods) => 'head' in methods).length).toBeGreaterThan(10);
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const requested: string[] = [];
@@ -75,6 +79,12 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
     const shown = await page.locator('.opblock').evaluateAll((blocks) => blocks.map((block) => block.id));
     const missingOperations = operations.filter((id) => !shown.some((shownId) => shownId.endsWith(`-${id}`)));
     expect(missingOperations).toEqual([]);
+    expect(await page.locator('.opblock-head').count()).toBe(0);
+    // The groups in the document's order: the resources first, the service's plumbing last.
+    const groups = await page.locator('h3.opblock-tag').evaluateAll((tags) => tags.map((tag) => tag.dataset.tag));
+    expect(groups).toEqual(document.tags.map((tag) => tag.name));
+    expect(groups[0]).toBe('users');
+    expect(groups.at(-1)).toBe('service');
     // The picture in the documentation (docs/images/docs-page.png) is taken here.
     if (process.env.ROWI_TEST_DOCS_SCREENSHOT) await page.screenshot({ path: process.env.ROWI_TEST_DOCS_SCREENSHOT });
 
@@ -87,6 +97,9 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
 
     const listUsers = page.locator('.opblock[id$="-listUsers"]');
     await listUsers.locator('.opblock-summary').click();
+    await expect
+      .poll(() => listUsers.locator('.opblock-description-wrapper').textContent())
+      .toContain('HEAD on this path');
     await listUsers.locator('button.execute').click();
     const status = listUsers.locator('.live-responses-table .response .response-col_status').first();
     await status.waitFor({ timeout: 20_000 });
@@ -99,5 +112,6 @@ describe.skipIf(missing !== undefined)('GET /docs in headless Chromium', () => {
     // Nothing came from anywhere but rowi: the page works without internet.
     expect(requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:'))).toEqual([]);
     await page.close();
-  });
+    // A browser rendering a 2.5 MB document takes its time on a loaded 2-core machine.
+  }, 90_000);
 });
