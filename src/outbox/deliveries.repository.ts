@@ -33,6 +33,12 @@ export function findAttempts(db: Executor, deliveryIds: number[]): Promise<Store
 
 const INSERT_CHUNK = 1000;
 
+/**
+ * `status = 'pending'` with the value in the SQL: only then may the databases read the partial
+ * indexes of pending deliveries (migration 0015), which a bound parameter does not let them prove.
+ */
+const PENDING = sql<SqlBool>`status = 'pending'`;
+
 export async function insertDeliveries(db: Executor, deliveries: NewDelivery[]): Promise<StoredDelivery[]> {
   const stored: StoredDelivery[] = [];
   // In chunks: the databases bound the parameters of one statement (SQLite 32,766, PostgreSQL 65,535).
@@ -126,7 +132,7 @@ export function findDue(db: Executor, endpointId: number, now: string, limit: nu
     .selectFrom('webhook_deliveries')
     .selectAll()
     .where('endpoint_id', '=', endpointId)
-    .where('status', '=', 'pending')
+    .where(PENDING)
     .where('next_attempt_at', '<=', now)
     .where(sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
     .orderBy('next_attempt_at')
@@ -148,7 +154,7 @@ export function findPendingBefore(
     .select(['id', 'resource_key', 'next_attempt_at', 'lease_until'])
     .where('endpoint_id', '=', endpointId)
     .where('resource_key', 'in', resources)
-    .where('status', '=', 'pending')
+    .where(PENDING)
     .where('id', '<', beforeId)
     .execute();
 }

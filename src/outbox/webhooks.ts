@@ -2,6 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
+import { isSqlite } from '../db/dialect.js';
+import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import {
   assignSequences,
@@ -63,8 +65,14 @@ export interface WebhookOptions extends OutcomeRules {
 }
 
 const CURSOR = 'webhooks';
-/** The dispatcher's lease: renewed on every heartbeat; a holder that stops beating is taken over once it runs out. */
+/**
+ * The dispatcher's lease on PostgreSQL: renewed on every heartbeat; a holder that stops beating is
+ * taken over once it runs out. On SQLite every process of the deployment is on one host, where a
+ * holder that died is taken over at once (lease.ts), so the lease is long and renewed as it works,
+ * with no write a second.
+ */
 const LEASE_MS = 4000;
+const SQLITE_LEASE_MS = 15_000;
 /** The heartbeat: the lease renewed (or asked for), and the list of enabled endpoints read again. */
 const HEARTBEAT_MS = 1000;
 /**
@@ -179,6 +187,9 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #heartbeat: NodeJS.Timeout;
   #listedAt = 0;
   #rescannedAt = 0;
+  #beatFailing = false;
+  /** Whether the heartbeat renews the lease (PostgreSQL). */
+  readonly #beats: boolean;
 
   constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
     super(feed, ROUND_EVERY_MS);
@@ -187,7 +198,10 @@ export class WebhookDispatcher extends OutboxWorker {
     this.#options = options;
     this.#agents = webhookAgents(options.concurrency);
     // Taking over from another holder: its claims are given back, to be sent again now.
-    this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS, (trx, previous) => releaseClaimsOf(trx, previous));
+    this.#beats = !isSqlite(db);
+    this.#lease = new Lease(db, CURSOR, options.owner, this.#beats ? LEASE_MS : SQLITE_LEASE_MS, (trx, previous) =>
+      releaseClaimsOf(trx, previous),
+    );
     this.#heartbeat = setInterval(() => void this.#beat(), HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
@@ -210,14 +224,20 @@ export class WebhookDispatcher extends OutboxWorker {
 
   async #beat(): Promise<void> {
     try {
-      const held = await this.#lease.beat();
+      const held = this.#beats ? await this.#lease.beat() : this.#lease.heldNow();
       if (held && Date.now() - this.#rescannedAt >= RESCAN_MS) {
         this.#rescannedAt = Date.now();
         for (const lane of this.#lanes.values()) lane.look = true;
       }
     } catch (error) {
-      this.#log.warn({ err: error }, `webhook dispatcher's heartbeat failed: ${faultOf(error)}`);
+      // Said once while it lasts (damage is logged where it is found, db/corruption.ts); the rounds say the rest.
+      if (!this.#beatFailing && !isCorruption(error))
+        this.#log.warn({ err: error }, `webhook dispatcher's heartbeat failed: ${faultOf(error)}`);
+      this.#beatFailing = true;
+      this.wake();
+      return;
     }
+    this.#beatFailing = false;
     this.wake();
   }
 

@@ -8,8 +8,9 @@ import { textType } from './portable.js';
  * (`sequence`, 1, 2, 3… without gaps), counted in `webhook_sequences`. Deliveries made before
  * this migration get their resource from their event (when it is still kept) and no sequence.
  *
- * Two partial indexes over the pending deliveries only: an endpoint's due deliveries
- * (next_attempt_at order) and the deliveries of one resource before a given one.
+ * Two indexes: an endpoint's due deliveries in next_attempt_at order, over the pending ones only
+ * (partial: the queries name `status = 'pending'` literally, deliveries.repository.ts), and the
+ * pending deliveries of one resource before a given one.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
@@ -23,13 +24,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createIndex('webhook_deliveries_pending_due')
     .on('webhook_deliveries')
     .columns(['endpoint_id', 'next_attempt_at', 'id'])
-    .where(sql.ref('status'), '=', 'pending')
+    .where(sql.ref('status'), '=', sql.lit('pending'))
     .execute();
+  // Not partial: SQLite prefers (status, endpoint_id, id) to a partial index here, which would read
+  // every pending delivery of the endpoint; with the status among its columns this one wins.
   await db.schema
-    .createIndex('webhook_deliveries_pending_resource')
+    .createIndex('webhook_deliveries_resource')
     .on('webhook_deliveries')
-    .columns(['endpoint_id', 'resource_key', 'id'])
-    .where(sql.ref('status'), '=', 'pending')
+    .columns(['endpoint_id', 'resource_key', 'status', 'id'])
     .execute();
   await db.schema
     .createTable('webhook_sequences')
@@ -44,7 +46,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('webhook_sequences').execute();
-  await db.schema.dropIndex('webhook_deliveries_pending_resource').execute();
+  await db.schema.dropIndex('webhook_deliveries_resource').execute();
   await db.schema.dropIndex('webhook_deliveries_pending_due').execute();
   await db.schema.alterTable('webhook_deliveries').dropColumn('sequence').execute();
   await db.schema.alterTable('webhook_deliveries').dropColumn('resource_key').execute();
