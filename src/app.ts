@@ -13,7 +13,7 @@ import { registerDocsPage } from './http/docs-page.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
-import { publicOrigin, registerHsts, transportOptions } from './http/transport.js';
+import { registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
 import { IDEMPOTENCY_KEYS_RETENTION } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
@@ -24,7 +24,8 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { reachOfGrants, readableResources, SECURITY_SCHEMES } from './auth/policy.js';
+import { reachOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
+import { eventSightOf } from './auth/visibility.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -47,7 +48,8 @@ import { startEvents } from './outbox/readers.js';
 import { eventTables } from './outbox/retention.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { VERSION } from './version.js';
-import { registry } from './observability/metrics.js';
+import { registry, watchBackups } from './observability/metrics.js';
+import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
 
@@ -137,7 +139,7 @@ export async function buildApp({
   });
   registerAuthentication(
     app,
-    new Authenticator(db, new TokenService(db, config, publicOrigin(config), storage.signals), logger, storage.signals),
+    new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
   );
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
   await registerOpenApi(app, {
@@ -152,6 +154,14 @@ export async function buildApp({
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
   await app.register(limitsRoutes);
+  if (config.backupDir !== '') {
+    const folder = config.backupDir;
+    watchBackups(async () => {
+      const status = await readBackupStatus(folder);
+      const at = status?.last_success_at;
+      return { lastSuccess: at ? Date.parse(at) / 1000 : undefined, failures: status?.failures ?? 0 };
+    });
+  }
   await app.register(metricsRoutes, { collect: collectMetrics });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);
@@ -160,13 +170,15 @@ export async function buildApp({
   await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
+  // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,
+    commits: db.commits,
     signals: storage.signals,
     config,
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
-    readableBy: (owner) => new Set(readableResources(reachOfGrants(owner))),
+    readableBy: (ownerId, owner) => eventSightOf(reachOfGrants(owner, ownerId)),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

@@ -11,6 +11,7 @@ import * as m0007 from './migrations/0007-delivery-claims.js';
 import * as m0008 from './migrations/0008-webhook-owners.js';
 import * as m0013 from './migrations/0013-owners.js';
 import * as m0015 from './migrations/0015-delivery-order.js';
+import * as m0016 from './migrations/0016-acting-for-users.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -28,7 +29,11 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008-webhook-owners': m0008,
   '0013-owners': m0013,
   '0015-delivery-order': m0015,
+  '0016-acting-for-users': m0016,
 };
+
+/** The migrations this rowi knows, in order: a database with another is from a newer rowi. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 

@@ -5,10 +5,17 @@ import { isUniqueViolation } from '../../db/driver-errors.js';
 import type { ListQuery } from '../../db/keyset.js';
 import type { Sight } from '../../db/visibility.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { recordEvent } from '../../outbox/outbox.js';
+import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { createdByDiffers } from '../ownership.js';
 import {
   emailKey,
@@ -80,9 +87,11 @@ export async function deleteUser(trx: Trx, id: number, condition: VersionConditi
           `User ${id} has placed orders; fulfil, cancel or delete them first.`,
         );
       }
-      if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return undefined;
-      await recordEvent(trx, 'user.deleted', userPath(id), { id });
-      return true;
+      if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return VERSION_MOVED;
+      await recordEvents(trx, [
+        { type: 'user.deleted', path: userPath(id), data: { id }, owner: ownerOf('users', stored) },
+      ]);
+      return DELETED;
     },
     `User ${id}`,
   );
@@ -105,12 +114,13 @@ async function changeUser(
       assertReadOnlyEchoes(stored, body, createdByDiffers(stored, body));
       const wanted = next(stored);
       // A write that changes nothing keeps the version, so ETags held by clients stay valid.
-      if (wanted.name === stored.name && wanted.email === stored.email) return stored;
+      if (wanted.name === stored.name && wanted.email === stored.email) return written(stored);
       const updated = await withEmailUniqueness(wanted.email, () =>
         updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }),
       );
-      if (updated) await recordEvent(trx, 'user.updated', userPath(id), updated);
-      return updated;
+      if (!updated) return VERSION_MOVED;
+      await recordEvent(trx, 'user.updated', userPath(id), updated);
+      return written(updated);
     },
     `User ${id}`,
   );
