@@ -61,6 +61,16 @@ export const EVENT_SETTINGS = {
     }),
     'ROWI_WEBHOOK_TIMEOUT',
   ),
+  webhookConcurrency: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 256,
+      default: 16,
+      description:
+        'webhook deliveries one endpoint may have in flight at once, each of a different resource (the events of one resource go one at a time, in order)',
+    }),
+    'ROWI_WEBHOOK_CONCURRENCY',
+  ),
   webhookDisableAfter: setting(
     Type.Integer({
       minimum: 1,

@@ -7,6 +7,7 @@ export interface EventTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_sequences: WebhookSequencesTable;
 }
 
 /** An event of the outbox, written in the transaction of the change it tells of. */
@@ -71,6 +72,10 @@ export interface WebhookDeliveriesTable {
   lease_until: string | null;
   /** The lease holder that claimed it last (outbox/lease.ts). */
   claimed_by: string | null;
+  /** The resource its event is about (outbox/webhooks.ts resourceKeyOf): deliveries of one resource go in order (migration 0015). */
+  resource_key: string | null;
+  /** Its place among the deliveries of its resource to its endpoint, from 1; null when made before migration 0015. */
+  sequence: number | string | null;
   created_at: string;
   updated_at: string;
 }
@@ -85,3 +90,10 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+
+/** The last sequence given to a delivery of a resource to an endpoint (migration 0015). */
+export interface WebhookSequencesTable {
+  endpoint_id: number;
+  resource_key: string;
+  last: number | string;
+}

@@ -11,6 +11,7 @@ import * as m0007 from './migrations/0007-delivery-claims.js';
 import * as m0008 from './migrations/0008-webhook-owners.js';
 import * as m0013 from './migrations/0013-owners.js';
 import * as m0014 from './migrations/0014-operations.js';
+import * as m0015 from './migrations/0015-delivery-order.js';
 import * as m0016 from './migrations/0016-acting-for-users.js';
 import { isSqlite } from './dialect.js';
 
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008-webhook-owners': m0008,
   '0013-owners': m0013,
   '0014-operations': m0014,
+  '0015-delivery-order': m0015,
   '0016-acting-for-users': m0016,
 };
 

@@ -1,8 +1,16 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
 import type { Trx } from '../db/database.js';
-import { deadLetterPending, insertAttempt, updateDelivery, type StoredDelivery } from './deliveries.repository.js';
-import { countEndpointFailure, disableEndpoint, resetEndpointFailures } from './webhook-endpoints.repository.js';
+import {
+  deadLetterPending,
+  existingDeliveries,
+  holdBackResource,
+  insertAttempts,
+  markSucceeded,
+  updateDelivery,
+  type StoredDelivery,
+} from './deliveries.repository.js';
+import { addEndpointFailures, disableEndpoint, resetEndpointFailures } from './webhook-endpoints.repository.js';
 import { ownerGone } from './webhook-owners.js';
 import type { AttemptOutcome } from './webhook-sender.js';
 
@@ -12,7 +20,7 @@ import type { AttemptOutcome } from './webhook-sender.js';
  *   schedule and counts towards disabling the endpoint;
  * - gone: its event is no longer kept; dead at once;
  * - skipped: the endpoint's owner may not read the event (now); dead at once, not the receiver's
- *   failure, and the endpoint's next deliveries go on;
+ *   failure, and the next deliveries of its resource go on;
  * - ownerless: the endpoint's owner no longer exists; the endpoint is disabled and every pending
  *   delivery of it goes dead.
  */
@@ -23,6 +31,13 @@ export interface Turn {
   attemptedAt: string;
   /** The endpoint's owner, as the delivery found it (for the reason an ownerless endpoint is disabled). */
   ownerId: number | null;
+}
+
+/** A turn and what it makes of its delivery: decided when the turn ends, written later with others (recordTurns). */
+export interface SettledTurn extends Turn {
+  status: 'succeeded' | 'pending' | 'dead';
+  /** When a delivery that stays pending is tried again (the later deliveries of its resource wait until then). */
+  nextAttemptAt: string | null;
 }
 
 export interface OutcomeRules {
@@ -39,61 +54,110 @@ export function notSent(error: string): AttemptOutcome {
   return { ok: false, statusCode: null, durationMs: 0, error };
 }
 
-/** Whether the endpoint's next deliveries may be sent after this one in the same batch (an endpoint gets its events in order). */
+/** Whether the next delivery of the same resource may be sent after this one (the events of a resource go in order). */
 export function goesOn(turn: Turn): boolean {
   return turn.outcome.ok || turn.kind === 'skipped';
 }
 
-/** Records the turn as an attempt of the delivery, and what follows from it for the delivery and its endpoint. */
-export async function recordTurn(
+/** What the turn makes of its delivery: succeeded, pending until its next attempt on the schedule (±20 %), or dead. */
+export function settleTurn(turn: Turn, rules: OutcomeRules): SettledTurn {
+  if (turn.outcome.ok) return { ...turn, status: 'succeeded', nextAttemptAt: null };
+  const attempts = turn.delivery.attempts + 1;
+  if (turn.kind !== 'sent' || attempts > rules.retrySchedule.length)
+    return { ...turn, status: 'dead', nextAttemptAt: null };
+  const delay = rules.retrySchedule[attempts - 1]! * 1000 * (1 - JITTER + Math.random() * 2 * JITTER);
+  return { ...turn, status: 'pending', nextAttemptAt: new Date(Date.now() + delay).toISOString() };
+}
+
+/**
+ * Records turns (of any endpoints, in the order they ended) in the unit of work given: every
+ * attempt in one statement, the succeeded deliveries in one more, each other outcome on its own
+ * (failures are the exception). A failed delivery holds back the later deliveries of its
+ * resource until its next attempt (or lets them go when it went dead); an endpoint's failures in
+ * a row are counted, a success resetting them, and `disableAfter` of them disable it. Answers
+ * the endpoints disabled.
+ */
+export async function recordTurns(
   trx: Trx,
-  endpointId: number,
-  turn: Turn,
+  ended: readonly SettledTurn[],
   rules: OutcomeRules,
   log: FastifyBaseLogger,
-): Promise<void> {
-  const { delivery, outcome } = turn;
+): Promise<number[]> {
+  // A delivery deleted meanwhile (with its endpoint) has nothing left to record.
+  const kept = new Set(
+    await existingDeliveries(
+      trx,
+      ended.map((turn) => turn.delivery.id),
+    ),
+  );
+  const turns = ended.filter((turn) => kept.has(turn.delivery.id));
+  if (turns.length === 0) return [];
   const now = nowTimestamp();
-  await insertAttempt(trx, {
-    delivery_id: delivery.id,
-    attempted_at: turn.attemptedAt,
-    status_code: outcome.statusCode,
-    duration_ms: outcome.durationMs,
-    error: outcome.error,
-  });
-  const attempts = delivery.attempts + 1;
-  if (outcome.ok) {
-    await updateDelivery(trx, delivery.id, { status: 'succeeded', attempts, next_attempt_at: null }, now);
-    await resetEndpointFailures(trx, endpointId);
-    return;
-  }
-  const dead = turn.kind !== 'sent' || attempts > rules.retrySchedule.length;
-  const delay = dead ? 0 : rules.retrySchedule[attempts - 1]! * 1000 * (1 - JITTER + Math.random() * 2 * JITTER);
-  await updateDelivery(
+  await insertAttempts(
     trx,
-    delivery.id,
-    {
-      status: dead ? 'dead' : 'pending',
-      attempts,
-      next_attempt_at: dead ? null : new Date(Date.now() + delay).toISOString(),
-    },
+    turns.map((turn) => ({
+      delivery_id: turn.delivery.id,
+      attempted_at: turn.attemptedAt,
+      status_code: turn.outcome.statusCode,
+      duration_ms: turn.outcome.durationMs,
+      error: turn.outcome.error,
+    })),
+  );
+  await markSucceeded(
+    trx,
+    turns.filter((turn) => turn.status === 'succeeded').map((turn) => turn.delivery.id),
     now,
   );
-  if (turn.kind === 'ownerless') {
-    await disableOwnerless(trx, endpointId, turn.ownerId, log);
-    return;
-  }
-  if (turn.kind === 'skipped') return;
-  if ((await countEndpointFailure(trx, endpointId)) >= rules.disableAfter) {
-    await disableEndpoint(
+  // Per endpoint: failures since its last success in these turns, and whether there was one.
+  const failures = new Map<number, { reset: boolean; count: number; last: string | null; ownerless?: number | null }>();
+  for (const turn of turns) {
+    const endpointId = turn.delivery.endpoint_id;
+    const counted = failures.get(endpointId) ?? { reset: false, count: 0, last: null };
+    failures.set(endpointId, counted);
+    if (turn.status === 'succeeded') {
+      counted.reset = true;
+      counted.count = 0;
+      continue;
+    }
+    const { delivery } = turn;
+    // Still pending: a delivery dead-lettered while its attempt was in flight (its endpoint disabled) stays dead.
+    await updateDelivery(
       trx,
-      endpointId,
-      `disabled after ${rules.disableAfter} failed attempts in a row (the last: ${outcome.error})`,
+      delivery.id,
+      { status: turn.status, attempts: delivery.attempts + 1, next_attempt_at: turn.nextAttemptAt },
       now,
+      'pending',
     );
-    await deadLetterPending(trx, endpointId, now);
-    log.warn({ endpoint_id: endpointId }, 'webhook endpoint disabled: it kept failing');
+    if (turn.kind !== 'skipped' && delivery.resource_key !== null)
+      await holdBackResource(trx, endpointId, delivery.resource_key, delivery.id, turn.nextAttemptAt ?? now);
+    if (turn.kind === 'ownerless') counted.ownerless = turn.ownerId;
+    else if (turn.kind === 'sent') {
+      counted.count++;
+      counted.last = turn.outcome.error;
+    }
   }
+  const disabled: number[] = [];
+  for (const [endpointId, counted] of failures) {
+    if (counted.ownerless !== undefined) {
+      await disableOwnerless(trx, endpointId, counted.ownerless, log);
+      disabled.push(endpointId);
+      continue;
+    }
+    if (counted.reset) await resetEndpointFailures(trx, endpointId);
+    if (counted.count === 0) continue;
+    if ((await addEndpointFailures(trx, endpointId, counted.count)) >= rules.disableAfter) {
+      await disableEndpoint(
+        trx,
+        endpointId,
+        `disabled after ${rules.disableAfter} failed attempts in a row (the last: ${counted.last})`,
+        now,
+      );
+      await deadLetterPending(trx, endpointId, now);
+      log.warn({ endpoint_id: endpointId }, 'webhook endpoint disabled: it kept failing');
+      disabled.push(endpointId);
+    }
+  }
+  return disabled;
 }
 
 /** Disables an endpoint whose owner no longer exists; its pending deliveries go dead. */

@@ -7,9 +7,11 @@ import { cursorOf, takeLease } from './outbox.repository.js';
 /**
  * The lease that makes one process of a deployment the consumer of the outbox for one purpose
  * (webhooks, the NATS bus): a row of event_cursors naming its holder until a time. The holder
- * renews it as it works; when it stops, another process takes it over once it has run out, or
- * at once when the holder was a process of this host that is no longer running (a crash, kill -9,
- * a restart after either): a holder is named `host:pid:random` (leaseHolderName).
+ * renews it as it works (and the webhook dispatcher on a heartbeat, `beat`, every second, with a
+ * short lease); when it stops, another process takes it over once it has run out, or at once
+ * when the holder was a process of this host that is no longer running (a crash, kill -9, a
+ * restart after either): a holder is named `host:pid:random` (leaseHolderName). Whoever takes the
+ * lease from another holder runs `onTakeOver` with that holder's name in the same unit of work.
  */
 export class Lease {
   readonly #db: Db;
@@ -41,18 +43,29 @@ export class Lease {
 
   /** Milliseconds before a process that does not hold the lease should ask again. */
   get retryMs(): number {
-    return this.#lengthMs / 3;
+    return Math.min(this.#lengthMs / 3, 1000);
   }
 
-  /** Whether this process holds the lease now, renewing it when a third of it is left. */
-  async held(): Promise<boolean> {
+  /** Whether this process held the lease when it last looked, and the lease has not run out since (no database work). */
+  heldNow(): boolean {
+    return this.#until > Date.now();
+  }
+
+  /** The heartbeat: renews the lease now when this process holds it, or tries to take it when it is due to ask. */
+  beat(): Promise<boolean> {
+    return this.held(this.#lengthMs);
+  }
+
+  /** Whether this process holds the lease now, renewing it when less than `renewBelowMs` of it is left (a third). */
+  async held(renewBelowMs = this.#lengthMs / 3): Promise<boolean> {
     const now = Date.now();
-    if (this.#until - now > this.#lengthMs / 3) return true;
+    if (this.#until - now > renewBelowMs) return true;
     if (now < this.#retryAt) return false;
     const until = now + this.#lengthMs;
     const held = await unitOfWork(this.#db, async (trx) => {
       const holder = (await cursorOf(trx, this.#name)).lease_owner;
       const gone = holder !== null && holder !== this.#owner && diedOnThisHost(holder) ? holder : undefined;
+      const previous = holder !== null && holder !== this.#owner ? holder : undefined;
       const taken = await takeLease(
         trx,
         this.#name,
@@ -61,9 +74,10 @@ export class Lease {
         new Date(until).toISOString(),
         gone,
       );
-      if (taken && gone !== undefined) await this.#onTakeOver?.(trx, gone);
+      if (taken && previous !== undefined) await this.#onTakeOver?.(trx, previous);
       return taken;
     });
+    // A renewal that throws (the database away) leaves the lease as it was: it still runs out when it would have.
     this.#until = held ? until : 0;
     if (!held) this.#retryAt = now + this.retryMs;
     return held;

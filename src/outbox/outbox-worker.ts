@@ -1,7 +1,7 @@
 import type { EventFeed } from './feed.js';
 import { isCorruption } from '../db/driver-errors.js';
 
-/** Between two rounds of work while commits keep waking it: each round takes everything since the last. */
+/** Between two rounds of work while commits keep waking it (unless told otherwise): each round takes everything since the last. */
 const ROUND_EVERY_MS = 10;
 
 /**
@@ -11,14 +11,16 @@ const ROUND_EVERY_MS = 10;
  */
 export abstract class OutboxWorker {
   readonly #feed: EventFeed;
+  readonly #roundEveryMs: number;
   #running = false;
   #again = false;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(feed: EventFeed) {
+  constructor(feed: EventFeed, roundEveryMs = ROUND_EVERY_MS) {
     this.#feed = feed;
+    this.#roundEveryMs = roundEveryMs;
   }
 
   /** One round of work; `false` stops the rounds until the next wake (this process holds no lease). */
@@ -68,7 +70,7 @@ export abstract class OutboxWorker {
       do {
         this.#again = false;
         more = await this.round();
-        if (more && this.#again) await new Promise((resolve) => setTimeout(resolve, ROUND_EVERY_MS));
+        if (more && this.#again) await new Promise((resolve) => setTimeout(resolve, this.#roundEveryMs));
       } while (more && this.#again && !this.#closed);
       if (more) await this.settled();
     } catch (error) {

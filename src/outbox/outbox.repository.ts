@@ -132,6 +132,20 @@ export async function findEventById(db: Executor, id: string): Promise<StoredEve
   return row ? asStored(row) : undefined;
 }
 
+/** The events of these ids that are still kept (in no order). */
+export async function findEventsByIds(db: Executor, ids: readonly string[]): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  for (let from = 0; from < ids.length; from += 1000) {
+    const rows = await db
+      .selectFrom('events')
+      .select(EVENT_COLUMNS)
+      .where('id', 'in', ids.slice(from, from + 1000))
+      .execute();
+    events.push(...rows.map(asStored));
+  }
+  return events;
+}
+
 /** A page of the events the sight shows (of the records the caller sees: db/visibility.ts). */
 export async function findEvents(db: Executor, query: ListQuery, sight: EventSight) {
   const page = await fetchPage(db.selectFrom('events').select(EVENT_COLUMNS).where(visibleEvents(sight)), query);

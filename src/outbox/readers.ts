@@ -36,6 +36,7 @@ export function startEvents({ db, commits, signals, config, log, userAgent, read
   const dispatcher = new WebhookDispatcher(db, feed, log, {
     retrySchedule: retrySchedule(config.webhookRetrySchedule),
     timeoutMs: config.webhookTimeout,
+    concurrency: config.webhookConcurrency,
     disableAfter: config.webhookDisableAfter,
     policy,
     userAgent,

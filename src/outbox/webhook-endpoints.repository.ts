@@ -114,11 +114,11 @@ export function updateEndpointAtVersion(
     .executeTakeFirst();
 }
 
-/** One more failed attempt in a row; answers the count. */
-export async function countEndpointFailure(db: Executor, id: number): Promise<number> {
+/** More failed attempts in a row; answers the count. */
+export async function addEndpointFailures(db: Executor, id: number, count: number): Promise<number> {
   const row = await db
     .updateTable('webhook_endpoints')
-    .set((eb) => ({ failures: eb('failures', '+', 1) }))
+    .set((eb) => ({ failures: eb('failures', '+', count) }))
     .where('id', '=', id)
     .returning('failures')
     .executeTakeFirst();

@@ -26,8 +26,14 @@ export interface WebhookAgents {
   destroy(): void;
 }
 
-export function webhookAgents(): WebhookAgents {
-  const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, maxFreeSockets: 16, scheduling: 'lifo' as const };
+/** Agents that keep up to `perReceiver` idle connections to each receiver (its deliveries in flight at once). */
+export function webhookAgents(perReceiver = 16): WebhookAgents {
+  const options = {
+    keepAlive: true,
+    timeout: IDLE_CONNECTION_MS,
+    maxFreeSockets: perReceiver,
+    scheduling: 'lifo' as const,
+  };
   const agents = { http: new http.Agent(options), https: new https.Agent(options) };
   return { ...agents, destroy: () => Object.values(agents).forEach((agent) => agent.destroy()) };
 }

@@ -35,9 +35,11 @@ export async function deliveriesOf(test: TestApp, endpointId: number): Promise<D
 }
 
 /**
- * Makes a user as the admin and waits until the receiver has it: a marker. An endpoint's
- * deliveries go in order, so whatever was committed before the marker and would be sent has
- * arrived by then; what has not, is not sent.
+ * Makes a user as the admin and waits until the receiver has it (a marker), then until no
+ * delivery of the receiver's endpoints is pending. The deliveries of different resources go in
+ * parallel, but an event is fanned out before the marker when it was committed before it: so
+ * whatever was committed before the marker and would be sent has arrived by then; what has not,
+ * is not sent.
  */
 export async function deliverMarker(test: TestApp, receiver: Receiver, name: string): Promise<void> {
   const made = await test.call({
@@ -51,6 +53,17 @@ export async function deliverMarker(test: TestApp, receiver: Receiver, name: str
     10_000,
     (received) => received.event.type === 'user.created' && received.event.data.name === name,
   );
+  const endpoints = (await test.call({ url: '/v1/webhook-endpoints?limit=500' })).json.data as {
+    id: number;
+    url: string;
+  }[];
+  for (const endpoint of endpoints.filter((listed) => listed.url === receiver.url))
+    await eventually(
+      async () =>
+        (await test.call({ url: `/v1/webhook-endpoints/${endpoint.id}/deliveries?status=pending&limit=1` })).json
+          .data as unknown[],
+      (pending) => pending.length === 0,
+    );
 }
 
 /** The types the receiver got after the marker named `after` (all when undefined). */

@@ -1111,7 +1111,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again
-         * @description A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint (if the endpoint's owner may still read its event). 409 while it is still pending, or when the endpoint is disabled. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.
+         * @description A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent within seconds, after the deliveries of its resource already in flight and before the later ones not yet sent (if the endpoint's owner may still read its event); it keeps its sequence. 409 while it is still pending, or when the endpoint is disabled. Only a caller that could have created the endpoint as it is may do this: one that may read every resource the endpoint sends events of for its owner; 403 webhook-endpoint-forbidden otherwise, with the scopes missing.
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;

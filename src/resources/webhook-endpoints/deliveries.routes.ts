@@ -65,7 +65,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
         operationId: 'retryWebhookDelivery',
         permission: 'webhook-endpoints:update',
         summary: 'Send a delivery again',
-        description: `A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent as soon as it is the oldest pending delivery of its endpoint (if the endpoint's owner may still read its event). 409 while it is still pending, or when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
+        description: `A succeeded or dead-lettered delivery becomes pending again, on a fresh retry schedule, and is sent within seconds, after the deliveries of its resource already in flight and before the later ones not yet sent (if the endpoint's owner may still read its event); it keeps its sequence. 409 while it is still pending, or when the endpoint is disabled. ${WHO_MAY_CHANGE}`,
         tags: TAGS,
         params: DeliveryParams,
         problems: [409],

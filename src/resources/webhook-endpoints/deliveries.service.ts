@@ -5,6 +5,7 @@ import {
   findAttempts,
   findDeliveries,
   findDeliveryById,
+  assignSequences,
   insertDeliveries,
   updateDelivery,
   type StoredAttempt,
@@ -85,7 +86,9 @@ export async function pingEndpoint(trx: Trx, endpointId: number, context: Endpoi
   const path = `/v1/webhook-endpoints/${endpointId}`;
   const event = { id: nextEventId(), type: 'webhook.ping' as const };
   await recordEvent(trx, event.type, path, { endpoint_id: endpointId, url: endpoint.url }, event.id);
-  const [delivery] = await insertDeliveries(trx, [newDelivery(endpointId, event, nowTimestamp())]);
+  const ping = newDelivery(endpointId, { ...event, path }, nowTimestamp());
+  await assignSequences(trx, [ping]);
+  const [delivery] = await insertDeliveries(trx, [ping]);
   return presentDelivery(delivery!, []);
 }
 
