@@ -4126,6 +4126,8 @@ export interface components {
         "Cache-Control": string;
         /** @description RFC 9211: how rowi's cache of the provider answered (hit, fwd=uri-miss|stale, fwd-status, ttl, stored, collapsed, detail on failure); only when the provider was involved */
         "Cache-Status": string;
+        /** @description only on an export: attachment; filename="<collection>.csv" (or .ndjson) */
+        "Content-Disposition": string;
         /** @description strong entity tag of this representation; send it in If-Match / If-None-Match */
         ETag: string;
         /** @description "true" when the response replays an earlier one with the same Idempotency-Key */
@@ -4593,18 +4595,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of users */
+            /** @description A page of users; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
                     "application/xml": components["schemas"]["UserPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["User"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4690,18 +4695,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of users */
+            /** @description A page of users; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
                     "application/xml": components["schemas"]["UserPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["User"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5025,18 +5033,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of items */
+            /** @description A page of items; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ItemPage"];
                     "application/xml": components["schemas"]["ItemPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Item"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5122,18 +5133,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of items */
+            /** @description A page of items; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ItemPage"];
                     "application/xml": components["schemas"]["ItemPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Item"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5659,18 +5673,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of movements */
+            /** @description A page of movements; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["StockMovement"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5711,18 +5728,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of movements */
+            /** @description A page of movements; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["StockMovement"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5805,18 +5825,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of orders */
+            /** @description A page of orders; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Order"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5902,18 +5925,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of orders */
+            /** @description A page of orders; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Order"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7300,18 +7326,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events */
+            /** @description A page of audit events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEventPage"];
                     "application/xml": components["schemas"]["AuditEventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["AuditEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7352,18 +7381,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events */
+            /** @description A page of audit events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEventPage"];
                     "application/xml": components["schemas"]["AuditEventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["AuditEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7398,17 +7430,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of events */
+            /** @description A page of events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Event"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7443,17 +7478,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of events */
+            /** @description A page of events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Event"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,15 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+import { answerList, withExports } from '../../http/export.js';
 import { findAuditEvents } from '../../audit-trail/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
-import {
-  listQuerySchema,
-  pageSchema,
-  parseListQuery,
-  sendPage,
-  timeBound,
-  type CollectionSpec,
-} from '../../http/paging.js';
+import { listQuerySchema, pageSchema, parseListQuery, timeBound, type CollectionSpec } from '../../http/paging.js';
 import {
   Id,
   Nullable,
@@ -101,12 +95,18 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'One event per request, allowed or refused. Events are written in batches about once a second, so the newest may not be listed yet.',
         tags: ['audit'],
         querystring: listQuerySchema(AUDIT_COLLECTION),
-        response: { 200: representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link) },
+        response: {
+          200: withExports(
+            representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link),
+            AuditEventSchema,
+          ),
+        },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(AUDIT_COLLECTION, request.query);
-      return sendPage(request, reply, await findAuditEvents(db, query), query);
+      const list = (page: typeof query) => findAuditEvents(db, page);
+      return answerList(request, reply, { name: 'audit-events', record: AuditEventSchema, query, list }, app.config);
     },
   );
 };

@@ -32,6 +32,7 @@ const ITEMS: Collection = {
   listing: ITEM_COLLECTION,
   record: ItemSchema,
   page: ItemPageSchema,
+  exports: true,
   present: presentItem,
 };
 

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
+import { answerList, withExports } from '../../http/export.js';
+import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import {
   CONDITIONAL_READ,
@@ -21,6 +22,7 @@ import {
   StockSetEntrySchema,
   MOVEMENT_COLLECTION,
   MovementPageSchema,
+  MovementSchema,
   StockPatchSchema,
   StockReplaceSchema,
   StockSchema,
@@ -96,20 +98,19 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['stock'],
         params: IdParams,
         querystring: listQuerySchema(MOVEMENT_COLLECTION),
-        response: { 200: representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link) },
+        response: {
+          200: withExports(
+            representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link),
+            MovementSchema,
+          ),
+        },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
-      return sendPage(
-        request,
-        reply,
-        await listMovements(db, request.params.id, query, {
-          items: sightOf(request.principal, 'items'),
-          orders: sightOf(request.principal, 'orders'),
-        }),
-        query,
-      );
+      const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
+      const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
+      return answerList(request, reply, { name: 'stock-movements', record: MovementSchema, query, list }, app.config);
     },
   );
 

@@ -36,6 +36,7 @@ const ORDERS: Collection = {
   listing: ORDER_COLLECTION,
   record: OrderSchema,
   page: OrderPageSchema,
+  exports: true,
 };
 
 /**
