@@ -61,6 +61,8 @@ const EXPECTED: Record<string, Needs> = {
   'POST /v1/items/batch': ['items:update', 'items:read'],
   'POST /v1/items/stock/batch': ['stock:update', 'items:read', 'stock:read'],
 
+  'GET /v1/items/stock': ['stock:read', 'items:read'],
+  'HEAD /v1/items/stock': ['stock:read', 'items:read'],
   'GET /v1/items/:id/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/:id/stock': ['stock:read', 'items:read'],
   'PUT /v1/items/:id/stock': ['stock:update', 'items:read', 'stock:read'],

@@ -336,6 +336,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/items/stock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the stock of items, by item (the stock of many items: ?id=)
+         * @description The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.
+         */
+        get: operations["listStock"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List the stock of items, by item (the stock of many items: ?id=)
+         * @description The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.
+         */
+        head: operations["listStock-head"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/items/{id}/stock": {
         parameters: {
             query?: never;
@@ -3079,6 +3103,25 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * StockPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 98,
+         *           "reserved": 2,
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        StockPage: {
+            data: components["schemas"]["Stock"][];
+            /** @description pass as cursor to get the next page; null on the last page */
+            next_cursor: string | null;
+        };
+        /**
          * StockPatch
          * @example {
          *       "quantity": 120
@@ -4588,6 +4631,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -4688,6 +4733,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5026,6 +5073,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5126,6 +5175,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5445,6 +5496,96 @@ export interface operations {
             507: components["responses"]["InsufficientStorage"];
         };
     };
+    listStock: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description comma-separated sort fields (item_id); prefix - for descending; ties are broken by id */
+                sort?: string;
+                /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of stock; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StockPage"];
+                    "application/xml": components["schemas"]["StockPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Stock"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listStock-head": {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description comma-separated sort fields (item_id); prefix - for descending; ties are broken by id */
+                sort?: string;
+                /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of stock; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StockPage"];
+                    "application/xml": components["schemas"]["StockPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Stock"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getStock: {
         parameters: {
             query?: never;
@@ -5663,6 +5804,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path: {
@@ -5718,6 +5861,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path: {
@@ -5818,6 +5963,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5918,6 +6065,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7319,6 +7468,8 @@ export interface operations {
                 after?: string;
                 /** @description only requests that arrived strictly before this instant (RFC 3339) */
                 before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7374,6 +7525,8 @@ export interface operations {
                 after?: string;
                 /** @description only requests that arrived strictly before this instant (RFC 3339) */
                 before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7423,6 +7576,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7471,6 +7626,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;

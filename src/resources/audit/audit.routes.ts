@@ -3,7 +3,14 @@ import Type from 'typebox';
 import { answerList, withExports } from '../../http/export.js';
 import { findAuditEvents } from '../../audit-trail/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
-import { listQuerySchema, pageSchema, parseListQuery, timeBound, type CollectionSpec } from '../../http/paging.js';
+import {
+  INTEGER_IDS,
+  listQuerySchema,
+  pageSchema,
+  parseListQuery,
+  timeBound,
+  type CollectionSpec,
+} from '../../http/paging.js';
 import {
   Id,
   Nullable,
@@ -43,6 +50,7 @@ export const AuditEventSchema = Type.Object(
 const AuditEventPageSchema = pageSchema(AuditEventSchema, 'audit_events');
 
 export const AUDIT_COLLECTION: CollectionSpec = {
+  ids: INTEGER_IDS,
   sortable: { id: 'integer' },
   defaultSort: '-id',
   filters: {

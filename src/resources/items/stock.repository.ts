@@ -2,7 +2,7 @@ import type { Executor, StockMovementRow, StockRow } from '../../db/database.js'
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { sql } from 'kysely';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
-import { compiledVisibleById, visibleIn, type Sight } from '../../db/visibility.js';
+import { compiledVisibleById, visibleIn, whereVisible, type Sight } from '../../db/visibility.js';
 
 /** Every query of an item's stock and of its ledger (stock_movements). */
 const STOCK_COLUMNS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'updated_at', 'version'] as const;
@@ -41,6 +41,21 @@ export function insertStock(db: Executor, itemId: number, now: string): Promise<
 export async function findStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock | undefined> {
   const [stock] = await selectStockByItem(db, itemId, sight);
   return stock;
+}
+
+/** A page of the stock of the items the sight shows, by item. */
+export function findStockPage(db: Executor, query: ListQuery, sight: Sight) {
+  return fetchPage(
+    whereVisible(
+      db
+        .selectFrom('stock')
+        .innerJoin('items', 'items.id', 'stock.item_id')
+        .select(STOCK_COLUMNS.map((column) => `stock.${column}` as const)),
+      'items',
+      sight,
+    ),
+    query,
+  );
 }
 
 export function findStocks(db: Executor, itemIds: number[]): Promise<StoredStock[]> {

@@ -25,15 +25,41 @@ import {
   MovementSchema,
   StockPatchSchema,
   StockReplaceSchema,
+  StockPageSchema,
   StockSchema,
+  STOCK_COLLECTION,
 } from './stock.schema.js';
-import { adjustStock, getStock, listMovements, setStock } from './stock.service.js';
+import { adjustStock, getStock, listMovements, listStock, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { sightOf } from '../../auth/visibility.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
+
+  app.get(
+    '/v1/items/stock',
+    {
+      schema: operation({
+        operationId: 'listStock',
+        permission: 'stock:read',
+        summary: 'List the stock of items, by item (the stock of many items: ?id=)',
+        description:
+          'The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.',
+        tags: ['stock'],
+        querystring: listQuerySchema(STOCK_COLLECTION),
+        response: {
+          200: withExports(representation(StockPageSchema, 'A page of stock', RESPONSE_HEADERS.link), StockSchema),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(STOCK_COLLECTION, request.query);
+      const sight = sightOf(request.principal, 'items');
+      const list = (page: typeof query) => listStock(db, page, sight);
+      return answerList(request, reply, { name: 'stock', record: StockSchema, query, list }, app.config);
+    },
+  );
 
   app.get(
     '/v1/items/:id/stock',
