@@ -20,7 +20,8 @@ import { migrateToLatest } from '../dist/src/db/migrate.js';
 import { registerDraining } from '../dist/src/http/draining.js';
 import { registerLingeringClose } from '../dist/src/http/lingering-close.js';
 import { registerLoadShedding } from '../dist/src/http/load-shedding.js';
-import { deleteExpiredKeys } from '../dist/src/http/idempotency.js';
+import { IDEMPOTENCY_KEYS_RETENTION } from '../dist/src/http/idempotency.js';
+import { startRetention } from '../dist/src/db/retention.js';
 import { RouteTable } from '../dist/src/http/not-allowed.js';
 import { registerOpenApi, registerOpenApiRoute } from '../dist/src/http/openapi.js';
 import { frameworkErrorHandler, registerProblemHandlers } from '../dist/src/http/problem.js';
@@ -45,7 +46,6 @@ import healthRoutes from '../dist/src/resources/health.routes.js';
 import usersRoutes from '../dist/src/resources/users/users.routes.js';
 import { VERSION } from '../dist/src/version.js';
 
-const EXPIRED_KEYS_SWEEP_MS = 10 * 60 * 1000;
 const EVERY_SCOPE = Object.freeze({
   credential: 'api_key',
   callerId: null,
@@ -125,11 +125,9 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   // Left out: callersRoutes, auditRoutes and oauthRoutes (they need app.auth).
   registerOpenApiRoute(app);
 
-  const sweep = setInterval(() => {
-    deleteExpiredKeys(db).catch((error) => app.log.warn({ err: error }, 'could not delete expired idempotency keys'));
-  }, EXPIRED_KEYS_SWEEP_MS);
-  sweep.unref();
-  app.addHook('onClose', async () => clearInterval(sweep));
+  // Expired Idempotency-Key records pruned as app.ts prunes them (db/retention.ts).
+  const retention = startRetention(db, [IDEMPOTENCY_KEYS_RETENTION], app.log);
+  app.addHook('onClose', () => retention.stop());
 
   return app;
 }

@@ -13,7 +13,7 @@ import { registerDocsPage } from './http/docs-page.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { registerLoadShedding } from './http/load-shedding.js';
-import { publicOrigin, registerHsts, transportOptions } from './http/transport.js';
+import { registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
 import { IDEMPOTENCY_KEYS_RETENTION } from './http/idempotency.js';
 import { RouteTable } from './http/not-allowed.js';
@@ -137,7 +137,7 @@ export async function buildApp({
   });
   registerAuthentication(
     app,
-    new Authenticator(db, new TokenService(db, config, publicOrigin(config), storage.signals), logger, storage.signals),
+    new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
   );
   registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
   await registerOpenApi(app, {
@@ -160,8 +160,10 @@ export async function buildApp({
   await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
+  // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,
+    commits: db.commits,
     signals: storage.signals,
     config,
     log: logger,

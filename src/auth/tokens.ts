@@ -13,6 +13,7 @@ import {
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
+import { listenOrigin, publicOrigin } from '../http/transport.js';
 import { ALGORITHM, SigningKeys } from './signing-keys.js';
 
 /**
@@ -42,17 +43,18 @@ export class TokenError extends Error {
 }
 
 export class TokenService {
-  /** The issuer (`iss`) of rowi's tokens and of its authorization server metadata. */
-  issuer: string;
+  readonly #config: Config;
+  #issuer = '';
   readonly #keys: SigningKeys;
   readonly #lifetime: number;
   readonly #external: { issuer: string; audience: string; algorithms: string[]; keys: JWTVerifyGetKey } | undefined;
 
   /** `signals`: a rotation anywhere is heard at once (SigningKeys). */
-  constructor(db: Db, config: Config, issuer: string, signals?: Signals) {
+  constructor(db: Db, config: Config, signals?: Signals) {
     this.#keys = new SigningKeys(db, signals);
     this.#lifetime = config.tokenLifetime;
-    this.issuer = issuer;
+    this.#config = config;
+    this.useListenOrigin(listenOrigin(config));
     this.#external =
       config.jwtIssuer === ''
         ? undefined
@@ -68,6 +70,21 @@ export class TokenService {
               timeoutDuration: 5000,
             }),
           };
+  }
+
+  /** The issuer (`iss`) of rowi's tokens and of its authorization server metadata. */
+  get issuer(): string {
+    return this.#issuer;
+  }
+
+  /**
+   * The one way the issuer changes: once rowi listens, the origin of the address it is bound to
+   * (process/startup.ts, and a worker told by its primary). Only then is the port known when
+   * ROWI_PORT is 0, after the app was built; until then the issuer is that of the settings'
+   * address. ROWI_PUBLIC_URL, when set, is the issuer throughout.
+   */
+  useListenOrigin(listened: string): void {
+    this.#issuer = publicOrigin(this.#config, listened);
   }
 
   /** The audience of rowi's own tokens: the API's base URL. */

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { Kysely } from 'kysely';
 import { ConfigError, type Config } from '../config/config.js';
+import { withCommits } from './commits.js';
 import type { Database } from './database.js';
 import { processSignals } from './signals.js';
 import type { Storage } from './storage.js';
@@ -72,14 +73,16 @@ export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogg
   const reader = inMemory
     ? writer
     : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
-  const db = new Kysely<Database>({
-    dialect: new RowiSqliteDialect({
-      writer,
-      reader,
-      lockTimeoutMs: settings.databaseTimeout ?? 5000,
-      ...diskFullReporter(settings.data, log),
+  const db = withCommits(
+    new Kysely<Database>({
+      dialect: new RowiSqliteDialect({
+        writer,
+        reader,
+        lockTimeoutMs: settings.databaseTimeout ?? 5000,
+        ...diskFullReporter(settings.data, log),
+      }),
     }),
-  });
+  );
   const checkpoints = inMemory
     ? undefined
     : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
@@ -96,13 +99,16 @@ export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogg
         busyTimeoutMs: MIGRATION_LOCK_WAIT_MS,
         guard: corruption.writerGuard,
       });
-      const patient = new Kysely<Database>({
-        dialect: new RowiSqliteDialect({
-          writer: connection,
-          reader: connection,
-          lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+      const patient = withCommits(
+        new Kysely<Database>({
+          dialect: new RowiSqliteDialect({
+            writer: connection,
+            reader: connection,
+            lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+          }),
         }),
-      });
+        db.commits,
+      );
       try {
         return await work(patient);
       } finally {

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { Commits } from './commits.js';
 import type { EventTables } from './event-tables.js';
 
 /**
@@ -52,8 +53,13 @@ export interface IdempotencyKeysTable {
 }
 
 /** The database or an open transaction: services that write take either. */
-export type Db = Kysely<Database>;
-export type Trx = Transaction<Database>;
+/** The database handle, with what follows its commits (commits.ts). */
+export type Db = Kysely<Database> & { readonly commits: Commits };
+/**
+ * A unit of work's transaction (unit-of-work.ts). `wroteEvents` is set by the outbox when the
+ * transaction writes events; once it has committed, the unit of work tells `db.commits`.
+ */
+export type Trx = Transaction<Database> & { wroteEvents?: boolean };
 export type Executor = Db | Trx;
 
 /** Money is stored as integer minor units (cents); the API shows it as a decimal string. */

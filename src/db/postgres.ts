@@ -3,6 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError, type Config } from '../config/config.js';
 import { faultOf } from '../observability/logger.js';
+import { withCommits } from './commits.js';
 import { CorruptionWatch } from './corruption.js';
 import type { Database } from './database.js';
 import { PreparingPool } from './prepared-statements.js';
@@ -56,9 +57,11 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
   }
   const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
   const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
-  });
+  const db = withCommits(
+    new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
+    }),
+  );
   const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
   return {
     db,
@@ -68,9 +71,12 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
     corruption,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      const single = new Kysely<Database>({
-        dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
-      });
+      const single = withCommits(
+        new Kysely<Database>({
+          dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
+        }),
+        db.commits,
+      );
       try {
         return await work(single);
       } finally {

@@ -17,7 +17,7 @@ export async function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>): Pro
   const start = process.hrtime.bigint();
   let result: T;
   try {
-    result = await db.transaction().execute((trx) => {
+    result = await db.transaction().execute((trx: Trx) => {
       unit = trx;
       return work(trx);
     });
@@ -26,20 +26,7 @@ export async function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>): Pro
     throw error;
   }
   metrics.transactionDuration.observe({ outcome: 'committed' }, secondsSince(start));
-  const listeners = committedListeners.get(db);
-  if (listeners !== undefined && unit !== undefined) for (const listener of listeners) listener(unit);
+  // Whoever waits for committed events (the event feed) is told only now, never of a rollback.
+  if (unit?.wroteEvents === true) db.commits.eventsCommitted();
   return result;
-}
-
-const committedListeners = new WeakMap<Db, Set<(trx: Trx) => void>>();
-
-/**
- * Calls `listener` after each unit of work on `db` has committed, with the transaction it ran
- * in (the outbox uses it to wake the readers of events the unit wrote). Returns the unsubscribe.
- */
-export function onCommitted(db: Db, listener: (trx: Trx) => void): () => void {
-  let listeners = committedListeners.get(db);
-  if (listeners === undefined) committedListeners.set(db, (listeners = new Set()));
-  listeners.add(listener);
-  return () => listeners.delete(listener);
 }

@@ -1,4 +1,4 @@
-import Type, { type TSchema } from 'typebox';
+import Type, { type TLiteral, type TSchema, type TSchemaOptions, type TUnion } from 'typebox';
 import { freeText } from './free-text.js';
 import { MEDIA_TYPES } from './negotiate.js';
 
@@ -13,6 +13,21 @@ export const Id = Type.Integer({
   maximum: Number.MAX_SAFE_INTEGER,
   description: 'server-assigned identifier',
 });
+
+/**
+ * One of `values`, each a literal (`anyOf` of `const`s). Typed as TypeBox types a union of one
+ * literal of the values' union, since a union built from an array rather than a tuple is `never`
+ * to `Static`, which would leave every field of the type unusable to the compiler.
+ */
+export function oneOfLiterals<const T extends string>(
+  values: readonly T[],
+  options?: TSchemaOptions,
+): TUnion<[TLiteral<T>]> {
+  return Type.Union(
+    values.map((value) => Type.Literal(value)),
+    options,
+  ) as TUnion<[TLiteral<T>]>;
+}
 
 export const IdParams = Type.Object({ id: Id });
 

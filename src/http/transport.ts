@@ -94,11 +94,8 @@ export function listenOrigin(
 
 /**
  * The origin callers use, the issuer of rowi's tokens and of the OAuth metadata: ROWI_PUBLIC_URL
- * when it is set, else the listen origin (`listened`, once rowi listens).
+ * when it is set, else the listen origin (`listened`: listenOrigin's).
  */
-export function publicOrigin(
-  config: Pick<Config, 'publicUrl' | 'host' | 'port' | 'tlsCert'>,
-  listened: string = listenOrigin(config),
-): string {
+export function publicOrigin(config: Pick<Config, 'publicUrl'>, listened: string): string {
   return config.publicUrl !== '' ? config.publicUrl : listened;
 }

@@ -2,8 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import type { Db } from '../db/database.js';
 import { EVERYTHING, type Signals } from '../db/signals.js';
-import { onCommitted } from '../db/unit-of-work.js';
-import { wroteEventsIn } from './outbox.js';
+import type { Commits } from '../db/commits.js';
 import { findEventsAfter, latestPosition, positionOf, type Position, type StoredEvent } from './outbox.repository.js';
 
 /** The signal that tells the other processes and instances: events were committed. */
@@ -53,13 +52,12 @@ export class EventFeed {
   #poll: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(db: Db, signals: Signals, log: FastifyBaseLogger) {
+  constructor(db: Db, commits: Commits, signals: Signals, log: FastifyBaseLogger) {
     this.#db = db;
     this.#signals = signals;
     this.#log = log;
     this.#unsubscribe.push(
-      onCommitted(db, (trx) => {
-        if (!wroteEventsIn(trx)) return;
+      commits.onEventsCommitted(() => {
         this.wake();
         this.#signalOthers();
       }),

@@ -17,13 +17,6 @@ export interface EventDraft {
   data: unknown;
 }
 
-/** Transactions that wrote events: after their commit, readers are woken (outbox/feed.ts). */
-const wroteEvents = new WeakSet<Trx>();
-
-export function wroteEventsIn(trx: Trx): boolean {
-  return wroteEvents.has(trx);
-}
-
 /** Writes the events of a change in the change's transaction. */
 export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string })[]): Promise<void> {
   if (drafts.length === 0) return;
@@ -38,7 +31,8 @@ export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string
     };
   });
   await insertEvents(trx, events);
-  wroteEvents.add(trx);
+  // After the commit, the unit of work tells db.commits, and the feed wakes the readers (outbox/feed.ts).
+  trx.wroteEvents = true;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
+import type { Commits } from '../db/commits.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
@@ -11,6 +12,8 @@ import { retrySchedule, WebhookDispatcher } from './webhooks.js';
 
 export interface EventsDependencies {
   db: Db;
+  /** Told by the unit of work when a transaction that wrote events has committed: the feed wakes on it. */
+  commits: Commits;
   signals: Signals;
   config: Config;
   log: FastifyBaseLogger;
@@ -26,8 +29,8 @@ export interface Events {
   close(): Promise<void>;
 }
 
-export function startEvents({ db, signals, config, log, userAgent, readableBy }: EventsDependencies): Events {
-  const feed = new EventFeed(db, signals, log);
+export function startEvents({ db, commits, signals, config, log, userAgent, readableBy }: EventsDependencies): Events {
+  const feed = new EventFeed(db, commits, signals, log);
   const policy = new AddressPolicy(config.webhookAllowHosts);
   const owner = leaseHolderName();
   const dispatcher = new WebhookDispatcher(db, feed, log, {

@@ -136,7 +136,7 @@ async function run(
       return await createCallerCommand(storage.db, flags.name as string, flags.role as string);
     } else {
       const { TokenService } = await import('../auth/tokens.js');
-      const kid = await new TokenService(storage.db, config, config.publicUrl, storage.signals).rotate();
+      const kid = await new TokenService(storage.db, config, storage.signals).rotate();
       process.stdout.write(`${kid}\n`);
     }
   } finally {

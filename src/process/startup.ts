@@ -11,7 +11,7 @@ import { createLogger } from '../observability/logger.js';
 import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
 import { ensureSigningKey } from '../auth/signing-keys.js';
 import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
-import { listenOrigin, publicOrigin } from '../http/transport.js';
+import { listenOrigin } from '../http/transport.js';
 
 /**
  * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to
@@ -96,11 +96,11 @@ export async function serveHandedConnections(
 
 /**
  * Once rowi listens, the listen origin is known (ROWI_PORT 0 picks the port then): the issuer of
- * its tokens becomes the public origin of that address (http/transport.ts publicOrigin; the app
- * was built with the settings' address).
+ * its tokens becomes the public origin of that address (TokenService.useListenOrigin; the app was
+ * built with the settings' address).
  */
 export function setOrigin(app: FastifyInstance, listened: string): void {
-  app.auth.tokens.issuer = publicOrigin(app.config, listened);
+  app.auth.tokens.useListenOrigin(listened);
 }
 
 /** The app, built and listening; a start that fails closes what it opened. */

@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import Type, { type TObject, type TSchema } from 'typebox';
+import Type, { type Static, type TObject, type TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Trx } from '../db/database.js';
 import type { Sight } from '../db/visibility.js';
 import type { VersionCondition } from '../http/records.js';
 import { bodyOf, conditionOfEntry, recordResult, targetedEntry, type BatchAction } from './batch.js';
-import type { Collection } from './collection.js';
+import { presented, type Collection } from './collection.js';
 
 /**
  * The members of a collection's batch (batch.ts), each made from the service function of the
@@ -18,47 +18,46 @@ interface Versioned {
   version: number;
 }
 
+/** An entry that names its record, with the fields of the single request's body. */
+type Targeted<Body> = Body & { id: number; if_match?: string };
+
 /** The same shape as the collection's single write (collection.ts): the request's Sight decides what the entry may touch. */
-type Write<Body> = (
+type Write<Body, Stored> = (
   trx: Trx,
   id: number,
-  body: Body,
+  body: Omit<Targeted<Body>, 'if_match'>,
   condition: VersionCondition,
   sight: Sight,
   request: FastifyRequest,
-) => Promise<{ version: number }>;
-
-/** What the answer shows of a stored record: the collection's presentation of it. */
-const shown = (collection: Collection, stored: unknown) =>
-  (collection.present ? collection.present(stored as never) : stored) as { version: number };
+) => Promise<Stored>;
 
 /** `create`: entries are the POST body; `targets` names the natural key (an email, a SKU) two creates may not share. */
-export function createEntries<Body>(
-  collection: Collection,
-  body: TSchema,
-  create: (trx: Trx, body: Body, request: FastifyRequest) => Promise<Versioned>,
-  targets?: (entry: Body) => string[],
-): BatchAction {
+export function createEntries<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(
+  collection: Collection<Record, Stored>,
+  body: Body,
+  create: (trx: Trx, body: Static<Body>, request: FastifyRequest) => Promise<Stored>,
+  targets?: (entry: Static<Body>) => string[],
+): BatchAction<Body> {
   return {
     member: 'create',
     action: 'create',
     method: 'POST',
     entry: body,
     ...(targets ? { targets } : {}),
-    run: async (trx, entry: Body, request) => {
+    run: async (trx, entry, request) => {
       const record = await create(trx, entry, request);
-      return recordResult(201, `${collection.path}/${record.id}`, record, shown(collection, record));
+      return recordResult(201, `${collection.path}/${record.id}`, record, presented(collection, record));
     },
   };
 }
 
 /** `replace` (PUT) or `change` (PATCH): entries are `{id, if_match?, …the body}`. */
-export function writeEntries<Body>(
-  collection: Collection,
+export function writeEntries<Record extends TSchema, Stored extends { version: number }, Body extends TObject>(
+  collection: Collection<Record, Stored>,
   kind: 'replace' | 'change',
-  body: TObject,
-  write: Write<Body>,
-  targets: (entry: Body & { id: number }) => string[] = (entry) => [`id:${entry.id}`],
+  body: Body,
+  write: Write<Static<Body>, Stored>,
+  targets: (entry: Targeted<Static<Body>>) => string[] = (entry) => [`id:${entry.id}`],
 ): BatchAction {
   return {
     member: kind,
@@ -66,17 +65,17 @@ export function writeEntries<Body>(
     method: kind === 'replace' ? 'PUT' : 'PATCH',
     entry: targetedEntry(body, `${collection.singular}Batch${kind === 'replace' ? 'Replace' : 'Change'}`),
     targets,
-    run: async (trx, entry: Body & { id: number; if_match?: string }, request) => {
+    run: async (trx, entry: Targeted<Static<Body>>, request) => {
       const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await write(trx, entry.id, bodyOf(entry) as Body, conditionOfEntry(entry), sight, request);
-      return recordResult(200, `${collection.path}/${entry.id}`, stored, shown(collection, stored));
+      const stored = await write(trx, entry.id, bodyOf(entry), conditionOfEntry(entry), sight, request);
+      return recordResult(200, `${collection.path}/${entry.id}`, stored, presented(collection, stored));
     },
   };
 }
 
 /** `delete`: entries are `{id, if_match?}`. */
-export function deleteEntries(
-  collection: Collection,
+export function deleteEntries<Record extends TSchema, Stored>(
+  collection: Collection<Record, Stored>,
   remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight) => Promise<void>,
 ): BatchAction {
   return {

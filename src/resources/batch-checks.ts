@@ -53,7 +53,7 @@ export function nestedErrors(body: unknown, members: readonly string[]): FieldEr
 interface Member {
   member: string;
   entries: unknown[];
-  targets: ((entry: never) => string[]) | undefined;
+  targets: ((entry: unknown) => string[]) | undefined;
 }
 
 /** Each entry after the first that names a record another entry named, with where that one is. */
@@ -64,7 +64,7 @@ export function duplicateErrors(members: readonly Member[]): FieldError[] {
     if (targets === undefined) continue;
     entries.forEach((entry, index) => {
       const pointer = `#/${member}/${index}`;
-      for (const target of targets(entry as never)) {
+      for (const target of targets(entry)) {
         const first = seen.get(target);
         if (first === undefined) {
           seen.set(target, pointer);

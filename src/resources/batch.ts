@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import Type, { type TObject, type TSchema } from 'typebox';
+import Type, { type Static, type TObject, type TSchema } from 'typebox';
 import { recordInTransaction, type AuditRecord } from '../audit-trail/audit-log.js';
 import { challenge } from '../auth/challenge.js';
 import type { Action, Scope } from '../auth/policy.js';
@@ -33,17 +33,22 @@ export interface EntryResult {
   record?: unknown;
 }
 
-/** One member of a batch (`create`, `set` …): what an entry looks like and what running it does. */
-export interface BatchAction {
+/**
+ * One member of a batch (`create`, `set` …): what an entry looks like and what running it does.
+ * `targets` and `run` are methods so that members of different entry schemas share one list
+ * (BatchSpec.actions): the batch's body schema is built from each member's `entry`, so what they
+ * are handed is what that schema validated.
+ */
+export interface BatchAction<Entry extends TSchema = TSchema> {
   member: string;
   /** The scope an entry needs, beyond the route's own: `<collection>:<action>` (or stock:update). */
   action: Action;
   /** The single request an entry stands for, as its audit record names it. */
   method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  entry: TSchema;
+  entry: Entry;
   /** The records an entry names (`id:5`, `email:…`): two entries naming one record are refused. */
-  targets?: (entry: never) => string[];
-  run: (trx: Trx, entry: never, request: FastifyRequest) => Promise<EntryResult>;
+  targets?(entry: Static<Entry>): string[];
+  run(trx: Trx, entry: Static<Entry>, request: FastifyRequest): Promise<EntryResult>;
 }
 
 export interface BatchSpec {
@@ -197,7 +202,7 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
           for (let index = 0; index < entries.length; index++) {
             let outcome: EntryResult;
             try {
-              outcome = await action.run(trx, entries[index] as never, request);
+              outcome = await action.run(trx, entries[index], request);
             } catch (error) {
               throw entryFailure(error, `#/${action.member}/${index}`, request);
             }

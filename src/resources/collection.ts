@@ -1,4 +1,12 @@
-import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type {
+  FastifyContextConfig,
+  FastifyRequest,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+} from 'fastify';
 import type { Static, TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
@@ -34,7 +42,7 @@ import {
  * hands its service the request's Sight, which every query of the record composes with, so a
  * record the caller may not see is 404 on every path, conditional requests included.
  */
-export interface Collection {
+export interface CollectionDeclaration<Record extends TSchema> {
   /** Where the collection lives; each record at `${path}/:id`. */
   path: string;
   /** The scopes' resource (`users` → users:read, users:create, …) and the operations' tag. */
@@ -46,12 +54,10 @@ export interface Collection {
   /** How the collection is paged, sorted and filtered. */
   listing: CollectionSpec;
   /** A record, and a page of them, as answered. */
-  record: TSchema;
+  record: Record;
   page: TSchema;
   /** The path parameters of one record; IdParams unless the resource names its own. */
-  params?: TSchema;
-  /** What a stored record is answered as (the default: as it is). */
-  present?: (stored: never) => unknown;
+  params?: typeof IdParams;
   /** Runs after every committed change or delete of a record (callers: forget what this instance believed of callers and keys). */
   afterChange?: () => Promise<void>;
   /** The media types of its representations; JSON and XML unless it says JSON only. */
@@ -59,6 +65,42 @@ export interface Collection {
   /** Its list also answers as an export, in CSV and NDJSON (http/export.ts). */
   exports?: boolean;
 }
+
+/** A record as answered: what its schema describes, and the version its ETag comes from. */
+export type View<Record extends TSchema> = Static<Record> & { version: number };
+
+/**
+ * What a stored record (what the services return) is answered as. A collection whose services
+ * return records already as answered needs no `present`; one whose stored records differ (an
+ * item's price in minor units, answered as a decimal string) must give it, or the declaration
+ * does not compile.
+ */
+type Presentation<Record extends TSchema, Stored> = [Stored] extends [View<Record>]
+  ? { present?: (stored: Stored) => View<Record> }
+  : { present: (stored: Stored) => View<Record> };
+
+/**
+ * A collection over records answered as `Record` describes, which its services return as
+ * `Stored` (by default, as answered).
+ */
+export type Collection<Record extends TSchema, Stored = View<Record>> = CollectionDeclaration<Record> &
+  Presentation<Record, Stored>;
+
+/** The Fastify instance the operations are added to, with request types inferred from their schemas. */
+type App = Parameters<FastifyPluginAsyncTypebox>[0];
+
+/**
+ * A request body validated by `Body`, as the TypeBox type provider types it: `Static<Body>` in a
+ * resource's declaration, and the very type of `request.body` in the operations below, where
+ * `Body` is a type parameter that the provider cannot resolve further.
+ */
+export type Validated<Body extends TSchema> = FastifyRequest<
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  { body: Body },
+  TypeBoxTypeProvider
+>['body'];
 
 interface Versioned {
   id: number;
@@ -75,30 +117,36 @@ interface Documented {
   operationId?: string;
   /** What the route declares to the plugins (a rate-limit budget). */
   config?: FastifyContextConfig;
+}
+
+/** What an operation with a request body declares: its schema, and the check it may run first. */
+interface WithBody<Body extends TSchema> {
+  body: Body;
   /**
    * Checks the body before the unit of work starts, for a check that waits on something slow
    * (resolving a webhook URL's host), which must not hold the transaction open.
    */
-  check?: (body: never) => Promise<void>;
+  check?: (body: Validated<Body>) => Promise<void>;
 }
 
-const nounOf = (collection: Collection) => collection.singular.toLowerCase();
+const nounOf = (collection: CollectionDeclaration<TSchema>) => collection.singular.toLowerCase();
 
 /** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
 /** What a PUT or PATCH says of read-only and unknown fields. */
 export const READ_ONLY =
   'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
 const usualDescription = {
-  list: (collection: Collection) =>
+  list: (collection: CollectionDeclaration<TSchema>) =>
     `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,
-  read: (collection: Collection) => `The ${nounOf(collection)} with its ETag. ${CONDITIONAL_READ}`,
-  create: (collection: Collection) =>
+  read: (collection: CollectionDeclaration<TSchema>) => `The ${nounOf(collection)} with its ETag. ${CONDITIONAL_READ}`,
+  create: (collection: CollectionDeclaration<TSchema>) =>
     `Creates ${collection.article} ${nounOf(collection)}: 201 with it, its Location and ETag. With an Idempotency-Key, repeating the request answers the first answer again (Idempotent-Replayed: true) instead of creating another.`,
-  put: (collection: Collection) =>
+  put: (collection: CollectionDeclaration<TSchema>) =>
     `Replaces every writable field of the ${nounOf(collection)}; 200 with it as stored. ${READ_ONLY} ${CONDITIONAL_WRITE}`,
-  patch: (collection: Collection) =>
+  patch: (collection: CollectionDeclaration<TSchema>) =>
     `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the ${nounOf(collection)} as stored. ${READ_ONLY} ${CONDITIONAL_WRITE}`,
-  delete: (collection: Collection) => `Deletes the ${nounOf(collection)}: 204. ${CONDITIONAL_WRITE}`,
+  delete: (collection: CollectionDeclaration<TSchema>) =>
+    `Deletes the ${nounOf(collection)}: 204. ${CONDITIONAL_WRITE}`,
 };
 
 /**
@@ -106,7 +154,7 @@ const usualDescription = {
  * the usual ones), the scope of its action on the collection, its description, tag and problems.
  */
 function documented(
-  collection: Collection,
+  collection: CollectionDeclaration<TSchema>,
   spec: Documented,
   action: 'read' | 'create' | 'update' | 'delete',
   usual: { operationId: string; summary: string; description: string; problems?: number[] },
@@ -121,20 +169,21 @@ function documented(
     ...(problems ? { problems } : {}),
   };
 }
-const presented = (collection: Collection, stored: unknown) =>
-  collection.present ? collection.present(stored as never) : stored;
+/** The record as answered; without `present`, Presentation made sure the stored record is the view. */
+export const presented = <Record extends TSchema, Stored>(collection: Collection<Record, Stored>, stored: Stored) =>
+  collection.present ? collection.present(stored) : (stored as View<Record>);
 
 /** What a collection's write operations accept: JSON only, or JSON and XML. */
-function consumes(collection: Collection, method: 'post' | 'put' | 'patch') {
+function consumes(collection: CollectionDeclaration<TSchema>, method: 'post' | 'put' | 'patch') {
   const types = method === 'patch' ? REQUEST_BODY_TYPES.patch : REQUEST_BODY_TYPES.write;
   return collection.formats?.includes('xml') === false ? types.filter((type) => !type.endsWith('/xml')) : types;
 }
 
 /** GET /collection: a page, sorted and filtered as the collection allows, with a Link to the next one. */
-export function listOperation<Row>(
-  app: FastifyInstance,
-  collection: Collection,
-  spec: Documented & { list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<Row>> },
+export function listOperation<Record extends TSchema, Stored>(
+  app: App,
+  collection: Collection<Record, Stored>,
+  spec: Documented & { list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>> },
 ): void {
   const { db } = app;
   app.get(
@@ -157,7 +206,7 @@ export function listOperation<Row>(
       }),
     },
     async (request, reply) => {
-      const query = parseListQuery(collection.listing, request.query as Record<string, unknown>);
+      const query = parseListQuery(collection.listing, request.query);
       const sight = sightOnCollection(request.principal, collection.name);
       const listing = { name: collection.name, record: collection.record, query };
       return answerList(request, reply, { ...listing, list: (page) => spec.list(db, page, sight) }, app.config);
@@ -169,16 +218,16 @@ const exported = (collection: Collection, response: ReturnType<typeof representa
   collection.exports === true ? withExports(response, collection.record) : response;
 
 /** POST /collection: creates a record in one unit of work, replayed for a repeated Idempotency-Key; 201 with Location and ETag. */
-export function createOperation<Body extends TSchema>(
-  app: FastifyInstance,
-  collection: Collection,
-  spec: Documented & {
-    body: Body;
-    summary: string;
-    created?: string;
-    createdRecord?: TSchema;
-    create: (trx: Trx, body: Static<Body>, request: FastifyRequest) => Promise<Versioned>;
-  },
+export function createOperation<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(
+  app: App,
+  collection: Collection<Record, Stored>,
+  spec: Documented &
+    WithBody<Body> & {
+      summary: string;
+      created?: string;
+      createdRecord?: TSchema;
+      create: (trx: Trx, body: Validated<Body>, request: FastifyRequest) => Promise<Stored>;
+    },
 ): void {
   const { db } = app;
   app.post(
@@ -206,9 +255,9 @@ export function createOperation<Body extends TSchema>(
       }),
     },
     async (request, reply) => {
-      await spec.check?.(request.body as never);
+      await spec.check?.(request.body);
       const result = await runIdempotent(db, request, async (trx) => {
-        const record = await spec.create(trx, request.body as Static<Body>, request);
+        const record = await spec.create(trx, request.body, request);
         return {
           status: 201,
           body: presented(collection, record),
@@ -222,10 +271,10 @@ export function createOperation<Body extends TSchema>(
 }
 
 /** GET /collection/:id: the record with its ETag, or 304 when the client's copy is current. */
-export function readOperation(
-  app: FastifyInstance,
-  collection: Collection,
-  spec: Documented & { read: (db: Db, id: number, sight: Sight) => Promise<{ version: number }> },
+export function readOperation<Record extends TSchema, Stored>(
+  app: App,
+  collection: Collection<Record, Stored>,
+  spec: Documented & { read: (db: Db, id: number, sight: Sight) => Promise<Stored> },
 ): void {
   const { db } = app;
   app.get(
@@ -252,26 +301,26 @@ export function readOperation(
     },
     async (request, reply) => {
       const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await spec.read(db, (request.params as { id: number }).id, sight);
-      return sendRecord(request, reply, presented(collection, stored) as { version: number });
+      const stored = await spec.read(db, request.params.id, sight);
+      return sendRecord(request, reply, presented(collection, stored));
     },
   );
 }
 
-type Write<Body extends TSchema> = (
+type Write<Body extends TSchema, Stored> = (
   trx: Trx,
   id: number,
-  body: Static<Body>,
+  body: Validated<Body>,
   condition: VersionCondition,
   sight: Sight,
   request: FastifyRequest,
-) => Promise<{ version: number }>;
+) => Promise<Stored>;
 
 /** PUT /collection/:id: replaces the writable fields, checked against If-Match. */
-export function replaceOperation<Body extends TSchema>(
-  app: FastifyInstance,
-  collection: Collection,
-  spec: Documented & { body: Body; replace: Write<Body> },
+export function replaceOperation<Record extends TSchema, Stored, Body extends TSchema>(
+  app: App,
+  collection: Collection<Record, Stored>,
+  spec: Documented & WithBody<Body> & { replace: Write<Body, Stored> },
 ): void {
   writeOperation(
     app,
@@ -284,10 +333,10 @@ export function replaceOperation<Body extends TSchema>(
 }
 
 /** PATCH /collection/:id: a JSON Merge Patch (or a partial JSON or XML body), checked against If-Match. */
-export function changeOperation<Body extends TSchema>(
-  app: FastifyInstance,
-  collection: Collection,
-  spec: Documented & { body: Body; change: Write<Body> },
+export function changeOperation<Record extends TSchema, Stored, Body extends TSchema>(
+  app: App,
+  collection: Collection<Record, Stored>,
+  spec: Documented & WithBody<Body> & { change: Write<Body, Stored> },
 ): void {
   writeOperation(
     app,
@@ -299,12 +348,12 @@ export function changeOperation<Body extends TSchema>(
   );
 }
 
-function writeOperation<Body extends TSchema>(
-  app: FastifyInstance,
-  collection: Collection,
+function writeOperation<Record extends TSchema, Stored, Body extends TSchema>(
+  app: App,
+  collection: Collection<Record, Stored>,
   method: 'put' | 'patch',
-  spec: Documented & { body: Body },
-  write: Write<Body>,
+  spec: Documented & WithBody<Body>,
+  write: Write<Body, Stored>,
   summary: string,
 ): void {
   const { db } = app;
@@ -333,22 +382,20 @@ function writeOperation<Body extends TSchema>(
       }),
     },
     async (request, reply) => {
-      const id = (request.params as { id: number }).id;
-      await spec.check?.(request.body as never);
+      const { id } = request.params;
+      await spec.check?.(request.body);
       const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await unitOfWork(db, (trx) =>
-        write(trx, id, request.body as Static<Body>, conditionOf(request), sight, request),
-      );
+      const stored = await unitOfWork(db, (trx) => write(trx, id, request.body, conditionOf(request), sight, request));
       await collection.afterChange?.();
-      return sendRecord(request, reply, presented(collection, stored) as { version: number });
+      return sendRecord(request, reply, presented(collection, stored));
     },
   );
 }
 
 /** DELETE /collection/:id: 204, checked against If-Match. */
-export function deleteOperation(
-  app: FastifyInstance,
-  collection: Collection,
+export function deleteOperation<Record extends TSchema, Stored>(
+  app: App,
+  collection: Collection<Record, Stored>,
   spec: Documented & {
     summary: string;
     remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight, request: FastifyRequest) => Promise<void>;
@@ -371,7 +418,7 @@ export function deleteOperation(
       }),
     },
     async (request, reply) => {
-      const id = (request.params as { id: number }).id;
+      const { id } = request.params;
       const sight = sightOnCollection(request.principal, collection.name);
       await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), sight, request));
       await collection.afterChange?.();

@@ -73,27 +73,38 @@ export function assertEchoesMatch(differing: string[]): void {
 }
 
 /**
- * Runs a read-check-write of one row: locks it (lockRow), then reads, checks and writes. `attempt`
- * returns undefined when its write found the row at another version than it read; with the row
- * locked that cannot happen, so the loop is a safety net, never the way concurrent writes meet:
- * a request without If-Match never fails a precondition, and one with If-Match is checked against
- * the version its write lands on.
+ * What a read-check-write under withRowLocked did: wrote (or found nothing to change), answering
+ * `result`; or found its row at another version than it read, which its conditional write
+ * (`… WHERE version = :read`) tells by changing no row.
+ */
+export type LockedWrite<T> = { outcome: 'written'; result: T } | { outcome: 'version-moved' };
+
+export const written = <T>(result: T): LockedWrite<T> => ({ outcome: 'written', result });
+/** A delete that was done: it answers nothing. */
+export const DELETED: LockedWrite<void> = written(undefined);
+export const VERSION_MOVED: LockedWrite<never> = { outcome: 'version-moved' };
+
+/**
+ * Runs a read-check-write of one row: locks it (lockRow), then reads, checks and writes. With
+ * the row locked until the transaction ends, no other write can move its version between the
+ * read and the write, so `attempt` is never retried: a request without If-Match never fails a
+ * precondition, and one with If-Match is checked against the version its write lands on
+ * (test/resources/concurrent-writes.test.ts, on both databases). Were the version to move anyway,
+ * the answer is the 412 that tells the client to retry, never a write over a change unseen.
  */
 export async function withRowLocked<T>(
   trx: Trx,
   row: { table: LockableTable; id: number },
-  attempt: () => Promise<T | undefined>,
+  attempt: () => Promise<LockedWrite<T>>,
   what: string,
 ): Promise<T> {
   await lockRow(trx, row.table, row.id);
-  for (let round = 0; round < 3; round++) {
-    const result = await attempt();
-    if (result !== undefined) return result;
-  }
+  const done = await attempt();
+  if (done.outcome === 'written') return done.result;
   throw changedConcurrently(what);
 }
 
-/** A write that found its row at another version than it checked, more often than it retries. */
+/** A write that found its row at another version than it checked. */
 export function changedConcurrently(what: string): PreconditionFailedError {
   return new PreconditionFailedError(`${what} is being changed concurrently; retry.`);
 }

@@ -8,10 +8,10 @@ import {
   priceLines,
   sameLines,
   totalOf,
+  type PlacementFacts,
 } from '../../src/resources/orders/order-lines.js';
 import type { StoredLine } from '../../src/resources/orders/orders.repository.js';
 import { MAX_LINE_QUANTITY } from '../../src/resources/orders/orders.schema.js';
-import type { PlacementFacts } from '../../src/resources/orders/placement.repository.js';
 
 /**
  * The pure arithmetic of an order's lines (src/resources/orders/order-lines.ts): what the request

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Movement, Stock } from '../../src/resources/items/stock.schema.js';
-import type { ShortLine } from '../../src/resources/items/stock-moves.js';
+import type { ShortLine } from '../../src/resources/orders/order-lines.js';
 import type { Order } from '../../src/resources/orders/orders.schema.js';
 import { startServer, type RunningServer, type StartOptions } from '../helpers/process.js';
 

@@ -25,7 +25,8 @@ import {
   NewApiKeySchema,
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
-import { createCaller, deleteCaller, getCaller, listCallers, patchCaller } from './callers.service.js';
+import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
+import type { TSchema } from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
@@ -36,7 +37,9 @@ import { unitOfWork } from '../../db/unit-of-work.js';
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
-  const callers: Collection = {
+  // Checked against its view, not yet its schema: the view's grants are string[] where the schema
+  // says scope names.
+  const callers: Collection<TSchema, CallerView> = {
     path: '/v1/callers',
     name: 'callers',
     singular: 'Caller',

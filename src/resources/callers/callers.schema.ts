@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { ALL_SCOPES, OWNED_RESOURCES, ROLES } from '../../auth/policy.js';
 import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { EchoedReadOnly, Id, RecordFields, Timestamp } from '../../http/schemas.js';
+import { EchoedReadOnly, Id, RecordFields, Timestamp, oneOfLiterals } from '../../http/schemas.js';
 
 /** A caller's name: also its OAuth client_id, so it is kept to characters that need no escaping. */
 export const CALLER_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]*$';
@@ -15,18 +15,12 @@ const CallerName = Type.String({
   description: 'unique name of the calling system (sales-system); also its OAuth client_id',
 });
 
-const Role = Type.Union(
-  ROLES.map((role) => Type.Literal(role)),
-  {
-    description:
-      'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock',
-  },
-);
+const Role = oneOfLiterals(ROLES, {
+  description:
+    'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock',
+});
 
-const ScopeName = Type.Union(
-  ALL_SCOPES.map((scope) => Type.Literal(scope)),
-  { description: '<resource>:<action>' },
-);
+const ScopeName = oneOfLiterals(ALL_SCOPES, { description: '<resource>:<action>' });
 
 const ScopeList = (description: string) =>
   Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });

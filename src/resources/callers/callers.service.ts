@@ -20,7 +20,14 @@ import type { ListQuery } from '../../db/keyset.js';
 import { deleteAtVersion } from '../../db/versioned.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import {
   findCallerById,
   findAdmins,
@@ -144,14 +151,14 @@ export async function patchCaller(
       const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every(
         (field) => fields[field] === stored[field],
       );
-      if (unchanged) return current;
+      if (unchanged) return written(current);
       const updated = await withNameUniqueness(fields.name, () =>
         updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }),
       );
-      if (!updated) return undefined;
+      if (!updated) return VERSION_MOVED;
       const caller = presentCaller(updated);
       await recordEvent(trx, 'caller.updated', callerPath(id), caller);
-      return caller;
+      return written(caller);
     },
     `Caller ${id}`,
   );
@@ -173,9 +180,9 @@ export async function deleteCaller(trx: Trx, id: number, condition: VersionCondi
           () => `Caller ${id} is the last caller that can manage callers; deleting it would leave nobody able to.`,
         );
       }
-      if (!(await deleteAtVersion(trx, 'callers', id, stored.version))) return undefined;
+      if (!(await deleteAtVersion(trx, 'callers', id, stored.version))) return VERSION_MOVED;
       await recordEvent(trx, 'caller.deleted', callerPath(id), { id });
-      return true;
+      return DELETED;
     },
     `Caller ${id}`,
   );

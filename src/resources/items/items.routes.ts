@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
 import { batchOperation } from '../batch.js';
 import {
@@ -23,8 +23,9 @@ import {
 } from './items.schema.js';
 import { creatorOf } from '../../auth/visibility.js';
 import { createItem, deleteItem, getItem, listItems, patchItem, presentItem, replaceItem } from './items.service.js';
+import type { StoredItem } from './items.repository.js';
 
-const ITEMS: Collection = {
+const ITEMS: Collection<typeof ItemSchema, StoredItem> = {
   path: '/v1/items',
   name: 'items',
   singular: 'Item',
@@ -37,7 +38,7 @@ const ITEMS: Collection = {
 };
 
 /** /v1/items: the catalogue (docs/guide.md); creating an item creates its stock at 0. */
-const itemsRoutes: FastifyPluginAsync = async (app) => {
+const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   listOperation(app, ITEMS, { list: listItems });
   createOperation(app, ITEMS, {
     summary: 'Create an item (and its stock, at quantity 0)',

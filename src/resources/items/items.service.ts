@@ -8,7 +8,14 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import { recordEvent } from '../../outbox/outbox.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { createdByDiffers } from '../ownership.js';
 import {
   findItemById,
@@ -93,9 +100,9 @@ export async function deleteItem(trx: Trx, id: number, condition: VersionConditi
           `Item ${id} is on orders; an item that has been ordered cannot be deleted.`,
         );
       }
-      if (!(await deleteAtVersion(trx, 'items', id, stored.version))) return undefined;
+      if (!(await deleteAtVersion(trx, 'items', id, stored.version))) return VERSION_MOVED;
       await recordEvent(trx, 'item.deleted', itemPath(id), { id });
-      return true;
+      return DELETED;
     },
     `Item ${id}`,
   );
@@ -117,12 +124,14 @@ async function changeItem(
       assertCondition(condition, stored.version, `Item ${id}`);
       assertReadOnlyEchoes(stored, body, createdByDiffers(stored, body));
       const wanted = next(stored);
-      if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price) return stored;
+      if (wanted.name === stored.name && wanted.sku === stored.sku && wanted.price === stored.price)
+        return written(stored);
       const updated = await withSkuUniqueness(wanted.sku, () =>
         updateItemAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }),
       );
-      if (updated) await recordEvent(trx, 'item.updated', itemPath(id), presentItem(updated));
-      return updated;
+      if (!updated) return VERSION_MOVED;
+      await recordEvent(trx, 'item.updated', itemPath(id), presentItem(updated));
+      return written(updated);
     },
     `Item ${id}`,
   );

@@ -1,10 +1,13 @@
-import type { Executor, StockMovementRow, StockRow } from '../../db/database.js';
-import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
+import type { Executor, MovementKind, StockMovementRow, StockRow } from '../../db/database.js';
+import { compiledQuery } from '../../db/compiled.js';
 import { sql } from 'kysely';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, visibleIn, whereVisible, type Sight } from '../../db/visibility.js';
 
-/** Every query of an item's stock and of its ledger (stock_movements). */
+/**
+ * Every query of an item's stock and of its ledger (stock_movements), but for the moves orders
+ * make, which orders/placement.repository.ts writes with the order.
+ */
 const STOCK_COLUMNS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'updated_at', 'version'] as const;
 export type StoredStock = Pick<StockRow, (typeof STOCK_COLUMNS)[number]>;
 
@@ -62,56 +65,6 @@ export function findStocks(db: Executor, itemIds: number[]): Promise<StoredStock
   return db.selectFrom('stock').select(STOCK_COLUMNS).where('item_id', 'in', itemIds).execute();
 }
 
-/**
- * Moves stock by the given amounts in one conditional UPDATE: it applies only while the result
- * keeps quantity and reserved ≥ 0, so stock can never be oversold or go negative, whatever runs
- * concurrently (correct on SQLite and PostgreSQL alike). Undefined when the condition failed.
- */
-export async function moveStock(
-  db: Executor,
-  itemId: number,
-  change: { quantity: number; reserved: number; fulfilled: number; now: string },
-): Promise<StoredStock | undefined> {
-  const [moved] = await updateStockBy(
-    db,
-    itemId,
-    change.quantity,
-    change.reserved,
-    change.fulfilled,
-    change.now,
-    -change.quantity,
-    -change.reserved,
-  );
-  return moved;
-}
-
-// Compiled once (every order line runs it): building the statement costs more than SQLite takes to run it.
-const updateStockBy = compiledQuery(
-  (
-    db,
-    itemId: number,
-    quantity: number,
-    reserved: number,
-    fulfilled: number,
-    now: string,
-    leastQuantity: number,
-    leastReserved: number,
-  ) =>
-    db
-      .updateTable('stock')
-      .set((eb) => ({
-        quantity: eb('quantity', '+', quantity),
-        reserved: eb('reserved', '+', reserved),
-        fulfilled: eb('fulfilled', '+', fulfilled),
-        version: eb('version', '+', eb.lit(1)),
-        updated_at: now,
-      }))
-      .where('item_id', '=', itemId)
-      .where('quantity', '>=', leastQuantity)
-      .where('reserved', '>=', leastReserved)
-      .returning(STOCK_COLUMNS),
-);
-
 /** Sets the on-hand quantity if the stock is still at `version`. */
 export function setStockQuantityAtVersion(
   db: Executor,
@@ -132,28 +85,44 @@ export function setStockQuantityAtVersion(
 /** A ledger entry to append: every column but the id. */
 export type NewMovement = Omit<StockMovementRow, 'id'>;
 
-const NEW_MOVEMENT_FIELDS = [
-  'item_id',
-  'kind',
-  'quantity_change',
-  'reserved_change',
-  'quantity_after',
-  'reserved_after',
-  'order_id',
-  'created_at',
-] as const satisfies readonly (keyof NewMovement)[];
-/** One statement for all the movements, compiled once per count (an order's lines are few). */
-const insertMovementRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
-  db.insertInto('stock_movements').values(rowsOf<NewMovement>(values, NEW_MOVEMENT_FIELDS)),
+// Compiled once: a batch sets the stock of up to 1,000 items, each with its movement.
+const insertMovementRow = compiledQuery(
+  (
+    db,
+    itemId: number,
+    kind: MovementKind,
+    quantityChange: number,
+    reservedChange: number,
+    quantityAfter: number,
+    reservedAfter: number,
+    orderId: number | null,
+    createdAt: string,
+  ) =>
+    db.insertInto('stock_movements').values({
+      item_id: itemId,
+      kind,
+      quantity_change: quantityChange,
+      reserved_change: reservedChange,
+      quantity_after: quantityAfter,
+      reserved_after: reservedAfter,
+      order_id: orderId,
+      created_at: createdAt,
+    }),
 );
 
-export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
-  if (movements.length > 0)
-    await insertMovementRows(
-      db,
-      movements.length,
-      ...movements.flatMap((movement) => NEW_MOVEMENT_FIELDS.map((field) => movement[field])),
-    );
+/** Appends a ledger entry. An order's entries are written with its moves (orders/placement.repository.ts). */
+export async function insertMovement(db: Executor, movement: NewMovement): Promise<void> {
+  await insertMovementRow(
+    db,
+    movement.item_id,
+    movement.kind,
+    movement.quantity_change,
+    movement.reserved_change,
+    movement.quantity_after,
+    movement.reserved_after,
+    movement.order_id,
+    movement.created_at,
+  );
 }
 
 /** The item's movements; order_id only of an order the sight on orders shows (null otherwise). */

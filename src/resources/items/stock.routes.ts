@@ -16,8 +16,6 @@ import {
 } from '../../http/schemas.js';
 import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
 import {
-  type StockAdjustEntry,
-  type StockSetEntry,
   StockAdjustEntrySchema,
   StockSetEntrySchema,
   MOVEMENT_COLLECTION,
@@ -155,26 +153,26 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
 const stockPath = (itemId: number) => `/v1/items/${itemId}/stock`;
 const itemOf = (entry: { item_id: number }) => [`item:${entry.item_id}`];
 
-const STOCK_SET: BatchAction = {
+const STOCK_SET: BatchAction<typeof StockSetEntrySchema> = {
   member: 'set',
   action: 'update',
   method: 'PUT',
   entry: StockSetEntrySchema,
   targets: itemOf,
-  run: async (trx, entry: StockSetEntry, request) => {
+  run: async (trx, entry, request) => {
     const sight = sightOf(request.principal, 'items');
     const stock = await setStock(trx, entry.item_id, { quantity: entry.quantity }, conditionOfEntry(entry), sight);
     return recordResult(200, stockPath(entry.item_id), stock);
   },
 };
 
-const STOCK_ADJUST: BatchAction = {
+const STOCK_ADJUST: BatchAction<typeof StockAdjustEntrySchema> = {
   member: 'adjust',
   action: 'update',
   method: 'PATCH',
   entry: StockAdjustEntrySchema,
   targets: itemOf,
-  run: async (trx, entry: StockAdjustEntry, request) => {
+  run: async (trx, entry, request) => {
     const sight = sightOf(request.principal, 'items');
     const stock = await adjustStock(trx, entry.item_id, entry.by, conditionOfEntry(entry), sight);
     return recordResult(200, stockPath(entry.item_id), stock);

@@ -1,10 +1,17 @@
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, MovementKind, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
-import { SEES_ALL, type Sight } from '../../db/visibility.js';
+import type { Sight } from '../../db/visibility.js';
 import { ConflictError, UnprocessableError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertEchoesMatch, sameInstant, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertEchoesMatch,
+  sameInstant,
+  withRowLocked,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import { findItemById } from './items.repository.js';
 import {
@@ -12,19 +19,18 @@ import {
   findStock,
   findStockPage,
   findStocks,
-  insertMovements,
-  moveStock,
+  insertMovement,
   setStockQuantityAtVersion,
   type NewMovement,
   type StoredStock,
 } from './stock.repository.js';
 import { itemNotFound } from './items.service.js';
 import type { StockChange } from './stock.schema.js';
-import { insufficientStock, type StockMove } from './stock-moves.js';
 
 /**
- * Stock and its ledger. Every change of an item's quantity or reserved count goes through this
- * module and writes a movement in the same transaction, so the ledger always sums to the stock.
+ * Stock and its ledger. Every change of an item's quantity or reserved count writes a movement in
+ * the same transaction, so the ledger always sums to the stock: a level set by hand here, an
+ * order's moves with the order (orders/placement.repository.ts).
  */
 export type { StoredStock };
 
@@ -103,14 +109,14 @@ function writeQuantity(
       const stored = await getStock(trx, itemId, sight);
       assertCondition(condition, stored.version, `The stock of item ${itemId}`);
       const quantity = wanted(stored);
-      if (quantity === stored.quantity) return stored;
+      if (quantity === stored.quantity) return written(stored);
       const now = nowTimestamp();
       const updated = await setStockQuantityAtVersion(trx, itemId, stored.version, quantity, now);
-      if (!updated) return undefined;
+      if (!updated) return VERSION_MOVED;
       const set = movement(updated, 'set', updated.quantity - stored.quantity, 0, null, now);
-      await insertMovements(trx, [set]);
+      await insertMovement(trx, set);
       await recordEvents(trx, stockEvents([set]));
-      return updated;
+      return written(updated);
     },
     `The stock of item ${itemId}`,
   );
@@ -128,45 +134,6 @@ export async function listMovements(
 ) {
   if (!(await findItemById(db, itemId, sights.items))) throw itemNotFound(itemId);
   return findMovements(db, itemId, query, sights.orders);
-}
-
-/**
- * Applies an order's stock moves and records them against the order, in the caller's
- * transaction. Each move is one conditional UPDATE, so a reserve that stock cannot cover
- * changes nothing; the caller has checked availability first (to list every short line), so a
- * failure here means a concurrent writer took the stock in between (possible on PostgreSQL),
- * and the whole transaction is abandoned with the same 409 (with the stock available only when
- * `showsAvailable`: the caller may read stock).
- */
-export async function applyStockMoves(
-  trx: Trx,
-  orderId: number,
-  moves: StockMove[],
-  now: string,
-  showsAvailable = false,
-): Promise<void> {
-  const movements: NewMovement[] = [];
-  // Rows are always locked in item order, so two concurrent orders can never deadlock (PostgreSQL).
-  for (const move of [...moves].sort((a, b) => a.itemId - b.itemId)) {
-    const change = CHANGES[move.kind](move.units);
-    const moved = await moveStock(trx, move.itemId, { ...change, now });
-    if (!moved) {
-      const stock = await findStock(trx, move.itemId, SEES_ALL);
-      // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
-      if (stock === undefined)
-        throw new ConflictError(
-          'concurrent-change',
-          `Item ${move.itemId} was deleted while this request ran; nothing was changed.`,
-        );
-      throw insufficientStock(
-        [{ item_id: move.itemId, requested: move.units, available: stock.quantity }],
-        showsAvailable,
-      );
-    }
-    movements.push(movement(moved, move.kind, change.quantity, change.reserved, orderId, now));
-  }
-  await insertMovements(trx, movements);
-  await recordEvents(trx, stockEvents(movements));
 }
 
 /** A stock.changed event for each movement: the stock after it, and the movement. */
@@ -193,14 +160,6 @@ export function stockEvents(movements: readonly NewMovement[]): EventDraft[] {
 export async function stockByItem(db: Executor, itemIds: number[]): Promise<Map<number, StoredStock>> {
   return new Map((await findStocks(db, itemIds)).map((stock) => [stock.item_id, stock]));
 }
-
-/** How each kind of move changes the three counters. */
-const CHANGES: Record<StockMove['kind'], (units: number) => { quantity: number; reserved: number; fulfilled: number }> =
-  {
-    reserve: (units) => ({ quantity: -units, reserved: units, fulfilled: 0 }),
-    release: (units) => ({ quantity: units, reserved: -units, fulfilled: 0 }),
-    fulfil: (units) => ({ quantity: 0, reserved: -units, fulfilled: units }),
-  };
 
 function movement(
   after: StoredStock,

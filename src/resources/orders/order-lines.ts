@@ -1,15 +1,42 @@
+import type { MovementKind } from '../../db/database.js';
 import { ConflictError, UnprocessableError, type FieldError } from '../../errors.js';
-import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
 import type { StoredLine } from './orders.repository.js';
-import type { NewLine, PlacementFacts } from './placement.repository.js';
 import { MAX_LINE_QUANTITY } from './orders.schema.js';
 
 /**
  * The lines of an order as the request asks for them, and what follows from them before anything
  * is written: lines of one item merged, each priced, checked against the stock they need, the
  * stock moves that turn the current reservations into the wanted ones, and the total. Pure
- * functions of what the placement read (orders.service.ts writes).
+ * functions of what the placement read (orders.service.ts writes, through placement.repository.ts).
  */
+
+/**
+ * What the checks of a placement need, read at once (findPlacementFacts): whether the user
+ * exists, and each item's price and unreserved stock.
+ */
+export interface PlacementFacts {
+  userFound: boolean;
+  /** By item id; an item that does not exist is absent; `available` undefined when the item has no stock row. */
+  items: Map<number, { price: number; available: number | undefined }>;
+}
+
+/** A line to store, before its order has an id. */
+export type NewLine = Omit<StoredLine, 'order_id'>;
+
+/** One change an order makes to the stock of one item. */
+export interface StockMove {
+  itemId: number;
+  kind: Exclude<MovementKind, 'set'>;
+  units: number;
+}
+
+/** A line that stock cannot cover: what was asked for and what is available to it. */
+export interface ShortLine {
+  item_id: number;
+  requested: number;
+  available: number;
+}
+
 export interface WantedLine {
   item_id: number;
   quantity: number;
@@ -145,5 +172,30 @@ export function itemDeletedMeanwhile(itemId: number): ConflictError {
   return new ConflictError(
     'concurrent-change',
     `Item ${itemId} was deleted while this request ran; nothing was changed.`,
+  );
+}
+
+/**
+ * The 409 of an order that stock cannot cover. How many units are available is the stock's
+ * business: a caller that may not read stock is told which lines are short, not by how much.
+ */
+export function insufficientStock(shortLines: ShortLine[], showsAvailable: boolean): ConflictError {
+  if (showsAvailable) {
+    const list = shortLines
+      .map((line) => `item ${line.item_id}: ${line.requested} requested, ${line.available} available`)
+      .join('; ');
+    return new ConflictError(
+      'insufficient-stock',
+      `Stock cannot cover every line, so nothing was reserved (${list}).`,
+      { short_lines: shortLines },
+    );
+  }
+  const list = shortLines.map((line) => `item ${line.item_id}: ${line.requested} requested`).join('; ');
+  return new ConflictError(
+    'insufficient-stock',
+    `Stock cannot cover every line, so nothing was reserved (${list}); how many are available is shown to callers that may read stock.`,
+    {
+      short_lines: shortLines.map((line) => ({ item_id: line.item_id, requested: line.requested })),
+    },
   );
 }

@@ -1,9 +1,12 @@
 import type { Executor, OrderLineRow, OrderRow, OrderStatus } from '../../db/database.js';
-import { sql } from 'kysely';
-import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
+import { compiledQuery } from '../../db/compiled.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
+/**
+ * The queries of orders and their lines, but for placing an order and changing its lines and its
+ * hold on stock, which are placement.repository.ts's.
+ */
 export const ORDER_COLUMNS = [
   'id',
   'name',
@@ -53,58 +56,6 @@ export function findLinesOfOrders(db: Executor, orderIds: number[]): Promise<Sto
     .orderBy('order_id')
     .orderBy('position')
     .execute();
-}
-
-/** A placed order before it is stored: its owner is the caller placing it (null: an external issuer's subject). */
-export interface NewOrder {
-  name: string;
-  user_id: number;
-  total: number;
-  created_by: number | null;
-  now: string;
-}
-
-// The statements of placing an order, compiled once (per line count for the lines).
-const insertPlacedOrderRow = compiledQuery(
-  (db, name: string, userId: number, total: number, createdBy: number | null, now: string) =>
-    db
-      .insertInto('orders')
-      .values({
-        name,
-        user_id: userId,
-        created_by: createdBy,
-        status: sql.lit('placed'),
-        total,
-        version: sql.lit(1),
-        created_at: now,
-        updated_at: now,
-      })
-      .returning(ORDER_COLUMNS),
-);
-const LINE_FIELDS = [
-  'order_id',
-  'item_id',
-  'position',
-  'quantity',
-  'unit_price',
-] as const satisfies readonly (keyof StoredLine)[];
-const insertLineRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
-  db.insertInto('order_lines').values(rowsOf<StoredLine>(values, LINE_FIELDS)),
-);
-
-export async function insertOrder(db: Executor, order: NewOrder): Promise<StoredOrder> {
-  const [stored] = await insertPlacedOrderRow(db, order.name, order.user_id, order.total, order.created_by, order.now);
-  if (stored === undefined) throw new Error('inserting an order returned no row');
-  return stored;
-}
-
-export async function insertLines(db: Executor, lines: StoredLine[]): Promise<void> {
-  if (lines.length > 0)
-    await insertLineRows(db, lines.length, ...lines.flatMap((line) => LINE_FIELDS.map((field) => line[field])));
-}
-
-export async function deleteLines(db: Executor, orderId: number): Promise<void> {
-  await db.deleteFrom('order_lines').where('order_id', '=', orderId).execute();
 }
 
 /** Writes the order's new state if it is still at `version`; undefined when it is not. */

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
 import { batchOperation } from '../batch.js';
 import {
@@ -28,7 +28,7 @@ import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder
 const REFERENCES =
   'Naming a user, or items the order does not hold yet, needs users:read and items:read: without them the answer is 403 whether the user or items exist or not.';
 
-const ORDERS: Collection = {
+const ORDERS: Collection<typeof OrderSchema> = {
   path: '/v1/orders',
   name: 'orders',
   singular: 'Order',
@@ -44,7 +44,7 @@ const ORDERS: Collection = {
  * other resources: placing spends from a tighter rate-limit budget, a replace re-reserves only
  * the difference, a change may move the status, and a delete releases what the order reserves.
  */
-const ordersRoutes: FastifyPluginAsync = async (app) => {
+const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   listOperation(app, ORDERS, { list: listOrders });
   createOperation(app, ORDERS, {
     operationId: 'placeOrder',

@@ -6,27 +6,39 @@ import type { Sight } from '../../db/visibility.js';
 import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { recordEvent, recordEvents } from '../../outbox/outbox.js';
-import { applyStockMoves, stockByItem, stockEvents } from '../items/stock.service.js';
-import { insufficientStock, type ShortLine, type StockMove } from '../items/stock-moves.js';
+import { stockByItem, stockEvents } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { createdByDiffers } from '../ownership.js';
 import { assertMayRefer, mayRead, type Reader, type Reference } from '../references.js';
 import {
-  deleteLines,
   findLines,
   findLinesOfOrders,
   findOrderById,
   findOrders,
-  insertLines,
   updateOrderAtVersion,
   type StoredLine,
   type StoredOrder,
 } from './orders.repository.js';
-import { findPlacementFacts, insertPlacedOrder } from './placement.repository.js';
+import {
+  findPlacementFacts,
+  insertPlacedOrder,
+  moveOrderStock,
+  replaceLines,
+  type OrderStockChange,
+  type PlacementQuestion,
+} from './placement.repository.js';
 import {
   assertStockCovers,
+  insufficientStock,
   itemDeletedMeanwhile,
   lineDifference,
   linesToStore,
@@ -34,6 +46,8 @@ import {
   priceLines,
   sameLines,
   totalOf,
+  type ShortLine,
+  type StockMove,
   type WantedLine,
 } from './order-lines.js';
 import type { Order, OrderCreate, OrderPatch, OrderReplace } from './orders.schema.js';
@@ -81,24 +95,22 @@ export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): 
     { resource: 'items', pointer: '#/lines' },
   ]);
   const now = nowTimestamp();
-  const facts = await findPlacementFacts(
-    trx,
-    input.user_id,
-    [...new Set(input.lines.map((line) => line.item_id))],
-    referenceSights(reader),
-  );
+  const facts = await findPlacementFacts(trx, {
+    userId: input.user_id,
+    itemIds: [...new Set(input.lines.map((line) => line.item_id))],
+    sights: referenceSights(reader),
+  });
   if (!facts.userFound) throw unknownUser(input.user_id);
   const wanted = mergeLines(input.lines);
   const prices = priceLines(facts, wanted, new Map());
   const total = totalOf(wanted, prices);
   assertStockCovers(facts, wanted, new Map(), mayRead(reader, 'stock'));
-  const placed = await insertPlacedOrder(
-    trx,
-    { name: input.name, user_id: input.user_id, total, created_by: creatorOf(reader), now },
-    linesToStore(wanted, prices),
-  );
+  const placed = await insertPlacedOrder(trx, {
+    order: { name: input.name, user_id: input.user_id, total, created_by: creatorOf(reader), now },
+    lines: linesToStore(wanted, prices),
+  });
   // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.
-  if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, wanted, mayRead(reader, 'stock'));
+  if ('uncovered' in placed) throw await stockTakenMeanwhile(trx, placed.uncovered, mayRead(reader, 'stock'));
   const order = presentOrder(placed.order, placed.lines);
   await recordEvents(trx, [
     { type: 'order.created', path: orderPath(order.id), data: order },
@@ -139,16 +151,15 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
       if (!order) throw orderNotFound(id);
       assertCondition(condition, order.version, `Order ${id}`);
       const lines = await findLines(trx, id);
-      if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return undefined;
+      if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return VERSION_MOVED;
       await recordEvent(trx, 'order.deleted', orderPath(id), { id });
       if (order.status === 'placed')
-        await applyStockMoves(
-          trx,
-          id,
-          lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })),
-          nowTimestamp(),
-        );
-      return true;
+        await applyStockMoves(trx, {
+          orderId: id,
+          moves: lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })),
+          now: nowTimestamp(),
+        });
+      return DELETED;
     },
     `Order ${id}`,
   );
@@ -196,16 +207,15 @@ async function changeOrder(
         mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
       const name = body.name ?? stored.name;
       if (!linesChange && !userChanges && status === stored.status && name === stored.name)
-        return presentOrder(stored, storedLines);
+        return written(presentOrder(stored, storedLines));
 
       const facts =
         userChanges || linesChange
-          ? await findPlacementFacts(
-              trx,
-              userChanges ? userId : null,
-              linesChange ? [...wantedLines.keys()] : [],
-              referenceSights(reader),
-            )
+          ? await findPlacementFacts(trx, {
+              userId: userChanges ? userId : null,
+              itemIds: linesChange ? [...wantedLines.keys()] : [],
+              sights: referenceSights(reader),
+            })
           : undefined;
       if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
       const now = nowTimestamp();
@@ -233,17 +243,14 @@ async function changeOrder(
         total,
         now,
       });
-      if (!updated) return undefined;
-      if (linesChange) {
-        await deleteLines(trx, id);
-        await insertLines(trx, lines);
-      }
+      if (!updated) return VERSION_MOVED;
+      if (linesChange) await replaceLines(trx, id, lines);
       const order = presentOrder(updated, lines);
       if (status !== stored.status)
         await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
       else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
-      await applyStockMoves(trx, id, moves, now, mayRead(reader, 'stock'));
-      return order;
+      await applyStockMoves(trx, { orderId: id, moves, now }, mayRead(reader, 'stock'));
+      return written(order);
     },
     `Order ${id}`,
   );
@@ -287,7 +294,7 @@ function newReferences(
 }
 
 /** Which users and items an order may name: those the caller sees. */
-function referenceSights(reader: Reader): { users: Sight; items: Sight } {
+function referenceSights(reader: Reader): PlacementQuestion['sights'] {
   return { users: sightOf(reader, 'users'), items: sightOf(reader, 'items') };
 }
 
@@ -299,19 +306,29 @@ function unknownUser(userId: number): UnprocessableError {
   );
 }
 
-/** The 409 for lines whose stock another writer took after the check: what is available to each now. */
-async function stockTakenMeanwhile(
-  db: Executor,
-  itemIds: number[],
-  wanted: Map<number, WantedLine>,
-  showsAvailable: boolean,
-): Promise<ConflictError> {
-  const stocks = await stockByItem(db, itemIds);
+/**
+ * Applies an order's stock moves with their ledger entries and events, in the caller's transaction;
+ * 409 when another writer took the stock after the check (with the stock available only when
+ * `showsAvailable`: the caller may read stock), and the whole transaction is abandoned.
+ */
+async function applyStockMoves(trx: Trx, change: OrderStockChange, showsAvailable = false): Promise<void> {
+  const moved = await moveOrderStock(trx, change);
+  if ('uncovered' in moved) throw await stockTakenMeanwhile(trx, moved.uncovered, showsAvailable);
+  await recordEvents(trx, stockEvents(moved.movements));
+}
+
+/** The 409 for moves whose stock another writer took after the check: what is available to each now. */
+async function stockTakenMeanwhile(db: Executor, moves: StockMove[], showsAvailable: boolean): Promise<ConflictError> {
+  const stocks = await stockByItem(
+    db,
+    moves.map((move) => move.itemId),
+  );
   const short: ShortLine[] = [];
-  for (const itemId of itemIds) {
-    const stock = stocks.get(itemId);
-    if (stock === undefined) return itemDeletedMeanwhile(itemId);
-    short.push({ item_id: itemId, requested: wanted.get(itemId)!.quantity, available: stock.quantity });
+  for (const move of moves) {
+    const stock = stocks.get(move.itemId);
+    // No stock row: the item was deleted by a transaction that committed after this one read it (PostgreSQL).
+    if (stock === undefined) return itemDeletedMeanwhile(move.itemId);
+    short.push({ item_id: move.itemId, requested: move.units, available: stock.quantity });
   }
   return insufficientStock(short, showsAvailable);
 }

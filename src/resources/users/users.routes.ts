@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
 import { batchOperation } from '../batch.js';
 import {
@@ -24,7 +24,7 @@ import {
 import { creatorOf } from '../../auth/visibility.js';
 import { createUser, deleteUser, emailKey, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
-const USERS: Collection = {
+const USERS: Collection<typeof UserSchema> = {
   path: '/v1/users',
   name: 'users',
   singular: 'User',
@@ -36,7 +36,7 @@ const USERS: Collection = {
 };
 
 /** /v1/users: the six operations every resource has (list, read, create, replace, change, delete) on users. */
-const usersRoutes: FastifyPluginAsync = async (app) => {
+const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   listOperation(app, USERS, { list: listUsers });
   createOperation(app, USERS, {
     summary: 'Create a user',

@@ -8,7 +8,14 @@ import { ConflictError, NotFoundError } from '../../errors.js';
 import { recordEvent } from '../../outbox/outbox.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { createdByDiffers } from '../ownership.js';
 import {
   emailKey,
@@ -80,9 +87,9 @@ export async function deleteUser(trx: Trx, id: number, condition: VersionConditi
           `User ${id} has placed orders; fulfil, cancel or delete them first.`,
         );
       }
-      if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return undefined;
+      if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return VERSION_MOVED;
       await recordEvent(trx, 'user.deleted', userPath(id), { id });
-      return true;
+      return DELETED;
     },
     `User ${id}`,
   );
@@ -105,12 +112,13 @@ async function changeUser(
       assertReadOnlyEchoes(stored, body, createdByDiffers(stored, body));
       const wanted = next(stored);
       // A write that changes nothing keeps the version, so ETags held by clients stay valid.
-      if (wanted.name === stored.name && wanted.email === stored.email) return stored;
+      if (wanted.name === stored.name && wanted.email === stored.email) return written(stored);
       const updated = await withEmailUniqueness(wanted.email, () =>
         updateUserAtVersion(trx, id, stored.version, { ...wanted, now: nowTimestamp() }),
       );
-      if (updated) await recordEvent(trx, 'user.updated', userPath(id), updated);
-      return updated;
+      if (!updated) return VERSION_MOVED;
+      await recordEvent(trx, 'user.updated', userPath(id), updated);
+      return written(updated);
     },
     `User ${id}`,
   );

@@ -16,7 +16,14 @@ import {
 } from '../../outbox/webhook-endpoints.repository.js';
 import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
-import { assertCondition, assertReadOnlyEchoes, withRowLocked } from '../preconditions.js';
+import {
+  assertCondition,
+  assertReadOnlyEchoes,
+  withRowLocked,
+  DELETED,
+  VERSION_MOVED,
+  written,
+} from '../preconditions.js';
 import { assertMayChange, ownerFor, ownerScopes, type EndpointContext } from './endpoint-access.js';
 import type { WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
 
@@ -142,9 +149,9 @@ export function patchEndpoint(
         changes.disabled_reason = null;
         if (patch.enabled) changes.failures = 0;
       }
-      if (Object.keys(changes).length === 0) return presentEndpoint(stored);
+      if (Object.keys(changes).length === 0) return written(presentEndpoint(stored));
       const updated = await updateEndpointAtVersion(trx, id, stored.version, changes, nowTimestamp());
-      return updated && presentEndpoint(updated);
+      return updated ? written(presentEndpoint(updated)) : VERSION_MOVED;
     },
     `Webhook endpoint ${id}`,
   );
@@ -174,7 +181,7 @@ export async function deleteEndpoint(
     { table: 'webhook_endpoints', id },
     async () => {
       const stored = await findEndpointToChange(trx, id, condition, context);
-      return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? true : undefined;
+      return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? DELETED : VERSION_MOVED;
     },
     `Webhook endpoint ${id}`,
   );
@@ -214,7 +221,7 @@ export function rotateSecret(
         { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires },
         now,
       );
-      return updated && { ...presentEndpoint(updated), secret: updated.secret };
+      return updated ? written({ ...presentEndpoint(updated), secret: updated.secret }) : VERSION_MOVED;
     },
     `Webhook endpoint ${id}`,
   );
