@@ -214,7 +214,7 @@ export function listOperation<Record extends TSchema, Stored>(
   );
 }
 
-const exported = (collection: Collection, response: ReturnType<typeof representation>) =>
+const exported = (collection: CollectionDeclaration<TSchema>, response: ReturnType<typeof representation>) =>
   collection.exports === true ? withExports(response, collection.record) : response;
 
 /** POST /collection: creates a record in one unit of work, replayed for a repeated Idempotency-Key; 201 with Location and ETag. */
