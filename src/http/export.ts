@@ -27,7 +27,7 @@ import { header } from './schemas.js';
  * response without its last chunk (the connection is reset), which every HTTP client reports as
  * an incomplete transfer, never as a complete export.
  */
-export const EXPORT_CHUNK_ROWS = 1000;
+export const EXPORT_CHUNK_ROWS = 250;
 
 /** What a collection's list needs to answer as a page or as an export. */
 export interface Listing<Row> {
