@@ -22,7 +22,7 @@ const POSTGRES_FAST = [
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
   'test/outbox/**/*.test.ts',
-  'test/db/webhook-owners-migration.test.ts',
+  'test/db/{webhook-owners,owners}-migration.test.ts',
   'test/docs/events-snippets.test.ts',
   'test/db/retention.test.ts',
 ];

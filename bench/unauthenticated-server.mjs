@@ -51,6 +51,8 @@ const EVERY_SCOPE = Object.freeze({
   callerId: null,
   name: 'bench',
   scopes: new Set(ALL_SCOPES),
+  ownRecords: new Set(),
+  userId: null,
   role: 'admin',
   rateLimit: null,
 });

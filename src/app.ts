@@ -24,7 +24,8 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { reachOfGrants, readableResources, SECURITY_SCHEMES } from './auth/policy.js';
+import { reachOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
+import { eventSightOf } from './auth/visibility.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -47,7 +48,8 @@ import { startEvents } from './outbox/readers.js';
 import { eventTables } from './outbox/retention.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { VERSION } from './version.js';
-import { registry } from './observability/metrics.js';
+import { registry, watchBackups } from './observability/metrics.js';
+import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
 
@@ -152,6 +154,14 @@ export async function buildApp({
   await app.register(rootRoutes, { version: VERSION });
   await app.register(healthRoutes, { version: VERSION });
   await app.register(limitsRoutes);
+  if (config.backupDir !== '') {
+    const folder = config.backupDir;
+    watchBackups(async () => {
+      const status = await readBackupStatus(folder);
+      const at = status?.last_success_at;
+      return { lastSuccess: at ? Date.parse(at) / 1000 : undefined, failures: status?.failures ?? 0 };
+    });
+  }
   await app.register(metricsRoutes, { collect: collectMetrics });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);
@@ -168,7 +178,7 @@ export async function buildApp({
     config,
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
-    readableBy: (owner) => new Set(readableResources(reachOfGrants(owner))),
+    readableBy: (ownerId, owner) => eventSightOf(reachOfGrants(owner, ownerId)),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

@@ -10,6 +10,8 @@ export const LABELS = {
   // rowi-auth: the same settings as rowi, on a copy of its database taken with the no-auth one.
   authApiKey: 'rowi-auth (SQLite) API key + audit',
   authJwt: 'rowi-auth (SQLite) JWT + audit',
+  // rowi-own: another copy, where the admin sees only its own users (the probe is one of them).
+  ownRecords: 'rowi-own (SQLite) API key + audit, own records',
   limitsOff: 'rowi (SQLite) API key + audit, rate limits off',
   limitsMemory: 'rowi (SQLite) API key + audit, rate limits in memory',
   limitsRedis: 'rowi (SQLite) API key + audit, rate limits in Redis',

@@ -189,6 +189,7 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog, { reads }: 
       caller_id: principal?.callerId ?? null,
       caller_name: principal?.name ?? null,
       credential: principal?.credential ?? null,
+      user_id: principal?.userId ?? null,
       method: request.method,
       path: pathOf(request),
       resource: permission?.resource ?? null,

@@ -13,6 +13,7 @@ export const AUDIT_COLUMNS = [
   'caller_id',
   'caller_name',
   'credential',
+  'user_id',
   'method',
   'path',
   'resource',

@@ -4,7 +4,9 @@ import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { MEDIA_TYPES } from '../http/negotiate.js';
 import { operation, representation, RESPONSE_HEADERS } from '../http/schemas.js';
-import { ALL_SCOPES, parseScopeList } from './policy.js';
+import { isVisibleUser } from './acting.repository.js';
+import { ACT_FOR_USERS, ALL_SCOPES, parseScopeList } from './policy.js';
+import { sightOf } from './visibility.js';
 import type { Principal } from './principals.js';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -18,6 +20,12 @@ const TokenRequestSchema = Type.Object(
     client_id: Type.Optional(Type.String({ description: "the caller's name, when not sent by HTTP Basic" })),
     client_secret: Type.Optional(
       Type.String({ description: "one of the caller's API keys, when not sent by HTTP Basic" }),
+    ),
+    user_id: Type.Optional(
+      Type.String({
+        description:
+          'the id of a user the token is to act for (docs/access.md "Acting for a user"): it then sees only that user\'s record (GET /v1/users/me) and orders. The caller needs users:act and must see the user',
+      }),
     ),
   },
   { additionalProperties: true, title: 'TokenRequest' },
@@ -165,7 +173,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }
         const principal = await authenticateClient(request.headers.authorization, fields);
         const scopes = grantedScopes(principal, fields.scope);
-        const token = await auth.tokens.issue({ id: principal.callerId!, name: principal.name }, scopes);
+        const userId = fields.user_id === undefined ? null : await actingUser(principal, fields.user_id);
+        const token = await auth.tokens.issue({ id: principal.callerId!, name: principal.name }, scopes, userId);
         noStore(reply);
         return reply.send({
           access_token: token,
@@ -227,6 +236,21 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       };
     },
   );
+
+  /**
+   * The user a token is asked to act for: the caller must hold users:act and see the user (a
+   * channel acts only for its own customers); one it cannot see is answered as one that does not exist.
+   */
+  async function actingUser(principal: Principal, text: string): Promise<number> {
+    if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text)))
+      throw new OAuthError('invalid_request', 'user_id must be the id of a user (a positive integer).');
+    if (!principal.scopes.has(ACT_FOR_USERS))
+      throw new OAuthError('invalid_scope', `The caller does not hold ${ACT_FOR_USERS}, which user_id needs.`);
+    const userId = Number(text);
+    if (!(await isVisibleUser(app.db, userId, sightOf(principal, 'users'))))
+      throw new OAuthError('invalid_request', `There is no user ${userId}.`);
+    return userId;
+  }
 
   /** RFC 6749 §2.3.1: Basic with form-urlencoded id and secret, or both in the body; never both ways. */
   async function authenticateClient(

@@ -42,7 +42,13 @@ export function recordAccessOf(ownRecords: ReadonlySet<string>): RecordAccess {
   ) as RecordAccess;
 }
 
-export type Scope = `${string}:${Action}`;
+/**
+ * The scope that lets a caller act for one of its users (docs/access.md "Acting for a user"): ask
+ * POST /oauth/token for a token with `user_id`, which then sees only that user's record and orders.
+ */
+export const ACT_FOR_USERS = 'users:act';
+
+export type Scope = `${string}:${Action}` | typeof ACT_FOR_USERS;
 
 declare module '../http/schemas.js' {
   /** A route declares one of these scopes as its permission (or 'public'). */
@@ -67,6 +73,7 @@ export function canManageCallers(role: Role, removed: readonly string[]): boolea
 /** Every scope there is, in a stable order. */
 export const ALL_SCOPES: readonly Scope[] = [
   ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
+  ACT_FOR_USERS,
   ...MANAGEMENT_SCOPES,
   'audit-events:read',
   'events:read',
@@ -80,23 +87,27 @@ export const ALL_SCOPES: readonly Scope[] = [
  */
 export const EVENT_RESOURCES = [...DATA_RESOURCES, 'callers', 'webhook-endpoints'] as const;
 
-/** What decides which events a caller sees: its scopes, and the resources it sees only its own records of. */
+/**
+ * What decides which events a caller sees: its scopes, the resources it sees only its own records
+ * of, and who it is (the caller, and the user a token acts for), whose records those are.
+ */
 export interface Reach {
   scopes: ReadonlySet<string>;
   ownRecords: ReadonlySet<string>;
+  callerId: number | null;
+  userId: number | null;
 }
 
 /**
- * The resources whose events a caller may see: those it may read, except those it sees only its
- * own records of (an event does not say whose record it is told of, so none of them is sent), and
- * stock while it sees only its own orders (a stock event names the order that moved it).
+ * The resources whose events a caller may see, all or some of them (auth/visibility.ts
+ * eventSightOf says which): those it may read, except stock while it sees only some orders or
+ * items (its own, or its user's): a stock event names the order that moved it and the item, whose
+ * owners it does not carry.
  */
 export function readableResources(reach: Reach): string[] {
+  const someOrdersOrItems = reach.userId !== null || reach.ownRecords.has('orders') || reach.ownRecords.has('items');
   return EVENT_RESOURCES.filter(
-    (resource) =>
-      reach.scopes.has(`${resource}:read`) &&
-      !reach.ownRecords.has(resource) &&
-      !(resource === 'stock' && reach.ownRecords.has('orders')),
+    (resource) => reach.scopes.has(`${resource}:read`) && !(resource === 'stock' && someOrdersOrItems),
   );
 }
 
@@ -171,9 +182,9 @@ export function scopesOfGrants(grants: Omit<StoredGrants, 'own_records'>): Reado
   return scopesOf(grants.role, parseScopeList(grants.extra_scopes), parseScopeList(grants.removed_scopes));
 }
 
-/** What a caller may see, from its grants as stored. */
-export function reachOfGrants(grants: StoredGrants): Reach {
-  return { scopes: scopesOfGrants(grants), ownRecords: ownRecordsOf(grants.own_records) };
+/** What caller `callerId` may see, from its grants as stored (it acts for no user). */
+export function reachOfGrants(grants: StoredGrants, callerId: number | null): Reach {
+  return { scopes: scopesOfGrants(grants), ownRecords: ownRecordsOf(grants.own_records), callerId, userId: null };
 }
 
 /** The stored list of resources seen own-only, as a set (unknown names are ignored). */

@@ -6,7 +6,7 @@ import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from './callers.repository.js';
 import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
-import { isGrantable, isScope, ownRecordsOf, parseScopeList, scopesOf } from './policy.js';
+import { ACT_FOR_USERS, isGrantable, isScope, ownRecordsOf, parseScopeList, scopesOf } from './policy.js';
 import { TokenError, type TokenService, type VerifiedToken } from './tokens.js';
 import { challenge } from './challenge.js';
 
@@ -20,6 +20,11 @@ export interface Principal {
   scopes: ReadonlySet<string>;
   /** The resources it sees only its own records of (docs/access.md); empty for an external issuer's subject. */
   ownRecords: ReadonlySet<string>;
+  /**
+   * The rowi user the request acts for (a token asked for with user_id, or an external token's
+   * user claim): it then sees only that user's record and orders (docs/access.md); null: none.
+   */
+  userId: number | null;
   /** The caller's role; null for the subject of an external issuer's token. */
   role: Role | null;
   /** The caller's own requests per minute; null: its role's default. */
@@ -193,6 +198,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
       name: row.name,
       scopes: scopesOf(row.role as Role, parseScopeList(row.extra_scopes), parseScopeList(row.removed_scopes)),
       ownRecords: ownRecordsOf(row.own_records),
+      userId: null,
       role: row.role as Role,
       rateLimit: row.rate_limit,
     };
@@ -231,6 +237,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
         name: token.subject,
         scopes,
         ownRecords: NOTHING_OWN,
+        userId: token.userId,
         role: null,
         rateLimit: null,
         expiresAt: token.expires * 1000,
@@ -240,6 +247,9 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
     const cached = this.#callers.get(callerId);
     const principalOf = (caller: CachedCaller | undefined): Principal => {
       if (caller === undefined) throw invalid("The token's caller no longer exists.");
+      // A token that acts for a user works only while its caller may still act for users.
+      if (token.userId !== null && !caller.scopes.has(ACT_FOR_USERS))
+        throw invalid(`The token's caller may no longer act for users (${ACT_FOR_USERS}).`);
       // A token carries the scopes granted when it was issued; a caller whose role has since
       // shrunk keeps only what it still holds.
       const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
@@ -249,6 +259,7 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
         name: caller.name,
         scopes,
         ownRecords: caller.ownRecords,
+        userId: token.userId,
         role: caller.role,
         rateLimit: caller.rateLimit,
         expiresAt: token.expires * 1000,

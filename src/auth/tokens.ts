@@ -35,7 +35,12 @@ export interface VerifiedToken {
   scopes: string[];
   /** Expiry, in seconds since the epoch. */
   expires: number;
+  /** The rowi user the token acts for (docs/access.md "Acting for a user"); null: none. */
+  userId: number | null;
 }
+
+/** The claim of rowi's own tokens that names the user a token acts for. */
+export const USER_CLAIM = 'user_id';
 
 /** A token refused, with the reason RFC 6750's error_description carries. */
 export class TokenError extends Error {
@@ -47,7 +52,8 @@ export class TokenService {
   #issuer = '';
   readonly #keys: SigningKeys;
   readonly #lifetime: number;
-  readonly #external: { issuer: string; audience: string; algorithms: string[]; keys: JWTVerifyGetKey } | undefined;
+  readonly #external:
+    { issuer: string; audience: string; algorithms: string[]; keys: JWTVerifyGetKey; userClaim: string } | undefined;
 
   /** `signals`: a rotation anywhere is heard at once (SigningKeys). */
   constructor(db: Db, config: Config, signals?: Signals) {
@@ -62,6 +68,7 @@ export class TokenService {
             issuer: config.jwtIssuer,
             audience: config.jwtAudience,
             algorithms: config.jwtAlgorithms.split(','),
+            userClaim: config.jwtUserClaim,
             // jose caches the key set, refetches it on an unknown kid, and waits `cooldownDuration`
             // between fetches, so a flood of made-up kids cannot hammer the issuer.
             keys: createRemoteJWKSet(new URL(config.jwtJwksUrl), {
@@ -96,10 +103,15 @@ export class TokenService {
     return this.#lifetime;
   }
 
-  async issue(caller: { id: number; name: string }, scopes: string[]): Promise<string> {
+  /** A token for the caller, with `scopes`; acting for user `userId` when it is not null. */
+  async issue(caller: { id: number; name: string }, scopes: string[], userId: number | null = null): Promise<string> {
     const key = await this.#keys.current();
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ scope: scopes.join(' '), client_id: caller.name })
+    return new SignJWT({
+      scope: scopes.join(' '),
+      client_id: caller.name,
+      ...(userId === null ? {} : { [USER_CLAIM]: userId }),
+    })
       .setProtectedHeader({ alg: ALGORITHM, kid: key.kid, typ: TOKEN_TYPE })
       .setIssuer(this.issuer)
       .setAudience(this.audience)
@@ -133,6 +145,7 @@ export class TokenService {
           subject: String(payload.sub),
           scopes: scopeClaim(payload),
           expires: unexpired(payload.exp!),
+          userId: userClaim(payload, USER_CLAIM),
         };
       }
       const external = this.#external;
@@ -149,6 +162,7 @@ export class TokenService {
           subject: String(payload.sub),
           scopes: scopeClaim(payload),
           expires: unexpired(payload.exp!),
+          userId: external.userClaim === '' ? null : userClaim(payload, external.userClaim),
         };
       }
     } catch (error) {
@@ -185,6 +199,20 @@ function scopeClaim(payload: JWTPayload): string[] {
   if (typeof scope === 'string') return scope.split(' ').filter((item) => item !== '');
   if (Array.isArray(scope)) return scope.filter((item): item is string => typeof item === 'string');
   return [];
+}
+
+/**
+ * The user a token acts for, from `claim`: a user id, as a JSON number or a decimal string (a
+ * subject claim is a string); absent: none. Anything else refuses the token, rather than let it
+ * act for nobody and so see what its scopes allow.
+ */
+function userClaim(payload: JWTPayload, claim: string): number | null {
+  const value = payload[claim];
+  if (value === undefined) return null;
+  const id = typeof value === 'string' && /^[1-9][0-9]{0,15}$/.test(value) ? Number(value) : value;
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1)
+    throw new TokenError(`The token's ${claim} claim is not a user id.`);
+  return id;
 }
 
 /** The expiry of a token verified with the clock tolerance, if it has not passed. */

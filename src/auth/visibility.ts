@@ -1,20 +1,36 @@
-import { SEES_ALL, type Sight } from '../db/visibility.js';
-import { isOwnedResource, type OwnedResource } from './policy.js';
+import { SEES_ALL, type EventSight, type Sight } from '../db/visibility.js';
+import { isOwnedResource, readableResources, type OwnedResource, type Reach } from './policy.js';
 import type { Principal } from './principals.js';
 
-/** What decides what a request sees: its caller, and the resources that caller sees only its own records of. */
-export type Seer = Pick<Principal, 'callerId' | 'ownRecords'>;
+/**
+ * What decides what a request sees: its caller, the resources that caller sees only its own
+ * records of, and the user it acts for.
+ */
+export type Seer = Pick<Principal, 'callerId' | 'ownRecords' | 'userId'>;
 
 /**
- * Which records of a resource a request may see (docs/access.md): every record, or only those its
- * caller created, as the caller's record access says. The one place this is decided; the Sight it
- * returns is what every query of users, items and orders composes with (db/visibility.ts).
- * A request without a principal (rowi's own work) and an external issuer's subject (which is no
+ * Which records of a resource a request may see (docs/access.md): a request that acts for a user
+ * sees that user's record and orders only, whatever its caller could see (items as its caller
+ * does: they belong to no user); else every record, or only those its caller created, as the
+ * caller's record access says. The one place this is decided; the Sight it returns is what every
+ * query of users, items and orders composes with (db/visibility.ts). A request without a
+ * principal (rowi's own work) and an external issuer's subject that acts for no user (which is no
  * caller, so owns nothing) see by their scopes alone.
  */
 export function sightOf(principal: Seer | null, resource: OwnedResource): Sight {
-  if (principal === null || principal.callerId === null || !principal.ownRecords.has(resource)) return SEES_ALL;
-  return { owner: principal.callerId };
+  if (principal === null) return SEES_ALL;
+  if (principal.userId !== null && resource !== 'items') return { owner: null, user: principal.userId };
+  if (principal.callerId === null || !principal.ownRecords.has(resource)) return SEES_ALL;
+  return { owner: principal.callerId, user: null };
+}
+
+/**
+ * Which events a request (or a webhook endpoint's owner) sees: of each resource it may read
+ * (policy.ts readableResources), the events of the records it sees there, as sightOf says; every
+ * event of the others. The event list, the stream and webhooks all filter by this.
+ */
+export function eventSightOf(reach: Reach): EventSight {
+  return new Map(readableResources(reach).map((resource) => [resource, sightOnCollection(reach, resource)] as const));
 }
 
 /** The sight of a request on a collection: sightOf for an owned resource, every record of any other. */

@@ -35,6 +35,16 @@ export const AUTH_SETTINGS = {
     }),
     'ROWI_JWT_JWKS_URL',
   ),
+  jwtUserClaim: setting(
+    Type.String({
+      default: '',
+      pattern: '^$|^[A-Za-z_][A-Za-z0-9_.:-]{0,99}$',
+      'x-error': 'must be a claim name (letters, digits, _ . : -)',
+      description:
+        "claim of external bearer tokens that names the rowi user the token acts for (its value a user id, a number or a decimal string; `sub` when the issuer's subjects are rowi user ids): such a token sees only that user's record and orders (docs/access.md); unset: external tokens act for no user",
+    }),
+    'ROWI_JWT_USER_CLAIM',
+  ),
   jwtAlgorithms: setting(
     Type.String({
       default: 'RS256,ES256,PS256,EdDSA',

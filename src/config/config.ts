@@ -6,6 +6,7 @@ import { AUTH_SETTINGS } from './auth.settings.js';
 import { LIMIT_SETTINGS } from './limits.settings.js';
 import { WEATHER_SETTINGS } from './weather.settings.js';
 import { EVENT_SETTINGS } from './events.settings.js';
+import { BACKUP_SETTINGS } from './backup.settings.js';
 
 /**
  * Every setting of rowi, as one schema, in the order of `rowi --help` and of the table in docs/operations.md.
@@ -18,6 +19,7 @@ export const ConfigSchema = Type.Object({
   ...LIMIT_SETTINGS,
   ...WEATHER_SETTINGS,
   ...EVENT_SETTINGS,
+  ...BACKUP_SETTINGS,
   ...DURABILITY_SETTINGS,
   ...START_CHECK_SETTINGS,
 });

@@ -191,6 +191,8 @@ export interface AuditEventsTable {
   caller_name: string | null;
   /** api_key, oauth (a token rowi issued) or external (a token of the configured issuer). */
   credential: string | null;
+  /** The user the request acted for (the subject; the caller is the actor), migration 0016; null: none. */
+  user_id: number | null;
   method: string;
   path: string;
   resource: string | null;

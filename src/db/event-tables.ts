@@ -20,6 +20,10 @@ export interface EventsTable {
   path: string;
   /** JSON: the resource after the change, or its id when deleted. (Its time is in its id.) */
   data: string;
+  /** The owner (created_by) of the record it tells of (migration 0016); null: none, or not an owned record. */
+  created_by: number | null;
+  /** The user whose record it tells of: the user itself, an order's user (migration 0016); null: none. */
+  user_id: number | null;
 }
 export type EventRow = Selectable<EventsTable>;
 

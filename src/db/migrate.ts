@@ -10,6 +10,7 @@ import * as m0006 from './migrations/0006-events.js';
 import * as m0007 from './migrations/0007-delivery-claims.js';
 import * as m0008 from './migrations/0008-webhook-owners.js';
 import * as m0013 from './migrations/0013-owners.js';
+import * as m0016 from './migrations/0016-acting-for-users.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -26,7 +27,11 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007-delivery-claims': m0007,
   '0008-webhook-owners': m0008,
   '0013-owners': m0013,
+  '0016-acting-for-users': m0016,
 };
+
+/** The migrations this rowi knows, in order: a database with another is from a newer rowi. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 

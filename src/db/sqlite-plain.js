@@ -10,8 +10,9 @@
 /**
  * @param {string} file
  * @param {string[]} pragmas set on the connection as it opens
- * @returns {Promise<{ all(sql: string): Record<string, unknown>[]; iterate(sql: string): Iterable<Record<string, unknown>>; close(): void }>}
- *   `all` runs a statement that returns rows, each prepared once; `iterate` steps through its rows, one at a time
+ * @returns {Promise<{ all(sql: string): Record<string, unknown>[]; iterate(sql: string): Iterable<Record<string, unknown>>; exec(sql: string): void; close(): void }>}
+ *   `all` runs a statement that returns rows, each prepared once; `iterate` steps through its rows, one at a time;
+ *   `exec` runs statements that return none
  */
 export async function openPlainConnection(file, pragmas) {
   /** @type {{ exec(sql: string): void; prepare(sql: string): { all(): Record<string, unknown>[]; iterate(): Iterable<Record<string, unknown>> }; close(): void }} */
@@ -36,6 +37,7 @@ export async function openPlainConnection(file, pragmas) {
   return {
     all: (sql) => prepared(sql).all(),
     iterate: (sql) => prepared(sql).iterate(),
+    exec: (sql) => database.exec(sql),
     close: () => void database.close(),
   };
 }

@@ -53,11 +53,16 @@ export interface IdempotentResult extends StoredResponse {
   replayed: boolean;
 }
 
-/** Whose keys: each caller's (or external subject's) keys are its own, so callers cannot replay each other's responses. */
+/**
+ * Whose keys: each caller's (or external subject's) keys are its own, so callers cannot replay
+ * each other's responses; and a caller's keys used while acting for a user are that user's, so
+ * a token acting for one user never replays what was answered for another.
+ */
 export function idempotencyScope(request: FastifyRequest): string {
   const principal = request.principal;
   if (principal === null) return 'anonymous';
-  return principal.callerId !== null ? `caller:${principal.callerId}` : `external:${principal.name}`;
+  const who = principal.callerId !== null ? `caller:${principal.callerId}` : `external:${principal.name}`;
+  return principal.userId === null ? who : `${who}:user:${principal.userId}`;
 }
 
 export async function runIdempotent(

@@ -129,7 +129,37 @@ export const metrics = {
       for (const each of BREAKER_STATES) this.set({ state: each }, state === each ? 1 : 0);
     },
   }),
+  /** Scheduled backups (ROWI_BACKUP_DIR): read from the folder's status file on each scrape, the same in every process. */
+  backupLastSuccess: new Gauge({
+    name: 'rowi_backup_last_success_timestamp_seconds',
+    help: 'When the last scheduled backup that was taken and checked whole finished (Unix seconds); 0 before the first, and without ROWI_BACKUP_DIR',
+    aggregator: 'max',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const at = (await backupStatusOf?.())?.lastSuccess;
+      if (at !== undefined) this.set(at);
+    },
+  }),
+  backupFailures: new Counter({
+    name: 'rowi_backup_failures_total',
+    help: 'Scheduled backups that failed (a full disk, the folder gone, a copy that failed its check), since the folder was first used; 0 without ROWI_BACKUP_DIR',
+    aggregator: 'max',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const status = await backupStatusOf?.();
+      if (status !== undefined) this.inc(status.failures);
+    },
+  }),
 };
+
+let backupStatusOf: (() => Promise<{ lastSuccess?: number; failures: number } | undefined>) | undefined;
+
+/** Where the backup metrics read the schedule's outcome (the folder's status file). */
+export function watchBackups(read: () => Promise<{ lastSuccess?: number; failures: number } | undefined>): void {
+  backupStatusOf = read;
+}
 
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;
 let breakerOf: (() => string) | undefined;

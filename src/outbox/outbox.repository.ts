@@ -6,6 +6,7 @@ import { WRITERS_LOCK_CLASS } from '../db/prepared-statements.js';
 import { timeOfEventId } from './event-ids.js';
 import type { EventRow } from '../db/event-tables.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
+import { visibleEvents, type EventSight } from '../db/visibility.js';
 
 /** Where a reader of the outbox stands: after the event at (txid, seq). */
 export interface Position {
@@ -15,9 +16,17 @@ export interface Position {
 
 export const START: Position = { txid: 0, seq: 0 };
 
-export type NewEvent = Pick<EventRow, 'id' | 'type' | 'resource' | 'path' | 'data'>;
-const EVENT_FIELDS = ['id', 'type', 'resource', 'path', 'data'] as const satisfies readonly (keyof NewEvent)[];
-const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'data'] as const;
+export type NewEvent = Pick<EventRow, 'id' | 'type' | 'resource' | 'path' | 'data' | 'created_by' | 'user_id'>;
+const EVENT_FIELDS = [
+  'id',
+  'type',
+  'resource',
+  'path',
+  'data',
+  'created_by',
+  'user_id',
+] as const satisfies readonly (keyof NewEvent)[];
+const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'data', 'created_by', 'user_id'] as const;
 /** An event as read, with the time its id carries. */
 export type StoredEvent = Omit<EventRow, 'txid'> & { txid: number; created_at: string };
 
@@ -67,6 +76,9 @@ const asStored = (row: EventRow): StoredEvent => ({
   ...row,
   txid: Number(row.txid),
   seq: Number(row.seq),
+  // PostgreSQL's bigint arrives as a string.
+  created_by: row.created_by === null ? null : Number(row.created_by),
+  user_id: row.user_id === null ? null : Number(row.user_id),
   created_at: timeOfEventId(row.id),
 });
 
@@ -77,7 +89,8 @@ export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
 
 /**
  * Settled events after `position`, in outbox order, at most `limit`, up to `upTo` when given;
- * only of the given resources and types when those are given.
+ * only of the given resources and types when those are given. (Readers that follow several
+ * sights at once, the stream and webhooks, filter each event by record as they take it.)
  */
 export async function findEventsAfter(
   db: Executor,
@@ -119,15 +132,9 @@ export async function findEventById(db: Executor, id: string): Promise<StoredEve
   return row ? asStored(row) : undefined;
 }
 
-/** A page of the events of the given resources (the caller's readable ones). */
-export async function findEvents(db: Executor, query: ListQuery, resources: readonly string[]) {
-  const page = await fetchPage(
-    db
-      .selectFrom('events')
-      .select(EVENT_COLUMNS)
-      .where('resource', 'in', resources.length > 0 ? [...resources] : ['']),
-    query,
-  );
+/** A page of the events the sight shows (of the records the caller sees: db/visibility.ts). */
+export async function findEvents(db: Executor, query: ListQuery, sight: EventSight) {
+  const page = await fetchPage(db.selectFrom('events').select(EVENT_COLUMNS).where(visibleEvents(sight)), query);
   return { ...page, rows: page.rows.map(asStored) };
 }
 

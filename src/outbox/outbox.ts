@@ -1,4 +1,5 @@
 import type { Trx } from '../db/database.js';
+import type { EventOwner } from '../db/visibility.js';
 import { nextEventId } from './event-ids.js';
 import { resourceOf, type EventType } from './event-types.js';
 import { insertEvents, type NewEvent, type StoredEvent } from './outbox.repository.js';
@@ -15,6 +16,11 @@ export interface EventDraft {
   path: string;
   /** The resource as it is after the change, or its id when it was deleted. */
   data: unknown;
+  /**
+   * Whose record it tells of (docs/access.md "Events"): given for a deletion, whose data holds
+   * only the id; else read from the data (its created_by, and its user: a user's id, an order's user_id).
+   */
+  owner?: EventOwner;
 }
 
 /** Writes the events of a change in the change's transaction. */
@@ -28,6 +34,7 @@ export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string
       resource: resourceOf(draft.type),
       path: draft.path,
       data: JSON.stringify(representation(draft.data)),
+      ...(draft.owner ?? ownerOf(resourceOf(draft.type), draft.data)),
     };
   });
   await insertEvents(trx, events);
@@ -47,6 +54,25 @@ function representation(data: unknown): unknown {
 
 export function recordEvent(trx: Trx, type: EventType, path: string, data: unknown, id?: string): Promise<void> {
   return recordEvents(trx, [{ type, path, data, ...(id === undefined ? {} : { id }) }]);
+}
+
+const NO_OWNER: EventOwner = Object.freeze({ created_by: null, user_id: null });
+
+/** Whose record a user, item or order is, from the record itself; nobody's for other resources. */
+export function ownerOf(resource: string, data: unknown): EventOwner {
+  if (typeof data !== 'object' || data === null) return NO_OWNER;
+  const record = data as { id?: unknown; created_by?: unknown; user_id?: unknown };
+  const number = (value: unknown) => (typeof value === 'number' ? value : null);
+  switch (resource) {
+    case 'users':
+      return { created_by: number(record.created_by), user_id: number(record.id) };
+    case 'orders':
+      return { created_by: number(record.created_by), user_id: number(record.user_id) };
+    case 'items':
+      return { created_by: number(record.created_by), user_id: null };
+    default:
+      return NO_OWNER;
+  }
 }
 
 /** An event as the API, the stream, webhooks and the bus show it. */

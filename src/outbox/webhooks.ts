@@ -3,6 +3,7 @@ import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
+import { eventVisible, type EventSight } from '../db/visibility.js';
 import {
   claimDeliveries,
   findDueDeliveries,
@@ -132,10 +133,10 @@ export class WebhookDispatcher extends OutboxWorker {
     const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
     return unitOfWork(this.#db, async (trx) => {
-      const endpoints: { endpoint: EndpointWithOwner; readable: ReadonlySet<string> }[] = [];
+      const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
       for (const endpoint of await findEnabledEndpoints(trx)) {
         if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
-        else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner) });
+        else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
       }
       // Nobody to send to: the cursor moves to the end at once, no event is read.
       const events =
@@ -252,7 +253,7 @@ export class WebhookDispatcher extends OutboxWorker {
         attemptedAt,
         ownerId,
       };
-    const refused = ownerRefusal(ownerId, endpoint.owner && this.#options.readableBy(endpoint.owner), event);
+    const refused = ownerRefusal(ownerId, endpoint.owner && this.#options.readableBy(ownerId, endpoint.owner), event);
     if (refused)
       return {
         delivery,
@@ -271,8 +272,8 @@ export class WebhookDispatcher extends OutboxWorker {
   }
 }
 
-function wants(endpoint: StoredEndpoint, readable: ReadonlySet<string>, event: StoredEvent): boolean {
-  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at || !readable.has(event.resource))
+function wants(endpoint: StoredEndpoint, readable: EventSight, event: StoredEvent): boolean {
+  if (event.type === 'webhook.ping' || event.created_at < endpoint.created_at || !eventVisible(readable, event))
     return false;
   const types = JSON.parse(endpoint.events) as string[];
   const resources = JSON.parse(endpoint.resources) as string[];

@@ -31,6 +31,12 @@ Usage:
   rowi signing-keys rotate [flags]
                          retire the key that signs access tokens and make a new one
                          (the old public key stays published until its tokens expire)
+  rowi backup FILE [flags]
+                         copy the SQLite database to FILE, checked, while rowi serves it
+                         (FILE.json beside it records its SHA-256); PostgreSQL has its own tools
+  rowi restore FILE [flags]
+                         put the backup FILE in place of the SQLite database (refused while a
+                         server uses it), keeping the current one aside, and migrate it
   rowi openapi [flags]   print the OpenAPI document (JSON) this version serves, without a database
   rowi --version | --help
 
@@ -55,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi'].includes(command))
+  if (!['serve', 'migrate', 'callers', 'signing-keys', 'openapi', 'backup', 'restore'].includes(command))
     return usageError(`unknown command "${command}"`);
 
   const options = {
@@ -75,7 +81,7 @@ async function main(argv: string[]): Promise<number> {
       args: rest,
       options,
       strict: true,
-      allowPositionals: command === 'callers' || command === 'signing-keys',
+      allowPositionals: ['callers', 'signing-keys', 'backup', 'restore'].includes(command),
       tokens: true,
     }));
   } catch (error) {
@@ -119,6 +125,10 @@ async function run(
   if (command === 'openapi') {
     process.stdout.write(`${JSON.stringify(await apiDocument(config), null, 2)}\n`);
     return 0;
+  }
+  if (command === 'backup' || command === 'restore') {
+    if (positionals.length !== 1) return usageError(`the ${command} command is: rowi ${command} FILE`);
+    return backupCommand(command, config, positionals[0]!);
   }
   if (command === 'callers' && positionals.join(' ') !== 'create')
     return usageError('the callers command is: rowi callers create --name NAME --role ROLE');
@@ -178,6 +188,46 @@ async function createCallerCommand(db: Db, name: string, role: string): Promise<
       return 1;
     }
     throw error;
+  }
+}
+
+/**
+ * `rowi backup FILE` beside a running server (its copy is a consistent snapshot), and `rowi
+ * restore FILE` with no server on the database. Both print what they did; a refusal is exit code 1
+ * with its reason, and nothing changed.
+ */
+async function backupCommand(command: 'backup' | 'restore', config: Config, file: string): Promise<number> {
+  const [{ backupSqlite, restoreSqlite, BackupError }, { POSTGRES_BACKUPS }] = await Promise.all([
+    import('../db/backup.js'),
+    import('../db/backup-schedule.js'),
+  ]);
+  if (config.databaseUrl !== '') {
+    process.stderr.write(`rowi: ${POSTGRES_BACKUPS}\n`);
+    return 1;
+  }
+  if (config.data === ':memory:') return usageError(`ROWI_DATA=:memory: has no file to ${command}`);
+  try {
+    if (command === 'backup') {
+      const manifest = await backupSqlite(config.data, file);
+      process.stdout.write(`${JSON.stringify(manifest)}\n`);
+      return 0;
+    }
+    const { MIGRATION_NAMES } = await import('../db/migrate.js');
+    const { aside, checked } = await restoreSqlite(file, config.data, MIGRATION_NAMES);
+    const storage = await openCheckedStorage(config, createLogger(config, 2));
+    try {
+      const { applied } = await prepareDatabase(storage);
+      process.stdout.write(
+        `${JSON.stringify({ restored: file, into: config.data, kept_aside: aside ?? null, sha256: checked.sha256, rows: checked.rows, migrated: applied })}\n`,
+      );
+    } finally {
+      await storage.close();
+    }
+    return 0;
+  } catch (error) {
+    if (!(error instanceof BackupError)) throw error;
+    process.stderr.write(`rowi: ${command} refused: ${error.message}\n`);
+    return 1;
   }
 }
 

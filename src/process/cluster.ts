@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace';
+import { scheduleBackups } from '../db/backup-schedule.js';
 import cluster, { type Worker } from 'node:cluster';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -216,6 +217,8 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
   }
   // The workers have their own connections; the primary's would only count against the server's limit.
   await storage.close();
+  // Scheduled backups run here, once for all workers, on a thread of their own.
+  scheduleBackups(config, logger);
   ready = true;
 }
 

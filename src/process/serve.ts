@@ -5,6 +5,7 @@ import { serveAsPrimary, serveAsWorker } from './cluster.js';
 import type { Config } from '../config/config.js';
 import { announce, CLOSING_MARGIN_MS, listen, migrate, openCheckedStorage } from './startup.js';
 import { createLogger } from '../observability/logger.js';
+import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
@@ -19,6 +20,7 @@ import { createLogger } from '../observability/logger.js';
  */
 export async function serve(config: Config): Promise<void> {
   if (cluster.isWorker) return serveAsWorker(config);
+  checkBackupSettings(config);
   const workers = config.workers === 0 ? availableParallelism() : config.workers;
   if (workers <= 1) return serveAlone(config);
   return serveAsPrimary(config, workers);
@@ -28,6 +30,7 @@ async function serveAlone(config: Config): Promise<void> {
   const logger = createLogger(config);
   const storage = await openCheckedStorage(config, logger);
   await migrate(storage, logger);
+  const backups = scheduleBackups(config, logger);
   const { app, origin } = await listen(config, storage, logger);
   // Only once rowi is listening, so that a start that fails (a bad certificate, a port in use)
   // cannot create the first admin and lose its key.
@@ -47,6 +50,7 @@ async function serveAlone(config: Config): Promise<void> {
       if (err) logger.error({ err }, 'fatal error, shutting down');
       else logger.info({ signal }, 'shutting down: finishing in-flight requests');
       await app.close();
+      await backups?.close();
       await storage.close();
       logger.info('stopped');
       await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -261,6 +261,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
     caller_id: 2,
     caller_name: 'sales-system',
     credential: 'api_key',
+    user_id: null,
     method: 'POST',
     path: '/v1/orders',
     resource: 'orders',

@@ -263,6 +263,7 @@ function auditRecordOf(
     caller_id: principal?.callerId ?? null,
     caller_name: principal?.name ?? null,
     credential: principal?.credential ?? null,
+    user_id: principal?.userId ?? null,
     method: action.method,
     path: outcome.location,
     resource,

@@ -246,6 +246,8 @@ describe('the audit trail, written every 50 ms', () => {
         request_id: requestIdOf(replies[name]),
         duration_ms: expect.any(Number),
         client_ip: '127.0.0.1',
+        // No request here acts for a user (test/resources/acting.test.ts has those).
+        user_id: null,
         ...expected[name],
       });
       expect(event.duration_ms, name).toBeGreaterThanOrEqual(0);

@@ -43,6 +43,8 @@ const EXPECTED: Record<string, Needs> = {
   'GET /v1/users': ['users:read'],
   'HEAD /v1/users': ['users:read'],
   'POST /v1/users': ['users:create'],
+  'GET /v1/users/me': ['users:read'],
+  'HEAD /v1/users/me': ['users:read'],
   'GET /v1/users/:id': ['users:read'],
   'HEAD /v1/users/:id': ['users:read'],
   'PUT /v1/users/:id': ['users:update', 'users:read'],
@@ -144,6 +146,7 @@ const ROLE_SCOPES = {
   ],
   admin: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
+    'users:act',
     ...['read', 'create', 'update', 'delete'].map((action) => `callers:${action}`),
     'audit-events:read',
     'events:read',

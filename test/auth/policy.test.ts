@@ -19,6 +19,8 @@ const EDITOR = [
 ];
 const ADMIN = [
   ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
+  // Acting for a user (docs/access.md).
+  'users:act',
   'callers:read',
   'callers:create',
   'callers:update',

@@ -15,7 +15,9 @@ import type { Schema } from './arbitraries.js';
  * edge and huge values, odd Unicode, NUL, duplicate and reserved keys, deep nesting, XML of the
  * same and of shapes no document has, odd query strings and headers). Every answer must be one
  * the document lists for its operation, never a 5xx, with a body its schema accepts, within 2 s;
- * and the app must still answer afterwards.
+ * and the app must still answer afterwards. A second caller sees only its own users, items and
+ * orders (docs/access.md): no answer to it, no event listed for it and no message of its stream
+ * carries the id of another owner's record.
  *
  * Seeded: ROWI_TEST_FUZZ_SEED replays a run, ROWI_TEST_FUZZ_RUNS raises the number of requests per
  * operation for a long run. A failure shows the seed and the shrunk request.
@@ -26,7 +28,15 @@ const RUNS_PER_OPERATION = Number(process.env.ROWI_TEST_FUZZ_RUNS ?? 50);
 let test: TestApp;
 let checker: ResponseChecker;
 let operations: Operation[];
-let credentials: { admin: string; reader: string };
+let credentials: { admin: string; reader: string; own: string };
+/** The caller that sees only its own records, and what it was answered with (checked at the end). */
+const own = { id: 0, firstEventId: '' };
+const answeredToOwn = {
+  users: new Set<number>(),
+  items: new Set<number>(),
+  orders: new Set<number>(),
+  events: new Set<string>(),
+};
 let fixtures: Record<string, (string | number)[]>;
 let references: Record<string, unknown[]>;
 /** The app over a real socket: an event stream's answer never ends, so it is read there and cut. */
@@ -72,13 +82,45 @@ beforeAll(async () => {
   });
   const ping = await test.call({ method: 'POST', url: `/v1/webhook-endpoints/${endpoint.json.id}/ping` });
   const [event] = (await test.call({ url: '/v1/events?limit=1' })).json.data;
+  const ownCaller = await test.call({
+    method: 'POST',
+    url: '/v1/callers',
+    body: {
+      name: 'fuzz-own',
+      role: 'editor',
+      extra_scopes: ['users:delete', 'items:delete', 'orders:delete'],
+      record_access: { users: 'own', items: 'own', orders: 'own' },
+    },
+  });
+  own.id = ownCaller.json.id;
+  const ownKey = (await test.call({ method: 'POST', url: `/v1/callers/${own.id}/keys`, body: {} })).json.key as string;
+  const ownUser = await test.call({
+    method: 'POST',
+    url: '/v1/users',
+    key: ownKey,
+    body: { name: 'own', email: 'own@fuzz.example' },
+  });
+  const ownItem = await test.call({
+    method: 'POST',
+    url: '/v1/items',
+    key: ownKey,
+    body: { name: 'own', sku: 'OWN-FUZZ', price: '1.00' },
+  });
+  await setStock(test, ownItem.json.id, 1_000_000_000);
+  const ownOrder = await test.call({
+    method: 'POST',
+    url: '/v1/orders',
+    key: ownKey,
+    body: { name: 'own', user_id: ownUser.json.id, lines: [{ item_id: ownItem.json.id, quantity: 1 }] },
+  });
+  own.firstEventId = (await test.call({ url: '/v1/events?limit=1', key: ownKey })).json.data[0].id;
   base = await test.app.listen({ host: '127.0.0.1', port: 0 });
-  credentials = { admin: test.adminKey, reader: reader.key };
-  references = { user_id: [user.id], item_id: [item.id] };
+  credentials = { admin: test.adminKey, reader: reader.key, own: ownKey };
+  references = { user_id: [user.id, ownUser.json.id], item_id: [item.id, ownItem.json.id] };
   fixtures = {
-    '/v1/users': [user.id],
-    '/v1/items': [item.id],
-    '/v1/orders': [order.json.id],
+    '/v1/users': [user.id, ownUser.json.id],
+    '/v1/items': [item.id, ownItem.json.id],
+    '/v1/orders': [order.json.id, ownOrder.json.id],
     '/v1/callers': [target.caller.id],
     '/v1/callers/keys': [target.keyId],
     '/v1/weather': ['fuzz-place', 'FUZZ-PLACE'],
@@ -95,6 +137,36 @@ function fixturesFor(path: string, parameter: string): (string | number)[] {
   if (parameter === 'delivery_id') return fixtures['/v1/webhook-endpoints/deliveries']!;
   const collection = Object.keys(fixtures).find((prefix) => path.startsWith(`${prefix}/`) || path === prefix);
   return collection === undefined ? [] : fixtures[collection]!;
+}
+
+/**
+ * What an answer to the own-only caller names: records (an object with created_by: which must be
+ * its own at once), the users, items and orders it refers to (user_id, item_id, order_id, and the
+ * record of an event's path) and events, whose owners are looked up once the run is over.
+ */
+function noteAnsweredToOwn(value: unknown, path: string): void {
+  if (Array.isArray(value)) {
+    value.forEach((member) => noteAnsweredToOwn(member, path));
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  const record = value as Record<string, unknown>;
+  // A record of users, items or orders (its created_by a caller's id or null; the OpenAPI document's schemas have objects there).
+  if ((typeof record.created_by === 'number' || record.created_by === null) && !('type' in record && 'path' in record))
+    expect(record.created_by, `a record of another owner in the answer to ${path}: ${JSON.stringify(record)}`).toBe(
+      own.id,
+    );
+  if (typeof record.type === 'string' && typeof record.path === 'string' && typeof record.id === 'string') {
+    answeredToOwn.events.add(record.id);
+    return;
+  }
+  for (const [field, set] of [
+    ['user_id', answeredToOwn.users],
+    ['item_id', answeredToOwn.items],
+    ['order_id', answeredToOwn.orders],
+  ] as const)
+    if (typeof record[field] === 'number') set.add(record[field]);
+  for (const member of Object.values(record)) noteAnsweredToOwn(member, path);
 }
 
 /** How many answers of each status the run got: what the fuzzing reached. */
@@ -171,6 +243,15 @@ describe('fuzzing every operation of the OpenAPI document', () => {
           await fc.assert(
             fc.asyncProperty(requestFor(operation, credentials, fixturesFor, references), async (request) => {
               const answer = await send(request, operation);
+              if (
+                request.headers['x-api-key'] === credentials.own &&
+                // The OpenAPI document's examples are no records of anyone.
+                !request.url.startsWith('/v1/openapi') &&
+                answer.status < 300 &&
+                String(answer.headers['content-type']).startsWith('application/json') &&
+                answer.body !== ''
+              )
+                noteAnsweredToOwn(JSON.parse(answer.body), `${operation.method} ${request.url}`);
               const problem = checker.problemWith(operation, answer);
               if (problem !== undefined)
                 throw new Error(
@@ -195,4 +276,45 @@ describe('fuzzing every operation of the OpenAPI document', () => {
       expect((await test.call({ url: '/v1/users?limit=1' })).status).toBe(200);
     },
   );
+
+  it("the caller that sees only its own records was never answered, listed or streamed another owner's record", async () => {
+    // Its stream from its first event on: every event kept that it sees, then cut.
+    const streamed = await new Promise<string>((resolve, reject) => {
+      const chunks: string[] = [];
+      const outgoing = httpRequest(
+        `${base}/v1/events/stream`,
+        { headers: { 'x-api-key': credentials.own, 'last-event-id': own.firstEventId } },
+        (response) => {
+          expect(response.statusCode).toBe(200);
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => chunks.push(chunk));
+          setTimeout(() => {
+            outgoing.destroy();
+            resolve(chunks.join(''));
+          }, 1000);
+        },
+      );
+      outgoing.on('error', reject);
+      outgoing.end();
+    });
+    for (const line of streamed.split('\n'))
+      if (line.startsWith('data: ')) noteAnsweredToOwn(JSON.parse(line.slice(6)), 'GET /v1/events/stream');
+    expect(answeredToOwn.events.size).toBeGreaterThan(0);
+    const db = test.storage.db;
+    const events = await db
+      .selectFrom('events')
+      .select(['id', 'resource', 'created_by'])
+      .where('id', 'in', [...answeredToOwn.events])
+      .execute();
+    expect(events.map((event) => event.resource)).not.toContain('stock');
+    for (const event of events.filter((event) => ['users', 'items', 'orders'].includes(event.resource)))
+      expect(Number(event.created_by), `event ${event.id}`).toBe(own.id);
+    expect(events.some((event) => event.resource === 'orders')).toBe(true);
+    for (const table of ['users', 'items', 'orders'] as const) {
+      const ids = [...answeredToOwn[table]];
+      if (ids.length === 0) continue;
+      const rows = await db.selectFrom(table).select(['id', 'created_by']).where('id', 'in', ids).execute();
+      for (const row of rows) expect(Number(row.created_by), `${table} ${row.id}`).toBe(own.id);
+    }
+  });
 });

@@ -5,8 +5,8 @@ import { odd, ODD_TEXT, valid, type References, type Schema } from './arbitrarie
 /**
  * Requests for one operation of the OpenAPI document: its path with real and made-up parameters,
  * a query string of documented, odd and unknown parameters, headers a client may send, the
- * credentials of an admin, a reader, a stranger or nobody, and a body: valid, then mutated, in
- * JSON and in XML, or raw text no parser should choke on.
+ * credentials of an admin, a reader, a caller that sees only its own records, a stranger or
+ * nobody, and a body: valid, then mutated, in JSON and in XML, or raw text no parser should choke on.
  */
 export interface Operation {
   method: string;
@@ -26,6 +26,8 @@ export interface FuzzRequest {
 export interface Credentials {
   admin: string;
   reader: string;
+  /** A caller that sees only its own users, items and orders, when the run has one. */
+  own?: string;
 }
 
 /** Real values for a path parameter (records the run created), for the operation's path. */
@@ -161,6 +163,9 @@ export function requestFor(
       requestId: fc.constantFrom(...REQUEST_IDS),
       credentials: fc.oneof(
         { weight: 12, arbitrary: fc.constant<[string, string] | undefined>(['x-api-key', credentials.admin]) },
+        ...(credentials.own === undefined
+          ? []
+          : [{ weight: 6, arbitrary: fc.constant<[string, string] | undefined>(['x-api-key', credentials.own]) }]),
         {
           weight: 4,
           arbitrary: fc.constantFrom<[string, string] | undefined>(

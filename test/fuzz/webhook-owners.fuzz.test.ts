@@ -96,7 +96,14 @@ beforeAll(async () => {
         readable: [
           {
             from: 0,
-            resources: new Set(readableResources({ scopes: scopesOf(role, extra, removed), ownRecords: new Set() })),
+            resources: new Set(
+              readableResources({
+                scopes: scopesOf(role, extra, removed),
+                ownRecords: new Set(),
+                callerId: null,
+                userId: null,
+              }),
+            ),
           },
         ],
       };
@@ -256,7 +263,12 @@ async function perform(action: Action): Promise<number> {
         actor.readable.push({
           from: Date.now(),
           resources: new Set(
-            readableResources({ scopes: scopesOf(actor.role, actor.extra, action.removed), ownRecords: new Set() }),
+            readableResources({
+              scopes: scopesOf(actor.role, actor.extra, action.removed),
+              ownRecords: new Set(),
+              callerId: null,
+              userId: null,
+            }),
           ),
         });
       return reply.status;

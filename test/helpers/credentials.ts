@@ -1,9 +1,22 @@
 import { importJWK, SignJWT, type JWK } from 'jose';
 import type { TestApp } from './app.js';
 
-/** rowi's own access token for a caller, from POST /oauth/token (client_secret_post), as any client gets one. */
-export async function issueToken(test: TestApp, caller: { name: string }, key: string): Promise<string> {
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: caller.name, client_secret: key });
+/**
+ * rowi's own access token for a caller, from POST /oauth/token (client_secret_post), as any client
+ * gets one; `fields` adds to the form (user_id: a token acting for that user).
+ */
+export async function issueToken(
+  test: TestApp,
+  caller: { name: string },
+  key: string,
+  fields: Record<string, string> = {},
+): Promise<string> {
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: caller.name,
+    client_secret: key,
+    ...fields,
+  });
   const reply = await test.call({
     method: 'POST',
     url: '/oauth/token',

@@ -31,6 +31,10 @@ export const AuditEventSchema = Type.Object(
     }),
     caller_name: Nullable(Type.String({ description: "the caller's name, or the subject of an external token" })),
     credential: Nullable(Type.String({ description: 'api_key, oauth (a token rowi issued) or external' })),
+    user_id: Type.Union([Id, Type.Null()], {
+      description:
+        'the user the request acted for (its subject; the caller is the actor), docs/access.md "Acting for a user"; null when it acted for nobody',
+    }),
     method: Type.String(),
     path: Type.String({ description: 'the path, without the query string' }),
     resource: Nullable(
@@ -61,6 +65,15 @@ export const AUDIT_COLLECTION: CollectionSpec = {
         description: 'only requests of this caller',
       }),
       column: 'caller_id',
+      operator: '=',
+    },
+    user_id: {
+      schema: Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'only requests that acted for this user',
+      }),
+      column: 'user_id',
       operator: '=',
     },
     resource: {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { authenticateAgain } from '../../auth/authenticate.js';
-import { readableResources } from '../../auth/policy.js';
+import { eventSightOf } from '../../auth/visibility.js';
 import { FRESH_MS, type Authenticator, type Principal } from '../../auth/principals.js';
 import { AppError } from '../../errors.js';
 import { problemFor } from '../../http/problem.js';
@@ -109,7 +109,7 @@ export class StreamAccess {
   }
 
   #allow(stream: StreamConnection, checked: Checked, principal: Principal): void {
-    stream.release(new Set(readableResources(principal)));
+    stream.release(eventSightOf(principal));
     this.#watchExpiry(stream, checked, principal);
   }
 

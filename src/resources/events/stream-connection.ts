@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { eventVisible, narrowerEventSight, type EventSight } from '../../db/visibility.js';
 import type { FeedReader } from '../../outbox/feed.js';
 import { presentEvent } from '../../outbox/outbox.js';
 import type { StoredEvent } from '../../outbox/outbox.repository.js';
@@ -19,8 +20,8 @@ const STALLED_HEARTBEATS = 2;
 export type EndReason = 'client' | 'slow_reader' | 'access' | 'shutdown' | 'error';
 
 export interface StreamOptions {
-  /** What the stream may send: the caller's readable resources (narrowed in place) and the types asked for. */
-  resources: Set<string>;
+  /** What the stream may send: the events the caller sees (by resource, whose records), and the types asked for. */
+  sight: EventSight;
   types: ReadonlySet<string> | undefined;
   from: FeedReader['position'];
   heartbeatMs: number;
@@ -48,7 +49,9 @@ export class StreamConnection {
   readonly reader: FeedReader;
   readonly #response: ServerResponse;
   readonly #socket: Socket;
+  /** The resources of the sight, which the feed reads events of (narrowed in place). */
   readonly #resources: Set<string>;
+  #sight: EventSight;
   readonly #options: StreamOptions;
   readonly #heartbeat: NodeJS.Timeout;
   /** Its access is being checked again: it takes nothing until that is done. */
@@ -62,12 +65,13 @@ export class StreamConnection {
     this.request = request;
     this.#response = reply.raw;
     this.#socket = request.raw.socket;
-    this.#resources = options.resources;
+    this.#sight = options.sight;
+    this.#resources = new Set(options.sight.keys());
     this.#options = options;
     const paused = () => this.#held || this.#stalled !== undefined || this.ended;
     this.reader = {
       position: options.from,
-      resources: options.resources,
+      resources: this.#resources,
       ...(options.types ? { types: options.types } : {}),
       get paused() {
         return paused();
@@ -114,9 +118,10 @@ export class StreamConnection {
     this.#held = true;
   }
 
-  /** Keeps to what `readable` (the resources the caller may read now) allows, never widening; takes events again if it was held. */
-  release(readable: ReadonlySet<string>): void {
-    for (const resource of this.#resources) if (!readable.has(resource)) this.#resources.delete(resource);
+  /** Keeps to what `now` (the events the caller sees now) allows, never widening; takes events again if it was held. */
+  release(now: EventSight): void {
+    this.#sight = narrowerEventSight(this.#sight, now);
+    for (const resource of this.#resources) if (!this.#sight.has(resource)) this.#resources.delete(resource);
     if (!this.#held) return;
     this.#held = false;
     this.#options.onReady();
@@ -190,9 +195,7 @@ export class StreamConnection {
   }
 
   #visible(event: StoredEvent): boolean {
-    return (
-      this.#resources.has(event.resource) && (this.reader.types === undefined || this.reader.types.has(event.type))
-    );
+    return eventVisible(this.#sight, event) && (this.reader.types === undefined || this.reader.types.has(event.type));
   }
 }
 

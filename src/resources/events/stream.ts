@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import Type from 'typebox';
-import { readableResources } from '../../auth/policy.js';
+import { eventSightOf } from '../../auth/visibility.js';
 import type { Config } from '../../config/config.js';
 import { AppError } from '../../errors.js';
 import type { EventFeed } from '../../outbox/feed.js';
 import type { Db } from '../../db/database.js';
+import { eventVisible, type EventSight } from '../../db/visibility.js';
 import { findEventById, latestPosition, positionOf, type Position } from '../../outbox/outbox.repository.js';
 import { problemFor } from '../../http/problem.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
@@ -87,13 +88,10 @@ export function registerEventStream(
         if (left === 0) open.delete(key);
         else open.set(key, left);
       };
+      const sight = eventSightOf(principal);
       let from;
       try {
-        from = await startingPosition(
-          db,
-          request.headers as Static<typeof StreamHeaders>,
-          readableResources(principal),
-        );
+        from = await startingPosition(db, request.headers as Static<typeof StreamHeaders>, sight);
       } catch (error) {
         leave();
         throw error;
@@ -106,7 +104,7 @@ export function registerEventStream(
       const { types } = request.query as Static<typeof StreamQuery>;
       let unsubscribe: (() => void) | undefined;
       const stream: StreamConnection = new StreamConnection(request, reply, {
-        resources: new Set(readableResources(principal)),
+        sight,
         types: types ? new Set(types.split(',')) : undefined,
         from,
         heartbeatMs: config.eventsHeartbeat * 1000,
@@ -142,11 +140,11 @@ export function registerEventStream(
  * holds the 200 is always sent): the outbox's end, or the event named by Last-Event-ID, which must
  * be one the caller may read.
  */
-async function startingPosition(db: Db, headers: Static<typeof StreamHeaders>, readable: string[]): Promise<Position> {
+async function startingPosition(db: Db, headers: Static<typeof StreamHeaders>, sight: EventSight): Promise<Position> {
   const lastEventId = headers['last-event-id'];
   if (lastEventId === undefined) return latestPosition(db);
   const last = await findEventById(db, lastEventId);
-  if (!last || !readable.includes(last.resource)) {
+  if (!last || !eventVisible(sight, last)) {
     throw new AppError(
       'last-event-unknown',
       `Last-Event-ID ${lastEventId} names no event kept for you (events are kept ROWI_EVENTS_RETENTION seconds); the stream cannot resume without a gap.`,

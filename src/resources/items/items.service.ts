@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../../db/driver-errors.js';
 import type { ListQuery } from '../../db/keyset.js';
 import type { Sight } from '../../db/visibility.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { recordEvent } from '../../outbox/outbox.js';
+import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { formatMinorUnits, toMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
 import {
@@ -101,7 +101,9 @@ export async function deleteItem(trx: Trx, id: number, condition: VersionConditi
         );
       }
       if (!(await deleteAtVersion(trx, 'items', id, stored.version))) return VERSION_MOVED;
-      await recordEvent(trx, 'item.deleted', itemPath(id), { id });
+      await recordEvents(trx, [
+        { type: 'item.deleted', path: itemPath(id), data: { id }, owner: ownerOf('items', stored) },
+      ]);
       return DELETED;
     },
     `Item ${id}`,

@@ -5,7 +5,7 @@ import type { ListQuery } from '../../db/keyset.js';
 import type { Sight } from '../../db/visibility.js';
 import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
-import { recordEvent, recordEvents } from '../../outbox/outbox.js';
+import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { stockByItem, stockEvents } from '../items/stock.service.js';
 import { formatMinorUnits } from '../money.js';
 import type { VersionCondition } from '../../http/records.js';
@@ -152,7 +152,9 @@ export async function deleteOrder(trx: Trx, id: number, condition: VersionCondit
       assertCondition(condition, order.version, `Order ${id}`);
       const lines = await findLines(trx, id);
       if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return VERSION_MOVED;
-      await recordEvent(trx, 'order.deleted', orderPath(id), { id });
+      await recordEvents(trx, [
+        { type: 'order.deleted', path: orderPath(id), data: { id }, owner: ownerOf('orders', order) },
+      ]);
       if (order.status === 'placed')
         await applyStockMoves(trx, {
           orderId: id,

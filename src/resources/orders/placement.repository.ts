@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/database.js';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
-import { visibleInEither, type Sight } from '../../db/visibility.js';
+import { eitherParameters, visibleInEither, type Sight } from '../../db/visibility.js';
 import type { NewMovement } from '../items/stock.repository.js';
 import type { NewLine, PlacementFacts, StockMove } from './order-lines.js';
 import { ORDER_COLUMNS, type StoredLine, type StoredOrder } from './orders.repository.js';
@@ -34,11 +34,11 @@ export interface PlacementQuestion {
 // user's answer comes back even when no item exists.
 const selectPlacementFacts = compiledPerCount(
   MAX_COMPILED_ROWS,
-  (db, count, userId, userOwner, itemOwner, ...itemIds) => {
+  (db, count, userId, userOwner, userUser, itemOwner, ...itemIds) => {
     const query = sql<{ user_found: unknown; id: number | null; price: number | null; quantity: number | null }>`
-    select exists(select 1 from users u where u.id = ${userId} and ${visibleInEither('u', userOwner)}) as user_found, i.id, i.price, s.quantity
+    select exists(select 1 from users u where u.id = ${userId} and ${visibleInEither('users', 'u', userOwner, userUser)}) as user_found, i.id, i.price, s.quantity
     from (select 1 as one) as anchor
-    left join items i on i.id in (${count > 0 ? sql.join(itemIds) : sql`null`}) and ${visibleInEither('i', itemOwner)}
+    left join items i on i.id in (${count > 0 ? sql.join(itemIds) : sql`null`}) and ${visibleInEither('items', 'i', itemOwner)}
     left join stock s on s.item_id = i.id`;
     return { compile: () => query.compile(db) };
   },
@@ -55,8 +55,9 @@ export async function findPlacementFacts(db: Executor, question: PlacementQuesti
     db,
     itemIds.length,
     userId,
-    sights.users.owner,
-    sights.items.owner,
+    ...eitherParameters('users', sights.users),
+    // Items belong to no user: only their owner limits them.
+    eitherParameters('items', sights.items)[0],
     ...itemIds,
   );
   const items = new Map<number, { price: number; available: number | undefined }>();

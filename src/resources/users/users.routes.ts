@@ -21,7 +21,17 @@ import {
   UserReplaceSchema,
   UserSchema,
 } from './users.schema.js';
-import { creatorOf } from '../../auth/visibility.js';
+import { creatorOf, sightOf } from '../../auth/visibility.js';
+import { NotFoundError } from '../../errors.js';
+import { sendRecord } from '../../http/records.js';
+import {
+  CONDITIONAL_READ,
+  IfNoneMatchHeaders,
+  RESPONSE_HEADERS,
+  noContent,
+  operation,
+  representation,
+} from '../../http/schemas.js';
 import { createUser, deleteUser, emailKey, getUser, listUsers, patchUser, replaceUser } from './users.service.js';
 
 const USERS: Collection<typeof UserSchema> = {
@@ -43,6 +53,33 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     body: UserCreateSchema,
     create: (trx, body, request) => createUser(trx, body, creatorOf(request.principal)),
   });
+  // Before /v1/users/:id in the document; Fastify prefers the static path whatever the order.
+  app.get(
+    '/v1/users/me',
+    {
+      schema: operation({
+        operationId: 'getMe',
+        permission: 'users:read',
+        summary: 'Read the user the token acts for',
+        description: `The user a token acts for (docs/access.md "Acting for a user"): a token from POST /oauth/token asked for with user_id, or an external issuer's token whose ROWI_JWT_USER_CLAIM names the user. 404 for a request that acts for no user, and once the user is deleted. ${CONDITIONAL_READ}`,
+        tags: ['users'],
+        headers: IfNoneMatchHeaders,
+        problems: [404],
+        response: {
+          200: representation(UserSchema, 'The user', RESPONSE_HEADERS.etag),
+          304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const principal = request.principal!;
+      if (principal.userId === null)
+        throw new NotFoundError(
+          'This request acts for no user: /v1/users/me is the user a token acts for (POST /oauth/token with user_id).',
+        );
+      return sendRecord(request, reply, await getUser(app.db, principal.userId, sightOf(principal, 'users')));
+    },
+  );
   readOperation(app, USERS, { read: getUser });
   replaceOperation(app, USERS, { body: UserReplaceSchema, replace: replaceUser });
   changeOperation(app, USERS, { body: UserPatchSchema, change: patchUser });

@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../../db/driver-errors.js';
 import type { ListQuery } from '../../db/keyset.js';
 import type { Sight } from '../../db/visibility.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
-import { recordEvent } from '../../outbox/outbox.js';
+import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { hasPlacedOrders } from '../orders/orders.repository.js';
 import type { VersionCondition } from '../../http/records.js';
 import {
@@ -88,7 +88,9 @@ export async function deleteUser(trx: Trx, id: number, condition: VersionConditi
         );
       }
       if (!(await deleteAtVersion(trx, 'users', id, stored.version))) return VERSION_MOVED;
-      await recordEvent(trx, 'user.deleted', userPath(id), { id });
+      await recordEvents(trx, [
+        { type: 'user.deleted', path: userPath(id), data: { id }, owner: ownerOf('users', stored) },
+      ]);
       return DELETED;
     },
     `User ${id}`,

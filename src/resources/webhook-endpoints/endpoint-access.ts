@@ -21,8 +21,8 @@ export interface EndpointContext extends Reach {
 
 /** The context of a request that passed authentication. */
 export function endpointContext(request: { principal: EndpointContext | null }): EndpointContext {
-  const { callerId, scopes, ownRecords } = request.principal!;
-  return { callerId, scopes, ownRecords };
+  const { callerId, scopes, ownRecords, userId } = request.principal!;
+  return { callerId, scopes, ownRecords, userId };
 }
 
 /** The owner a new endpoint gets: the caller creating it. An external issuer's subject is not a caller whose access rowi can check at each delivery. */
@@ -31,12 +31,18 @@ export function ownerFor(context: EndpointContext): number {
     throw forbidden(
       "A webhook endpoint acts for a caller of rowi, whose access is checked at every delivery; the subject of an external issuer's token is not one. Use a rowi caller's API key or token.",
     );
+  // An endpoint sends what its owner sees, not what a user it acted for sees: a request acting
+  // for a user cannot hand its user's narrower sight to an endpoint.
+  if (context.userId !== null)
+    throw forbidden(
+      `This request acts for user ${context.userId}; a webhook endpoint acts for a caller. Use the caller's own API key or token.`,
+    );
   return context.callerId;
 }
 
 /** The scopes and record access of the endpoint's owner as stored now; undefined when the owner no longer exists. */
 export function ownerScopes(endpoint: EndpointWithOwner): Reach | undefined {
-  return endpoint.owner === null ? undefined : reachOfGrants(endpoint.owner);
+  return endpoint.owner === null ? undefined : reachOfGrants(endpoint.owner, endpoint.owner_caller_id);
 }
 
 /**

@@ -1,0 +1,34 @@
+import Type from 'typebox';
+import { setting } from './serving.settings.js';
+
+/** The settings of scheduled backups of the SQLite file (docs/operations.md "Backups and restore"). */
+export const BACKUP_SETTINGS = {
+  backupDir: setting(
+    Type.String({
+      default: '',
+      maxLength: 4096,
+      'x-default-text': '(off)',
+      description:
+        'folder where `rowi serve` keeps scheduled backups of the SQLite file (each checked and with its SHA-256 beside it); empty: no scheduled backups',
+    }),
+    'ROWI_BACKUP_DIR',
+  ),
+  backupInterval: setting(
+    Type.Integer({
+      minimum: 60,
+      maximum: 31_536_000,
+      default: 86_400,
+      description: 'seconds between scheduled backups into `ROWI_BACKUP_DIR` (the first one an interval after start)',
+    }),
+    'ROWI_BACKUP_INTERVAL',
+  ),
+  backupKeep: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 7,
+      description: 'scheduled backups kept in `ROWI_BACKUP_DIR`; older ones are deleted after each good backup',
+    }),
+    'ROWI_BACKUP_KEEP',
+  ),
+};

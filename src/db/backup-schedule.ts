@@ -1,0 +1,137 @@
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import { ConfigError, type Config } from '../config/config.js';
+import { backupSqlite, listBackups, manifestOf, type BackupManifest } from './backup.js';
+
+/**
+ * Scheduled backups of the SQLite file into a folder: one every interval, the newest `keep`
+ * kept. The outcome of the last attempts is written to `status.json` in that folder, where the
+ * metrics of every process (and of every instance on the file) read it: one schedule per
+ * database, whatever process takes the backups. A failed backup (a full disk, the folder gone) is
+ * one log line and a count in that status, never a crash and never a change to the database.
+ */
+export interface BackupStatus {
+  last_success_at: string | null;
+  last_failure_at: string | null;
+  failures: number;
+  last_error: string | null;
+}
+
+export const STATUS_FILE = 'status.json';
+
+export async function readBackupStatus(folder: string): Promise<BackupStatus | undefined> {
+  try {
+    return JSON.parse(await readFile(join(folder, STATUS_FILE), 'utf8')) as BackupStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A name that sorts by time, to the millisecond: rowi-20261126T203000.123Z.sqlite. */
+export const scheduledName = (at: Date) => `rowi-${at.toISOString().replaceAll(/[-:]/g, '')}.sqlite`;
+
+export interface BackupSchedule {
+  /** Takes one now, as the schedule does (the timer goes on). */
+  runOnce(): Promise<BackupManifest | undefined>;
+  close(): Promise<void>;
+}
+
+export function startBackupSchedule(options: {
+  data: string;
+  folder: string;
+  intervalMs: number;
+  keep: number;
+  log: FastifyBaseLogger;
+}): BackupSchedule {
+  const { data, folder, intervalMs, keep, log } = options;
+  let running: Promise<BackupManifest | undefined> | undefined;
+  const record = async (change: Partial<BackupStatus>) => {
+    const status: BackupStatus = {
+      last_success_at: null,
+      last_failure_at: null,
+      failures: 0,
+      last_error: null,
+      ...(await readBackupStatus(folder)),
+      ...change,
+    };
+    await mkdir(folder, { recursive: true });
+    const temporary = join(folder, `${STATUS_FILE}.partial-${process.pid}`);
+    await writeFile(temporary, `${JSON.stringify(status, null, 2)}\n`);
+    await rename(temporary, join(folder, STATUS_FILE));
+  };
+  const attempt = async (): Promise<BackupManifest | undefined> => {
+    const target = join(folder, scheduledName(new Date()));
+    try {
+      const manifest = await backupSqlite(data, target);
+      await record({ last_success_at: new Date().toISOString() });
+      const removed = await prune(folder, keep);
+      log.info(
+        { backup: target, bytes: manifest.bytes, ms: manifest.ms, sha256: manifest.sha256, removed },
+        `backup of ${data} taken: ${target}`,
+      );
+      return manifest;
+    } catch (error) {
+      const message = (error as Error).message;
+      log.error({ backup: target }, `the scheduled backup of ${data} failed: ${message}; the next one tries again`);
+      const failures = ((await readBackupStatus(folder))?.failures ?? 0) + 1;
+      await record({ last_failure_at: new Date().toISOString(), failures, last_error: message }).catch(() => {});
+      return undefined;
+    }
+  };
+  const runOnce = () => (running ??= attempt().finally(() => (running = undefined)));
+  const timer = setInterval(() => void runOnce(), intervalMs);
+  timer.unref();
+  return {
+    runOnce,
+    async close() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+/** Deletes all but the newest `keep` backups (and their manifests); returns the files removed. */
+async function prune(folder: string, keep: number): Promise<string[]> {
+  const old = (await listBackups(folder)).slice(keep).map((manifest) => join(folder, manifest.file));
+  for (const file of old) {
+    await rm(file, { force: true });
+    await rm(manifestOf(file), { force: true });
+  }
+  return old;
+}
+
+/**
+ * The schedule `rowi serve` runs when ROWI_BACKUP_DIR is set: in the one process, or in the
+ * primary of --workers (backups run on a thread; the primary serves nothing). PostgreSQL has its
+ * own tools, and the setting is refused there.
+ */
+export function scheduleBackups(
+  config: Pick<Config, 'backupDir' | 'backupInterval' | 'backupKeep' | 'data' | 'databaseUrl'>,
+  log: FastifyBaseLogger,
+): BackupSchedule | undefined {
+  checkBackupSettings(config);
+  if (config.backupDir === '') return undefined;
+  log.info(
+    { folder: config.backupDir, interval_s: config.backupInterval, keep: config.backupKeep },
+    `a backup of ${config.data} is taken every ${config.backupInterval} s into ${config.backupDir}`,
+  );
+  return startBackupSchedule({
+    data: config.data,
+    folder: config.backupDir,
+    intervalMs: config.backupInterval * 1000,
+    keep: config.backupKeep,
+    log,
+  });
+}
+
+/** ROWI_BACKUP_DIR where there is no SQLite file to back up: a bad setting, said before anything starts. */
+export function checkBackupSettings(config: Pick<Config, 'backupDir' | 'data' | 'databaseUrl'>): void {
+  if (config.backupDir === '') return;
+  if (config.databaseUrl !== '') throw new ConfigError(`ROWI_BACKUP_DIR is set, but ${POSTGRES_BACKUPS}`);
+  if (config.data === ':memory:')
+    throw new ConfigError('ROWI_BACKUP_DIR is set, but ROWI_DATA=:memory: has no file to back up');
+}
+
+export const POSTGRES_BACKUPS =
+  'rowi backs up its SQLite file only; on PostgreSQL (ROWI_DATABASE_URL) use its own tools: pg_dump (or pg_basebackup with WAL archiving for point-in-time recovery), and pg_restore; see docs/operations.md "Backups and restore"';

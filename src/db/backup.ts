@@ -1,0 +1,265 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { VERSION } from '../version.js';
+
+/**
+ * Backups of the SQLite file, taken while rowi serves it: a consistent copy (SQLite's
+ * `VACUUM INTO` reads one snapshot and lets writers go on), written under a temporary name,
+ * checked (integrity, the migrations it has, the rows of each table), its SHA-256 recorded in a
+ * manifest beside it (`FILE.json`), and renamed into place only when whole. A process killed
+ * during a backup leaves its temporary file (`FILE.partial-PID-…`), never a file under the final name.
+ */
+export interface BackupManifest {
+  file: string;
+  bytes: number;
+  sha256: string;
+  /** When the copy's snapshot was taken (its start), ISO 8601. */
+  taken_at: string;
+  ms: number;
+  /** The last migration the copy has: its schema version. */
+  schema: string | null;
+  rows: Record<string, number>;
+  rowi: string;
+}
+
+/** A backup or a restore that cannot be done, said in words an operator can act on. */
+export class BackupError extends Error {
+  override name = 'BackupError';
+}
+
+interface Examined {
+  integrity: string[];
+  migrations: string[];
+  rows: Record<string, number>;
+  sha256: string;
+  bytes: number;
+}
+
+/** Runs backup-worker.js on a thread of its own; the thread holds nothing once it ends. */
+function onThread(job: { task: 'backup'; source: string; copy: string } | { task: 'check'; file: string }) {
+  return new Promise<Examined>((resolvePromise, reject) => {
+    const worker = new Worker(new URL('./backup-worker.js', import.meta.url), { workerData: job });
+    let settled = false;
+    worker.once('message', (message: { ok?: Examined; error?: string; code?: string }) => {
+      settled = true;
+      if (message.ok !== undefined) resolvePromise(message.ok);
+      else reject(Object.assign(new BackupError(message.error ?? 'the backup thread failed'), { code: message.code }));
+    });
+    worker.once('error', (error) => {
+      settled = true;
+      reject(error);
+    });
+    worker.once('exit', (code) => {
+      if (!settled) reject(new BackupError(`the backup thread ended with exit code ${code}`));
+    });
+  });
+}
+
+export const manifestOf = (file: string) => `${file}.json`;
+
+/** Writes a small file whole or not at all: a temporary name, fsync, rename. */
+async function writeWhole(file: string, text: string): Promise<void> {
+  const temporary = `${file}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await writeFile(temporary, text, { flush: true });
+  await rename(temporary, file);
+}
+
+async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, 'r');
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems cannot fsync a folder; the rename is still atomic.
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Backs the SQLite file `source` up to `target` (a new file: an existing one is never replaced)
+ * and writes its manifest beside it. Throws BackupError, having removed its temporary file, when
+ * the copy cannot be made or is not sound.
+ */
+export async function backupSqlite(source: string, target: string): Promise<BackupManifest> {
+  const targetPath = resolve(target);
+  if (!existsSync(source)) throw new BackupError(`there is no database to back up at ${source}`);
+  if (existsSync(targetPath)) throw new BackupError(`${targetPath} exists already: a backup never replaces a file`);
+  await mkdir(dirname(targetPath), { recursive: true });
+  await removeAbandoned(dirname(targetPath));
+  const copy = `${targetPath}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const started = Date.now();
+  try {
+    const examined = await onThread({ task: 'backup', source, copy });
+    if (examined.integrity.join() !== 'ok')
+      throw new BackupError(`the copy failed SQLite's integrity_check: ${examined.integrity.slice(0, 3).join('; ')}`);
+    if (existsSync(targetPath)) throw new BackupError(`${targetPath} appeared while the backup was taken`);
+    await rename(copy, targetPath);
+    await syncFolder(dirname(targetPath));
+    const manifest: BackupManifest = {
+      file: basename(targetPath),
+      bytes: examined.bytes,
+      sha256: examined.sha256,
+      taken_at: new Date(started).toISOString(),
+      ms: Date.now() - started,
+      schema: examined.migrations.at(-1) ?? null,
+      rows: examined.rows,
+      rowi: VERSION,
+    };
+    await writeWhole(manifestOf(targetPath), `${JSON.stringify(manifest, null, 2)}\n`);
+    return manifest;
+  } catch (error) {
+    await rm(copy, { force: true });
+    throw error instanceof BackupError ? error : new BackupError(describeFault(error));
+  }
+}
+
+function describeFault(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'ENOSPC') return 'the disk is full';
+  if (code === 'ENOENT') return `a folder is gone (${message})`;
+  return message ?? String(error);
+}
+
+/** What a file to restore holds, checked: sound, rowi's, no newer than `known` migrations, and its checksum when one is recorded. */
+export async function checkBackup(
+  file: string,
+  known: readonly string[],
+): Promise<Examined & { manifest?: BackupManifest }> {
+  if (!existsSync(file)) throw new BackupError(`there is no file at ${file}`);
+  let examined: Examined;
+  try {
+    examined = await onThread({ task: 'check', file });
+  } catch (error) {
+    throw new BackupError(`${file} is not a sound SQLite database: ${(error as Error).message}`);
+  }
+  if (examined.integrity.join() !== 'ok')
+    throw new BackupError(
+      `${file} is not a sound SQLite database: SQLite's integrity_check found ${examined.integrity.slice(0, 3).join('; ')}`,
+    );
+  if (examined.migrations.length === 0)
+    throw new BackupError(`${file} is a SQLite database, but not rowi's (it has no migrations)`);
+  const unknown = examined.migrations.filter((name) => !known.includes(name));
+  if (unknown.length > 0)
+    throw new BackupError(
+      `${file} was made by a newer rowi: it has migration ${unknown.join(', ')}, which rowi ${VERSION} does not know; restore it with that rowi or a later one`,
+    );
+  let manifest: BackupManifest | undefined;
+  if (existsSync(manifestOf(file))) {
+    manifest = JSON.parse(await readFile(manifestOf(file), 'utf8')) as BackupManifest;
+    if (manifest.sha256 !== examined.sha256)
+      throw new BackupError(
+        `${file} does not match the SHA-256 its manifest records (${manifestOf(file)}): the file changed or is damaged`,
+      );
+  }
+  return { ...examined, manifest };
+}
+
+/** The backups of a folder, newest first, from their manifests (a file without one is not listed). */
+export async function listBackups(folder: string): Promise<BackupManifest[]> {
+  let names: string[];
+  try {
+    names = await readdir(folder);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return [];
+    throw error;
+  }
+  const manifests: BackupManifest[] = [];
+  for (const name of names) {
+    if (!name.endsWith('.sqlite.json') || !names.includes(name.slice(0, -'.json'.length))) continue;
+    try {
+      manifests.push(JSON.parse(await readFile(join(folder, name), 'utf8')) as BackupManifest);
+    } catch {
+      // Being written or removed by another process: the next listing has it, or not.
+    }
+  }
+  return manifests.sort((a, b) => b.taken_at.localeCompare(a.taken_at) || b.file.localeCompare(a.file));
+}
+
+/**
+ * Whether a process has the SQLite file open: rowi serving it holds it open for as long as it
+ * runs (in WAL mode every connection keeps a shared lock), so the exclusive lock is refused. The
+ * file's write-ahead log is folded back into it on the way, so that the file alone is whole.
+ */
+async function takeOver(data: string): Promise<void> {
+  const { openPlainConnection } = await import('./sqlite-plain.js');
+  const connection = await openPlainConnection(data, ['busy_timeout = 0', 'locking_mode = exclusive']);
+  try {
+    connection.exec('begin exclusive; commit');
+    connection.all('pragma wal_checkpoint(TRUNCATE)');
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? '';
+    if (code.startsWith('SQLITE_BUSY') || /locked/.test((error as Error).message))
+      throw new BackupError(
+        `${data} is in use by another process (a running rowi serve?): stop it first; restore never replaces a database in use`,
+      );
+    throw error;
+  } finally {
+    connection.close();
+  }
+}
+
+/**
+ * Puts the backup `file` in place of the SQLite file `data`: checks the backup (checkBackup),
+ * refuses while another process has `data` open, keeps the current database aside under
+ * `DATA.before-restore-TIME` (it is never deleted), and copies the backup in whole (a temporary
+ * name, fsync, rename). The caller then migrates it forward. Returns where the old one is kept.
+ */
+export async function restoreSqlite(
+  file: string,
+  data: string,
+  known: readonly string[],
+): Promise<{ aside: string | undefined; checked: Examined & { manifest?: BackupManifest } }> {
+  const source = resolve(file);
+  const target = resolve(data);
+  if (source === target) throw new BackupError('the backup to restore is the database itself');
+  const checked = await checkBackup(source, known);
+  await mkdir(dirname(target), { recursive: true });
+  let aside: string | undefined;
+  if (existsSync(target)) {
+    await takeOver(target);
+    aside = `${target}.before-restore-${new Date()
+      .toISOString()
+      .replaceAll(':', '')
+      .replace(/\.\d+Z$/, 'Z')}`;
+    await rename(target, aside);
+    for (const suffix of ['-wal', '-shm']) await rm(`${target}${suffix}`, { force: true });
+  }
+  const copy = `${target}.restoring-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await copyFile(source, copy);
+    const handle = await open(copy, 'r+');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(copy, target);
+    await syncFolder(dirname(target));
+  } catch (error) {
+    await rm(copy, { force: true });
+    if (aside !== undefined && !existsSync(target)) await rename(aside, target);
+    throw new BackupError(`the backup could not be put in place (${describeFault(error)}); the database is as it was`);
+  }
+  return { aside, checked };
+}
+
+/** Temporary files that backups killed on the way left in a folder (their process is gone). */
+async function removeAbandoned(folder: string): Promise<void> {
+  for (const name of await readdir(folder)) {
+    const pid = Number(/\.partial-(\d+)-[0-9a-f]+(-journal|-wal|-shm)?$/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid === process.pid || alive(pid)) continue;
+    await rm(join(folder, name), { force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
+}

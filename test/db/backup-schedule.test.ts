@@ -1,0 +1,76 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openSqlite } from '../../src/db/connect.js';
+import { migrateStorage } from '../../src/db/migrate.js';
+import { readBackupStatus, startBackupSchedule } from '../../src/db/backup-schedule.js';
+import { listBackups } from '../../src/db/backup.js';
+import { registry, watchBackups } from '../../src/observability/metrics.js';
+import { keptLog } from '../helpers/log.js';
+import { tempFolder } from '../helpers/temp.js';
+
+/** Scheduled backups (ROWI_BACKUP_DIR): the newest ROWI_BACKUP_KEEP kept, the outcome in status.json and the metrics. */
+describe('scheduled backups of the SQLite file', () => {
+  it('takes checked backups, keeps the newest `keep`, and records the last success where every process reads it', async () => {
+    const data = join(tempFolder('data'), 'rowi.db');
+    const storage = await openSqlite({ data, sqliteSynchronous: 'full' });
+    await migrateStorage(storage);
+    await storage.close();
+    const folder = join(tempFolder('backups'), 'nightly');
+    const { log, logger } = keptLog('info');
+    const schedule = startBackupSchedule({ data, folder, intervalMs: 3_600_000, keep: 2, log: logger });
+    const taken = [];
+    for (let run = 0; run < 3; run++) taken.push(await schedule.runOnce());
+    await schedule.close();
+
+    expect(taken.every((manifest) => manifest !== undefined)).toBe(true);
+    const kept = await listBackups(folder);
+    expect(kept.map((manifest) => manifest.file)).toEqual([taken[2]!.file, taken[1]!.file]);
+    expect(readdirSync(folder).sort()).toEqual(
+      [...kept.flatMap((manifest) => [manifest.file, `${manifest.file}.json`]), 'status.json'].sort(),
+    );
+    expect(existsSync(join(folder, taken[0]!.file))).toBe(false);
+    expect(kept[0]).toMatchObject({
+      schema: expect.stringMatching(/^\d{4}-/),
+      rows: { kysely_migration: expect.any(Number) },
+    });
+    const status = await readBackupStatus(folder);
+    expect(status).toMatchObject({ failures: 0, last_failure_at: null, last_error: null });
+    expect(Date.parse(status!.last_success_at!)).toBeGreaterThan(Date.now() - 60_000);
+    expect(log.filter((line) => line.msg.startsWith('backup of ')).length).toBe(3);
+  });
+
+  it('a backup that fails (the database is gone) is one error line, a count in status.json and in the metrics; never a throw', async () => {
+    const folder = tempFolder('backups');
+    const { log, logger } = keptLog('info');
+    const schedule = startBackupSchedule({
+      data: join(tempFolder('data'), 'missing.db'),
+      folder,
+      intervalMs: 3_600_000,
+      keep: 2,
+      log: logger,
+    });
+    expect(await schedule.runOnce()).toBeUndefined();
+    expect(await schedule.runOnce()).toBeUndefined();
+    await schedule.close();
+    const status = await readBackupStatus(folder);
+    expect(status).toMatchObject({
+      failures: 2,
+      last_success_at: null,
+      last_error: expect.stringContaining('no database to back up'),
+    });
+    expect(log.filter((line) => line.level === 50).map((line) => line.msg)).toEqual([
+      expect.stringContaining('the scheduled backup of'),
+      expect.stringContaining('the scheduled backup of'),
+    ]);
+    expect(readdirSync(folder)).toEqual(['status.json']);
+
+    watchBackups(async () => {
+      const read = await readBackupStatus(folder);
+      return { lastSuccess: undefined, failures: read?.failures ?? 0 };
+    });
+    const exposition = await registry.metrics();
+    expect(exposition).toMatch(/^rowi_backup_failures_total 2$/m);
+    expect(exposition).toMatch(/^rowi_backup_last_success_timestamp_seconds 0$/m);
+  });
+});
