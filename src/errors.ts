@@ -202,6 +202,12 @@ export const PROBLEM_TYPES = {
     title: 'Unsupported media type',
     description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.',
   },
+  'export-too-large': {
+    status: 422,
+    title: 'Export too large',
+    description:
+      'The export (a list asked for as `text/csv` or `application/x-ndjson`) would hold more records than `ROWI_EXPORT_MAX_ROWS`; `max_rows` says how many it may. Nothing was sent; narrow it with filters (`created_after`, `created_before`…) and export in parts.',
+  },
   'validation-failed': {
     status: 422,
     title: 'Validation failed',

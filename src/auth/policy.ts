@@ -243,8 +243,9 @@ export interface Permission {
 /** The permission of a route, from its declared scope and its URL. */
 export function permissionOf(scope: Scope | 'public', url: string): Permission {
   if (scope === 'public') return { scope, also: [], resource: null, action: null };
-  // A batch (`/v1/users/batch`, `/v1/items/stock/batch`) addresses records by id in its entries, so it needs the same reads.
-  const addressed = /^\/v1\/[a-z-]+\/(:|([a-z-]+\/)?batch$)/.test(url)
+  // A batch (`/v1/users/batch`, `/v1/items/stock/batch`) addresses records by id in its entries, so it needs the same reads;
+  // so does the stock of many items (`/v1/items/stock?id=`), which answers item ids.
+  const addressed = /^\/v1\/[a-z-]+\/(:|([a-z-]+\/)?batch$|stock$)/.test(url)
     ? url.split('/').filter((segment) => /^[a-z-]+$/.test(segment))
     : [];
   const reads = addressed.map((segment): Scope => `${segment}:read`).filter((read) => read !== scope && isScope(read));

@@ -176,6 +176,26 @@ export const LIMIT_SETTINGS = {
     }),
     'ROWI_IMPORT_DIRECTORY',
   ),
+  exportMaxRows: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000_000,
+      default: 10_000_000,
+      description:
+        'records one export (a list asked for as `text/csv` or `application/x-ndjson`) may hold at most; a filtered collection holding more is refused upfront with 422 `export-too-large`',
+    }),
+    'ROWI_EXPORT_MAX_ROWS',
+  ),
+  exportStallTimeout: setting(
+    Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      default: 30_000,
+      description:
+        'milliseconds an export waits for its client to take the next chunk (about 256 KB) before it closes the connection; nothing is held open meanwhile',
+    }),
+    'ROWI_EXPORT_STALL_TIMEOUT',
+  ),
   auditFlushInterval: setting(
     Type.Integer({
       minimum: 10,

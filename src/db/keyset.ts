@@ -14,10 +14,19 @@ export interface SortKey {
 export interface ListQuery {
   limit: number;
   order: SortKey[];
-  conditions: { column: string; operator: '=' | '>' | '<'; value: string | number }[];
+  conditions: ListCondition[];
   /** Sort-key values of the last row of the previous page. */
   after: (string | number)[] | undefined;
+  /**
+   * Rows to skip: only an export's check of its size (is there a row past the cap?) uses it,
+   * reading one row; pages are keyset pages, never offsets.
+   */
+  offset?: number;
 }
+
+export type ListCondition =
+  | { column: string; operator: '=' | '>' | '<'; value: string | number }
+  | { column: string; operator: 'in'; value: readonly (string | number)[] };
 
 export async function fetchPage<TB extends keyof Database, Row extends Record<string, unknown>>(
   query: SelectQueryBuilder<Database, TB, Row>,
@@ -25,10 +34,15 @@ export async function fetchPage<TB extends keyof Database, Row extends Record<st
 ): Promise<{ rows: Row[]; nextAfter: (string | number)[] | undefined }> {
   let page = query;
   for (const condition of list.conditions) {
-    page = page.where(sql<SqlBool>`${sql.ref(condition.column)} ${sql.raw(condition.operator)} ${condition.value}`);
+    page = page.where(
+      condition.operator === 'in'
+        ? sql<SqlBool>`${sql.ref(condition.column)} in (${sql.join(condition.value)})`
+        : sql<SqlBool>`${sql.ref(condition.column)} ${sql.raw(condition.operator)} ${condition.value}`,
+    );
   }
   if (list.after) page = page.where(after(list.order, list.after));
   for (const key of list.order) page = page.orderBy(sql.ref(key.column), key.direction);
+  if (list.offset !== undefined) page = page.offset(list.offset);
   const rows = await page.limit(list.limit + 1).execute();
   if (rows.length <= list.limit) return { rows, nextAfter: undefined };
   rows.length = list.limit;

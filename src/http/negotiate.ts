@@ -2,16 +2,32 @@ import type { FastifyReply } from 'fastify';
 /**
  * Content negotiation (RFC 9110 §12.5.1): which representation a response takes, chosen from
  * the request's Accept header with q-values. rowi speaks JSON and XML; the problem media types
- * (RFC 9457) belong to the same two families.
+ * (RFC 9457) belong to the same two families. A collection's list also answers as an export, in
+ * CSV (RFC 4180) or NDJSON (docs/reading.md); a problem of such a request is JSON, as no problem
+ * type of those media types exists.
  */
-export type Format = 'json' | 'xml';
+export type Format = 'json' | 'xml' | 'csv' | 'ndjson';
+
+/** The formats of an export: the whole filtered collection, streamed (http/export.ts). */
+export type ExportFormat = 'csv' | 'ndjson';
 
 export const MEDIA_TYPES: Record<Format, { data: string; problem: string; accepted: readonly string[] }> = {
   json: { data: 'application/json', problem: 'application/problem+json', accepted: ['application/json'] },
   xml: { data: 'application/xml', problem: 'application/problem+xml', accepted: ['application/xml', 'text/xml'] },
+  csv: { data: 'text/csv', problem: 'application/problem+json', accepted: ['text/csv'] },
+  ndjson: {
+    data: 'application/x-ndjson',
+    problem: 'application/problem+json',
+    accepted: ['application/x-ndjson', 'application/jsonl'],
+  },
 };
 
 export const BOTH_FORMATS: readonly Format[] = ['json', 'xml'];
+/** Every format in the server's order of preference: JSON first, the exports last. */
+export const ALL_FORMATS: readonly Format[] = ['json', 'xml', 'csv', 'ndjson'];
+export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'ndjson'];
+
+export const isExportFormat = (format: Format): format is ExportFormat => format === 'csv' || format === 'ndjson';
 
 interface MediaRange {
   type: string;
@@ -29,7 +45,7 @@ interface MediaRange {
  */
 export function chooseFormat(accept: string | undefined, available: readonly Format[]): Format | undefined {
   if (accept === undefined || accept === '' || accept === '*/*') return available[0];
-  const cacheKey = available.length === 2 ? accept : `${available.join()}|${accept}`;
+  const cacheKey = available === BOTH_FORMATS ? accept : `${available.join()}|${accept}`;
   const cached = decisions.get(cacheKey);
   if (cached !== undefined) return cached === NONE ? undefined : cached;
   const decision = decide(parseAccept(accept), available);
@@ -50,8 +66,9 @@ function decide(ranges: MediaRange[], available: readonly Format[]): Format | un
     const candidates: [string, boolean][] = [
       ...MEDIA_TYPES[format].accepted.map((mediaType): [string, boolean] => [mediaType, false]),
       // A problem type counts only when named outright: "*/*" or "application/*" must not make
-      // application/problem+json outrank an application/json the client refused with q=0.
-      [MEDIA_TYPES[format].problem, true],
+      // application/problem+json outrank an application/json the client refused with q=0. An
+      // export's problems are JSON's, so they speak for JSON only.
+      ...(isExportFormat(format) ? [] : [[MEDIA_TYPES[format].problem, true] as [string, boolean]]),
     ];
     for (const [mediaType, exactOnly] of candidates) {
       const match = bestMatch(ranges, mediaType);

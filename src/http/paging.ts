@@ -29,6 +29,41 @@ export interface CollectionSpec {
   filters: Record<string, FilterSpec>;
   /** The order when the caller gives no sort; `id` (oldest first) unless said otherwise. */
   defaultSort?: string;
+  /** `?id=1,2,3`: the records of those ids (docs/reading.md "Many records by id"). */
+  ids?: IdsSpec;
+}
+
+export interface IdsSpec {
+  /** The column the ids are of (`id`; `item_id` for stock). */
+  column: string;
+  /** One id, as a regular expression without anchors. */
+  pattern: string;
+  integer: boolean;
+  /** What an id is, for the refusal's text ("positive integers"). */
+  says: string;
+}
+
+/** Ids of records: positive integers of at most 16 digits, as every record's id. */
+export const INTEGER_IDS: IdsSpec = {
+  column: 'id',
+  pattern: '[1-9][0-9]{0,15}',
+  integer: true,
+  says: 'positive integers',
+};
+
+/** How many ids one request may name: a page's most. */
+export const MAX_IDS = MAX_LIMIT;
+
+function idsSchema(ids: IdsSpec) {
+  const one = Type.String({
+    pattern: `^${ids.pattern}(?:,${ids.pattern})*$`,
+    // Long enough for MAX_IDS ids of 32 characters and their commas: more is refused by count below.
+    maxLength: MAX_IDS * 33,
+    'x-error': `must be at most ${MAX_IDS} ids (${ids.says}), comma-separated or in repeated id= parameters`,
+  });
+  return Type.Union([one, Type.Array(one, { maxItems: MAX_IDS })], {
+    description: `only the records of these ids (${ids.says}), comma-separated or repeated, at most ${MAX_IDS}; ids that do not exist or that the caller may not see are absent`,
+  });
 }
 
 /**
@@ -78,6 +113,7 @@ export function listQuerySchema(spec: CollectionSpec) {
         }),
       ),
       ...filters,
+      ...(spec.ids ? { id: Type.Optional(idsSchema(spec.ids)) } : {}),
     },
     { additionalProperties: false },
   );
@@ -86,19 +122,33 @@ export function listQuerySchema(spec: CollectionSpec) {
 /** Validated query string → the ListQuery a repository runs. Throws 400 for a bad sort or cursor. */
 export function parseListQuery(spec: CollectionSpec, query: Record<string, unknown>): ListQuery {
   const order = parseSort(spec, typeof query.sort === 'string' ? query.sort : (spec.defaultSort ?? 'id'));
-  const conditions = Object.entries(spec.filters)
+  const conditions: ListQuery['conditions'] = Object.entries(spec.filters)
     .filter(([name]) => query[name] !== undefined)
     .map(([name, filter]) => ({
       column: filter.column,
       operator: filter.operator,
       value: filter.normalize ? filter.normalize(query[name] as never) : (query[name] as string | number),
     }));
+  const ids = spec.ids && query.id !== undefined ? parseIds(spec.ids, query.id as string | string[]) : undefined;
+  if (ids) conditions.push({ column: spec.ids!.column, operator: 'in', value: ids });
   return {
-    limit: typeof query.limit === 'number' ? query.limit : DEFAULT_LIMIT,
+    // Asked by id, a page holds them all unless limit says otherwise.
+    limit: typeof query.limit === 'number' ? query.limit : ids ? MAX_IDS : DEFAULT_LIMIT,
     order,
     conditions,
     after: typeof query.cursor === 'string' ? parseCursor(spec, query.cursor, order) : undefined,
   };
+}
+
+/** The distinct ids of `id=` (comma-separated, repeated or both), at most MAX_IDS. */
+function parseIds(spec: IdsSpec, value: string | string[]): (string | number)[] {
+  const named = new Set((Array.isArray(value) ? value : [value]).flatMap((list) => list.split(',')));
+  if (named.size > MAX_IDS)
+    throw badQuery('id', `names ${named.size} ids; at most ${MAX_IDS} may be asked for at once`);
+  const ids = [...named].map((id) => (spec.integer ? Number(id) : id));
+  const unsafe = ids.find((id) => typeof id === 'number' && !Number.isSafeInteger(id));
+  if (unsafe !== undefined) throw badQuery('id', `names ${unsafe}, past the largest id (${Number.MAX_SAFE_INTEGER})`);
+  return ids;
 }
 
 function parseSort(spec: CollectionSpec, sort: string): SortKey[] {

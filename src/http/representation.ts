@@ -1,7 +1,17 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { BadRequestError, NotAcceptableError, UnsupportedMediaTypeError } from '../errors.js';
-import { addVary, BOTH_FORMATS, MEDIA_TYPES, charsetOf, chooseFormat, mediaTypeOf, type Format } from './negotiate.js';
+import {
+  addVary,
+  ALL_FORMATS,
+  BOTH_FORMATS,
+  EXPORT_FORMATS,
+  MEDIA_TYPES,
+  charsetOf,
+  chooseFormat,
+  mediaTypeOf,
+  type Format,
+} from './negotiate.js';
 import { assertStorableText, decodeUtf8 } from './text.js';
 import { compileXmlSerializer, parseXmlBody, type XmlSchema } from './xml.js';
 
@@ -106,6 +116,7 @@ function describeRepresentations(route: RouteOptions): void {
   for (const [status, response] of Object.entries(responses)) {
     if (!response.content || Number(status) >= 400) continue;
     if (response.content[MEDIA_TYPES.json.data]) formats.add('json');
+    for (const format of EXPORT_FORMATS) if (response.content[MEDIA_TYPES[format].data]) formats.add(format);
     const xml = response.content[MEDIA_TYPES.xml.data];
     if (xml) {
       formats.add('xml');
@@ -125,7 +136,7 @@ function describeRepresentations(route: RouteOptions): void {
       ? ['json']
       : formats.size === 0
         ? BOTH_FORMATS
-        : BOTH_FORMATS.filter((format) => formats.has(format)),
+        : ALL_FORMATS.filter((format) => formats.has(format)),
     jsonFixed,
     xmlSerializers,
   };

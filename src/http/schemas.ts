@@ -145,7 +145,7 @@ export function problemResponse(status: number) {
   };
 }
 
-const header = (description: string, schema: TSchema = Type.String()) => ({ ...schema, description });
+export const header = (description: string, schema: TSchema = Type.String()) => ({ ...schema, description });
 
 export const RESPONSE_HEADERS = {
   requestId: { 'X-Request-Id': header("the request id (the caller's when it sent a sane one)") },

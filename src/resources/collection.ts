@@ -14,7 +14,8 @@ import type { ListQuery } from '../db/keyset.js';
 import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
-import { listQuerySchema, parseListQuery, sendPage, type CollectionSpec, type Page } from '../http/paging.js';
+import { answerList, withExports } from '../http/export.js';
+import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
 import {
   CONDITIONAL_READ,
@@ -61,6 +62,8 @@ export interface CollectionDeclaration<Record extends TSchema> {
   afterChange?: () => Promise<void>;
   /** The media types of its representations; JSON and XML unless it says JSON only. */
   formats?: readonly ('json' | 'xml')[];
+  /** Its list also answers as an export, in CSV and NDJSON (http/export.ts). */
+  exports?: boolean;
 }
 
 /** A record as answered: what its schema describes, and the version its ETag comes from. */
@@ -195,11 +198,9 @@ export function listOperation<Record extends TSchema, Stored>(
         }),
         querystring: listQuerySchema(collection.listing),
         response: {
-          200: representation(
-            collection.page,
-            `A page of ${collection.name}`,
-            RESPONSE_HEADERS.link,
-            collection.formats,
+          200: exported(
+            collection,
+            representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link, collection.formats),
           ),
         },
       }),
@@ -207,10 +208,14 @@ export function listOperation<Record extends TSchema, Stored>(
     async (request, reply) => {
       const query = parseListQuery(collection.listing, request.query);
       const sight = sightOnCollection(request.principal, collection.name);
-      return sendPage(request, reply, await spec.list(db, query, sight), query);
+      const listing = { name: collection.name, record: collection.record, query };
+      return answerList(request, reply, { ...listing, list: (page) => spec.list(db, page, sight) }, app.config);
     },
   );
 }
+
+const exported = (collection: CollectionDeclaration<TSchema>, response: ReturnType<typeof representation>) =>
+  collection.exports === true ? withExports(response, collection.record) : response;
 
 /** POST /collection: creates a record in one unit of work, replayed for a repeated Idempotency-Key; 201 with Location and ETag. */
 export function createOperation<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(

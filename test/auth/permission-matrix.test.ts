@@ -75,6 +75,8 @@ const EXPECTED: Record<string, Needs> = {
   'GET /v1/operations/:id/errors': ['operations:read'],
   'HEAD /v1/operations/:id/errors': ['operations:read'],
 
+  'GET /v1/items/stock': ['stock:read', 'items:read'],
+  'HEAD /v1/items/stock': ['stock:read', 'items:read'],
   'GET /v1/items/:id/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/:id/stock': ['stock:read', 'items:read'],
   'PUT /v1/items/:id/stock': ['stock:update', 'items:read', 'stock:read'],

@@ -88,7 +88,8 @@ export async function call(app: FastifyInstance, options: CallOptions): Promise<
     .split(';')[0]!
     .trim();
   let json: unknown;
-  if (mediaType.endsWith('json') && response.body !== '') json = JSON.parse(response.body);
+  if (mediaType.endsWith('json') && !mediaType.endsWith('ndjson') && response.body !== '')
+    json = JSON.parse(response.body);
   return { status: response.statusCode, headers: response.headers, text: response.body, json, mediaType };
 }
 

@@ -10,6 +10,7 @@ export const EXAMPLE_FILES = [
   'docs/security.md',
   'docs/operations.md',
   'docs/bulk.md',
+  'docs/reading.md',
   'README.md',
 ] as const;
 
@@ -21,6 +22,7 @@ export const DOC_FILES = [
   'docs/errors.md',
   'docs/operations.md',
   'docs/bulk.md',
+  'docs/reading.md',
   'docs/events.md',
   'docs/development.md',
   'docs/performance.md',

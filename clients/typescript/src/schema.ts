@@ -360,6 +360,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/items/stock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the stock of items, by item (the stock of many items: ?id=)
+         * @description The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.
+         */
+        get: operations["listStock"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List the stock of items, by item (the stock of many items: ?id=)
+         * @description The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.
+         */
+        head: operations["listStock-head"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/items/{id}/stock": {
         parameters: {
             query?: never;
@@ -3487,6 +3511,25 @@ export interface components {
             next_cursor: string | null;
         };
         /**
+         * StockPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 98,
+         *           "reserved": 2,
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        StockPage: {
+            data: components["schemas"]["Stock"][];
+            /** @description pass as cursor to get the next page; null on the last page */
+            next_cursor: string | null;
+        };
+        /**
          * StockPatch
          * @example {
          *       "quantity": 120
@@ -4540,6 +4583,8 @@ export interface components {
         "Cache-Control": string;
         /** @description RFC 9211: how rowi's cache of the provider answered (hit, fwd=uri-miss|stale, fwd-status, ttl, stored, collapsed, detail on failure); only when the provider was involved */
         "Cache-Status": string;
+        /** @description only on an export: attachment; filename="<collection>.csv" (or .ndjson) */
+        "Content-Disposition": string;
         /** @description strong entity tag of this representation; send it in If-Match / If-None-Match */
         ETag: string;
         /** @description "true" when the response replays an earlier one with the same Idempotency-Key */
@@ -5000,6 +5045,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5007,18 +5054,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of users */
+            /** @description A page of users; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
                     "application/xml": components["schemas"]["UserPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["User"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5097,6 +5147,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5104,18 +5156,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of users */
+            /** @description A page of users; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["UserPage"];
                     "application/xml": components["schemas"]["UserPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["User"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5528,6 +5583,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5535,18 +5592,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of items */
+            /** @description A page of items; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ItemPage"];
                     "application/xml": components["schemas"]["ItemPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Item"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5625,6 +5685,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -5632,18 +5694,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of items */
+            /** @description A page of items; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ItemPage"];
                     "application/xml": components["schemas"]["ItemPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Item"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5941,6 +6006,96 @@ export interface operations {
             507: components["responses"]["InsufficientStorage"];
         };
     };
+    listStock: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description comma-separated sort fields (item_id); prefix - for descending; ties are broken by id */
+                sort?: string;
+                /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of stock; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StockPage"];
+                    "application/xml": components["schemas"]["StockPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Stock"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listStock-head": {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description comma-separated sort fields (item_id); prefix - for descending; ties are broken by id */
+                sort?: string;
+                /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of stock; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StockPage"];
+                    "application/xml": components["schemas"]["StockPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Stock"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getStock: {
         parameters: {
             query?: never;
@@ -6159,6 +6314,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path: {
@@ -6169,18 +6326,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of movements */
+            /** @description A page of movements; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["StockMovement"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6211,6 +6371,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path: {
@@ -6221,18 +6383,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of movements */
+            /** @description A page of movements; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["StockMovement"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6308,6 +6473,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -6315,18 +6482,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of orders */
+            /** @description A page of orders; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Order"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6405,6 +6575,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -6412,18 +6584,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of orders */
+            /** @description A page of orders; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Order"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7805,6 +7980,8 @@ export interface operations {
                 after?: string;
                 /** @description only requests that arrived strictly before this instant (RFC 3339) */
                 before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7812,18 +7989,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events */
+            /** @description A page of audit events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEventPage"];
                     "application/xml": components["schemas"]["AuditEventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["AuditEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7859,6 +8039,8 @@ export interface operations {
                 after?: string;
                 /** @description only requests that arrived strictly before this instant (RFC 3339) */
                 before?: string;
+                /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -7866,18 +8048,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of audit events */
+            /** @description A page of audit events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEventPage"];
                     "application/xml": components["schemas"]["AuditEventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["AuditEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8375,6 +8560,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -8382,17 +8569,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of events */
+            /** @description A page of events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Event"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8420,6 +8610,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -8427,17 +8619,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of events */
+            /** @description A page of events; as text/csv or application/x-ndjson, every record the filters select, in the order asked for (docs/reading.md) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Link: components["headers"]["Link"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EventPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": components["schemas"]["Event"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -119,6 +119,8 @@ export type StockBatchSet = components['schemas']['StockBatchSet'];
 export type StockMovement = components['schemas']['StockMovement'];
 /** StockMovementPage */
 export type StockMovementPage = components['schemas']['StockMovementPage'];
+/** StockPage */
+export type StockPage = components['schemas']['StockPage'];
 /** StockPatch */
 export type StockPatch = components['schemas']['StockPatch'];
 /** StockReplace */

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+import { answerList, withExports } from '../../http/export.js';
 import { findAuditEvents } from '../../audit-trail/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
 import {
+  INTEGER_IDS,
   listQuerySchema,
   pageSchema,
   parseListQuery,
-  sendPage,
   timeBound,
   type CollectionSpec,
 } from '../../http/paging.js';
@@ -53,6 +54,7 @@ export const AuditEventSchema = Type.Object(
 const AuditEventPageSchema = pageSchema(AuditEventSchema, 'audit_events');
 
 export const AUDIT_COLLECTION: CollectionSpec = {
+  ids: INTEGER_IDS,
   sortable: { id: 'integer' },
   defaultSort: '-id',
   filters: {
@@ -114,12 +116,18 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'One event per request, allowed or refused. Events are written in batches about once a second, so the newest may not be listed yet.',
         tags: ['audit'],
         querystring: listQuerySchema(AUDIT_COLLECTION),
-        response: { 200: representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link) },
+        response: {
+          200: withExports(
+            representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link),
+            AuditEventSchema,
+          ),
+        },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(AUDIT_COLLECTION, request.query);
-      return sendPage(request, reply, await findAuditEvents(db, query), query);
+      const list = (page: typeof query) => findAuditEvents(db, page);
+      return answerList(request, reply, { name: 'audit-events', record: AuditEventSchema, query, list }, app.config);
     },
   );
 };

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../../config/config.js';
 import type { EventFeed } from '../../outbox/feed.js';
-import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
+import { answerList, withExports } from '../../http/export.js';
+import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { sendTagged } from '../../http/records.js';
 import { IfNoneMatchHeaders, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { EVENTS_COLLECTION, EventPageSchema, EventParams, EventSchema } from './events.schema.js';
@@ -24,12 +25,18 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
         description: DESCRIPTION,
         tags: ['events'],
         querystring: listQuerySchema(EVENTS_COLLECTION),
-        response: { 200: representation(EventPageSchema, 'A page of events', RESPONSE_HEADERS.link, ['json']) },
+        response: {
+          200: withExports(
+            representation(EventPageSchema, 'A page of events', RESPONSE_HEADERS.link, ['json']),
+            EventSchema,
+          ),
+        },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(EVENTS_COLLECTION, request.query as Record<string, unknown>);
-      return sendPage(request, reply, await listEvents(db, query, request.principal!), query);
+      const list = (page: typeof query) => listEvents(db, page, request.principal!);
+      return answerList(request, reply, { name: 'events', record: EventSchema, query, list }, config);
     },
   );
 

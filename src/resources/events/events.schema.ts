@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../outbox/event-types.js';
-import { firstEventIdAt, lastEventIdAt } from '../../outbox/event-ids.js';
+import { EVENT_ID_PATTERN, firstEventIdAt, lastEventIdAt } from '../../outbox/event-ids.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { RecordFields } from '../../http/schemas.js';
 import { EventId } from '../event-id.js';
@@ -34,6 +34,7 @@ export const EventPageSchema = pageSchema(EventSchema, 'events');
 export const EventParams = Type.Object({ id: EventId });
 
 export const EVENTS_COLLECTION: CollectionSpec = {
+  ids: { column: 'id', pattern: EVENT_ID_PATTERN.slice(1, -1), integer: false, says: 'event ids' },
   sortable: { id: 'string' },
   defaultSort: '-id',
   filters: {

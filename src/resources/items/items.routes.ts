@@ -33,6 +33,7 @@ const ITEMS: Collection<typeof ItemSchema, StoredItem> = {
   listing: ITEM_COLLECTION,
   record: ItemSchema,
   page: ItemPageSchema,
+  exports: true,
   present: presentItem,
 };
 

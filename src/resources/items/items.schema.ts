@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
 import { Price } from '../money.js';
@@ -51,6 +51,7 @@ export type ItemPatch = Static<typeof ItemPatchSchema>;
 export const ItemPageSchema = pageSchema(ItemSchema, 'items');
 
 export const ITEM_COLLECTION: CollectionSpec = {
+  ids: INTEGER_IDS,
   sortable: {
     id: 'integer',
     name: 'string',

@@ -2,7 +2,7 @@ import type { Executor, MovementKind, StockMovementRow, StockRow } from '../../d
 import { compiledQuery } from '../../db/compiled.js';
 import { sql } from 'kysely';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
-import { compiledVisibleById, visibleIn, type Sight } from '../../db/visibility.js';
+import { compiledVisibleById, visibleIn, whereVisible, type Sight } from '../../db/visibility.js';
 
 /**
  * Every query of an item's stock and of its ledger (stock_movements), but for the moves orders
@@ -58,6 +58,21 @@ export function insertStocks(
 export async function findStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock | undefined> {
   const [stock] = await selectStockByItem(db, itemId, sight);
   return stock;
+}
+
+/** A page of the stock of the items the sight shows, by item. */
+export function findStockPage(db: Executor, query: ListQuery, sight: Sight) {
+  return fetchPage(
+    whereVisible(
+      db
+        .selectFrom('stock')
+        .innerJoin('items', 'items.id', 'stock.item_id')
+        .select(STOCK_COLUMNS.map((column) => `stock.${column}` as const)),
+      'items',
+      sight,
+    ),
+    query,
+  );
 }
 
 export function findStocks(db: Executor, itemIds: number[]): Promise<StoredStock[]> {

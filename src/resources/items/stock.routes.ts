@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
+import { answerList, withExports } from '../../http/export.js';
+import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import {
   CONDITIONAL_READ,
@@ -19,17 +20,44 @@ import {
   StockSetEntrySchema,
   MOVEMENT_COLLECTION,
   MovementPageSchema,
+  MovementSchema,
   StockPatchSchema,
   StockReplaceSchema,
+  StockPageSchema,
   StockSchema,
+  STOCK_COLLECTION,
 } from './stock.schema.js';
-import { adjustStock, getStock, listMovements, setStock } from './stock.service.js';
+import { adjustStock, getStock, listMovements, listStock, setStock } from './stock.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { sightOf } from '../../auth/visibility.js';
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
+
+  app.get(
+    '/v1/items/stock',
+    {
+      schema: operation({
+        operationId: 'listStock',
+        permission: 'stock:read',
+        summary: 'List the stock of items, by item (the stock of many items: ?id=)',
+        description:
+          'The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.',
+        tags: ['stock'],
+        querystring: listQuerySchema(STOCK_COLLECTION),
+        response: {
+          200: withExports(representation(StockPageSchema, 'A page of stock', RESPONSE_HEADERS.link), StockSchema),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const query = parseListQuery(STOCK_COLLECTION, request.query);
+      const sight = sightOf(request.principal, 'items');
+      const list = (page: typeof query) => listStock(db, page, sight);
+      return answerList(request, reply, { name: 'stock', record: StockSchema, query, list }, app.config);
+    },
+  );
 
   app.get(
     '/v1/items/:id/stock',
@@ -94,20 +122,19 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['stock'],
         params: IdParams,
         querystring: listQuerySchema(MOVEMENT_COLLECTION),
-        response: { 200: representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link) },
+        response: {
+          200: withExports(
+            representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link),
+            MovementSchema,
+          ),
+        },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
-      return sendPage(
-        request,
-        reply,
-        await listMovements(db, request.params.id, query, {
-          items: sightOf(request.principal, 'items'),
-          orders: sightOf(request.principal, 'orders'),
-        }),
-        query,
-      );
+      const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
+      const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
+      return answerList(request, reply, { name: 'stock-movements', record: MovementSchema, query, list }, app.config);
     },
   );
 

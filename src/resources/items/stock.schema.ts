@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { IF_MATCH_PATTERN, Id, RecordFields } from '../../http/schemas.js';
 
 const MovementKind = Type.Union(
@@ -27,6 +27,16 @@ export const StockSchema = Type.Object(
   { additionalProperties: false, xml: { name: 'stock' }, title: 'Stock' },
 );
 export type Stock = Static<typeof StockSchema>;
+
+export const StockPageSchema = pageSchema(StockSchema, 'stocks');
+
+/** The stock of many items (GET /v1/items/stock?id=…): by item, with the items' ids as `id`. */
+export const STOCK_COLLECTION: CollectionSpec = {
+  sortable: { item_id: 'integer' },
+  defaultSort: 'item_id',
+  filters: {},
+  ids: { ...INTEGER_IDS, column: 'item_id', says: 'item ids' },
+};
 
 /** Read-only stock fields a PUT or PATCH may echo back unchanged. */
 const EchoedStock = {
@@ -95,6 +105,7 @@ export type Movement = Static<typeof MovementSchema>;
 export const MovementPageSchema = pageSchema(MovementSchema, 'movements');
 
 export const MOVEMENT_COLLECTION: CollectionSpec = {
+  ids: INTEGER_IDS,
   sortable: { id: 'integer' },
   defaultSort: '-id',
   filters: {

@@ -17,6 +17,7 @@ import { findItemById } from './items.repository.js';
 import {
   findMovements,
   findStock,
+  findStockPage,
   findStocks,
   insertMovement,
   setStockQuantityAtVersion,
@@ -38,6 +39,11 @@ export async function getStock(db: Executor, itemId: number, sight: Sight): Prom
   const stock = await findStock(db, itemId, sight);
   if (!stock) throw itemNotFound(itemId);
   return stock;
+}
+
+/** The stock of the items the sight on items shows, a page at a time (many items' stock in one call by ?id=). */
+export function listStock(db: Executor, query: ListQuery, sight: Sight) {
+  return findStockPage(db, query, sight);
 }
 
 /** PUT / PATCH of stock: sets the on-hand quantity; reserved is the orders' business. */

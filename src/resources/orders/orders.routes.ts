@@ -36,6 +36,7 @@ const ORDERS: Collection<typeof OrderSchema> = {
   listing: ORDER_COLLECTION,
   record: OrderSchema,
   page: OrderPageSchema,
+  exports: true,
 };
 
 /**

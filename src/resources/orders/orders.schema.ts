@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
 import { Amount, Price } from '../money.js';
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
@@ -109,6 +109,7 @@ export type OrderPatch = Static<typeof OrderPatchSchema>;
 export const OrderPageSchema = pageSchema(OrderSchema, 'orders');
 
 export const ORDER_COLLECTION: CollectionSpec = {
+  ids: INTEGER_IDS,
   sortable: { id: 'integer', created_at: 'string', updated_at: 'string', total: 'integer' },
   filters: {
     status: {

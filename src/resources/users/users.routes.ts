@@ -42,6 +42,7 @@ const USERS: Collection<typeof UserSchema> = {
   listing: USER_COLLECTION,
   record: UserSchema,
   page: UserPageSchema,
+  exports: true,
 };
 
 /** /v1/users: the six operations every resource has (list, read, create, replace, change, delete) on users. */

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
 
@@ -48,6 +48,7 @@ export type UserPatch = Static<typeof UserPatchSchema>;
 export const UserPageSchema = pageSchema(UserSchema, 'users');
 
 export const USER_COLLECTION: CollectionSpec = {
+  ids: INTEGER_IDS,
   sortable: { id: 'integer', name: 'string', email: 'string', created_at: 'string', updated_at: 'string' },
   filters: {
     email: {

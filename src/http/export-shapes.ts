@@ -1,0 +1,125 @@
+import { stringify } from 'csv-stringify/sync';
+import type { TSchema } from 'typebox';
+
+/**
+ * What an exported record looks like, derived from the schema of the record a list answers (so
+ * the columns follow the schema, whatever the stored row holds beside it: its version, its owner).
+ *
+ * CSV (docs/reading.md "CSV"): a column per field, in the schema's order; an object's fields as
+ * dotted columns (`user.name`); the one array of objects a record may hold (an order's lines)
+ * spread over rows: a row per element with the record's own fields repeated and the element's as
+ * dotted columns (`lines.item_id`), one row with those cells empty when the array is empty. Any
+ * other structure (a free-form object, an array of values) is one cell of JSON text. null is an
+ * empty cell, booleans are true and false. Text that a spreadsheet would run as a formula (its
+ * first character =, +, -, @, a tab or a carriage return) starts with a single quote, as OWASP
+ * recommends for CSV injection; numbers are written as numbers (-5 stays -5).
+ */
+export interface CsvLayout {
+  columns: CsvColumn[];
+  /** The array of objects spread over rows, if any. */
+  spread: string | undefined;
+}
+
+interface CsvColumn {
+  name: string;
+  /** The member of the record, and of the object or array element under it. */
+  member: string;
+  inner: string | undefined;
+  /** A structure written as JSON text. */
+  json: boolean;
+}
+
+interface Shape {
+  type?: string | string[];
+  properties?: Record<string, Shape>;
+  items?: Shape;
+  anyOf?: Shape[];
+}
+
+/** The object or array branch of a nullable member, or the member itself. */
+function structureOf(schema: Shape): Shape {
+  const branch = schema.anyOf?.find((choice) => choice.type === 'object' || choice.type === 'array');
+  return branch ?? schema;
+}
+
+const isStructure = (schema: Shape) =>
+  schema.type === 'object' ||
+  schema.type === 'array' ||
+  schema.anyOf?.some((choice) => choice.type === 'object' || choice.type === 'array') === true;
+
+export function csvLayout(record: TSchema): CsvLayout {
+  const columns: CsvColumn[] = [];
+  let spread: string | undefined;
+  for (const [member, raw] of Object.entries((record as Shape).properties ?? {})) {
+    const schema = structureOf(raw);
+    const inner =
+      schema.type === 'array' ? schema.items?.properties : schema.type === 'object' ? schema.properties : undefined;
+    if (inner && (schema.type === 'object' || spread === undefined)) {
+      if (schema.type === 'array') spread = member;
+      for (const [name, field] of Object.entries(inner))
+        columns.push({ name: `${member}.${name}`, member, inner: name, json: isStructure(field) });
+    } else {
+      columns.push({ name: member, member, inner: undefined, json: isStructure(schema) });
+    }
+  }
+  return { columns, spread };
+}
+
+type Cell = string | number | null;
+
+function cellOf(value: unknown, json: boolean): Cell {
+  if (value === null || value === undefined) return null;
+  if (json) return JSON.stringify(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  return value as string | number;
+}
+
+const CSV_OPTIONS = { escape_formulas: true, record_delimiter: '\r\n' } as const;
+
+/** The CSV rows of a chunk of records, with the header row first when `header`. */
+export function csvText(layout: CsvLayout, records: readonly unknown[], header: boolean): string {
+  const rows: Cell[][] = [];
+  for (const value of records) {
+    const record = value as Record<string, unknown>;
+    const elements = layout.spread === undefined ? undefined : (record[layout.spread] as unknown[] | undefined);
+    const each = elements && elements.length > 0 ? elements : [undefined];
+    for (const element of each) {
+      rows.push(
+        layout.columns.map((column) => {
+          if (column.inner === undefined) return cellOf(record[column.member], column.json);
+          const holder = column.member === layout.spread ? element : record[column.member];
+          return cellOf((holder as Record<string, unknown> | null | undefined)?.[column.inner], column.json);
+        }),
+      );
+    }
+  }
+  // The header is written as a row of its own: csv-stringify's `columns` option costs more per
+  // record than all the rest (it looks every cell up by name).
+  if (header) rows.unshift(layout.columns.map((column) => column.name));
+  return stringify(rows, CSV_OPTIONS);
+}
+
+/**
+ * A record as a page's data holds it: the schema's members only, in its order, nested objects
+ * and arrays of objects likewise (what the JSON serializer of a page writes).
+ */
+export function projector(schema: TSchema): (value: unknown) => unknown {
+  const shape = structureOf(schema as Shape);
+  if (shape.type === 'object' && shape.properties) {
+    const members = Object.entries(shape.properties).map(
+      ([name, member]) => [name, projector(member as TSchema)] as const,
+    );
+    return (value) => {
+      if (value === null || typeof value !== 'object') return value ?? null;
+      const source = value as Record<string, unknown>;
+      const copy: Record<string, unknown> = {};
+      for (const [name, project] of members) if (source[name] !== undefined) copy[name] = project(source[name]);
+      return copy;
+    };
+  }
+  if (shape.type === 'array' && shape.items) {
+    const project = projector(shape.items as TSchema);
+    return (value) => (Array.isArray(value) ? value.map(project) : value);
+  }
+  return (value) => value;
+}
