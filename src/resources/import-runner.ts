@@ -3,6 +3,8 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
+import { StorageCorruptError } from '../db/corruption.js';
+import { isCorruption } from '../db/driver-errors.js';
 import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { SEES_ALL } from '../db/visibility.js';
@@ -111,21 +113,34 @@ export function startImportRunner(options: {
     }
   };
 
+  /**
+   * A background step that fails is said once, until it works again (a database that is down fails
+   * every poll); damage is not said here at all: the storage says it once (db/corruption.ts).
+   */
+  const failing = new Set<string>();
+  const quietly = (what: string, step: () => Promise<void>) =>
+    step().then(
+      () => void failing.delete(what),
+      (error: unknown) => {
+        if (failing.has(what) || isCorruption(error) || error instanceof StorageCorruptError) return;
+        failing.add(what);
+        log.warn({ err: error }, `${what}; said once until it works again`);
+      },
+    );
+
   const wake = () => {
     if (stopping) return;
     if (claiming !== undefined) {
       again = true;
       return;
     }
-    claiming = claim()
-      .catch((error: unknown) => log.warn({ err: error }, 'could not claim an import'))
-      .finally(() => {
-        claiming = undefined;
-        if (again) {
-          again = false;
-          wake();
-        }
-      });
+    claiming = quietly('could not claim an import', claim).finally(() => {
+      claiming = undefined;
+      if (again) {
+        again = false;
+        wake();
+      }
+    });
   };
 
   const sweep = async () => {
@@ -146,13 +161,13 @@ export function startImportRunner(options: {
   };
 
   const leaseTimer = setInterval(() => {
-    sweep().catch((error: unknown) => log.warn({ err: error }, 'could not renew or sweep import leases'));
+    void quietly('could not renew or sweep import leases', sweep);
   }, LEASE_RENEW_MS);
   leaseTimer.unref();
   const pollTimer = setInterval(wake, POLL_MS);
   pollTimer.unref();
   const first = setTimeout(() => {
-    sweep().catch((error: unknown) => log.warn({ err: error }, 'could not sweep import leases'));
+    void quietly('could not renew or sweep import leases', sweep);
   }, 50);
   first.unref();
 

@@ -57,6 +57,10 @@ describe('retention of the audit trail, ROWI_AUDIT_RETENTION=3600', () => {
     await insertAuditRows(test, [...auditRows(1201, 7200), ...auditRows(5, 3000)]);
     const created = await test.call({ method: 'POST', url: '/v1/users', body: buildUser() });
     expect(created.status).toBe(201);
+    // The trail is written in batches (every 50 ms here): the sweep runs once the POST's record is stored.
+    const requestId = String(created.headers['x-request-id']);
+    for (let wait = 0; wait < 100 && !(await storedAuditIds(test)).includes(requestId); wait++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
 
     await test.app.retention.sweep();
 

@@ -159,7 +159,12 @@ describe('content negotiation', () => {
   it('GET /v1/users: 406 not-acceptable, as a JSON problem, when Accept is image/png', async () => {
     const reply = await test.call({ url: '/v1/users', headers: { accept: 'image/png' } });
     const problem = expectProblem(reply, 406, 'not-acceptable');
-    expect(problem.available_media_types).toEqual(['application/json', 'application/xml']);
+    expect(problem.available_media_types).toEqual([
+      'application/json',
+      'application/xml',
+      'text/csv',
+      'application/x-ndjson',
+    ]);
   });
 
   it('POST /v1/users: 406 before anything is stored when Accept allows nothing rowi produces', async () => {

@@ -14,6 +14,8 @@ const EDITOR_SCOPES = [
     `${resource}:update`,
   ]),
   'events:read',
+  'operations:read',
+  'operations:update',
 ];
 
 let test: TestApp;

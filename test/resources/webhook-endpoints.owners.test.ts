@@ -138,7 +138,8 @@ describe('changes of an endpoint by a caller that could not have created it', ()
         'webhook-endpoint-forbidden',
       );
       expect(refused.detail, `${method} ${url}`).toContain(`Webhook endpoint ${endpoint.id} sends events of callers`);
-      expect(refused.required_scopes).toEqual(['callers:read']);
+      // Operations' events go only to callers that see every operation: operations:read too.
+      expect(refused.required_scopes).toEqual(['callers:read', 'operations:read']);
     }
     expect((await test.call({ url: endpointPath(endpoint.id) })).json).toEqual(before);
     expect(await deliveriesOf(test, endpoint.id)).toEqual(delivered);
