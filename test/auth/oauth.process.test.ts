@@ -201,6 +201,8 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
           `${data}:update`,
         ]),
         'events:read',
+        'operations:read',
+        'operations:update',
       ].sort(),
     );
   });
