@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../helpers/process.js';
-import { Receiver } from '../helpers/receiver.js';
+import { eventually, Receiver } from '../helpers/receiver.js';
 
 /**
  * The webhook dispatcher's heartbeat (outbox/webhooks.ts, docs/events.md): two rowi processes on
@@ -74,9 +74,15 @@ describe('webhook dispatcher heartbeat on PostgreSQL', () => {
     const tookOver = Date.now() - stoppedAt;
     // The lease runs out 4 s after the last heartbeat; the other asks every second. (Before: 15 s, and 30 s for the claim.)
     expect(tookOver, `taken over after ${tookOver} ms`).toBeLessThan(9000);
-    const deliveries = (await api(second, 'GET', '/v1/webhook-endpoints/1/deliveries?limit=10')).json.data as {
-      status: string;
-    }[];
-    expect(deliveries.map((delivery) => delivery.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    // Outcomes are written in bulk a moment after the receiver's answers: read until they are.
+    const statuses = await eventually(
+      async () =>
+        (
+          (await api(second, 'GET', '/v1/webhook-endpoints/1/deliveries?limit=10')).json.data as { status: string }[]
+        ).map((delivery) => delivery.status),
+      (listed) => listed.every((status) => status !== 'pending'),
+      10_000,
+    );
+    expect(statuses).toEqual(['succeeded', 'succeeded', 'succeeded']);
   }, 90_000);
 });
