@@ -11,8 +11,8 @@ import { compiledVisibleById, visibleIn, whereVisible, type Sight } from '../../
 const STOCK_COLUMNS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'updated_at', 'version'] as const;
 export type StoredStock = Pick<StockRow, (typeof STOCK_COLUMNS)[number]>;
 
-const MOVEMENT_COLUMNS = [
-  'id',
+/** The columns a ledger row is written with (its id is generated); placing an order writes them too. */
+export const MOVEMENT_FIELDS = [
   'item_id',
   'kind',
   'quantity_change',
@@ -22,6 +22,7 @@ const MOVEMENT_COLUMNS = [
   'order_id',
   'created_at',
 ] as const;
+const MOVEMENT_COLUMNS = ['id', ...MOVEMENT_FIELDS] as const;
 
 // Through the item, whose owner decides who sees its stock.
 const selectStockByItem = compiledVisibleById('items', (db, itemId: number) =>

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/database.js';
 import { MAX_COMPILED_ROWS, compiledPerCount, compiledQuery, rowsOf } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
 import { eitherParameters, visibleInEither, type Sight } from '../../db/visibility.js';
-import type { NewMovement } from '../items/stock.repository.js';
+import { MOVEMENT_FIELDS, type NewMovement } from '../items/stock.repository.js';
 import type { NewLine, PlacementFacts, StockMove } from './order-lines.js';
 import { ORDER_COLUMNS, type StoredLine, type StoredOrder } from './orders.repository.js';
 
@@ -342,16 +342,6 @@ const updateStockBy = compiledQuery(
       .returning(['item_id', 'quantity', 'reserved']),
 );
 
-const MOVEMENT_FIELDS = [
-  'item_id',
-  'kind',
-  'quantity_change',
-  'reserved_change',
-  'quantity_after',
-  'reserved_after',
-  'order_id',
-  'created_at',
-] as const satisfies readonly (keyof NewMovement)[];
 const insertMovementRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
   db.insertInto('stock_movements').values(rowsOf<NewMovement>(values, MOVEMENT_FIELDS)),
 );
