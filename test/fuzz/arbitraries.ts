@@ -23,6 +23,7 @@ export interface Schema {
   minLength?: number;
   maxLength?: number;
   pattern?: string;
+  examples?: unknown[];
   format?: string;
   minimum?: number;
   maximum?: number;

@@ -227,9 +227,12 @@ function pathValue(schema: Schema, known: (string | number)[]): fc.Arbitrary<str
 }
 
 function queryValue(schema: Schema): fc.Arbitrary<string> {
+  // Documented examples too: a made-up value of a parameter that names things (fields) names none.
+  const examples = (schema.examples ?? []).map((example) => encodeURIComponent(String(example)));
   return fc.oneof(
     { weight: 3, arbitrary: valid(schema).map((value) => encodeURIComponent(String(value))) },
     { weight: 2, arbitrary: fc.constantFrom(...ODD_TEXT) },
+    ...(examples.length > 0 ? [{ weight: 3, arbitrary: fc.constantFrom(...examples) }] : []),
   );
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { selectFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendEmpty } from '../../http/records.js';
 import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
@@ -79,13 +80,14 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "A page of the caller's keys: each one's id, prefix (the readable start of the key), description, expiry, last use and revocation; never the key, which rowi keeps only as a hash.",
         tags: ['callers'],
         params: CallerParams,
-        querystring: listQuerySchema(API_KEY_COLLECTION),
+        querystring: listQuerySchema(API_KEY_COLLECTION, { record: ApiKeySchema }),
         response: { 200: representation(ApiKeyPageSchema, 'A page of keys', RESPONSE_HEADERS.link) },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(API_KEY_COLLECTION, request.query);
-      return sendPage(request, reply, await listApiKeys(db, request.params.id, query), query);
+      const fields = selectFields({ record: ApiKeySchema }, request.query.fields);
+      return sendPage(request, reply, await listApiKeys(db, request.params.id, query), query, fields);
     },
   );
 
