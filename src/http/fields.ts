@@ -84,6 +84,18 @@ export function answerSelected(request: FastifyRequest, reply: FastifyReply): vo
   reply.type(`${MEDIA_TYPES.json.data}; charset=utf-8`).serializer((payload) => JSON.stringify(payload));
 }
 
+/** A record without an ETag: as it is, or only the fields asked for. */
+export function sendFields(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+  fields: FieldSelection | undefined,
+) {
+  if (!fields) return reply.send(body);
+  answerSelected(request, reply);
+  return reply.send(fields.pick(body));
+}
+
 function parseFields(selectable: Selectable, fields: string): FieldSelection {
   if (fields.length > FIELDS_LIMITS.length)
     throw refusal(`is ${fields.length} characters long; at most ${FIELDS_LIMITS.length}`);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
+import { buildObservation } from '../helpers/weather.js';
 
 /** Only the fields asked for (docs/reading.md): `fields=` on every read and list, in every representation. */
 let test: TestApp;
@@ -125,7 +126,9 @@ describe('fields and ETags', () => {
 describe('fields on every collection', () => {
   it('every list and read answers only the fields named and its identifier', async () => {
     const events = await test.call({ url: '/v1/events?limit=1' });
-    const { caller } = await createCallerWithKey(test, { role: 'reader' });
+    const { caller, keyId } = await createCallerWithKey(test, { role: 'reader' });
+    const observed = await test.call({ method: 'PUT', url: '/v1/weather/fields-place', body: buildObservation() });
+    expect(observed.status).toBe(201);
     const cases: [string, string[]][] = [
       [`/v1/users?fields=email`, ['id', 'email']],
       [`/v1/users/${userId}?fields=email`, ['id', 'email']],
@@ -140,6 +143,10 @@ describe('fields on every collection', () => {
       [`/v1/callers?fields=role`, ['id', 'role']],
       [`/v1/callers/${caller.id}?fields=role`, ['id', 'role']],
       [`/v1/callers/${caller.id}/keys?fields=prefix`, ['id', 'prefix']],
+      [`/v1/callers/${caller.id}/keys/${keyId}?fields=prefix`, ['id', 'prefix']],
+      [`/v1/weather?fields=temperature_c`, ['id', 'temperature_c']],
+      [`/v1/weather/fields-place?fields=temperature_c`, ['id', 'temperature_c']],
+      [`/v1/weather/fields-place/observations?fields=source`, ['id', 'source']],
       [`/v1/webhook-endpoints?fields=url`, ['id', 'url']],
       [`/v1/operations?fields=status`, ['id', 'status']],
     ];

@@ -7008,6 +7008,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7056,6 +7061,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7091,7 +7101,13 @@ export interface operations {
     };
     getWeather: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7252,7 +7268,13 @@ export interface operations {
     };
     "getWeather-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7387,6 +7409,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7437,6 +7464,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7964,7 +7996,13 @@ export interface operations {
     };
     getApiKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8039,7 +8077,13 @@ export interface operations {
     };
     "getApiKey-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -9466,7 +9510,10 @@ export interface operations {
     };
     getWebhookDelivery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -9503,7 +9550,10 @@ export interface operations {
     };
     "getWebhookDelivery-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { selectFields } from '../../http/fields.js';
+import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendEmpty } from '../../http/records.js';
 import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
@@ -27,7 +27,7 @@ import {
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
 import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
-import type { TSchema } from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
@@ -132,10 +132,14 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: "The key's record: prefix, description, expiry, last use and revocation; never the key.",
         tags: ['callers'],
         params: ApiKeyParams,
+        querystring: Type.Object({ fields: fieldsParameter({ record: ApiKeySchema }) }),
         response: { 200: representation(ApiKeySchema, "The key's record") },
       }),
     },
-    async (request) => getApiKey(db, request.params.id, request.params.key_id),
+    async (request, reply) => {
+      const fields = selectFields({ record: ApiKeySchema }, request.query.fields);
+      return sendFields(request, reply, await getApiKey(db, request.params.id, request.params.key_id), fields);
+    },
   );
 
   app.delete(

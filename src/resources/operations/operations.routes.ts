@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { sightOnOperations } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
-import { answerSelected, fieldsParameter, selectFields } from '../../http/fields.js';
+import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { findOperationById, findOperationErrors } from './operations.repository.js';
@@ -72,10 +72,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const fields = selectFields(OPERATION_FIELDS, request.query.fields);
       const view = await getOperation(db, request.params.id, sightOnOperations(request.principal!));
       if (unfinished(view.status)) reply.header('retry-after', '1');
-      reply.header('cache-control', 'no-store');
-      if (!fields) return reply.send(view);
-      answerSelected(request, reply);
-      return reply.send(fields.pick(view));
+      return sendFields(request, reply.header('cache-control', 'no-store'), view, fields);
     },
   );
 
