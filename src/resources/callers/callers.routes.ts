@@ -27,7 +27,7 @@ import {
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
 import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
-import Type, { type TSchema } from 'typebox';
+import Type from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
@@ -38,9 +38,7 @@ import { unitOfWork } from '../../db/unit-of-work.js';
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
-  // Checked against its view, not yet its schema: the view's grants are string[] where the schema
-  // says scope names.
-  const callers: Collection<TSchema, CallerView> = {
+  const callers: Collection<typeof CallerSchema, CallerView> = {
     path: '/v1/callers',
     name: 'callers',
     singular: 'Caller',
