@@ -23,7 +23,6 @@ export interface Schema {
   minLength?: number;
   maxLength?: number;
   pattern?: string;
-  examples?: unknown[];
   format?: string;
   minimum?: number;
   maximum?: number;
