@@ -5047,6 +5047,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5149,6 +5154,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5185,7 +5195,13 @@ export interface operations {
     };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5233,7 +5249,13 @@ export interface operations {
     };
     "getMe-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5281,7 +5303,13 @@ export interface operations {
     };
     getUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5421,7 +5449,13 @@ export interface operations {
     };
     "getUser-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5585,6 +5619,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5687,6 +5726,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5723,7 +5767,13 @@ export interface operations {
     };
     getItem: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5863,7 +5913,13 @@ export interface operations {
     };
     "getItem-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6017,6 +6073,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6062,6 +6123,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6098,7 +6164,13 @@ export interface operations {
     };
     getStock: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6198,7 +6270,13 @@ export interface operations {
     };
     "getStock-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6316,6 +6394,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6373,6 +6456,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6475,6 +6563,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6577,6 +6667,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6613,7 +6705,10 @@ export interface operations {
     };
     getOrder: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6752,7 +6847,10 @@ export interface operations {
     };
     "getOrder-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6910,6 +7008,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6958,6 +7061,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6993,7 +7101,13 @@ export interface operations {
     };
     getWeather: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7154,7 +7268,13 @@ export interface operations {
     };
     "getWeather-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7289,6 +7409,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7339,6 +7464,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7393,6 +7523,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7488,6 +7620,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7521,7 +7655,10 @@ export interface operations {
     };
     getCaller: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7611,7 +7748,10 @@ export interface operations {
     };
     "getCaller-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7720,6 +7860,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7809,6 +7954,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7846,7 +7996,13 @@ export interface operations {
     };
     getApiKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -7921,7 +8077,13 @@ export interface operations {
     };
     "getApiKey-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -7982,6 +8144,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8041,6 +8208,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8250,6 +8422,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8299,6 +8473,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8331,7 +8507,10 @@ export interface operations {
     };
     getOperation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8405,7 +8584,10 @@ export interface operations {
     };
     "getOperation-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8562,6 +8744,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8612,6 +8799,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8647,7 +8839,13 @@ export interface operations {
     };
     getEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -8697,7 +8895,13 @@ export interface operations {
     };
     "getEvent-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -8832,6 +9036,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8920,6 +9129,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8952,7 +9166,13 @@ export interface operations {
     };
     getWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9041,7 +9261,13 @@ export interface operations {
     };
     "getWebhookEndpoint-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9195,6 +9421,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9244,6 +9472,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9280,7 +9510,10 @@ export interface operations {
     };
     getWebhookDelivery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -9317,7 +9550,10 @@ export interface operations {
     };
     "getWebhookDelivery-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
