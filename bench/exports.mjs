@@ -1,78 +1,179 @@
-// npm run bench:exports [-- --rows 1000000]
+// npm run bench:exports [-- --rows 1000000] [--postgres] [--no-sqlite] [--cpu-prof DIR]
 //
 // Exports of issue 32 (docs/reading.md): GET /v1/orders as NDJSON and as CSV, every order with its
-// lines, from rowi on SQLite (one process), seeded with set-based SQL (not the API). Prints rows/s,
-// the growth of rowi's RSS over its idle RSS while the export streams, and the p99 of
-// GET /v1/users/{id} read on one keep-alive connection alongside; each target with ✓/✗. Bounded:
-// every export at most 120 s, the reader stops with it.
-import { mkdtempSync } from 'node:fs';
+// two lines, from rowi (one process) on SQLite and, with --postgres, on PostgreSQL (a schema of its
+// own in the database of ROWI_BENCH_PG_URL, else ROWI_TEST_PG_URL, else the local `test` database,
+// dropped at the end); each seeded with set-based SQL (not the API). Prints orders/s, the growth
+// of rowi's RSS over its RSS just before the export, and the p99 of GET /v1/users/{id} read on one
+// keep-alive connection alongside; each target with ✓/✗ beside the value measured. The export's
+// text is checked as it arrives (its count of lines, its last order). --rows: fewer orders for a
+// quick run. --cpu-prof DIR: rowi runs under node --cpu-prof and writes its profile there.
+// Bounded: seeding at most 120 s, each export at most 120 s (the reader stops with it).
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { Agent, get } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { adminKeyOf, rssMbOf, startRowi, stopServers } from './lib/processes.mjs';
-import { HIGH_LIMITS } from './lib/rowi-env.mjs';
-import { send } from './lib/setup.mjs';
+import pg from 'pg';
+import { PG_URL } from './lib/postgres.mjs';
+import { ROOT, adminKeyOf, rssMbOf, startRowi, stopServers } from './lib/processes.mjs';
+import { postgresEnv, sqliteEnv } from './lib/rowi-env.mjs';
+import { describeUrl, send } from './lib/setup.mjs';
 
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '1000000' } } });
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    postgres: { type: 'boolean', default: false },
+    'no-sqlite': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
+  },
+});
 const ROWS = Number(values.rows);
+if (!Number.isInteger(ROWS) || ROWS < 1 || ROWS > 10_000_000) throw new Error('--rows must be 1 … 10,000,000');
+const TARGETS = { SQLite: 100_000, PostgreSQL: 50_000 };
+const TARGET_RSS_MB = 30;
+const TARGET_P99_MS = 25;
+const LIMIT_MS = 120_000;
+const LINES_PER_ORDER = 2;
+const PG_SCHEMA = `rowi_bench_exports_${process.pid}`;
 const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-bench-exports-')), children: new Set() };
-const file = join(bench.work, 'rowi.db');
 
+const serveArgs = (name) => {
+  const serve = [join(ROOT, 'dist/src/process/cli.js'), 'serve'];
+  if (!values['cpu-prof']) return serve;
+  const dir = resolve(values['cpu-prof']);
+  mkdirSync(dir, { recursive: true });
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${process.pid}.cpuprofile`, ...serve];
+};
+
+console.log(`exports of ${ROWS} orders (${LINES_PER_ORDER} lines each); ${loadAverage()}`);
+let failed = 0;
 try {
-  const server = await startRowi(bench, 'rowi-exports', {
-    ...HIGH_LIMITS,
-    ROWI_DATA: file,
-    ROWI_PORT: '0',
-    ROWI_WORKERS: '1',
-    ROWI_LOG_LEVEL: 'info',
+  if (!values['no-sqlite']) failed += await benchSqlite();
+  if (values.postgres) failed += await benchPostgres();
+} finally {
+  await endProfiledServers();
+  await stopServers(bench);
+  if (values.postgres) await pgQuery(`drop schema if exists ${PG_SCHEMA} cascade`).catch(reportDropFailure);
+}
+console.log(`${failed === 0 ? 'every target met' : `${failed} target(s) missed`}; ${loadAverage()}`);
+
+async function benchSqlite() {
+  const file = join(bench.work, 'rowi.db');
+  const server = await startServer('rowi-sqlite', sqliteEnv(file, 1));
+  const { userId, itemIds } = await setUp(server);
+  const seconds = await bounded('seeding SQLite', async () => {
+    const db = new Database(file);
+    db.pragma('busy_timeout = 10000');
+    for (const [text, parameters] of seedStatements(userId, itemIds, '?')) db.prepare(text).run(...parameters);
+    db.close();
   });
+  console.log(`SQLite: seeded in ${seconds.toFixed(1)} s`);
+  return runExports(server, 'SQLite', userId);
+}
+
+async function benchPostgres() {
+  try {
+    await pgQuery(`drop schema if exists ${PG_SCHEMA} cascade`);
+    await pgQuery(`create schema ${PG_SCHEMA}`);
+  } catch (error) {
+    console.log(`PostgreSQL skipped: ${describeUrl(PG_URL)} cannot be used: ${error.message || error.code}`);
+    return 1;
+  }
+  const url = schemaUrl();
+  const server = await startServer('rowi-postgres', postgresEnv(url, 1));
+  const { userId, itemIds } = await setUp(server);
+  const seconds = await bounded('seeding PostgreSQL', async () => {
+    for (const [text, parameters] of seedStatements(userId, itemIds, '$')) await pgQuery(text, parameters, url);
+    await pgQuery('analyze orders; analyze order_lines', [], url);
+  });
+  console.log(`PostgreSQL (${describeUrl(PG_URL)}, schema ${PG_SCHEMA}): seeded in ${seconds.toFixed(1)} s`);
+  return runExports(server, 'PostgreSQL', userId);
+}
+
+async function startServer(name, env) {
+  const server = await startRowi(bench, name, { ...env, ROWI_LOG_LEVEL: 'info' }, serveArgs(name));
   const key = await adminKeyOf(server);
+  server.key = key;
   server.credentials = async () => ({ 'x-api-key': key });
+  return server;
+}
+
+/** The user every order is of (and the one read alongside), and the two items of its lines. */
+async function setUp(server) {
   const user = await send(server, 'POST', '/v1/users', { name: 'Bench', email: 'bench@example.com' }, 201);
   const items = [
     await send(server, 'POST', '/v1/items', { name: 'A', sku: 'BENCH-A', price: '1.25' }, 201),
     await send(server, 'POST', '/v1/items', { name: 'B', sku: 'BENCH-B', price: '2.50' }, 201),
   ];
-  seedOrders(
-    user.id,
-    items.map((item) => item.id),
-  );
-  for (const format of ['application/x-ndjson', 'text/csv']) {
-    const result = await exportAlongside(server, key, format, user.id);
-    const rate = ROWS / result.seconds;
-    console.log(
-      `${format}: ${ROWS} orders (${result.lines} lines of text) in ${result.seconds.toFixed(1)} s = ${Math.round(rate)} orders/s; ` +
-        `RSS ${result.idleRss.toFixed(0)} → peak ${result.peakRss.toFixed(0)} MB (+${(result.peakRss - result.idleRss).toFixed(1)}); ` +
-        `GET /v1/users/{id} alongside: ${result.reads} reads, p99 ${result.p99.toFixed(1)} ms`,
-    );
-    console.log(`  ${rate >= 100_000 ? '✓' : '✗'} ≥ 100,000 orders/s on SQLite`);
-    console.log(`  ${result.peakRss - result.idleRss <= 30 ? '✓' : '✗'} RSS growth ≤ 30 MB`);
-    console.log(`  ${result.p99 <= 25 ? '✓' : '✗'} GET /v1/users/{id} p99 ≤ 25 ms alongside`);
-  }
-} finally {
-  await stopServers(bench);
+  return { userId: user.id, itemIds: items.map((item) => item.id) };
 }
 
-/** ROWS orders of two lines each, in a few statements (recursive CTE), beside the running rowi (WAL). */
-function seedOrders(userId, [first, second]) {
-  const db = new Database(file);
-  db.pragma('busy_timeout = 10000');
+/** ROWS orders of two lines each, in two statements, beside the running rowi; `p`: '?' or '$' (numbered). */
+function seedStatements(userId, [first, second], p) {
+  const at = (index) => (p === '?' ? '?' : `$${index}`);
   const now = new Date().toISOString();
-  db.prepare(
-    `with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
-     insert into orders (name, user_id, status, total, created_by, created_at, updated_at, version)
-     select 'SO-' || i, ?, 'placed', 500, null, ?, ?, 1 from n`,
-  ).run(ROWS, userId, now, now);
-  db.prepare(
-    `insert into order_lines (order_id, item_id, position, quantity, unit_price)
-     select id, ?, 0, 2, 125 from orders union all select id, ?, 1, 1, 250 from orders`,
-  ).run(first, second);
-  db.close();
+  const series =
+    p === '?'
+      ? `with recursive n(i) as (select 1 union all select i + 1 from n where i < ${at(1)}) `
+      : `with n(i) as (select generate_series(1, ${at(1)}::int)) `;
+  return [
+    [
+      `${series}insert into orders (name, user_id, status, total, created_by, created_at, updated_at, version)
+       select 'SO-' || i, ${at(2)}, 'placed', 500, null, ${at(3)}, ${at(4)}, 1 from n`,
+      [ROWS, userId, now, now],
+    ],
+    [
+      `insert into order_lines (order_id, item_id, position, quantity, unit_price)
+       select id, ${at(1)}, 0, 2, 125 from orders union all select id, ${at(2)}, 1, 1, 250 from orders`,
+      [first, second],
+    ],
+  ];
 }
 
-async function exportAlongside(server, key, accept, userId) {
+async function runExports(server, database, userId) {
+  let failed = 0;
+  for (const [format, accept] of [
+    ['NDJSON', 'application/x-ndjson'],
+    ['CSV', 'text/csv'],
+  ]) {
+    const result = await exportAlongside(server, accept, userId);
+    const rate = ROWS / result.seconds;
+    const growth = result.peakRss - result.idleRss;
+    const expected = format === 'CSV' ? ROWS * LINES_PER_ORDER + 1 : ROWS;
+    if (result.lines !== expected) throw new Error(`${database} ${format}: ${result.lines} lines, not ${expected}`);
+    if (!result.last.includes(`SO-${ROWS}`)) throw new Error(`${database} ${format}: the last order is not SO-${ROWS}`);
+    const checks = [
+      [
+        rate >= TARGETS[database],
+        `${Math.round(rate).toLocaleString('en')} orders/s`,
+        `≥ ${TARGETS[database].toLocaleString('en')} orders/s on ${database}`,
+      ],
+      [
+        growth <= TARGET_RSS_MB,
+        `+${growth.toFixed(1)} MB RSS (${result.idleRss.toFixed(0)} → ${result.peakRss.toFixed(0)} MB)`,
+        `RSS growth ≤ ${TARGET_RSS_MB} MB`,
+      ],
+      [
+        result.p99 <= TARGET_P99_MS,
+        `p99 ${result.p99.toFixed(1)} ms (${result.reads} reads)`,
+        `GET /v1/users/{id} alongside p99 ≤ ${TARGET_P99_MS} ms`,
+      ],
+    ];
+    console.log(
+      `${database} ${format}: ${ROWS} orders, ${result.lines} lines, ${result.megabytes.toFixed(0)} MB in ${result.seconds.toFixed(2)} s`,
+    );
+    for (const [met, measured, target] of checks) {
+      console.log(`  ${met ? '✓' : '✗'} ${measured.padEnd(36)} target ${target}`);
+      if (!met) failed++;
+    }
+  }
+  return failed;
+}
+
+/** One export, read as fast as it comes, with GET /v1/users/{id} read alongside on one keep-alive connection. */
+async function exportAlongside(server, accept, userId) {
   const pid = server.child.pid;
   const idleRss = rssMbOf([pid]);
   let peakRss = idleRss;
@@ -84,7 +185,8 @@ async function exportAlongside(server, key, accept, userId) {
     while (exporting) {
       const started = performance.now();
       await new Promise((resolve, reject) =>
-        get(`${server.url}/v1/users/${userId}`, { agent, headers: { 'x-api-key': key } }, (reply) => {
+        get(`${server.url}/v1/users/${userId}`, { agent, headers: { 'x-api-key': server.key } }, (reply) => {
+          if (reply.statusCode !== 200) reject(new Error(`GET /v1/users/${userId} answered ${reply.statusCode}`));
           reply.resume();
           reply.on('end', resolve);
         }).on('error', reject),
@@ -93,25 +195,101 @@ async function exportAlongside(server, key, accept, userId) {
     }
   })();
   const started = performance.now();
-  const lines = await new Promise((resolve, reject) => {
-    const request = get(`${server.url}/v1/orders`, { headers: { 'x-api-key': key, accept } }, (reply) => {
-      if (reply.statusCode !== 200) reject(new Error(`export answered ${reply.statusCode}`));
-      let count = 0;
-      reply.on('data', (chunk) => {
-        for (let index = chunk.indexOf(10); index !== -1; index = chunk.indexOf(10, index + 1)) count++;
+  try {
+    const text = await new Promise((resolve, reject) => {
+      const request = get(`${server.url}/v1/orders`, { headers: { 'x-api-key': server.key, accept } }, (reply) => {
+        if (reply.statusCode !== 200) reject(new Error(`export answered ${reply.statusCode}`));
+        let lines = 0;
+        let bytes = 0;
+        let tail = Buffer.alloc(0);
+        reply.on('data', (chunk) => {
+          bytes += chunk.length;
+          for (let index = chunk.indexOf(10); index !== -1; index = chunk.indexOf(10, index + 1)) lines++;
+          tail = Buffer.concat([tail, chunk]).subarray(-400);
+        });
+        reply.on('end', () => resolve({ lines, bytes, last: tail.toString('utf8') }));
+        reply.on('error', reject);
       });
-      reply.on('end', () => resolve(count));
-      reply.on('error', reject);
+      request.setTimeout(LIMIT_MS, () => request.destroy(new Error(`export not done in ${LIMIT_MS / 1000} s`)));
+      request.on('error', reject);
     });
-    request.setTimeout(120_000, () => request.destroy(new Error('export not done in 120 s')));
-    request.on('error', reject);
+    const seconds = (performance.now() - started) / 1000;
+    exporting = false;
+    await reader;
+    latencies.sort((a, b) => a - b);
+    const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0;
+    return {
+      seconds,
+      lines: text.lines,
+      megabytes: text.bytes / 1e6,
+      last: text.last,
+      idleRss,
+      peakRss,
+      reads: latencies.length,
+      p99,
+    };
+  } finally {
+    exporting = false;
+    clearInterval(sampler);
+    agent.destroy();
+  }
+}
+
+async function bounded(what, work) {
+  const started = performance.now();
+  let timer;
+  await Promise.race([
+    work(),
+    new Promise(
+      (_, reject) =>
+        (timer = setTimeout(() => reject(new Error(`${what}: not done in ${LIMIT_MS / 1000} s`)), LIMIT_MS)),
+    ),
+  ]).finally(() => clearTimeout(timer));
+  return (performance.now() - started) / 1000;
+}
+
+function schemaUrl() {
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${PG_SCHEMA}`);
+  return url.toString();
+}
+
+/** One statement on a connection of its own, bounded in time. */
+async function pgQuery(text, parameters = [], connectionString = PG_URL) {
+  const client = new pg.Client({
+    connectionString,
+    connectionTimeoutMillis: 10_000,
+    statement_timeout: LIMIT_MS,
+    lock_timeout: 10_000,
+    application_name: 'rowi-bench-exports',
   });
-  const seconds = (performance.now() - started) / 1000;
-  exporting = false;
-  await reader;
-  clearInterval(sampler);
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
-  const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0;
-  return { seconds, lines, idleRss, peakRss, reads: latencies.length, p99 };
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await client.query(text, parameters);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function reportDropFailure(error) {
+  console.error(`could not drop the PostgreSQL schema ${PG_SCHEMA} (${describeUrl(PG_URL)}): ${error.message}`);
+}
+
+function loadAverage() {
+  const [one, five] = loadavg();
+  return `load average ${one.toFixed(2)}, ${five.toFixed(2)}`;
+}
+
+/** With --cpu-prof, each rowi ends on SIGTERM (as it drains) so that its profile is written; else nothing to wait for. */
+async function endProfiledServers() {
+  if (!values['cpu-prof']) return;
+  const ends = [...bench.children]
+    .filter((child) => child.exitCode === null && child.signalCode === null)
+    .map((child) => {
+      const ended = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      return Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+    });
+  await Promise.all(ends);
 }

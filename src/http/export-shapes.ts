@@ -1,4 +1,3 @@
-import { stringify } from 'csv-stringify/sync';
 import type { TSchema } from 'typebox';
 
 /**
@@ -81,29 +80,66 @@ function cellOf(value: unknown, json: boolean): Cell {
   return value as string | number;
 }
 
-const CSV_OPTIONS = { escape_formulas: true, record_delimiter: '\r\n' } as const;
+/** A field RFC 4180 must quote: one holding the delimiter, a quote or a line break. */
+const MUST_QUOTE = /[",\r\n]/;
+const DOUBLED_QUOTE = /"/g;
 
-/** The CSV rows of a chunk of records, with the header row first when `header`. */
+/**
+ * A cell as CSV text: what csv-stringify writes with `escape_formulas` and `quote_record_delimiter`
+ * (test/http/export-shapes.test.ts compares the two), written here because csv-stringify's
+ * generality (casts, per-cell options) cost more than reading the rows from the database. Text
+ * whose first character a spreadsheet takes for a formula (=, +, -, @, a tab, a carriage return,
+ * or their full-width forms) gets a single quote in front; a number never does (-5 stays -5); a
+ * field holding a quote, a comma, a line feed or a carriage return is quoted (RFC 4180 section 2),
+ * its quotes doubled.
+ */
+export function csvCell(cell: Cell): string {
+  if (cell === null) return '';
+  if (typeof cell !== 'string') return `${cell}`;
+  if (cell === '') return '';
+  let text = cell;
+  switch (text.charCodeAt(0)) {
+    case 0x3d: // =
+    case 0x2b: // +
+    case 0x2d: // -
+    case 0x40: // @
+    case 0x09: // tab
+    case 0x0d: // carriage return
+    case 0xff1d: // ＝
+    case 0xff0b: // ＋
+    case 0xff0d: // －
+    case 0xff20: // ＠
+      text = `'${text}`;
+  }
+  if (!MUST_QUOTE.test(text)) return text;
+  return `"${text.replace(DOUBLED_QUOTE, '""')}"`;
+}
+
+/** The CSV rows of a chunk of records, with the header row first when `header`; each row ends with CRLF. */
 export function csvText(layout: CsvLayout, records: readonly unknown[], header: boolean): string {
-  const rows: Cell[][] = [];
+  const { columns, spread } = layout;
+  let text = header ? `${columns.map((column) => csvCell(column.name)).join(',')}\r\n` : '';
   for (const value of records) {
     const record = value as Record<string, unknown>;
-    const elements = layout.spread === undefined ? undefined : (record[layout.spread] as unknown[] | undefined);
-    const each = elements && elements.length > 0 ? elements : [undefined];
-    for (const element of each) {
-      rows.push(
-        layout.columns.map((column) => {
-          if (column.inner === undefined) return cellOf(record[column.member], column.json);
-          const holder = column.member === layout.spread ? element : record[column.member];
-          return cellOf((holder as Record<string, unknown> | null | undefined)?.[column.inner], column.json);
-        }),
-      );
+    const elements = spread === undefined ? undefined : (record[spread] as unknown[] | undefined);
+    const count = elements && elements.length > 0 ? elements.length : 1;
+    for (let at = 0; at < count; at++) {
+      const element = elements?.[at];
+      for (let index = 0; index < columns.length; index++) {
+        const column = columns[index]!;
+        let cell: unknown;
+        if (column.inner === undefined) cell = record[column.member];
+        else {
+          const holder = column.member === spread ? element : record[column.member];
+          cell = (holder as Record<string, unknown> | null | undefined)?.[column.inner];
+        }
+        if (index > 0) text += ',';
+        text += csvCell(cellOf(cell, column.json));
+      }
+      text += '\r\n';
     }
   }
-  // The header is written as a row of its own: csv-stringify's `columns` option costs more per
-  // record than all the rest (it looks every cell up by name).
-  if (header) rows.unshift(layout.columns.map((column) => column.name));
-  return stringify(rows, CSV_OPTIONS);
+  return text;
 }
 
 /**
@@ -129,4 +165,57 @@ export function projector(schema: TSchema): (value: unknown) => unknown {
     return (value) => (Array.isArray(value) ? value.map(project) : value);
   }
   return (value) => value;
+}
+
+/**
+ * The JSON text of a record as a page's data holds it: `JSON.stringify(projector(schema)(value))`,
+ * byte for byte, without building the projected copy (an export writes millions of records).
+ */
+export function jsonWriter(schema: TSchema): (value: unknown) => string {
+  const shape = structureOf(schema as Shape);
+  if (shape.type === 'object' && shape.properties) {
+    const members = Object.entries(shape.properties).map(
+      ([name, member]) => [name, `${JSON.stringify(name)}:`, jsonWriter(member as TSchema)] as const,
+    );
+    return (value) => {
+      if (value === null || typeof value !== 'object') return jsonLeaf(value ?? null);
+      const source = value as Record<string, unknown>;
+      let text = '{';
+      for (const [name, key, write] of members) {
+        const member = source[name];
+        if (member === undefined) continue;
+        if (text.length > 1) text += ',';
+        text += key;
+        text += write(member);
+      }
+      return `${text}}`;
+    };
+  }
+  if (shape.type === 'array' && shape.items) {
+    const write = jsonWriter(shape.items as TSchema);
+    return (value) => {
+      if (!Array.isArray(value)) return jsonLeaf(value);
+      let text = '[';
+      for (let index = 0; index < value.length; index++) {
+        if (index > 0) text += ',';
+        text += write(value[index]);
+      }
+      return `${text}]`;
+    };
+  }
+  return jsonLeaf;
+}
+
+/** A value as JSON.stringify writes it (undefined, in an array, as null). */
+function jsonLeaf(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? `${value}` : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    default:
+      return JSON.stringify(value) ?? 'null';
+  }
 }

@@ -5,7 +5,7 @@ import Type, { type TSchema } from 'typebox';
 import type { Config } from '../config/config.js';
 import type { ListQuery } from '../db/keyset.js';
 import { AppError } from '../errors.js';
-import { csvLayout, csvText, keepColumns, projector, type CsvLayout } from './export-shapes.js';
+import { csvLayout, csvText, jsonWriter, keepColumns, type CsvLayout } from './export-shapes.js';
 import type { FieldSelection } from './fields.js';
 import { isExportFormat, MEDIA_TYPES, type ExportFormat } from './negotiate.js';
 import { sendPage, type Page } from './paging.js';
@@ -58,7 +58,10 @@ export async function answerList<Row>(
 
 interface Shapes {
   csv: CsvLayout;
-  project: (row: unknown) => unknown;
+  /** A record as CSV's columns take it: the record itself, or only the fields asked for. */
+  project: ((row: unknown) => unknown) | undefined;
+  /** A record's line of NDJSON, without its line feed. */
+  json: (row: unknown) => string;
 }
 const layouts = new WeakMap<TSchema, Shapes>();
 const selectedLayouts = new WeakMap<FieldSelection, Shapes>();
@@ -67,13 +70,18 @@ const selectedLayouts = new WeakMap<FieldSelection, Shapes>();
 function shapesOf(record: TSchema, fields: FieldSelection | undefined): Shapes {
   let shapes = layouts.get(record);
   if (!shapes) {
-    shapes = { csv: csvLayout(record), project: projector(record) };
+    shapes = { csv: csvLayout(record), project: undefined, json: jsonWriter(record) };
     layouts.set(record, shapes);
   }
   if (!fields) return shapes;
   let selected = selectedLayouts.get(fields);
   if (!selected) {
-    selected = { csv: keepColumns(shapes.csv, fields.selects), project: fields.pick };
+    const { pick } = fields;
+    selected = {
+      csv: keepColumns(shapes.csv, fields.selects),
+      project: pick,
+      json: (row) => JSON.stringify(pick(row)),
+    };
     selectedLayouts.set(fields, selected);
   }
   return selected;
@@ -101,10 +109,15 @@ async function sendExport<Row>(
     .header('cache-control', 'no-store');
   if (request.method === 'HEAD') return reply.send();
   const shapes = shapesOf(listing.record, listing.fields);
+  const { project, json } = shapes;
   const write =
     format === 'csv'
-      ? (rows: Row[], first: boolean) => csvText(shapes.csv, listing.fields ? rows.map(shapes.project) : rows, first)
-      : (rows: Row[]) => rows.map((row) => `${JSON.stringify(shapes.project(row))}\n`).join('');
+      ? (rows: Row[], first: boolean) => csvText(shapes.csv, project ? rows.map(project) : rows, first)
+      : (rows: Row[]) => {
+          let text = '';
+          for (const row of rows) text += `${json(row)}\n`;
+          return text;
+        };
   const stream = Readable.from(
     chunks(listing, write, limits, () => stream.destroy(stalled(limits))),
     {
