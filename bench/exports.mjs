@@ -9,7 +9,7 @@
 // text is checked as it arrives (its count of lines, its last order). --rows: fewer orders for a
 // quick run. --cpu-prof DIR: rowi runs under node --cpu-prof and writes its profile there.
 // Bounded: seeding at most 120 s, each export at most 120 s (the reader stops with it).
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, get } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -56,6 +56,7 @@ try {
   await endProfiledServers();
   await stopServers(bench);
   if (values.postgres) await pgQuery(`drop schema if exists ${PG_SCHEMA} cascade`).catch(reportDropFailure);
+  rmSync(bench.work, { recursive: true, force: true });
 }
 console.log(`${failed === 0 ? 'every target met' : `${failed} target(s) missed`}; ${loadAverage()}`);
 
@@ -162,7 +163,8 @@ async function runExports(server, database, userId) {
       ],
     ];
     console.log(
-      `${database} ${format}: ${ROWS} orders, ${result.lines} lines, ${result.megabytes.toFixed(0)} MB in ${result.seconds.toFixed(2)} s`,
+      `${database} ${format}: ${ROWS} orders, ${result.lines} lines, ${result.megabytes.toFixed(0)} MB in ${result.seconds.toFixed(2)} s; ` +
+        `rowi used ${result.cpuSeconds.toFixed(2)} CPU-s (${Math.round(ROWS / result.cpuSeconds).toLocaleString('en')} orders per CPU-second, the figure a loaded machine disturbs least)`,
     );
     for (const [met, measured, target] of checks) {
       console.log(`  ${met ? '✓' : '✗'} ${measured.padEnd(36)} target ${target}`);
@@ -176,6 +178,7 @@ async function runExports(server, database, userId) {
 async function exportAlongside(server, accept, userId) {
   const pid = server.child.pid;
   const idleRss = rssMbOf([pid]);
+  const cpuBefore = cpuSecondsOf(pid);
   let peakRss = idleRss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMbOf([pid]))), 100);
   let exporting = true;
@@ -214,12 +217,14 @@ async function exportAlongside(server, accept, userId) {
       request.on('error', reject);
     });
     const seconds = (performance.now() - started) / 1000;
+    const cpuSeconds = cpuSecondsOf(pid) - cpuBefore;
     exporting = false;
     await reader;
     latencies.sort((a, b) => a - b);
     const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0;
     return {
       seconds,
+      cpuSeconds,
       lines: text.lines,
       megabytes: text.bytes / 1e6,
       last: text.last,
@@ -274,6 +279,17 @@ async function pgQuery(text, parameters = [], connectionString = PG_URL) {
 
 function reportDropFailure(error) {
   console.error(`could not drop the PostgreSQL schema ${PG_SCHEMA} (${describeUrl(PG_URL)}): ${error.message}`);
+}
+
+/** The CPU time a process has used, in seconds (user and system, from /proc: clock ticks of 1/100 s). */
+function cpuSecondsOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const [utime, stime] = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 13)
+    .map(Number);
+  return (utime + stime) / 100;
 }
 
 function loadAverage() {

@@ -498,6 +498,33 @@ describe('GET /v1/orders', () => {
     expect(second.json.data[0].lines).toEqual([{ item_id: item, quantity: 1, unit_price: '1.00', line_total: '1.00' }]);
   });
 
+  it('GET /v1/orders: each order with its own lines in position order, whether the orders listed lie close together or far apart', async () => {
+    const { user: mine } = await createUser(test);
+    const { user: other } = await createUser(test);
+    const [first, second] = [await stockedItem('1.00', 100), await stockedItem('2.00', 100)];
+    const placed = new Map<number, { id: number; lines: unknown[] }[]>([
+      [mine.id, []],
+      [other.id, []],
+    ]);
+    // Mine: orders 0, 3 and 7 (far apart for three); the other's: 1, 2, 4, 5, 6 (close, one of mine between).
+    for (let n = 0; n < 8; n++) {
+      const lines = [
+        { item_id: n % 2 === 0 ? first : second, quantity: n + 1 },
+        { item_id: n % 2 === 0 ? second : first, quantity: 1 },
+      ];
+      const owner = [0, 3, 7].includes(n) ? mine.id : other.id;
+      const order = await placeOrder(lines, { user_id: owner });
+      expect(order.status).toBe(201);
+      placed.get(owner)!.push(order.json);
+    }
+    for (const owner of [mine.id, other.id]) {
+      const listed = await test.call({ url: `/v1/orders?user_id=${owner}` });
+      expect(listed.json.data.map((order: { id: number; lines: unknown[] }) => [order.id, order.lines])).toEqual(
+        placed.get(owner)!.map((order) => [order.id, order.lines]),
+      );
+    }
+  });
+
   it('GET /v1/orders: 400 invalid-query for an unknown status filter', async () => {
     expectProblem(await test.call({ url: '/v1/orders?status=shipped' }), 400, 'invalid-query');
   });

@@ -25,6 +25,7 @@ import {
   findOrderById,
   findOrders,
   updateOrderAtVersion,
+  type ListedLine,
   type StoredLine,
   type StoredOrder,
 } from './orders.repository.js';
@@ -75,7 +76,7 @@ export async function listOrders(db: Executor, query: ListQuery, sight: Sight) {
     db,
     page.rows.map((order) => order.id),
   );
-  const byOrder = new Map<number, StoredLine[]>();
+  const byOrder = new Map<number, ListedLine[]>();
   for (const line of lines) {
     const group = byOrder.get(line.order_id);
     if (group) group.push(line);
@@ -345,7 +346,7 @@ function assertOrderEchoes(stored: StoredOrder, body: OrderReplace | OrderPatch,
   ]);
 }
 
-function presentOrder(order: StoredOrder, lines: StoredLine[]): OrderView {
+function presentOrder(order: StoredOrder, lines: readonly ListedLine[]): OrderView {
   return {
     ...order,
     total: formatMinorUnits(order.total),
