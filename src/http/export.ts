@@ -157,11 +157,13 @@ async function* chunks<Row>(
   let left = limits.exportMaxRows;
   let first = true;
   for (;;) {
-    // Other requests are served between two chunks, whether the client reads fast or not (a
-    // SQLite read resolves at once; a client that always takes the next chunk would hold the loop).
+    // Other requests are served before each read and before each chunk's text is written, whether
+    // the client reads fast or not (a SQLite read resolves at once; a client that always takes the
+    // next chunk would hold the loop): a request waits for one of the two at most, not for both.
     await setImmediate();
     const page = await listing.list({ ...listing.query, limit: Math.min(EXPORT_CHUNK_ROWS, left), after });
     left -= page.rows.length;
+    await setImmediate();
     const text = write(page.rows, first);
     first = false;
     // Rows added while the export ran may take it past its cap: it ends unfinished then, not cut short silently.
