@@ -7,7 +7,7 @@ import type {
   RawServerDefault,
   RouteGenericInterface,
 } from 'fastify';
-import type { Static, TSchema } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
@@ -15,8 +15,11 @@ import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { answerList, withExports } from '../http/export.js';
+import { isExportFormat, MEDIA_TYPES } from '../http/negotiate.js';
+import { BadRequestError } from '../errors.js';
+import { expandedTag, expandHook, expandOf, expandParameter, type Expandable } from '../http/expand.js';
 import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
-import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
+import { conditionOf, sendCreated, sendEmpty, sendRecord, sendTagged, type VersionCondition } from '../http/records.js';
 import {
   CONDITIONAL_READ,
   CONDITIONAL_WRITE,
@@ -119,6 +122,33 @@ interface Documented {
   config?: FastifyContextConfig;
 }
 
+/**
+ * What a list or read declares when it takes `expand=` (docs/reading.md "Related records in one
+ * call"): the relations it may expand (http/expand.ts), the record and page as answered with them,
+ * the check of the caller's scopes (before anything is read) and the expansion of records read.
+ */
+export interface Expansion<Row> {
+  relations: Expandable;
+  record: TSchema;
+  page: TSchema;
+  check: (paths: readonly string[], request: FastifyRequest) => void;
+  expand: (db: Db, rows: Row[], paths: readonly string[], request: FastifyRequest) => Promise<Expanded<unknown>>;
+}
+
+/** Records with their expansions, and the versions of what was embedded (for an ETag). */
+export interface Expanded<Row> {
+  rows: Row[];
+  embedded: string;
+}
+
+/** The query-string schema of an operation, with `expand` when it takes it. */
+export function withExpand(querystring: ReturnType<typeof listQuerySchema> | undefined, relations: Expandable) {
+  return Type.Object(
+    { ...(querystring?.properties ?? {}), expand: Type.Optional(expandParameter(relations)) },
+    { additionalProperties: false },
+  );
+}
+
 /** What an operation with a request body declares: its schema, and the check it may run first. */
 interface WithBody<Body extends TSchema> {
   body: Body;
@@ -183,24 +213,36 @@ function consumes(collection: CollectionDeclaration<TSchema>, method: 'post' | '
 export function listOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & { list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>> },
+  spec: Documented & {
+    list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>>;
+    expansion?: Expansion<View<Record>>;
+  },
 ): void {
   const { db } = app;
+  const { expansion } = spec;
   app.get(
     collection.path,
     {
       ...(spec.config ? { config: spec.config } : {}),
+      ...(expansion ? { preValidation: expandHook(expansion.relations) } : {}),
       schema: operation({
         ...documented(collection, spec, 'read', {
           operationId: `list${collection.singular}s`,
           summary: `List ${collection.name}`,
           description: usualDescription.list(collection),
         }),
-        querystring: listQuerySchema(collection.listing),
+        querystring: expansion
+          ? withExpand(listQuerySchema(collection.listing), expansion.relations)
+          : listQuerySchema(collection.listing),
         response: {
           200: exported(
             collection,
-            representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link, collection.formats),
+            representation(
+              expansion?.page ?? collection.page,
+              `A page of ${collection.name}`,
+              RESPONSE_HEADERS.link,
+              collection.formats,
+            ),
           ),
         },
       }),
@@ -209,8 +251,29 @@ export function listOperation<Record extends TSchema, Stored>(
       const query = parseListQuery(collection.listing, request.query);
       const sight = sightOnCollection(request.principal, collection.name);
       const listing = { name: collection.name, record: collection.record, query };
+      const paths = expandOf(request);
+      if (expansion && paths) {
+        refuseExpandedExport(request);
+        expansion.check(paths, request);
+        const list = async (page: ListQuery) => {
+          const found = await spec.list(db, page, sight);
+          return { ...found, rows: (await expansion.expand(db, found.rows, paths, request)).rows };
+        };
+        return answerList(request, reply, { ...listing, list }, app.config);
+      }
       return answerList(request, reply, { ...listing, list: (page) => spec.list(db, page, sight) }, app.config);
     },
+  );
+}
+
+/** An export is every record, read in chunks: it embeds nothing (docs/reading.md). */
+export function refuseExpandedExport(request: FastifyRequest): void {
+  if (!isExportFormat(request.format)) return;
+  const detail = `is not taken by an export (${MEDIA_TYPES[request.format].data}): ask for a JSON or XML page to embed related records`;
+  throw new BadRequestError(
+    `Query parameter expand ${detail}.`,
+    [{ in: 'query', pointer: '#/expand', detail }],
+    'invalid-query',
   );
 }
 
@@ -274,12 +337,17 @@ export function createOperation<Record extends TSchema, Stored extends Versioned
 export function readOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & { read: (db: Db, id: number, sight: Sight) => Promise<Stored> },
+  spec: Documented & {
+    read: (db: Db, id: number, sight: Sight) => Promise<Stored>;
+    expansion?: Expansion<View<Record>>;
+  },
 ): void {
   const { db } = app;
+  const { expansion } = spec;
   app.get(
     `${collection.path}/:id`,
     {
+      ...(expansion ? { preValidation: expandHook(expansion.relations) } : {}),
       schema: operation({
         ...documented(collection, spec, 'read', {
           operationId: `get${collection.singular}`,
@@ -288,9 +356,10 @@ export function readOperation<Record extends TSchema, Stored>(
         }),
         params: collection.params ?? IdParams,
         headers: IfNoneMatchHeaders,
+        ...(expansion ? { querystring: withExpand(undefined, expansion.relations) } : {}),
         response: {
           200: representation(
-            collection.record,
+            expansion?.record ?? collection.record,
             `The ${nounOf(collection)}`,
             RESPONSE_HEADERS.etag,
             collection.formats,
@@ -300,9 +369,13 @@ export function readOperation<Record extends TSchema, Stored>(
       }),
     },
     async (request, reply) => {
+      const paths = expandOf(request);
+      if (expansion && paths) expansion.check(paths, request);
       const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await spec.read(db, request.params.id, sight);
-      return sendRecord(request, reply, presented(collection, stored));
+      const record = presented(collection, await spec.read(db, request.params.id, sight));
+      if (!expansion || !paths) return sendRecord(request, reply, record);
+      const { rows, embedded } = await expansion.expand(db, [record], paths, request);
+      return sendTagged(request, reply, rows[0], expandedTag(record.version, paths, embedded, request.format));
     },
   );
 }

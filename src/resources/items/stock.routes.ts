@@ -15,11 +15,13 @@ import {
   representation,
 } from '../../http/schemas.js';
 import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
+import { refuseExpandedExport, withExpand } from '../collection.js';
+import { expandHook, expandOf } from '../../http/expand.js';
+import { MOVEMENT_EXPANSION } from '../related-records.js';
 import {
   StockAdjustEntrySchema,
   StockSetEntrySchema,
   MOVEMENT_COLLECTION,
-  MovementPageSchema,
   MovementSchema,
   StockPatchSchema,
   StockReplaceSchema,
@@ -113,18 +115,19 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/items/:id/stock/movements',
     {
+      preValidation: expandHook(MOVEMENT_EXPANSION.relations),
       schema: operation({
         operationId: 'listStockMovements',
         permission: 'stock:read',
         summary: 'List the stock movements of an item, newest first',
         description:
-          'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
+          'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.',
         tags: ['stock'],
         params: IdParams,
-        querystring: listQuerySchema(MOVEMENT_COLLECTION),
+        querystring: withExpand(listQuerySchema(MOVEMENT_COLLECTION), MOVEMENT_EXPANSION.relations),
         response: {
           200: withExports(
-            representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link),
+            representation(MOVEMENT_EXPANSION.page, 'A page of movements', RESPONSE_HEADERS.link),
             MovementSchema,
           ),
         },
@@ -133,7 +136,17 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
       const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
-      const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
+      const paths = expandOf(request);
+      if (paths) {
+        refuseExpandedExport(request);
+        MOVEMENT_EXPANSION.check(paths, request);
+      }
+      const list = async (page: typeof query) => {
+        const found = await listMovements(db, request.params.id, page, sights);
+        return paths
+          ? { ...found, rows: (await MOVEMENT_EXPANSION.expand(db, found.rows, paths, request)).rows }
+          : found;
+      };
       return answerList(request, reply, { name: 'stock-movements', record: MovementSchema, query, list }, app.config);
     },
   );
