@@ -45,6 +45,15 @@ function withAfter(members: Record<string, TSchema>, after: string, extra: Recor
   );
 }
 
+/**
+ * A page of expandable records, under the page's name before expand= (OrderPage): what a list
+ * answers is the same page, whose records may now hold more (the document changes additively).
+ */
+function pageTitled(item: TSchema, root: string, title: string) {
+  const page = pageSchema(item, root);
+  return Type.Object(page.properties, { additionalProperties: false, xml: { name: root }, title });
+}
+
 export const ExpandedItemSchema = Type.Object(
   {
     ...ItemSchema.properties,
@@ -70,11 +79,11 @@ export const ExpandedOrderSchema = Type.Object(
   ),
   { additionalProperties: false, xml: { name: 'order' }, title: 'ExpandedOrder' },
 );
-export const ExpandedOrderPageSchema = pageSchema(ExpandedOrderSchema, 'orders');
+export const ExpandedOrderPageSchema = pageTitled(ExpandedOrderSchema, 'orders', 'OrderPage');
 
 /** A stock movement as its list answers it: its order embedded when `expand` names it. */
 export const ExpandedMovementSchema = Type.Object(
   withAfter(MovementSchema.properties, 'order_id', { order: related(ExpandedOrderSchema, 'the order (expand=order)') }),
   { additionalProperties: false, xml: { name: 'movement' }, title: 'ExpandedStockMovement' },
 );
-export const ExpandedMovementPageSchema = pageSchema(ExpandedMovementSchema, 'movements');
+export const ExpandedMovementPageSchema = pageTitled(ExpandedMovementSchema, 'movements', 'StockMovementPage');

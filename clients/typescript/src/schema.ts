@@ -425,7 +425,7 @@ export interface paths {
         };
         /**
          * List the stock movements of an item, newest first
-         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
+         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.
          */
         get: operations["listStockMovements"];
         put?: never;
@@ -434,7 +434,7 @@ export interface paths {
         options?: never;
         /**
          * List the stock movements of an item, newest first
-         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
+         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.
          */
         head: operations["listStockMovements-head"];
         patch?: never;
@@ -1701,6 +1701,133 @@ export interface components {
             data: components["schemas"]["Event"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
+        };
+        /** ExpandedItem */
+        ExpandedItem: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description display name, 1–200 characters */
+            name: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            stock?: components["schemas"]["Stock"];
+        };
+        /** ExpandedOrder */
+        ExpandedOrder: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name: string;
+            /** @description the user the order is for; null once that user has been deleted */
+            user_id: number | null;
+            /** @description the user (expand=user), present only when expand names it; null when there is none or the caller may not see it */
+            user?: components["schemas"]["User"] | null;
+            /** @description placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns) */
+            status: "placed" | "fulfilled" | "cancelled";
+            lines: components["schemas"]["ExpandedOrderLine"][];
+            /**
+             * @description sum of the line totals
+             * @example 125.00
+             */
+            readonly total: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+        };
+        /** ExpandedOrderLine */
+        ExpandedOrderLine: {
+            /**
+             * Format: int64
+             * @description the item ordered
+             */
+            item_id: number;
+            /**
+             * Format: int64
+             * @description units, 1 to 1000000
+             */
+            quantity: number;
+            /**
+             * @description the item's price when it was first ordered
+             * @example 12.50
+             */
+            readonly unit_price: string;
+            /**
+             * @description unit_price × quantity
+             * @example 125.00
+             */
+            readonly line_total: string;
+            /** @description the item (expand=lines.item), present only when expand names it; null when there is none or the caller may not see it */
+            item?: components["schemas"]["ExpandedItem"] | null;
+        };
+        /** ExpandedStockMovement */
+        ExpandedStockMovement: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: int64
+             * @description the item whose stock moved
+             */
+            item_id: number;
+            /** @description set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order */
+            kind: "set" | "reserve" | "release" | "fulfil";
+            /**
+             * Format: int64
+             * @description change of the on-hand, unreserved quantity
+             */
+            quantity_change: number;
+            /**
+             * Format: int64
+             * @description change of the reserved quantity
+             */
+            reserved_change: number;
+            /** Format: int64 */
+            quantity_after: number;
+            /** Format: int64 */
+            reserved_after: number;
+            /** @description the order that caused the movement; null for set */
+            order_id: number | null;
+            /** @description the order (expand=order), present only when expand names it; null when there is none or the caller may not see it */
+            order?: components["schemas"]["ExpandedOrder"] | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
         };
         /**
          * Health
@@ -3064,7 +3191,7 @@ export interface components {
          *     }
          */
         OrderPage: {
-            data: components["schemas"]["Order"][];
+            data: components["schemas"]["ExpandedOrder"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3506,7 +3633,7 @@ export interface components {
          *     }
          */
         StockMovementPage: {
-            data: components["schemas"]["StockMovement"][];
+            data: components["schemas"]["ExpandedStockMovement"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -6316,6 +6443,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description related records to embed, comma-separated or repeated: order, order.user, order.lines.item; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("order" | "order.user" | "order.lines.item")[];
             };
             header?: never;
             path: {
@@ -6373,6 +6502,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description related records to embed, comma-separated or repeated: order, order.user, order.lines.item; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("order" | "order.user" | "order.lines.item")[];
             };
             header?: never;
             path: {
@@ -6475,6 +6606,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: never;
             path?: never;
@@ -6577,6 +6710,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: never;
             path?: never;
@@ -6613,7 +6748,10 @@ export interface operations {
     };
     getOrder: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6636,8 +6774,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"];
-                    "application/xml": components["schemas"]["Order"];
+                    "application/json": components["schemas"]["ExpandedOrder"];
+                    "application/xml": components["schemas"]["ExpandedOrder"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6752,7 +6890,10 @@ export interface operations {
     };
     "getOrder-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6775,8 +6916,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"];
-                    "application/xml": components["schemas"]["Order"];
+                    "application/json": components["schemas"]["ExpandedOrder"];
+                    "application/xml": components["schemas"]["ExpandedOrder"];
                 };
             };
             /** @description The copy the client holds is current */
