@@ -78,6 +78,35 @@ describe('GET /v1/orders?expand=', () => {
     expect(xml.text).toContain(`<user><id>${user.id}</id><name>${user.name}</name>`);
   });
 
+  it("GET /v1/orders: a page's records of one path are read in one query, however many orders refer to them", async () => {
+    for (let n = 0; n < 8; n++) {
+      const { user: another } = await createUser(test);
+      const lines = [{ item_id: items[n % 2]!.id, quantity: 1 }];
+      await test.call({ method: 'POST', url: '/v1/orders', body: { name: `n${n}`, user_id: another.id, lines } });
+    }
+    // Every statement the app runs goes through the database handle's one executor: watched, not replaced.
+    const executor = test.storage.db.getExecutor();
+    const statements: string[] = [];
+    const execute = executor.executeQuery.bind(executor);
+    executor.executeQuery = (query, ...rest) => {
+      statements.push(query.sql);
+      return execute(query, ...rest);
+    };
+    let reply;
+    try {
+      reply = await test.call({ url: '/v1/orders?expand=user,lines.item.stock&limit=50' });
+    } finally {
+      executor.executeQuery = execute;
+    }
+    expect(reply.status).toBe(200);
+    expect(reply.json.data.length).toBeGreaterThanOrEqual(10);
+    expect(reply.json.data.every((listed: { user: { id: number } }) => listed.user.id > 0)).toBe(true);
+    const reading = (table: string) => statements.filter((sql) => new RegExp(`from "${table}"`).test(sql));
+    expect(reading('users')).toHaveLength(1);
+    expect(reading('items')).toHaveLength(1);
+    expect(reading('stock')).toHaveLength(1);
+  });
+
   it('GET /v1/orders/{id}: the expanded ETag is another than the plain one; 304 only for its own, a new one once the user changes', async () => {
     const plain = await test.call({ url: `/v1/orders/${order.id}` });
     const url = `/v1/orders/${order.id}?expand=user`;
