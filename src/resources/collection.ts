@@ -28,6 +28,7 @@ import {
   IfNoneMatchHeaders,
   REQUEST_BODY_TYPES,
   RESPONSE_HEADERS,
+  header,
   noContent,
   operation,
   representation,
@@ -148,6 +149,13 @@ export function withExpand(querystring: ReturnType<typeof listQuerySchema> | und
     { additionalProperties: false },
   );
 }
+
+/** The ETag of a read that takes expand=: another, weak tag for each expanded representation (http/expand.ts). */
+const EXPANDABLE_ETAG = {
+  ETag: header(
+    'strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does',
+  ),
+};
 
 /** What an operation with a request body declares: its schema, and the check it may run first. */
 interface WithBody<Body extends TSchema> {
@@ -361,7 +369,7 @@ export function readOperation<Record extends TSchema, Stored>(
           200: representation(
             expansion?.record ?? collection.record,
             `The ${nounOf(collection)}`,
-            RESPONSE_HEADERS.etag,
+            expansion ? EXPANDABLE_ETAG : RESPONSE_HEADERS.etag,
             collection.formats,
           ),
           304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),

@@ -6770,7 +6770,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
+                    /** @description strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6912,7 +6913,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
+                    /** @description strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
