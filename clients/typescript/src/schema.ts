@@ -1702,7 +1702,24 @@ export interface components {
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
-        /** ExpandedItem */
+        /**
+         * ExpandedItem
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50",
+         *       "created_by": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "stock": {
+         *         "item_id": 1,
+         *         "quantity": 98,
+         *         "reserved": 2,
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
         ExpandedItem: {
             /**
              * Format: int64
@@ -1732,7 +1749,50 @@ export interface components {
             readonly updated_at: string;
             stock?: components["schemas"]["Stock"];
         };
-        /** ExpandedOrder */
+        /**
+         * ExpandedOrder
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "status": "placed",
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2,
+         *           "unit_price": "2.50",
+         *           "line_total": "5.00",
+         *           "item": {
+         *             "id": 1,
+         *             "name": "Widget",
+         *             "sku": "WID-1",
+         *             "price": "2.50",
+         *             "created_by": 1,
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z",
+         *             "stock": {
+         *               "item_id": 1,
+         *               "quantity": 98,
+         *               "reserved": 2,
+         *               "updated_at": "2026-06-01T12:00:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "total": "5.00",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "user": {
+         *         "id": 1,
+         *         "name": "Ada Lovelace",
+         *         "email": "ada@example.com",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
         ExpandedOrder: {
             /**
              * Format: int64
@@ -1766,7 +1826,30 @@ export interface components {
              */
             readonly updated_at: string;
         };
-        /** ExpandedOrderLine */
+        /**
+         * ExpandedOrderLine
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 2,
+         *       "unit_price": "2.50",
+         *       "line_total": "5.00",
+         *       "item": {
+         *         "id": 1,
+         *         "name": "Widget",
+         *         "sku": "WID-1",
+         *         "price": "2.50",
+         *         "created_by": 1,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "stock": {
+         *           "item_id": 1,
+         *           "quantity": 98,
+         *           "reserved": 2,
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
         ExpandedOrderLine: {
             /**
              * Format: int64
@@ -1791,7 +1874,61 @@ export interface components {
             /** @description the item (expand=lines.item), present only when expand names it; null when there is none or the caller may not see it */
             item?: components["schemas"]["ExpandedItem"] | null;
         };
-        /** ExpandedStockMovement */
+        /**
+         * ExpandedStockMovement
+         * @example {
+         *       "id": 2,
+         *       "item_id": 1,
+         *       "kind": "reserve",
+         *       "quantity_change": -2,
+         *       "reserved_change": 2,
+         *       "quantity_after": 98,
+         *       "reserved_after": 2,
+         *       "order_id": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "order": {
+         *         "id": 1,
+         *         "name": "SO-1001",
+         *         "user_id": 1,
+         *         "status": "placed",
+         *         "lines": [
+         *           {
+         *             "item_id": 1,
+         *             "quantity": 2,
+         *             "unit_price": "2.50",
+         *             "line_total": "5.00",
+         *             "item": {
+         *               "id": 1,
+         *               "name": "Widget",
+         *               "sku": "WID-1",
+         *               "price": "2.50",
+         *               "created_by": 1,
+         *               "created_at": "2026-06-01T12:00:00.000Z",
+         *               "updated_at": "2026-06-01T12:00:00.000Z",
+         *               "stock": {
+         *                 "item_id": 1,
+         *                 "quantity": 98,
+         *                 "reserved": 2,
+         *                 "updated_at": "2026-06-01T12:00:00.000Z"
+         *               }
+         *             }
+         *           }
+         *         ],
+         *         "total": "5.00",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "user": {
+         *           "id": 1,
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "created_by": 2,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
         ExpandedStockMovement: {
             /**
              * Format: int64
