@@ -7,7 +7,7 @@ import type {
   RawServerDefault,
   RouteGenericInterface,
 } from 'fastify';
-import Type, { type Static, type TSchema } from 'typebox';
+import type { Static, TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
@@ -15,11 +15,10 @@ import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { answerList, withExports } from '../http/export.js';
-import { isExportFormat, MEDIA_TYPES } from '../http/negotiate.js';
-import { BadRequestError } from '../errors.js';
-import { expandedTag, expandHook, expandOf, expandParameter, type Expandable } from '../http/expand.js';
+import { expandHook } from '../http/expand.js';
+import { checkedPaths, EXPANDABLE_ETAG, expandedList, sendExpanded, withExpand, type Expansion } from './expansion.js';
 import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
-import { conditionOf, sendCreated, sendEmpty, sendRecord, sendTagged, type VersionCondition } from '../http/records.js';
+import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
 import {
   CONDITIONAL_READ,
   CONDITIONAL_WRITE,
@@ -28,7 +27,6 @@ import {
   IfNoneMatchHeaders,
   REQUEST_BODY_TYPES,
   RESPONSE_HEADERS,
-  header,
   noContent,
   operation,
   representation,
@@ -122,40 +120,6 @@ interface Documented {
   /** What the route declares to the plugins (a rate-limit budget). */
   config?: FastifyContextConfig;
 }
-
-/**
- * What a list or read declares when it takes `expand=` (docs/reading.md "Related records in one
- * call"): the relations it may expand (http/expand.ts), the record and page as answered with them,
- * the check of the caller's scopes (before anything is read) and the expansion of records read.
- */
-export interface Expansion<Row> {
-  relations: Expandable;
-  record: TSchema;
-  page: TSchema;
-  check: (paths: readonly string[], request: FastifyRequest) => void;
-  expand: (db: Db, rows: Row[], paths: readonly string[], request: FastifyRequest) => Promise<Expanded<unknown>>;
-}
-
-/** Records with their expansions, and the versions of what was embedded (for an ETag). */
-export interface Expanded<Row> {
-  rows: Row[];
-  embedded: string;
-}
-
-/** The query-string schema of an operation, with `expand` when it takes it. */
-export function withExpand(querystring: ReturnType<typeof listQuerySchema> | undefined, relations: Expandable) {
-  return Type.Object(
-    { ...(querystring?.properties ?? {}), expand: Type.Optional(expandParameter(relations)) },
-    { additionalProperties: false },
-  );
-}
-
-/** The ETag of a read that takes expand=: another, weak tag for each expanded representation (http/expand.ts). */
-const EXPANDABLE_ETAG = {
-  ETag: header(
-    'strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does',
-  ),
-};
 
 /** What an operation with a request body declares: its schema, and the check it may run first. */
 interface WithBody<Body extends TSchema> {
@@ -259,29 +223,9 @@ export function listOperation<Record extends TSchema, Stored>(
       const query = parseListQuery(collection.listing, request.query);
       const sight = sightOnCollection(request.principal, collection.name);
       const listing = { name: collection.name, record: collection.record, query };
-      const paths = expandOf(request);
-      if (expansion && paths) {
-        refuseExpandedExport(request);
-        expansion.check(paths, request);
-        const list = async (page: ListQuery) => {
-          const found = await spec.list(db, page, sight);
-          return { ...found, rows: (await expansion.expand(db, found.rows, paths, request)).rows };
-        };
-        return answerList(request, reply, { ...listing, list }, app.config);
-      }
-      return answerList(request, reply, { ...listing, list: (page) => spec.list(db, page, sight) }, app.config);
+      const list = (page: ListQuery) => spec.list(db, page, sight);
+      return answerList(request, reply, { ...listing, list: expandedList(db, request, expansion, list) }, app.config);
     },
-  );
-}
-
-/** An export is every record, read in chunks: it embeds nothing (docs/reading.md). */
-export function refuseExpandedExport(request: FastifyRequest): void {
-  if (!isExportFormat(request.format)) return;
-  const detail = `is not taken by an export (${MEDIA_TYPES[request.format].data}): ask for a JSON or XML page to embed related records`;
-  throw new BadRequestError(
-    `Query parameter expand ${detail}.`,
-    [{ in: 'query', pointer: '#/expand', detail }],
-    'invalid-query',
   );
 }
 
@@ -377,13 +321,11 @@ export function readOperation<Record extends TSchema, Stored>(
       }),
     },
     async (request, reply) => {
-      const paths = expandOf(request);
-      if (expansion && paths) expansion.check(paths, request);
+      const paths = expansion ? checkedPaths(request, expansion) : undefined;
       const sight = sightOnCollection(request.principal, collection.name);
       const record = presented(collection, await spec.read(db, request.params.id, sight));
       if (!expansion || !paths) return sendRecord(request, reply, record);
-      const { rows, embedded } = await expansion.expand(db, [record], paths, request);
-      return sendTagged(request, reply, rows[0], expandedTag(record.version, paths, embedded, request.format));
+      return sendExpanded(db, request, reply, expansion, record, paths);
     },
   );
 }

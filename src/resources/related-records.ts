@@ -12,7 +12,7 @@ import { listItems } from './items/items.service.js';
 import { StockSchema, type Movement, type Stock } from './items/stock.schema.js';
 import { listStock } from './items/stock.service.js';
 import { listOrders, type OrderView } from './orders/orders.service.js';
-import type { Expanded, Expansion } from './collection.js';
+import type { Expanded, Expansion } from './expansion.js';
 import { readerOf, type Reader } from './references.js';
 import { UserSchema, type User } from './users/users.schema.js';
 import { listUsers } from './users/users.service.js';

@@ -15,8 +15,8 @@ import {
   representation,
 } from '../../http/schemas.js';
 import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
-import { refuseExpandedExport, withExpand } from '../collection.js';
-import { expandHook, expandOf } from '../../http/expand.js';
+import { expandedList, withExpand } from '../expansion.js';
+import { expandHook } from '../../http/expand.js';
 import { MOVEMENT_EXPANSION } from '../related-records.js';
 import {
   StockAdjustEntrySchema,
@@ -136,17 +136,8 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
       const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
-      const paths = expandOf(request);
-      if (paths) {
-        refuseExpandedExport(request);
-        MOVEMENT_EXPANSION.check(paths, request);
-      }
-      const list = async (page: typeof query) => {
-        const found = await listMovements(db, request.params.id, page, sights);
-        return paths
-          ? { ...found, rows: (await MOVEMENT_EXPANSION.expand(db, found.rows, paths, request)).rows }
-          : found;
-      };
+      const movements = (page: typeof query) => listMovements(db, request.params.id, page, sights);
+      const list = expandedList(db, request, MOVEMENT_EXPANSION, movements);
       return answerList(request, reply, { name: 'stock-movements', record: MovementSchema, query, list }, app.config);
     },
   );
