@@ -15,6 +15,7 @@ import { listOrders, type OrderView } from './orders/orders.service.js';
 import type { Expanded, Expansion } from './expansion.js';
 import { readerOf, type Reader } from './references.js';
 import { UserSchema, type User } from './users/users.schema.js';
+import { findUserById, type StoredUser } from './users/users.repository.js';
 import { listUsers } from './users/users.service.js';
 import {
   ExpandedMovementPageSchema,
@@ -99,6 +100,14 @@ const asOrder = only(ExpandedOrderSchema);
 
 const distinct = (ids: (number | null)[]) => [...new Set(ids.filter((id): id is number => id !== null))];
 
+/** The users of `ids` the reader sees; one user (an order's read) by the compiled read of one record. */
+async function readUsers(db: Executor, ids: number[], reader: Reader): Promise<StoredUser[]> {
+  const sight = sightOf(reader, 'users');
+  if (ids.length !== 1) return readByIds(ids, 'id', (query) => listUsers(db, query, sight));
+  const user = await findUserById(db, ids[0]!, sight);
+  return user ? [user] : [];
+}
+
 type Line = OrderView['lines'][number];
 export type ExpandedOrder = Omit<OrderView, 'lines'> & {
   user?: User | null;
@@ -112,27 +121,28 @@ export async function expandOrders(
   paths: readonly string[],
   reader: Reader,
 ): Promise<Expanded<ExpandedOrder>> {
-  const embedded: string[] = [];
-  let users: Map<number, User> | undefined;
-  if (expands(paths, 'user')) {
-    const ids = distinct(orders.map((order) => order.user_id));
-    const found = await readByIds(ids, 'id', (query) => listUsers(db, query, sightOf(reader, 'users')));
-    users = new Map(found.map((user) => [user.id, asUser(user)]));
-    embedded.push(...found.map((user) => `u${user.id}:${user.version}`));
-  }
-  let items: Map<number, Item & { stock?: Stock }> | undefined;
-  if (expands(paths, 'lines.item')) {
-    const itemsSight = sightOf(reader, 'items');
-    const ids = distinct(orders.flatMap((order) => order.lines.map((line) => line.item_id)));
-    const found = await readByIds(ids, 'id', (query) => listItems(db, query, itemsSight));
-    items = new Map(found.map((item) => [item.id, asItem(item)]));
-    embedded.push(...found.map((item) => `i${item.id}:${item.version}`));
-    if (expands(paths, 'lines.item.stock')) {
-      const stocks = await readByIds([...items.keys()], 'item_id', (query) => listStock(db, query, itemsSight));
-      for (const stock of stocks) items.set(stock.item_id, { ...items.get(stock.item_id)!, stock: asStock(stock) });
-      embedded.push(...stocks.map((stock) => `s${stock.item_id}:${stock.version}`));
-    }
-  }
+  const itemsSight = sightOf(reader, 'items');
+  const itemIds = distinct(orders.flatMap((order) => order.lines.map((line) => line.item_id)));
+  // The paths' reads are independent (a stock is read through its item, with the same sight): at once.
+  const [foundUsers, foundItems, stocks] = await Promise.all([
+    expands(paths, 'user') ? readUsers(db, distinct(orders.map((order) => order.user_id)), reader) : undefined,
+    expands(paths, 'lines.item') ? readByIds(itemIds, 'id', (query) => listItems(db, query, itemsSight)) : undefined,
+    expands(paths, 'lines.item.stock')
+      ? readByIds(itemIds, 'item_id', (query) => listStock(db, query, itemsSight))
+      : undefined,
+  ]);
+  const users = foundUsers && new Map(foundUsers.map((user) => [user.id, asUser(user)]));
+  const stockOf = new Map((stocks ?? []).map((stock) => [stock.item_id, asStock(stock)]));
+  const items =
+    foundItems &&
+    new Map<number, Item & { stock?: Stock }>(
+      foundItems.map((item) => [item.id, { ...asItem(item), ...(stocks ? { stock: stockOf.get(item.id)! } : {}) }]),
+    );
+  const embedded = [
+    ...(foundUsers ?? []).map((user) => `u${user.id}:${user.version}`),
+    ...(foundItems ?? []).map((item) => `i${item.id}:${item.version}`),
+    ...(stocks ?? []).map((stock) => `s${stock.item_id}:${stock.version}`),
+  ];
   const rows = orders.map((order) => ({
     ...order,
     ...(users ? { user: (order.user_id === null ? undefined : users.get(order.user_id)) ?? null } : {}),
