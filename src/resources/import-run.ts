@@ -21,6 +21,7 @@ import {
 import type { RowError } from './operations/operations.schema.js';
 import { operationPath, presentOperation, summaryOf } from './operations/operations.service.js';
 import { SEES_ALL } from '../db/visibility.js';
+import type { Reader } from './references.js';
 
 /**
  * One import, run (docs/bulk.md "Imports"). Rows are read from the spooled file and written in
@@ -53,6 +54,8 @@ export interface RunContext {
   target: ImportTarget;
   operation: StoredOperation;
   file: string;
+  /** The caller that started it, as its upload's request had it (import-runner.ts keeps it for the run). */
+  reader: Reader;
   /** True once the process is stopping: the import stops at its next commit. */
   stopping: () => boolean;
 }
@@ -133,8 +136,12 @@ async function readAndWrite(
     onConflict: conflict,
     creator: operation.created_by,
     sight: operation.created_by === null ? SEES_ALL : { owner: operation.created_by, user: null },
+    reader: context.reader,
     now: nowTimestamp(),
+    checking: kind === 'check',
+    carried: new Map(),
   };
+  const chunkRows = target.chunkRows ?? CHUNK_ROWS;
   let chunk: ImportRow[] = [];
   let chunkKeys = new Map<string, number>();
   let refused: RowError[] = [];
@@ -217,7 +224,7 @@ async function readAndWrite(
 
   for await (const fileRow of source.rows) {
     counts.rows_read++;
-    lastRow = fileRow.row;
+    lastRow = fileRow.through ?? fileRow.row;
     if (fileRow.error !== undefined) {
       counts.rows_failed++;
       refused.push(fileRow.error);
@@ -255,7 +262,7 @@ async function readAndWrite(
         chunk.push({ row: fileRow.row, value });
       }
     }
-    if (chunk.length >= CHUNK_ROWS || refused.length >= CHUNK_ROWS) {
+    if (chunk.length >= chunkRows || refused.length >= CHUNK_ROWS) {
       await flush();
       if (stopped !== undefined) break;
     }

@@ -828,6 +828,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of orders (a long-running operation)
+         * @description Streams a CSV (header row: order, name, user_id, item_id, quantity; required: order, user_id, item_id, quantity) or NDJSON file of orders into an operation; 202 with Location /v1/operations/{id} to follow it. Needs orders:create and users:read and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports". CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.
+         */
+        post: operations["importOrders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/operations": {
         parameters: {
             query?: never;
@@ -4597,7 +4617,7 @@ export interface components {
         RateLimit: string;
         /** @description the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes */
         "RateLimit-Policy": string;
-        /** @description while queued or running: seconds before asking again */
+        /** @description seconds before asking */
         "Retry-After": string;
         /** @description the request id (the caller's when it sent a sane one) */
         "X-Request-Id": string;
@@ -8106,8 +8126,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8158,8 +8177,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8210,8 +8228,56 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    importOrders: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "text/csv": string;
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8347,7 +8413,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8383,7 +8450,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8421,7 +8489,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8457,7 +8526,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
