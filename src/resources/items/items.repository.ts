@@ -1,4 +1,6 @@
-import type { Executor, ItemRow } from '../../db/database.js';
+import type { Insertable } from 'kysely';
+import { BULK_ROWS_PER_INSERT, compiledRowInserts, rowsOf } from '../../db/compiled.js';
+import type { Executor, ItemRow, ItemsTable } from '../../db/database.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
@@ -84,14 +86,20 @@ export function insertItems(
   items: { name: string; sku: string; price: number; created_by: number | null }[],
   now: string,
 ): Promise<StoredItem[]> {
-  if (items.length === 0) return Promise.resolve([]);
-  return db
-    .insertInto('items')
-    .values(items.map((item) => ({ ...item, version: 1, created_at: now, updated_at: now })))
-    .onConflict((conflict) => conflict.column('sku').doNothing())
-    .returning(ITEM_COLUMNS)
-    .execute();
+  return insertItemRows(
+    db,
+    items.flatMap((item) => [item.name, item.sku, item.price, item.created_by, 1, now, now]),
+  );
 }
+
+const NEW_ITEM_FIELDS = ['name', 'sku', 'price', 'created_by', 'version', 'created_at', 'updated_at'] as const;
+const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.length, (db, _count, ...values) =>
+  db
+    .insertInto('items')
+    .values(rowsOf<Insertable<ItemsTable>>(values, NEW_ITEM_FIELDS))
+    .onConflict((conflict) => conflict.column('sku').doNothing())
+    .returning(ITEM_COLUMNS),
+);
 
 /** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */
 export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {
