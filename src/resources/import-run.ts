@@ -9,7 +9,14 @@ import { unitOfWork } from '../db/unit-of-work.js';
 import { recordEvent } from '../outbox/outbox.js';
 import { KeyRows } from './import-keys.js';
 import { readRows, type ImportMediaType } from './import-rows.js';
-import type { ChunkOutcome, ImportContext, ImportRow, ImportTarget, RowWritten } from './import-target.js';
+import {
+  inSlices,
+  type ChunkOutcome,
+  type ImportContext,
+  type ImportRow,
+  type ImportTarget,
+  type RowWritten,
+} from './import-target.js';
 import {
   findOperationById,
   finishOperation,
@@ -169,7 +176,7 @@ async function readAndWrite(
           tally(counts, written);
           counts.committed_through = through;
           await turn();
-          await recordInTransaction(trx, auditRecords(context, written.written));
+          await inSlices(auditRecords(context, written.written), (slice) => recordInTransaction(trx, slice));
           await errors.write(trx, [...pending, ...written.errors]);
           return progress(trx, context, counts, () => {
             const due = Date.now() - lastProgress >= PROGRESS_EVERY_MS;

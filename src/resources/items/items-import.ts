@@ -3,6 +3,7 @@ import Type, { type Static } from 'typebox';
 import type { Trx } from '../../db/database.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import {
+  inSlices,
   integerCell,
   type ChunkOutcome,
   type ImportContext,
@@ -84,17 +85,19 @@ async function writeItems(
   const events: EventDraft[] = [];
   const movements: NewMovement[] = [];
   if (fresh.length > 0) {
-    const inserted = await insertItems(
-      trx,
-      fresh.map(({ value }) => ({
-        name: value.name,
-        sku: value.sku,
-        price: toMinorUnits(value.price),
-        created_by: context.creator,
-      })),
-      context.now,
+    // A slice at a time, the event loop given a turn between: requests are read and answered meanwhile.
+    const inserted = await inSlices(fresh, (slice) =>
+      insertItems(
+        trx,
+        slice.map(({ value }) => ({
+          name: value.name,
+          sku: value.sku,
+          price: toMinorUnits(value.price),
+          created_by: context.creator,
+        })),
+        context.now,
+      ),
     );
-    // Between the chunk's statements the event loop takes a turn: requests are read and answered meanwhile.
     await turn();
     const bySku = new Map(inserted.map((item) => [item.sku, item]));
     const stocks: { item_id: number; quantity: number }[] = [];
@@ -111,14 +114,14 @@ async function writeItems(
       if (quantity > 0) movements.push(setMovement(item.id, quantity, quantity, 0, context.now));
       written.push({ row: row.row, outcome: 'created', id: item.id });
     }
-    await insertStocks(trx, stocks, context.now);
+    await inSlices(stocks, (slice) => insertStocks(trx, slice, context.now));
     await turn();
   }
   if (changed.length > 0) await updateChanged(trx, changed, context, { written, errors, events, movements });
-  await insertMovements(trx, movements);
+  await inSlices(movements, (slice) => insertMovements(trx, slice));
   events.push(...stockEvents(movements));
   await turn();
-  await recordEvents(trx, events);
+  await inSlices(events, (slice) => recordEvents(trx, slice));
   return { written, errors };
 }
 
