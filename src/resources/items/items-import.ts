@@ -12,14 +12,14 @@ import {
   type RowWritten,
 } from '../import-target.js';
 import { toMinorUnits } from '../money.js';
-import { findItemsBySkus, insertItems, updateItemAtVersion, type StoredItem } from './items.repository.js';
+import { findItemsBySkus, insertItems, updateItemsAtVersions, type StoredItem } from './items.repository.js';
 import { ItemCreateSchema } from './items.schema.js';
 import { presentItem } from './items.service.js';
 import {
   findStocks,
   insertMovements,
   insertStocks,
-  setStockQuantityAtVersion,
+  setStockQuantitiesAtVersions,
   type NewMovement,
 } from './stock.repository.js';
 import { StockQuantity } from './stock.schema.js';
@@ -125,7 +125,11 @@ async function writeItems(
   return { written, errors };
 }
 
-/** Existing items a row updates (on_conflict=update): their fields, then their stock quantity, each only when it differs. */
+/**
+ * Existing items a row updates (on_conflict=update): their fields, then their stock quantity, each
+ * only when it differs, set-based: one UPDATE of the items and one of their stock a slice, each row
+ * only at the version read (an item another writer changed meanwhile is refused, and its stock left).
+ */
 async function updateChanged(
   trx: Trx,
   changed: { row: number; value: Row; item: StoredItem }[],
@@ -140,38 +144,61 @@ async function updateChanged(
       )
     ).map((stock) => [stock.item_id, stock]),
   );
-  for (const { row, value, item } of changed) {
-    const price = toMinorUnits(value.price);
-    let touched = false;
-    if (value.name !== item.name || price !== item.price) {
-      const updated = await updateItemAtVersion(trx, item.id, item.version, {
-        name: value.name,
-        sku: item.sku,
-        price,
-        now: context.now,
-      });
-      if (updated === undefined) {
-        out.errors.push({
-          row,
-          field: 'sku',
-          problem: 'precondition-failed',
-          detail: `item ${item.id} changed while the import ran; retry`,
-        });
-        continue;
-      }
-      out.events.push({ type: 'item.updated', path: `/v1/items/${item.id}`, data: presentItem(updated) });
-      touched = true;
-    }
+  const fields = changed
+    .map(({ value, item }) => ({
+      id: item.id,
+      version: item.version,
+      name: value.name,
+      price: toMinorUnits(value.price),
+    }))
+    .filter(
+      (change, index) => change.name !== changed[index]!.item.name || change.price !== changed[index]!.item.price,
+    );
+  const wanted = new Set(fields.map((change) => change.id));
+  const updated = new Map(
+    (await inSlices(fields, (slice) => updateItemsAtVersions(trx, slice, context.now))).map((item) => [item.id, item]),
+  );
+  const refused = new Set([...wanted].filter((id) => !updated.has(id)));
+  const quantities = changed.flatMap(({ value, item }) => {
     const stock = stocks.get(item.id);
-    if (value.quantity !== undefined && stock !== undefined && value.quantity !== stock.quantity) {
-      const set = await setStockQuantityAtVersion(trx, item.id, stock.version, value.quantity, context.now);
-      if (set !== undefined) {
-        out.movements.push(
-          setMovement(item.id, value.quantity - stock.quantity, set.quantity, set.reserved, context.now),
-        );
-        touched = true;
-      }
+    return value.quantity === undefined ||
+      stock === undefined ||
+      value.quantity === stock.quantity ||
+      refused.has(item.id)
+      ? []
+      : [{ item_id: item.id, version: stock.version, quantity: value.quantity }];
+  });
+  const set = new Map(
+    (await inSlices(quantities, (slice) => setStockQuantitiesAtVersions(trx, slice, context.now))).map((stock) => [
+      stock.item_id,
+      stock,
+    ]),
+  );
+  for (const { row, value, item } of changed) {
+    if (refused.has(item.id)) {
+      out.errors.push({
+        row,
+        field: 'sku',
+        problem: 'precondition-failed',
+        detail: `item ${item.id} changed while the import ran; retry`,
+      });
+      continue;
     }
+    const itemUpdated = updated.get(item.id);
+    if (itemUpdated !== undefined)
+      out.events.push({ type: 'item.updated', path: `/v1/items/${item.id}`, data: presentItem(itemUpdated) });
+    const stockSet = set.get(item.id);
+    if (stockSet !== undefined)
+      out.movements.push(
+        setMovement(
+          item.id,
+          value.quantity! - stocks.get(item.id)!.quantity,
+          stockSet.quantity,
+          stockSet.reserved,
+          context.now,
+        ),
+      );
+    const touched = itemUpdated !== undefined || stockSet !== undefined;
     out.written.push({ row, outcome: touched ? 'updated' : 'skipped', id: item.id });
   }
 }

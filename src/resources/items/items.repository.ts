@@ -1,4 +1,4 @@
-import type { Insertable } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import { BULK_ROWS_PER_INSERT, compiledRowInserts, rowsOf } from '../../db/compiled.js';
 import type { Executor, ItemRow, ItemsTable } from '../../db/database.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
@@ -105,4 +105,29 @@ const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.
 export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {
   if (ids.length === 0) return Promise.resolve([]);
   return db.selectFrom('items').select(['id', 'created_by']).where('id', 'in', ids).execute();
+}
+
+/**
+ * The name and price of many items at once (an import's on_conflict=update), each only while it is
+ * at the version read: one UPDATE … FROM (VALUES …) for them all; the items it changed come back
+ * (one missing changed meanwhile). The VALUES columns are column1 … column4 on both databases; the
+ * first row's casts type them for PostgreSQL.
+ */
+export async function updateItemsAtVersions(
+  db: Executor,
+  changes: readonly { id: number; version: number; name: string; price: number }[],
+  now: string,
+): Promise<StoredItem[]> {
+  if (changes.length === 0) return [];
+  const rows = changes.map((change, index) =>
+    index === 0
+      ? sql`(cast(${change.id} as bigint), cast(${change.version} as integer), cast(${change.name} as text), cast(${change.price} as bigint))`
+      : sql`(${change.id}, ${change.version}, ${change.name}, ${change.price})`,
+  );
+  const { rows: updated } = await sql<StoredItem>`update items
+    set name = changed.column3, price = changed.column4, version = items.version + 1, updated_at = ${now}
+    from (values ${sql.join(rows)}) as changed
+    where items.id = changed.column1 and items.version = changed.column2
+    returning ${sql.join(ITEM_COLUMNS.map((column) => sql.ref(`items.${column}`)))}`.execute(db);
+  return updated;
 }

@@ -174,3 +174,26 @@ export function findMovements(db: Executor, itemId: number, query: ListQuery, or
     .where('item_id', '=', itemId);
   return fetchPage(db.selectFrom(masked.as('stock_movements')).selectAll() as unknown as typeof movements, query);
 }
+
+/**
+ * The on-hand quantity of many items at once (an import's on_conflict=update), each only while its
+ * stock is at the version read: one UPDATE … FROM (VALUES …); the stock rows it changed come back.
+ */
+export async function setStockQuantitiesAtVersions(
+  db: Executor,
+  changes: readonly { item_id: number; version: number; quantity: number }[],
+  now: string,
+): Promise<StoredStock[]> {
+  if (changes.length === 0) return [];
+  const rows = changes.map((change, index) =>
+    index === 0
+      ? sql`(cast(${change.item_id} as bigint), cast(${change.version} as integer), cast(${change.quantity} as bigint))`
+      : sql`(${change.item_id}, ${change.version}, ${change.quantity})`,
+  );
+  const { rows: set } = await sql<StoredStock>`update stock
+    set quantity = changed.column3, version = stock.version + 1, updated_at = ${now}
+    from (values ${sql.join(rows)}) as changed
+    where stock.item_id = changed.column1 and stock.version = changed.column2
+    returning ${sql.join(STOCK_COLUMNS.map((column) => sql.ref(`stock.${column}`)))}`.execute(db);
+  return set;
+}
