@@ -67,6 +67,10 @@ describe('the TypeScript client (clients/typescript)', () => {
 
     const listed = await rowi.GET('/v1/orders', { params: { query: { limit: 10 } } });
     expect(listed.data!.data.map((each) => each.id)).toContain(order.id);
+    const some = await rowi.GET('/v1/orders/{id}', {
+      params: { path: { id: order.id }, query: { fields: 'total,lines.quantity' } },
+    });
+    expect(some.data).toEqual({ id: order.id, total: '7.50', lines: [{ quantity: 3 }] });
     const after = await rowi.GET('/v1/items/{id}/stock', { params: { path: { id: item.id } } });
     expect(after.data, JSON.stringify(after.error)).toMatchObject({ quantity: 7, reserved: 3 });
   });

@@ -5067,6 +5067,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5169,6 +5174,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5205,7 +5215,13 @@ export interface operations {
     };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5253,7 +5269,13 @@ export interface operations {
     };
     "getMe-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5301,7 +5323,13 @@ export interface operations {
     };
     getUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5441,7 +5469,13 @@ export interface operations {
     };
     "getUser-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5605,6 +5639,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5707,6 +5746,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5743,7 +5787,13 @@ export interface operations {
     };
     getItem: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5883,7 +5933,13 @@ export interface operations {
     };
     "getItem-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6037,6 +6093,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6082,6 +6143,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6118,7 +6184,13 @@ export interface operations {
     };
     getStock: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6218,7 +6290,13 @@ export interface operations {
     };
     "getStock-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6336,6 +6414,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6393,6 +6476,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6495,6 +6583,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6597,6 +6687,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6633,7 +6725,10 @@ export interface operations {
     };
     getOrder: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6772,7 +6867,10 @@ export interface operations {
     };
     "getOrder-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6930,6 +7028,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6978,6 +7081,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7013,7 +7121,13 @@ export interface operations {
     };
     getWeather: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7174,7 +7288,13 @@ export interface operations {
     };
     "getWeather-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7309,6 +7429,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7359,6 +7484,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7413,6 +7543,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7508,6 +7640,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7541,7 +7675,10 @@ export interface operations {
     };
     getCaller: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7631,7 +7768,10 @@ export interface operations {
     };
     "getCaller-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7740,6 +7880,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7829,6 +7974,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7866,7 +8016,13 @@ export interface operations {
     };
     getApiKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -7941,7 +8097,13 @@ export interface operations {
     };
     "getApiKey-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8002,6 +8164,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8061,6 +8228,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8316,6 +8488,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8365,6 +8539,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8397,7 +8573,10 @@ export interface operations {
     };
     getOperation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8473,7 +8652,10 @@ export interface operations {
     };
     "getOperation-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8632,6 +8814,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8682,6 +8869,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8717,7 +8909,13 @@ export interface operations {
     };
     getEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -8767,7 +8965,13 @@ export interface operations {
     };
     "getEvent-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -8902,6 +9106,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8990,6 +9199,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -9022,7 +9236,13 @@ export interface operations {
     };
     getWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9111,7 +9331,13 @@ export interface operations {
     };
     "getWebhookEndpoint-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9265,6 +9491,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9314,6 +9542,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9350,7 +9580,10 @@ export interface operations {
     };
     getWebhookDelivery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -9387,7 +9620,10 @@ export interface operations {
     };
     "getWebhookDelivery-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
