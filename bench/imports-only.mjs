@@ -1,14 +1,14 @@
 // The import targets alone (docs/performance.md "Imports"): a rowi on a fresh SQLite file, 1,000
 // users (the GET probe among them), then measureImports as `npm run bench` runs it, for the row
-// counts given (--rows 100000,1000000; default 100,000 only) and without PostgreSQL unless --postgres.
+// counts given (--rows 100000,1000000; default 100,000 only), on SQLite only (npm run bench measures
+// PostgreSQL too).
 // For profiling the import: ROWI_BENCH_CPU_PROF=<folder> starts rowi with --cpu-prof there.
-// npm run bench:imports [-- --rows 100000 --postgres]
+// npm run bench:imports [-- --rows 100000 --dist dist-before]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { importGoalLines, measureImports } from './lib/imports.mjs';
-import { dropBenchSchema, setUpPostgres } from './lib/postgres.mjs';
 import { ROOT, adminKeyOf, startRowi, stopServers } from './lib/processes.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
 import { seedUsers } from './lib/setup.mjs';
@@ -16,7 +16,6 @@ import { seedUsers } from './lib/setup.mjs';
 const { values: options } = parseArgs({
   options: {
     rows: { type: 'string', default: '100000' },
-    postgres: { type: 'boolean', default: false },
     // Another build to measure (a baseline built with tsc --outDir): its folder, beside dist/.
     dist: { type: 'string', default: 'dist' },
   },
@@ -32,7 +31,6 @@ try {
   rowi.credentials = async () => ({ 'x-api-key': adminKey });
   const users = await seedUsers(rowi, 1000);
   const probePath = `/v1/users/${users[500].id}`;
-  const postgres = options.postgres ? await setUpPostgres(bench, false, rowi, probePath, undefined) : {};
   console.log(
     `load average before: ${loadavg()
       .map((load) => load.toFixed(2))
@@ -40,7 +38,6 @@ try {
   );
   const results = await measureImports({
     sqlite: rowi,
-    postgres: postgres.one,
     folder: bench.work,
     probePath,
     rowCounts,
@@ -60,6 +57,5 @@ try {
       await new Promise((resolve) => child.once('exit', resolve));
     }
   await stopServers(bench);
-  await dropBenchSchema(bench);
   rmSync(bench.work, { recursive: true, force: true });
 }
