@@ -7,7 +7,7 @@ import type {
   RawServerDefault,
   RouteGenericInterface,
 } from 'fastify';
-import type { Static, TSchema } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
@@ -17,6 +17,7 @@ import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { answerList, withExports } from '../http/export.js';
 import { expandHook } from '../http/expand.js';
 import { checkedPaths, EXPANDABLE_ETAG, expandedList, sendExpanded, withExpand, type Expansion } from './expansion.js';
+import { fieldsParameter, selectFields } from '../http/fields.js';
 import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
 import {
@@ -204,8 +205,8 @@ export function listOperation<Record extends TSchema, Stored>(
           description: usualDescription.list(collection),
         }),
         querystring: expansion
-          ? withExpand(listQuerySchema(collection.listing), expansion.relations)
-          : listQuerySchema(collection.listing),
+          ? withExpand(listQuerySchema(collection.listing, collection), expansion.relations)
+          : listQuerySchema(collection.listing, collection),
         response: {
           200: exported(
             collection,
@@ -221,10 +222,16 @@ export function listOperation<Record extends TSchema, Stored>(
     },
     async (request, reply) => {
       const query = parseListQuery(collection.listing, request.query);
+      const fields = selectFields(collection, request.query.fields);
       const sight = sightOnCollection(request.principal, collection.name);
-      const listing = { name: collection.name, record: collection.record, query };
+      const listing = { name: collection.name, record: collection.record, query, fields };
       const list = (page: ListQuery) => spec.list(db, page, sight);
-      return answerList(request, reply, { ...listing, list: expandedList(db, request, expansion, list) }, app.config);
+      return answerList(
+        request,
+        reply,
+        { ...listing, list: expandedList(db, request, expansion, list, fields) },
+        app.config,
+      );
     },
   );
 }
@@ -307,8 +314,10 @@ export function readOperation<Record extends TSchema, Stored>(
           description: usualDescription.read(collection),
         }),
         params: collection.params ?? IdParams,
+        querystring: expansion
+          ? withExpand(Type.Object({ fields: fieldsParameter(collection) }), expansion.relations)
+          : Type.Object({ fields: fieldsParameter(collection) }),
         headers: IfNoneMatchHeaders,
-        ...(expansion ? { querystring: withExpand(undefined, expansion.relations) } : {}),
         response: {
           200: representation(
             expansion?.record ?? collection.record,
@@ -321,10 +330,11 @@ export function readOperation<Record extends TSchema, Stored>(
       }),
     },
     async (request, reply) => {
-      const paths = expansion ? checkedPaths(request, expansion) : undefined;
+      const fields = selectFields(collection, request.query.fields);
+      const paths = expansion ? checkedPaths(request, expansion, fields) : undefined;
       const sight = sightOnCollection(request.principal, collection.name);
       const record = presented(collection, await spec.read(db, request.params.id, sight));
-      if (!expansion || !paths) return sendRecord(request, reply, record);
+      if (!expansion || !paths) return sendRecord(request, reply, record, 200, fields);
       return sendExpanded(db, request, reply, expansion, record, paths);
     },
   );

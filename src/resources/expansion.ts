@@ -1,11 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import Type, { type TSchema } from 'typebox';
+import Type, { type TObject, type TSchema } from 'typebox';
 import type { Db } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
 import { expandedTag, expandOf, expandParameter, type Expandable } from '../http/expand.js';
 import { isExportFormat, MEDIA_TYPES } from '../http/negotiate.js';
-import type { listQuerySchema, Page } from '../http/paging.js';
+import type { FieldSelection } from '../http/fields.js';
+import type { Page } from '../http/paging.js';
 import { sendTagged } from '../http/records.js';
 import { header } from '../http/schemas.js';
 
@@ -35,11 +36,11 @@ export interface Expanded<Row> {
 }
 
 /** The query-string schema of an operation, with `expand` when it takes it. */
-export function withExpand(querystring: ReturnType<typeof listQuerySchema> | undefined, relations: Expandable) {
-  return Type.Object(
-    { ...(querystring?.properties ?? {}), expand: Type.Optional(expandParameter(relations)) },
-    { additionalProperties: false },
-  );
+export function withExpand<Query extends TObject>(querystring: Query, relations: Expandable) {
+  const expand = Type.Optional(expandParameter(relations));
+  const properties = { ...querystring.properties, expand } as Query['properties'] & { expand: typeof expand };
+  const { additionalProperties } = querystring as { additionalProperties?: boolean };
+  return Type.Object(properties, { additionalProperties: additionalProperties ?? true });
 }
 
 /** The ETag of a read that takes expand=: another, weak tag for each expanded representation (http/expand.ts). */
@@ -60,9 +61,24 @@ function refuseExpandedExport(request: FastifyRequest): void {
   );
 }
 
-/** The paths the request names, its scopes checked (403 before anything is read); undefined when none. */
-export function checkedPaths<Row>(request: FastifyRequest, expansion: Expansion<Row>): string[] | undefined {
+/**
+ * The paths the request names, its scopes checked (403 before anything is read); undefined when
+ * none. `fields` selects in the record's own members and is not combined with expand yet: 400.
+ */
+export function checkedPaths<Row>(
+  request: FastifyRequest,
+  expansion: Expansion<Row>,
+  fields: FieldSelection | undefined,
+): string[] | undefined {
   const paths = expandOf(request);
+  if (paths && fields) {
+    const detail = 'cannot be combined with fields yet: ask for the fields of the record, or for it expanded';
+    throw new BadRequestError(
+      `Query parameter expand ${detail}.`,
+      [{ in: 'query', pointer: '#/expand', detail }],
+      'invalid-query',
+    );
+  }
   if (paths) expansion.check(paths, request);
   return paths;
 }
@@ -73,10 +89,11 @@ export function expandedList<Row>(
   request: FastifyRequest,
   expansion: Expansion<Row> | undefined,
   list: (query: ListQuery) => Promise<Page<Row>>,
+  fields: FieldSelection | undefined,
 ): (query: ListQuery) => Promise<Page<unknown>> {
   if (!expansion || !expandOf(request)) return list;
   refuseExpandedExport(request);
-  const paths = checkedPaths(request, expansion)!;
+  const paths = checkedPaths(request, expansion, fields)!;
   return async (query) => {
     const found = await list(query);
     return { ...found, rows: (await expansion.expand(db, found.rows, paths, request)).rows };
