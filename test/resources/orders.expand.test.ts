@@ -218,6 +218,15 @@ describe('GET /v1/orders?expand=', () => {
     }
   });
 
+  it('GET /v1/orders and /v1/orders/{id}: expand with fields is 400 naming expand; each alone is 200', async () => {
+    for (const url of ['/v1/orders?expand=user&fields=name', `/v1/orders/${order.id}?fields=name&expand=user`]) {
+      const problem = expectProblem(await test.call({ url }), 400, 'invalid-query');
+      expect(problem.detail).toContain('fields');
+      expect(problem.errors![0]!.pointer).toBe('#/expand');
+    }
+    expect((await test.call({ url: `/v1/orders/${order.id}?fields=name` })).json).toEqual({ id: order.id, name: 'a' });
+  });
+
   it('GET /v1/orders: an export with expand is 400, one without still streams', async () => {
     const problem = expectProblem(
       await test.call({ url: '/v1/orders?expand=user', headers: { accept: 'text/csv' } }),
