@@ -40,15 +40,18 @@ export async function serve(config: Config): Promise<void> {
  */
 async function prepareForPrimary(config: Config, workers: number): Promise<void> {
   delete process.env[PREPARER_ENV];
+  // The primary gone (killed), there is no one to prepare for.
+  const orphaned = () => process.exit(1);
+  process.once('disconnect', orphaned);
   const tell = (message: PreparerMessage) =>
     new Promise<void>((resolve, reject) =>
       process.send!(message, (error: Error | null) => (error ? reject(error) : resolve())),
     );
   await tell({ type: 'rowi:configured', config, workers });
-  if (workers <= 1) return void process.disconnect();
-  // The primary gone (killed), there is no one to prepare for.
-  const orphaned = () => process.exit(1);
-  process.once('disconnect', orphaned);
+  if (workers <= 1) {
+    process.off('disconnect', orphaned);
+    return void process.disconnect();
+  }
   const logger = createLogger(config);
   let checkEnds: Promise<void> | undefined;
   const storage = await openCheckedStorage(
