@@ -47,50 +47,56 @@ async function prepareForPrimary(config: Config, workers: number): Promise<void>
     new Promise<void>((resolve, reject) =>
       process.send!(message, (error: Error | null) => (error ? reject(error) : resolve())),
     );
-  await tell({ type: 'rowi:configured', config, workers });
-  if (workers <= 1) {
-    process.off('disconnect', orphaned);
-    return void process.disconnect();
-  }
-  const logger = createLogger(config);
-  let checkEnds: Promise<void> | undefined;
-  const storage = await openCheckedStorage(
-    config,
-    logger,
-    (detail, checked) => {
-      checked.corruption.report(detail);
-      void tell({ type: 'rowi:damage', detail }).catch(() => {});
-    },
-    (ends) => (checkEnds = ends),
-  );
   try {
-    await migrate(storage, logger);
-  } catch (error) {
-    await storage.close();
-    throw error;
-  }
-  const listening = new Promise<void>((resolve) => {
-    const listener = (message: unknown) => {
-      if (!isPreparerMessage(message) || message.type !== 'rowi:listening') return;
-      process.off('message', listener);
-      resolve();
-    };
-    process.on('message', listener);
-  });
-  await tell({ type: 'rowi:prepared' });
-  await listening;
-  let firstAdmin;
-  try {
-    firstAdmin = await createFirstAdmin(storage);
+    await tell({ type: 'rowi:configured', config, workers });
+    if (workers <= 1) return;
+    const logger = createLogger(config);
+    let checkEnds: Promise<void> | undefined;
+    const storage = await openCheckedStorage(
+      config,
+      logger,
+      (detail, checked) => {
+        checked.corruption.report(detail);
+        void tell({ type: 'rowi:damage', detail }).catch(() => {});
+      },
+      (ends) => (checkEnds = ends),
+    );
+    try {
+      await migrate(storage, logger);
+    } catch (error) {
+      await storage.close();
+      throw error;
+    }
+    const listening = new Promise<void>((resolve) => {
+      const listener = (message: unknown) => {
+        if (!isPreparerMessage(message) || message.type !== 'rowi:listening') return;
+        process.off('message', listener);
+        resolve();
+      };
+      process.on('message', listener);
+    });
+    await tell({ type: 'rowi:prepared' });
+    await listening;
+    let firstAdmin;
+    try {
+      firstAdmin = await createFirstAdmin(storage);
+    } finally {
+      // The workers have their own connections; this one would only count against the server's limit.
+      await storage.close();
+    }
+    await tell({
+      type: 'rowi:first-admin',
+      storage: storage.describe,
+      firstAdmin,
+      checkGoesOn: checkEnds !== undefined,
+    });
+    // A check still running keeps this process (its channel to the primary) until it ends.
+    process.channel?.ref();
+    await checkEnds;
   } finally {
-    // The workers have their own connections; this one would only count against the server's limit.
-    await storage.close();
+    // Listening for it keeps this process; a start that failed here ends with its exit code.
+    process.off('disconnect', orphaned);
   }
-  await tell({ type: 'rowi:first-admin', storage: storage.describe, firstAdmin, checkGoesOn: checkEnds !== undefined });
-  // A check still running keeps this process (its channel to the primary) until it ends.
-  process.channel?.ref();
-  await checkEnds;
-  process.off('disconnect', orphaned);
   process.disconnect();
 }
 
