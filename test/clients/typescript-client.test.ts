@@ -65,6 +65,13 @@ describe('the TypeScript client (clients/typescript)', () => {
     expect(read.data).toEqual(order);
     expect(read.response.headers.get('etag')).toMatch(/^"/);
 
+    // expand= is typed as the paths offered, and the client's repeated parameters are taken.
+    const expanded = await rowi.GET('/v1/orders/{id}', {
+      params: { path: { id: order.id }, query: { expand: ['user', 'lines.item'] } },
+    });
+    expect(expanded.data!.user?.id).toBe(order.user_id);
+    expect(expanded.data!.lines[0]!.item?.sku).toBe(item.sku);
+
     const listed = await rowi.GET('/v1/orders', { params: { query: { limit: 10 } } });
     expect(listed.data!.data.map((each) => each.id)).toContain(order.id);
     const some = await rowi.GET('/v1/orders/{id}', {
@@ -146,5 +153,20 @@ describe('the TypeScript client (clients/typescript)', () => {
     expect(done.progress.rows_succeeded).toBe(1);
     const listed = await rowi.GET('/v1/items', { params: { query: { sku: 'TC-1' } } });
     expect(listed.data?.data.map((item) => item.name)).toEqual(['Typed import']);
+
+    const user = await rowi.POST('/v1/users', { body: { name: 'Typed buyer', email: 'typed.buyer@example.com' } });
+    const itemId = listed.data!.data[0]!.id;
+    const orders = await importFile(
+      { baseUrl, apiKey: test.adminKey },
+      {
+        collection: 'orders',
+        file: `${JSON.stringify({ name: 'TC-ORDER', user_id: user.data!.id, lines: [{ item_id: itemId, quantity: 2 }] })}\n`,
+        mediaType: 'application/x-ndjson',
+        pollMs: 20,
+      },
+    );
+    expect(orders).toMatchObject({ target: 'orders', status: 'succeeded', progress: { rows_succeeded: 1 } });
+    const placed = await rowi.GET('/v1/orders', { params: { query: { user_id: user.data!.id } } });
+    expect(placed.data?.data.map((order) => [order.name, order.total])).toEqual([['TC-ORDER', '6.00']]);
   });
 });

@@ -425,7 +425,7 @@ export interface paths {
         };
         /**
          * List the stock movements of an item, newest first
-         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
+         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.
          */
         get: operations["listStockMovements"];
         put?: never;
@@ -434,7 +434,7 @@ export interface paths {
         options?: never;
         /**
          * List the stock movements of an item, newest first
-         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
+         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.
          */
         head: operations["listStockMovements-head"];
         patch?: never;
@@ -822,6 +822,26 @@ export interface paths {
          * @description Streams a CSV (header row: item_id, sku, quantity; required: quantity) or NDJSON file of stock into an operation; 202 with Location /v1/operations/{id} to follow it. Needs stock:update and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
          */
         post: operations["importStock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orders/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of orders (a long-running operation)
+         * @description Streams a CSV (header row: order, name, user_id, item_id, quantity; required: order, user_id, item_id, quantity) or NDJSON file of orders into an operation; 202 with Location /v1/operations/{id} to follow it. Needs orders:create and users:read and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports". CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.
+         */
+        post: operations["importOrders"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1701,6 +1721,270 @@ export interface components {
             data: components["schemas"]["Event"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
+        };
+        /**
+         * ExpandedItem
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50",
+         *       "created_by": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "stock": {
+         *         "item_id": 1,
+         *         "quantity": 98,
+         *         "reserved": 2,
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        ExpandedItem: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description display name, 1–200 characters */
+            name: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            stock?: components["schemas"]["Stock"];
+        };
+        /**
+         * ExpandedOrder
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "status": "placed",
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2,
+         *           "unit_price": "2.50",
+         *           "line_total": "5.00",
+         *           "item": {
+         *             "id": 1,
+         *             "name": "Widget",
+         *             "sku": "WID-1",
+         *             "price": "2.50",
+         *             "created_by": 1,
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z",
+         *             "stock": {
+         *               "item_id": 1,
+         *               "quantity": 98,
+         *               "reserved": 2,
+         *               "updated_at": "2026-06-01T12:00:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "total": "5.00",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "user": {
+         *         "id": 1,
+         *         "name": "Ada Lovelace",
+         *         "email": "ada@example.com",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        ExpandedOrder: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name: string;
+            /** @description the user the order is for; null once that user has been deleted */
+            user_id: number | null;
+            /** @description the user (expand=user), present only when expand names it; null when there is none or the caller may not see it */
+            user?: components["schemas"]["User"] | null;
+            /** @description placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns) */
+            status: "placed" | "fulfilled" | "cancelled";
+            lines: components["schemas"]["ExpandedOrderLine"][];
+            /**
+             * @description sum of the line totals
+             * @example 125.00
+             */
+            readonly total: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+        };
+        /**
+         * ExpandedOrderLine
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 2,
+         *       "unit_price": "2.50",
+         *       "line_total": "5.00",
+         *       "item": {
+         *         "id": 1,
+         *         "name": "Widget",
+         *         "sku": "WID-1",
+         *         "price": "2.50",
+         *         "created_by": 1,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "stock": {
+         *           "item_id": 1,
+         *           "quantity": 98,
+         *           "reserved": 2,
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        ExpandedOrderLine: {
+            /**
+             * Format: int64
+             * @description the item ordered
+             */
+            item_id: number;
+            /**
+             * Format: int64
+             * @description units, 1 to 1000000
+             */
+            quantity: number;
+            /**
+             * @description the item's price when it was first ordered
+             * @example 12.50
+             */
+            readonly unit_price: string;
+            /**
+             * @description unit_price × quantity
+             * @example 125.00
+             */
+            readonly line_total: string;
+            /** @description the item (expand=lines.item), present only when expand names it; null when there is none or the caller may not see it */
+            item?: components["schemas"]["ExpandedItem"] | null;
+        };
+        /**
+         * ExpandedStockMovement
+         * @example {
+         *       "id": 2,
+         *       "item_id": 1,
+         *       "kind": "reserve",
+         *       "quantity_change": -2,
+         *       "reserved_change": 2,
+         *       "quantity_after": 98,
+         *       "reserved_after": 2,
+         *       "order_id": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "order": {
+         *         "id": 1,
+         *         "name": "SO-1001",
+         *         "user_id": 1,
+         *         "status": "placed",
+         *         "lines": [
+         *           {
+         *             "item_id": 1,
+         *             "quantity": 2,
+         *             "unit_price": "2.50",
+         *             "line_total": "5.00",
+         *             "item": {
+         *               "id": 1,
+         *               "name": "Widget",
+         *               "sku": "WID-1",
+         *               "price": "2.50",
+         *               "created_by": 1,
+         *               "created_at": "2026-06-01T12:00:00.000Z",
+         *               "updated_at": "2026-06-01T12:00:00.000Z",
+         *               "stock": {
+         *                 "item_id": 1,
+         *                 "quantity": 98,
+         *                 "reserved": 2,
+         *                 "updated_at": "2026-06-01T12:00:00.000Z"
+         *               }
+         *             }
+         *           }
+         *         ],
+         *         "total": "5.00",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "user": {
+         *           "id": 1,
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "created_by": 2,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        ExpandedStockMovement: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: int64
+             * @description the item whose stock moved
+             */
+            item_id: number;
+            /** @description set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order */
+            kind: "set" | "reserve" | "release" | "fulfil";
+            /**
+             * Format: int64
+             * @description change of the on-hand, unreserved quantity
+             */
+            quantity_change: number;
+            /**
+             * Format: int64
+             * @description change of the reserved quantity
+             */
+            reserved_change: number;
+            /** Format: int64 */
+            quantity_after: number;
+            /** Format: int64 */
+            reserved_after: number;
+            /** @description the order that caused the movement; null for set */
+            order_id: number | null;
+            /** @description the order (expand=order), present only when expand names it; null when there is none or the caller may not see it */
+            order?: components["schemas"]["ExpandedOrder"] | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
         };
         /**
          * Health
@@ -3064,7 +3348,7 @@ export interface components {
          *     }
          */
         OrderPage: {
-            data: components["schemas"]["Order"][];
+            data: components["schemas"]["ExpandedOrder"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3506,7 +3790,7 @@ export interface components {
          *     }
          */
         StockMovementPage: {
-            data: components["schemas"]["StockMovement"][];
+            data: components["schemas"]["ExpandedStockMovement"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -4597,7 +4881,7 @@ export interface components {
         RateLimit: string;
         /** @description the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes */
         "RateLimit-Policy": string;
-        /** @description while queued or running: seconds before asking again */
+        /** @description seconds before asking */
         "Retry-After": string;
         /** @description the request id (the caller's when it sent a sane one) */
         "X-Request-Id": string;
@@ -6399,6 +6683,8 @@ export interface operations {
                  * @example item_id,kind
                  */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: order, order.user, order.lines.item; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("order" | "order.user" | "order.lines.item")[];
             };
             header?: never;
             path: {
@@ -6461,6 +6747,8 @@ export interface operations {
                  * @example item_id,kind
                  */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: order, order.user, order.lines.item; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("order" | "order.user" | "order.lines.item")[];
             };
             header?: never;
             path: {
@@ -6565,6 +6853,8 @@ export interface operations {
                 id?: string | string[];
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: never;
             path?: never;
@@ -6669,6 +6959,8 @@ export interface operations {
                 id?: string | string[];
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: never;
             path?: never;
@@ -6708,6 +7000,8 @@ export interface operations {
             query?: {
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
@@ -6727,12 +7021,13 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
+                    /** @description strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"];
-                    "application/xml": components["schemas"]["Order"];
+                    "application/json": components["schemas"]["ExpandedOrder"];
+                    "application/xml": components["schemas"]["ExpandedOrder"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6850,6 +7145,8 @@ export interface operations {
             query?: {
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
@@ -6869,12 +7166,13 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
+                    /** @description strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"];
-                    "application/xml": components["schemas"]["Order"];
+                    "application/json": components["schemas"]["ExpandedOrder"];
+                    "application/xml": components["schemas"]["ExpandedOrder"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -8278,8 +8576,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8330,8 +8627,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8382,8 +8678,56 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    importOrders: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "text/csv": string;
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8526,7 +8870,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8562,7 +8907,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8603,7 +8949,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8639,7 +8986,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
