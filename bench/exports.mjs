@@ -113,16 +113,16 @@ async function setUp(server) {
 
 /** ROWS orders of two lines each, in two statements, beside the running rowi; `p`: '?' or '$' (numbered). */
 function seedStatements(userId, [first, second], p) {
-  const at = (index) => (p === '?' ? '?' : `$${index}`);
+  const at = (index, type = 'bigint') => (p === '?' ? '?' : `$${index}::${type}`);
   const now = new Date().toISOString();
   const series =
     p === '?'
       ? `with recursive n(i) as (select 1 union all select i + 1 from n where i < ${at(1)}) `
-      : `with n(i) as (select generate_series(1, ${at(1)}::int)) `;
+      : `with n(i) as (select generate_series(1, ${at(1, 'int')})) `;
   return [
     [
       `${series}insert into orders (name, user_id, status, total, created_by, created_at, updated_at, version)
-       select 'SO-' || i, ${at(2)}, 'placed', 500, null, ${at(3)}, ${at(4)}, 1 from n`,
+       select 'SO-' || i, ${at(2)}, 'placed', 500, null, ${at(3, 'text')}, ${at(4, 'text')}, 1 from n`,
       [ROWS, userId, now, now],
     ],
     [
@@ -152,9 +152,10 @@ async function runExports(server, database, userId) {
         `≥ ${TARGETS[database].toLocaleString('en')} orders/s on ${database}`,
       ],
       [
-        growth <= TARGET_RSS_MB,
+        // The issue sets this target on SQLite; on PostgreSQL the growth is shown, not judged.
+        database === 'SQLite' ? growth <= TARGET_RSS_MB : undefined,
         `+${growth.toFixed(1)} MB RSS (${result.idleRss.toFixed(0)} → ${result.peakRss.toFixed(0)} MB)`,
-        `RSS growth ≤ ${TARGET_RSS_MB} MB`,
+        database === 'SQLite' ? `RSS growth ≤ ${TARGET_RSS_MB} MB` : '(none on PostgreSQL)',
       ],
       [
         result.p99 <= TARGET_P99_MS,
@@ -167,8 +168,8 @@ async function runExports(server, database, userId) {
         `rowi used ${result.cpuSeconds.toFixed(2)} CPU-s (${Math.round(ROWS / result.cpuSeconds).toLocaleString('en')} orders per CPU-second, the figure a loaded machine disturbs least)`,
     );
     for (const [met, measured, target] of checks) {
-      console.log(`  ${met ? '✓' : '✗'} ${measured.padEnd(36)} target ${target}`);
-      if (!met) failed++;
+      console.log(`  ${met === undefined ? '·' : met ? '✓' : '✗'} ${measured.padEnd(36)} target ${target}`);
+      if (met === false) failed++;
     }
   }
   return failed;
