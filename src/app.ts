@@ -53,6 +53,8 @@ import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
 import operationsRoutes from './resources/operations/operations.routes.js';
+import backupsRoutes from './resources/backups.routes.js';
+import { backupsUnavailable, startBackupRunner } from './resources/backups.service.js';
 import importsRoutes, { operationsRetention } from './resources/imports.routes.js';
 import { startImportRunner } from './resources/import-runner.js';
 import { ITEMS_IMPORT } from './resources/items/items-import.js';
@@ -190,6 +192,20 @@ export async function buildApp({
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: importTargets });
   await app.register(operationsRoutes);
+  // Backups over HTTP run in the process that took the request, under the lease its import runner renews.
+  const backups =
+    backupsUnavailable(config) === undefined
+      ? startBackupRunner({
+          db,
+          log: logger,
+          data: config.data,
+          folder: config.backupDir,
+          keep: config.backupKeep,
+          leases: imports,
+        })
+      : undefined;
+  if (backups !== undefined) app.addHook('onClose', () => backups.close());
+  await app.register(backupsRoutes, { runner: backups });
   // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,

@@ -62,7 +62,7 @@ export function lenientSchema(schema: unknown): unknown {
     if (key === 'properties' && typeof value === 'object' && value !== null) {
       copy[key] = Object.fromEntries(Object.entries(value).map(([name, member]) => [name, lenientSchema(member)]));
     } else if (key === 'anyOf' && Array.isArray(value)) {
-      copy[key] = distinct(value.map(lenientSchema));
+      copy[key] = distinct(value.map((branch) => openBranch(lenientSchema(branch))));
     } else if (key === 'items' || key === 'additionalProperties') {
       copy[key] = lenientSchema(value);
     } else {
@@ -70,6 +70,22 @@ export function lenientSchema(schema: unknown): unknown {
     }
   }
   return copy;
+}
+
+/**
+ * A branch of an `anyOf` chosen by its members, not by what else the value carries: an object
+ * presented with a member its schema does not write (an operation's `version`, used for its
+ * ETag) still fits the branch whose required members it has (the kinds of operation differ there).
+ */
+function openBranch(branch: unknown): unknown {
+  if (
+    typeof branch !== 'object' ||
+    branch === null ||
+    (branch as { additionalProperties?: unknown }).additionalProperties !== false
+  )
+    return branch;
+  const { additionalProperties: _closed, ...open } = branch as Record<string, unknown>;
+  return open;
 }
 
 /** Branches that became equal (three constants, one type) are one branch. */

@@ -74,6 +74,11 @@ const EXPECTED: Record<string, Needs> = {
   'DELETE /v1/operations/:id': ['operations:update', 'operations:read'],
   'GET /v1/operations/:id/errors': ['operations:read'],
   'HEAD /v1/operations/:id/errors': ['operations:read'],
+  'POST /v1/backups': ['backups:create'],
+  'GET /v1/backups': ['backups:read'],
+  'HEAD /v1/backups': ['backups:read'],
+  'GET /v1/backups/:name': ['backups:read'],
+  'HEAD /v1/backups/:name': ['backups:read'],
 
   'GET /v1/items/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/stock': ['stock:read', 'items:read'],
@@ -168,6 +173,8 @@ const ROLE_SCOPES = {
     ...['read', 'create', 'update', 'delete'].map((action) => `webhook-endpoints:${action}`),
     'metrics:read',
     ...OPERATIONS,
+    'backups:read',
+    'backups:create',
   ],
 };
 
@@ -379,6 +386,7 @@ function concreteUrl(url: string, targets: Targets): string {
     .replace(':type', 'not-found')
     .replace(':place', targets.place)
     .replace(':key_id', String(targets.keyId))
+    .replace(':name', 'rowi-matrix.sqlite')
     .replace(':id', () => {
       const id = collection === undefined ? undefined : ids[collection];
       if (id === undefined) throw new Error(`no target record for ${url}: add one to createTargets()`);
