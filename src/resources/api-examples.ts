@@ -83,6 +83,18 @@ const endpoint = {
 };
 const attempt = { attempted_at: LATER, status_code: 204, duration_ms: 38, error: null };
 
+const backup = {
+  file: 'rowi-20261126T203000.123Z.sqlite',
+  bytes: 1_048_576,
+  sha256: '9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d',
+  taken_at: AT,
+  ms: 412,
+  schema: '0017-one-backup-at-a-time',
+  rows: { users: 1200, items: 340, orders: 5600 },
+  rowi: '0.1.0',
+  url: '/v1/backups/rowi-20261126T203000.123Z.sqlite',
+};
+
 export const API_EXAMPLES: Record<string, unknown> = {
   Index: {
     name: 'rowi',
@@ -194,7 +206,20 @@ export const API_EXAMPLES: Record<string, unknown> = {
       },
     ],
   },
-  Operation: {
+  Backup: backup,
+  BackupOperation: {
+    id: 7,
+    kind: 'backup',
+    status: 'succeeded',
+    created_by: 1,
+    caller_name: 'admin',
+    created_at: AT,
+    updated_at: LATER,
+    started_at: AT,
+    finished_at: LATER,
+    summary: { detail: `Backup taken and checked: ${backup.file} in ROWI_BACKUP_DIR.`, backup },
+  },
+  ImportOperation: {
     id: 1,
     kind: 'import',
     target: 'items',
