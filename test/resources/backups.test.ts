@@ -5,7 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockBackupFolder } from '../../src/db/backup-lock.js';
 import { checkBackup } from '../../src/db/backup.js';
 import { MIGRATION_NAMES } from '../../src/db/migrate.js';
-import { startApp, type TestApp } from '../helpers/app.js';
+import pino from 'pino';
+import { buildApp } from '../../src/app.js';
+import { openStorage } from '../../src/db/connect.js';
+import { call, startApp, type TestApp } from '../helpers/app.js';
 import { BACKEND } from '../helpers/database.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerWithKey, createUser } from '../helpers/records.js';
@@ -26,7 +29,8 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
   let folder: string;
   beforeAll(async () => {
     folder = join(tempFolder('backups'), 'kept');
-    test = await startApp({ ROWI_BACKUP_DIR: folder, ROWI_BACKUP_KEEP: '3' });
+    // Load shedding off: on a loaded machine the backup threads and two apps in one process may delay the event loop past its limit.
+    test = await startApp({ ROWI_BACKUP_DIR: folder, ROWI_BACKUP_KEEP: '3', ROWI_MAX_EVENT_LOOP_DELAY: '0' });
   });
   afterAll(() => test.close());
 
@@ -83,6 +87,30 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
       await lock.release();
     }
     expect((await ended(test, first.headers.location as string)).json.status).toBe('succeeded');
+  });
+
+  it('POST /v1/backups: two at once on two instances of one database file (as two workers): one is queued, the other gets 409 backup-running naming it', async () => {
+    const other = await openStorage(test.config, pino({ level: 'silent' }));
+    const otherApp = await buildApp({ config: test.config, storage: other, logger: pino({ level: 'silent' }) });
+    const lock = await lockBackupFolder(folder);
+    try {
+      await otherApp.ready();
+      const replies = await Promise.all([
+        test.call({ method: 'POST', url: '/v1/backups' }),
+        call(otherApp, { method: 'POST', url: '/v1/backups', key: test.adminKey }),
+      ]);
+      const accepted = replies.filter((reply) => reply.status === 202);
+      const refused = replies.filter((reply) => reply.status === 409);
+      expect([accepted.length, refused.length]).toEqual([1, 1]);
+      expectProblem(refused[0]!, 409, 'backup-running');
+      expect(refused[0]!.json.operation).toBe(accepted[0]!.headers.location);
+      await lock.release();
+      expect((await ended(test, accepted[0]!.headers.location as string)).json.status).toBe('succeeded');
+    } finally {
+      await lock.release();
+      await otherApp.close();
+      await other.close();
+    }
   });
 
   it('DELETE /v1/operations/{id}: a queued backup is cancelled, and writes nothing', async () => {
