@@ -140,7 +140,8 @@ async function main() {
   console.log(
     `  ${verdict(share >= ORDERS_SHARE)} POST /v1/orders while a backup runs >= ${ORDERS_SHARE * 100} % of their rate without  measured: ${(share * 100).toFixed(1)} %`,
   );
-  if (megabytes < 1024) console.log(`  (the issue's database is 1 GB: --megabytes 1024; this run's is ${megabytes} MB)`);
+  if (megabytes < 1024)
+    console.log(`  (the issue's database is 1 GB: --megabytes 1024; this run's is ${megabytes} MB)`);
   console.log(`load average at the end: ${load()}`);
 }
 
