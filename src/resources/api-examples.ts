@@ -95,6 +95,40 @@ const backup = {
   url: '/v1/backups/rowi-20261126T203000.123Z.sqlite',
 };
 
+const importOperation = {
+  id: 1,
+  kind: 'import',
+  target: 'items',
+  status: 'succeeded',
+  media_type: 'text/csv',
+  options: { mode: 'partial', on_conflict: 'update', dry_run: false },
+  progress: {
+    bytes_read: 1048576,
+    bytes_total: 1048576,
+    rows_read: 40000,
+    rows_succeeded: 39998,
+    rows_skipped: 0,
+    rows_failed: 2,
+    committed_through: 40001,
+  },
+  created_by: 2,
+  caller_name: 'warehouse',
+  created_at: AT,
+  updated_at: LATER,
+  started_at: AT,
+  finished_at: LATER,
+  summary: {
+    detail: '39998 rows stored, 0 skipped, 2 refused.',
+    rows_committed: 39998,
+    committed: 'Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was.',
+  },
+  errors: [
+    { row: 17, field: 'price', problem: 'validation-failed', detail: 'price must be a decimal string' },
+    { row: 902, field: 'sku', problem: 'duplicate-in-file', detail: 'has the same sku as row 12 of this file' },
+  ],
+  errors_url: '/v1/operations/1/errors',
+};
+
 export const API_EXAMPLES: Record<string, unknown> = {
   Index: {
     name: 'rowi',
@@ -219,39 +253,8 @@ export const API_EXAMPLES: Record<string, unknown> = {
     finished_at: LATER,
     summary: { detail: `Backup taken and checked: ${backup.file} in ROWI_BACKUP_DIR.`, backup },
   },
-  ImportOperation: {
-    id: 1,
-    kind: 'import',
-    target: 'items',
-    status: 'succeeded',
-    media_type: 'text/csv',
-    options: { mode: 'partial', on_conflict: 'update', dry_run: false },
-    progress: {
-      bytes_read: 1048576,
-      bytes_total: 1048576,
-      rows_read: 40000,
-      rows_succeeded: 39998,
-      rows_skipped: 0,
-      rows_failed: 2,
-      committed_through: 40001,
-    },
-    created_by: 2,
-    caller_name: 'warehouse',
-    created_at: AT,
-    updated_at: LATER,
-    started_at: AT,
-    finished_at: LATER,
-    summary: {
-      detail: '39998 rows stored, 0 skipped, 2 refused.',
-      rows_committed: 39998,
-      committed: 'Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was.',
-    },
-    errors: [
-      { row: 17, field: 'price', problem: 'validation-failed', detail: 'price must be a decimal string' },
-      { row: 902, field: 'sku', problem: 'duplicate-in-file', detail: 'has the same sku as row 12 of this file' },
-    ],
-    errors_url: '/v1/operations/1/errors',
-  },
+  ImportOperation: importOperation,
+  Operation: importOperation,
   OperationRowError: {
     row: 17,
     field: 'price',

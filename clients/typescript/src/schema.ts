@@ -2786,9 +2786,110 @@ export interface components {
         /**
          * Operation
          * @description a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation)
+         * @example {
+         *       "id": 1,
+         *       "kind": "import",
+         *       "target": "items",
+         *       "status": "succeeded",
+         *       "media_type": "text/csv",
+         *       "options": {
+         *         "mode": "partial",
+         *         "on_conflict": "update",
+         *         "dry_run": false
+         *       },
+         *       "progress": {
+         *         "bytes_read": 1048576,
+         *         "bytes_total": 1048576,
+         *         "rows_read": 40000,
+         *         "rows_succeeded": 39998,
+         *         "rows_skipped": 0,
+         *         "rows_failed": 2,
+         *         "committed_through": 40001
+         *       },
+         *       "created_by": 2,
+         *       "caller_name": "warehouse",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *         "rows_committed": 39998,
+         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *       },
+         *       "errors": [
+         *         {
+         *           "row": 17,
+         *           "field": "price",
+         *           "problem": "validation-failed",
+         *           "detail": "price must be a decimal string"
+         *         },
+         *         {
+         *           "row": 902,
+         *           "field": "sku",
+         *           "problem": "duplicate-in-file",
+         *           "detail": "has the same sku as row 12 of this file"
+         *         }
+         *       ],
+         *       "errors_url": "/v1/operations/1/errors"
+         *     }
          */
         Operation: components["schemas"]["ImportOperation"] | components["schemas"]["BackupOperation"];
-        /** OperationPage */
+        /**
+         * OperationPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": 1,
+         *           "kind": "import",
+         *           "target": "items",
+         *           "status": "succeeded",
+         *           "media_type": "text/csv",
+         *           "options": {
+         *             "mode": "partial",
+         *             "on_conflict": "update",
+         *             "dry_run": false
+         *           },
+         *           "progress": {
+         *             "bytes_read": 1048576,
+         *             "bytes_total": 1048576,
+         *             "rows_read": 40000,
+         *             "rows_succeeded": 39998,
+         *             "rows_skipped": 0,
+         *             "rows_failed": 2,
+         *             "committed_through": 40001
+         *           },
+         *           "created_by": 2,
+         *           "caller_name": "warehouse",
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:05:00.000Z",
+         *           "started_at": "2026-06-01T12:00:00.000Z",
+         *           "finished_at": "2026-06-01T12:05:00.000Z",
+         *           "summary": {
+         *             "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *             "rows_committed": 39998,
+         *             "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *           },
+         *           "errors": [
+         *             {
+         *               "row": 17,
+         *               "field": "price",
+         *               "problem": "validation-failed",
+         *               "detail": "price must be a decimal string"
+         *             },
+         *             {
+         *               "row": 902,
+         *               "field": "sku",
+         *               "problem": "duplicate-in-file",
+         *               "detail": "has the same sku as row 12 of this file"
+         *             }
+         *           ],
+         *           "errors_url": "/v1/operations/1/errors"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
         OperationPage: {
             data: components["schemas"]["Operation"][];
             /** @description pass as cursor to get the next page; null on the last page */
