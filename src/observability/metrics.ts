@@ -167,6 +167,8 @@ let backupStatusOf: (() => Promise<{ lastSuccess?: number; failures: number } | 
 /** Where the backup metrics read the schedule's outcome (the folder's status file). */
 export function watchBackups(read: () => Promise<{ lastSuccess?: number; failures: number } | undefined>): void {
   backupStatusOf = read;
+  // The failures the folder could not record are those of the folder watched from now on.
+  unrecordedBackupFailures = 0;
 }
 
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;
