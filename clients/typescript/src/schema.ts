@@ -828,6 +828,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of orders (a long-running operation)
+         * @description Streams a CSV (header row: order, name, user_id, item_id, quantity; required: order, user_id, item_id, quantity) or NDJSON file of orders into an operation; 202 with Location /v1/operations/{id} to follow it. Needs orders:create and users:read and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports". CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.
+         */
+        post: operations["importOrders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/operations": {
         parameters: {
             query?: never;
@@ -5295,6 +5315,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5397,6 +5422,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5433,7 +5463,13 @@ export interface operations {
     };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5481,7 +5517,13 @@ export interface operations {
     };
     "getMe-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5529,7 +5571,13 @@ export interface operations {
     };
     getUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5669,7 +5717,13 @@ export interface operations {
     };
     "getUser-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5833,6 +5887,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5935,6 +5994,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5971,7 +6035,13 @@ export interface operations {
     };
     getItem: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6111,7 +6181,13 @@ export interface operations {
     };
     "getItem-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6265,6 +6341,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6310,6 +6391,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6346,7 +6432,13 @@ export interface operations {
     };
     getStock: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6446,7 +6538,13 @@ export interface operations {
     };
     "getStock-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6564,6 +6662,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6621,6 +6724,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6723,6 +6831,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6825,6 +6935,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6861,7 +6973,10 @@ export interface operations {
     };
     getOrder: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7000,7 +7115,10 @@ export interface operations {
     };
     "getOrder-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7158,6 +7276,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7206,6 +7329,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7241,7 +7369,13 @@ export interface operations {
     };
     getWeather: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7402,7 +7536,13 @@ export interface operations {
     };
     "getWeather-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7537,6 +7677,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7587,6 +7732,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7641,6 +7791,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7736,6 +7888,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7769,7 +7923,10 @@ export interface operations {
     };
     getCaller: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7859,7 +8016,10 @@ export interface operations {
     };
     "getCaller-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7968,6 +8128,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -8057,6 +8222,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -8094,7 +8264,13 @@ export interface operations {
     };
     getApiKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8169,7 +8345,13 @@ export interface operations {
     };
     "getApiKey-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8230,6 +8412,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8289,6 +8476,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8476,6 +8668,55 @@ export interface operations {
             507: components["responses"]["InsufficientStorage"];
         };
     };
+    importOrders: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "text/csv": string;
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
     listOperations: {
         parameters: {
             query?: {
@@ -8497,6 +8738,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8548,6 +8791,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8580,7 +8825,10 @@ export interface operations {
     };
     getOperation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8656,7 +8904,10 @@ export interface operations {
     };
     "getOperation-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8998,6 +9249,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -9048,6 +9304,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -9083,7 +9344,13 @@ export interface operations {
     };
     getEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9133,7 +9400,13 @@ export interface operations {
     };
     "getEvent-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9268,6 +9541,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -9356,6 +9634,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -9388,7 +9671,13 @@ export interface operations {
     };
     getWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9477,7 +9766,13 @@ export interface operations {
     };
     "getWebhookEndpoint-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9631,6 +9926,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9680,6 +9977,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9716,7 +10015,10 @@ export interface operations {
     };
     getWebhookDelivery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -9753,7 +10055,10 @@ export interface operations {
     };
     "getWebhookDelivery-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
