@@ -64,6 +64,7 @@ const EXPECTED: Record<string, Needs> = {
   'POST /v1/items/stock/batch': ['stock:update', 'items:read', 'stock:read'],
   'POST /v1/users/import': ['users:create', 'users:update'],
   'POST /v1/items/import': ['items:create', 'items:update', 'stock:update'],
+  'POST /v1/orders/import': ['orders:create', 'users:read', 'items:read'],
   'POST /v1/items/stock/import': ['stock:update', 'items:read'],
 
   'GET /v1/operations': ['operations:read'],
