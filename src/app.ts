@@ -152,7 +152,7 @@ export async function buildApp({
     app,
     new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
   );
-  registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
+  registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
   await registerOpenApi(app, {
     version: VERSION,
     description: API_DESCRIPTION,

@@ -1,8 +1,8 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
-import { countUnrecordedBackupFailure } from '../observability/metrics.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { BackupError, backupSqlite, describeFault, listBackups, manifestOf, type BackupManifest } from './backup.js';
 import { lockBackupFolder } from './backup-lock.js';
 
@@ -37,6 +37,15 @@ export interface BackupSchedule {
   /** Takes one now, as the schedule does (the timer goes on). */
   runOnce(): Promise<BackupManifest | undefined>;
   close(): Promise<void>;
+}
+
+/**
+ * A failure the folder cannot record, counted in this process's metrics instead; loaded only then,
+ * so that the primary of --workers, which runs the schedule, does not load the metrics for it.
+ */
+async function countUnrecorded(): Promise<void> {
+  const { countUnrecordedBackupFailure } = await import('../observability/metrics.js');
+  countUnrecordedBackupFailure();
 }
 
 /** Records the outcome of a backup in the folder's status.json, where every process's metrics read it. */
@@ -75,9 +84,9 @@ export async function takeBackup(options: {
   starting?: () => Promise<void>;
 }): Promise<{ manifest: BackupManifest; removed: string[] }> {
   const { data, folder, keep } = options;
-  const lock = await lockBackupFolder(folder, options.waiting, options.signal).catch((error: unknown) => {
+  const lock = await lockBackupFolder(folder, options.waiting, options.signal).catch(async (error: unknown) => {
     if (options.signal?.aborted) throw error;
-    countUnrecordedBackupFailure();
+    await countUnrecorded();
     throw new BackupError(`the backup folder ${folder} cannot be used (${describeFault(error)})`);
   });
   try {
@@ -91,7 +100,7 @@ export async function takeBackup(options: {
       const message = (error as Error).message;
       const failures = ((await readBackupStatus(folder))?.failures ?? 0) + 1;
       await recordOutcome(folder, { last_failure_at: new Date().toISOString(), failures, last_error: message }).catch(
-        () => countUnrecordedBackupFailure(),
+        countUnrecorded,
       );
       throw error instanceof BackupError ? error : new BackupError(message);
     }
