@@ -19,8 +19,8 @@ export function serializerFactory(): SerializerFactory {
   return (externalSchemas, options) => {
     const compile = compilers(externalSchemas, options);
     return (route) => {
-      if (Number(route.httpStatus) >= 400) return lazily(() => compile(route));
-      return lazily(() => compile({ ...route, schema: lenientSchema(route.schema) }));
+      if (Number(route.httpStatus) >= 400) return lazily(() => compile(route), false);
+      return lazily(() => compile({ ...route, schema: lenientSchema(route.schema) }), true);
     };
   };
 }
@@ -33,17 +33,18 @@ export function serializerFactory(): SerializerFactory {
  */
 const pending = new Set<() => unknown>();
 
-function lazily(compile: () => (document: unknown) => string): (document: unknown) => string {
+function lazily(compile: () => (document: unknown) => string, checked: boolean): (document: unknown) => string {
   let serialize: ((document: unknown) => string) | undefined;
   const compileOnce = () => {
     pending.delete(compileOnce);
     return (serialize ??= compile());
   };
-  pending.add(compileOnce);
+  // A problem's serializer (one shared schema, never used: see above) is not among those a test compiles.
+  if (checked) pending.add(compileOnce);
   return (document) => (serialize ?? compileOnce())(document);
 }
 
-/** Compiles every serializer not compiled yet; throws what fast-json-stringify throws for a broken schema. */
+/** Compiles every success serializer not compiled yet; throws what fast-json-stringify throws for a broken schema. */
 export function compileAllSerializers(): number {
   const compilers = [...pending];
   for (const compile of compilers) compile();
