@@ -71,6 +71,14 @@ export const EVENT_SETTINGS = {
     }),
     'ROWI_WEBHOOK_CONCURRENCY',
   ),
+  webhookThread: setting(
+    Type.Union([Type.Literal('thread'), Type.Literal('main')], {
+      default: 'thread',
+      description:
+        '`thread`: webhooks are delivered on a thread of their own, with database connections of their own, off the event loop that answers requests; `main`: on that event loop',
+    }),
+    'ROWI_WEBHOOK_THREAD',
+  ),
   webhookDisableAfter: setting(
     Type.Integer({
       minimum: 1,

@@ -1,6 +1,6 @@
 import { isDiskFull } from './driver-errors.js';
 import { execute, type SqliteConnectionHandle } from './sqlite-connection.js';
-import { whenUnlocked } from './sqlite-lock.js';
+import { whenUnlocked, writeLockReleased } from './sqlite-lock.js';
 
 /**
  * Group commit on SQLite (the writer of sqlite-driver.ts): the units of work of concurrent
@@ -228,6 +228,7 @@ export class GroupCommitWriter {
       if (isDiskFull(error)) this.#options.onDiskFull?.(error);
       if (this.#options.writer.inTransaction) execute(this.#options.writer.prepare('rollback'));
     }
+    writeLockReleased();
     for (const member of group.members) {
       if (failure === undefined) member.resolve();
       else member.reject(failure);

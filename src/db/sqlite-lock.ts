@@ -8,6 +8,30 @@ import { codeOf } from './driver-errors.js';
  * SQLITE_BUSY reaches the caller (503 with Retry-After).
  */
 
+/**
+ * Counts the write transactions ended by this process's connections, shared by its threads (the
+ * main thread's writer and the webhook thread's: process/webhook-thread.ts). A writer that found
+ * the lock held by another thread of the process tries again as soon as that thread ends its
+ * transaction, instead of after its pause.
+ */
+let releases = new Int32Array(new SharedArrayBuffer(4));
+
+/** The count's memory, handed to a thread of this process that opens the same file. */
+export function writeLockReleases(): SharedArrayBuffer {
+  return releases.buffer as SharedArrayBuffer;
+}
+
+/** In a thread: counts in the memory its process handed it (writeLockReleases). */
+export function shareWriteLockReleases(buffer: SharedArrayBuffer): void {
+  releases = new Int32Array(buffer);
+}
+
+/** Said by a writer after each COMMIT or ROLLBACK: the threads of the process waiting for the lock try again. */
+export function writeLockReleased(): void {
+  Atomics.add(releases, 0, 1);
+  Atomics.notify(releases, 0);
+}
+
 /** Pauses between attempts at a locked database: short at first (most locks are held for milliseconds), never long. */
 const FIRST_PAUSE_MS = 1;
 const LONGEST_PAUSE_MS = 25;
@@ -19,13 +43,26 @@ const LONGEST_PAUSE_MS = 25;
 export async function whenUnlocked<T>(attempt: () => T, timeoutMs: number): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_PAUSE_MS)) {
+    const released = Atomics.load(releases, 0);
     try {
       return attempt();
     } catch (error) {
       if (!isBusy(error) || performance.now() + pause > deadline) throw error;
     }
-    await new Promise((resolve) => setTimeout(resolve, pause));
+    // The pause, or less when a thread of this process ends its transaction meanwhile.
+    const wait = (Atomics as unknown as AsyncAtomics).waitAsync(releases, 0, released, pause);
+    if (wait.async) await wait.value;
   }
+}
+
+/** Atomics.waitAsync (Node 16 and later), not in the ES2022 library TypeScript is given. */
+interface AsyncAtomics {
+  waitAsync(
+    array: Int32Array,
+    index: number,
+    value: number,
+    timeoutMs: number,
+  ): { async: false; value: string } | { async: true; value: Promise<string> };
 }
 
 function isBusy(error: unknown): boolean {
