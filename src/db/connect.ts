@@ -22,7 +22,8 @@ export type { Storage } from './storage.js';
  */
 export async function openStorage(config: Config, log: FastifyBaseLogger, options: OpenOptions = {}): Promise<Storage> {
   // PostgreSQL's driver is loaded only when it is used: a rowi on SQLite never holds it (about 14 MB).
-  if (config.databaseUrl !== '') return (await import('./postgres.js')).openPostgres(config, log);
+  if (config.databaseUrl !== '')
+    return (await import('./postgres.js')).openPostgres(config, log, { listens: options.signals ?? true });
   try {
     return await openSqlite(config, log, options);
   } catch (error) {
@@ -35,9 +36,12 @@ export async function openStorage(config: Config, log: FastifyBaseLogger, option
   }
 }
 
+/** A second opening of the database in a process (its webhook thread) leaves these to the first. */
 export interface OpenOptions {
-  /** Whether this opening checkpoints the SQLite file (the process's main one; not a second opening in the same process). */
+  /** Whether it checkpoints the SQLite file. */
   checkpoints?: boolean;
+  /** Whether it listens for the signals of other instances (PostgreSQL: a connection of its own). */
+  signals?: boolean;
 }
 
 type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'> & Partial<Pick<Config, 'databaseTimeout'>>;

@@ -18,10 +18,18 @@ const { config, userAgent, lockReleases } = workerData as WebhookThreadData;
 shareWriteLockReleases(lockReleases);
 const log = createLogger(config).child({ thread: 'webhooks' });
 const storage = await openStorage(
-  { ...config, databasePoolSize: Math.min(config.databasePoolSize, THREAD_POOL_SIZE) },
+  {
+    ...config,
+    databasePoolSize: Math.min(config.databasePoolSize, THREAD_POOL_SIZE),
+    // Its SQLite commits do not wait for the disk while holding the write lock the requests need:
+    // what it writes (deliveries fanned out with their cursor, claims, outcomes) is on disk with the
+    // main thread's next commit, and if a power cut loses it first, it is done and sent again (at
+    // least once, with the same sequence).
+    sqliteSynchronous: 'normal',
+  },
   log,
-  // The process's main connection checkpoints the file.
-  { checkpoints: false },
+  // The main thread checkpoints the file, and wakes this thread on the signals of other instances.
+  { checkpoints: false, signals: false },
 );
 const listeners = new Set<() => void>();
 const wakes: Wakes = {

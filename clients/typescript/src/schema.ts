@@ -4106,6 +4106,9 @@ export interface components {
             event_id: string;
             /** @description the type of the event sent */
             event_type: string;
+            resource: string | null;
+            /** @description its place among the deliveries of its resource to this endpoint, from 1; the webhook's `sequence`. Null for a delivery made before rowi numbered them */
+            sequence: number | null;
             /** @description pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand) */
             status: "pending" | "succeeded" | "dead";
             next_attempt_at: string | null;
