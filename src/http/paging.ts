@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import Type, { type TSchema } from 'typebox';
+import Type, { type TSchema, type TString } from 'typebox';
 import { toTimestamp } from '../db/clock.js';
 import type { ListQuery, SortKey } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
@@ -14,14 +14,14 @@ import { Timestamp } from './schemas.js';
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
 
-export interface FilterSpec {
-  schema: TSchema;
-  /** The column compared, and how. */
+/**
+ * One filter parameter: the column compared, and how. A filter whose parameter is a string may turn
+ * it into the stored form first (lower-cased email, normalised timestamp…).
+ */
+export type FilterSpec = {
   column: string;
   operator: '=' | '>' | '<';
-  /** Turns the parameter into the stored form (lower-cased email, normalised timestamp…). */
-  normalize?: (value: never) => string | number;
-}
+} & ({ schema: TString; normalize?: (value: string) => string | number } | { schema: TSchema; normalize?: never });
 
 export interface CollectionSpec {
   /** Fields callers may sort by, with their JSON type; each is a non-null column of that name. */
@@ -71,7 +71,11 @@ function idsSchema(ids: IdsSpec) {
  * is accepted and compared in rowi's stored form (UTC, milliseconds), so the comparison of text
  * columns is a comparison of instants.
  */
-export function timeBound(column: string, bound: 'after' | 'before', subject: string): FilterSpec {
+export function timeBound(
+  column: string,
+  bound: 'after' | 'before',
+  subject: string,
+): { schema: TString; column: string; operator: '>' | '<'; normalize: (value: string) => string } {
   return {
     schema: Type.String({ ...Timestamp, description: `only ${subject} strictly ${bound} this instant (RFC 3339)` }),
     column,
@@ -81,10 +85,10 @@ export function timeBound(column: string, bound: 'after' | 'before', subject: st
 }
 
 /** created_after / created_before, exclusive bounds on created_at. */
-export const CREATED_RANGE_FILTERS: Record<string, FilterSpec> = {
+export const CREATED_RANGE_FILTERS = {
   created_after: timeBound('created_at', 'after', 'records created'),
   created_before: timeBound('created_at', 'before', 'records created'),
-};
+} satisfies Record<string, FilterSpec>;
 
 /** The query-string schema of a collection: paging, sort and its filters, nothing else (400). */
 export function listQuerySchema(spec: CollectionSpec) {
@@ -127,7 +131,8 @@ export function parseListQuery(spec: CollectionSpec, query: Record<string, unkno
     .map(([name, filter]) => ({
       column: filter.column,
       operator: filter.operator,
-      value: filter.normalize ? filter.normalize(query[name] as never) : (query[name] as string | number),
+      // The query string was validated against the filter's schema: a string where it normalises.
+      value: filter.normalize ? filter.normalize(query[name] as string) : (query[name] as string | number),
     }));
   const ids = spec.ids && query.id !== undefined ? parseIds(spec.ids, query.id as string | string[]) : undefined;
   if (ids) conditions.push({ column: spec.ids!.column, operator: 'in', value: ids });

@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
+import { isSqlite } from '../db/dialect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventFeed } from './feed.js';
 import { Lease } from './lease.js';
@@ -10,7 +11,15 @@ import { presentEvent } from './outbox.js';
 import { cursorOf, findEventsAfter, moveCursor, positionOf } from './outbox.repository.js';
 
 const CURSOR = 'nats';
-const LEASE_MS = 15_000;
+/**
+ * The publisher's lease on PostgreSQL: renewed on a heartbeat every second, so a holder that stops
+ * (a host gone) is taken over once it runs out, within a few seconds. On SQLite every process is
+ * on one host, where a holder that died is taken over at once (lease.ts): the lease is long and
+ * renewed as it works.
+ */
+const LEASE_MS = 4000;
+const SQLITE_LEASE_MS = 15_000;
+const HEARTBEAT_MS = 1000;
 const BATCH = 200;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 10_000;
@@ -21,7 +30,8 @@ const RETRY_MAX_MS = 10_000;
  * lease. The event id is the message id, so JetStream drops a message published twice (after a
  * crash between publishing and moving the cursor) within its duplicate window; the cursor moves
  * only past events JetStream acknowledged, so none is lost while NATS is away: publishing resumes
- * where it stopped, with back-off.
+ * where it stopped, with back-off. On PostgreSQL the holder beats every second, and a process of
+ * another host takes over within a few seconds of its last beat (docs/events.md).
  */
 export class NatsBus extends OutboxWorker {
   readonly #db: Db;
@@ -33,6 +43,7 @@ export class NatsBus extends OutboxWorker {
   #connection: NatsConnection | undefined;
   #client: JetStreamClient | undefined;
   #retryMs = RETRY_MIN_MS;
+  readonly #heartbeat: NodeJS.Timeout | undefined;
 
   constructor(
     db: Db,
@@ -46,12 +57,26 @@ export class NatsBus extends OutboxWorker {
     this.#url = options.url;
     this.#stream = options.stream;
     this.#subject = options.subject;
-    this.#lease = new Lease(db, CURSOR, options.owner, LEASE_MS);
+    const beats = !isSqlite(db);
+    this.#lease = new Lease(db, CURSOR, options.owner, beats ? LEASE_MS : SQLITE_LEASE_MS);
+    if (beats) {
+      this.#heartbeat = setInterval(() => void this.#beat(), HEARTBEAT_MS);
+      this.#heartbeat.unref();
+    }
   }
 
   override async close(): Promise<void> {
+    clearInterval(this.#heartbeat);
     await super.close();
     await this.#connection?.close().catch(() => {});
+  }
+
+  /** Renews the lease while idle, or takes it from a holder that stopped beating, and then publishes what waits. */
+  async #beat(): Promise<void> {
+    const before = this.#lease.heldNow();
+    // A failure is the rounds' to report (they meet the same database).
+    const held = await this.#lease.beat().catch(() => false);
+    if (held && !before) this.wake();
   }
 
   protected async round(): Promise<boolean> {

@@ -26,7 +26,6 @@ import {
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
 import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
-import type { TSchema } from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
@@ -37,9 +36,7 @@ import { unitOfWork } from '../../db/unit-of-work.js';
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
-  // Checked against its view, not yet its schema: the view's grants are string[] where the schema
-  // says scope names.
-  const callers: Collection<TSchema, CallerView> = {
+  const callers: Collection<typeof CallerSchema, CallerView> = {
     path: '/v1/callers',
     name: 'callers',
     singular: 'Caller',

@@ -11,6 +11,7 @@ import {
   recordAccessOf,
   ROLE_OWN_RECORDS,
   type RecordAccess,
+  isScope,
   type Scope,
 } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
@@ -43,9 +44,9 @@ export interface CallerView {
   id: number;
   name: string;
   role: Role;
-  extra_scopes: string[];
-  removed_scopes: string[];
-  scopes: string[];
+  extra_scopes: Scope[];
+  removed_scopes: Scope[];
+  scopes: Scope[];
   record_access: RecordAccess;
   rate_limit: number | null;
   created_at: string;
@@ -70,8 +71,9 @@ export type CallerPatch = Partial<CallerInput> & {
 };
 
 export function presentCaller(caller: StoredCaller): CallerView {
-  const extra = parseScopeList(caller.extra_scopes);
-  const removed = parseScopeList(caller.removed_scopes);
+  // Stored grants were checked when written; a scope a later rowi no longer knows is not shown.
+  const extra = parseScopeList(caller.extra_scopes).filter(isScope);
+  const removed = parseScopeList(caller.removed_scopes).filter(isScope);
   const held = scopesOf(caller.role, extra, removed);
   return {
     id: caller.id,

@@ -41,16 +41,14 @@ export const EVENTS_COLLECTION: CollectionSpec = {
     type: { schema: EventTypeSchema, column: 'type', operator: '=' },
     // Ids begin with their time, so a time range is an id range: the id index serves it.
     created_after: {
-      ...CREATED_RANGE_FILTERS.created_after!,
+      ...CREATED_RANGE_FILTERS.created_after,
       column: 'id',
-      normalize: (value: string) =>
-        lastEventIdAt(CREATED_RANGE_FILTERS.created_after!.normalize!(value as never) as string),
+      normalize: (value: string) => lastEventIdAt(CREATED_RANGE_FILTERS.created_after.normalize(value)),
     },
     created_before: {
-      ...CREATED_RANGE_FILTERS.created_before!,
+      ...CREATED_RANGE_FILTERS.created_before,
       column: 'id',
-      normalize: (value: string) =>
-        firstEventIdAt(CREATED_RANGE_FILTERS.created_before!.normalize!(value as never) as string),
+      normalize: (value: string) => firstEventIdAt(CREATED_RANGE_FILTERS.created_before.normalize(value)),
     },
   },
 };

@@ -1,6 +1,6 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { eventSightOf } from '../../auth/visibility.js';
 import type { Config } from '../../config/config.js';
 import { AppError } from '../../errors.js';
@@ -39,7 +39,7 @@ export function registerEventStream(
   const access = new StreamAccess(app.auth, app.log);
   app.addHook('onClose', async () => access.close());
 
-  app.get(
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/v1/events/stream',
     {
       schema: operation({
@@ -91,7 +91,7 @@ export function registerEventStream(
       const sight = eventSightOf(principal);
       let from;
       try {
-        from = await startingPosition(db, request.headers as Static<typeof StreamHeaders>, sight);
+        from = await startingPosition(db, request.headers, sight);
       } catch (error) {
         leave();
         throw error;
@@ -99,9 +99,9 @@ export function registerEventStream(
       // HEAD answers the stream's headers and ends: a stream never ends by itself.
       if (request.method === 'HEAD') {
         leave();
-        return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-store').send();
+        return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-store').send('');
       }
-      const { types } = request.query as Static<typeof StreamQuery>;
+      const { types } = request.query;
       let unsubscribe: (() => void) | undefined;
       const stream: StreamConnection = new StreamConnection(request, reply, {
         sight,

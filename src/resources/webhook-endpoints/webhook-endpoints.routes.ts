@@ -40,11 +40,8 @@ import {
   rotateSecret,
   type EndpointView,
 } from './webhook-endpoints.service.js';
-import type { TSchema } from 'typebox';
 
-// Checked against its view, not yet its schema: the view's events are string[] where the schema
-// says event types.
-const ENDPOINTS: Collection<TSchema, EndpointView> = {
+const ENDPOINTS: Collection<typeof WebhookEndpointSchema, EndpointView> = {
   path: '/v1/webhook-endpoints',
   name: 'webhook-endpoints',
   singular: 'WebhookEndpoint',

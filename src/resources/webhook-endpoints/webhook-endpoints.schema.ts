@@ -2,13 +2,13 @@ import Type, { type Static } from 'typebox';
 import { EVENT_TYPE_NAMES } from '../../outbox/event-types.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { REFUSED_CHARACTERS, SPACE_CHARACTERS, freeText } from '../../http/free-text.js';
-import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp } from '../../http/schemas.js';
+import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp, oneOfLiterals } from '../../http/schemas.js';
 import { EventId } from '../event-id.js';
 
 /** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
 const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
 
-const EventTypeOrAll = Type.Union([Type.Literal('*'), ...SUBSCRIBABLE.map((type) => Type.Literal(type))], {
+const EventTypeOrAll = oneOfLiterals(['*' as const, ...SUBSCRIBABLE], {
   description: 'an event type, or * for every type',
 });
 
@@ -98,6 +98,7 @@ export const WebhookEndpointCreateSchema = Type.Object(
   },
   { additionalProperties: false, title: 'WebhookEndpointCreate' },
 );
+export type WebhookEndpoint = Static<typeof WebhookEndpointSchema>;
 export type WebhookEndpointCreate = Static<typeof WebhookEndpointCreateSchema>;
 
 export const WebhookEndpointPatchSchema = Type.Object(

@@ -25,7 +25,7 @@ import {
   written,
 } from '../preconditions.js';
 import { assertMayChange, ownerFor, ownerScopes, type EndpointContext } from './endpoint-access.js';
-import type { WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
+import type { WebhookEndpoint, WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
 
 /**
  * Webhook endpoints (docs/events.md): where events are POSTed, which types, and the secret that
@@ -38,7 +38,7 @@ export interface EndpointView {
   url: string;
   owner_caller_id: number | null;
   description: string;
-  events: string[];
+  events: WebhookEndpoint['events'];
   enabled: boolean;
   disabled_reason: string | null;
   failed_attempts: number;
@@ -56,7 +56,8 @@ export function presentEndpoint(endpoint: StoredEndpoint): EndpointView {
     url: endpoint.url,
     owner_caller_id: endpoint.owner_caller_id,
     description: endpoint.description,
-    events: JSON.parse(endpoint.events) as string[],
+    // Stored as the JSON of a validated list.
+    events: JSON.parse(endpoint.events) as WebhookEndpoint['events'],
     enabled: endpoint.enabled === 1,
     disabled_reason: endpoint.disabled_reason,
     failed_attempts: endpoint.failures,
