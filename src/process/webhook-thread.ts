@@ -49,6 +49,8 @@ class WebhookThread {
   readonly #unsubscribe: () => void;
   #worker: Worker;
   #closing = false;
+  /** Whether the thread runs (between an end and its restart, none does). */
+  #running = false;
   /** Whether a wake is posted and not yet sent: wakes in one turn of the event loop are one message. */
   #waking = false;
 
@@ -61,8 +63,10 @@ class WebhookThread {
 
   #start(): Worker {
     const worker = new Worker(ENTRY, { workerData: this.#data });
+    this.#running = true;
     worker.on('error', (error) => this.#log.error({ err: error }, `the webhook thread failed: ${faultOf(error)}`));
     worker.on('exit', (code) => {
+      this.#running = false;
       if (this.#closing) return;
       this.#log.warn(`the webhook thread ended (${code}); it is started again in ${RESTART_MS} ms`);
       setTimeout(() => {
@@ -77,7 +81,7 @@ class WebhookThread {
     this.#waking = true;
     setImmediate(() => {
       this.#waking = false;
-      this.#worker.postMessage('wake');
+      if (this.#running) this.#worker.postMessage('wake');
     });
   }
 
@@ -86,6 +90,7 @@ class WebhookThread {
     this.#closing = true;
     this.#unsubscribe();
     const worker = this.#worker;
+    if (!this.#running) return;
     const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage('close');
     const bound = setTimeout(() => void worker.terminate(), this.#data.config.webhookTimeout + 10_000);
