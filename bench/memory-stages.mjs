@@ -22,6 +22,8 @@ const dist = new URL('../dist/src/', import.meta.url);
 const load = (path) => import(new URL(path, dist).href);
 
 measure('node, nothing loaded');
+await load('process/cluster.js');
+measure('what the primary of --workers loads (pino, node:cluster)');
 const { loadConfig } = await load('config/config.js');
 measure('config (typebox, ajv, the settings schemas)');
 const { createLogger } = await load('observability/logger.js');

@@ -102,7 +102,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   app.decorateRequest('principal', null);
   // Counted as rowi counts (without a principal, per client address), so the comparison with rowi
   // measures credentials and the audit trail, not rate limiting as well.
-  registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
+  registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
   // Without authentication every request may do everything: the handlers, which tell a caller only
   // what it may read (an order's references, the stock it lacks), see a caller holding every scope.
   app.addHook('preHandler', (request, _reply, done) => {

@@ -59,6 +59,7 @@ import { startImportRunner } from './resources/import-runner.js';
 import { ITEMS_IMPORT } from './resources/items/items-import.js';
 import { STOCK_IMPORT } from './resources/items/stock-import.js';
 import { USERS_IMPORT } from './resources/users/users-import.js';
+import { ORDERS_IMPORT } from './resources/orders/orders-import.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -150,7 +151,7 @@ export async function buildApp({
     app,
     new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
   );
-  registerRateLimits(app, new RateLimiter(config, storage.describe, logger));
+  registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
   await registerOpenApi(app, {
     version: VERSION,
     description: API_DESCRIPTION,
@@ -180,7 +181,7 @@ export async function buildApp({
   await app.register(callersRoutes);
   await app.register(auditRoutes);
   // Imports run in the background, in every process: each runs the files it received (docs/bulk.md "Imports").
-  const importTargets = [USERS_IMPORT, ITEMS_IMPORT, STOCK_IMPORT];
+  const importTargets = [USERS_IMPORT, ITEMS_IMPORT, STOCK_IMPORT, ORDERS_IMPORT];
   const imports = startImportRunner({
     db,
     log: logger,

@@ -27,10 +27,9 @@ export const ConfigSchema = Type.Object({
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 export type ConfigKey = keyof Config;
 
-/** A bad setting: the program stops before it listens and exits with code 2 (docs/operations.md "Configuration"). */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+import { ConfigError } from './config-error.js';
+
+export { ConfigError };
 
 type SettingSchema = TSchema & {
   'x-env': string;

@@ -1,7 +1,8 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { backupSqlite, listBackups, manifestOf, type BackupManifest } from './backup.js';
 
 /**

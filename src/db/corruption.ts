@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { isCorruption, STORAGE_CORRUPT_CODE } from './driver-errors.js';
 import { publishToWorkers, topicOf, type Signals } from './signals.js';
 import type { StatementGuard } from './sqlite-connection.js';
@@ -114,6 +115,12 @@ export class WorkersDamage {
 
   found(detail: string, watch: CorruptionWatch): void {
     watch.report(detail);
+    this.#damaged = true;
+    publishToWorkers(CORRUPT_TOPIC);
+  }
+
+  /** Damage another process found (the preparer's start check of SQLite, process/preparer.ts) and reported there. */
+  foundElsewhere(): void {
     this.#damaged = true;
     publishToWorkers(CORRUPT_TOPIC);
   }

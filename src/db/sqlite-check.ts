@@ -2,7 +2,8 @@ import { fork } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyBaseLogger } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { repairAdvice } from './corruption.js';
 
 /** Lines of SQLite's check kept at most: enough to say what is damaged, not a page of them. */
@@ -23,7 +24,7 @@ export async function checkSqliteFile(
   config: Config,
   log: FastifyBaseLogger,
   onLateDamage: (detail: string) => void,
-): Promise<void> {
+): Promise<Promise<void> | undefined> {
   const file = config.data;
   if (
     config.databaseUrl !== '' ||
@@ -32,7 +33,7 @@ export async function checkSqliteFile(
     !existsSync(file) ||
     statSync(file).size === 0
   )
-    return;
+    return undefined;
   const pragma = config.sqliteCheck === 'full' ? 'integrity_check' : 'quick_check';
   const outcome = runCheck(file, pragma);
   let timer: NodeJS.Timeout | undefined;
@@ -46,7 +47,7 @@ export async function checkSqliteFile(
       { file, check: pragma, err: waited.error },
       `SQLite's ${pragma} of ${file} could not run (${waited.error}): rowi starts without it`,
     );
-    return;
+    return undefined;
   }
   if (waited !== undefined) {
     const damage = describeDamage(waited, pragma);
@@ -58,13 +59,14 @@ export async function checkSqliteFile(
       );
     }
     log.info({ file, check: pragma, ms: waited.ms }, `${file} has no damage SQLite's ${pragma} finds`);
-    return;
+    return undefined;
   }
   log.info(
     { file, check: pragma, wait_ms: config.sqliteCheckWait },
     `SQLite's ${pragma} of ${file} has not finished within ROWI_SQLITE_CHECK_WAIT: rowi starts, and the check goes on beside it`,
   );
-  void outcome.then((late) => {
+  // Settles when the check ends (what waits for it: process/serve.ts, the preparer of --workers).
+  return outcome.then((late) => {
     const damage = describeDamage(late, pragma);
     if ('error' in late)
       log.warn(

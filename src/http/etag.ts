@@ -5,18 +5,28 @@ import type { Format } from './negotiate.js';
  * names one exact representation, so the XML representation of a version has its own tag;
  * for If-Match both tags of the current version are current (they validate the same state).
  */
-export function etagFor(version: number, format: Format): string {
-  return entityTag(`v${version}`, format);
+export function etagFor(version: number, format: Format, fields?: Fields): string {
+  return entityTag(`v${version}`, format, false, fields);
+}
+
+/** A field set (http/fields.ts): a representation with only some fields is another representation. */
+interface Fields {
+  tag: string;
 }
 
 /**
- * An entity tag of any representation: `opaque` names its content, the format is appended (the
- * XML representation is another one), and `weak` marks a tag that names content equivalent for
+ * An entity tag of any representation: `opaque` names its content, the field set and the format
+ * are appended (only some fields, or XML, is another representation: If-None-Match with the tag
+ * of one never gets a 304 for another), and `weak` marks a tag that names content equivalent for
  * caching but not the stored record itself (RFC 9110 §8.8.1), so If-Match never accepts it.
  */
-export function entityTag(opaque: string, format: Format, weak = false): string {
-  return `${weak ? 'W/' : ''}"${format === 'json' ? opaque : `${opaque}-xml`}"`;
+export function entityTag(opaque: string, format: Format, weak = false, fields?: Fields): string {
+  const selected = fields === undefined ? opaque : `${opaque}.f${fields.tag}`;
+  return `${weak ? 'W/' : ''}"${format === 'json' ? selected : `${selected}-xml`}"`;
 }
+
+/** The tag of a field set: `.f` and the set's digest of 12 characters, before any `-xml`. */
+const FIELDS_PART = /\.f[\w-]{12}(?=(?:-xml)?$)/;
 
 interface EntityTags {
   any: boolean;
@@ -42,12 +52,13 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
 
 /**
  * If-Match on a write: true when the write may proceed. Strong comparison (RFC 9110 §13.1.1):
- * a weak tag never matches. No header means no condition.
+ * a weak tag never matches. No header means no condition. The tag of any representation of the
+ * current version (XML, some fields) validates the same state, so it is current too.
  */
 export function ifMatchAllows(header: string | undefined, version: number): boolean {
   if (header === undefined) return true;
   const { any, tags } = parseEntityTags(header);
   if (any) return true;
   const current = [etagFor(version, 'json'), etagFor(version, 'xml')].map((tag) => tag.slice(1, -1));
-  return tags.some((tag) => !tag.weak && current.includes(tag.opaque));
+  return tags.some((tag) => !tag.weak && current.includes(tag.opaque.replace(FIELDS_PART, '')));
 }

@@ -20,7 +20,7 @@ export interface CsvLayout {
   spread: string | undefined;
 }
 
-interface CsvColumn {
+export interface CsvColumn {
   name: string;
   /** The member of the record, and of the object or array element under it. */
   member: string;
@@ -29,7 +29,7 @@ interface CsvColumn {
   json: boolean;
 }
 
-interface Shape {
+export interface Shape {
   type?: string | string[];
   properties?: Record<string, Shape>;
   items?: Shape;
@@ -37,7 +37,7 @@ interface Shape {
 }
 
 /** The object or array branch of a nullable member, or the member itself. */
-function structureOf(schema: Shape): Shape {
+export function structureOf(schema: Shape): Shape {
   const branch = schema.anyOf?.find((choice) => choice.type === 'object' || choice.type === 'array');
   return branch ?? schema;
 }
@@ -62,6 +62,13 @@ export function csvLayout(record: TSchema): CsvLayout {
       columns.push({ name: member, member, inner: undefined, json: isStructure(schema) });
     }
   }
+  return { columns, spread };
+}
+
+/** The columns of a layout that `keep` keeps; the array spread over rows only while one of its columns is kept. */
+export function keepColumns(layout: CsvLayout, keep: (column: CsvColumn) => boolean): CsvLayout {
+  const columns = layout.columns.filter(keep);
+  const spread = columns.some((column) => column.member === layout.spread) ? layout.spread : undefined;
   return { columns, spread };
 }
 

@@ -5,7 +5,8 @@ import Type, { type TSchema } from 'typebox';
 import type { Config } from '../config/config.js';
 import type { ListQuery } from '../db/keyset.js';
 import { AppError } from '../errors.js';
-import { csvLayout, csvText, projector, type CsvLayout } from './export-shapes.js';
+import { csvLayout, csvText, keepColumns, projector, type CsvLayout } from './export-shapes.js';
+import type { FieldSelection } from './fields.js';
 import { isExportFormat, MEDIA_TYPES, type ExportFormat } from './negotiate.js';
 import { sendPage, type Page } from './paging.js';
 import { header } from './schemas.js';
@@ -38,6 +39,8 @@ export interface Listing<Row> {
   query: ListQuery;
   /** The list's read: one short read of the page the query asks for. */
   list: (query: ListQuery) => Promise<Page<Row>>;
+  /** Only these fields of each record (`fields`), in every representation. */
+  fields?: FieldSelection | undefined;
 }
 
 export type ExportLimits = Pick<Config, 'exportMaxRows' | 'exportStallTimeout'>;
@@ -50,18 +53,30 @@ export async function answerList<Row>(
   limits: ExportLimits,
 ) {
   if (isExportFormat(request.format)) return sendExport(request, reply, listing, request.format, limits);
-  return sendPage(request, reply, await listing.list(listing.query), listing.query);
+  return sendPage(request, reply, await listing.list(listing.query), listing.query, listing.fields);
 }
 
-const layouts = new WeakMap<TSchema, { csv: CsvLayout; project: (row: unknown) => unknown }>();
+interface Shapes {
+  csv: CsvLayout;
+  project: (row: unknown) => unknown;
+}
+const layouts = new WeakMap<TSchema, Shapes>();
+const selectedLayouts = new WeakMap<FieldSelection, Shapes>();
 
-function shapesOf(record: TSchema) {
+/** The columns and the members an export writes: the record's, or those of the fields asked for. */
+function shapesOf(record: TSchema, fields: FieldSelection | undefined): Shapes {
   let shapes = layouts.get(record);
   if (!shapes) {
     shapes = { csv: csvLayout(record), project: projector(record) };
     layouts.set(record, shapes);
   }
-  return shapes;
+  if (!fields) return shapes;
+  let selected = selectedLayouts.get(fields);
+  if (!selected) {
+    selected = { csv: keepColumns(shapes.csv, fields.selects), project: fields.pick };
+    selectedLayouts.set(fields, selected);
+  }
+  return selected;
 }
 
 async function sendExport<Row>(
@@ -85,10 +100,10 @@ async function sendExport<Row>(
     .header('content-disposition', `attachment; filename="${listing.name}.${format}"`)
     .header('cache-control', 'no-store');
   if (request.method === 'HEAD') return reply.send();
-  const shapes = shapesOf(listing.record);
+  const shapes = shapesOf(listing.record, listing.fields);
   const write =
     format === 'csv'
-      ? (rows: Row[], first: boolean) => csvText(shapes.csv, rows, first)
+      ? (rows: Row[], first: boolean) => csvText(shapes.csv, listing.fields ? rows.map(shapes.project) : rows, first)
       : (rows: Row[]) => rows.map((row) => `${JSON.stringify(shapes.project(row))}\n`).join('');
   const stream = Readable.from(
     chunks(listing, write, limits, () => stream.destroy(stalled(limits))),

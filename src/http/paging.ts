@@ -4,6 +4,7 @@ import Type, { type TSchema, type TString } from 'typebox';
 import { toTimestamp } from '../db/clock.js';
 import type { ListQuery, SortKey } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
+import { answerSelected, fieldsParameter, type FieldSelection, type Selectable } from './fields.js';
 import { Timestamp } from './schemas.js';
 
 /**
@@ -90,8 +91,11 @@ export const CREATED_RANGE_FILTERS = {
   created_before: timeBound('created_at', 'before', 'records created'),
 } satisfies Record<string, FilterSpec>;
 
-/** The query-string schema of a collection: paging, sort and its filters, nothing else (400). */
-export function listQuerySchema(spec: CollectionSpec) {
+/**
+ * The query-string schema of a collection: paging, sort and its filters, `fields` when its records
+ * are given (http/fields.ts), nothing else (400).
+ */
+export function listQuerySchema(spec: CollectionSpec, selectable?: Selectable) {
   const sortFields = Object.keys(spec.sortable);
   const filters = Object.fromEntries(
     Object.entries(spec.filters).map(([name, filter]) => [name, Type.Optional(filter.schema)]),
@@ -118,6 +122,7 @@ export function listQuerySchema(spec: CollectionSpec) {
       ),
       ...filters,
       ...(spec.ids ? { id: Type.Optional(idsSchema(spec.ids)) } : {}),
+      ...(selectable ? { fields: fieldsParameter(selectable) } : {}),
     },
     { additionalProperties: false },
   );
@@ -231,16 +236,24 @@ export interface Page<Row> {
 
 /**
  * Sends a page: the envelope, and a Link header (RFC 8288) to the next page that repeats the
- * request's own query with the new cursor.
+ * request's own query with the new cursor. With `fields`, each record has only those fields.
  */
-export function sendPage<Row>(request: FastifyRequest, reply: FastifyReply, page: Page<Row>, query: ListQuery) {
+export function sendPage<Row>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  page: Page<Row>,
+  query: ListQuery,
+  fields?: FieldSelection,
+) {
   const nextCursor = page.nextAfter ? encodeCursor({ sort: signature(query.order), values: page.nextAfter }) : null;
   if (nextCursor) {
     const target = new URL(request.url, 'http://rowi.invalid');
     target.searchParams.set('cursor', nextCursor);
     reply.header('link', `<${target.pathname}${target.search}>; rel="next"`);
   }
-  return reply.send({ data: page.rows, next_cursor: nextCursor });
+  if (!fields) return reply.send({ data: page.rows, next_cursor: nextCursor });
+  answerSelected(request, reply);
+  return reply.send({ data: page.rows.map(fields.pick), next_cursor: nextCursor });
 }
 
 /**

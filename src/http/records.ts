@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { etagFor, ifMatchAllows, ifNoneMatchHits } from './etag.js';
+import { answerSelected, type FieldSelection } from './fields.js';
 import type { IdempotentResult } from './idempotency.js';
 
 /**
@@ -7,12 +8,28 @@ import type { IdempotentResult } from './idempotency.js';
  * representation, 304 when the client's If-None-Match copy is current, and If-Match turned into
  * the condition a service checks against the stored version before it writes.
  */
-export function sendRecord(request: FastifyRequest, reply: FastifyReply, record: { version: number }, status = 200) {
-  return sendTagged(request, reply, record, etagFor(record.version, request.format), status);
+export function sendRecord(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  record: { version: number },
+  status = 200,
+  fields?: FieldSelection,
+) {
+  return sendTagged(request, reply, record, etagFor(record.version, request.format, fields), status, fields);
 }
 
-/** A representation with its entity tag (strong or weak); 304 on GET/HEAD when If-None-Match names it. */
-export function sendTagged(request: FastifyRequest, reply: FastifyReply, body: unknown, etag: string, status = 200) {
+/**
+ * A representation with its entity tag (strong or weak); 304 on GET/HEAD when If-None-Match names
+ * it. With `fields`, only those fields of the body (the tag must then be the field set's).
+ */
+export function sendTagged(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+  etag: string,
+  status = 200,
+  fields?: FieldSelection,
+) {
   reply.header('etag', etag);
   if (
     (request.method === 'GET' || request.method === 'HEAD') &&
@@ -20,7 +37,9 @@ export function sendTagged(request: FastifyRequest, reply: FastifyReply, body: u
   ) {
     return reply.code(304).removeHeader('content-type').send();
   }
-  return reply.code(status).send(body);
+  if (!fields) return reply.code(status).send(body);
+  answerSelected(request, reply);
+  return reply.code(status).send(fields.pick(body));
 }
 
 /** The check a conditional request (If-Match) makes against the stored version of its target. */

@@ -7,8 +7,8 @@ import { SerializerSelector, type SerializerFactory } from '@fastify/fast-json-s
  * starts, and every operation documents a dozen problem statuses (406, 413, 429, 500, 503…, one
  * schema): those were most of the start-up time (app.ready() took about a second), paid by every
  * process and worker. They are never used, since http/problem.ts writes every problem itself
- * (JSON or XML); so a problem status gets its serializer only if something ever asks for it.
- * Success responses are compiled at start as before, so a broken schema still stops the start.
+ * (JSON or XML); so a problem status gets its serializer only if something ever asks for it, and
+ * a success response on its first use (below).
  *
  * Success responses are written by shape only (see lenientSchema): what is stored is presented
  * as stored, and a value that breaks a rule of the schema (a timestamp written before a rule
@@ -19,11 +19,35 @@ export function serializerFactory(): SerializerFactory {
   return (externalSchemas, options) => {
     const compile = compilers(externalSchemas, options);
     return (route) => {
-      if (Number(route.httpStatus) < 400) return compile({ ...route, schema: lenientSchema(route.schema) });
-      let serialize: ((document: unknown) => string) | undefined;
-      return (document) => (serialize ??= compile(route))(document);
+      if (Number(route.httpStatus) >= 400) return lazily(() => compile(route));
+      return lazily(() => compile({ ...route, schema: lenientSchema(route.schema) }));
     };
   };
+}
+
+/**
+ * Serializers compiled on their first use, like the validators (validation.ts): compiling every
+ * success response of every route at start held about 10 MB of each process's memory for routes
+ * it may never answer (docs/performance.md "Memory"). compileAllSerializers() compiles whatever is
+ * still pending, so that a test makes a broken schema fail as it would have failed the start.
+ */
+const pending = new Set<() => unknown>();
+
+function lazily(compile: () => (document: unknown) => string): (document: unknown) => string {
+  let serialize: ((document: unknown) => string) | undefined;
+  const compileOnce = () => {
+    pending.delete(compileOnce);
+    return (serialize ??= compile());
+  };
+  pending.add(compileOnce);
+  return (document) => (serialize ?? compileOnce())(document);
+}
+
+/** Compiles every serializer not compiled yet; throws what fast-json-stringify throws for a broken schema. */
+export function compileAllSerializers(): number {
+  const compilers = [...pending];
+  for (const compile of compilers) compile();
+  return compilers.length;
 }
 
 /** Rules of a value, as opposed to its shape: they validate input, and mean nothing to a writer. */

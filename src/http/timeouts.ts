@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { AppError } from '../errors.js';
 import { isProbe } from './probes.js';
 import { sendProblem, writeProblemToSocket } from './problem.js';

@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { clientErrorHandler, serverTimeouts } from './timeouts.js';
+
+export { listenOrigin } from './listen-origin.js';
 
 /** One year, the value browsers' preload lists expect (RFC 6797 §6.1.1). */
 const HSTS = 'max-age=31536000; includeSubDomains';
@@ -76,20 +79,6 @@ function readPem(file: string, setting: string): Buffer {
   } catch (error) {
     throw new ConfigError(`${setting}=${JSON.stringify(file)} cannot be read: ${(error as Error).message}`);
   }
-}
-
-/**
- * The origin of rowi's own address as callers reach it: the scheme (https with ROWI_TLS_CERT),
- * the host and the port rowi listens on (those of the settings until it listens: ROWI_PORT 0
- * picks the port only then). A wildcard address stands for the loopback address of its family
- * (0.0.0.0 → 127.0.0.1, :: → ::1); an IPv6 address is bracketed.
- */
-export function listenOrigin(
-  config: Pick<Config, 'host' | 'port' | 'tlsCert'>,
-  listening: { address: string; port: number } = { address: config.host, port: config.port },
-): string {
-  const host = listening.address === '0.0.0.0' ? '127.0.0.1' : listening.address === '::' ? '::1' : listening.address;
-  return `${config.tlsCert === '' ? 'http' : 'https'}://${host.includes(':') ? `[${host}]` : host}:${listening.port}`;
 }
 
 /**

@@ -123,18 +123,33 @@ export async function nextAttemptAt(db: Executor): Promise<string | undefined> {
 }
 
 /**
+ * A delivery that may be claimed: not claimed, or its claim ran out, or claimed by `owner` itself.
+ * The last is a claim whose commit this process did not see (the connection lost as it committed):
+ * the dispatcher skips what it holds in memory, and takes the rest up again at once instead of
+ * after the claim's time-out.
+ */
+const claimable = (now: string, owner: string) =>
+  sql<SqlBool>`(lease_until is null or lease_until < ${now} or claimed_by = ${owner})`;
+
+/**
  * Up to `limit` pending deliveries of an endpoint that are due and that nobody holds, soonest due
  * first (then oldest): read through the index of pending deliveries by due time, so deliveries
  * waiting for a retry later are not read at all.
  */
-export function findDue(db: Executor, endpointId: number, now: string, limit: number): Promise<StoredDelivery[]> {
+export function findDue(
+  db: Executor,
+  endpointId: number,
+  now: string,
+  limit: number,
+  owner: string,
+): Promise<StoredDelivery[]> {
   return db
     .selectFrom('webhook_deliveries')
     .selectAll()
     .where('endpoint_id', '=', endpointId)
     .where(PENDING)
     .where('next_attempt_at', '<=', now)
-    .where(sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
+    .where(claimable(now, owner))
     .orderBy('next_attempt_at')
     .orderBy('id')
     .limit(limit)
@@ -173,7 +188,7 @@ export async function claimDeliveries(
     .set({ lease_until: leaseUntil, claimed_by: owner })
     .where('id', 'in', ids)
     .where('status', '=', 'pending')
-    .where(sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
+    .where(claimable(now, owner))
     .returning('id')
     .execute();
   return rows.map((row) => row.id);

@@ -1,5 +1,5 @@
 import { sql, type SqlBool } from 'kysely';
-import { compiledPerCount, MAX_COMPILED_ROWS, rowsOf } from '../db/compiled.js';
+import { BULK_ROWS_PER_INSERT, compiledRowInserts, rowsOf } from '../db/compiled.js';
 import type { Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { WRITERS_LOCK_CLASS } from '../db/prepared-statements.js';
@@ -30,13 +30,16 @@ const EVENT_COLUMNS = ['seq', 'txid', 'id', 'type', 'resource', 'path', 'data', 
 /** An event as read, with the time its id carries. */
 export type StoredEvent = Omit<EventRow, 'txid'> & { txid: number; created_at: string };
 
-// A multi-row insert compiled once per number of events (a change writes one to a few).
-const insertRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
+// Multi-row inserts compiled once per size (a change writes one to a few events; an import's chunk hundreds).
+const insertRows = compiledRowInserts(BULK_ROWS_PER_INSERT, EVENT_FIELDS.length, (db, _count, ...values) =>
   db.insertInto('events').values(rowsOf<NewEvent>(values, EVENT_FIELDS)),
 );
 
 export async function insertEvents(db: Executor, events: NewEvent[]): Promise<void> {
-  await insertRows(db, events.length, ...events.flatMap((event) => EVENT_FIELDS.map((field) => event[field])));
+  await insertRows(
+    db,
+    events.flatMap((event) => EVENT_FIELDS.map((field) => event[field])),
+  );
 }
 
 /**

@@ -5,7 +5,6 @@ import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
 import { leaseHolderName } from './lease.js';
-import { NatsBus } from './nats-bus.js';
 import { AddressPolicy } from './ssrf.js';
 import type { ReadableBy } from './webhook-owners.js';
 import { retrySchedule, WebhookDispatcher, type WebhookOptions } from './webhooks.js';
@@ -75,21 +74,26 @@ export function startEvents({
     here.start();
     dispatcher = here;
   }
+  // The NATS client (about 2 MB of each process's memory) is loaded only when ROWI_NATS_URL is set;
+  // the bus starts once it is (it connects in the background either way).
   const bus =
     config.natsUrl === ''
       ? undefined
-      : new NatsBus(db, feed, log, {
-          url: config.natsUrl,
-          stream: config.natsStream,
-          subject: config.natsSubject,
-          owner,
+      : import('./nats-bus.js').then(({ NatsBus }) => {
+          const started = new NatsBus(db, feed, log, {
+            url: config.natsUrl,
+            stream: config.natsStream,
+            subject: config.natsSubject,
+            owner,
+          });
+          started.start();
+          return started;
         });
-  bus?.start();
   return {
     feed,
     policy,
     async close() {
-      await Promise.all([dispatcher.close(), bus?.close()]);
+      await Promise.all([dispatcher.close(), bus?.then((started) => started.close())]);
       feed.close();
     },
   };

@@ -409,7 +409,7 @@ export class WebhookDispatcher extends OutboxWorker {
     heldBack: Map<string, number[]>,
   ): Promise<void> {
     const room = share * (1 + AHEAD_PER_SLOT) - lane.held;
-    const found = await findDue(this.#db, lane.id, now, room);
+    const found = await findDue(this.#db, lane.id, now, room, this.#lease.owner);
     if (found.length < room) lane.look = false;
     const due = found.filter((delivery) => !this.#held.has(delivery.id) && !this.#unwritten.has(delivery.id));
     if (due.length === 0) return;

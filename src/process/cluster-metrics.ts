@@ -1,6 +1,5 @@
 import cluster from 'node:cluster';
-import { AggregatorRegistry } from 'prom-client';
-import { registry } from '../observability/metrics.js';
+import type { AggregatorRegistry, PrometheusContentType } from 'prom-client';
 
 /** A worker asks the primary for every worker's metrics; the primary answers with them added up. */
 type MetricsMessage =
@@ -20,17 +19,21 @@ const ANSWER_TIMEOUT_MS = 8000;
  * the event-loop delay averaged), so whichever worker a scrape reaches, it sees the whole service.
  */
 export function aggregateWorkerMetrics(): void {
-  const aggregator = new AggregatorRegistry();
+  // Loaded on the first scrape: the primary needs prom-client for nothing else.
+  let aggregator: Promise<AggregatorRegistry<PrometheusContentType>> | undefined;
   cluster.on('message', (worker, message: unknown) => {
     if (!isMetricsMessage(message) || message.type !== 'rowi:metrics') return;
     const answer = (fields: { text: string } | { error: string }) => {
       if (worker.isConnected())
         worker.send({ type: 'rowi:metrics-answer', id: message.id, ...fields } satisfies MetricsMessage);
     };
-    aggregator.clusterMetrics().then(
-      (text) => answer({ text }),
-      (error: unknown) => answer({ error: (error as Error).message }),
-    );
+    aggregator ??= import('prom-client').then((promClient) => new promClient.AggregatorRegistry());
+    aggregator
+      .then((loaded) => loaded.clusterMetrics())
+      .then(
+        (text) => answer({ text }),
+        (error: unknown) => answer({ error: (error as Error).message }),
+      );
   });
 }
 
@@ -38,7 +41,11 @@ export function aggregateWorkerMetrics(): void {
  * In a worker: answers the primary's collection with this process's metrics, and returns the
  * exposition of them all (what /metrics serves), asked of the primary.
  */
-export function workerMetrics(): () => Promise<string> {
+export async function workerMetrics(): Promise<() => Promise<string>> {
+  const [{ AggregatorRegistry }, { registry }] = await Promise.all([
+    import('prom-client'),
+    import('../observability/metrics.js'),
+  ]);
   // Constructing one installs prom-client's answer to the primary's requests, from our registry.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);

@@ -1,31 +1,26 @@
-import closeWithGrace from 'close-with-grace';
-import { scheduleBackups } from '../db/backup-schedule.js';
 import cluster, { type Worker } from 'node:cluster';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { ConfigError, type Config } from '../config/config.js';
-import { openStorage, type Storage } from '../db/connect.js';
+import type { Config } from '../config/config.js';
+import { ConfigError } from '../config/config-error.js';
 import { relayWorkerSignals } from '../db/signals.js';
 import { WorkersDamage } from '../db/corruption.js';
-import {
-  announce,
-  CLOSING_MARGIN_MS,
-  migrate,
-  openCheckedStorage,
-  serveHandedConnections,
-  setOrigin,
-} from './startup.js';
 import { createLogger } from '../observability/logger.js';
-import { listenOrigin } from '../http/transport.js';
-import { aggregateWorkerMetrics, workerMetrics } from './cluster-metrics.js';
+import { listenOrigin } from '../http/listen-origin.js';
+import { aggregateWorkerMetrics } from './cluster-metrics.js';
 import { countWorkerAuthFailures } from '../rate-limits/auth-failures.js';
+import { Preparer, PreparerEnded } from './preparer.js';
+import { announceListening } from './banner.js';
+import { CLOSING_MARGIN_MS } from './closing.js';
 
 /**
- * `rowi serve --workers N`: the primary migrates the database, forks N workers, and once they are
- * ready listens on the port itself and deals each connection it accepts to the next worker
- * (round robin), which serves it as its own; it creates the first admin once it listens, replaces
- * a worker that dies, and drains them all on SIGTERM/SIGINT. Each worker is a whole rowi with its
- * own database pool.
+ * `rowi serve --workers N`: the primary has its preparer (process/preparer.ts) check the settings
+ * and migrate the database, forks N workers, and once they are ready listens on the port itself
+ * and deals each connection it accepts to the next worker (round robin), which serves it as its
+ * own (process/cluster-worker.ts); the preparer creates the first admin once it listens. The
+ * primary replaces a worker that dies, and drains them all on SIGTERM/SIGINT. Each worker is a
+ * whole rowi with its own database pool; the primary loads none of it (no settings' schemas, no
+ * database, no routes): what it uses is in this file's imports, and prom-client on the first
+ * scrape of /metrics.
  *
  * The primary holds the listening socket rather than node:cluster, because of the drain: to end
  * without resetting any request, the process that accepts connections must stop accepting first
@@ -35,14 +30,14 @@ import { countWorkerAuthFailures } from '../rate-limits/auth-failures.js';
  * a connection it had accepted reaches its worker before that message (one ordered channel), and
  * is served like the others (http/draining.ts).
  */
-type WorkerMessage =
+export type WorkerMessage =
   | { type: 'rowi:ready' }
   | { type: 'rowi:failed'; message: string; config: boolean }
   | { type: 'rowi:origin'; origin: string }
   | { type: 'rowi:connection' }
   | { type: 'rowi:shutdown' };
 
-const isWorkerMessage = (message: unknown): message is WorkerMessage =>
+export const isWorkerMessage = (message: unknown): message is WorkerMessage =>
   typeof message === 'object' &&
   message !== null &&
   typeof (message as { type?: unknown }).type === 'string' &&
@@ -51,18 +46,28 @@ const isWorkerMessage = (message: unknown): message is WorkerMessage =>
 /** A worker that dies this soon after it started is not restarted (it would die again). */
 const RESTART_MIN_UPTIME_MS = 2000;
 
-export async function serveAsPrimary(config: Config, count: number): Promise<void> {
-  const logger = createLogger(config);
-  const damage = new WorkersDamage();
-  const storage = await openCheckedStorage(config, logger, (detail, checked) =>
-    damage.found(detail, checked.corruption),
-  );
+/**
+ * `rowi serve` with more than one worker, as the preparer's settings say. Returns -1 while it
+ * serves; the preparer's exit code when the preparer ended the start (it said why); undefined
+ * when the settings ask for one process after all (the caller serves alone: process/serve.ts).
+ */
+export async function serveWithWorkers(preparer = new Preparer()): Promise<number | undefined> {
   try {
-    await migrate(storage, logger);
+    const { config, workers } = await preparer.configured();
+    if (workers <= 1) return undefined;
+    await serveAsPrimary(config, workers, preparer);
+    return -1;
   } catch (error) {
-    await storage.close();
+    if (error instanceof PreparerEnded) return error.exitCode;
     throw error;
   }
+}
+
+async function serveAsPrimary(config: Config, count: number, preparer: Preparer): Promise<void> {
+  const logger = createLogger(config);
+  const damage = new WorkersDamage();
+  preparer.onDamage(() => damage.foundElsewhere());
+  await preparer.prepared();
   relayWorkerSignals();
   aggregateWorkerMetrics();
   countWorkerAuthFailures();
@@ -110,7 +115,8 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
       logger.info({ signal }, 'stopped while starting');
       for (const worker of workers) worker.process.kill('SIGKILL');
       listener?.close();
-      void storage.close().finally(() => logger.flush(() => process.exit(0)));
+      preparer.kill();
+      logger.flush(() => process.exit(0));
       return;
     }
     logger.info({ signal }, 'shutting down: every worker finishes its in-flight requests');
@@ -187,7 +193,7 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
       if (shuttingDown) return new Promise<never>(() => {});
       shuttingDown = true;
       for (const worker of started.keys()) worker.kill('SIGKILL');
-      await storage.close();
+      preparer.kill();
       throw error;
     });
 
@@ -206,80 +212,20 @@ export async function serveAsPrimary(config: Config, count: number): Promise<voi
   });
 
   try {
-    await announce(config, storage, logger, origin!, `${count} worker processes`);
+    const { storage, firstAdmin } = await preparer.listening();
+    const processes = `${count} worker processes`;
+    announceListening(logger, origin!, storage, processes, firstAdmin);
   } catch (error) {
     // The start fails as a whole (the database refused the first admin): no worker is left serving.
     shuttingDown = true;
     for (const worker of started.keys()) worker.process.kill('SIGKILL');
     listener?.close();
-    await storage.close();
     throw error;
   }
-  // The workers have their own connections; the primary's would only count against the server's limit.
-  await storage.close();
   // Scheduled backups run here, once for all workers, on a thread of their own.
-  scheduleBackups(config, logger);
-  ready = true;
-}
-
-export async function serveAsWorker(config: Config): Promise<void> {
-  const logger = createLogger(config).child({ worker: cluster.worker?.id });
-  // The channel to the primary broke (the primary was killed): there is no one to serve for.
-  cluster.worker?.on('error', (error) => {
-    logger.warn({ err: error }, 'lost the primary process; exiting');
-    process.exit(1);
-  });
-  let storage: Storage | undefined;
-  let app: FastifyInstance;
-  try {
-    storage = await openStorage(config, logger);
-    app = await serveHandedConnections(config, storage, logger, workerMetrics());
-  } catch (error) {
-    const message: WorkerMessage = {
-      type: 'rowi:failed',
-      message: (error as Error).message,
-      config: error instanceof ConfigError,
-    };
-    process.send!(message, () => process.exit(error instanceof ConfigError ? 2 : 1));
-    return;
+  if (config.backupDir !== '') {
+    const { scheduleBackups } = await import('../db/backup-schedule.js');
+    scheduleBackups(config, logger);
   }
-  const opened = storage;
-  // The primary forwards SIGTERM/SIGINT as a message (a terminal's Ctrl-C reaches every process
-  // of the group, so workers leave SIGINT to the primary); a SIGTERM sent to a worker also works.
-  const graceful = closeWithGrace(
-    {
-      delay: config.shutdownTimeout + CLOSING_MARGIN_MS,
-      skip: ['SIGINT'],
-      onSecondSignal: () => {},
-      logger: { error: (message: unknown) => logger.error(message) },
-    },
-    async ({ err }) => {
-      if (err) logger.error({ err }, 'fatal error, shutting down');
-      await app.close();
-      await opened.close();
-      await new Promise<void>((resolve) => logger.flush(() => resolve()));
-      if (app.drainedCleanly === false) throw new Error('requests were cut off at the shutdown time-out');
-    },
-  );
-  let closing = false;
-  const close = () => {
-    if (closing) return;
-    closing = true;
-    void graceful.close();
-  };
-  process.on('message', (message: unknown, handle?: Socket) => {
-    if (!isWorkerMessage(message)) return;
-    if (message.type === 'rowi:connection' && handle !== undefined) {
-      // A connection the primary accepted: served as if this process had accepted it.
-      app.server.emit('connection', handle);
-      handle.resume();
-    } else if (message.type === 'rowi:origin') {
-      setOrigin(app, message.origin);
-    } else if (message.type === 'rowi:shutdown') {
-      close();
-    }
-  });
-  // A primary that is gone (killed) leaves no one to hand out connections: finish and go too.
-  process.on('disconnect', close);
-  process.send!({ type: 'rowi:ready' } satisfies WorkerMessage);
+  ready = true;
 }

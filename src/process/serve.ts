@@ -1,11 +1,12 @@
 import closeWithGrace from 'close-with-grace';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
-import { serveAsPrimary, serveAsWorker } from './cluster.js';
+import { serveAsWorker } from './cluster-worker.js';
 import type { Config } from '../config/config.js';
-import { announce, CLOSING_MARGIN_MS, listen, migrate, openCheckedStorage } from './startup.js';
+import { announce, CLOSING_MARGIN_MS, createFirstAdmin, listen, migrate, openCheckedStorage } from './startup.js';
 import { createLogger } from '../observability/logger.js';
 import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
+import { isPreparerMessage, PREPARER_ENV, type PreparerMessage } from './preparer.js';
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
@@ -14,16 +15,89 @@ import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
  *
  * With ROWI_WORKERS / --workers N above 1 (0, the default, means one per core), the process
  * becomes the primary of N worker processes that share the port (node:cluster: the primary
- * accepts connections and hands them out). The primary migrates the database before forking and
- * creates the first admin once every worker listens; each worker is a whole rowi with its own
- * pool; a worker that dies is replaced; SIGTERM/SIGINT to the primary drains every worker.
+ * accepts connections and hands them out). Its preparer migrates the database before the workers
+ * start and creates the first admin once every worker listens; each worker is a whole rowi with
+ * its own pool; a worker that dies is replaced; SIGTERM/SIGINT to the primary drains every worker.
+ * The primary starts lean (process/cli.ts); this is the way when that did not apply.
  */
 export async function serve(config: Config): Promise<void> {
   if (cluster.isWorker) return serveAsWorker(config);
   checkBackupSettings(config);
   const workers = config.workers === 0 ? availableParallelism() : config.workers;
+  if (process.env[PREPARER_ENV] !== undefined) return prepareForPrimary(config, workers);
   if (workers <= 1) return serveAlone(config);
-  return serveAsPrimary(config, workers);
+  const { serveWithWorkers } = await import('./cluster.js');
+  const code = await serveWithWorkers();
+  if (code === undefined) return serveAlone(config);
+  if (code >= 0) process.exitCode = code;
+}
+
+/**
+ * The preparer of a primary (process/preparer.ts): the settings, checked, go to the primary; then
+ * the database, opened, checked and migrated; once the primary listens, the first admin (the
+ * primary writes the banner once this process has ended). What fails here is said and ends this process with its exit code, which the primary
+ * takes as its own.
+ */
+async function prepareForPrimary(config: Config, workers: number): Promise<void> {
+  delete process.env[PREPARER_ENV];
+  // The primary gone (killed), there is no one to prepare for.
+  const orphaned = () => process.exit(1);
+  process.once('disconnect', orphaned);
+  const tell = (message: PreparerMessage) =>
+    new Promise<void>((resolve, reject) =>
+      process.send!(message, (error: Error | null) => (error ? reject(error) : resolve())),
+    );
+  try {
+    await tell({ type: 'rowi:configured', config, workers });
+    if (workers <= 1) return;
+    const logger = createLogger(config);
+    let checkEnds: Promise<void> | undefined;
+    const storage = await openCheckedStorage(
+      config,
+      logger,
+      (detail, checked) => {
+        checked.corruption.report(detail);
+        void tell({ type: 'rowi:damage', detail }).catch(() => {});
+      },
+      (ends) => (checkEnds = ends),
+    );
+    try {
+      await migrate(storage, logger);
+    } catch (error) {
+      await storage.close();
+      throw error;
+    }
+    const listening = new Promise<void>((resolve) => {
+      const listener = (message: unknown) => {
+        if (!isPreparerMessage(message) || message.type !== 'rowi:listening') return;
+        process.off('message', listener);
+        resolve();
+      };
+      process.on('message', listener);
+    });
+    await tell({ type: 'rowi:prepared' });
+    await listening;
+    let firstAdmin;
+    try {
+      firstAdmin = await createFirstAdmin(storage);
+    } finally {
+      // The workers have their own connections; this one would only count against the server's limit.
+      await storage.close();
+    }
+    await tell({
+      type: 'rowi:first-admin',
+      storage: storage.describe,
+      firstAdmin,
+      checkGoesOn: checkEnds !== undefined,
+    });
+    // A check still running keeps this process (its channel to the primary) until it ends.
+    process.channel?.ref();
+    await checkEnds;
+  } finally {
+    // Listening for it keeps this process; a start that failed here ends with its exit code.
+    process.off('disconnect', orphaned);
+  }
+  process.disconnect();
 }
 
 async function serveAlone(config: Config): Promise<void> {
@@ -35,7 +109,7 @@ async function serveAlone(config: Config): Promise<void> {
   // Only once rowi is listening, so that a start that fails (a bad certificate, a port in use)
   // cannot create the first admin and lose its key.
   try {
-    await announce(config, storage, logger, origin, 'one process');
+    await announce(storage, logger, origin, 'one process');
   } catch (error) {
     await app.close();
     await storage.close();

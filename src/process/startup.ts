@@ -12,12 +12,9 @@ import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
 import { ensureSigningKey } from '../auth/signing-keys.js';
 import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
 import { listenOrigin } from '../http/transport.js';
+import { announceListening, type FirstAdmin } from './banner.js';
 
-/**
- * The drain ends at ROWI_SHUTDOWN_TIMEOUT (http/draining.ts); this is the time left after it to
- * close the database and flush the log, before closing is given up on.
- */
-export const CLOSING_MARGIN_MS = 2000;
+export { CLOSING_MARGIN_MS } from './closing.js';
 
 /**
  * The configured database, opened, and on SQLite checked for damage before anything is written to
@@ -28,12 +25,14 @@ export async function openCheckedStorage(
   config: Config,
   logger: Logger,
   onLateDamage?: (detail: string, storage: Storage) => void,
+  onCheckGoesOn?: (checkEnds: Promise<void>) => void,
 ): Promise<Storage> {
   const storage = await openStorage(config, logger);
   try {
-    await checkSqliteFile(config, logger, (detail) =>
+    const checkEnds = await checkSqliteFile(config, logger, (detail) =>
       (onLateDamage ?? ((late) => storage.corruption.report(late)))(detail, storage),
     );
+    if (checkEnds !== undefined) onCheckGoesOn?.(checkEnds);
   } catch (error) {
     await storage.close();
     throw error;
@@ -126,29 +125,14 @@ async function started(
 }
 
 /** Creates the first admin on an empty database, logs "listening" once, and writes the banner. */
-export async function announce(
-  config: Config,
-  storage: Storage,
-  logger: Logger,
-  origin: string,
-  processes: string,
-): Promise<void> {
-  const firstAdmin = await ensureFirstAdmin(storage.db);
-  const baseUrl = `${origin}/v1`;
-  logger.info({ url: baseUrl, storage: storage.describe, processes }, `listening on ${baseUrl}`);
-  // The first admin key goes to the terminal once, never to the log.
-  process.stderr.write(
-    `\nrowi is serving ${baseUrl} (${storage.describe}, ${processes})\n` +
-      (firstAdmin
-        ? `\nThe database was empty, so rowi created the admin caller "${firstAdmin.caller.name}". Its API key, shown only this once:\n\n` +
-          `  ROWI_KEY=${firstAdmin.key}\n\n` +
-          `Keep it somewhere safe; create callers for your systems with it (docs/security.md).\n`
-        : '') +
-      `\nTry it (with ROWI_KEY set to an API key):\n` +
-      `  curl -s -X POST ${baseUrl}/users -H "X-API-Key: $ROWI_KEY" -H 'Content-Type: application/json' -d '{"name":"Ada Lovelace","email":"ada@example.com"}'\n` +
-      `  curl -s ${baseUrl}/users -H "X-API-Key: $ROWI_KEY"\n` +
-      `API description: ${baseUrl}/openapi.json\n\n`,
-  );
+export async function announce(storage: Storage, logger: Logger, origin: string, processes: string): Promise<void> {
+  announceListening(logger, origin, storage.describe, processes, await createFirstAdmin(storage));
+}
+
+/** The first admin caller and its key, on an empty database; undefined when there are callers. */
+export async function createFirstAdmin(storage: Storage): Promise<FirstAdmin | undefined> {
+  const created = await ensureFirstAdmin(storage.db);
+  return created && { name: created.caller.name, key: created.key };
 }
 
 /**

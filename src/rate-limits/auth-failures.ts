@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
-import { MemoryStore, type Decision, type RedisStore } from './rate-limit-stores.js';
+import { MemoryStore, type Decision } from './memory-store.js';
+import type { RedisStore } from './rate-limit-stores.js';
 
 /**
  * Failed authentications per client address, counted for the whole deployment rather than per

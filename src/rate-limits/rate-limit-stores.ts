@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
 import { faultOf } from '../observability/logger.js';
+import { MemoryStore, type Decision, type Store } from './memory-store.js';
+
+export { MemoryStore, type Decision, type Store };
 
 /**
  * Where rate-limit counters live (rate-limit.ts decides what is counted): GCRA, the generic cell
@@ -10,54 +13,8 @@ import { faultOf } from '../observability/logger.js';
  * window/quota. In memory, per instance; or in Redis, shared by every instance.
  */
 
-/** Keys kept in memory at most; at the cap the oldest goes (a flood of addresses cannot grow memory). */
-const MEMORY_KEYS = 100_000;
 /** How long a Redis call may take before this request is counted in memory instead. */
 const REDIS_TIMEOUT_MS = 250;
-
-export interface Decision {
-  allowed: boolean;
-  remaining: number;
-  /** Milliseconds until the whole quota is available again. */
-  resetMs: number;
-  /** Milliseconds until one more request is allowed (0 when allowed). */
-  retryMs: number;
-}
-
-export interface Store {
-  /** Spends `units` (one request; a batch spends one per entry) from the key's bucket, or none when they do not fit. */
-  take(key: string, quota: number, windowMs: number, units?: number): Decision | Promise<Decision>;
-}
-
-/** GCRA over a Map of theoretical arrival times (milliseconds). */
-export class MemoryStore implements Store {
-  readonly #arrivals = new Map<string, number>();
-
-  take(key: string, quota: number, windowMs: number, units = 1, now = Date.now()): Decision {
-    const interval = windowMs / quota;
-    const stored = this.#arrivals.get(key);
-    const arrival = stored === undefined || stored < now ? now : stored;
-    const next = arrival + interval * units;
-    const allowedAt = next - windowMs;
-    if (now < allowedAt)
-      return { allowed: false, remaining: 0, resetMs: Math.ceil(arrival - now), retryMs: Math.ceil(allowedAt - now) };
-    // At the cap the oldest key goes (a flood of new addresses); sweep() forgets full buckets.
-    if (this.#arrivals.size >= MEMORY_KEYS && stored === undefined)
-      this.#arrivals.delete(this.#arrivals.keys().next().value as string);
-    this.#arrivals.set(key, next);
-    return {
-      allowed: true,
-      remaining: Math.floor((windowMs - (next - now)) / interval),
-      resetMs: Math.ceil(next - now),
-      retryMs: 0,
-    };
-  }
-
-  /** Forgets keys whose bucket is full again (they hold no information). */
-  sweep(now = Date.now()): void {
-    for (const [key, arrival] of this.#arrivals) if (arrival <= now) this.#arrivals.delete(key);
-  }
-}
 
 /** The same algorithm in Redis, atomically, on Redis's clock (instances' clocks may differ). */
 const GCRA_SCRIPT = `

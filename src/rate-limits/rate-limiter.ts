@@ -2,7 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Principal } from '../auth/principals.js';
 import type { Config } from '../config/config.js';
 import { AuthFailures } from './auth-failures.js';
-import { MemoryStore, RedisStore, type Decision } from './rate-limit-stores.js';
+import { MemoryStore, type Decision } from './memory-store.js';
+import type { RedisStore } from './rate-limit-stores.js';
 
 /**
  * The rate limits (rate-limit.ts counts requests against them): each caller's own budget by its
@@ -64,8 +65,17 @@ export class RateLimiter {
   readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'failures', Policy | undefined>;
   readonly #sweep: NodeJS.Timeout;
 
-  /** `namespace`: what identifies the database (instances on one database share their counters). */
-  constructor(config: Config, namespace: string, log: FastifyBaseLogger) {
+  /**
+   * The limits of these settings. The Redis client (ioredis, about 4 MB of each process's memory)
+   * is loaded only when ROWI_REDIS_URL is set. `namespace`: what identifies the database
+   * (instances on one database share their counters).
+   */
+  static async create(config: Config, namespace: string, log: FastifyBaseLogger): Promise<RateLimiter> {
+    const stores = config.redisUrl === '' ? undefined : await import('./rate-limit-stores.js');
+    return new RateLimiter(config, namespace, log, stores?.RedisStore);
+  }
+
+  private constructor(config: Config, namespace: string, log: FastifyBaseLogger, Redis: typeof RedisStore | undefined) {
     // External subjects have no role here; they are counted like editors. 0: unlimited.
     const unlessZero = (name: Policy['name'], quota: number, tooMany?: string) =>
       quota === 0 ? undefined : policy(name, quota, tooMany);
@@ -86,7 +96,7 @@ export class RateLimiter {
         { policy: unlessZero(name as Budget, budget.quotaOf(config), budget.tooMany), store: new MemoryStore() },
       ]),
     ) as Record<Budget, DeclaredBudget>;
-    this.#redis = config.redisUrl === '' ? undefined : new RedisStore(config.redisUrl, namespace, this.#memory, log);
+    this.#redis = Redis === undefined ? undefined : new Redis(config.redisUrl, namespace, this.#memory, log);
     this.#failures = new AuthFailures(config.authFailureLimit || Infinity, WINDOW_MS, this.#redis);
     this.#sweep = setInterval(() => {
       this.#memory.sweep();

@@ -7,7 +7,7 @@ import type {
   RawServerDefault,
   RouteGenericInterface,
 } from 'fastify';
-import type { Static, TSchema } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
@@ -15,6 +15,7 @@ import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { answerList, withExports } from '../http/export.js';
+import { fieldsParameter, selectFields } from '../http/fields.js';
 import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
 import {
@@ -196,7 +197,7 @@ export function listOperation<Record extends TSchema, Stored>(
           summary: `List ${collection.name}`,
           description: usualDescription.list(collection),
         }),
-        querystring: listQuerySchema(collection.listing),
+        querystring: listQuerySchema(collection.listing, collection),
         response: {
           200: exported(
             collection,
@@ -207,8 +208,9 @@ export function listOperation<Record extends TSchema, Stored>(
     },
     async (request, reply) => {
       const query = parseListQuery(collection.listing, request.query);
+      const fields = selectFields(collection, request.query.fields);
       const sight = sightOnCollection(request.principal, collection.name);
-      const listing = { name: collection.name, record: collection.record, query };
+      const listing = { name: collection.name, record: collection.record, query, fields };
       return answerList(request, reply, { ...listing, list: (page) => spec.list(db, page, sight) }, app.config);
     },
   );
@@ -287,6 +289,7 @@ export function readOperation<Record extends TSchema, Stored>(
           description: usualDescription.read(collection),
         }),
         params: collection.params ?? IdParams,
+        querystring: Type.Object({ fields: fieldsParameter(collection) }),
         headers: IfNoneMatchHeaders,
         response: {
           200: representation(
@@ -300,9 +303,10 @@ export function readOperation<Record extends TSchema, Stored>(
       }),
     },
     async (request, reply) => {
+      const fields = selectFields(collection, request.query.fields);
       const sight = sightOnCollection(request.principal, collection.name);
       const stored = await spec.read(db, request.params.id, sight);
-      return sendRecord(request, reply, presented(collection, stored));
+      return sendRecord(request, reply, presented(collection, stored), 200, fields);
     },
   );
 }

@@ -22,30 +22,28 @@ import { operationPath, presentOperation } from './operations/operations.service
  * queued and the answer is 202 with its Location. The import runs in the background
  * (import-runner.ts) when a turn is free.
  */
-const ImportQuery = Type.Object(
-  {
-    mode: Type.Optional(
-      Type.Union([Type.Literal('atomic'), Type.Literal('partial')], {
-        default: 'atomic',
-        description: 'atomic (default): every row or none; partial: good rows committed, bad ones reported',
-      }),
-    ),
-    on_conflict: Type.Optional(
-      Type.Union([Type.Literal('error'), Type.Literal('skip'), Type.Literal('update')], {
-        default: 'error',
-        description:
-          'a row whose natural key (item sku, user email) is taken, in the store or by an earlier row of the file: refused (error, default), skipped, or it updates that record',
-      }),
-    ),
-    dry_run: Type.Optional(
-      Type.Union([Type.Literal('true'), Type.Literal('false')], {
-        default: 'false',
-        description: 'true: check every row as the import would, store nothing',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
+const Mode = Type.Union([Type.Literal('atomic'), Type.Literal('partial')], {
+  default: 'atomic',
+  description: 'atomic (default): every row or none; partial: good rows committed, bad ones reported',
+});
+const OnConflict = Type.Union([Type.Literal('error'), Type.Literal('skip'), Type.Literal('update')], {
+  default: 'error',
+  description:
+    'a row whose natural key (item sku, user email) is taken, in the store or by an earlier row of the file: refused (error, default), skipped, or it updates that record',
+});
+const DryRun = Type.Union([Type.Literal('true'), Type.Literal('false')], {
+  default: 'false',
+  description: 'true: check every row as the import would, store nothing',
+});
+
+/** The options of an import; on_conflict only where the collection has a natural key (orders have none). */
+const importQuery = (target: ImportTarget) =>
+  Type.Object(
+    target.keyOf === undefined
+      ? { mode: Type.Optional(Mode), dry_run: Type.Optional(DryRun) }
+      : { mode: Type.Optional(Mode), on_conflict: Type.Optional(OnConflict), dry_run: Type.Optional(DryRun) },
+    { additionalProperties: false },
+  );
 
 const fileBody = (target: ImportTarget) =>
   Type.String({
@@ -68,9 +66,9 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         permission: target.scopes[0]!,
         alsoPermissions: target.scopes.slice(1),
         summary: `Import a file of ${target.name} (a long-running operation)`,
-        description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".`,
+        description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".${target.note === undefined ? '' : ` ${target.note}`}`,
         tags: [target.resource],
-        querystring: ImportQuery,
+        querystring: importQuery(target),
         body: fileBody(target),
         consumes: MEDIA_TYPES,
         response: {
@@ -128,6 +126,7 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
           return stored;
         });
         await rename(file.path, spoolPath(runner.directory, created.id));
+        runner.entrust(created.id, principal);
       } catch (error) {
         await rm(file.path, { force: true });
         throw error;

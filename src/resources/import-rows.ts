@@ -4,7 +4,7 @@ import secureJson from 'secure-json-parse';
 import { findRefusedText } from '../http/text.js';
 import { recordFieldErrors } from '../http/validation-errors.js';
 import { recordValidator } from '../http/validation.js';
-import type { ImportTarget } from './import-target.js';
+import type { CsvGroup, ImportTarget } from './import-target.js';
 import type { RowError } from './operations/operations.schema.js';
 
 /**
@@ -25,6 +25,8 @@ export interface FileRow {
   error?: RowError;
   /** The file cannot be read past this row: the error ends the import. */
   fatal?: boolean;
+  /** The last row of the file this record spans (a CSV order's last line); `row` when absent. */
+  through?: number;
 }
 
 export interface RowSource {
@@ -45,7 +47,12 @@ export function readRows(path: string, mediaType: ImportMediaType, target: Impor
   return { bytesRead: () => bytes, rows };
 }
 
-type Check = (row: number, value: Record<string, unknown>) => FileRow;
+/**
+ * Checks a row's value against the target's schema. `locate` (a grouped CSV record) turns a JSON
+ * Pointer into the CSV row and column it came from.
+ */
+type Check = (row: number, value: Record<string, unknown>, locate?: Locate) => FileRow;
+type Locate = (pointer: string) => { row: number; field: string } | undefined;
 
 /** Each target's validator, compiled on its first import and kept (compiling takes a while). */
 const validators = new WeakMap<ImportTarget, ReturnType<typeof recordValidator>>();
@@ -53,23 +60,36 @@ const validators = new WeakMap<ImportTarget, ReturnType<typeof recordValidator>>
 function rowChecker(target: ImportTarget): Check {
   let validate = validators.get(target);
   if (validate === undefined) validators.set(target, (validate = recordValidator(target.schema)));
-  return (row, value) => {
+  return (row, value, locate) => {
     const refused = findRefusedText(value);
-    if (refused !== undefined)
-      return { row, error: { row, field: fieldOf(refused.pointer), problem: 'malformed-row', detail: refused.detail } };
+    if (refused !== undefined) {
+      const at = locate?.(refused.pointer) ?? { row, field: fieldOf(refused.pointer) };
+      return { row, error: { ...at, problem: 'malformed-row', detail: refused.detail } };
+    }
     const errors = recordFieldErrors(validate!(value));
     if (errors.length === 0) return { row, value };
     const [first] = errors;
-    const detail = errors.map((error) => `${fieldOf(error.pointer) ?? 'the row'} ${error.detail}`).join('; ');
-    return { row, error: { row, field: fieldOf(first!.pointer), problem: 'validation-failed', detail } };
+    const at = locate?.(first!.pointer) ?? { row, field: fieldOf(first!.pointer) };
+    const detail = errors.map((error) => `${placeOf(error.pointer, locate)} ${error.detail}`).join('; ');
+    return { row, error: { ...at, problem: 'validation-failed', detail } };
   };
 }
 
 /** The top member a JSON Pointer names (#/price → price); null for the row itself. */
 function fieldOf(pointer: string): string | null {
   const [, first] = pointer.replace(/^#/, '').split('/');
-  return first === undefined || first === '' ? null : first.replace(/~1/g, '/').replace(/~0/g, '~');
+  return first === undefined || first === '' ? null : unescapeToken(first);
 }
+
+/** Where a pointer is, in words: its path (lines/2/quantity), or the CSV row and column it came from. */
+function placeOf(pointer: string, locate: Locate | undefined): string {
+  const at = locate?.(pointer);
+  if (at !== undefined) return `row ${at.row} ${at.field}`;
+  const path = pointer.replace(/^#\/?/, '');
+  return path === '' ? 'the row' : path.split('/').map(unescapeToken).join('/');
+}
+
+const unescapeToken = (token: string) => token.replace(/~1/g, '/').replace(/~0/g, '~');
 
 async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, check: Check): AsyncGenerator<FileRow> {
   const parser = parseCsv({
@@ -82,6 +102,7 @@ async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, che
   stream.on('error', (error) => parser.destroy(error));
   let header: string[] | undefined;
   let row = 0;
+  const group = target.csvGroup === undefined ? undefined : new RowGroup(target.csvGroup, check);
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
@@ -90,30 +111,110 @@ async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, che
         continue;
       }
       if (record.length === 1 && record[0] === '') continue;
-      if (record.length > header.length) {
-        yield {
-          row,
-          error: {
-            row,
-            field: null,
-            problem: 'malformed-row',
-            detail: `has ${record.length} fields; the header names ${header.length}`,
-          },
-        };
-        continue;
-      }
+      const tooMany: RowError | undefined =
+        record.length > header.length
+          ? {
+              row,
+              field: null,
+              problem: 'malformed-row',
+              detail: `has ${record.length} fields; the header names ${header.length}`,
+            }
+          : undefined;
       const cells: Record<string, string> = {};
       header.forEach((name, index) => {
         const cell = record[index];
         if (cell !== undefined && cell !== '') cells[name] = cell;
       });
-      yield check(row, target.fromCsv(cells));
+      if (group !== undefined) {
+        yield* group.add(row, cells, tooMany);
+        continue;
+      }
+      yield tooMany === undefined ? check(row, target.fromCsv(cells)) : { row, error: tooMany };
     }
+    if (group !== undefined) yield* group.end();
   } catch (error) {
     const csv = error as CsvError;
     if (typeof csv.code !== 'string' || (!csv.code.startsWith('CSV_') && !csv.code.startsWith('INVALID_'))) throw error;
+    // The record read so far is taken as it is: the file cannot tell whether it went on.
+    if (group !== undefined) yield* group.end();
     row++;
     yield { row, fatal: true, error: { row, field: null, problem: 'malformed-file', detail: csvDetail(csv) } };
+  }
+}
+
+/**
+ * The rows of a CSV record that spans several (an order: a row a line, target.csvGroup), gathered
+ * while they are consecutive and name the same record; each record is one FileRow numbered by its
+ * first row, spanning to its last (`through`). A refused row refuses its record.
+ */
+class RowGroup {
+  #key: string | undefined;
+  #rows: { row: number; cells: Record<string, string> }[] = [];
+  #first = 0;
+  #last = 0;
+  #refused: RowError | undefined;
+
+  constructor(
+    readonly spec: CsvGroup,
+    readonly check: Check,
+  ) {}
+
+  *add(row: number, cells: Record<string, string>, refused: RowError | undefined): Generator<FileRow> {
+    const key = cells[this.spec.by];
+    if (key === undefined || key !== this.#key) yield* this.end();
+    if (key === undefined) {
+      yield {
+        row,
+        error: refused ?? {
+          row,
+          field: this.spec.by,
+          problem: 'validation-failed',
+          detail: `${this.spec.by} is empty; every row names its record`,
+        },
+      };
+      return;
+    }
+    if (this.#key === undefined) {
+      this.#key = key;
+      this.#first = row;
+    }
+    this.#last = row;
+    if (this.#refused !== undefined) return;
+    if (refused !== undefined) this.#refused = refused;
+    else if (this.#rows.length >= this.spec.max) {
+      this.#refused = {
+        row,
+        field: this.spec.by,
+        problem: 'validation-failed',
+        detail: `${this.spec.by} ${key} has more than ${this.spec.max} rows`,
+      };
+      this.#rows = [];
+    } else this.#rows.push({ row, cells });
+  }
+
+  *end(): Generator<FileRow> {
+    if (this.#key === undefined) return;
+    const [row, through, rows, refused] = [this.#first, this.#last, this.#rows, this.#refused];
+    this.#key = undefined;
+    this.#rows = [];
+    this.#refused = undefined;
+    if (refused !== undefined) {
+      yield { row, through, error: refused };
+      return;
+    }
+    const made = this.spec.fromCsvRows(rows.map((entry) => entry.cells));
+    if (!('value' in made)) {
+      yield { row, through, error: { row, field: made.field, problem: 'validation-failed', detail: made.detail } };
+      return;
+    }
+    const member = `#/${this.spec.member}/`;
+    const locate: Locate = (pointer) => {
+      if (!pointer.startsWith(member)) return undefined;
+      const [index = '', field = this.spec.member] = pointer.slice(member.length).split('/');
+      const entry = rows[Number(index)];
+      return entry === undefined ? undefined : { row: entry.row, field: unescapeToken(field) };
+    };
+    yield { ...this.check(row, made.value, locate), through };
   }
 }
 

@@ -9,7 +9,14 @@ import { unitOfWork } from '../db/unit-of-work.js';
 import { recordEvent } from '../outbox/outbox.js';
 import { KeyRows } from './import-keys.js';
 import { readRows, type ImportMediaType } from './import-rows.js';
-import type { ChunkOutcome, ImportContext, ImportRow, ImportTarget, RowWritten } from './import-target.js';
+import {
+  inSlices,
+  type ChunkOutcome,
+  type ImportContext,
+  type ImportRow,
+  type ImportTarget,
+  type RowWritten,
+} from './import-target.js';
 import {
   findOperationById,
   finishOperation,
@@ -21,6 +28,7 @@ import {
 import type { RowError } from './operations/operations.schema.js';
 import { operationPath, presentOperation, summaryOf } from './operations/operations.service.js';
 import { SEES_ALL } from '../db/visibility.js';
+import type { Reader } from './references.js';
 
 /**
  * One import, run (docs/bulk.md "Imports"). Rows are read from the spooled file and written in
@@ -53,6 +61,8 @@ export interface RunContext {
   target: ImportTarget;
   operation: StoredOperation;
   file: string;
+  /** The caller that started it, as its upload's request had it (import-runner.ts keeps it for the run). */
+  reader: Reader;
   /** True once the process is stopping: the import stops at its next commit. */
   stopping: () => boolean;
 }
@@ -133,8 +143,12 @@ async function readAndWrite(
     onConflict: conflict,
     creator: operation.created_by,
     sight: operation.created_by === null ? SEES_ALL : { owner: operation.created_by, user: null },
+    reader: context.reader,
     now: nowTimestamp(),
+    checking: kind === 'check',
+    carried: new Map(),
   };
+  const chunkRows = target.chunkRows ?? CHUNK_ROWS;
   let chunk: ImportRow[] = [];
   let chunkKeys = new Map<string, number>();
   let refused: RowError[] = [];
@@ -162,7 +176,7 @@ async function readAndWrite(
           tally(counts, written);
           counts.committed_through = through;
           await turn();
-          await recordInTransaction(trx, auditRecords(context, written.written));
+          await inSlices(auditRecords(context, written.written), (slice) => recordInTransaction(trx, slice));
           await errors.write(trx, [...pending, ...written.errors]);
           return progress(trx, context, counts, () => {
             const due = Date.now() - lastProgress >= PROGRESS_EVERY_MS;
@@ -217,7 +231,7 @@ async function readAndWrite(
 
   for await (const fileRow of source.rows) {
     counts.rows_read++;
-    lastRow = fileRow.row;
+    lastRow = fileRow.through ?? fileRow.row;
     if (fileRow.error !== undefined) {
       counts.rows_failed++;
       refused.push(fileRow.error);
@@ -255,7 +269,7 @@ async function readAndWrite(
         chunk.push({ row: fileRow.row, value });
       }
     }
-    if (chunk.length >= CHUNK_ROWS || refused.length >= CHUNK_ROWS) {
+    if (chunk.length >= chunkRows || refused.length >= CHUNK_ROWS) {
       await flush();
       if (stopped !== undefined) break;
     }

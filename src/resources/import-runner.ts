@@ -11,6 +11,7 @@ import { SEES_ALL } from '../db/visibility.js';
 import { recordEvent } from '../outbox/outbox.js';
 import { runImport } from './import-run.js';
 import type { ImportTarget } from './import-target.js';
+import type { Reader } from './references.js';
 import {
   countRunning,
   findAbandoned,
@@ -47,6 +48,12 @@ export interface ImportRunner {
   leaseUntil(): string;
   /** Where an operation's file is spooled. */
   readonly directory: string;
+  /**
+   * Keeps who uploaded operation `id` until its import runs: an order is placed as its caller
+   * would place it (the users and items it may name, what it sees, its scopes). Kept in memory,
+   * as the file is: only this process runs it.
+   */
+  entrust(id: number, reader: Reader): void;
   /** Looks for an operation to start now (a new upload, an ended import). */
   wake(): void;
   /** Ends every import of this process at its next commit, fails its queued ones, and stops. */
@@ -64,6 +71,7 @@ export function startImportRunner(options: {
   const holder = randomUUID();
   const targets = new Map(options.targets.map((target) => [target.name, target]));
   const running = new Map<number, Promise<void>>();
+  const readers = new Map<number, Reader>();
   let stopping = false;
   let claiming: Promise<void> | undefined;
   let again = false;
@@ -71,8 +79,10 @@ export function startImportRunner(options: {
 
   const run = async (operation: StoredOperation) => {
     const target = targets.get(operation.target as ImportTarget['name'])!;
+    const reader = readers.get(operation.id) ?? scopeless(operation);
+    readers.delete(operation.id);
     try {
-      await runImport({ db, log, target, operation, file: fileOf(operation), stopping: () => stopping });
+      await runImport({ db, log, target, operation, reader, file: fileOf(operation), stopping: () => stopping });
     } catch (error) {
       log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
       await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(
@@ -175,6 +185,7 @@ export function startImportRunner(options: {
     holder,
     directory: options.directory,
     leaseUntil,
+    entrust: (id, reader) => void readers.set(id, reader),
     wake,
     async close() {
       stopping = true;
@@ -203,9 +214,25 @@ export function startImportRunner(options: {
           if (ended !== undefined)
             await recordEvent(trx, 'operation.completed', operationPath(ended.id), presentOperation(ended, []));
           await rm(spoolPath(options.directory, queued.id), { force: true });
+          readers.delete(queued.id);
         }
       }).catch((error: unknown) => log.warn({ err: error }, 'could not end queued imports while stopping'));
     },
+  };
+}
+
+/**
+ * Who runs an operation whose uploader this process no longer knows (it cannot happen while the
+ * file is this process's; should it, the import is refused its rows, never run with more rights):
+ * its caller with no scope, seeing only its own records.
+ */
+function scopeless(operation: StoredOperation): Reader {
+  return {
+    callerId: operation.created_by,
+    name: operation.caller_name ?? 'an unknown caller',
+    scopes: new Set(),
+    ownRecords: new Set(['users', 'items', 'orders']),
+    userId: null,
   };
 }
 

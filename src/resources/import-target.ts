@@ -1,8 +1,10 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import type { TSchema } from 'typebox';
 import type { Scope } from '../auth/policy.js';
 import type { Trx } from '../db/database.js';
 import type { Sight } from '../db/visibility.js';
 import type { ImportTargetName, RowError } from './operations/operations.schema.js';
+import type { Reader } from './references.js';
 
 export type { RowError };
 
@@ -23,18 +25,28 @@ export interface ImportTarget {
   /** The columns a CSV header may name, and those it must. */
   columns: readonly string[];
   required: readonly string[];
+  /** What the import's description in the document says besides the common words (a CSV record of several rows). */
+  note?: string;
   /** A row, as the document shows an NDJSON line. */
   example: Record<string, unknown>;
   /** One row as JSON (an NDJSON line, or a CSV row made into one by fromCsv). */
   schema: TSchema;
   /** A CSV row's text cells as the JSON the schema checks: integers read as integers, empty cells left out. */
   fromCsv(cells: Record<string, string>): Record<string, unknown>;
+  /**
+   * CSV only, for a record of several rows (an order and its lines): consecutive rows with the same
+   * value in column `by` are one record, made into one by `fromCsvRows` (each row an item of its
+   * array member `member`, at most `max` rows); fromCsv is then not used.
+   */
+  csvGroup?: CsvGroup;
   /** The natural key two rows of one file may not share but by on_conflict's rule (an item's SKU, a user's email). */
   keyOf?: (value: never) => string;
   /** The field that holds the natural key (sku, email), named in a duplicate's error. */
   keyField?: string;
   /** The path of the record a row wrote (its audit record's path). */
   recordPath(id: number): string;
+  /** Rows a chunk writes at most when not CHUNK_ROWS (orders: a record is many statements, so fewer). */
+  chunkRows?: number;
   /** Writes the chunk's rows (checked, no two with one key); what became of each, and the refused ones. */
   write(trx: Trx, rows: readonly ImportRow[], context: ImportContext): Promise<ChunkOutcome>;
 }
@@ -50,7 +62,22 @@ export interface ImportContext {
   /** The caller that started the import: the owner of what it creates, and what it may see. */
   creator: number | null;
   sight: Sight;
+  /** The caller that started the import, as the single request's code takes it (what it may refer to and see). */
+  reader: Reader;
   now: string;
+  /** A check pass (dry_run, atomic's first pass): every chunk written is rolled back after it. */
+  checking: boolean;
+  /** What a target keeps from one chunk of a pass to the next (orders: the stock earlier checked chunks reserved). */
+  carried: Map<number, number>;
+}
+
+export interface CsvGroup {
+  by: string;
+  member: string;
+  max: number;
+  fromCsvRows(
+    rows: readonly Record<string, string>[],
+  ): { value: Record<string, unknown> } | { field: string; detail: string };
 }
 
 /** What a row did: its record was created, updated, or left alone (skipped, or it changed nothing). */
@@ -74,4 +101,26 @@ export function integerCell(cells: Record<string, string>, name: string): Record
   const text = cells[name];
   if (text === undefined) return {};
   return { [name]: /^-?(0|[1-9][0-9]{0,15})$/.test(text) ? Number(text) : text };
+}
+
+/** Rows written by one statement of a chunk before the event loop is given a turn. */
+const ROWS_PER_TURN = 128;
+
+/**
+ * Writes `rows` a slice at a time (ROWS_PER_TURN, the rows of one compiled multi-row insert),
+ * giving the event loop a turn between slices: SQLite runs a statement on the event loop, so a
+ * chunk's 500-row statement would keep every request waiting while it runs (the GET p99 alongside
+ * an import); slices keep each wait to one statement's time.
+ */
+export async function inSlices<Row, Result>(
+  rows: readonly Row[],
+  write: (slice: Row[]) => Promise<readonly Result[] | void>,
+): Promise<Result[]> {
+  const results: Result[] = [];
+  for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
+    if (start > 0) await turn();
+    const written = await write(rows.slice(start, start + ROWS_PER_TURN));
+    if (written) results.push(...written);
+  }
+  return results;
 }

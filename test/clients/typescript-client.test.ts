@@ -67,6 +67,10 @@ describe('the TypeScript client (clients/typescript)', () => {
 
     const listed = await rowi.GET('/v1/orders', { params: { query: { limit: 10 } } });
     expect(listed.data!.data.map((each) => each.id)).toContain(order.id);
+    const some = await rowi.GET('/v1/orders/{id}', {
+      params: { path: { id: order.id }, query: { fields: 'total,lines.quantity' } },
+    });
+    expect(some.data).toEqual({ id: order.id, total: '7.50', lines: [{ quantity: 3 }] });
     const after = await rowi.GET('/v1/items/{id}/stock', { params: { path: { id: item.id } } });
     expect(after.data, JSON.stringify(after.error)).toMatchObject({ quantity: 7, reserved: 3 });
   });
@@ -142,5 +146,20 @@ describe('the TypeScript client (clients/typescript)', () => {
     expect(done.progress.rows_succeeded).toBe(1);
     const listed = await rowi.GET('/v1/items', { params: { query: { sku: 'TC-1' } } });
     expect(listed.data?.data.map((item) => item.name)).toEqual(['Typed import']);
+
+    const user = await rowi.POST('/v1/users', { body: { name: 'Typed buyer', email: 'typed.buyer@example.com' } });
+    const itemId = listed.data!.data[0]!.id;
+    const orders = await importFile(
+      { baseUrl, apiKey: test.adminKey },
+      {
+        collection: 'orders',
+        file: `${JSON.stringify({ name: 'TC-ORDER', user_id: user.data!.id, lines: [{ item_id: itemId, quantity: 2 }] })}\n`,
+        mediaType: 'application/x-ndjson',
+        pollMs: 20,
+      },
+    );
+    expect(orders).toMatchObject({ target: 'orders', status: 'succeeded', progress: { rows_succeeded: 1 } });
+    const placed = await rowi.GET('/v1/orders', { params: { query: { user_id: user.data!.id } } });
+    expect(placed.data?.data.map((order) => [order.name, order.total])).toEqual([['TC-ORDER', '6.00']]);
   });
 });

@@ -11,7 +11,13 @@ import { odd, ODD_TEXT, valid, type References, type Schema } from './arbitrarie
 export interface Operation {
   method: string;
   path: string;
-  parameters: { in: 'path' | 'query' | 'header'; name: string; schema: Schema; required?: boolean }[];
+  parameters: {
+    in: 'path' | 'query' | 'header';
+    name: string;
+    schema: Schema;
+    required?: boolean;
+    examples?: Record<string, { value: unknown }>;
+  }[];
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
 }
@@ -146,7 +152,7 @@ export function requestFor(
   const query = fc
     .array(
       fc.oneof(
-        ...queryParameters.map((parameter) => fc.tuple(fc.constant(parameter.name), queryValue(parameter.schema))),
+        ...queryParameters.map((parameter) => fc.tuple(fc.constant(parameter.name), queryValue(parameter))),
         fc.tuple(fc.constantFrom('unknown', 'api_key', 'access_token', 'x%00'), fc.constantFrom(...ODD_TEXT)),
       ),
       { maxLength: 4 },
@@ -226,10 +232,13 @@ function pathValue(schema: Schema, known: (string | number)[]): fc.Arbitrary<str
   );
 }
 
-function queryValue(schema: Schema): fc.Arbitrary<string> {
+function queryValue({ schema, examples: documented = {} }: Operation['parameters'][number]): fc.Arbitrary<string> {
+  // Documented examples too: a made-up value of a parameter that names things (fields) names none.
+  const examples = Object.values(documented).map((example) => encodeURIComponent(String(example.value)));
   return fc.oneof(
     { weight: 3, arbitrary: valid(schema).map((value) => encodeURIComponent(String(value))) },
     { weight: 2, arbitrary: fc.constantFrom(...ODD_TEXT) },
+    ...(examples.length > 0 ? [{ weight: 3, arbitrary: fc.constantFrom(...examples) }] : []),
   );
 }
 

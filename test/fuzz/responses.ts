@@ -27,8 +27,11 @@ export class ResponseChecker {
     this.#components = components;
   }
 
-  /** Why the answer breaks the document, or undefined when it does not. */
-  problemWith(operation: Operation, answer: Answer): string | undefined {
+  /**
+   * Why the answer breaks the document, or undefined when it does not. An answer to `fields` (only
+   * some fields of each record, docs/reading.md) is checked against its schema without `required`.
+   */
+  problemWith(operation: Operation, answer: Answer, fields = false): string | undefined {
     if (answer.ms > MAX_ANSWER_MS) return `took ${Math.round(answer.ms)} ms (at most ${MAX_ANSWER_MS})`;
     if (answer.status >= 500) return `answered ${answer.status}`;
     const documented = operation.responses[String(answer.status)];
@@ -59,8 +62,9 @@ export class ResponseChecker {
       return `a ${mediaType} body that is not JSON`;
     }
     const validate = this.#validator(
-      `${operation.method} ${operation.path} ${answer.status} ${mediaType}`,
+      `${operation.method} ${operation.path} ${answer.status} ${mediaType}${fields ? ' fields' : ''}`,
       content.schema,
+      fields && answer.status < 300,
     );
     if (!validate(parsed)) return `a body the schema refuses: ${this.#ajv.errorsText(validate.errors)}`;
     if (mediaType.startsWith('application/problem') && (parsed as { status?: unknown }).status !== answer.status)
@@ -68,9 +72,13 @@ export class ResponseChecker {
     return undefined;
   }
 
-  #validator(key: string, schema: Schema): ValidateFunction {
+  #validator(key: string, schema: Schema, partial = false): ValidateFunction {
     let validate = this.#validators.get(key);
-    if (!validate) this.#validators.set(key, (validate = this.#ajv.compile(this.#resolved(schema) as object)));
+    if (!validate) {
+      const resolved = this.#resolved(schema);
+      validate = this.#ajv.compile((partial ? withoutRequired(resolved) : resolved) as object);
+      this.#validators.set(key, validate);
+    }
     return validate;
   }
 
@@ -87,4 +95,15 @@ export class ResponseChecker {
         .map(([key, value]) => [key, this.#resolved(value)]),
     );
   }
+}
+
+/** A schema whose objects require none of their members (what `fields` may leave out). */
+function withoutRequired(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutRequired);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key]) => key !== 'required')
+      .map(([key, value]) => [key, withoutRequired(value)]),
+  );
 }

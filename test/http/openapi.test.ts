@@ -3,6 +3,7 @@ import { DOCS_PATH } from '../../src/http/docs-page.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileAllValidators } from '../../src/http/validation.js';
+import { compileAllSerializers } from '../../src/http/serializers.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 interface Operation {
@@ -34,10 +35,15 @@ function operations(): [string, string, Operation][] {
   );
 }
 
-describe('request schemas', () => {
+describe('request and response schemas', () => {
   it("every route's request validators compile (the app compiles them on first use, so a broken schema must fail here)", () => {
     expect(compileAllValidators()).toBeGreaterThan(50);
     expect(compileAllValidators()).toBe(0);
+  });
+
+  it("every route's response serializers compile (the app compiles them on first use, so a broken schema must fail here)", () => {
+    expect(compileAllSerializers()).toBeGreaterThan(50);
+    expect(compileAllSerializers()).toBe(0);
   });
 });
 

@@ -4,9 +4,12 @@ import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../helpers/process.js';
+import { Receiver } from '../helpers/receiver.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
@@ -15,8 +18,10 @@ import { tempFolder } from '../helpers/temp.js';
  * cluster made with initdb in a temporary folder, a redis-server, nginx, on ports of their own),
  * so it may kill and restart them without touching the services other test files share. While
  * orders and reads run through nginx: one instance is killed (SIGKILL) and started again, Redis is
- * restarted, PostgreSQL is restarted. Needs nginx, initdb/postgres and redis-server: skips (and
- * says why) where one is missing, except with ROWI_TEST_DEPLOYMENT=required (.ci/run), where it fails.
+ * restarted, PostgreSQL is restarted. Afterwards every committed order.created event has reached a
+ * webhook receiver at least once and NATS (the shared server: it is not restarted) once. Needs
+ * nginx, initdb/postgres, redis-server and ROWI_TEST_NATS_URL: skips (and says why) where one is
+ * missing, except with ROWI_TEST_DEPLOYMENT=required (.ci/run), where it fails.
  */
 const which = (command: string) => {
   try {
@@ -31,12 +36,13 @@ const TOOLS = {
   postgres: which('postgres'),
   pg_ctl: which('pg_ctl'),
   redis: which('redis-server'),
+  nats: process.env.ROWI_TEST_NATS_URL ?? '',
 };
 const MISSING = Object.entries(TOOLS)
   .filter(([, path]) => path === '')
   .map(([name]) => name);
 if (MISSING.length > 0) {
-  const why = `the deployment test needs ${MISSING.join(', ')} (Debian: nginx, postgresql, redis-server)`;
+  const why = `the deployment test needs ${MISSING.join(', ')} (Debian: nginx, postgresql, redis-server; ROWI_TEST_NATS_URL)`;
   if (process.env.ROWI_TEST_DEPLOYMENT === 'required') throw new Error(`${why}, and ROWI_TEST_DEPLOYMENT=required`);
   console.warn(`[rowi tests] ${why}: SKIPPED`);
 }
@@ -46,7 +52,9 @@ const AS_POSTGRES = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--
 const children: ChildProcess[] = [];
 const folders: string[] = [];
 const instances: RunningServer[] = [];
-afterAll(() => {
+const receiver = new Receiver();
+afterAll(async () => {
+  await receiver.stop();
   for (const instance of instances) instance.child.kill('SIGKILL');
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   for (const data of folders) stopPostgres(data, 'immediate');
@@ -98,7 +106,7 @@ async function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<voi
 
 describe.skipIf(MISSING.length > 0)('three instances behind nginx, on one PostgreSQL with Redis', () => {
   it(
-    'POST /v1/orders and GET /v1/orders/{id} through nginx while an instance is killed and restarted, Redis restarted, PostgreSQL restarted: no 500, every 201 order stored once, the ledger balances, the failed-auth budget held across instances',
+    'POST /v1/orders and GET /v1/orders/{id} through nginx while an instance is killed and restarted, Redis restarted, PostgreSQL restarted: no 500, every 201 order stored once, the ledger balances, the failed-auth budget held across instances, every order.created delivered by webhook and published to NATS once',
     { timeout: 240_000 },
     async () => {
       const folder = tempFolder('deployment');
@@ -153,8 +161,18 @@ describe.skipIf(MISSING.length > 0)('three instances behind nginx, on one Postgr
         run([TOOLS.redis, '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
       let redis = startRedis();
 
+      // A webhook receiver that answers at once, and a NATS stream of this run's own.
+      await receiver.start();
+      const tag = `deployment${process.pid}${Date.now().toString(36)}`;
+      const natsSubject = `rowitest.${tag}`;
+      const natsStream = `ROWI_TEST_${tag}`.toUpperCase();
+
       // Three instances (one process each: the machine's cores are shared), on fixed ports for nginx.
       const env = (port: number) => ({
+        ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+        ROWI_NATS_URL: TOOLS.nats,
+        ROWI_NATS_SUBJECT: natsSubject,
+        ROWI_NATS_STREAM: natsStream,
         ROWI_PORT: String(port),
         ROWI_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
         ROWI_TRUST_PROXY: '127.0.0.1',
@@ -214,6 +232,7 @@ ${rowiPorts.map((port) => `    server 127.0.0.1:${port} max_fails=1 fail_timeout
       const item = (await (await post('/v1/items', { name: 'Widget', sku: 'W-1', price: '1.00' })).json()) as {
         id: number;
       };
+      expect((await post('/v1/webhook-endpoints', { url: receiver.url, events: ['order.created'] })).status).toBe(201);
       const STOCK = 1_000_000;
       expect(
         (
@@ -282,6 +301,7 @@ ${rowiPorts.map((port) => `    server 127.0.0.1:${port} max_fails=1 fail_timeout
       await sleep(4000);
       done = true;
       await Promise.all(load);
+      const loadEnded = Date.now();
 
       // The failed-authentication budget, across the three instances (one client address).
       const guesses: number[] = [];
@@ -324,6 +344,56 @@ ${rowiPorts.map((port) => `    server 127.0.0.1:${port} max_fails=1 fail_timeout
       );
       expect(Number(stock!.reserved)).toBe(Number(lines!.units));
       expect(Number(stock!.quantity) + Number(stock!.reserved)).toBe(STOCK);
+
+      // Every committed order.created: delivered to the receiver at least once, published to NATS
+      // once (JetStream keeps one message per event id).
+      const { rows: events } = await admin.query<{ id: string }>("select id from events where type = 'order.created'");
+      const committed = new Set(events.map((row) => row.id));
+      expect(committed.size).toBe(orders.length);
+      const delivered = () => new Set(receiver.received.map((received) => received.event.id));
+      await until(
+        'every order.created delivered',
+        async () => [...committed].every((id) => delivered().has(id)),
+        60_000,
+      ).catch(async (error: unknown) => {
+        const missing = [...committed].filter((id) => !delivered().has(id));
+        const { rows } = await admin.query('select status, count(*) as n from webhook_deliveries group by status');
+        const fannedOut = await admin.query('select count(*) as n from webhook_deliveries where event_id = any($1)', [
+          missing,
+        ]);
+        const cursors = await admin.query('select * from event_cursors');
+        throw new Error(
+          `${(error as Error).message}: ${missing.length} of ${committed.size} missing (${fannedOut.rows[0].n} of them fanned out); deliveries ${JSON.stringify(rows)}; cursors ${JSON.stringify(cursors.rows)}`,
+        );
+      });
+      const nats = await connect({ servers: TOOLS.nats });
+      try {
+        const manager = await jetstreamManager(nats);
+        await until(
+          'every order.created published',
+          async () => (await manager.streams.info(natsStream)).state.messages >= committed.size,
+          60_000,
+        );
+        const total = (await manager.streams.info(natsStream)).state.messages;
+        const published = new Map<string, number>();
+        const consumer = await jetstream(nats).consumers.get(natsStream);
+        let read = 0;
+        for await (const message of await consumer.fetch({ max_messages: total, expires: 5000 })) {
+          if (message.subject === `${natsSubject}.order.created`) {
+            const id = message.headers?.get('Nats-Msg-Id') ?? '';
+            published.set(id, (published.get(id) ?? 0) + 1);
+          }
+          if (++read === total) break;
+        }
+        console.info(
+          `[deployment] ${committed.size} order.created: ${receiver.received.length} webhook requests (all seen, and published, within ${Date.now() - loadEnded} ms after the load ended), ${published.size} published to NATS`,
+        );
+        expect([...published.keys()].sort()).toEqual([...committed].sort());
+        expect([...published.values()].every((times) => times === 1)).toBe(true);
+        await manager.streams.delete(natsStream).catch(() => {});
+      } finally {
+        await nats.close();
+      }
       await admin.end();
     },
   );

@@ -125,6 +125,12 @@ describe('rowi serve --workers 2', () => {
     expect(result.stderr).toContain('ROWI_TLS_CERT');
   });
 
+  it("a bad setting beside --workers 2 (checked by the primary's preparer): exit code 2, the setting named once", async () => {
+    const result = await runCli(['serve', '--workers', '2', '--port', 'abc']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.match(/--port="abc" is not a valid setting/g)).toHaveLength(1);
+  });
+
   it('ROWI_WORKERS=many and --workers -1: exit code 2 naming the setting', async () => {
     const bad = await runCli(['serve'], { ROWI_WORKERS: 'many' });
     expect(bad.code).toBe(2);

@@ -99,4 +99,70 @@ describe('imports and a crash', () => {
       expect(((await stock.json()) as { quantity: number }).quantity).toBe(3);
     },
   );
+
+  it(
+    'POST /v1/orders/import: after kill -9 during the import and a restart, the operation is failed, and exactly the orders it says were committed hold stock',
+    { timeout: 60_000 },
+    async () => {
+      const dataFile = tempDataFile();
+      const env = { ROWI_IMPORT_DIRECTORY: join(tempFolder('spool'), 'files') };
+      const first = await startServer({ dataFile, env });
+      running.push(first);
+      const send = async (server: RunningServer, method: string, path: string, body?: unknown) => {
+        const reply = await fetch(`${server.baseUrl}${path}`, {
+          method,
+          headers: { 'x-api-key': server.adminKey, 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return (await reply.json()) as Record<string, number>;
+      };
+      const user = await send(first, 'POST', '/v1/users', { name: 'Crash buyer', email: 'crash.buyer@example.com' });
+      const item = await send(first, 'POST', '/v1/items', { name: 'Crash item', sku: 'CRASH-1', price: '1.00' });
+      const initial = 1_000_000;
+      await send(first, 'PUT', `/v1/items/${item.id}/stock`, { quantity: initial });
+      const file = join(tempFolder('import'), 'orders.ndjson');
+      const orders = 20_000;
+      let ndjson = '';
+      for (let index = 0; index < orders; index++)
+        ndjson += `{"name":"O-${index}","user_id":${user.id},"lines":[{"item_id":${item.id},"quantity":1}]}\n`;
+      writeFileSync(file, ndjson);
+      const posted = await fetch(`${first.baseUrl}/v1/orders/import?mode=partial`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-ndjson',
+          'x-api-key': first.adminKey,
+          'content-length': String(statSync(file).size),
+        },
+        body: createReadStream(file) as unknown as RequestInit['body'],
+        duplex: 'half',
+      } as RequestInit);
+      expect(posted.status).toBe(202);
+      const location = posted.headers.get('location')!;
+      let seen = await operationOf(first, location);
+      for (let attempt = 0; attempt < 400 && seen.progress.committed_through === 0; attempt++) {
+        await pause(20);
+        seen = await operationOf(first, location);
+      }
+      expect(seen.status).toBe('running');
+
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const second = await startServer({ dataFile, env, adminKey: first.adminKey });
+      running.push(second);
+      let after = await operationOf(second, location);
+      for (let attempt = 0; attempt < 150 && after.status === 'running'; attempt++) {
+        await pause(100);
+        after = await operationOf(second, location);
+      }
+
+      expect(after.status).toBe('failed');
+      // One order a line, none refused: the lines up to committed_through are the orders committed.
+      const committed = after.progress.committed_through;
+      expect(committed).toBeGreaterThan(0);
+      expect(committed).toBeLessThan(orders);
+      expect(after.summary!.rows_committed).toBe(committed);
+      const stock = await send(second, 'GET', `/v1/items/${item.id}/stock`);
+      expect([stock.quantity, stock.reserved]).toEqual([initial - committed, committed]);
+    },
+  );
 });

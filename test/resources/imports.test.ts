@@ -191,6 +191,14 @@ describe('POST /v1/items/import', () => {
       { sku: 'C-3', name: 'Cam', price: 250, quantity: 9 },
     ]);
     expect(kept.item.id).toBeGreaterThan(0);
+    // Each quantity the update changed has its set movement: the ledger adds up to the stock.
+    const ledger = await test.storage.db
+      .selectFrom('stock_movements')
+      .select(['quantity_change', 'quantity_after'])
+      .where('item_id', '=', kept.item.id)
+      .orderBy('id')
+      .execute();
+    expect(ledger.map((move) => [Number(move.quantity_change), Number(move.quantity_after)])).toEqual([[2, 2]]);
 
     const refused = await upload('items', 'sku,name,price\nC-1,Clamp,6.00\nC-4,Cup,1.00\n', { query: '?mode=partial' });
     const conflict = await finished(refused.headers.location as string);

@@ -6,16 +6,25 @@ const IMPORT_PATHS = {
   users: '/v1/users/import',
   items: '/v1/items/import',
   stock: '/v1/items/stock/import',
+  orders: '/v1/orders/import',
 } as const;
 
-export interface ImportFileOptions {
-  /** What the file holds: users, items (a catalogue, by sku) or stock levels. */
-  collection: keyof typeof IMPORT_PATHS;
+/**
+ * What the file holds: users, items (a catalogue, by sku), stock levels, or orders (CSV: a row per
+ * line, grouped by an `order` column; NDJSON: the body of POST /v1/orders a line). Orders have no
+ * natural key, so no onConflict.
+ */
+export type ImportFileOptions = ImportOptions &
+  (
+    | { collection: 'users' | 'items' | 'stock'; onConflict?: 'error' | 'skip' | 'update' }
+    | { collection: 'orders'; onConflict?: never }
+  );
+
+interface ImportOptions {
   /** The file: a Blob (a File in a browser), bytes, text, or a stream (Node: Readable.toWeb(createReadStream(path))). */
   file: Blob | Uint8Array | string | ReadableStream<Uint8Array>;
   mediaType: 'text/csv' | 'application/x-ndjson';
   mode?: 'atomic' | 'partial';
-  onConflict?: 'error' | 'skip' | 'update';
   dryRun?: boolean;
   /** Milliseconds between two reads of the operation when rowi sends no Retry-After (default 1,000). */
   pollMs?: number;

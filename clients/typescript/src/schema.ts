@@ -828,6 +828,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a file of orders (a long-running operation)
+         * @description Streams a CSV (header row: order, name, user_id, item_id, quantity; required: order, user_id, item_id, quantity) or NDJSON file of orders into an operation; 202 with Location /v1/operations/{id} to follow it. Needs orders:create and users:read and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports". CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.
+         */
+        post: operations["importOrders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/operations": {
         parameters: {
             query?: never;
@@ -4600,7 +4620,7 @@ export interface components {
         RateLimit: string;
         /** @description the rate-limit policies this request was counted against: "name";q=<quota>;w=<window seconds> (IETF httpapi draft); absent on uncounted routes */
         "RateLimit-Policy": string;
-        /** @description while queued or running: seconds before asking again */
+        /** @description seconds before asking */
         "Retry-After": string;
         /** @description the request id (the caller's when it sent a sane one) */
         "X-Request-Id": string;
@@ -5050,6 +5070,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5152,6 +5177,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5188,7 +5218,13 @@ export interface operations {
     };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5236,7 +5272,13 @@ export interface operations {
     };
     "getMe-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5284,7 +5326,13 @@ export interface operations {
     };
     getUser: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5424,7 +5472,13 @@ export interface operations {
     };
     "getUser-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, email, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,email
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5588,6 +5642,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5690,6 +5749,11 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -5726,7 +5790,13 @@ export interface operations {
     };
     getItem: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -5866,7 +5936,13 @@ export interface operations {
     };
     "getItem-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, name, sku, price, created_by, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example name,sku
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6020,6 +6096,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6065,6 +6146,11 @@ export interface operations {
                 sort?: string;
                 /** @description only the records of these ids (item ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6101,7 +6187,13 @@ export interface operations {
     };
     getStock: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6201,7 +6293,13 @@ export interface operations {
     };
     "getStock-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: item_id, quantity, reserved, updated_at; item_id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example quantity,reserved
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6319,6 +6417,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6376,6 +6479,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example item_id,kind
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -6478,6 +6586,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6580,6 +6690,8 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6616,7 +6728,10 @@ export interface operations {
     };
     getOrder: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6755,7 +6870,10 @@ export interface operations {
     };
     "getOrder-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -6913,6 +7031,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6961,6 +7084,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -6996,7 +7124,13 @@ export interface operations {
     };
     getWeather: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7157,7 +7291,13 @@ export interface operations {
     };
     "getWeather-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, name, latitude, longitude, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, stale, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,name
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7292,6 +7432,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7342,6 +7487,11 @@ export interface operations {
                 observed_after?: string;
                 /** @description only observations made strictly before this instant (RFC 3339) */
                 observed_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, place, temperature_c, humidity_pct, wind_kph, conditions, observed_at, source, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example place,temperature_c
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7396,6 +7546,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7491,6 +7643,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -7524,7 +7678,10 @@ export interface operations {
     };
     getCaller: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7614,7 +7771,10 @@ export interface operations {
     };
     "getCaller-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, name, role, extra_scopes, removed_scopes, scopes, record_access, record_access.users, record_access.items, record_access.orders, rate_limit, created_at, updated_at (a dotted name selects inside: record_access.users); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -7723,6 +7883,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7812,6 +7977,11 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -7849,7 +8019,13 @@ export interface operations {
     };
     getApiKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -7924,7 +8100,13 @@ export interface operations {
     };
     "getApiKey-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, caller_id, prefix, description, created_at, expires_at, last_used_at, revoked_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example caller_id,prefix
+                 */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -7985,6 +8167,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8044,6 +8231,11 @@ export interface operations {
                 before?: string;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, at, request_id, caller_id, caller_name, credential, user_id, method, path, resource, record_id, action, status, duration_ms, client_ip; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example at,request_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8109,8 +8301,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8161,8 +8352,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8213,8 +8403,56 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
-                    /** @description seconds before asking */
-                    "Retry-After"?: string;
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    importOrders: {
+        parameters: {
+            query?: {
+                /** @description atomic (default): every row or none; partial: good rows committed, bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description true: check every row as the import would, store nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        requestBody: {
+            content: {
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "text/csv": string;
+                /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8253,6 +8491,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8302,6 +8542,8 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8334,7 +8576,10 @@ export interface operations {
     };
     getOperation: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8350,7 +8595,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8386,7 +8632,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8408,7 +8655,10 @@ export interface operations {
     };
     "getOperation-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -8424,7 +8674,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8460,7 +8711,8 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description while queued or running: seconds before asking again */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8565,6 +8817,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8615,6 +8872,11 @@ export interface operations {
                 created_before?: string;
                 /** @description only the records of these ids (event ids), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8650,7 +8912,13 @@ export interface operations {
     };
     getEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -8700,7 +8968,13 @@ export interface operations {
     };
     "getEvent-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, type, created_at, path, data; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example type,created_at
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -8835,6 +9109,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8923,6 +9202,11 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -8955,7 +9239,13 @@ export interface operations {
     };
     getWebhookEndpoint: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9044,7 +9334,13 @@ export interface operations {
     };
     "getWebhookEndpoint-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description only these fields of each record, comma-separated: id, url, owner_caller_id, description, events, enabled, disabled_reason, failed_attempts, previous_secret_expires_at, created_at, updated_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @example url,owner_caller_id
+                 */
+                fields?: string;
+            };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
                 "if-none-match"?: string;
@@ -9198,6 +9494,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9247,6 +9545,8 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
             };
             header?: never;
             path: {
@@ -9283,7 +9583,10 @@ export interface operations {
     };
     getWebhookDelivery: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */
@@ -9320,7 +9623,10 @@ export interface operations {
     };
     "getWebhookDelivery-head": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                fields?: string;
+            };
             header?: never;
             path: {
                 /** @description server-assigned identifier */

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { answerList, withExports } from '../../http/export.js';
+import { selectFields } from '../../http/fields.js';
 import { findAuditEvents } from '../../audit-trail/audit.repository.js';
 import { ACTIONS } from '../../auth/policy.js';
 import {
@@ -115,7 +116,7 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'One event per request, allowed or refused. Events are written in batches about once a second, so the newest may not be listed yet.',
         tags: ['audit'],
-        querystring: listQuerySchema(AUDIT_COLLECTION),
+        querystring: listQuerySchema(AUDIT_COLLECTION, { record: AuditEventSchema }),
         response: {
           200: withExports(
             representation(AuditEventPageSchema, 'A page of audit events', RESPONSE_HEADERS.link),
@@ -126,8 +127,10 @@ const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(AUDIT_COLLECTION, request.query);
+      const fields = selectFields({ record: AuditEventSchema }, request.query.fields);
       const list = (page: typeof query) => findAuditEvents(db, page);
-      return answerList(request, reply, { name: 'audit-events', record: AuditEventSchema, query, list }, app.config);
+      const listing = { name: 'audit-events', record: AuditEventSchema, query, list, fields };
+      return answerList(request, reply, listing, app.config);
     },
   );
 };

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendEmpty } from '../../http/records.js';
 import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
@@ -26,6 +27,7 @@ import {
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
 import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
+import Type from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
@@ -76,13 +78,14 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "A page of the caller's keys: each one's id, prefix (the readable start of the key), description, expiry, last use and revocation; never the key, which rowi keeps only as a hash.",
         tags: ['callers'],
         params: CallerParams,
-        querystring: listQuerySchema(API_KEY_COLLECTION),
+        querystring: listQuerySchema(API_KEY_COLLECTION, { record: ApiKeySchema }),
         response: { 200: representation(ApiKeyPageSchema, 'A page of keys', RESPONSE_HEADERS.link) },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(API_KEY_COLLECTION, request.query);
-      return sendPage(request, reply, await listApiKeys(db, request.params.id, query), query);
+      const fields = selectFields({ record: ApiKeySchema }, request.query.fields);
+      return sendPage(request, reply, await listApiKeys(db, request.params.id, query), query, fields);
     },
   );
 
@@ -127,10 +130,14 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: "The key's record: prefix, description, expiry, last use and revocation; never the key.",
         tags: ['callers'],
         params: ApiKeyParams,
+        querystring: Type.Object({ fields: fieldsParameter({ record: ApiKeySchema }) }),
         response: { 200: representation(ApiKeySchema, "The key's record") },
       }),
     },
-    async (request) => getApiKey(db, request.params.id, request.params.key_id),
+    async (request, reply) => {
+      const fields = selectFields({ record: ApiKeySchema }, request.query.fields);
+      return sendFields(request, reply, await getApiKey(db, request.params.id, request.params.key_id), fields);
+    },
   );
 
   app.delete(

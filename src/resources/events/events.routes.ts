@@ -1,13 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
 import type { Config } from '../../config/config.js';
 import type { EventFeed } from '../../outbox/feed.js';
 import { answerList, withExports } from '../../http/export.js';
+import { fieldsParameter, selectFields } from '../../http/fields.js';
+import { entityTag } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { sendTagged } from '../../http/records.js';
 import { IfNoneMatchHeaders, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
 import { EVENTS_COLLECTION, EventPageSchema, EventParams, EventSchema } from './events.schema.js';
 import { getEvent, listEvents } from './events.service.js';
 import { registerEventStream } from './stream.js';
+
+const EVENT_FIELDS = { record: EventSchema };
 
 const DESCRIPTION =
   'Every change a caller can see is an event, written in the transaction of the change: a committed change always has its event, a rolled-back one never. A caller sees the events of the resources it may read (orders:read for order events…). Events are kept ROWI_EVENTS_RETENTION seconds (30 days by default).';
@@ -24,7 +29,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
         summary: 'List events, newest first',
         description: DESCRIPTION,
         tags: ['events'],
-        querystring: listQuerySchema(EVENTS_COLLECTION),
+        querystring: listQuerySchema(EVENTS_COLLECTION, EVENT_FIELDS),
         response: {
           200: withExports(
             representation(EventPageSchema, 'A page of events', RESPONSE_HEADERS.link, ['json']),
@@ -35,8 +40,9 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
     },
     async (request, reply) => {
       const query = parseListQuery(EVENTS_COLLECTION, request.query as Record<string, unknown>);
+      const fields = selectFields(EVENT_FIELDS, (request.query as { fields?: string }).fields);
       const list = (page: typeof query) => listEvents(db, page, request.principal!);
-      return answerList(request, reply, { name: 'events', record: EventSchema, query, list }, config);
+      return answerList(request, reply, { name: 'events', record: EventSchema, query, list, fields }, config);
     },
   );
 
@@ -51,6 +57,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
           'An event never changes: its ETag is its id. 404 also for an event of a resource the caller may not read.',
         tags: ['events'],
         params: EventParams,
+        querystring: Type.Object({ fields: fieldsParameter(EVENT_FIELDS) }),
         headers: IfNoneMatchHeaders,
         response: {
           200: representation(EventSchema, 'The event', RESPONSE_HEADERS.etag, ['json']),
@@ -59,8 +66,9 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
       }),
     },
     async (request, reply) => {
+      const fields = selectFields(EVENT_FIELDS, request.query.fields);
       const event = await getEvent(db, request.params.id, request.principal!);
-      return sendTagged(request, reply, event, `"${event.id}"`);
+      return sendTagged(request, reply, event, entityTag(event.id, 'json', false, fields), 200, fields);
     },
   );
 

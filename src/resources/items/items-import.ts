@@ -3,6 +3,7 @@ import Type, { type Static } from 'typebox';
 import type { Trx } from '../../db/database.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import {
+  inSlices,
   integerCell,
   type ChunkOutcome,
   type ImportContext,
@@ -11,14 +12,14 @@ import {
   type RowWritten,
 } from '../import-target.js';
 import { toMinorUnits } from '../money.js';
-import { findItemsBySkus, insertItems, updateItemAtVersion, type StoredItem } from './items.repository.js';
+import { findItemsBySkus, insertItems, updateItemsAtVersions, type StoredItem } from './items.repository.js';
 import { ItemCreateSchema } from './items.schema.js';
 import { presentItem } from './items.service.js';
 import {
   findStocks,
   insertMovements,
   insertStocks,
-  setStockQuantityAtVersion,
+  setStockQuantitiesAtVersions,
   type NewMovement,
 } from './stock.repository.js';
 import { StockQuantity } from './stock.schema.js';
@@ -84,17 +85,19 @@ async function writeItems(
   const events: EventDraft[] = [];
   const movements: NewMovement[] = [];
   if (fresh.length > 0) {
-    const inserted = await insertItems(
-      trx,
-      fresh.map(({ value }) => ({
-        name: value.name,
-        sku: value.sku,
-        price: toMinorUnits(value.price),
-        created_by: context.creator,
-      })),
-      context.now,
+    // A slice at a time, the event loop given a turn between: requests are read and answered meanwhile.
+    const inserted = await inSlices(fresh, (slice) =>
+      insertItems(
+        trx,
+        slice.map(({ value }) => ({
+          name: value.name,
+          sku: value.sku,
+          price: toMinorUnits(value.price),
+          created_by: context.creator,
+        })),
+        context.now,
+      ),
     );
-    // Between the chunk's statements the event loop takes a turn: requests are read and answered meanwhile.
     await turn();
     const bySku = new Map(inserted.map((item) => [item.sku, item]));
     const stocks: { item_id: number; quantity: number }[] = [];
@@ -111,18 +114,22 @@ async function writeItems(
       if (quantity > 0) movements.push(setMovement(item.id, quantity, quantity, 0, context.now));
       written.push({ row: row.row, outcome: 'created', id: item.id });
     }
-    await insertStocks(trx, stocks, context.now);
+    await inSlices(stocks, (slice) => insertStocks(trx, slice, context.now));
     await turn();
   }
   if (changed.length > 0) await updateChanged(trx, changed, context, { written, errors, events, movements });
-  await insertMovements(trx, movements);
+  await inSlices(movements, (slice) => insertMovements(trx, slice));
   events.push(...stockEvents(movements));
   await turn();
-  await recordEvents(trx, events);
+  await inSlices(events, (slice) => recordEvents(trx, slice));
   return { written, errors };
 }
 
-/** Existing items a row updates (on_conflict=update): their fields, then their stock quantity, each only when it differs. */
+/**
+ * Existing items a row updates (on_conflict=update): their fields, then their stock quantity, each
+ * only when it differs, set-based: one UPDATE of the items and one of their stock a slice, each row
+ * only at the version read (an item another writer changed meanwhile is refused, and its stock left).
+ */
 async function updateChanged(
   trx: Trx,
   changed: { row: number; value: Row; item: StoredItem }[],
@@ -137,38 +144,61 @@ async function updateChanged(
       )
     ).map((stock) => [stock.item_id, stock]),
   );
-  for (const { row, value, item } of changed) {
-    const price = toMinorUnits(value.price);
-    let touched = false;
-    if (value.name !== item.name || price !== item.price) {
-      const updated = await updateItemAtVersion(trx, item.id, item.version, {
-        name: value.name,
-        sku: item.sku,
-        price,
-        now: context.now,
-      });
-      if (updated === undefined) {
-        out.errors.push({
-          row,
-          field: 'sku',
-          problem: 'precondition-failed',
-          detail: `item ${item.id} changed while the import ran; retry`,
-        });
-        continue;
-      }
-      out.events.push({ type: 'item.updated', path: `/v1/items/${item.id}`, data: presentItem(updated) });
-      touched = true;
-    }
+  const fields = changed
+    .map(({ value, item }) => ({
+      id: item.id,
+      version: item.version,
+      name: value.name,
+      price: toMinorUnits(value.price),
+    }))
+    .filter(
+      (change, index) => change.name !== changed[index]!.item.name || change.price !== changed[index]!.item.price,
+    );
+  const wanted = new Set(fields.map((change) => change.id));
+  const updated = new Map(
+    (await inSlices(fields, (slice) => updateItemsAtVersions(trx, slice, context.now))).map((item) => [item.id, item]),
+  );
+  const refused = new Set([...wanted].filter((id) => !updated.has(id)));
+  const quantities = changed.flatMap(({ value, item }) => {
     const stock = stocks.get(item.id);
-    if (value.quantity !== undefined && stock !== undefined && value.quantity !== stock.quantity) {
-      const set = await setStockQuantityAtVersion(trx, item.id, stock.version, value.quantity, context.now);
-      if (set !== undefined) {
-        out.movements.push(
-          setMovement(item.id, value.quantity - stock.quantity, set.quantity, set.reserved, context.now),
-        );
-        touched = true;
-      }
+    return value.quantity === undefined ||
+      stock === undefined ||
+      value.quantity === stock.quantity ||
+      refused.has(item.id)
+      ? []
+      : [{ item_id: item.id, version: stock.version, quantity: value.quantity }];
+  });
+  const set = new Map(
+    (await inSlices(quantities, (slice) => setStockQuantitiesAtVersions(trx, slice, context.now))).map((stock) => [
+      stock.item_id,
+      stock,
+    ]),
+  );
+  for (const { row, value, item } of changed) {
+    if (refused.has(item.id)) {
+      out.errors.push({
+        row,
+        field: 'sku',
+        problem: 'precondition-failed',
+        detail: `item ${item.id} changed while the import ran; retry`,
+      });
+      continue;
     }
+    const itemUpdated = updated.get(item.id);
+    if (itemUpdated !== undefined)
+      out.events.push({ type: 'item.updated', path: `/v1/items/${item.id}`, data: presentItem(itemUpdated) });
+    const stockSet = set.get(item.id);
+    if (stockSet !== undefined)
+      out.movements.push(
+        setMovement(
+          item.id,
+          value.quantity! - stocks.get(item.id)!.quantity,
+          stockSet.quantity,
+          stockSet.reserved,
+          context.now,
+        ),
+      );
+    const touched = itemUpdated !== undefined || stockSet !== undefined;
     out.written.push({ row, outcome: touched ? 'updated' : 'skipped', id: item.id });
   }
 }

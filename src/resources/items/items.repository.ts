@@ -1,4 +1,6 @@
-import type { Executor, ItemRow } from '../../db/database.js';
+import { sql, type Insertable } from 'kysely';
+import { BULK_ROWS_PER_INSERT, compiledRowInserts, rowsOf } from '../../db/compiled.js';
+import type { Executor, ItemRow, ItemsTable } from '../../db/database.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
@@ -84,17 +86,48 @@ export function insertItems(
   items: { name: string; sku: string; price: number; created_by: number | null }[],
   now: string,
 ): Promise<StoredItem[]> {
-  if (items.length === 0) return Promise.resolve([]);
-  return db
-    .insertInto('items')
-    .values(items.map((item) => ({ ...item, version: 1, created_at: now, updated_at: now })))
-    .onConflict((conflict) => conflict.column('sku').doNothing())
-    .returning(ITEM_COLUMNS)
-    .execute();
+  return insertItemRows(
+    db,
+    items.flatMap((item) => [item.name, item.sku, item.price, item.created_by, 1, now, now]),
+  );
 }
+
+const NEW_ITEM_FIELDS = ['name', 'sku', 'price', 'created_by', 'version', 'created_at', 'updated_at'] as const;
+const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.length, (db, _count, ...values) =>
+  db
+    .insertInto('items')
+    .values(rowsOf<Insertable<ItemsTable>>(values, NEW_ITEM_FIELDS))
+    .onConflict((conflict) => conflict.column('sku').doNothing())
+    .returning(ITEM_COLUMNS),
+);
 
 /** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */
 export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {
   if (ids.length === 0) return Promise.resolve([]);
   return db.selectFrom('items').select(['id', 'created_by']).where('id', 'in', ids).execute();
+}
+
+/**
+ * The name and price of many items at once (an import's on_conflict=update), each only while it is
+ * at the version read: one UPDATE … FROM (VALUES …) for them all; the items it changed come back
+ * (one missing changed meanwhile). The VALUES columns are column1 … column4 on both databases; the
+ * first row's casts type them for PostgreSQL.
+ */
+export async function updateItemsAtVersions(
+  db: Executor,
+  changes: readonly { id: number; version: number; name: string; price: number }[],
+  now: string,
+): Promise<StoredItem[]> {
+  if (changes.length === 0) return [];
+  const rows = changes.map((change, index) =>
+    index === 0
+      ? sql`(cast(${change.id} as bigint), cast(${change.version} as integer), cast(${change.name} as text), cast(${change.price} as bigint))`
+      : sql`(${change.id}, ${change.version}, ${change.name}, ${change.price})`,
+  );
+  const { rows: updated } = await sql<StoredItem>`update items
+    set name = changed.column3, price = changed.column4, version = items.version + 1, updated_at = ${now}
+    from (values ${sql.join(rows)}) as changed
+    where items.id = changed.column1 and items.version = changed.column2
+    returning ${sql.join(ITEM_COLUMNS.map((column) => sql.ref(`items.${column}`)))}`.execute(db);
+  return updated;
 }

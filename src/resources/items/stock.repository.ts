@@ -1,6 +1,6 @@
-import type { Executor, MovementKind, StockMovementRow, StockRow } from '../../db/database.js';
-import { compiledQuery } from '../../db/compiled.js';
-import { sql } from 'kysely';
+import type { Executor, MovementKind, StockMovementRow, StockRow, StockTable } from '../../db/database.js';
+import { BULK_ROWS_PER_INSERT, compiledQuery, compiledRowInserts, rowsOf } from '../../db/compiled.js';
+import { sql, type Insertable } from 'kysely';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, visibleIn, whereVisible, type Sight } from '../../db/visibility.js';
 
@@ -47,13 +47,16 @@ export function insertStocks(
   stocks: { item_id: number; quantity: number }[],
   now: string,
 ): Promise<StoredStock[]> {
-  if (stocks.length === 0) return Promise.resolve([]);
-  return db
-    .insertInto('stock')
-    .values(stocks.map((stock) => ({ ...stock, reserved: 0, fulfilled: 0, version: 1, updated_at: now })))
-    .returning(STOCK_COLUMNS)
-    .execute();
+  return insertStockRows(
+    db,
+    stocks.flatMap((stock) => [stock.item_id, stock.quantity, 0, 0, 1, now]),
+  );
 }
+
+const NEW_STOCK_FIELDS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'version', 'updated_at'] as const;
+const insertStockRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_STOCK_FIELDS.length, (db, _count, ...values) =>
+  db.insertInto('stock').values(rowsOf<Insertable<StockTable>>(values, NEW_STOCK_FIELDS)).returning(STOCK_COLUMNS),
+);
 
 /** The stock of the item, when the item exists and the sight on items shows it. */
 export async function findStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock | undefined> {
@@ -142,8 +145,15 @@ export async function insertMovement(db: Executor, movement: NewMovement): Promi
 
 /** Appends many ledger entries in one statement (an import's chunk: up to a few hundred). */
 export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
-  if (movements.length > 0) await db.insertInto('stock_movements').values(movements).execute();
+  await insertMovementRows(
+    db,
+    movements.flatMap((movement) => MOVEMENT_FIELDS.map((field) => movement[field])),
+  );
 }
+
+const insertMovementRows = compiledRowInserts(BULK_ROWS_PER_INSERT, MOVEMENT_FIELDS.length, (db, _count, ...values) =>
+  db.insertInto('stock_movements').values(rowsOf<NewMovement>(values, MOVEMENT_FIELDS)),
+);
 
 /** The item's movements; order_id only of an order the sight on orders shows (null otherwise). */
 export function findMovements(db: Executor, itemId: number, query: ListQuery, orders: Sight) {
@@ -163,4 +173,27 @@ export function findMovements(db: Executor, itemId: number, query: ListQuery, or
     )
     .where('item_id', '=', itemId);
   return fetchPage(db.selectFrom(masked.as('stock_movements')).selectAll() as unknown as typeof movements, query);
+}
+
+/**
+ * The on-hand quantity of many items at once (an import's on_conflict=update), each only while its
+ * stock is at the version read: one UPDATE … FROM (VALUES …); the stock rows it changed come back.
+ */
+export async function setStockQuantitiesAtVersions(
+  db: Executor,
+  changes: readonly { item_id: number; version: number; quantity: number }[],
+  now: string,
+): Promise<StoredStock[]> {
+  if (changes.length === 0) return [];
+  const rows = changes.map((change, index) =>
+    index === 0
+      ? sql`(cast(${change.item_id} as bigint), cast(${change.version} as integer), cast(${change.quantity} as bigint))`
+      : sql`(${change.item_id}, ${change.version}, ${change.quantity})`,
+  );
+  const { rows: set } = await sql<StoredStock>`update stock
+    set quantity = changed.column3, version = stock.version + 1, updated_at = ${now}
+    from (values ${sql.join(rows)}) as changed
+    where stock.item_id = changed.column1 and stock.version = changed.column2
+    returning ${sql.join(STOCK_COLUMNS.map((column) => sql.ref(`stock.${column}`)))}`.execute(db);
+  return set;
 }

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
 import { answerList, withExports } from '../../http/export.js';
+import { fieldsParameter, selectFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import {
@@ -31,6 +33,10 @@ import { adjustStock, getStock, listMovements, listStock, setStock } from './sto
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { sightOf } from '../../auth/visibility.js';
 
+/** The stock of an item is named by its item's id: that is what `fields` always answers. */
+const STOCK_FIELDS = { record: StockSchema, identifier: 'item_id' };
+const MOVEMENT_FIELDS = { record: MovementSchema };
+
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
@@ -45,7 +51,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The stock of every item the caller sees, by item id; `id` (item ids, comma-separated or repeated) asks for those items only, in one call. An id of no item, or of one the caller may not see, is absent.',
         tags: ['stock'],
-        querystring: listQuerySchema(STOCK_COLLECTION),
+        querystring: listQuerySchema(STOCK_COLLECTION, STOCK_FIELDS),
         response: {
           200: withExports(representation(StockPageSchema, 'A page of stock', RESPONSE_HEADERS.link), StockSchema),
         },
@@ -53,9 +59,10 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(STOCK_COLLECTION, request.query);
+      const fields = selectFields(STOCK_FIELDS, request.query.fields);
       const sight = sightOf(request.principal, 'items');
       const list = (page: typeof query) => listStock(db, page, sight);
-      return answerList(request, reply, { name: 'stock', record: StockSchema, query, list }, app.config);
+      return answerList(request, reply, { name: 'stock', record: StockSchema, query, list, fields }, app.config);
     },
   );
 
@@ -69,6 +76,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: `The item's on-hand quantity (not reserved), what open orders reserve, and the version as ETag. ${CONDITIONAL_READ}`,
         tags: ['stock'],
         params: IdParams,
+        querystring: Type.Object({ fields: fieldsParameter(STOCK_FIELDS) }),
         headers: IfNoneMatchHeaders,
         response: {
           200: representation(StockSchema, 'The stock', RESPONSE_HEADERS.etag),
@@ -76,8 +84,11 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       }),
     },
-    async (request, reply) =>
-      sendRecord(request, reply, await getStock(db, request.params.id, sightOf(request.principal, 'items'))),
+    async (request, reply) => {
+      const fields = selectFields(STOCK_FIELDS, request.query.fields);
+      const stock = await getStock(db, request.params.id, sightOf(request.principal, 'items'));
+      return sendRecord(request, reply, stock, 200, fields);
+    },
   );
 
   // PUT and PATCH take the same one field, so both set it; PATCH also takes a merge patch.
@@ -121,7 +132,7 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
         tags: ['stock'],
         params: IdParams,
-        querystring: listQuerySchema(MOVEMENT_COLLECTION),
+        querystring: listQuerySchema(MOVEMENT_COLLECTION, MOVEMENT_FIELDS),
         response: {
           200: withExports(
             representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link),
@@ -132,9 +143,11 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
+      const fields = selectFields(MOVEMENT_FIELDS, request.query.fields);
       const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
       const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
-      return answerList(request, reply, { name: 'stock-movements', record: MovementSchema, query, list }, app.config);
+      const listing = { name: 'stock-movements', record: MovementSchema, query, list, fields };
+      return answerList(request, reply, listing, app.config);
     },
   );
 

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { sightOnOperations } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
+import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { findOperationById, findOperationErrors } from './operations.repository.js';
@@ -24,6 +25,7 @@ const RETRY_AFTER = {
   'Retry-After': { type: 'string', description: 'while queued or running: seconds before asking again' },
 };
 const ERRORS_PAGE = 1000;
+const OPERATION_FIELDS = { record: OperationSchema };
 
 const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db } = app;
@@ -39,13 +41,15 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'A page of the operations the caller started (an admin: every operation), oldest first unless `sort` says otherwise, paged by keyset like every collection (Link rel="next", `next_cursor`).',
         tags: ['operations'],
-        querystring: listQuerySchema(OPERATION_COLLECTION),
+        querystring: listQuerySchema(OPERATION_COLLECTION, OPERATION_FIELDS),
         response: { 200: representation(OperationPageSchema, 'A page of operations', RESPONSE_HEADERS.link, ['json']) },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(OPERATION_COLLECTION, request.query as Record<string, unknown>);
-      return sendPage(request, reply, await listOperations(db, query, sightOnOperations(request.principal!)), query);
+      const fields = selectFields(OPERATION_FIELDS, (request.query as { fields?: string }).fields);
+      const page = await listOperations(db, query, sightOnOperations(request.principal!));
+      return sendPage(request, reply, page, query, fields);
     },
   );
 
@@ -60,13 +64,15 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Its status (queued, running, succeeded, failed, cancelled), progress (bytes and rows), times, caller, the first errors of its rows, and once ended its summary: which rows were committed. While queued or running, Retry-After says when to ask again.',
         tags: ['operations'],
         params: OperationIdParams,
+        querystring: Type.Object({ fields: fieldsParameter(OPERATION_FIELDS) }),
         response: { 200: representation(OperationSchema, 'The operation', RETRY_AFTER, ['json']) },
       }),
     },
     async (request, reply) => {
+      const fields = selectFields(OPERATION_FIELDS, request.query.fields);
       const view = await getOperation(db, request.params.id, sightOnOperations(request.principal!));
       if (unfinished(view.status)) reply.header('retry-after', '1');
-      return reply.header('cache-control', 'no-store').send(view);
+      return sendFields(request, reply.header('cache-control', 'no-store'), view, fields);
     },
   );
 

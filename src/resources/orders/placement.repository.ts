@@ -345,3 +345,19 @@ const updateStockBy = compiledQuery(
 const insertMovementRows = compiledPerCount(MAX_COMPILED_ROWS, (db, _count, ...values) =>
   db.insertInto('stock_movements').values(rowsOf<NewMovement>(values, MOVEMENT_FIELDS)),
 );
+
+/**
+ * Takes from the stock of each item the units the earlier chunks of an import's check pass
+ * reserved (each chunk is rolled back after it is checked), so that the chunk checked now finds
+ * the stock the import will have left when its rows are written: a file whose later orders would
+ * oversell fails its check. Only inside a transaction that is rolled back: no ledger entry is
+ * written. Never below zero (a concurrent writer may have taken stock meanwhile).
+ */
+export async function holdStockOfCheckedOrders(trx: Executor, held: ReadonlyMap<number, number>): Promise<void> {
+  for (const [itemId, units] of held)
+    await trx
+      .updateTable('stock')
+      .set({ quantity: sql<number>`case when quantity >= ${units} then quantity - ${units} else 0 end` })
+      .where('item_id', '=', itemId)
+      .execute();
+}

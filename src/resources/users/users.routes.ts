@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
 import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
 import { batchOperation } from '../batch.js';
 import {
@@ -23,6 +24,7 @@ import {
 } from './users.schema.js';
 import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { NotFoundError } from '../../errors.js';
+import { fieldsParameter, selectFields } from '../../http/fields.js';
 import { sendRecord } from '../../http/records.js';
 import {
   CONDITIONAL_READ,
@@ -63,6 +65,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Read the user the token acts for',
         description: `The user a token acts for (docs/access.md "Acting for a user"): a token from POST /oauth/token asked for with user_id, or an external issuer's token whose ROWI_JWT_USER_CLAIM names the user. 404 for a request that acts for no user, and once the user is deleted. ${CONDITIONAL_READ}`,
         tags: ['users'],
+        querystring: Type.Object({ fields: fieldsParameter({ record: UserSchema }) }),
         headers: IfNoneMatchHeaders,
         problems: [404],
         response: {
@@ -73,11 +76,13 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const principal = request.principal!;
+      const fields = selectFields({ record: UserSchema }, request.query.fields);
       if (principal.userId === null)
         throw new NotFoundError(
           'This request acts for no user: /v1/users/me is the user a token acts for (POST /oauth/token with user_id).',
         );
-      return sendRecord(request, reply, await getUser(app.db, principal.userId, sightOf(principal, 'users')));
+      const user = await getUser(app.db, principal.userId, sightOf(principal, 'users'));
+      return sendRecord(request, reply, user, 200, fields);
     },
   );
   readOperation(app, USERS, { read: getUser });

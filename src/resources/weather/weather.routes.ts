@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type from 'typebox';
 import { entityTag } from '../../http/etag.js';
+import { fieldsParameter, selectFields, type FieldSelection } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { conditionOf, sendEmpty, sendRecord, sendTagged, upsertConditionOf } from '../../http/records.js';
 import {
@@ -22,6 +24,7 @@ import {
   PlaceParams,
   PlacePatchSchema,
   WeatherPageSchema,
+  ObservationSchema,
   WeatherSchema,
 } from './weather.schema.js';
 import {
@@ -55,7 +58,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The provider is not asked here (one page could mean 500 calls): read one place for its current weather.',
         tags: ['weather'],
-        querystring: listQuerySchema(PLACE_COLLECTION),
+        querystring: listQuerySchema(PLACE_COLLECTION, { record: WeatherSchema }),
         response: {
           200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', {
             ...RESPONSE_HEADERS.link,
@@ -66,13 +69,10 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(PLACE_COLLECTION, request.query);
+      const fields = selectFields({ record: WeatherSchema }, request.query.fields);
       const page = await listPlaces(db, query);
-      return sendPage(
-        request,
-        revalidate(reply),
-        { ...page, rows: page.rows.map((place) => presentWeather(place)) },
-        query,
-      );
+      const rows = page.rows.map((place) => presentWeather(place));
+      return sendPage(request, revalidate(reply), { ...page, rows }, query, fields);
     },
   );
 
@@ -88,6 +88,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'When the provider fails, the last value rowi has is served with stale: true; with none, 502 or 504.',
         tags: ['weather'],
         params: PlaceParams,
+        querystring: Type.Object({ fields: fieldsParameter({ record: WeatherSchema }) }),
         headers: IfNoneMatchHeaders,
         response: {
           200: representation(WeatherSchema, 'The place and its latest weather', {
@@ -102,8 +103,11 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
         problems: [502, 504],
       }),
     },
-    async (request, reply) =>
-      sendCurrentWeather(request, reply, await readCurrentWeather(db, app.weather, request.params.place)),
+    async (request, reply) => {
+      const fields = selectFields({ record: WeatherSchema }, request.query.fields);
+      const reading = await readCurrentWeather(db, app.weather, request.params.place);
+      return sendCurrentWeather(request, reply, reading, fields);
+    },
   );
 
   app.put(
@@ -208,7 +212,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "A page of the observations recorded of the place (PUT /v1/weather/{place}), newest first; `sort=observed_at` for oldest first; filters `observed_after` and `observed_before`. The provider's readings are not recorded here.",
         tags: ['weather'],
         params: PlaceParams,
-        querystring: listQuerySchema(OBSERVATION_COLLECTION),
+        querystring: listQuerySchema(OBSERVATION_COLLECTION, { record: ObservationSchema }),
         response: {
           200: representation(ObservationPageSchema, 'A page of observations', {
             ...RESPONSE_HEADERS.link,
@@ -219,7 +223,9 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const query = parseListQuery(OBSERVATION_COLLECTION, request.query);
-      return sendPage(request, revalidate(reply), await listObservations(db, request.params.place, query), query);
+      const fields = selectFields({ record: ObservationSchema }, request.query.fields);
+      const page = await listObservations(db, request.params.place, query);
+      return sendPage(request, revalidate(reply), page, query, fields);
     },
   );
 };
@@ -236,8 +242,14 @@ function sendPlaceWrite(request: FastifyRequest, reply: FastifyReply, { place, c
 }
 
 /** The weather with the headers that say how fresh it is; 304 when the client's copy is current. */
-function sendCurrentWeather(request: FastifyRequest, reply: FastifyReply, { weather, freshness }: WeatherReading) {
+function sendCurrentWeather(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { weather, freshness }: WeatherReading,
+  fields: FieldSelection | undefined,
+) {
   reply.header('cache-control', freshness.cacheControl).header('age', String(freshness.age));
   if (freshness.cacheStatus !== undefined) reply.header('cache-status', freshness.cacheStatus);
-  return sendTagged(request, reply, weather, entityTag(freshness.etag.opaque, request.format, freshness.etag.weak));
+  const etag = entityTag(freshness.etag.opaque, request.format, freshness.etag.weak, fields);
+  return sendTagged(request, reply, weather, etag, 200, fields);
 }

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
+import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { IdParams, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { getDelivery, listDeliveries, pingEndpoint, retryDelivery } from './deliveries.service.js';
@@ -28,13 +30,15 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
           "A page of the endpoint's deliveries, newest first, each with every attempt (when, status code, duration, error); filter by `status` (pending, succeeded, dead).",
         tags: TAGS,
         params: IdParams,
-        querystring: listQuerySchema(DELIVERIES_COLLECTION),
+        querystring: listQuerySchema(DELIVERIES_COLLECTION, { record: DeliverySchema }),
         response: { 200: representation(DeliveryPageSchema, 'A page of deliveries', RESPONSE_HEADERS.link, ['json']) },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(DELIVERIES_COLLECTION, request.query as Record<string, unknown>);
-      return sendPage(request, reply, await listDeliveries(db, (request.params as { id: number }).id, query), query);
+      const fields = selectFields({ record: DeliverySchema }, (request.query as { fields?: string }).fields);
+      const page = await listDeliveries(db, (request.params as { id: number }).id, query);
+      return sendPage(request, reply, page, query, fields);
     },
   );
 
@@ -49,12 +53,14 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
           'The delivery, its status and next attempt, with every attempt made (when, status code, duration, error).',
         tags: TAGS,
         params: DeliveryParams,
+        querystring: Type.Object({ fields: fieldsParameter({ record: DeliverySchema }) }),
         response: { 200: representation(DeliverySchema, 'The delivery', {}, ['json']) },
       }),
     },
-    async (request) => {
+    async (request, reply) => {
       const params = request.params as { id: number; delivery_id: number };
-      return getDelivery(db, params.id, params.delivery_id);
+      const fields = selectFields({ record: DeliverySchema }, (request.query as { fields?: string }).fields);
+      return sendFields(request, reply, await getDelivery(db, params.id, params.delivery_id), fields);
     },
   );
 
