@@ -19,8 +19,8 @@
 // load, how long after the load every event was delivered, and the targets (docs/events.md) with
 // ✓/✗. Loopback only; bounded loads (each `duration` s, the drains at most 15 s).
 //
-// --webhook-thread main: the webhook's rowi delivers on the thread that answers requests
-// (ROWI_WEBHOOK_THREAD=main), to compare with its own thread (the default).
+// --webhook-thread thread: the webhook's rowi delivers on a thread of its own
+// (ROWI_WEBHOOK_THREAD=thread), to compare with the thread that answers requests (the default).
 // --profile DIR: the webhook's rowi runs under `node --cpu-prof`, its profile written to DIR when
 // the run ends (open it in Chrome's DevTools, Performance).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -41,7 +41,7 @@ const { values: options } = parseArgs({
     connections: { type: 'string', default: '64' },
     before: { type: 'string', default: '/tmp/rowi-before' },
     profile: { type: 'string' },
-    'webhook-thread': { type: 'string', default: 'thread' },
+    'webhook-thread': { type: 'string', default: 'main' },
   },
 });
 const duration = Number(options.duration);

@@ -73,9 +73,9 @@ export const EVENT_SETTINGS = {
   ),
   webhookThread: setting(
     Type.Union([Type.Literal('thread'), Type.Literal('main')], {
-      default: 'thread',
+      default: 'main',
       description:
-        '`thread`: webhooks are delivered on a thread of their own, with database connections of their own, off the event loop that answers requests; `main`: on that event loop',
+        '`main`: webhooks are delivered on the event loop that answers requests; `thread`: on a thread of their own, with database connections of their own (on SQLite it measured slower for requests: docs/events.md)',
     }),
     'ROWI_WEBHOOK_THREAD',
   ),
