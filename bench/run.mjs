@@ -1,4 +1,4 @@
-// npm run bench [-- --duration 10 --quick --connections 64 --threads 1 --rounds 1 --only users --no-postgres]
+// npm run bench [-- --duration 10 --quick --connections 64 --threads 1 --rounds 1 --only users --no-postgres --exports --export-rows 1000000]
 //
 // Loads rowi and a bare Fastify baseline over loopback in the same run, for each operation
 // (GET /v1/users/{id}, GET /v1/items/{id}/stock, POST /v1/orders), and prints requests/s, p50,
@@ -38,10 +38,14 @@
 // for every load the event loop's delay seen by rowi and the CPU its processes spent; after the
 // loads, the stock ledger of every database the orders went to (the run fails if one does not
 // balance); a batch of 1,000 stock levels against the same 1,000 single PUTs over one kept-alive
-// connection (bench/lib/batch.mjs); and every target of docs/performance.md beside its measured
+// connection (bench/lib/batch.mjs); 100 items by ?id= against 100 single reads, and an order read
+// with expand=user,lines.item against its plain read (bench/lib/reading.mjs); with --exports, the
+// export bench afterwards (bench/exports.mjs, a rowi of its own); and every target of docs/performance.md beside its measured
 // value, with ✓ or ✗.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -73,6 +77,7 @@ import { copyDatabase, issueToken, seedItems, seedUsers, send } from './lib/setu
 import { printStorageTable, storageTableOf } from './lib/storage-table.mjs';
 import { BATCH_OPERATION, batchGoalLine, measureBatch } from './lib/batch.mjs';
 import { IMPORT_OPERATION, importGoalLines, measureImports } from './lib/imports.mjs';
+import { READING_OPERATION, measureReading, readingGoalLines } from './lib/reading.mjs';
 import { LABELS, RATE_LIMIT_OPERATION, STORAGE_OPERATIONS, pair, storageTarget, targetOf } from './lib/targets.mjs';
 
 const { values: options } = parseArgs({
@@ -89,6 +94,9 @@ const { values: options } = parseArgs({
     only: { type: 'string', default: '' },
     // Leave out the PostgreSQL columns of "Storage and processes".
     'no-postgres': { type: 'boolean', default: false },
+    // Also run the export bench (bench/exports.mjs, its own rowi) once the rest is done, with this many orders.
+    exports: { type: 'boolean', default: false },
+    'export-rows': { type: 'string', default: '1000000' },
   },
 });
 const duration = options.quick ? 3 : Number(options.duration);
@@ -417,11 +425,20 @@ async function main() {
       postgres = await setUpPostgres(bench, options['no-postgres'], rowi, probePath, sampleOrder);
     imports = await measureImports({ sqlite: rowi, postgres: postgres.one, folder: bench.work, probePath });
   }
+  // The reading targets: 100 items by ?id= over 100 single reads, and an order read with expand= over its plain read.
+  const reading = READING_OPERATION.includes(options.only) ? await measureReading(rowi) : undefined;
+  // Other sessions may share the machine: the figures are read beside its load.
+  console.log(
+    `\nload average ${loadavg()
+      .map((value) => value.toFixed(2))
+      .join(' ')} (1, 5, 15 min)`,
+  );
   const goals = printGoals(results, ratios, authRatios, limitRatios, redis, storageWorkers, [
     ...accessLines,
     ...ledgerLines,
     ...(batch === undefined ? [] : [batchGoalLine(batch)]),
     ...(imports === undefined ? [] : importGoalLines(imports)),
+    ...(reading === undefined ? [] : readingGoalLines(reading)),
   ]);
 
   writeRecord({
@@ -446,8 +463,24 @@ async function main() {
     drivers,
     batch,
     imports,
+    reading,
   });
+  if (options.exports) await runExports(options['export-rows']);
   if (ledgers.some((ledger) => ledger.differing.length > 0)) process.exitCode = 1;
+}
+
+/**
+ * The export bench (bench/exports.mjs) as a child of its own, after everything else: it seeds and
+ * serves its own rowi and prints its targets with ✓/✗; bounded by its own time-outs and this one.
+ */
+async function runExports(rows) {
+  console.log(`\nExports (bench/exports.mjs, ${rows} orders):`);
+  const child = spawn(process.execPath, [join(ROOT, 'bench', 'exports.mjs'), '--rows', rows], {
+    stdio: 'inherit',
+    timeout: 30 * 60_000,
+  });
+  const [code] = await once(child, 'exit');
+  if (code !== 0) process.exitCode = 1;
 }
 
 /** The figures of a load's reader alongside (its own rps, p50, p99), with the server's RSS and loop delay of that load. */

@@ -28,6 +28,7 @@ export function writeRecord({
   drivers,
   batch,
   imports,
+  reading,
 }) {
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const record = {
@@ -91,6 +92,8 @@ export function writeRecord({
     batch_over_single_puts: batch ?? null,
     // Items imported from CSV (rows/s, RSS growth) on SQLite and PostgreSQL, and GET /v1/users/{id} alongside (bench/lib/imports.mjs).
     imports: imports ?? null,
+    // 100 items by ?id= over 100 single reads, and an order read with expand= over its plain read (bench/lib/reading.mjs).
+    reading: reading ?? null,
     postgres:
       postgres.skipped === undefined
         ? { database: postgres.where, schema: PG_SCHEMA, order_mix: { items: postgres.mix.itemIds.length } }

@@ -20,6 +20,13 @@ const order = {
   created_at: AT,
   updated_at: AT,
 };
+const expandedItem = { ...item, stock: { item_id: 1, quantity: 98, reserved: 2, updated_at: AT } };
+const expandedLine = { ...line, item: expandedItem };
+const expandedOrder = {
+  ...order,
+  user,
+  lines: [expandedLine],
+};
 const movement = {
   id: 2,
   item_id: 1,
@@ -143,6 +150,11 @@ export const API_EXAMPLES: Record<string, unknown> = {
   StockMovement: movement,
   Order: order,
   OrderLine: line,
+  // As expand=user,lines.item.stock answers (docs/reading.md "Related records in one call").
+  ExpandedOrder: expandedOrder,
+  ExpandedOrderLine: expandedLine,
+  ExpandedItem: expandedItem,
+  ExpandedStockMovement: { ...movement, order: expandedOrder },
   OrderLineInput: { item_id: 1, quantity: 2 },
   OrderCreate: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 2 }] },
   OrderReplace: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 3 }] },

@@ -15,6 +15,8 @@ import type { Sight } from '../db/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { answerList, withExports } from '../http/export.js';
+import { expandHook } from '../http/expand.js';
+import { checkedPaths, EXPANDABLE_ETAG, expandedList, sendExpanded, withExpand, type Expansion } from './expansion.js';
 import { fieldsParameter, selectFields } from '../http/fields.js';
 import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
@@ -184,24 +186,36 @@ function consumes(collection: CollectionDeclaration<TSchema>, method: 'post' | '
 export function listOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & { list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>> },
+  spec: Documented & {
+    list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>>;
+    expansion?: Expansion<View<Record>>;
+  },
 ): void {
   const { db } = app;
+  const { expansion } = spec;
   app.get(
     collection.path,
     {
       ...(spec.config ? { config: spec.config } : {}),
+      ...(expansion ? { preValidation: expandHook(expansion.relations) } : {}),
       schema: operation({
         ...documented(collection, spec, 'read', {
           operationId: `list${collection.singular}s`,
           summary: `List ${collection.name}`,
           description: usualDescription.list(collection),
         }),
-        querystring: listQuerySchema(collection.listing, collection),
+        querystring: expansion
+          ? withExpand(listQuerySchema(collection.listing, collection), expansion.relations)
+          : listQuerySchema(collection.listing, collection),
         response: {
           200: exported(
             collection,
-            representation(collection.page, `A page of ${collection.name}`, RESPONSE_HEADERS.link, collection.formats),
+            representation(
+              expansion?.page ?? collection.page,
+              `A page of ${collection.name}`,
+              RESPONSE_HEADERS.link,
+              collection.formats,
+            ),
           ),
         },
       }),
@@ -211,7 +225,13 @@ export function listOperation<Record extends TSchema, Stored>(
       const fields = selectFields(collection, request.query.fields);
       const sight = sightOnCollection(request.principal, collection.name);
       const listing = { name: collection.name, record: collection.record, query, fields };
-      return answerList(request, reply, { ...listing, list: (page) => spec.list(db, page, sight) }, app.config);
+      const list = (page: ListQuery) => spec.list(db, page, sight);
+      return answerList(
+        request,
+        reply,
+        { ...listing, list: expandedList(db, request, expansion, list, fields) },
+        app.config,
+      );
     },
   );
 }
@@ -276,12 +296,17 @@ export function createOperation<Record extends TSchema, Stored extends Versioned
 export function readOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & { read: (db: Db, id: number, sight: Sight) => Promise<Stored> },
+  spec: Documented & {
+    read: (db: Db, id: number, sight: Sight) => Promise<Stored>;
+    expansion?: Expansion<View<Record>>;
+  },
 ): void {
   const { db } = app;
+  const { expansion } = spec;
   app.get(
     `${collection.path}/:id`,
     {
+      ...(expansion ? { preValidation: expandHook(expansion.relations) } : {}),
       schema: operation({
         ...documented(collection, spec, 'read', {
           operationId: `get${collection.singular}`,
@@ -289,13 +314,15 @@ export function readOperation<Record extends TSchema, Stored>(
           description: usualDescription.read(collection),
         }),
         params: collection.params ?? IdParams,
-        querystring: Type.Object({ fields: fieldsParameter(collection) }),
+        querystring: expansion
+          ? withExpand(Type.Object({ fields: fieldsParameter(collection) }), expansion.relations)
+          : Type.Object({ fields: fieldsParameter(collection) }),
         headers: IfNoneMatchHeaders,
         response: {
           200: representation(
-            collection.record,
+            expansion?.record ?? collection.record,
             `The ${nounOf(collection)}`,
-            RESPONSE_HEADERS.etag,
+            expansion ? EXPANDABLE_ETAG : RESPONSE_HEADERS.etag,
             collection.formats,
           ),
           304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
@@ -304,9 +331,11 @@ export function readOperation<Record extends TSchema, Stored>(
     },
     async (request, reply) => {
       const fields = selectFields(collection, request.query.fields);
+      const paths = expansion ? checkedPaths(request, expansion, fields) : undefined;
       const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await spec.read(db, request.params.id, sight);
-      return sendRecord(request, reply, presented(collection, stored), 200, fields);
+      const record = presented(collection, await spec.read(db, request.params.id, sight));
+      if (!expansion || !paths) return sendRecord(request, reply, record, 200, fields);
+      return sendExpanded(db, request, reply, expansion, record, paths);
     },
   );
 }

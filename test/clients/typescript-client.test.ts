@@ -65,6 +65,13 @@ describe('the TypeScript client (clients/typescript)', () => {
     expect(read.data).toEqual(order);
     expect(read.response.headers.get('etag')).toMatch(/^"/);
 
+    // expand= is typed as the paths offered, and the client's repeated parameters are taken.
+    const expanded = await rowi.GET('/v1/orders/{id}', {
+      params: { path: { id: order.id }, query: { expand: ['user', 'lines.item'] } },
+    });
+    expect(expanded.data!.user?.id).toBe(order.user_id);
+    expect(expanded.data!.lines[0]!.item?.sku).toBe(item.sku);
+
     const listed = await rowi.GET('/v1/orders', { params: { query: { limit: 10 } } });
     expect(listed.data!.data.map((each) => each.id)).toContain(order.id);
     const some = await rowi.GET('/v1/orders/{id}', {

@@ -425,7 +425,7 @@ export interface paths {
         };
         /**
          * List the stock movements of an item, newest first
-         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
+         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.
          */
         get: operations["listStockMovements"];
         put?: never;
@@ -434,7 +434,7 @@ export interface paths {
         options?: never;
         /**
          * List the stock movements of an item, newest first
-         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.
+         * @description Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.
          */
         head: operations["listStockMovements-head"];
         patch?: never;
@@ -1721,6 +1721,270 @@ export interface components {
             data: components["schemas"]["Event"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
+        };
+        /**
+         * ExpandedItem
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50",
+         *       "created_by": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "stock": {
+         *         "item_id": 1,
+         *         "quantity": 98,
+         *         "reserved": 2,
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        ExpandedItem: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description display name, 1–200 characters */
+            name: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            stock?: components["schemas"]["Stock"];
+        };
+        /**
+         * ExpandedOrder
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "status": "placed",
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2,
+         *           "unit_price": "2.50",
+         *           "line_total": "5.00",
+         *           "item": {
+         *             "id": 1,
+         *             "name": "Widget",
+         *             "sku": "WID-1",
+         *             "price": "2.50",
+         *             "created_by": 1,
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z",
+         *             "stock": {
+         *               "item_id": 1,
+         *               "quantity": 98,
+         *               "reserved": 2,
+         *               "updated_at": "2026-06-01T12:00:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "total": "5.00",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "user": {
+         *         "id": 1,
+         *         "name": "Ada Lovelace",
+         *         "email": "ada@example.com",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        ExpandedOrder: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name: string;
+            /** @description the user the order is for; null once that user has been deleted */
+            user_id: number | null;
+            /** @description the user (expand=user), present only when expand names it; null when there is none or the caller may not see it */
+            user?: components["schemas"]["User"] | null;
+            /** @description placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns) */
+            status: "placed" | "fulfilled" | "cancelled";
+            lines: components["schemas"]["ExpandedOrderLine"][];
+            /**
+             * @description sum of the line totals
+             * @example 125.00
+             */
+            readonly total: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+        };
+        /**
+         * ExpandedOrderLine
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 2,
+         *       "unit_price": "2.50",
+         *       "line_total": "5.00",
+         *       "item": {
+         *         "id": 1,
+         *         "name": "Widget",
+         *         "sku": "WID-1",
+         *         "price": "2.50",
+         *         "created_by": 1,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "stock": {
+         *           "item_id": 1,
+         *           "quantity": 98,
+         *           "reserved": 2,
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        ExpandedOrderLine: {
+            /**
+             * Format: int64
+             * @description the item ordered
+             */
+            item_id: number;
+            /**
+             * Format: int64
+             * @description units, 1 to 1000000
+             */
+            quantity: number;
+            /**
+             * @description the item's price when it was first ordered
+             * @example 12.50
+             */
+            readonly unit_price: string;
+            /**
+             * @description unit_price × quantity
+             * @example 125.00
+             */
+            readonly line_total: string;
+            /** @description the item (expand=lines.item), present only when expand names it; null when there is none or the caller may not see it */
+            item?: components["schemas"]["ExpandedItem"] | null;
+        };
+        /**
+         * ExpandedStockMovement
+         * @example {
+         *       "id": 2,
+         *       "item_id": 1,
+         *       "kind": "reserve",
+         *       "quantity_change": -2,
+         *       "reserved_change": 2,
+         *       "quantity_after": 98,
+         *       "reserved_after": 2,
+         *       "order_id": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "order": {
+         *         "id": 1,
+         *         "name": "SO-1001",
+         *         "user_id": 1,
+         *         "status": "placed",
+         *         "lines": [
+         *           {
+         *             "item_id": 1,
+         *             "quantity": 2,
+         *             "unit_price": "2.50",
+         *             "line_total": "5.00",
+         *             "item": {
+         *               "id": 1,
+         *               "name": "Widget",
+         *               "sku": "WID-1",
+         *               "price": "2.50",
+         *               "created_by": 1,
+         *               "created_at": "2026-06-01T12:00:00.000Z",
+         *               "updated_at": "2026-06-01T12:00:00.000Z",
+         *               "stock": {
+         *                 "item_id": 1,
+         *                 "quantity": 98,
+         *                 "reserved": 2,
+         *                 "updated_at": "2026-06-01T12:00:00.000Z"
+         *               }
+         *             }
+         *           }
+         *         ],
+         *         "total": "5.00",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "user": {
+         *           "id": 1,
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "created_by": 2,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        ExpandedStockMovement: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: int64
+             * @description the item whose stock moved
+             */
+            item_id: number;
+            /** @description set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order */
+            kind: "set" | "reserve" | "release" | "fulfil";
+            /**
+             * Format: int64
+             * @description change of the on-hand, unreserved quantity
+             */
+            quantity_change: number;
+            /**
+             * Format: int64
+             * @description change of the reserved quantity
+             */
+            reserved_change: number;
+            /** Format: int64 */
+            quantity_after: number;
+            /** Format: int64 */
+            reserved_after: number;
+            /** @description the order that caused the movement; null for set */
+            order_id: number | null;
+            /** @description the order (expand=order), present only when expand names it; null when there is none or the caller may not see it */
+            order?: components["schemas"]["ExpandedOrder"] | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
         };
         /**
          * Health
@@ -3084,7 +3348,7 @@ export interface components {
          *     }
          */
         OrderPage: {
-            data: components["schemas"]["Order"][];
+            data: components["schemas"]["ExpandedOrder"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3526,7 +3790,7 @@ export interface components {
          *     }
          */
         StockMovementPage: {
-            data: components["schemas"]["StockMovement"][];
+            data: components["schemas"]["ExpandedStockMovement"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -6422,6 +6686,8 @@ export interface operations {
                  * @example item_id,kind
                  */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: order, order.user, order.lines.item; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("order" | "order.user" | "order.lines.item")[];
             };
             header?: never;
             path: {
@@ -6484,6 +6750,8 @@ export interface operations {
                  * @example item_id,kind
                  */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: order, order.user, order.lines.item; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("order" | "order.user" | "order.lines.item")[];
             };
             header?: never;
             path: {
@@ -6588,6 +6856,8 @@ export interface operations {
                 id?: string | string[];
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: never;
             path?: never;
@@ -6692,6 +6962,8 @@ export interface operations {
                 id?: string | string[];
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: never;
             path?: never;
@@ -6731,6 +7003,8 @@ export interface operations {
             query?: {
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
@@ -6750,12 +7024,13 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
+                    /** @description strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"];
-                    "application/xml": components["schemas"]["Order"];
+                    "application/json": components["schemas"]["ExpandedOrder"];
+                    "application/xml": components["schemas"]["ExpandedOrder"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6873,6 +7148,8 @@ export interface operations {
             query?: {
                 /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
+                /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
+                expand?: ("user" | "lines.item" | "lines.item.stock")[];
             };
             header?: {
                 /** @description ETag of the copy the client holds (304 when current) */
@@ -6892,12 +7169,13 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
-                    ETag: components["headers"]["ETag"];
+                    /** @description strong entity tag of the record; with expand, a weak one (W/) of that representation, which If-None-Match takes and If-Match never does */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Order"];
-                    "application/xml": components["schemas"]["Order"];
+                    "application/json": components["schemas"]["ExpandedOrder"];
+                    "application/xml": components["schemas"]["ExpandedOrder"];
                 };
             };
             /** @description The copy the client holds is current */

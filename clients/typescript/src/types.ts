@@ -25,6 +25,14 @@ export type CallerPatch = components['schemas']['CallerPatch'];
 export type Event = components['schemas']['Event'];
 /** EventPage */
 export type EventPage = components['schemas']['EventPage'];
+/** ExpandedItem */
+export type ExpandedItem = components['schemas']['ExpandedItem'];
+/** ExpandedOrder */
+export type ExpandedOrder = components['schemas']['ExpandedOrder'];
+/** ExpandedOrderLine */
+export type ExpandedOrderLine = components['schemas']['ExpandedOrderLine'];
+/** ExpandedStockMovement */
+export type ExpandedStockMovement = components['schemas']['ExpandedStockMovement'];
 /** Health */
 export type Health = components['schemas']['Health'];
 /** Index */

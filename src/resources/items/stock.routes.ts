@@ -17,11 +17,13 @@ import {
   representation,
 } from '../../http/schemas.js';
 import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
+import { expandedList, withExpand } from '../expansion.js';
+import { expandHook } from '../../http/expand.js';
+import { MOVEMENT_EXPANSION } from '../related-records.js';
 import {
   StockAdjustEntrySchema,
   StockSetEntrySchema,
   MOVEMENT_COLLECTION,
-  MovementPageSchema,
   MovementSchema,
   StockPatchSchema,
   StockReplaceSchema,
@@ -124,18 +126,19 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/v1/items/:id/stock/movements',
     {
+      preValidation: expandHook(MOVEMENT_EXPANSION.relations),
       schema: operation({
         operationId: 'listStockMovements',
         permission: 'stock:read',
         summary: 'List the stock movements of an item, newest first',
         description:
-          'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved.',
+          'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.',
         tags: ['stock'],
         params: IdParams,
-        querystring: listQuerySchema(MOVEMENT_COLLECTION, MOVEMENT_FIELDS),
+        querystring: withExpand(listQuerySchema(MOVEMENT_COLLECTION, MOVEMENT_FIELDS), MOVEMENT_EXPANSION.relations),
         response: {
           200: withExports(
-            representation(MovementPageSchema, 'A page of movements', RESPONSE_HEADERS.link),
+            representation(MOVEMENT_EXPANSION.page, 'A page of movements', RESPONSE_HEADERS.link),
             MovementSchema,
           ),
         },
@@ -145,7 +148,8 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
       const fields = selectFields(MOVEMENT_FIELDS, request.query.fields);
       const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
-      const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
+      const movements = (page: typeof query) => listMovements(db, request.params.id, page, sights);
+      const list = expandedList(db, request, MOVEMENT_EXPANSION, movements, fields);
       const listing = { name: 'stock-movements', record: MovementSchema, query, list, fields };
       return answerList(request, reply, listing, app.config);
     },

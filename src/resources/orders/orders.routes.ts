@@ -22,6 +22,7 @@ import {
   OrderSchema,
 } from './orders.schema.js';
 import { readerOf } from '../references.js';
+import { ORDER_EXPANSION } from '../related-records.js';
 import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder } from './orders.service.js';
 
 /** What the descriptions of the operations that name a user or items say of the scopes that takes. */
@@ -45,7 +46,7 @@ const ORDERS: Collection<typeof OrderSchema> = {
  * the difference, a change may move the status, and a delete releases what the order reserves.
  */
 const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  listOperation(app, ORDERS, { list: listOrders });
+  listOperation(app, ORDERS, { list: listOrders, expansion: ORDER_EXPANSION });
   createOperation(app, ORDERS, {
     operationId: 'placeOrder',
     summary: 'Place an order, reserving stock for every line or for none',
@@ -56,7 +57,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     body: OrderCreateSchema,
     create: (trx, body, request) => placeOrder(trx, body, readerOf(request)),
   });
-  readOperation(app, ORDERS, { read: getOrder });
+  readOperation(app, ORDERS, { read: getOrder, expansion: ORDER_EXPANSION });
   replaceOperation(app, ORDERS, {
     summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
     body: OrderReplaceSchema,

@@ -26,7 +26,7 @@ const Lines = Type.Array(LineInput, {
   xml: { wrapped: true },
 });
 
-const Line = Type.Object(
+export const OrderLineSchema = Type.Object(
   {
     item_id: LineInput.properties.item_id,
     quantity: LineInput.properties.quantity,
@@ -44,7 +44,7 @@ export const OrderSchema = Type.Object(
       description: 'the user the order is for; null once that user has been deleted',
     }),
     status: Status,
-    lines: Type.Array(Line, { xml: { wrapped: true } }),
+    lines: Type.Array(OrderLineSchema, { xml: { wrapped: true } }),
     total: Type.String({ ...Amount, readOnly: true, description: 'sum of the line totals' }),
     created_by: CreatedBy,
     created_at: RecordFields.created_at,
