@@ -24,8 +24,9 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { reachOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
-import { eventSightOf } from './auth/visibility.js';
+import { SECURITY_SCHEMES } from './auth/policy.js';
+import { eventSightOfOwner } from './auth/visibility.js';
+import { startWebhookThread } from './process/webhook-thread.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -215,7 +216,8 @@ export async function buildApp({
     config,
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
-    readableBy: (ownerId, owner) => eventSightOf(reachOfGrants(owner, ownerId)),
+    readableBy: eventSightOfOwner,
+    dispatchElsewhere: (feed) => startWebhookThread(config, logger, feed, `rowi-webhooks/${VERSION}`),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

@@ -4638,6 +4638,9 @@ export interface components {
             event_id: string;
             /** @description the type of the event sent */
             event_type: string;
+            resource: string | null;
+            /** @description its place among the deliveries of its resource to this endpoint, from 1; the webhook's `sequence`. Null for a delivery made before rowi numbered them */
+            sequence: number | null;
             /** @description pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand) */
             status: "pending" | "succeeded" | "dead";
             next_attempt_at: string | null;
@@ -10204,7 +10207,7 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -10255,7 +10258,7 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -10294,7 +10297,7 @@ export interface operations {
     getWebhookDelivery: {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -10334,7 +10337,7 @@ export interface operations {
     "getWebhookDelivery-head": {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
