@@ -24,8 +24,9 @@ import { registerQueryTextCheck } from './http/text.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { reachOfGrants, SECURITY_SCHEMES } from './auth/policy.js';
-import { eventSightOf } from './auth/visibility.js';
+import { SECURITY_SCHEMES } from './auth/policy.js';
+import { eventSightOfOwner } from './auth/visibility.js';
+import { startWebhookThread } from './process/webhook-thread.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -53,6 +54,8 @@ import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics.routes.js';
 import operationsRoutes from './resources/operations/operations.routes.js';
+import backupsRoutes from './resources/backups.routes.js';
+import { backupsUnavailable, startBackupRunner } from './resources/backups.service.js';
 import importsRoutes, { operationsRetention } from './resources/imports.routes.js';
 import { startImportRunner } from './resources/import-runner.js';
 import { ITEMS_IMPORT } from './resources/items/items-import.js';
@@ -191,6 +194,20 @@ export async function buildApp({
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: importTargets });
   await app.register(operationsRoutes);
+  // Backups over HTTP run in the process that took the request, under the lease its import runner renews.
+  const backups =
+    backupsUnavailable(config) === undefined
+      ? startBackupRunner({
+          db,
+          log: logger,
+          data: config.data,
+          folder: config.backupDir,
+          keep: config.backupKeep,
+          leases: imports,
+        })
+      : undefined;
+  if (backups !== undefined) app.addHook('onClose', () => backups.close());
+  await app.register(backupsRoutes, { runner: backups });
   // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,
@@ -199,7 +216,8 @@ export async function buildApp({
     config,
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
-    readableBy: (ownerId, owner) => eventSightOf(reachOfGrants(owner, ownerId)),
+    readableBy: eventSightOfOwner,
+    dispatchElsewhere: (feed) => startWebhookThread(config, logger, feed, `rowi-webhooks/${VERSION}`),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

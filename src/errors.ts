@@ -267,6 +267,24 @@ export const PROBLEM_TYPES = {
     title: 'Operation already finished',
     description: 'The operation has already ended (succeeded, failed or cancelled), so it cannot be cancelled.',
   },
+  'backup-running': {
+    status: 409,
+    title: 'A backup is running',
+    description:
+      'A backup started over HTTP is queued or running (`operation` names it; follow it there): one runs at a time in the whole deployment, so this one was not started; and a running backup cannot be cancelled (it only reads the database, and ends on its own).',
+  },
+  'backups-not-configured': {
+    status: 409,
+    title: 'Backups are not configured',
+    description:
+      'ROWI_BACKUP_DIR is not set on this rowi, so it has no folder to write backups to or list them from. It is a setting of the deployment, not a passing state (hence 409, not 503: retrying does not help): set ROWI_BACKUP_DIR and restart.',
+  },
+  'backups-on-postgresql': {
+    status: 409,
+    title: "Backups on PostgreSQL are PostgreSQL's own",
+    description:
+      'rowi backs up its SQLite file only; on PostgreSQL (ROWI_DATABASE_URL) use PostgreSQL\'s own tools: pg_dump and pg_restore, or pg_basebackup with WAL archiving for point-in-time recovery (docs/operations.md "Backups and restore").',
+  },
   'idempotency-key-reused': {
     status: 422,
     title: 'Idempotency key reused',

@@ -85,6 +85,13 @@ export function seesAllOperations(scopes: ReadonlySet<string>): boolean {
   return scopes.has('callers:read');
 }
 
+/**
+ * Backups of the SQLite file (docs/operations.md "Backups and restore"): listing them and starting
+ * one. Only the admin role has them; they can be granted to another caller (a monitoring system
+ * that reads the list, say).
+ */
+export const BACKUP_SCOPES: readonly Scope[] = ['backups:read', 'backups:create'];
+
 /** Every scope there is, in a stable order. */
 export const ALL_SCOPES: readonly Scope[] = [
   ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
@@ -95,6 +102,7 @@ export const ALL_SCOPES: readonly Scope[] = [
   ...ACTIONS.map((action): Scope => `webhook-endpoints:${action}`),
   'metrics:read',
   ...OPERATION_SCOPES,
+  ...BACKUP_SCOPES,
 ];
 
 /**

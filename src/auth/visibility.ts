@@ -1,5 +1,13 @@
 import { SEES_ALL, type EventSight, type Sight } from '../db/visibility.js';
-import { isOwnedResource, readableResources, seesAllOperations, type OwnedResource, type Reach } from './policy.js';
+import {
+  isOwnedResource,
+  reachOfGrants,
+  readableResources,
+  seesAllOperations,
+  type OwnedResource,
+  type Reach,
+  type StoredGrants,
+} from './policy.js';
 import type { Principal } from './principals.js';
 
 /**
@@ -31,6 +39,11 @@ export function sightOf(principal: Seer | null, resource: OwnedResource): Sight 
  */
 export function eventSightOf(reach: Reach): EventSight {
   return new Map(readableResources(reach).map((resource) => [resource, sightOnCollection(reach, resource)] as const));
+}
+
+/** What a webhook endpoint's owner sees of the events now, from its grants as stored (outbox/webhook-owners.ts). */
+export function eventSightOfOwner(ownerId: number | null, grants: StoredGrants): EventSight {
+  return eventSightOf(reachOfGrants(grants, ownerId));
 }
 
 /** The sight of a request on a collection: sightOf for an owned resource, every record of any other. */

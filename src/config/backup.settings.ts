@@ -9,7 +9,7 @@ export const BACKUP_SETTINGS = {
       maxLength: 4096,
       'x-default-text': '(off)',
       description:
-        'folder where `rowi serve` keeps scheduled backups of the SQLite file (each checked and with its SHA-256 beside it); empty: no scheduled backups',
+        'folder where `rowi serve` keeps backups of the SQLite file, scheduled and started by `POST /v1/backups` (each checked and with its SHA-256 beside it); empty: no scheduled backups, and the backup routes answer 409',
     }),
     'ROWI_BACKUP_DIR',
   ),
@@ -27,7 +27,8 @@ export const BACKUP_SETTINGS = {
       minimum: 1,
       maximum: 1000,
       default: 7,
-      description: 'scheduled backups kept in `ROWI_BACKUP_DIR`; older ones are deleted after each good backup',
+      description:
+        'backups kept in `ROWI_BACKUP_DIR` (scheduled or not); older ones are deleted after each good backup',
     }),
     'ROWI_BACKUP_KEEP',
   ),

@@ -71,6 +71,14 @@ export const EVENT_SETTINGS = {
     }),
     'ROWI_WEBHOOK_CONCURRENCY',
   ),
+  webhookThread: setting(
+    Type.Union([Type.Literal('thread'), Type.Literal('main')], {
+      default: 'main',
+      description:
+        '`main`: webhooks are delivered on the event loop that answers requests; `thread`: on a thread of their own, with database connections of their own (on SQLite it measured slower for requests: docs/events.md)',
+    }),
+    'ROWI_WEBHOOK_THREAD',
+  ),
   webhookDisableAfter: setting(
     Type.Integer({
       minimum: 1,

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
 import { ConfigError } from '../config/config-error.js';
-import { backupSqlite, listBackups, manifestOf, type BackupManifest } from './backup.js';
+import { BackupError, backupSqlite, describeFault, listBackups, manifestOf, type BackupManifest } from './backup.js';
+import { lockBackupFolder } from './backup-lock.js';
 
 /**
  * Scheduled backups of the SQLite file into a folder: one every interval, the newest `keep`
@@ -38,6 +39,76 @@ export interface BackupSchedule {
   close(): Promise<void>;
 }
 
+/**
+ * A failure the folder cannot record, counted in this process's metrics instead; loaded only then,
+ * so that the primary of --workers, which runs the schedule, does not load the metrics for it.
+ */
+async function countUnrecorded(): Promise<void> {
+  const { countUnrecordedBackupFailure } = await import('../observability/metrics.js');
+  countUnrecordedBackupFailure();
+}
+
+/** Records the outcome of a backup in the folder's status.json, where every process's metrics read it. */
+async function recordOutcome(folder: string, change: Partial<BackupStatus>): Promise<void> {
+  const status: BackupStatus = {
+    last_success_at: null,
+    last_failure_at: null,
+    failures: 0,
+    last_error: null,
+    ...(await readBackupStatus(folder)),
+    ...change,
+  };
+  await mkdir(folder, { recursive: true });
+  const temporary = join(folder, `${STATUS_FILE}.partial-${process.pid}`);
+  await writeFile(temporary, `${JSON.stringify(status, null, 2)}\n`);
+  await rename(temporary, join(folder, STATUS_FILE));
+}
+
+/**
+ * Takes one backup of `data` into `folder`, as the schedule does and as a backup started over
+ * HTTP does: under the folder's lock (one at a time, whatever process), named by time, the outcome
+ * recorded in status.json (or, when the folder cannot be written, in this process's count of
+ * failures), and all but the newest `keep` deleted after a good one. Throws BackupError when it
+ * fails; the database is never changed.
+ */
+export async function takeBackup(options: {
+  data: string;
+  folder: string;
+  keep: number;
+  log: FastifyBaseLogger;
+  /** Called once if another backup into the folder runs and this one waits for it. */
+  waiting?: () => void;
+  /** Ends the wait for the folder (rowi stops). */
+  signal?: AbortSignal;
+  /** Called once this one holds the folder and starts copying. */
+  starting?: () => Promise<void>;
+}): Promise<{ manifest: BackupManifest; removed: string[] }> {
+  const { data, folder, keep } = options;
+  const lock = await lockBackupFolder(folder, options.waiting, options.signal).catch(async (error: unknown) => {
+    if (options.signal?.aborted) throw error;
+    await countUnrecorded();
+    throw new BackupError(`the backup folder ${folder} cannot be used (${describeFault(error)})`);
+  });
+  try {
+    await options.starting?.();
+    const target = join(folder, scheduledName(new Date()));
+    try {
+      const manifest = await backupSqlite(data, target);
+      await recordOutcome(folder, { last_success_at: new Date().toISOString() }).catch(() => {});
+      return { manifest, removed: await prune(folder, keep) };
+    } catch (error) {
+      const message = (error as Error).message;
+      const failures = ((await readBackupStatus(folder))?.failures ?? 0) + 1;
+      await recordOutcome(folder, { last_failure_at: new Date().toISOString(), failures, last_error: message }).catch(
+        countUnrecorded,
+      );
+      throw error instanceof BackupError ? error : new BackupError(message);
+    }
+  } finally {
+    await lock.release().catch(() => {});
+  }
+}
+
 export function startBackupSchedule(options: {
   data: string;
   folder: string;
@@ -47,26 +118,16 @@ export function startBackupSchedule(options: {
 }): BackupSchedule {
   const { data, folder, intervalMs, keep, log } = options;
   let running: Promise<BackupManifest | undefined> | undefined;
-  const record = async (change: Partial<BackupStatus>) => {
-    const status: BackupStatus = {
-      last_success_at: null,
-      last_failure_at: null,
-      failures: 0,
-      last_error: null,
-      ...(await readBackupStatus(folder)),
-      ...change,
-    };
-    await mkdir(folder, { recursive: true });
-    const temporary = join(folder, `${STATUS_FILE}.partial-${process.pid}`);
-    await writeFile(temporary, `${JSON.stringify(status, null, 2)}\n`);
-    await rename(temporary, join(folder, STATUS_FILE));
-  };
   const attempt = async (): Promise<BackupManifest | undefined> => {
-    const target = join(folder, scheduledName(new Date()));
     try {
-      const manifest = await backupSqlite(data, target);
-      await record({ last_success_at: new Date().toISOString() });
-      const removed = await prune(folder, keep);
+      const { manifest, removed } = await takeBackup({
+        data,
+        folder,
+        keep,
+        log,
+        waiting: () => log.info(`the scheduled backup of ${data} waits for the backup running into ${folder}`),
+      });
+      const target = join(folder, manifest.file);
       log.info(
         { backup: target, bytes: manifest.bytes, ms: manifest.ms, sha256: manifest.sha256, removed },
         `backup of ${data} taken: ${target}`,
@@ -74,9 +135,7 @@ export function startBackupSchedule(options: {
       return manifest;
     } catch (error) {
       const message = (error as Error).message;
-      log.error({ backup: target }, `the scheduled backup of ${data} failed: ${message}; the next one tries again`);
-      const failures = ((await readBackupStatus(folder))?.failures ?? 0) + 1;
-      await record({ last_failure_at: new Date().toISOString(), failures, last_error: message }).catch(() => {});
+      log.error({ folder }, `the scheduled backup of ${data} failed: ${message}; the next one tries again`);
       return undefined;
     }
   };

@@ -116,10 +116,12 @@ export async function backupSqlite(source: string, target: string): Promise<Back
   }
 }
 
-function describeFault(error: unknown): string {
+/** A file-system fault in words an operator can act on. */
+export function describeFault(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
   if (code === 'ENOSPC') return 'the disk is full';
   if (code === 'ENOENT') return `a folder is gone (${message})`;
+  if (code === 'ENOTDIR' || code === 'EEXIST') return `a file is where a folder should be (${message})`;
   return message ?? String(error);
 }
 

@@ -20,11 +20,12 @@ export type { Storage } from './storage.js';
  * A database that cannot be opened or reached at start is a bad setting (exit 2), with
  * PostgreSQL's own reason (a wrong password, an unknown database) and never the password.
  */
-export async function openStorage(config: Config, log: FastifyBaseLogger): Promise<Storage> {
+export async function openStorage(config: Config, log: FastifyBaseLogger, options: OpenOptions = {}): Promise<Storage> {
   // PostgreSQL's driver is loaded only when it is used: a rowi on SQLite never holds it (about 14 MB).
-  if (config.databaseUrl !== '') return (await import('./postgres.js')).openPostgres(config, log);
+  if (config.databaseUrl !== '')
+    return (await import('./postgres.js')).openPostgres(config, log, { listens: options.signals ?? true });
   try {
-    return await openSqlite(config, log);
+    return await openSqlite(config, log, options);
   } catch (error) {
     const damaged = isCorruption(error)
       ? `: it is not a SQLite database, or its first page is damaged. ${repairAdvice('sqlite', config.data)}`
@@ -33,6 +34,14 @@ export async function openStorage(config: Config, log: FastifyBaseLogger): Promi
       `ROWI_DATA=${JSON.stringify(config.data)} cannot be opened as a SQLite database: ${(error as Error).message}${damaged}`,
     );
   }
+}
+
+/** A second opening of the database in a process (its webhook thread) leaves these to the first. */
+export interface OpenOptions {
+  /** Whether it checkpoints the SQLite file. */
+  checkpoints?: boolean;
+  /** Whether it listens for the signals of other instances (PostgreSQL: a connection of its own). */
+  signals?: boolean;
 }
 
 type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'> & Partial<Pick<Config, 'databaseTimeout'>>;
@@ -59,7 +68,11 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  *   thread that answers requests.
  * - Migrations get a connection of their own that may wait long: another instance may be migrating.
  */
-export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogger): Promise<Storage> {
+export async function openSqlite(
+  settings: SqliteSettings,
+  log?: FastifyBaseLogger,
+  { checkpoints: checkpointing = true }: OpenOptions = {},
+): Promise<Storage> {
   const inMemory = settings.data === ':memory:';
   if (!inMemory) mkdirSync(dirname(settings.data), { recursive: true });
   const options = { synchronous: settings.sqliteSynchronous, busyTimeoutMs: 0 };
@@ -83,9 +96,10 @@ export async function openSqlite(settings: SqliteSettings, log?: FastifyBaseLogg
       }),
     }),
   );
-  const checkpoints = inMemory
-    ? undefined
-    : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
+  const checkpoints =
+    inMemory || !checkpointing
+      ? undefined
+      : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
   return {
     db,
     kind: 'sqlite',

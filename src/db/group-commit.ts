@@ -1,6 +1,6 @@
 import { isDiskFull } from './driver-errors.js';
 import { execute, type SqliteConnectionHandle } from './sqlite-connection.js';
-import { whenUnlocked } from './sqlite-lock.js';
+import { othersWaitForWriteLock, whenUnlocked, writeLockReleased } from './sqlite-lock.js';
 
 /**
  * Group commit on SQLite (the writer of sqlite-driver.ts): the units of work of concurrent
@@ -135,7 +135,10 @@ export class GroupCommitWriter {
     if (this.#active !== undefined || this.#busy || this.#yielding) return;
     const group = this.#group;
     const now = performance.now();
-    if (group !== undefined && (group.units >= GROUP_UNITS || now - group.startedAt >= GROUP_WINDOW_MS)) {
+    if (
+      group !== undefined &&
+      (group.units >= GROUP_UNITS || now - group.startedAt >= GROUP_WINDOW_MS || othersWaitForWriteLock())
+    ) {
       void this.#commitGroup();
       return;
     }
@@ -210,7 +213,12 @@ export class GroupCommitWriter {
       this.#sliceStartedAt = performance.now();
       if (this.#active !== undefined || this.#busy || this.#group === undefined || this.#waiting.length > 0)
         this.#advance();
-      else if (this.#arrived && performance.now() - this.#group.startedAt < GROUP_WINDOW_MS) this.#scheduleCommit();
+      else if (
+        this.#arrived &&
+        !othersWaitForWriteLock() &&
+        performance.now() - this.#group.startedAt < GROUP_WINDOW_MS
+      )
+        this.#scheduleCommit();
       else void this.#commitGroup();
     });
   }
@@ -228,6 +236,7 @@ export class GroupCommitWriter {
       if (isDiskFull(error)) this.#options.onDiskFull?.(error);
       if (this.#options.writer.inTransaction) execute(this.#options.writer.prepare('rollback'));
     }
+    writeLockReleased();
     for (const member of group.members) {
       if (failure === undefined) member.resolve();
       else member.reject(failure);

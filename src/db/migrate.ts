@@ -13,6 +13,7 @@ import * as m0013 from './migrations/0013-owners.js';
 import * as m0014 from './migrations/0014-operations.js';
 import * as m0015 from './migrations/0015-delivery-order.js';
 import * as m0016 from './migrations/0016-acting-for-users.js';
+import * as m0017 from './migrations/0017-one-backup-at-a-time.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0014-operations': m0014,
   '0015-delivery-order': m0015,
   '0016-acting-for-users': m0016,
+  '0017-one-backup-at-a-time': m0017,
 };
 
 /** The migrations this rowi knows, in order: a database with another is from a newer rowi. */

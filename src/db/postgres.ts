@@ -7,7 +7,7 @@ import { withCommits } from './commits.js';
 import { CorruptionWatch } from './corruption.js';
 import type { Database } from './database.js';
 import { PreparingPool } from './prepared-statements.js';
-import { EVERYTHING, Handlers, type Signals } from './signals.js';
+import { EVERYTHING, Handlers, processSignals, type Signals } from './signals.js';
 import type { Storage } from './storage.js';
 
 /**
@@ -33,7 +33,11 @@ const types = {
  * ends in an error that the problem handler answers with 503 and Retry-After (isUnavailable).
  * A connection idle inside a transaction (a process stuck or gone) is ended by the server.
  */
-export async function openPostgres(settings: PostgresSettings, log: FastifyBaseLogger): Promise<Storage> {
+export async function openPostgres(
+  settings: PostgresSettings,
+  log: FastifyBaseLogger,
+  { listens = true }: { listens?: boolean } = {},
+): Promise<Storage> {
   const clientConfig: pg.ClientConfig = {
     connectionString: settings.databaseUrl,
     statement_timeout: settings.databaseTimeout,
@@ -62,7 +66,8 @@ export async function openPostgres(settings: PostgresSettings, log: FastifyBaseL
       dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
     }),
   );
-  const signals = postgresSignals(pool, clientConfig, `rowi.${schema}`, log);
+  // A second opening in a process (its webhook thread) is told of changes by the first: no listener of its own.
+  const signals = listens ? postgresSignals(pool, clientConfig, `rowi.${schema}`, log) : processSignals();
   return {
     db,
     kind: 'postgres',

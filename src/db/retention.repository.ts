@@ -13,8 +13,8 @@ export interface TableShape {
   key?: string;
   /** The column whose least value (in its index) finds the oldest row; the key by default. */
   oldestBy?: string;
-  /** The column that holds the row's time (RFC 3339), or that `timeOf` reads it from. */
-  time: string;
+  /** The column that holds the row's time (RFC 3339), or that `timeOf` reads it from; none: its rows have no time, and only their number is measured. */
+  time?: string;
   timeOf?: (value: string) => string;
 }
 
@@ -45,6 +45,7 @@ export async function estimateTable(db: Db, shape: TableShape): Promise<{ rows: 
       rows = Number(counted.rows[0]?.count ?? 0);
     }
   }
+  if (shape.time === undefined) return { rows: Math.round(rows), oldest: null };
   const oldestBy = shape.oldestBy ?? shape.key ?? shape.time;
   const first = await sql<{ time: string }>`
     select ${sql.ref(shape.time)} as time from ${table} order by ${sql.ref(oldestBy)} limit 1`.execute(db);

@@ -129,10 +129,10 @@ export const metrics = {
       for (const each of BREAKER_STATES) this.set({ state: each }, state === each ? 1 : 0);
     },
   }),
-  /** Scheduled backups (ROWI_BACKUP_DIR): read from the folder's status file on each scrape, the same in every process. */
+  /** Backups into ROWI_BACKUP_DIR (scheduled or started over HTTP): read from the folder's status file on each scrape, the same in every process. */
   backupLastSuccess: new Gauge({
     name: 'rowi_backup_last_success_timestamp_seconds',
-    help: 'When the last scheduled backup that was taken and checked whole finished (Unix seconds); 0 before the first, and without ROWI_BACKUP_DIR',
+    help: 'When the last backup into ROWI_BACKUP_DIR (scheduled, or started by POST /v1/backups) that was taken and checked whole finished (Unix seconds); 0 before the first, and without ROWI_BACKUP_DIR',
     aggregator: 'max',
     registers: [registry],
     async collect() {
@@ -143,22 +143,32 @@ export const metrics = {
   }),
   backupFailures: new Counter({
     name: 'rowi_backup_failures_total',
-    help: 'Scheduled backups that failed (a full disk, the folder gone, a copy that failed its check), since the folder was first used; 0 without ROWI_BACKUP_DIR',
+    help: 'Backups into ROWI_BACKUP_DIR (scheduled, or started by POST /v1/backups) that failed (a full disk, the folder gone, a copy that failed its check), since the folder was first used, plus those of this process whose failure the folder could not record; 0 without ROWI_BACKUP_DIR',
     aggregator: 'max',
     registers: [registry],
     async collect() {
       this.reset();
       const status = await backupStatusOf?.();
-      if (status !== undefined) this.inc(status.failures);
+      const failures = (status?.failures ?? 0) + unrecordedBackupFailures;
+      if (failures > 0) this.inc(failures);
     },
   }),
 };
+
+/** Backup failures of this process that the backup folder's status file could not record (the folder unusable). */
+let unrecordedBackupFailures = 0;
+
+export function countUnrecordedBackupFailure(): void {
+  unrecordedBackupFailures += 1;
+}
 
 let backupStatusOf: (() => Promise<{ lastSuccess?: number; failures: number } | undefined>) | undefined;
 
 /** Where the backup metrics read the schedule's outcome (the folder's status file). */
 export function watchBackups(read: () => Promise<{ lastSuccess?: number; failures: number } | undefined>): void {
   backupStatusOf = read;
+  // The failures the folder could not record are those of the folder watched from now on.
+  unrecordedBackupFailures = 0;
 }
 
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;

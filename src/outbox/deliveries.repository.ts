@@ -313,6 +313,42 @@ export async function deadLetterPending(db: Executor, endpointId: number, now: s
     .execute();
 }
 
+/**
+ * Forgets the numbering of at most `limit` resources (webhook_sequences) of which no delivery to
+ * their endpoint is kept any more: their deliveries were pruned, ROWI_EVENTS_RETENTION after the
+ * last was made (pending ones too). The next event of such a resource is numbered from 1 again
+ * (docs/events.md "Order"). A row is deleted only with the `last` it was found with: a fan-out
+ * that numbers a delivery of the resource meanwhile (its deliveries not yet visible here) keeps
+ * it, so two deliveries of a resource never share a number.
+ */
+export async function deleteIdleSequences(db: Executor, limit: number): Promise<number> {
+  const idle = db
+    .selectFrom('webhook_sequences as s')
+    .select(['s.endpoint_id', 's.resource_key', 's.last'])
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('webhook_deliveries as d')
+            .select('d.id')
+            .whereRef('d.endpoint_id', '=', 's.endpoint_id')
+            .whereRef('d.resource_key', '=', 's.resource_key'),
+        ),
+      ),
+    )
+    .limit(limit);
+  const result = await db
+    .deleteFrom('webhook_sequences')
+    .where((eb) =>
+      eb(
+        eb.refTuple('endpoint_id', 'resource_key', 'last'),
+        'in',
+        idle.$asTuple('endpoint_id', 'resource_key', 'last'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 export async function deleteDeliveriesBefore(db: Executor, cutoff: string, limit: number): Promise<number> {
   const oldest = db
     .selectFrom('webhook_deliveries')

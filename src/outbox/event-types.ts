@@ -59,12 +59,12 @@ export const EVENT_TYPES = {
   'operation.progressed': {
     resource: 'operations',
     description:
-      'An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.',
+      'An import went on (at most one a second per operation, and after each chunk it committed at most), or a backup was queued or started; data is the operation, with its progress.',
   },
   'operation.completed': {
     resource: 'operations',
     description:
-      'An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.',
+      'An import or a backup ended: succeeded, failed or cancelled; data is the operation, with its summary (an import: the rows it committed; a backup: the file written).',
   },
   'webhook.ping': {
     resource: 'webhook-endpoints',

@@ -1,5 +1,9 @@
-import type { EventFeed } from './feed.js';
 import { isCorruption } from '../db/driver-errors.js';
+
+/** What wakes a consumer of the outbox: the event feed of its process (feed.ts), or the messages of the thread that has it (process/webhook-thread.ts). */
+export interface Wakes {
+  onWake(listener: () => void): () => void;
+}
 
 /** Between two rounds of work while commits keep waking it (unless told otherwise): each round takes everything since the last. */
 const ROUND_EVERY_MS = 10;
@@ -10,7 +14,7 @@ const ROUND_EVERY_MS = 10;
  * that come while a round runs are folded into one more round, so it never runs twice at once.
  */
 export abstract class OutboxWorker {
-  readonly #feed: EventFeed;
+  readonly #feed: Wakes;
   readonly #roundEveryMs: number;
   #running = false;
   #again = false;
@@ -18,7 +22,7 @@ export abstract class OutboxWorker {
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(feed: EventFeed, roundEveryMs = ROUND_EVERY_MS) {
+  constructor(feed: Wakes, roundEveryMs = ROUND_EVERY_MS) {
     this.#feed = feed;
     this.#roundEveryMs = roundEveryMs;
   }

@@ -29,8 +29,7 @@ import {
   type SettledTurn,
   type Turn,
 } from './delivery-outcomes.js';
-import type { EventFeed } from './feed.js';
-import { OutboxWorker } from './outbox-worker.js';
+import { OutboxWorker, type Wakes } from './outbox-worker.js';
 import { presentEvent } from './outbox.js';
 import { Lease } from './lease.js';
 import {
@@ -192,7 +191,7 @@ export class WebhookDispatcher extends OutboxWorker {
   /** Whether the heartbeat renews the lease (PostgreSQL). */
   readonly #beats: boolean;
 
-  constructor(db: Db, feed: EventFeed, log: FastifyBaseLogger, options: WebhookOptions) {
+  constructor(db: Db, feed: Wakes, log: FastifyBaseLogger, options: WebhookOptions) {
     super(feed, ROUND_EVERY_MS);
     this.#db = db;
     this.#log = log;

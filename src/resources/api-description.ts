@@ -27,7 +27,11 @@ export const API_TAGS = [
   },
   {
     name: 'operations',
-    description: 'Long-running operations (imports of files): status, progress, errors, cancelling',
+    description: 'Long-running operations (imports of files, backups): status, progress, errors, cancelling',
+  },
+  {
+    name: 'backups',
+    description: 'Backups of the SQLite file in ROWI_BACKUP_DIR: take one, list them (admin only)',
   },
   { name: 'callers', description: 'Systems that use the API, their roles, grants and API keys (admin only)' },
   { name: 'audit', description: 'Who did what, when, with which outcome (admin only)' },

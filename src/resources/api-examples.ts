@@ -90,6 +90,52 @@ const endpoint = {
 };
 const attempt = { attempted_at: LATER, status_code: 204, duration_ms: 38, error: null };
 
+const backup = {
+  file: 'rowi-20261126T203000.123Z.sqlite',
+  bytes: 1_048_576,
+  sha256: '9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d',
+  taken_at: AT,
+  ms: 412,
+  schema: '0017-one-backup-at-a-time',
+  rows: { users: 1200, items: 340, orders: 5600 },
+  rowi: '0.1.0',
+  url: '/v1/backups/rowi-20261126T203000.123Z.sqlite',
+};
+
+const importOperation = {
+  id: 1,
+  kind: 'import',
+  target: 'items',
+  status: 'succeeded',
+  media_type: 'text/csv',
+  options: { mode: 'partial', on_conflict: 'update', dry_run: false },
+  progress: {
+    bytes_read: 1048576,
+    bytes_total: 1048576,
+    rows_read: 40000,
+    rows_succeeded: 39998,
+    rows_skipped: 0,
+    rows_failed: 2,
+    committed_through: 40001,
+  },
+  created_by: 2,
+  caller_name: 'warehouse',
+  created_at: AT,
+  updated_at: LATER,
+  started_at: AT,
+  finished_at: LATER,
+  summary: {
+    detail: '39998 rows stored, 0 skipped, 2 refused.',
+    rows_committed: 39998,
+    committed: 'Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was.',
+  },
+  errors: [
+    { row: 17, field: 'price', problem: 'validation-failed', detail: 'price must be a decimal string' },
+    { row: 902, field: 'sku', problem: 'duplicate-in-file', detail: 'has the same sku as row 12 of this file' },
+  ],
+  errors_url: '/v1/operations/1/errors',
+};
+
 export const API_EXAMPLES: Record<string, unknown> = {
   Index: {
     name: 'rowi',
@@ -206,39 +252,21 @@ export const API_EXAMPLES: Record<string, unknown> = {
       },
     ],
   },
-  Operation: {
-    id: 1,
-    kind: 'import',
-    target: 'items',
+  Backup: backup,
+  BackupOperation: {
+    id: 7,
+    kind: 'backup',
     status: 'succeeded',
-    media_type: 'text/csv',
-    options: { mode: 'partial', on_conflict: 'update', dry_run: false },
-    progress: {
-      bytes_read: 1048576,
-      bytes_total: 1048576,
-      rows_read: 40000,
-      rows_succeeded: 39998,
-      rows_skipped: 0,
-      rows_failed: 2,
-      committed_through: 40001,
-    },
-    created_by: 2,
-    caller_name: 'warehouse',
+    created_by: 1,
+    caller_name: 'admin',
     created_at: AT,
     updated_at: LATER,
     started_at: AT,
     finished_at: LATER,
-    summary: {
-      detail: '39998 rows stored, 0 skipped, 2 refused.',
-      rows_committed: 39998,
-      committed: 'Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was.',
-    },
-    errors: [
-      { row: 17, field: 'price', problem: 'validation-failed', detail: 'price must be a decimal string' },
-      { row: 902, field: 'sku', problem: 'duplicate-in-file', detail: 'has the same sku as row 12 of this file' },
-    ],
-    errors_url: '/v1/operations/1/errors',
+    summary: { detail: `Backup taken and checked: ${backup.file} in ROWI_BACKUP_DIR.`, backup },
   },
+  ImportOperation: importOperation,
+  Operation: importOperation,
   OperationRowError: {
     row: 17,
     field: 'price',

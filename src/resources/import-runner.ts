@@ -165,7 +165,7 @@ export function startImportRunner(options: {
       );
       log.warn(
         { operation: abandoned.id, committed_through: abandoned.committed_through },
-        'marked an abandoned import failed',
+        `marked an abandoned ${abandoned.kind} failed`,
       );
     }
   };
@@ -249,6 +249,25 @@ export function spoolPath(directory: string, id: number): string {
 async function failAbandoned(db: Db, claimed: StoredOperation, detail: string): Promise<void> {
   await unitOfWork(db, async (trx) => {
     const operation = (await findOperationById(trx, claimed.id, SEES_ALL)) ?? claimed;
+    if (operation.kind === 'backup') {
+      // Its process was killed: the copy it was writing is a temporary file, never a backup (db/backup.ts).
+      const ended = await finishOperation(
+        trx,
+        operation.id,
+        {
+          status: 'failed',
+          summary: JSON.stringify({
+            detail:
+              'The process taking the backup stopped (it was killed or lost its database) before the backup was whole; no backup was written. Start another.',
+            backup: null,
+          }),
+        },
+        nowTimestamp(),
+      );
+      if (ended !== undefined)
+        await recordEvent(trx, 'operation.completed', operationPath(ended.id), presentOperation(ended, []));
+      return;
+    }
     const committed = operation.dry_run === 1 || operation.committed_through === 0 ? 0 : operation.rows_succeeded;
     const ended = await finishOperation(
       trx,

@@ -64,6 +64,7 @@ const EXPECTED: Record<string, Needs> = {
   'POST /v1/items/stock/batch': ['stock:update', 'items:read', 'stock:read'],
   'POST /v1/users/import': ['users:create', 'users:update'],
   'POST /v1/items/import': ['items:create', 'items:update', 'stock:update'],
+  'POST /v1/orders/import': ['orders:create', 'users:read', 'items:read'],
   'POST /v1/items/stock/import': ['stock:update', 'items:read'],
 
   'GET /v1/operations': ['operations:read'],
@@ -74,6 +75,11 @@ const EXPECTED: Record<string, Needs> = {
   'DELETE /v1/operations/:id': ['operations:update', 'operations:read'],
   'GET /v1/operations/:id/errors': ['operations:read'],
   'HEAD /v1/operations/:id/errors': ['operations:read'],
+  'POST /v1/backups': ['backups:create'],
+  'GET /v1/backups': ['backups:read'],
+  'HEAD /v1/backups': ['backups:read'],
+  'GET /v1/backups/:name': ['backups:read'],
+  'HEAD /v1/backups/:name': ['backups:read'],
 
   'GET /v1/items/stock': ['stock:read', 'items:read'],
   'HEAD /v1/items/stock': ['stock:read', 'items:read'],
@@ -168,6 +174,8 @@ const ROLE_SCOPES = {
     ...['read', 'create', 'update', 'delete'].map((action) => `webhook-endpoints:${action}`),
     'metrics:read',
     ...OPERATIONS,
+    'backups:read',
+    'backups:create',
   ],
 };
 
@@ -379,6 +387,7 @@ function concreteUrl(url: string, targets: Targets): string {
     .replace(':type', 'not-found')
     .replace(':place', targets.place)
     .replace(':key_id', String(targets.keyId))
+    .replace(':name', 'rowi-matrix.sqlite')
     .replace(':id', () => {
       const id = collection === undefined ? undefined : ids[collection];
       if (id === undefined) throw new Error(`no target record for ${url}: add one to createTargets()`);

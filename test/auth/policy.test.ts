@@ -36,6 +36,8 @@ const ADMIN = [
   'webhook-endpoints:delete',
   'metrics:read',
   ...OPERATIONS,
+  'backups:read',
+  'backups:create',
 ];
 
 const sorted = (scopes: Iterable<string>) => [...scopes].sort();

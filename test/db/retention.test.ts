@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstEventIdAt } from '../../src/outbox/event-ids.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { sample } from '../helpers/metrics.js';
-import { buildUser } from '../helpers/records.js';
+import { Receiver } from '../helpers/receiver.js';
+import { buildUser, createUser } from '../helpers/records.js';
+import { createEndpoint, deliveriesOf, WEBHOOK_SETTINGS } from '../helpers/webhooks.js';
 
 /**
  * Retention (docs/operations.md "Data kept and its retention"): rows past it are pruned by the
@@ -192,6 +194,52 @@ describe('retention of events, webhook deliveries and their attempts, ROWI_EVENT
     expect(deliveries.map((row) => Number(row.id))).toEqual([Number(recent.id)]);
     const attempts = await db.selectFrom('webhook_attempts').select('delivery_id').execute();
     expect(attempts.map((row) => Number(row.delivery_id))).toEqual([Number(recent.id)]);
+  });
+});
+
+describe('retention of the numbering of webhook deliveries, ROWI_EVENTS_RETENTION=60', () => {
+  let test: TestApp;
+  let hooks: Receiver;
+  beforeAll(async () => {
+    test = await startApp({ ...WEBHOOK_SETTINGS, ROWI_EVENTS_RETENTION: '60' });
+    hooks = await new Receiver().start();
+  });
+  afterAll(async () => {
+    await hooks.stop();
+    await test.close();
+  });
+
+  it('PATCH /v1/users/{id}: a user none of whose deliveries is kept is numbered from 1 again; one with a delivery kept goes on counting', async () => {
+    const endpoint = await createEndpoint(test, hooks, ['user.created', 'user.updated']);
+    const { user: quiet } = await createUser(test);
+    const rename = (id: number, name: string) => test.call({ method: 'PATCH', url: `/v1/users/${id}`, body: { name } });
+    expect((await rename(quiet.id, 'Quiet 2')).status).toBe(200);
+    await hooks.waitFor(2);
+    // The quiet user's deliveries were made two hours ago: past the retention, pruned by the sweep.
+    await test.storage.db
+      .updateTable('webhook_deliveries')
+      .set({ created_at: ago(7200) })
+      .where('resource_key', '=', `/v1/users/${quiet.id}`)
+      .execute();
+    const { user: busy } = await createUser(test);
+    await hooks.waitFor(3);
+
+    await test.app.retention.sweep();
+
+    const numbering = await test.storage.db.selectFrom('webhook_sequences').select(['resource_key', 'last']).execute();
+    expect(numbering.map((row) => [row.resource_key, Number(row.last)])).toEqual([[`/v1/users/${busy.id}`, 1]]);
+    expect((await rename(quiet.id, 'Quiet 3')).status).toBe(200);
+    expect((await rename(busy.id, 'Busy 2')).status).toBe(200);
+    const later = await hooks.waitFor(5);
+    const sequenceOf = (name: string) =>
+      (later.find((received) => received.event.data.name === name)!.event as unknown as { sequence: number }).sequence;
+    expect([sequenceOf('Quiet 2'), sequenceOf('Quiet 3'), sequenceOf('Busy 2')]).toEqual([2, 1, 2]);
+    const listed = await deliveriesOf(test, endpoint.id);
+    expect(listed.map((delivery) => [delivery.resource, delivery.sequence])).toEqual([
+      [`/v1/users/${busy.id}`, 2],
+      [`/v1/users/${quiet.id}`, 1],
+      [`/v1/users/${busy.id}`, 1],
+    ]);
   });
 });
 

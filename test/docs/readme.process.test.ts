@@ -71,7 +71,13 @@ describe('documentation examples (README and docs/)', () => {
     // The shipped limits, as after npm start (the helpers turn them off for other tests).
     const shippedLimits = Object.fromEntries(Object.keys(NO_RATE_LIMITS).map((name) => [name, '']));
     server = await startServer({
-      env: { ...shippedLimits, ROWI_WEATHER_PROVIDER: 'open-meteo', ROWI_WEATHER_URL: provider.url },
+      env: {
+        ...shippedLimits,
+        ROWI_WEATHER_PROVIDER: 'open-meteo',
+        ROWI_WEATHER_URL: provider.url,
+        // The backup examples of docs/operations.md take a real backup.
+        ROWI_BACKUP_DIR: tempFolder('readme-backups'),
+      },
     });
     folder = tempFolder('readme');
   });

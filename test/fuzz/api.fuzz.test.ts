@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
+import { tempFolder } from '../helpers/temp.js';
 import { buildObservation } from '../helpers/weather.js';
 import { ResponseChecker } from './responses.js';
 import { requestFor, type FuzzRequest, type Operation } from './requests.js';
@@ -47,7 +48,8 @@ beforeAll(async () => {
   // in-process inject keeps the event loop busy past ROWI_MAX_EVENT_LOOP_DELAY (1 s) on some
   // machines, and the 503s that follow are the burst's, not an answer under test (load shedding has
   // its own tests in test/http/load-shedding.test.ts).
-  test = await startApp({ ROWI_MAX_EVENT_LOOP_DELAY: '0' });
+  // Backups into a folder of their own: on SQLite the fuzzing reaches POST /v1/backups's 202 and a real backup to read; on PostgreSQL its 409.
+  test = await startApp({ ROWI_MAX_EVENT_LOOP_DELAY: '0', ROWI_BACKUP_DIR: tempFolder('fuzz-backups') });
   const document = dereferenced(test.app.swagger()) as unknown as {
     paths: Record<string, Record<string, Omit<Operation, 'method' | 'path'>>>;
     components: { schemas: Record<string, Schema> };
@@ -114,6 +116,14 @@ beforeAll(async () => {
     body: { name: 'own', user_id: ownUser.json.id, lines: [{ item_id: ownItem.json.id, quantity: 1 }] },
   });
   own.firstEventId = (await test.call({ url: '/v1/events?limit=1', key: ownKey })).json.data[0].id;
+  const backup = await test.call({ method: 'POST', url: '/v1/backups' });
+  let backupName = 'rowi-none.sqlite';
+  for (let attempt = 0; backup.status === 202 && attempt < 200; attempt++) {
+    const operation = await test.call({ url: backup.headers.location as string });
+    if (operation.json.status === 'succeeded') backupName = operation.json.summary.backup.file as string;
+    if (!['queued', 'running'].includes(operation.json.status)) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   base = await test.app.listen({ host: '127.0.0.1', port: 0 });
   credentials = { admin: test.adminKey, reader: reader.key, own: ownKey };
   references = { user_id: [user.id, ownUser.json.id], item_id: [item.id, ownItem.json.id] };
@@ -128,6 +138,7 @@ beforeAll(async () => {
     '/v1/webhook-endpoints': [endpoint.json.id],
     '/v1/webhook-endpoints/deliveries': [ping.json.id],
     '/v1/events': [event.id],
+    '/v1/backups': [backupName, 'rowi-none.sqlite'],
   };
 });
 afterAll(() => test.close());

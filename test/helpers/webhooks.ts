@@ -15,6 +15,8 @@ export interface Delivery {
   status: string;
   event_id: string;
   event_type: string;
+  resource: string | null;
+  sequence: number | null;
   attempts: { status_code: number | null; error: string | null; duration_ms: number }[];
 }
 

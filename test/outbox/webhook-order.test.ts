@@ -85,9 +85,9 @@ describe('webhook order: per resource, resources in parallel', () => {
     }
   });
 
-  it("an item's stock is its item: item.created and stock.changed share the resource /v1/items/{id} and its numbering", async () => {
+  it("an item's stock is its item: item.created and stock.changed share the resource /v1/items/{id} and its numbering, which the deliveries list shows", async () => {
     const hooks = await receiver();
-    await createEndpoint(test, hooks, ['item.created', 'stock.changed']);
+    const endpoint = await createEndpoint(test, hooks, ['item.created', 'stock.changed']);
     const { item } = await createItem(test);
     for (const quantity of [5, 7, 9])
       expect((await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { quantity } })).status).toBe(
@@ -102,6 +102,13 @@ describe('webhook order: per resource, resources in parallel', () => {
       ['stock.changed', `/v1/items/${item.id}`, 3],
       ['stock.changed', `/v1/items/${item.id}`, 4],
     ]);
+    // GET …/deliveries (newest first): each delivery's resource and sequence, as its webhook carried them.
+    const listed = await deliveriesOf(test, endpoint.id);
+    expect(listed.map((delivery) => [delivery.event_id, delivery.resource, delivery.sequence])).toEqual(
+      [...hooks.received]
+        .reverse()
+        .map((request) => [request.event.id, bodyOf(request).resource, bodyOf(request).sequence]),
+    );
   });
 
   it('a poison event (a receiver that answers 500 to one user’s user.created): only that user’s later events wait; the others arrive at once; after its dead letter the rest follow, in order, the gap visible in the sequence', async () => {

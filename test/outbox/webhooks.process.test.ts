@@ -4,6 +4,8 @@ import { answer, eventually, Receiver } from '../helpers/receiver.js';
 import { SseClient } from '../helpers/sse.js';
 
 const SETTINGS = {
+  // Delivery on its own thread (not the default): these guarantees hold there too.
+  ROWI_WEBHOOK_THREAD: 'thread',
   ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
   ROWI_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2,0.2',
   ROWI_WEBHOOK_TIMEOUT: '1000',

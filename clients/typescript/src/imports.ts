@@ -1,4 +1,4 @@
-import type { Operation, Problem } from './types.js';
+import type { ImportOperation, Problem } from './types.js';
 import type { RowiClientOptions } from './index.js';
 
 /** The collections a file can be imported into, and where. */
@@ -53,7 +53,7 @@ export class RowiProblemError extends Error {
  * );
  * ```
  */
-export async function importFile(client: RowiClientOptions, options: ImportFileOptions): Promise<Operation> {
+export async function importFile(client: RowiClientOptions, options: ImportFileOptions): Promise<ImportOperation> {
   const fetch = client.fetch ?? globalThis.fetch;
   const baseUrl = client.baseUrl.replace(/\/+$/, '');
   const credentials: Record<string, string> =
@@ -73,7 +73,7 @@ export async function importFile(client: RowiClientOptions, options: ImportFileO
   } as RequestInit);
   if (posted.status !== 202) throw new RowiProblemError((await posted.json()) as Problem);
   const location = posted.headers.get('location')!;
-  let operation = (await posted.json()) as Operation;
+  let operation = (await posted.json()) as ImportOperation;
   const deadline = Date.now() + (options.timeoutMs ?? 3_600_000);
   let wait = waitOf(posted, options.pollMs);
   while (operation.status === 'queued' || operation.status === 'running') {
@@ -86,7 +86,7 @@ export async function importFile(client: RowiClientOptions, options: ImportFileO
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
     if (read.status !== 200) throw new RowiProblemError((await read.json()) as Problem);
-    operation = (await read.json()) as Operation;
+    operation = (await read.json()) as ImportOperation;
     wait = waitOf(read, options.pollMs);
   }
   return operation;

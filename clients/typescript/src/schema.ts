@@ -944,6 +944,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the backups in ROWI_BACKUP_DIR
+         * @description A page of the backups in ROWI_BACKUP_DIR, newest first: those of the schedule and of POST /v1/backups, each as its manifest records it (file, size, time, SHA-256, schema version, row counts). Paged like every collection (Link rel="next", next_cursor). 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
+         */
+        get: operations["listBackups"];
+        put?: never;
+        /**
+         * Take a backup of the database (a long-running operation)
+         * @description Starts a backup of the SQLite file into ROWI_BACKUP_DIR: 202 with Location /v1/operations/{id}, queued, then running, then succeeded (its summary names the backup: file, size, SHA-256, schema version, row counts) or failed (why; no backup was written, the database is unchanged). Requests go on meanwhile: the copy is one consistent snapshot, taken on a thread of its own. One backup at a time in the whole deployment: 409 backup-running names the one queued or running. 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
+         */
+        post: operations["startBackup"];
+        delete?: never;
+        options?: never;
+        /**
+         * List the backups in ROWI_BACKUP_DIR
+         * @description A page of the backups in ROWI_BACKUP_DIR, newest first: those of the schedule and of POST /v1/backups, each as its manifest records it (file, size, time, SHA-256, schema version, row counts). Paged like every collection (Link rel="next", next_cursor). 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
+         */
+        head: operations["listBackups-head"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/backups/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a backup
+         * @description One backup in ROWI_BACKUP_DIR by its file name, as its manifest records it; 404 when there is none. 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
+         */
+        get: operations["getBackup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Read a backup
+         * @description One backup in ROWI_BACKUP_DIR by its file name, as its manifest records it; 404 when there is none. 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
+         */
+        head: operations["getBackup-head"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1474,6 +1526,150 @@ export interface components {
             response_types_supported: string[];
         };
         /**
+         * Backup
+         * @example {
+         *       "file": "rowi-20261126T203000.123Z.sqlite",
+         *       "bytes": 1048576,
+         *       "sha256": "9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+         *       "taken_at": "2026-06-01T12:00:00.000Z",
+         *       "ms": 412,
+         *       "schema": "0017-one-backup-at-a-time",
+         *       "rows": {
+         *         "users": 1200,
+         *         "items": 340,
+         *         "orders": 5600
+         *       },
+         *       "rowi": "0.1.0",
+         *       "url": "/v1/backups/rowi-20261126T203000.123Z.sqlite"
+         *     }
+         */
+        Backup: {
+            /** @description the file name in ROWI_BACKUP_DIR */
+            file: string;
+            /**
+             * Format: int64
+             * @description the file's size
+             */
+            bytes: number;
+            /** @description the file's SHA-256 (hex), as recorded when it was taken */
+            sha256: string;
+            /**
+             * Format: date-time
+             * @description when its snapshot was taken (its start)
+             */
+            taken_at: string;
+            /**
+             * Format: int64
+             * @description how long taking and checking it took, in milliseconds
+             */
+            ms: number;
+            schema: string | null;
+            /** @description the rows of each table of the copy, counted when it was checked */
+            rows: {
+                [key: string]: number;
+            };
+            /** @description the version of rowi that took it */
+            rowi: string;
+            /** @description the path of this backup in the API */
+            url: string;
+        };
+        /**
+         * BackupOperation
+         * @example {
+         *       "id": 7,
+         *       "kind": "backup",
+         *       "status": "succeeded",
+         *       "created_by": 1,
+         *       "caller_name": "admin",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "Backup taken and checked: rowi-20261126T203000.123Z.sqlite in ROWI_BACKUP_DIR.",
+         *         "backup": {
+         *           "file": "rowi-20261126T203000.123Z.sqlite",
+         *           "bytes": 1048576,
+         *           "sha256": "9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+         *           "taken_at": "2026-06-01T12:00:00.000Z",
+         *           "ms": 412,
+         *           "schema": "0017-one-backup-at-a-time",
+         *           "rows": {
+         *             "users": 1200,
+         *             "items": 340,
+         *             "orders": 5600
+         *           },
+         *           "rowi": "0.1.0",
+         *           "url": "/v1/backups/rowi-20261126T203000.123Z.sqlite"
+         *         }
+         *       }
+         *     }
+         */
+        BackupOperation: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * @description what the operation does: a backup of the database
+             * @enum {string}
+             */
+            kind: "backup";
+            /** @description queued (waiting for its turn), running, or how it ended: succeeded, failed, cancelled */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            caller_name: string | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+            /** @description once ended: how, and on success the backup written (its file, size, SHA-256, schema version, row counts) */
+            summary: {
+                /** @description how it ended, in words (on failure: why) */
+                detail: string;
+                /** @description the backup written (file, size, SHA-256, schema version, row counts); null when it failed */
+                backup: components["schemas"]["Backup"] | null;
+            } | null;
+        };
+        /**
+         * BackupPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "file": "rowi-20261126T203000.123Z.sqlite",
+         *           "bytes": 1048576,
+         *           "sha256": "9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+         *           "taken_at": "2026-06-01T12:00:00.000Z",
+         *           "ms": 412,
+         *           "schema": "0017-one-backup-at-a-time",
+         *           "rows": {
+         *             "users": 1200,
+         *             "items": 340,
+         *             "orders": 5600
+         *           },
+         *           "rowi": "0.1.0",
+         *           "url": "/v1/backups/rowi-20261126T203000.123Z.sqlite"
+         *         }
+         *       ],
+         *       "next_cursor": null
+         *     }
+         */
+        BackupPage: {
+            data: components["schemas"]["Backup"][];
+            /** @description pass as cursor to get the next page; null on the last page */
+            next_cursor: string | null;
+        };
+        /**
          * Caller
          * @example {
          *       "id": 2,
@@ -1520,11 +1716,11 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
-            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away */
-            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description what the caller may do: role + extra − removed */
-            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access: components["schemas"]["RecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit: number | null;
@@ -1552,9 +1748,9 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
@@ -1617,14 +1813,14 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's; replaces the list */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away; replaces the list */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
-            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update")[];
+            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /**
              * Format: int64
              * @description server-assigned identifier
@@ -1671,7 +1867,7 @@ export interface components {
         Event: {
             /** @description the event id: evt_ and 28 hexadecimal digits, sortable by time */
             id: string;
-            /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.); operation.completed (An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+            /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most), or a backup was queued or started; data is the operation, with its progress.); operation.completed (An import or a backup ended: succeeded, failed or cancelled; data is the operation, with its summary (an import: the rows it committed; a backup: the file written).); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
             type: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
             /**
              * Format: date-time
@@ -2037,6 +2233,149 @@ export interface components {
                     output?: string;
                 };
             };
+        };
+        /**
+         * ImportOperation
+         * @example {
+         *       "id": 1,
+         *       "kind": "import",
+         *       "target": "items",
+         *       "status": "succeeded",
+         *       "media_type": "text/csv",
+         *       "options": {
+         *         "mode": "partial",
+         *         "on_conflict": "update",
+         *         "dry_run": false
+         *       },
+         *       "progress": {
+         *         "bytes_read": 1048576,
+         *         "bytes_total": 1048576,
+         *         "rows_read": 40000,
+         *         "rows_succeeded": 39998,
+         *         "rows_skipped": 0,
+         *         "rows_failed": 2,
+         *         "committed_through": 40001
+         *       },
+         *       "created_by": 2,
+         *       "caller_name": "warehouse",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *         "rows_committed": 39998,
+         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *       },
+         *       "errors": [
+         *         {
+         *           "row": 17,
+         *           "field": "price",
+         *           "problem": "validation-failed",
+         *           "detail": "price must be a decimal string"
+         *         },
+         *         {
+         *           "row": 902,
+         *           "field": "sku",
+         *           "problem": "duplicate-in-file",
+         *           "detail": "has the same sku as row 12 of this file"
+         *         }
+         *       ],
+         *       "errors_url": "/v1/operations/1/errors"
+         *     }
+         */
+        ImportOperation: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * @description what the operation does: an import of a file
+             * @enum {string}
+             */
+            kind: "import";
+            /** @description the collection it writes */
+            target: "users" | "items" | "stock" | "orders";
+            /** @description queued (waiting for a turn), running, or how it ended: succeeded, failed, cancelled */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description the media type of the file */
+            media_type: string;
+            options: {
+                /** @description atomic: every row or none; partial: the good rows are committed, the bad ones reported */
+                mode: "atomic" | "partial";
+                /** @description what a row whose natural key (item sku, user email) is taken does: fail, be skipped, or update */
+                on_conflict: "error" | "skip" | "update";
+                /** @description true: every row was checked, nothing was stored */
+                dry_run: boolean;
+            };
+            progress: {
+                /**
+                 * Format: int64
+                 * @description bytes of the file read
+                 */
+                bytes_read: number;
+                /**
+                 * Format: int64
+                 * @description the file's size
+                 */
+                bytes_total: number;
+                /**
+                 * Format: int64
+                 * @description rows read (the header not counted)
+                 */
+                rows_read: number;
+                /**
+                 * Format: int64
+                 * @description rows stored (or, in a dry run, that would be)
+                 */
+                rows_succeeded: number;
+                /**
+                 * Format: int64
+                 * @description rows skipped: on_conflict=skip and the key was taken, or the row changed nothing
+                 */
+                rows_skipped: number;
+                /**
+                 * Format: int64
+                 * @description rows refused (listed in errors)
+                 */
+                rows_failed: number;
+                /**
+                 * Format: int64
+                 * @description every row of the file up to this one is committed, except those failed; 0: none is committed
+                 */
+                committed_through: number;
+            };
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by: number | null;
+            caller_name: string | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+            summary: {
+                /** @description how it ended, in words */
+                detail: string;
+                /**
+                 * Format: int64
+                 * @description rows committed and kept
+                 */
+                rows_committed: number;
+                /** @description which rows were committed: a range of rows, less the failed ones */
+                committed: string;
+            } | null;
+            /** @description the first errors of its rows (all of them at errors_url) */
+            errors: components["schemas"]["OperationRowError"][];
+            /** @description every row error, as NDJSON */
+            errors_url: string;
         };
         /**
          * Index
@@ -2730,6 +3069,7 @@ export interface components {
         };
         /**
          * Operation
+         * @description a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation)
          * @example {
          *       "id": 1,
          *       "kind": "import",
@@ -2778,99 +3118,7 @@ export interface components {
          *       "errors_url": "/v1/operations/1/errors"
          *     }
          */
-        Operation: {
-            /**
-             * Format: int64
-             * @description server-assigned identifier
-             */
-            readonly id: number;
-            /**
-             * @description what the operation does
-             * @enum {string}
-             */
-            kind: "import";
-            /** @description the collection it writes */
-            target: "users" | "items" | "stock" | "orders";
-            /** @description queued (waiting for a turn), running, or how it ended: succeeded, failed, cancelled */
-            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
-            /** @description the media type of the file */
-            media_type: string;
-            options: {
-                /** @description atomic: every row or none; partial: the good rows are committed, the bad ones reported */
-                mode: "atomic" | "partial";
-                /** @description what a row whose natural key (item sku, user email) is taken does: fail, be skipped, or update */
-                on_conflict: "error" | "skip" | "update";
-                /** @description true: every row was checked, nothing was stored */
-                dry_run: boolean;
-            };
-            progress: {
-                /**
-                 * Format: int64
-                 * @description bytes of the file read
-                 */
-                bytes_read: number;
-                /**
-                 * Format: int64
-                 * @description the file's size
-                 */
-                bytes_total: number;
-                /**
-                 * Format: int64
-                 * @description rows read (the header not counted)
-                 */
-                rows_read: number;
-                /**
-                 * Format: int64
-                 * @description rows stored (or, in a dry run, that would be)
-                 */
-                rows_succeeded: number;
-                /**
-                 * Format: int64
-                 * @description rows skipped: on_conflict=skip and the key was taken, or the row changed nothing
-                 */
-                rows_skipped: number;
-                /**
-                 * Format: int64
-                 * @description rows refused (listed in errors)
-                 */
-                rows_failed: number;
-                /**
-                 * Format: int64
-                 * @description every row of the file up to this one is committed, except those failed; 0: none is committed
-                 */
-                committed_through: number;
-            };
-            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
-            readonly created_by: number | null;
-            caller_name: string | null;
-            /**
-             * Format: date-time
-             * @description when the record was created (RFC 3339, UTC)
-             */
-            readonly created_at: string;
-            /**
-             * Format: date-time
-             * @description when the record last changed (RFC 3339, UTC)
-             */
-            readonly updated_at: string;
-            started_at: string | null;
-            finished_at: string | null;
-            summary: {
-                /** @description how it ended, in words */
-                detail: string;
-                /**
-                 * Format: int64
-                 * @description rows committed and kept
-                 */
-                rows_committed: number;
-                /** @description which rows were committed: a range of rows, less the failed ones */
-                committed: string;
-            } | null;
-            /** @description the first errors of its rows (all of them at errors_url) */
-            errors: components["schemas"]["OperationRowError"][];
-            /** @description every row error, as NDJSON */
-            errors_url: string;
-        };
+        Operation: components["schemas"]["ImportOperation"] | components["schemas"]["BackupOperation"];
         /**
          * OperationPage
          * @example {
@@ -4390,6 +4638,9 @@ export interface components {
             event_id: string;
             /** @description the type of the event sent */
             event_type: string;
+            resource: string | null;
+            /** @description its place among the deliveries of its resource to this endpoint, from 1; the webhook's `sequence`. Null for a delivery made before rowi numbered them */
+            sequence: number | null;
             /** @description pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand) */
             status: "pending" | "succeeded" | "dead";
             next_attempt_at: string | null;
@@ -8756,6 +9007,8 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id, created_at, status, target); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /** @description only operations of this kind: imports or backups */
+                kind?: "import" | "backup";
                 /** @description only operations in this status */
                 status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
                 /** @description only imports into this collection */
@@ -8766,7 +9019,7 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -8807,6 +9060,8 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id, created_at, status, target); prefix - for descending; ties are broken by id */
                 sort?: string;
+                /** @description only operations of this kind: imports or backups */
+                kind?: "import" | "backup";
                 /** @description only operations in this status */
                 status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
                 /** @description only imports into this collection */
@@ -8817,7 +9072,7 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -8852,7 +9107,7 @@ export interface operations {
     getOperation: {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -8931,7 +9186,7 @@ export interface operations {
     "getOperation-head": {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9075,6 +9330,189 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listBackups: {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of backups */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startBackup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backup operation, queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    "listBackups-head": {
+        parameters: {
+            query?: {
+                /** @description page size, 1–500 */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of backups */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBackup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the file name of the backup (rowi-20261126T203000.123Z.sqlite) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backup */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backup"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getBackup-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the file name of the backup (rowi-20261126T203000.123Z.sqlite) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backup */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backup"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -9084,7 +9522,7 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
-                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.); operation.completed (An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most), or a backup was queued or started; data is the operation, with its progress.); operation.completed (An import or a backup ended: succeeded, failed or cancelled; data is the operation, with its summary (an import: the rows it committed; a backup: the file written).); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
                 type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
@@ -9139,7 +9577,7 @@ export interface operations {
                 cursor?: string;
                 /** @description comma-separated sort fields (id); prefix - for descending; ties are broken by id */
                 sort?: string;
-                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most); data is the operation, with its progress.); operation.completed (An import ended: succeeded, failed or cancelled; data is the operation, with its summary and the rows it committed.); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+                /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most), or a backup was queued or started; data is the operation, with its progress.); operation.completed (An import or a backup ended: succeeded, failed or cancelled; data is the operation, with its summary (an import: the rows it committed; a backup: the file written).); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
                 type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
@@ -9769,7 +10207,7 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9820,7 +10258,7 @@ export interface operations {
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
                 created_before?: string;
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9859,7 +10297,7 @@ export interface operations {
     getWebhookDelivery: {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9899,7 +10337,7 @@ export interface operations {
     "getWebhookDelivery-head": {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, endpoint_id, event_id, event_type, resource, sequence, status, next_attempt_at, attempts, attempts.attempted_at, attempts.status_code, attempts.duration_ms, attempts.error, created_at, updated_at (a dotted name selects inside: attempts.attempted_at); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;

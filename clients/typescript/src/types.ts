@@ -13,6 +13,12 @@ export type AuditEvent = components['schemas']['AuditEvent'];
 export type AuditEventPage = components['schemas']['AuditEventPage'];
 /** AuthorizationServerMetadata */
 export type AuthorizationServerMetadata = components['schemas']['AuthorizationServerMetadata'];
+/** Backup */
+export type Backup = components['schemas']['Backup'];
+/** BackupOperation */
+export type BackupOperation = components['schemas']['BackupOperation'];
+/** BackupPage */
+export type BackupPage = components['schemas']['BackupPage'];
 /** Caller */
 export type Caller = components['schemas']['Caller'];
 /** CallerCreate */
@@ -35,6 +41,8 @@ export type ExpandedOrderLine = components['schemas']['ExpandedOrderLine'];
 export type ExpandedStockMovement = components['schemas']['ExpandedStockMovement'];
 /** Health */
 export type Health = components['schemas']['Health'];
+/** ImportOperation */
+export type ImportOperation = components['schemas']['ImportOperation'];
 /** Index */
 export type Index = components['schemas']['Index'];
 /** Item */
@@ -73,7 +81,7 @@ export type ObservationInput = components['schemas']['ObservationInput'];
 export type ObservationPage = components['schemas']['ObservationPage'];
 /** OpenAPI */
 export type OpenAPI = components['schemas']['OpenAPI'];
-/** Operation */
+/** a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation) */
 export type Operation = components['schemas']['Operation'];
 /** OperationPage */
 export type OperationPage = components['schemas']['OperationPage'];

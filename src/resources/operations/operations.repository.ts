@@ -68,23 +68,25 @@ export async function lockClaims(trx: Trx): Promise<void> {
   if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.import-claim'))`.execute(trx);
 }
 
-/** Running operations per caller (null: a caller-less one). */
+/** Running imports per caller (null: a caller-less one); backups have their own turn (one at a time). */
 export async function countRunning(trx: Trx): Promise<Map<number | null, number>> {
   const rows = await trx
     .selectFrom('operations')
     .select(['created_by', (eb) => eb.fn.countAll<number | string>().as('running')])
     .where('status', '=', 'running')
+    .where('kind', '=', 'import')
     .groupBy('created_by')
     .execute();
   return new Map(rows.map((row) => [row.created_by === null ? null : Number(row.created_by), Number(row.running)]));
 }
 
-/** The oldest queued operations whose files `holder` holds. */
+/** The oldest queued imports whose files `holder` holds. */
 export async function findQueued(trx: Trx, holder: string, limit: number) {
   const rows = await trx
     .selectFrom('operations')
     .select(['id', 'created_by'])
     .where('status', '=', 'queued')
+    .where('kind', '=', 'import')
     .where('holder', '=', holder)
     .orderBy('id')
     .limit(limit)
@@ -259,6 +261,17 @@ export async function findFirstErrors(
     .orderBy('seq')
     .execute();
   return rows.map(numericError);
+}
+
+/** The backup that is queued or running, if one is (there is at most one: migration 0017). */
+export async function findUnfinishedBackup(db: Executor): Promise<StoredOperation | undefined> {
+  const row = await db
+    .selectFrom('operations')
+    .selectAll()
+    .where('kind', '=', 'backup')
+    .where('status', 'in', ['queued', 'running'])
+    .executeTakeFirst();
+  return row === undefined ? undefined : numeric(row);
 }
 
 /** Hands a new operation to the process that holds its file (once the file is in its place). */

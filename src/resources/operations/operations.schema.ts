@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { Id, Nullable, RecordFields, Timestamp } from '../../http/schemas.js';
+import { BackupOutcomeSchema } from '../backups.schema.js';
 import { CREATED_BY_FILTER, CreatedBy } from '../ownership.js';
 
 const Count = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
@@ -35,10 +36,10 @@ export const ImportOptionsSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const OperationSchema = Type.Object(
+export const ImportOperationSchema = Type.Object(
   {
     id: RecordFields.id,
-    kind: Type.Literal('import', { description: 'what the operation does' }),
+    kind: Type.Literal('import', { description: 'what the operation does: an import of a file' }),
     target: Type.Union([Type.Literal('users'), Type.Literal('items'), Type.Literal('stock'), Type.Literal('orders')], {
       description: 'the collection it writes',
     }),
@@ -94,8 +95,47 @@ export const OperationSchema = Type.Object(
     }),
     errors_url: Type.String({ maxLength: 100, description: 'every row error, as NDJSON' }),
   },
-  { additionalProperties: false, title: 'Operation' },
+  { additionalProperties: false, title: 'ImportOperation' },
 );
+export type ImportOperation = Static<typeof ImportOperationSchema>;
+
+const OperationStatus = Type.Union(
+  [
+    Type.Literal('queued'),
+    Type.Literal('running'),
+    Type.Literal('succeeded'),
+    Type.Literal('failed'),
+    Type.Literal('cancelled'),
+  ],
+  { description: 'queued (waiting for its turn), running, or how it ended: succeeded, failed, cancelled' },
+);
+
+/** A backup of the SQLite file into ROWI_BACKUP_DIR, started by POST /v1/backups (docs/operations.md "Backups and restore"). */
+export const BackupOperationSchema = Type.Object(
+  {
+    id: RecordFields.id,
+    kind: Type.Literal('backup', { description: 'what the operation does: a backup of the database' }),
+    status: OperationStatus,
+    created_by: CreatedBy,
+    caller_name: Nullable(Type.String({ maxLength: 200, description: 'the name of the caller that started it' })),
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+    started_at: Nullable(Type.String({ ...Timestamp, description: 'when it started copying' })),
+    finished_at: Nullable(Type.String({ ...Timestamp, description: 'when it ended' })),
+    summary: Type.Union([BackupOutcomeSchema, Type.Null()], {
+      description:
+        'once ended: how, and on success the backup written (its file, size, SHA-256, schema version, row counts)',
+    }),
+  },
+  { additionalProperties: false, title: 'BackupOperation' },
+);
+export type BackupOperation = Static<typeof BackupOperationSchema>;
+
+/** A long-running operation: an import of a file, or a backup; `kind` says which. */
+export const OperationSchema = Type.Union([ImportOperationSchema, BackupOperationSchema], {
+  title: 'Operation',
+  description: 'a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation)',
+});
 export type Operation = Static<typeof OperationSchema>;
 
 export const OperationPageSchema = pageSchema(OperationSchema, 'operations');
@@ -105,6 +145,13 @@ export const OperationIdParams = Type.Object({ id: Id });
 export const OPERATION_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer', created_at: 'string', status: 'string', target: 'string' },
   filters: {
+    kind: {
+      schema: Type.Union([Type.Literal('import'), Type.Literal('backup')], {
+        description: 'only operations of this kind: imports or backups',
+      }),
+      column: 'kind',
+      operator: '=',
+    },
     status: {
       schema: Type.Union(
         OPERATION_STATUSES.map((status) => Type.Literal(status)),

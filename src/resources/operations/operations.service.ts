@@ -13,18 +13,30 @@ import {
   type StoredOperation,
   type StoredOperationError,
 } from './operations.repository.js';
-import type { ImportTargetName, Operation, RowError } from './operations.schema.js';
+import type { BackupOperation, ImportOperation, ImportTargetName, Operation, RowError } from './operations.schema.js';
 
 /** Row errors an operation shows inline; all of them are at its errors_url. */
 export const INLINE_ERRORS = 20;
 
 export const operationPath = (id: number) => `/v1/operations/${id}`;
 
-export interface OperationView extends Operation {
-  version: number;
-}
+export type OperationView = Operation & { version: number };
 
 export function presentOperation(stored: StoredOperation, errors: readonly StoredOperationError[]): OperationView {
+  if (stored.kind === 'backup')
+    return {
+      id: stored.id,
+      kind: 'backup',
+      status: stored.status,
+      created_by: stored.created_by,
+      caller_name: stored.caller_name,
+      created_at: stored.created_at,
+      updated_at: stored.updated_at,
+      started_at: stored.started_at,
+      finished_at: stored.finished_at,
+      summary: stored.summary === null ? null : (JSON.parse(stored.summary) as BackupOperation['summary']),
+      version: stored.version,
+    };
   return {
     id: stored.id,
     kind: 'import',
@@ -47,7 +59,7 @@ export function presentOperation(stored: StoredOperation, errors: readonly Store
     updated_at: stored.updated_at,
     started_at: stored.started_at,
     finished_at: stored.finished_at,
-    summary: stored.summary === null ? null : (JSON.parse(stored.summary) as Operation['summary']),
+    summary: stored.summary === null ? null : (JSON.parse(stored.summary) as ImportOperation['summary']),
     errors: errors.map(presentRowError),
     errors_url: `${operationPath(stored.id)}/errors`,
     version: stored.version,
@@ -95,13 +107,18 @@ export async function cancelOperation(trx: Trx, id: number, sight: Sight): Promi
   const stored = await findOperationById(trx, id, sight);
   if (stored === undefined) throw operationNotFound(id);
   const now = nowTimestamp();
+  const backup = stored.kind === 'backup';
   if (stored.status === 'queued') {
     const ended = await finishOperation(
       trx,
       id,
       {
         status: 'cancelled',
-        summary: JSON.stringify(summaryOf(stored, 'Cancelled before it started: no row was read or stored.')),
+        summary: JSON.stringify(
+          backup
+            ? { detail: 'Cancelled before it started: nothing was copied.', backup: null }
+            : summaryOf(stored, 'Cancelled before it started: no row was read or stored.'),
+        ),
       },
       now,
     );
@@ -111,6 +128,13 @@ export async function cancelOperation(trx: Trx, id: number, sight: Sight): Promi
       return view;
     }
   }
+  // A backup copies one snapshot on a thread of its own: once it runs, it ends on its own (it never changes the database).
+  if (backup && stored.status === 'running')
+    throw new ConflictError(
+      'backup-running',
+      `Backup ${operationPath(id)} is running and cannot be stopped: it only reads the database, and ends on its own.`,
+      { operation: operationPath(id) },
+    );
   const asked = await requestCancel(trx, id, now);
   if (asked === undefined) {
     throw new ConflictError(
@@ -126,7 +150,7 @@ export function summaryOf(
   stored: Pick<StoredOperation, 'committed_through' | 'rows_succeeded' | 'rows_failed' | 'dry_run'>,
   detail: string,
   committed = stored.dry_run === 1 ? 0 : stored.rows_succeeded,
-): NonNullable<Operation['summary']> {
+): NonNullable<ImportOperation['summary']> {
   const through = stored.committed_through;
   const which =
     committed === 0 || through === 0

@@ -25,6 +25,8 @@ function presentDelivery(delivery: StoredDelivery, attempts: StoredAttempt[]) {
     endpoint_id: delivery.endpoint_id,
     event_id: delivery.event_id,
     event_type: delivery.event_type,
+    resource: delivery.resource_key,
+    sequence: delivery.sequence === null ? null : Number(delivery.sequence),
     status: delivery.status,
     next_attempt_at: delivery.status === 'pending' ? delivery.next_attempt_at : null,
     attempts: attempts.map((attempt) => ({

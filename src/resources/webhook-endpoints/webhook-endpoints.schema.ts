@@ -148,6 +148,16 @@ export const DeliverySchema = Type.Object(
       description: 'the event sent (GET /v1/events/{id}); its id is also the webhook-id header',
     }),
     event_type: Type.String({ description: 'the type of the event sent' }),
+    resource: Nullable(
+      Type.String({
+        description:
+          "the resource the event is about (an order's, an item's or a user's path), whose deliveries to this endpoint go in order; the webhook's `resource`. Null for a delivery made before rowi numbered them",
+      }),
+    ),
+    sequence: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+      description:
+        "its place among the deliveries of its resource to this endpoint, from 1; the webhook's `sequence`. Null for a delivery made before rowi numbered them",
+    }),
     status: DeliveryStatus,
     next_attempt_at: Nullable(
       Type.String({ ...Timestamp, description: 'when the next attempt is due; null unless pending' }),
