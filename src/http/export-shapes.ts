@@ -1,3 +1,4 @@
+import { stringify } from 'csv-stringify/sync';
 import type { TSchema } from 'typebox';
 
 /**
@@ -80,66 +81,41 @@ function cellOf(value: unknown, json: boolean): Cell {
   return value as string | number;
 }
 
-/** A field RFC 4180 must quote: one holding the delimiter, a quote or a line break. */
-const MUST_QUOTE = /[",\r\n]/;
-const DOUBLED_QUOTE = /"/g;
-
-/**
- * A cell as CSV text: what csv-stringify writes with `escape_formulas` and `quote_record_delimiter`
- * (test/http/export-shapes.test.ts compares the two), written here because csv-stringify's
- * generality (casts, per-cell options) cost more than reading the rows from the database. Text
- * whose first character a spreadsheet takes for a formula (=, +, -, @, a tab, a carriage return,
- * or their full-width forms) gets a single quote in front; a number never does (-5 stays -5); a
- * field holding a quote, a comma, a line feed or a carriage return is quoted (RFC 4180 section 2),
- * its quotes doubled.
- */
-export function csvCell(cell: Cell): string {
-  if (cell === null) return '';
-  if (typeof cell !== 'string') return `${cell}`;
-  if (cell === '') return '';
-  let text = cell;
-  switch (text.charCodeAt(0)) {
-    case 0x3d: // =
-    case 0x2b: // +
-    case 0x2d: // -
-    case 0x40: // @
-    case 0x09: // tab
-    case 0x0d: // carriage return
-    case 0xff1d: // ＝
-    case 0xff0b: // ＋
-    case 0xff0d: // －
-    case 0xff20: // ＠
-      text = `'${text}`;
-  }
-  if (!MUST_QUOTE.test(text)) return text;
-  return `"${text.replace(DOUBLED_QUOTE, '""')}"`;
-}
+const CSV_OPTIONS = {
+  escape_formulas: true,
+  record_delimiter: '\r\n',
+  // A lone line feed or carriage return in a field is quoted too, not only the record delimiter:
+  // unquoted, it would split the record for any reader.
+  quote_record_delimiter: true,
+} as const;
 
 /** The CSV rows of a chunk of records, with the header row first when `header`; each row ends with CRLF. */
 export function csvText(layout: CsvLayout, records: readonly unknown[], header: boolean): string {
   const { columns, spread } = layout;
-  let text = header ? `${columns.map((column) => csvCell(column.name)).join(',')}\r\n` : '';
+  const rows: Cell[][] = [];
+  // The header is written as a row of its own: csv-stringify's `columns` option costs more per
+  // record than all the rest (it looks every cell up by name).
+  if (header) rows.push(columns.map((column) => column.name));
   for (const value of records) {
     const record = value as Record<string, unknown>;
     const elements = spread === undefined ? undefined : (record[spread] as unknown[] | undefined);
     const count = elements && elements.length > 0 ? elements.length : 1;
     for (let at = 0; at < count; at++) {
       const element = elements?.[at];
+      const row: Cell[] = new Array<Cell>(columns.length);
       for (let index = 0; index < columns.length; index++) {
         const column = columns[index]!;
-        let cell: unknown;
-        if (column.inner === undefined) cell = record[column.member];
-        else {
-          const holder = column.member === spread ? element : record[column.member];
-          cell = (holder as Record<string, unknown> | null | undefined)?.[column.inner];
-        }
-        if (index > 0) text += ',';
-        text += csvCell(cellOf(cell, column.json));
+        const holder = column.inner === undefined ? record : column.member === spread ? element : record[column.member];
+        const cell =
+          column.inner === undefined
+            ? record[column.member]
+            : (holder as Record<string, unknown> | null | undefined)?.[column.inner];
+        row[index] = cellOf(cell, column.json);
       }
-      text += '\r\n';
+      rows.push(row);
     }
   }
-  return text;
+  return stringify(rows, CSV_OPTIONS);
 }
 
 /**
