@@ -44,11 +44,14 @@ export async function insertEvents(db: Executor, events: NewEvent[]): Promise<vo
 
 /**
  * Events no later commit can sort before. On SQLite every committed event (one writer, whose seq
- * follows its commits). On PostgreSQL, events of transactions older than every running rowi
- * transaction of this schema that has a transaction id: each of those holds the writers' lock
- * (taken with its BEGIN, db/prepared-statements.ts) and may still add events, with its txid; one
- * that has no transaction id yet will get a greater one than any committed. Transactions of other
- * schemas and databases hold nothing back.
+ * follows its commits). On PostgreSQL, events of transactions older than every transaction that
+ * was running at the statement's snapshot and may be a rowi writer of this schema: one that holds
+ * the writers' lock (taken with its BEGIN, db/prepared-statements.ts) and has a transaction id,
+ * since it may still add events with its txid; and one that has ended since the snapshot (the
+ * locks are read live, after the snapshot was taken: a writer that committed in between no longer
+ * holds the lock, yet its events are not visible to this statement). A transaction with no id yet
+ * will get a greater one than any committed. Other running transactions (other schemas and
+ * databases, a long report) hold nothing back.
  */
 function settled(db: Executor) {
   if (isSqlite(db)) return sql<SqlBool>`1 = 1`;
@@ -59,7 +62,7 @@ function settled(db: Executor) {
       join pg_locks as holder on holder.pid = writer.pid and holder.locktype = 'transactionid'
       where writer.locktype = 'advisory' and writer.classid = ${sql.lit(WRITERS_LOCK_CLASS)}::oid and writer.objid = hashtext(current_schema())::oid
         and writer.objsubid = 2 and writer.database = (select oid from pg_database where datname = current_database())
-    )
+    ) or pg_xact_status(running) <> 'in progress'
   ), 9223372036854775807)`;
 }
 
