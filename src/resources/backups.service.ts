@@ -15,11 +15,15 @@ import { recordEvent } from '../outbox/outbox.js';
 import {
   finishOperation,
   findUnfinishedBackup,
-  insertOperation,
   markRunning,
   type StoredOperation,
 } from './operations/operations.repository.js';
-import { operationPath, presentOperation, type OperationView } from './operations/operations.service.js';
+import {
+  operationPath,
+  presentOperation,
+  queueOperation,
+  type OperationView,
+} from './operations/operations.service.js';
 import type { Backup } from './backups.schema.js';
 
 /**
@@ -143,13 +147,12 @@ export function startBackupRunner(options: {
 
   return {
     async start(by) {
-      const now = nowTimestamp();
       let created: StoredOperation;
       try {
         created = await unitOfWork(db, async (trx) => {
           const unfinished = await findUnfinishedBackup(trx);
           if (unfinished !== undefined) throw backupRunning(unfinished.id);
-          const stored = await insertOperation(trx, {
+          const stored = await queueOperation(trx, {
             kind: 'backup',
             target: 'database',
             status: 'queued',
@@ -163,14 +166,7 @@ export function startBackupRunner(options: {
             holder: leases.holder,
             lease_until: leases.leaseUntil(),
             bytes_total: 0,
-            summary: null,
-            version: 1,
-            created_at: now,
-            updated_at: now,
-            started_at: null,
-            finished_at: null,
           });
-          await recordEvent(trx, 'operation.progressed', operationPath(stored.id), presentOperation(stored, []));
           return stored;
         });
       } catch (error) {

@@ -2,19 +2,17 @@ import { rename, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { nowTimestamp } from '../db/clock.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { UnsupportedMediaTypeError } from '../errors.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
 import { validatorCompiler } from '../http/validation.js';
-import { recordEvent } from '../outbox/outbox.js';
 import { MEDIA_TYPES, type ImportMediaType } from './import-rows.js';
 import { spoolPath, type ImportRunner } from './import-runner.js';
 import type { ImportTarget } from './import-target.js';
 import { importTooLarge, spoolUpload } from './import-upload.js';
-import { insertOperation, setHolder } from './operations/operations.repository.js';
+import { setHolder } from './operations/operations.repository.js';
 import { OperationSchema } from './operations/operations.schema.js';
-import { operationPath, presentOperation } from './operations/operations.service.js';
+import { operationPath, presentOperation, queueOperation } from './operations/operations.service.js';
 
 /**
  * `POST /v1/<collection>/import` (docs/bulk.md "Imports"): the file is streamed to disk (never
@@ -97,11 +95,10 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         target,
       });
       const principal = request.principal!;
-      const now = nowTimestamp();
       let created;
       try {
         created = await unitOfWork(db, async (trx) => {
-          const stored = await insertOperation(trx, {
+          const stored = await queueOperation(trx, {
             kind: 'import',
             target: target.name,
             status: 'queued',
@@ -115,14 +112,7 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
             holder: null,
             lease_until: runner.leaseUntil(),
             bytes_total: file.bytes,
-            summary: null,
-            version: 1,
-            created_at: now,
-            updated_at: now,
-            started_at: null,
-            finished_at: null,
           });
-          await recordEvent(trx, 'operation.progressed', operationPath(stored.id), presentOperation(stored, []));
           return stored;
         });
         await rename(file.path, spoolPath(runner.directory, created.id));

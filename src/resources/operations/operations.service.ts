@@ -9,6 +9,7 @@ import {
   findOperationById,
   findOperations,
   finishOperation,
+  insertOperation,
   requestCancel,
   type StoredOperation,
   type StoredOperationError,
@@ -22,26 +23,52 @@ export const operationPath = (id: number) => `/v1/operations/${id}`;
 
 export type OperationView = Operation & { version: number };
 
+/** What every operation shows, whatever its kind. */
+const commonOf = (stored: StoredOperation) => ({
+  id: stored.id,
+  status: stored.status,
+  created_by: stored.created_by,
+  caller_name: stored.caller_name,
+  created_at: stored.created_at,
+  updated_at: stored.updated_at,
+  started_at: stored.started_at,
+  finished_at: stored.finished_at,
+  version: stored.version,
+});
+
+/** A new operation, queued (no summary, not started), and its first event, in the caller's unit of work. */
+export async function queueOperation(
+  trx: Trx,
+  operation: Omit<
+    Parameters<typeof insertOperation>[1],
+    'summary' | 'version' | 'created_at' | 'updated_at' | 'started_at' | 'finished_at'
+  >,
+): Promise<StoredOperation> {
+  const now = nowTimestamp();
+  const stored = await insertOperation(trx, {
+    ...operation,
+    summary: null,
+    version: 1,
+    created_at: now,
+    updated_at: now,
+    started_at: null,
+    finished_at: null,
+  });
+  await recordEvent(trx, 'operation.progressed', operationPath(stored.id), presentOperation(stored, []));
+  return stored;
+}
+
 export function presentOperation(stored: StoredOperation, errors: readonly StoredOperationError[]): OperationView {
   if (stored.kind === 'backup')
     return {
-      id: stored.id,
+      ...commonOf(stored),
       kind: 'backup',
-      status: stored.status,
-      created_by: stored.created_by,
-      caller_name: stored.caller_name,
-      created_at: stored.created_at,
-      updated_at: stored.updated_at,
-      started_at: stored.started_at,
-      finished_at: stored.finished_at,
       summary: stored.summary === null ? null : (JSON.parse(stored.summary) as BackupOperation['summary']),
-      version: stored.version,
     };
   return {
-    id: stored.id,
+    ...commonOf(stored),
     kind: 'import',
     target: stored.target as ImportTargetName,
-    status: stored.status,
     media_type: stored.media_type,
     options: { mode: stored.mode, on_conflict: stored.on_conflict, dry_run: stored.dry_run === 1 },
     progress: {
@@ -53,16 +80,9 @@ export function presentOperation(stored: StoredOperation, errors: readonly Store
       rows_failed: stored.rows_failed,
       committed_through: stored.committed_through,
     },
-    created_by: stored.created_by,
-    caller_name: stored.caller_name,
-    created_at: stored.created_at,
-    updated_at: stored.updated_at,
-    started_at: stored.started_at,
-    finished_at: stored.finished_at,
     summary: stored.summary === null ? null : (JSON.parse(stored.summary) as ImportOperation['summary']),
     errors: errors.map(presentRowError),
     errors_url: `${operationPath(stored.id)}/errors`,
-    version: stored.version,
   };
 }
 
