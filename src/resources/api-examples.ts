@@ -371,6 +371,8 @@ export const API_EXAMPLES: Record<string, unknown> = {
     endpoint_id: 1,
     event_id: 'evt_01a214fb578f000000b9bd50f327',
     event_type: 'order.created',
+    resource: '/v1/orders/42',
+    sequence: 1,
     status: 'succeeded',
     next_attempt_at: null,
     attempts: [attempt],

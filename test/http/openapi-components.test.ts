@@ -71,8 +71,8 @@ describe('GET /v1/openapi.json: named components', () => {
     expect(document.components.headers['X-Request-Id'].schema).toMatchObject({ type: 'string' });
   });
 
-  it('the document is small enough to read: under 500 KB (it was 800 KB with every schema inlined; 450 KB with batches, imports, operations and exports)', () => {
-    expect(size).toBeLessThan(500_000);
+  it('the document is small enough to read: under 600 KB (it was 800 KB with every schema inlined; 450 KB with batches, imports, operations and exports; 513 KB with fields, expand, backups and the orders import)', () => {
+    expect(size).toBeLessThan(600_000);
   });
 
   it('servers names ROWI_PUBLIC_URL; info has a license and a contact', () => {

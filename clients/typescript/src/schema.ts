@@ -4609,6 +4609,8 @@ export interface components {
          *       "endpoint_id": 1,
          *       "event_id": "evt_01a214fb578f000000b9bd50f327",
          *       "event_type": "order.created",
+         *       "resource": "/v1/orders/42",
+         *       "sequence": 1,
          *       "status": "succeeded",
          *       "next_attempt_at": null,
          *       "attempts": [
@@ -4666,6 +4668,8 @@ export interface components {
          *           "endpoint_id": 1,
          *           "event_id": "evt_01a214fb578f000000b9bd50f327",
          *           "event_type": "order.created",
+         *           "resource": "/v1/orders/42",
+         *           "sequence": 1,
          *           "status": "succeeded",
          *           "next_attempt_at": null,
          *           "attempts": [
