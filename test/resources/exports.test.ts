@@ -9,7 +9,7 @@ import { openSqliteFile } from '../helpers/sqlite-file.js';
 
 /** Exports (docs/reading.md): a list asked for as CSV or NDJSON answers the whole filtered collection. */
 let test: TestApp;
-const SEEDED = 2100; // nine chunks of 250
+const SEEDED = 2100; // five chunks of 500 (http/export.ts), the last one short
 const TRICKY = ['=HYPERLINK("http://x.invalid","y")', '+1', '-2', '@SUM(A1)', '\tx', '\rx', 'a "b", c\nd', 'ü €'];
 
 /** RFC 4180 rows (quoted fields, doubled quotes, CRLF), parsed strictly enough to catch a wrong quote. */
