@@ -27,6 +27,48 @@ async function operationOf(server: RunningServer, location: string) {
   };
 }
 
+/**
+ * Posts `file` to an import, waits until its first chunk is committed, kills the server with
+ * SIGKILL, starts it again on the same database and waits until the operation is no longer running.
+ */
+async function killedMidImport(
+  first: RunningServer,
+  path: string,
+  file: string,
+  mediaType: string,
+  start: { dataFile: string; env: Record<string, string> },
+): Promise<{ second: RunningServer; after: Awaited<ReturnType<typeof operationOf>> }> {
+  const posted = await fetch(`${first.baseUrl}${path}`, {
+    method: 'POST',
+    headers: {
+      'content-type': mediaType,
+      'x-api-key': first.adminKey,
+      'content-length': String(statSync(file).size),
+    },
+    body: createReadStream(file) as unknown as RequestInit['body'],
+    duplex: 'half',
+  } as RequestInit);
+  expect(posted.status).toBe(202);
+  const location = posted.headers.get('location')!;
+  let seen = await operationOf(first, location);
+  for (let attempt = 0; attempt < 400 && seen.progress.committed_through === 0; attempt++) {
+    await pause(20);
+    seen = await operationOf(first, location);
+  }
+  expect(seen.status).toBe('running');
+
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const second = await startServer({ ...start, adminKey: first.adminKey });
+  running.push(second);
+  let after = await operationOf(second, location);
+  for (let attempt = 0; attempt < 150 && after.status === 'running'; attempt++) {
+    await pause(100);
+    after = await operationOf(second, location);
+  }
+  return { second, after };
+}
+
 describe('imports and a crash', () => {
   it(
     'POST /v1/items/import: after kill -9 during the import and a restart, the operation is failed, saying exactly which rows were committed',
@@ -42,34 +84,10 @@ describe('imports and a crash', () => {
       let csv = 'sku,name,price,quantity\n';
       for (let index = 0; index < rows; index++) csv += `K-${index},Kettle ${index},2.00,3\n`;
       writeFileSync(file, csv);
-      const posted = await fetch(`${first.baseUrl}/v1/items/import?mode=partial`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'text/csv',
-          'x-api-key': first.adminKey,
-          'content-length': String(statSync(file).size),
-        },
-        body: createReadStream(file) as unknown as RequestInit['body'],
-        duplex: 'half',
-      } as RequestInit);
-      expect(posted.status).toBe(202);
-      const location = posted.headers.get('location')!;
-      let seen = await operationOf(first, location);
-      for (let attempt = 0; attempt < 400 && seen.progress.committed_through === 0; attempt++) {
-        await pause(20);
-        seen = await operationOf(first, location);
-      }
-      expect(seen.status).toBe('running');
-
-      first.child.kill('SIGKILL');
-      await first.exited;
-      const second = await startServer({ dataFile, env, adminKey: first.adminKey });
-      running.push(second);
-      let after = await operationOf(second, location);
-      for (let attempt = 0; attempt < 150 && after.status === 'running'; attempt++) {
-        await pause(100);
-        after = await operationOf(second, location);
-      }
+      const { second, after } = await killedMidImport(first, '/v1/items/import?mode=partial', file, 'text/csv', {
+        dataFile,
+        env,
+      });
 
       expect(after.status).toBe('failed');
       expect(after.summary!.detail).toMatch(/stopped/);
@@ -126,34 +144,13 @@ describe('imports and a crash', () => {
       for (let index = 0; index < orders; index++)
         ndjson += `{"name":"O-${index}","user_id":${user.id},"lines":[{"item_id":${item.id},"quantity":1}]}\n`;
       writeFileSync(file, ndjson);
-      const posted = await fetch(`${first.baseUrl}/v1/orders/import?mode=partial`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-ndjson',
-          'x-api-key': first.adminKey,
-          'content-length': String(statSync(file).size),
-        },
-        body: createReadStream(file) as unknown as RequestInit['body'],
-        duplex: 'half',
-      } as RequestInit);
-      expect(posted.status).toBe(202);
-      const location = posted.headers.get('location')!;
-      let seen = await operationOf(first, location);
-      for (let attempt = 0; attempt < 400 && seen.progress.committed_through === 0; attempt++) {
-        await pause(20);
-        seen = await operationOf(first, location);
-      }
-      expect(seen.status).toBe('running');
-
-      first.child.kill('SIGKILL');
-      await first.exited;
-      const second = await startServer({ dataFile, env, adminKey: first.adminKey });
-      running.push(second);
-      let after = await operationOf(second, location);
-      for (let attempt = 0; attempt < 150 && after.status === 'running'; attempt++) {
-        await pause(100);
-        after = await operationOf(second, location);
-      }
+      const { second, after } = await killedMidImport(
+        first,
+        '/v1/orders/import?mode=partial',
+        file,
+        'application/x-ndjson',
+        { dataFile, env },
+      );
 
       expect(after.status).toBe('failed');
       // One order a line, none refused: the lines up to committed_through are the orders committed.
