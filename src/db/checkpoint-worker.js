@@ -46,8 +46,11 @@ const timer = setInterval(() => {
   }
 }, intervalMs);
 
+let closed = false;
 port.on('message', (/** @type {{ close: true }} */ message) => {
-  if (!('close' in message)) return;
+  // A second close (asked for again while the first was on its way) finds nothing left to do.
+  if (!('close' in message) || closed) return;
+  closed = true;
   clearInterval(timer);
   // A last one, so a process that stops leaves a short log behind.
   try {

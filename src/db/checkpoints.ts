@@ -41,9 +41,11 @@ export function startCheckpoints(
   start();
   return {
     async close() {
-      closing = true;
-      worker.ref();
-      worker.postMessage({ close: true });
+      if (!closing) {
+        closing = true;
+        worker.ref();
+        worker.postMessage({ close: true });
+      }
       await exited;
     },
   };
