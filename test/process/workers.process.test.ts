@@ -99,7 +99,7 @@ describe('rowi serve --workers 2', () => {
     },
   );
 
-  it('SIGTERM to the primary: every worker closes gracefully and exits, then the primary, with exit code 0', async () => {
+  it('SIGTERM to the primary: every worker closes gracefully and exits, then the primary, with exit code 0, and nothing is logged as an error', async () => {
     const server = await serve({ env: { ROWI_WORKERS: '2' } });
     const workers = childrenOf(server.child.pid!);
     expect(workers).toHaveLength(2);
@@ -107,6 +107,13 @@ describe('rowi serve --workers 2', () => {
     expect(await server.stop('SIGTERM')).toBe(0);
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow();
     expect(server.stdout()).toMatch(/"msg":"stopped"/);
+    // Pino's levels 50 (error) and 60 (fatal): a graceful stop has nothing to report as one.
+    expect(
+      server
+        .stdout()
+        .split('\n')
+        .filter((line) => /"level":(50|60),/.test(line)),
+    ).toEqual([]);
   });
 
   it('a start that fails in the workers (a TLS certificate that does not exist) exits 2 naming the setting, and leaves no process behind', async () => {
