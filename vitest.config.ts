@@ -25,10 +25,12 @@ const POSTGRES_FAST = [
   'test/db/{webhook-owners,owners}-migration.test.ts',
   'test/docs/events-snippets.test.ts',
   'test/db/retention.test.ts',
+  'test/db/array-rows.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',
   'test/resources/orders.process.test.ts',
+  'test/resources/imports-concurrency.process.test.ts',
   'test/process/workers.process.test.ts',
   'test/postgres/**/*.process.test.ts',
   'test/outbox/**/*.process.test.ts',

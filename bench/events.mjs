@@ -19,8 +19,8 @@
 // load, how long after the load every event was delivered, and the targets (docs/events.md) with
 // ✓/✗. Loopback only; bounded loads (each `duration` s, the drains at most 15 s).
 //
-// --webhook-thread thread: the webhook's rowi delivers on a thread of its own
-// (ROWI_WEBHOOK_THREAD=thread), to compare with the thread that answers requests (the default).
+// --webhook-thread main: the webhook's rowi delivers on the thread that answers requests
+// (ROWI_WEBHOOK_THREAD=main), to compare with a thread of its own (the default).
 // --profile DIR: the webhook's rowi runs under `node --cpu-prof`, its profile written to DIR when
 // the run ends (open it in Chrome's DevTools, Performance).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -41,7 +41,8 @@ const { values: options } = parseArgs({
     connections: { type: 'string', default: '64' },
     before: { type: 'string', default: '/tmp/rowi-before' },
     profile: { type: 'string' },
-    'webhook-thread': { type: 'string', default: 'main' },
+    'webhook-thread': { type: 'string', default: 'thread' },
+    concurrency: { type: 'string', default: '64' },
   },
 });
 const duration = Number(options.duration);
@@ -111,7 +112,11 @@ async function main() {
     : undefined;
   const hooked = await prepare(
     'outbox + 1 webhook',
-    { ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ROWI_WEBHOOK_THREAD: options['webhook-thread'] },
+    {
+      ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      ROWI_WEBHOOK_THREAD: options['webhook-thread'],
+      ROWI_WEBHOOK_CONCURRENCY: options.concurrency,
+    },
     profiled,
   );
   const endpoint = await send(hooked, 'POST', '/v1/webhook-endpoints', { url: receiverUrl, events: ['*'] }, 201);
@@ -202,6 +207,10 @@ async function main() {
   );
   const poisonP99 = percentile(others, 0.99);
   const mark = (ok) => (ok ? '✓' : '✗');
+  const concurrency = Number(options.concurrency);
+  console.log(
+    `\none endpoint's ceiling: ROWI_WEBHOOK_CONCURRENCY ${concurrency} / ${ANSWER_MS} ms answer = ${Math.round((concurrency * 1000) / ANSWER_MS)} deliveries/s; the load wrote ${deliveries.map((run) => Math.round(run.written / duration)).join(', ')} events/s`,
+  );
   console.log('\nwebhook targets (receiver on loopback answering in 5 ms, SQLite, same run):');
   console.log(
     `  ${mark(lagP99 <= LAG_P99_GOAL_MS)} delivery lag p99 during the load ${lagP99} ms (goal ≤ ${LAG_P99_GOAL_MS} ms)`,

@@ -1,4 +1,5 @@
-// npm run bench:exports [-- --rows 1000000] [--postgres] [--no-sqlite] [--cpu-prof DIR]
+// npm run bench:exports [-- --rows 1000000] [--postgres] [--no-sqlite] [--cpu-prof DIR] [--dist DIR]
+//   [--baseline DIR --rounds N] [--no-reads]
 //
 // Exports of issue 32 (docs/reading.md): GET /v1/orders as NDJSON and as CSV, every order with its
 // two lines, from rowi (one process) on SQLite and, with --postgres, on PostgreSQL (a schema of its
@@ -7,7 +8,11 @@
 // of rowi's RSS over its RSS just before the export, and the p99 of GET /v1/users/{id} read on one
 // keep-alive connection alongside; each target with ✓/✗ beside the value measured. The export's
 // text is checked as it arrives (its count of lines, its last order). --rows: fewer orders for a
-// quick run. --cpu-prof DIR: rowi runs under node --cpu-prof and writes its profile there.
+// quick run. --cpu-prof DIR: rowi runs under node --cpu-prof and writes its profile there. --dist
+// DIR: run another build of rowi (a checkout of main, built), for a before and after. --baseline
+// DIR: a same-run A/B: that build runs beside this one on the same seeded database, their exports
+// alternated (ABBA) for --rounds N rounds, and the medians of both are compared. --no-reads: no GET
+// alongside, so that rowi's CPU is the export's alone.
 // Bounded: seeding at most 120 s, each export at most 120 s (the reader stops with it).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, get } from 'node:http';
@@ -27,20 +32,34 @@ const { values } = parseArgs({
     postgres: { type: 'boolean', default: false },
     'no-sqlite': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    // Another build's dist folder (a checkout of main, built), for a before and after in one run.
+    dist: { type: 'string' },
+    // Another build run beside this one on the same data, exports alternated: a same-run A/B.
+    baseline: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
+    // No GET alongside: the export's own CPU per order (the reads alongside are a share of rowi's CPU).
+    'no-reads': { type: 'boolean', default: false },
   },
 });
 const ROWS = Number(values.rows);
 if (!Number.isInteger(ROWS) || ROWS < 1 || ROWS > 10_000_000) throw new Error('--rows must be 1 … 10,000,000');
+const ROUNDS = Number(values.rounds);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || ROUNDS > 10) throw new Error('--rounds must be 1 … 10');
 const TARGETS = { SQLite: 100_000, PostgreSQL: 50_000 };
 const TARGET_RSS_MB = 30;
 const TARGET_P99_MS = 25;
 const LIMIT_MS = 120_000;
 const LINES_PER_ORDER = 2;
+const FORMATS = [
+  ['NDJSON', 'application/x-ndjson'],
+  ['CSV', 'text/csv'],
+];
+
 const PG_SCHEMA = `rowi_bench_exports_${process.pid}`;
 const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-bench-exports-')), children: new Set() };
 
-const serveArgs = (name) => {
-  const serve = [join(ROOT, 'dist/src/process/cli.js'), 'serve'];
+const serveArgs = (name, dist = values.dist ? resolve(values.dist) : join(ROOT, 'dist')) => {
+  const serve = [join(dist, 'src/process/cli.js'), 'serve'];
   if (!values['cpu-prof']) return serve;
   const dir = resolve(values['cpu-prof']);
   mkdirSync(dir, { recursive: true });
@@ -71,7 +90,8 @@ async function benchSqlite() {
     db.close();
   });
   console.log(`SQLite: seeded in ${seconds.toFixed(1)} s`);
-  return runExports(server, 'SQLite', userId);
+  const pair = await startPair('rowi-sqlite', sqliteEnv(file, 1), server);
+  return runExports(pair.server, 'SQLite', userId, pair.baseline);
 }
 
 async function benchPostgres() {
@@ -90,7 +110,8 @@ async function benchPostgres() {
     await pgQuery('analyze orders; analyze order_lines', [], url);
   });
   console.log(`PostgreSQL (${describeUrl(PG_URL)}, schema ${PG_SCHEMA}): seeded in ${seconds.toFixed(1)} s`);
-  return runExports(server, 'PostgreSQL', userId);
+  const pair = await startPair('rowi-postgres', postgresEnv(url, 1), server);
+  return runExports(pair.server, 'PostgreSQL', userId, pair.baseline);
 }
 
 async function startServer(name, env) {
@@ -99,6 +120,33 @@ async function startServer(name, env) {
   server.key = key;
   server.credentials = async () => ({ 'x-api-key': key });
   return server;
+}
+
+/**
+ * With --baseline, the two rowi compared, both started afresh on the database that `first` set up
+ * (they take its key), and `first` stopped: started alike, they are measured alike. The one that
+ * ran the migrations and the set-up requests used a third less CPU per order than one started after
+ * it, with V8's heap growth bounded (ROWI_HEAP_GROWING_PERCENT): its old generation held more, so
+ * its full collections came less often. Without --baseline, `first` is the rowi measured.
+ */
+async function startPair(name, env, first) {
+  if (!values.baseline) return { server: first, baseline: undefined };
+  const start = async (label, dist) => {
+    const server = await startRowi(
+      bench,
+      `${name}-${label}`,
+      { ...env, ROWI_LOG_LEVEL: 'info' },
+      serveArgs(`${name}-${label}`, dist),
+    );
+    server.key = first.key;
+    server.credentials = first.credentials;
+    return server;
+  };
+  const ended = new Promise((resolve) => first.child.once('exit', resolve));
+  first.child.kill('SIGTERM');
+  await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+  const server = await start('this', values.dist ? resolve(values.dist) : join(ROOT, 'dist'));
+  return { server, baseline: await start('baseline', resolve(values.baseline)) };
 }
 
 /** The user every order is of (and the one read alongside), and the two items of its lines. */
@@ -133,18 +181,14 @@ function seedStatements(userId, [first, second], p) {
   ];
 }
 
-async function runExports(server, database, userId) {
+async function runExports(server, database, userId, baseline) {
+  if (baseline) return compareExports(server, baseline, database, userId);
   let failed = 0;
-  for (const [format, accept] of [
-    ['NDJSON', 'application/x-ndjson'],
-    ['CSV', 'text/csv'],
-  ]) {
+  for (const [format, accept] of FORMATS) {
     const result = await exportAlongside(server, accept, userId);
+    checkText(result, database, format);
     const rate = ROWS / result.seconds;
     const growth = result.peakRss - result.idleRss;
-    const expected = format === 'CSV' ? ROWS * LINES_PER_ORDER + 1 : ROWS;
-    if (result.lines !== expected) throw new Error(`${database} ${format}: ${result.lines} lines, not ${expected}`);
-    if (!result.last.includes(`SO-${ROWS}`)) throw new Error(`${database} ${format}: the last order is not SO-${ROWS}`);
     const checks = [
       [
         rate >= TARGETS[database],
@@ -175,6 +219,55 @@ async function runExports(server, database, userId) {
   return failed;
 }
 
+/** The export's text is whole: its count of lines, its last order. */
+function checkText(result, database, format) {
+  const expected = format === 'CSV' ? ROWS * LINES_PER_ORDER + 1 : ROWS;
+  if (result.lines !== expected) throw new Error(`${database} ${format}: ${result.lines} lines, not ${expected}`);
+  if (!result.last.includes(`SO-${ROWS}`)) throw new Error(`${database} ${format}: the last order is not SO-${ROWS}`);
+}
+
+/**
+ * --baseline: each format exported by this build and by the baseline in turn (ABBA over the rounds),
+ * each run printed, then the medians: orders/s, orders per CPU-second of rowi, the p99 alongside.
+ * Nothing is judged against the targets (two rowi share the machine's cores between runs only).
+ */
+async function compareExports(server, baseline, database, userId) {
+  const median = (numbers) => {
+    const sorted = [...numbers].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  };
+  const builds = [
+    { label: 'this build', server },
+    { label: 'baseline', server: baseline },
+  ];
+  for (const [format, accept] of FORMATS) {
+    const runs = new Map(builds.map((build) => [build.label, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const build of round % 2 === 0 ? builds : [...builds].reverse()) {
+        const result = await exportAlongside(build.server, accept, userId);
+        checkText(result, database, format);
+        const run = { rate: ROWS / result.seconds, perCpu: ROWS / result.cpuSeconds, p99: result.p99 };
+        runs.get(build.label).push(run);
+        console.log(
+          `${database} ${format} ${build.label.padEnd(10)} round ${round + 1}: ${Math.round(run.rate).toLocaleString('en')} orders/s, ` +
+            `${Math.round(run.perCpu).toLocaleString('en')} per CPU-s, p99 ${run.p99.toFixed(1)} ms (${result.reads} reads), ` +
+            `+${(result.peakRss - result.idleRss).toFixed(1)} MB RSS; ${loadAverage()}`,
+        );
+      }
+    }
+    const summary = (label, key) => median(runs.get(label).map((run) => run[key]));
+    const line = (key, digits) =>
+      builds.map((build) => summary(build.label, key).toFixed(digits)).join(' / ') +
+      ` (${(summary('this build', key) / summary('baseline', key)).toFixed(2)}×)`;
+    console.log(
+      `${database} ${format}, medians of ${ROUNDS} (this build / baseline): orders/s ${line('rate', 0)}, ` +
+        `per CPU-s ${line('perCpu', 0)}, p99 ${line('p99', 1)} ms`,
+    );
+  }
+  return 0;
+}
+
 /** One export, read as fast as it comes, with GET /v1/users/{id} read alongside on one keep-alive connection. */
 async function exportAlongside(server, accept, userId) {
   const pid = server.child.pid;
@@ -186,7 +279,7 @@ async function exportAlongside(server, accept, userId) {
   const latencies = [];
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const reader = (async () => {
-    while (exporting) {
+    while (exporting && !values['no-reads']) {
       const started = performance.now();
       await new Promise((resolve, reject) =>
         get(`${server.url}/v1/users/${userId}`, { agent, headers: { 'x-api-key': server.key } }, (reply) => {

@@ -26,7 +26,7 @@ import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
 import { eventSightOfOwner } from './auth/visibility.js';
-import { startWebhookThread } from './process/webhook-thread.js';
+import { webhookThreadStarter } from './process/webhook-thread.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -217,7 +217,7 @@ export async function buildApp({
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
     readableBy: eventSightOfOwner,
-    dispatchElsewhere: (feed) => startWebhookThread(config, logger, feed, `rowi-webhooks/${VERSION}`),
+    dispatchElsewhere: webhookThreadStarter(config, logger, `rowi-webhooks/${VERSION}`),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

@@ -68,8 +68,11 @@ const ALONGSIDE_LEAD_S = 1;
 
 export async function measure(bench, tool, target, seconds, alongside) {
   const pids = [target.server.child.pid, ...descendantsOf(target.server.child.pid)];
-  const delay = await loopDelayOf(target.server, pids, () =>
-    cpuOf(pids, target.storage === 'PostgreSQL', async () => {
+  // A backup's copy (a process of its own, db/backup-child.js) serves nothing: its CPU counts in
+  // cpuMs, but it has no loop delay to report and its main thread is not one that answers.
+  const serving = pids.filter((pid) => !commandOf(pid).includes('backup-child'));
+  const delay = await loopDelayOf(target.server, serving, () =>
+    cpuOf(pids, serving, target.storage === 'PostgreSQL', async () => {
       const [main, other] = await Promise.all([
         rssWhile(pids, () => load(bench, tool, target, seconds)),
         alongside &&
@@ -89,10 +92,11 @@ let ticksPerSecond;
 /**
  * Runs `work` and adds the CPU the server's processes spent meanwhile, from /proc: `cpuMs`, their
  * CPU milliseconds per request answered (every thread, the checkpoint thread included), and
- * `mainBusy`, the busiest main thread's CPU time over the wall time (1 = a core all the time). A
- * main thread near 1 is the ceiling of that process: JavaScript runs there and nowhere else.
+ * `mainBusy`, the CPU time of the busiest main thread among the `serving` processes over the
+ * wall time (1 = a core all the time). A main thread near 1 is the ceiling of that process:
+ * JavaScript runs there and nowhere else.
  */
-async function cpuOf(pids, postgres, work) {
+async function cpuOf(pids, serving, postgres, work) {
   ticksPerSecond ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
   const before = pids.map(cpuTicksOf);
   const postgresBefore = postgres && postgresTicks();
@@ -107,7 +111,7 @@ async function cpuOf(pids, postgres, work) {
   return {
     ...result,
     cpuMs: processMs / requests,
-    mainBusy: Math.max(...spent('main')) / ticksPerSecond / seconds,
+    mainBusy: Math.max(...spent('main').filter((_, index) => serving.includes(pids[index]))) / ticksPerSecond / seconds,
     ...postgresBusy,
   };
 }
@@ -119,6 +123,15 @@ function postgresTicks() {
     const ticks = cpuTicksOf(Number(pid));
     return sum + (ticks?.process ?? 0);
   }, 0);
+}
+
+/** A process's command line ('' for one that ended). */
+function commandOf(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 /** utime + stime of a process and of its main thread, in clock ticks; null for a process that ended. */

@@ -15,7 +15,7 @@ export const PG_SCHEMA = `rowi_bench_${process.pid}`;
 const PG_TIMEOUT_MS = 10_000;
 
 /** One statement, on a connection of its own, each step bounded in time. */
-async function pgQuery(connectionString, text) {
+export async function pgQuery(connectionString, text) {
   const client = new pg.Client({
     connectionString,
     connectionTimeoutMillis: PG_TIMEOUT_MS,
@@ -46,17 +46,11 @@ export async function setUpPostgres(bench, skip, sqliteRowi, sqliteProbePath, sq
     return { skipped: '--no-postgres' };
   }
   const where = describeUrl(PG_URL);
-  try {
-    await pgQuery(PG_URL, `drop schema if exists ${PG_SCHEMA} cascade`);
-    await pgQuery(PG_URL, `create schema ${PG_SCHEMA}`);
-    bench.pgSchemaCreated = true;
-  } catch (error) {
-    const reason = `${where} cannot be used: ${error.message || error.code || error}`;
-    console.log(`PostgreSQL columns skipped: ${reason} (set ROWI_BENCH_PG_URL, or pass --no-postgres)`);
-    return { skipped: reason };
+  const url = await createBenchSchema(bench);
+  if (url.skipped) {
+    console.log(`PostgreSQL columns skipped: ${url.skipped} (set ROWI_BENCH_PG_URL, or pass --no-postgres)`);
+    return { skipped: url.skipped };
   }
-  const url = new URL(PG_URL);
-  url.searchParams.set('options', `-c search_path=${PG_SCHEMA}`);
   const one = await startRowi(bench, 'rowi-pg-1-worker', postgresEnv(url.toString(), 1));
   const key = await adminKeyOf(one);
   one.credentials = async () => ({ 'x-api-key': key });
@@ -85,6 +79,23 @@ export async function setUpPostgres(bench, skip, sqliteRowi, sqliteProbePath, sq
     { label: 'rowi (PostgreSQL)', ...(await answerOf(one, path)) },
   ]);
   return { one, two, probe, mix, where, url: url.toString() };
+}
+
+/**
+ * The run's schema (PG_SCHEMA), created afresh in the database of PG_URL: the URL that puts rowi in
+ * it, or { skipped } saying why PostgreSQL cannot be used. dropBenchSchema drops it at the end.
+ */
+export async function createBenchSchema(bench) {
+  try {
+    await pgQuery(PG_URL, `drop schema if exists ${PG_SCHEMA} cascade`);
+    await pgQuery(PG_URL, `create schema ${PG_SCHEMA}`);
+    bench.pgSchemaCreated = true;
+  } catch (error) {
+    return { skipped: `${describeUrl(PG_URL)} cannot be used: ${error.message || error.code || error}` };
+  }
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${PG_SCHEMA}`);
+  return url;
 }
 
 /** Drops the run's schema if setUpPostgres created it; a failure is printed, not thrown (it runs while cleaning up). */

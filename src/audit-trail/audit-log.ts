@@ -130,8 +130,14 @@ async function insertValues(trx: Trx, values: unknown[]): Promise<void> {
   while (start < rows) {
     const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
     const parameters = values.slice(start * WIDTH, (start + size) * WIDTH);
-    for (let index = at; index < parameters.length; index += WIDTH)
-      parameters[index] = new Date(parameters[index] as number).toISOString();
+    // An import's records share one time: each distinct one is formatted once.
+    let lastAt: number | undefined;
+    let lastText = '';
+    for (let index = at; index < parameters.length; index += WIDTH) {
+      const time = parameters[index] as number;
+      if (time !== lastAt) [lastAt, lastText] = [time, new Date(time).toISOString()];
+      parameters[index] = lastText;
+    }
     await insertAuditEvents(trx, size, parameters);
     start += size;
   }

@@ -73,9 +73,9 @@ export const EVENT_SETTINGS = {
   ),
   webhookThread: setting(
     Type.Union([Type.Literal('thread'), Type.Literal('main')], {
-      default: 'main',
+      default: 'thread',
       description:
-        '`main`: webhooks are delivered on the event loop that answers requests; `thread`: on a thread of their own, with database connections of their own (on SQLite it measured slower for requests: docs/events.md)',
+        "`thread`: webhooks are delivered on a thread of their own, with database connections of their own, started in the process that holds the dispatcher's lease while an endpoint is enabled (about 38 MB more memory there; on SQLite it keeps more of the requests' rate under webhook volume: docs/events.md); `main`: on the event loop that answers requests",
     }),
     'ROWI_WEBHOOK_THREAD',
   ),

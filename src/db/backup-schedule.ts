@@ -163,7 +163,7 @@ async function prune(folder: string, keep: number): Promise<string[]> {
 
 /**
  * The schedule `rowi serve` runs when ROWI_BACKUP_DIR is set: in the one process, or in the
- * primary of --workers (backups run on a thread; the primary serves nothing). PostgreSQL has its
+ * primary of --workers (each backup is copied by a process of its own; the primary serves nothing). PostgreSQL has its
  * own tools, and the setting is refused there.
  */
 export function scheduleBackups(

@@ -1,16 +1,19 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { VERSION } from '../version.js';
 
 /**
- * Backups of the SQLite file, taken while rowi serves it: a consistent copy (SQLite's
- * `VACUUM INTO` reads one snapshot and lets writers go on), written under a temporary name,
- * checked (integrity, the migrations it has, the rows of each table), its SHA-256 recorded in a
- * manifest beside it (`FILE.json`), and renamed into place only when whole. A process killed
- * during a backup leaves its temporary file (`FILE.partial-PID-…`), never a file under the final name.
+ * Backups of the SQLite file, taken while rowi serves it: a consistent copy (SQLite's online
+ * backup API under one read transaction, which reads one snapshot and lets writers go on; a few
+ * MB at a time, paced, in a process at the lowest priority: backup-child.js), written under a
+ * temporary name, checked (integrity, the migrations it has, the rows of each table), its SHA-256
+ * recorded in a manifest beside it (`FILE.json`), and renamed into place only when whole. A
+ * process killed during a backup leaves its temporary file (`FILE.partial-PID-…`), never a file
+ * under the final name.
  */
 export interface BackupManifest {
   file: string;
@@ -38,22 +41,37 @@ interface Examined {
   bytes: number;
 }
 
-/** Runs backup-worker.js on a thread of its own; the thread holds nothing once it ends. */
-function onThread(job: { task: 'backup'; source: string; copy: string } | { task: 'check'; file: string }) {
+/**
+ * Runs backup-child.js in a process of its own, which lowers its CPU priority itself. A process
+ * rather than a thread: its priority is inherited by every thread it starts, node:sqlite's thread
+ * pool included, and nothing of it is left once it ends.
+ */
+function apart(job: { task: 'backup'; source: string; copy: string } | { task: 'check'; file: string }) {
   return new Promise<Examined>((resolvePromise, reject) => {
-    const worker = new Worker(new URL('./backup-worker.js', import.meta.url), { workerData: job });
+    const script = fileURLToPath(new URL('./backup-child.js', import.meta.url));
+    // NODE_OPTIONS is the server's (an --inspect port, a preloaded agent): not the copy's.
+    const { NODE_OPTIONS: _serversOwn, ...env } = process.env;
+    const child = spawn(process.execPath, [script, JSON.stringify(job)], {
+      env,
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    // A server that stops does not wait for a backup under way: its copy ends with it (the next backup removes the file).
+    const stop = () => child.kill('SIGKILL');
+    process.once('exit', stop);
     let settled = false;
-    worker.once('message', (message: { ok?: Examined; error?: string; code?: string }) => {
+    child.once('message', (message: { ok?: Examined; error?: string; code?: string }) => {
       settled = true;
       if (message.ok !== undefined) resolvePromise(message.ok);
-      else reject(Object.assign(new BackupError(message.error ?? 'the backup thread failed'), { code: message.code }));
+      else reject(Object.assign(new BackupError(message.error ?? 'the backup process failed'), { code: message.code }));
     });
-    worker.once('error', (error) => {
+    child.once('error', (error) => {
       settled = true;
       reject(error);
     });
-    worker.once('exit', (code) => {
-      if (!settled) reject(new BackupError(`the backup thread ended with exit code ${code}`));
+    child.once('exit', (code, signal) => {
+      process.off('exit', stop);
+      if (!settled)
+        reject(new BackupError(`the backup process ended with exit code ${code}${signal ? ` (${signal})` : ''}`));
     });
   });
 }
@@ -92,7 +110,7 @@ export async function backupSqlite(source: string, target: string): Promise<Back
   const copy = `${targetPath}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
   const started = Date.now();
   try {
-    const examined = await onThread({ task: 'backup', source, copy });
+    const examined = await apart({ task: 'backup', source, copy });
     if (examined.integrity.join() !== 'ok')
       throw new BackupError(`the copy failed SQLite's integrity_check: ${examined.integrity.slice(0, 3).join('; ')}`);
     if (existsSync(targetPath)) throw new BackupError(`${targetPath} appeared while the backup was taken`);
@@ -133,7 +151,7 @@ export async function checkBackup(
   if (!existsSync(file)) throw new BackupError(`there is no file at ${file}`);
   let examined: Examined;
   try {
-    examined = await onThread({ task: 'check', file });
+    examined = await apart({ task: 'check', file });
   } catch (error) {
     throw new BackupError(`${file} is not a sound SQLite database: ${(error as Error).message}`);
   }

@@ -11,18 +11,21 @@ export interface Checkpoints {
 
 /** How often the log is copied back into the database file. */
 const CHECKPOINT_INTERVAL_MS = 1000;
+/** A log this long (pages of 4 KB: 64 MB) is started again from its beginning (checkpoint-worker.js). */
+const RESTART_PAGES = 16_384;
 
 export function startCheckpoints(
   file: string,
   synchronous: 'FULL' | 'NORMAL',
   log: FastifyBaseLogger | undefined,
+  { restartPages = RESTART_PAGES }: { restartPages?: number } = {},
 ): Checkpoints {
   let closing = false;
   let worker: Worker;
   let exited: Promise<void>;
   const start = () => {
     worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), {
-      workerData: { file, synchronous, intervalMs: CHECKPOINT_INTERVAL_MS },
+      workerData: { file, synchronous, intervalMs: CHECKPOINT_INTERVAL_MS, restartPages },
     });
     worker.unref();
     worker.on('message', (message: { checkpointed?: Record<string, number>; error?: string }) => {

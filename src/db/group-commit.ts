@@ -7,8 +7,8 @@ import { othersWaitForWriteLock, whenUnlocked, writeLockReleased } from './sqlit
  * requests share one SQLite transaction and one fsync.
  *
  * - The writer opens one SQLite transaction for a group of units, runs them one after another,
- *   each in a SAVEPOINT of its own (a unit that fails rolls back only itself), and commits the
- *   group once. A unit's commit resolves only after the COMMIT of its group, so a 2xx still
+ *   each but the first in a SAVEPOINT of its own (a unit that fails rolls back only itself; the
+ *   first rolls back the transaction, which holds nothing else yet), and commits the group once. A unit's commit resolves only after the COMMIT of its group, so a 2xx still
  *   means "on disk" under synchronous=FULL. A group stays open while turns of the event loop
  *   bring new units (#scheduleCommit), up to GROUP_UNITS units or GROUP_WINDOW_MS.
  * - The group's BEGIN IMMEDIATE takes SQLite's write lock at once (two processes on one file
@@ -27,8 +27,11 @@ export interface WriterOptions {
 
 /** What the writer needs of a unit's session: where its turn is kept, and its own statements (savepoints). */
 export interface UnitSession {
-  /** Set while the writer runs this session's unit. */
-  unit: { savepoint: string; done: boolean } | undefined;
+  /**
+   * Set while the writer runs this session's unit: its savepoint, or none for the first unit of a
+   * group (the transaction itself is its rollback).
+   */
+  unit: { savepoint: string | undefined; done: boolean } | undefined;
   own(sql: string): void;
 }
 
@@ -76,7 +79,7 @@ export class GroupCommitWriter {
     this.#options = options;
   }
 
-  /** Resolves when it is the session's turn: a group is open and a savepoint taken for its unit. */
+  /** Resolves when it is the session's turn: a group is open and, unless the unit is its first, a savepoint taken for it. */
   enter(session: UnitSession): Promise<void> {
     return new Promise((start, fail) => {
       this.#waiting.push({ session, start, fail });
@@ -91,7 +94,7 @@ export class GroupCommitWriter {
     unit.done = true;
     const committed = new Promise<void>((resolve, reject) => this.#group!.members.push({ resolve, reject }));
     try {
-      session.own(`release savepoint "${unit.savepoint}"`);
+      if (unit.savepoint !== undefined) session.own(`release savepoint "${unit.savepoint}"`);
     } catch (error) {
       this.#group!.members.pop();
       this.#end(session);
@@ -101,13 +104,21 @@ export class GroupCommitWriter {
     return committed;
   }
 
-  /** Undoes the session's unit (ROLLBACK TO its savepoint); the rest of the group goes on. */
+  /**
+   * Undoes the session's unit (ROLLBACK TO its savepoint); the rest of the group goes on. The first
+   * unit of a group has no savepoint: the group's transaction, which holds nothing else yet, is
+   * rolled back, and the next unit opens a group of its own.
+   */
   rollback(session: UnitSession): void {
     const unit = session.unit;
     // After a failed commit (the group's COMMIT) there is nothing of this unit left to undo.
     if (unit === undefined || unit.done) return;
     unit.done = true;
-    if (this.#options.writer.inTransaction) {
+    if (unit.savepoint === undefined) {
+      this.#group = undefined;
+      if (this.#options.writer.inTransaction) session.own('rollback');
+      writeLockReleased();
+    } else if (this.#options.writer.inTransaction) {
       session.own(`rollback to savepoint "${unit.savepoint}"`);
       session.own(`release savepoint "${unit.savepoint}"`);
     }
@@ -166,11 +177,13 @@ export class GroupCommitWriter {
 
   #startUnit(next: Waiting): void {
     // One name for every unit: they run one at a time, each released before the next begins, and
-    // one SQL text is prepared once (a name per unit would flood the statement cache).
-    const savepoint = 'unit';
+    // one SQL text is prepared once (a name per unit would flood the statement cache). The first
+    // unit of a group takes none: under a savepoint SQLite copies every page a unit changes to a
+    // statement journal first, which for an import's chunk is thousands (docs/performance.md "Imports").
+    const savepoint = this.#group!.units === 0 ? undefined : 'unit';
     try {
       next.session.unit = { savepoint, done: false };
-      next.session.own(`savepoint "${savepoint}"`);
+      if (savepoint !== undefined) next.session.own(`savepoint "${savepoint}"`);
     } catch (error) {
       next.session.unit = undefined;
       next.fail(error);

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { withArrayRows } from './array-rows.js';
 import type { Database } from './database.js';
 
 /**
@@ -32,6 +33,34 @@ export async function fetchPage<TB extends keyof Database, Row extends Record<st
   query: SelectQueryBuilder<Database, TB, Row>,
   list: ListQuery,
 ): Promise<{ rows: Row[]; nextAfter: (string | number)[] | undefined }> {
+  const rows = await pageQuery(query, list).execute();
+  if (rows.length <= list.limit) return { rows, nextAfter: undefined };
+  rows.length = list.limit;
+  const last = rows[rows.length - 1]!;
+  return { rows, nextAfter: list.order.map((key) => last[key.column] as string | number) };
+}
+
+/**
+ * fetchPage with the rows as arrays of the values of `columns`, the columns `query` selects in
+ * that order (db/array-rows.ts): for the reads of an export; each sort key must be one of them.
+ */
+export async function fetchArrayPage<TB extends keyof Database, Row extends Record<string, unknown>>(
+  query: SelectQueryBuilder<Database, TB, Row>,
+  list: ListQuery,
+  columns: readonly string[],
+): Promise<{ rows: unknown[][]; nextAfter: (string | number)[] | undefined }> {
+  const rows = (await withArrayRows(pageQuery(query, list)).execute()) as unknown as unknown[][];
+  if (rows.length <= list.limit) return { rows, nextAfter: undefined };
+  rows.length = list.limit;
+  const last = rows[rows.length - 1]!;
+  return { rows, nextAfter: list.order.map((key) => last[columns.indexOf(key.column)] as string | number) };
+}
+
+/** The query of one page: its conditions, after the row before, in its order, one row more than it holds. */
+function pageQuery<TB extends keyof Database, Row extends Record<string, unknown>>(
+  query: SelectQueryBuilder<Database, TB, Row>,
+  list: ListQuery,
+): SelectQueryBuilder<Database, TB, Row> {
   let page = query;
   for (const condition of list.conditions) {
     page = page.where(
@@ -43,11 +72,7 @@ export async function fetchPage<TB extends keyof Database, Row extends Record<st
   if (list.after) page = page.where(after(list.order, list.after));
   for (const key of list.order) page = page.orderBy(sql.ref(key.column), key.direction);
   if (list.offset !== undefined) page = page.offset(list.offset);
-  const rows = await page.limit(list.limit + 1).execute();
-  if (rows.length <= list.limit) return { rows, nextAfter: undefined };
-  rows.length = list.limit;
-  const last = rows[rows.length - 1]!;
-  return { rows, nextAfter: list.order.map((key) => last[key.column] as string | number) };
+  return page.limit(list.limit + 1);
 }
 
 /**

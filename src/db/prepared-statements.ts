@@ -1,5 +1,6 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import { metrics, secondsSince } from '../observability/metrics.js';
+import { wantsArrayRows } from './array-rows.js';
 import type pg from 'pg';
 
 /**
@@ -95,7 +96,10 @@ class PreparingClient implements PostgresPoolClient {
       return this.#client.query(sql as unknown as pg.Submittable) as unknown as PostgresCursor<R>;
     // Kysely's BEGIN of a transaction (its answer is not read).
     if (sql === 'begin') return this.#watched(this.#client.query(BEGIN_AS_WRITER));
-    return this.#watched(this.#client.query({ name: this.#nameOf(sql), text: sql, values: [...(parameters ?? [])] }));
+    const values = [...(parameters ?? [])];
+    const name = this.#nameOf(sql);
+    if (wantsArrayRows(sql)) return this.#watched(this.#client.query({ name, text: sql, values, rowMode: 'array' }));
+    return this.#watched(this.#client.query({ name, text: sql, values }));
   }
 
   release(): void {

@@ -1,4 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { wantsArrayRows } from './array-rows.js';
 /**
  * One SQLite connection, whichever driver the running Node.js has: its own `node:sqlite` (Node
  * 22.13 and later, Node 24 LTS: nothing to compile at install), else better-sqlite3 (Node 20,
@@ -87,6 +88,8 @@ interface NodeSqliteModule {
 interface NodeSqliteDatabase {
   prepare(sql: string): {
     columns(): unknown[];
+    /** Node 22.16 and later. */
+    setReturnArrays?(enabled: boolean): void;
     all(...parameters: unknown[]): unknown[];
     run(...parameters: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   };
@@ -118,9 +121,16 @@ function openNodeSqlite(
   return {
     prepare(sql) {
       const statement = database.prepare(sql);
+      const reader = statement.columns().length > 0;
+      const arrays = reader && wantsArrayRows(sql);
+      if (arrays && statement.setReturnArrays) statement.setReturnArrays(true);
+      // Without setReturnArrays (before 22.16), the objects' values: their columns' order.
+      const asArrays = arrays && !statement.setReturnArrays;
       return {
-        reader: statement.columns().length > 0,
-        all: (parameters) => statement.all(...parameters),
+        reader,
+        all: asArrays
+          ? (parameters) => statement.all(...parameters).map((row) => Object.values(row as object))
+          : (parameters) => statement.all(...parameters),
         run: (parameters = []) => {
           const { changes, lastInsertRowid } = statement.run(...parameters);
           return { changes: Number(changes), lastInsertRowid };
@@ -147,6 +157,7 @@ async function openBetterSqlite3(file: string, options: SqliteConnectionOptions)
   return {
     prepare(sql) {
       const statement = database.prepare(sql);
+      if (statement.reader && wantsArrayRows(sql)) statement.raw(true);
       return {
         reader: statement.reader,
         all: (parameters) => statement.all(parameters as unknown[]),

@@ -106,7 +106,7 @@ class RowiSqliteDriver implements Driver {
 /** One request's use of the database: reads, or one unit of work (a transaction). */
 class Session implements DatabaseConnection, UnitSession {
   /** Set while the writer runs this session's unit. */
-  unit: { savepoint: string; done: boolean } | undefined;
+  unit: { savepoint: string | undefined; done: boolean } | undefined;
   readonly #options: SqliteDriverOptions;
   readonly #writer: GroupCommitWriter;
 

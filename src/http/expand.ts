@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import { entityTag } from './etag.js';
+import type { Shape } from './export-shapes.js';
 import type { Format } from './negotiate.js';
 
 /**
@@ -145,14 +146,59 @@ export function expands(paths: readonly string[], path: string): boolean {
 }
 
 /**
+ * The schema of a record as answered with `paths` expanded: the expanded record's schema (every
+ * member expand may add) without the members of the relations `paths` do not expand. An export's
+ * columns and lines follow it, so that a CSV has the columns of what it embeds only.
+ */
+export function expandedSchema(record: TSchema, spec: Expandable, paths: readonly string[]): TSchema {
+  let byPaths = schemasOf.get(record);
+  if (!byPaths) schemasOf.set(record, (byPaths = new Map()));
+  const key = [...paths].sort().join(',');
+  let schema = byPaths.get(key);
+  if (!schema) {
+    const left = expandablePaths(spec).filter((path) => !expands(paths, path));
+    schema = withoutMembers(
+      record as Shape,
+      left.map((path) => path.split('.')),
+    ) as TSchema;
+    byPaths.set(key, schema);
+  }
+  return schema;
+}
+// By record schema, by the paths expanded (sorted): at most the subsets of a root's few paths.
+const schemasOf = new WeakMap<TSchema, Map<string, TSchema>>();
+
+/** A copy of `schema` without the members at `removed` (paths through objects, arrays and nullable members). */
+function withoutMembers(schema: Shape, removed: readonly string[][]): Shape {
+  if (removed.length === 0) return schema;
+  if (schema.anyOf) return { ...schema, anyOf: schema.anyOf.map((choice) => withoutMembers(choice, removed)) };
+  if (schema.type === 'array' && schema.items) return { ...schema, items: withoutMembers(schema.items, removed) };
+  if (!schema.properties) return schema;
+  const properties = Object.entries(schema.properties)
+    .filter(([name]) => !removed.some((path) => path.length === 1 && path[0] === name))
+    .map(([name, member]) => {
+      const inside = removed.filter((path) => path.length > 1 && path[0] === name).map((path) => path.slice(1));
+      return [name, withoutMembers(member, inside)] as const;
+    });
+  return { ...schema, properties: Object.fromEntries(properties) };
+}
+
+/**
  * The entity tag of a record with expansions: another representation than the plain one (RFC 9110
  * §8.8.3), so never the plain tag. It names the record's version, the paths and the versions of
- * every record embedded, and is weak: it stands for the content, not for the stored record, so
+ * every record embedded (and the field set, with fields), and is weak: it stands for the content, not for the stored record, so
  * If-Match never accepts it.
  */
-export function expandedTag(version: number, paths: readonly string[], embedded: string, format: Format): string {
+export function expandedTag(
+  version: number,
+  paths: readonly string[],
+  embedded: string,
+  format: Format,
+  fieldsTag?: string,
+): string {
+  // With fields, the field set is part of the representation too (docs/reading.md "ETags").
   const digest = createHash('sha256')
-    .update(`${[...paths].sort().join(',')}|${embedded}`)
+    .update(`${[...paths].sort().join(',')}|${embedded}${fieldsTag === undefined ? '' : `|f${fieldsTag}`}`)
     .digest()
     .subarray(0, 9)
     .toString('base64url');

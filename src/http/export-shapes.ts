@@ -6,25 +6,27 @@ import type { TSchema } from 'typebox';
  * the columns follow the schema, whatever the stored row holds beside it: its version, its owner).
  *
  * CSV (docs/reading.md "CSV"): a column per field, in the schema's order; an object's fields as
- * dotted columns (`user.name`); the one array of objects a record may hold (an order's lines)
- * spread over rows: a row per element with the record's own fields repeated and the element's as
- * dotted columns (`lines.item_id`), one row with those cells empty when the array is empty. Any
- * other structure (a free-form object, an array of values) is one cell of JSON text. null is an
- * empty cell, booleans are true and false. Text that a spreadsheet would run as a formula (its
- * first character =, +, -, @, a tab or a carriage return) starts with a single quote, as OWASP
- * recommends for CSV injection; numbers are written as numbers (-5 stays -5).
+ * dotted columns (`user.name`), the objects inside it likewise (an embedded record's: `user.email`,
+ * `lines.item.stock.quantity`); the first array of objects met (an order's lines; a movement's
+ * embedded order's lines) spread over rows: a row per element with the record's other fields
+ * repeated and the element's as dotted columns (`lines.item_id`), one row with those cells empty
+ * when the array is empty or absent. Any other structure (a free-form object, an array of values,
+ * a second array of objects) is one cell of JSON text. null is an empty cell, booleans are true
+ * and false. Text that a spreadsheet would run as a formula (its first character =, +, -, @, a tab
+ * or a carriage return) starts with a single quote, as OWASP recommends for CSV injection; numbers
+ * are written as numbers (-5 stays -5).
  */
 export interface CsvLayout {
   columns: CsvColumn[];
-  /** The array of objects spread over rows, if any. */
-  spread: string | undefined;
+  /** The path of the array of objects spread over rows, if any. */
+  spread: readonly string[] | undefined;
 }
 
 export interface CsvColumn {
+  /** The header: the path, dotted. */
   name: string;
-  /** The member of the record, and of the object or array element under it. */
-  member: string;
-  inner: string | undefined;
+  /** The members from the record down to the value (through the spread array's element, unnamed). */
+  path: readonly string[];
   /** A structure written as JSON text. */
   json: boolean;
 }
@@ -47,30 +49,44 @@ const isStructure = (schema: Shape) =>
   schema.type === 'array' ||
   schema.anyOf?.some((choice) => choice.type === 'object' || choice.type === 'array') === true;
 
+/** The members of an object with named members, of the object branch of a nullable one; undefined otherwise. */
+function namedMembers(schema: Shape): Record<string, Shape> | undefined {
+  const shape = structureOf(schema);
+  return shape.type === 'object' && shape.properties && Object.keys(shape.properties).length > 0
+    ? shape.properties
+    : undefined;
+}
+
 export function csvLayout(record: TSchema): CsvLayout {
   const columns: CsvColumn[] = [];
-  let spread: string | undefined;
-  for (const [member, raw] of Object.entries((record as Shape).properties ?? {})) {
-    const schema = structureOf(raw);
-    const inner =
-      schema.type === 'array' ? schema.items?.properties : schema.type === 'object' ? schema.properties : undefined;
-    if (inner && (schema.type === 'object' || spread === undefined)) {
-      if (schema.type === 'array') spread = member;
-      for (const [name, field] of Object.entries(inner))
-        columns.push({ name: `${member}.${name}`, member, inner: name, json: isStructure(field) });
-    } else {
-      columns.push({ name: member, member, inner: undefined, json: isStructure(schema) });
+  let spread: string[] | undefined;
+  const walk = (members: Record<string, Shape>, prefix: string[]) => {
+    for (const [name, raw] of Object.entries(members)) {
+      const path = [...prefix, name];
+      const shape = structureOf(raw);
+      const inner = namedMembers(raw);
+      const elements = shape.type === 'array' && shape.items ? namedMembers(shape.items) : undefined;
+      if (inner) walk(inner, path);
+      else if (elements && spread === undefined) {
+        spread = path;
+        walk(elements, path);
+      } else columns.push({ name: path.join('.'), path, json: isStructure(raw) });
     }
-  }
+  };
+  walk((record as Shape).properties ?? {}, []);
   return { columns, spread };
 }
 
 /** The columns of a layout that `keep` keeps; the array spread over rows only while one of its columns is kept. */
 export function keepColumns(layout: CsvLayout, keep: (column: CsvColumn) => boolean): CsvLayout {
   const columns = layout.columns.filter(keep);
-  const spread = columns.some((column) => column.member === layout.spread) ? layout.spread : undefined;
-  return { columns, spread };
+  const { spread } = layout;
+  const spreads = spread !== undefined && columns.some((column) => under(column.path, spread));
+  return { columns, spread: spreads ? spread : undefined };
 }
+
+const under = (path: readonly string[], prefix: readonly string[]) =>
+  path.length > prefix.length && prefix.every((segment, index) => path[index] === segment);
 
 type Cell = string | number | null;
 
@@ -89,29 +105,159 @@ const CSV_OPTIONS = {
   quote_record_delimiter: true,
 } as const;
 
-/** The CSV rows of a chunk of records, with the header row first when `header`; each row ends with CRLF. */
+/** CSV_OPTIONS but for a one-character record delimiter, which csvText turns into CRLF (see there). */
+const CSV_PARTS_OPTIONS = { ...CSV_OPTIONS, record_delimiter: '\n' } as const;
+
+/** The value at `path` from `value`, undefined when something on the way is missing. */
+function valueAt(value: unknown, path: readonly string[], from: number): unknown {
+  let at = value;
+  for (let index = from; index < path.length && at !== null && at !== undefined; index++)
+    at = (at as Record<string, unknown>)[path[index]!];
+  return at;
+}
+
+/**
+ * How a column is read, worked out once per layout: from the record or from the spread array's
+ * element, then one or two members down (deeper paths, rare, by valueAt). An export reads millions
+ * of cells: a loop over each path cost a tenth of a CSV export's time.
+ */
+interface ColumnReader {
+  fromElement: boolean;
+  first: string;
+  second: string | undefined;
+  /** Where the rest of the path starts, when it goes deeper than two members; 0 when not. */
+  deeper: number;
+  path: readonly string[];
+  json: boolean;
+}
+const readersOf = new WeakMap<CsvLayout, ColumnReader[]>();
+
+function readers(layout: CsvLayout): ColumnReader[] {
+  let found = readersOf.get(layout);
+  if (!found) {
+    const { spread } = layout;
+    found = layout.columns.map((column) => {
+      const fromElement = spread !== undefined && under(column.path, spread);
+      const start = fromElement ? spread.length : 0;
+      const { path } = column;
+      return {
+        fromElement,
+        first: path[start]!,
+        second: path[start + 1],
+        deeper: path.length > start + 2 ? start + 2 : 0,
+        path,
+        json: column.json,
+      };
+    });
+    readersOf.set(layout, found);
+  }
+  return found;
+}
+
+/** The cell a reader reads from the record or from the spread array's element. */
+function cellAt(reader: ColumnReader, holder: Record<string, unknown> | null | undefined): Cell {
+  let value = holder === null || holder === undefined ? undefined : holder[reader.first];
+  if (reader.second !== undefined && value !== null && value !== undefined)
+    value = (value as Record<string, unknown>)[reader.second];
+  if (reader.deeper > 0) value = valueAt(value, reader.path, reader.deeper);
+  return cellOf(value, reader.json);
+}
+
+/**
+ * The CSV rows of a chunk of records, with the header row first when `header`; each row ends with CRLF.
+ *
+ * csv-stringify's cost is per cell (docs/performance.md), and a record with a spread array repeats
+ * its own cells on the row of each element: an order of 2 lines is 24 cells, 8 of them twice. So
+ * csv-stringify is given each record's own cells once (the columns before the spread's, and those
+ * after) and each element's cells once, as records of their own, with a line feed between records;
+ * its text is then cut at the line feeds and each row put together as own cells, the element's,
+ * own cells after. That is exact only where no cell was quoted: a field holding a line feed or a
+ * carriage return is always quoted (quote_record_delimiter), so in a text without a double quote
+ * every line feed ends a record. A text with one (a cell with a comma, a quote, a line break) is
+ * written again row by row (csvRowsText), a rare chunk. The one-character delimiter saves
+ * csv-stringify a test that builds a string per cell, too.
+ */
 export function csvText(layout: CsvLayout, records: readonly unknown[], header: boolean): string {
-  const { columns, spread } = layout;
+  return csvPartsText(layout, records, header) ?? csvRowsText(layout, records, header);
+}
+
+/** Where each of a layout's columns is read from, by the index of the column. */
+function columnsOf(layout: CsvLayout) {
+  const columnReaders = readers(layout);
+  const ofRecord: number[] = [];
+  const ofElement: number[] = [];
+  for (let index = 0; index < columnReaders.length; index++)
+    (columnReaders[index]!.fromElement ? ofElement : ofRecord).push(index);
+  return { columnReaders, ofRecord, ofElement };
+}
+
+/** The elements of the spread array of `record` that get a row each; undefined for one row with their cells empty. */
+function elementsOf(layout: CsvLayout, record: unknown): unknown[] | undefined {
+  const found = layout.spread === undefined ? undefined : valueAt(record, layout.spread, 0);
+  return Array.isArray(found) && found.length > 0 ? (found as unknown[]) : undefined;
+}
+
+/** csvText from csv-stringify's text of the parts of each row (see csvText); undefined when a cell was quoted. */
+function csvPartsText(layout: CsvLayout, records: readonly unknown[], header: boolean): string | undefined {
+  const { columnReaders, ofRecord, ofElement } = columnsOf(layout);
+  const parts: Cell[][] = [];
+  if (header) parts.push(layout.columns.map((column) => column.name));
+  if (ofElement.length === 0) {
+    for (const record of records)
+      parts.push(ofRecord.map((index) => cellAt(columnReaders[index]!, record as Record<string, unknown>)));
+    const text = stringify(parts, CSV_PARTS_OPTIONS);
+    return text.includes('"') ? undefined : text.replaceAll('\n', '\r\n');
+  }
+  const firstOfElement = ofElement[0]!;
+  const before = ofRecord.filter((index) => index < firstOfElement);
+  const after = ofRecord.filter((index) => index > firstOfElement);
+  const counts = new Array<number>(records.length);
+  for (let at = 0; at < records.length; at++) {
+    const record = records[at] as Record<string, unknown>;
+    const elements = elementsOf(layout, record);
+    counts[at] = elements ? elements.length : 0;
+    if (before.length > 0) parts.push(before.map((index) => cellAt(columnReaders[index]!, record)));
+    if (after.length > 0) parts.push(after.map((index) => cellAt(columnReaders[index]!, record)));
+    if (elements)
+      for (const element of elements)
+        parts.push(ofElement.map((index) => cellAt(columnReaders[index]!, element as Record<string, unknown>)));
+  }
+  const text = stringify(parts, CSV_PARTS_OPTIONS);
+  if (text.includes('"')) return undefined;
+  const texts = text.split('\n');
+  let at = 0;
+  let rows = header ? `${texts[at++]!}\r\n` : '';
+  const empty = ','.repeat(ofElement.length - 1);
+  for (const count of counts) {
+    const head = before.length > 0 ? `${texts[at++]!},` : '';
+    const tail = after.length > 0 ? `,${texts[at++]!}` : '';
+    if (count === 0) rows += `${head}${empty}${tail}\r\n`;
+    for (let element = 0; element < count; element++) rows += `${head}${texts[at++]!}${tail}\r\n`;
+  }
+  return rows;
+}
+
+/**
+ * csvText a row at a time: each row's cells, the record's own copied into the row of each element
+ * of its spread array, all given to csv-stringify.
+ */
+export function csvRowsText(layout: CsvLayout, records: readonly unknown[], header: boolean): string {
+  const { columns } = layout;
+  const { columnReaders, ofRecord, ofElement } = columnsOf(layout);
+  const count = columns.length;
   const rows: Cell[][] = [];
   // The header is written as a row of its own: csv-stringify's `columns` option costs more per
   // record than all the rest (it looks every cell up by name).
   if (header) rows.push(columns.map((column) => column.name));
-  for (const value of records) {
-    const record = value as Record<string, unknown>;
-    const elements = spread === undefined ? undefined : (record[spread] as unknown[] | undefined);
-    const count = elements && elements.length > 0 ? elements.length : 1;
-    for (let at = 0; at < count; at++) {
-      const element = elements?.[at];
-      const row: Cell[] = new Array<Cell>(columns.length);
-      for (let index = 0; index < columns.length; index++) {
-        const column = columns[index]!;
-        const holder = column.inner === undefined ? record : column.member === spread ? element : record[column.member];
-        const cell =
-          column.inner === undefined
-            ? record[column.member]
-            : (holder as Record<string, unknown> | null | undefined)?.[column.inner];
-        row[index] = cellOf(cell, column.json);
-      }
+  for (const record of records) {
+    const elements = elementsOf(layout, record);
+    const own: Cell[] = new Array<Cell>(count);
+    for (const index of ofRecord) own[index] = cellAt(columnReaders[index]!, record as Record<string, unknown>);
+    const times = elements ? elements.length : 1;
+    for (let at = 0; at < times; at++) {
+      const element = elements?.[at] as Record<string, unknown> | null | undefined;
+      const row = at === times - 1 ? own : own.slice();
+      for (const index of ofElement) row[index] = cellAt(columnReaders[index]!, element);
       rows.push(row);
     }
   }
@@ -145,24 +291,29 @@ export function projector(schema: TSchema): (value: unknown) => unknown {
 
 /**
  * The JSON text of a record as a page's data holds it: `JSON.stringify(projector(schema)(value))`,
- * byte for byte, without building the projected copy (an export writes millions of records).
+ * byte for byte, without building the projected copy (an export writes millions of records). Each
+ * member's writer is chosen once from its schema: text and numbers, most of a record, are written
+ * without a call of JSON.stringify each (about half its cost on short text); a value of another
+ * type than its schema says is written as JSON.stringify writes it.
  */
 export function jsonWriter(schema: TSchema): (value: unknown) => string {
   const shape = structureOf(schema as Shape);
   if (shape.type === 'object' && shape.properties) {
-    const members = Object.entries(shape.properties).map(
-      ([name, member]) => [name, `${JSON.stringify(name)}:`, jsonWriter(member as TSchema)] as const,
-    );
+    const entries = Object.entries(shape.properties);
+    const names = entries.map(([name]) => name);
+    const keys = entries.map(([name]) => `${JSON.stringify(name)}:`);
+    const writers = entries.map(([, member]) => jsonWriter(member as TSchema));
+    const count = names.length;
     return (value) => {
       if (value === null || typeof value !== 'object') return jsonLeaf(value ?? null);
       const source = value as Record<string, unknown>;
       let text = '{';
-      for (const [name, key, write] of members) {
-        const member = source[name];
+      for (let index = 0; index < count; index++) {
+        const member = source[names[index]!];
         if (member === undefined) continue;
         if (text.length > 1) text += ',';
-        text += key;
-        text += write(member);
+        text += keys[index]!;
+        text += writers[index]!(member);
       }
       return `${text}}`;
     };
@@ -179,6 +330,8 @@ export function jsonWriter(schema: TSchema): (value: unknown) => string {
       return `${text}]`;
     };
   }
+  if (shape.type === 'string') return jsonText;
+  if (shape.type === 'integer' || shape.type === 'number') return jsonNumber;
   return jsonLeaf;
 }
 
@@ -186,12 +339,30 @@ export function jsonWriter(schema: TSchema): (value: unknown) => string {
 function jsonLeaf(value: unknown): string {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return jsonText(value);
     case 'number':
-      return Number.isFinite(value) ? `${value}` : 'null';
+      return jsonNumber(value);
     case 'boolean':
       return value ? 'true' : 'false';
     default:
       return JSON.stringify(value) ?? 'null';
   }
+}
+
+/** Short text is written between quotes as it is when nothing in it needs escaping (RFC 8259 section 7); anything else by JSON.stringify. */
+function jsonText(value: unknown): string {
+  if (typeof value !== 'string') return jsonLeaf(value);
+  if (value.length > 64) return JSON.stringify(value);
+  for (let index = 0; index < value.length; index++) {
+    const code = value.charCodeAt(index);
+    // Quote, backslash, controls; surrogates, which JSON.stringify escapes when unpaired.
+    if (code < 0x20 || code === 0x22 || code === 0x5c || (code >= 0xd800 && code <= 0xdfff))
+      return JSON.stringify(value);
+  }
+  return `"${value}"`;
+}
+
+function jsonNumber(value: unknown): string {
+  if (typeof value !== 'number') return jsonLeaf(value);
+  return Number.isFinite(value) ? `${value}` : 'null';
 }

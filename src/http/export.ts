@@ -36,6 +36,14 @@ import { header } from './schemas.js';
  */
 export const EXPORT_CHUNK_ROWS = 500;
 
+/**
+ * Rows written into one piece of text. A chunk's text in one string (160 KB for 500 orders in
+ * NDJSON) is past V8's largest regular object (128 KB) and goes to its large-object space, which
+ * only a full collection frees: an export of 1,000,000 orders grew rowi's RSS by 90 MB that way.
+ * Pieces of 100 records (about 32 KB) are freed by the young generation's collections.
+ */
+const EXPORT_PIECE_ROWS = 100;
+
 /** What a collection's list needs to answer as a page or as an export. */
 export interface Listing<Row> {
   /** The file name's stem (`orders` → orders.csv). */
@@ -70,7 +78,8 @@ interface Shapes {
   json: (row: unknown) => string;
 }
 const layouts = new WeakMap<TSchema, Shapes>();
-const selectedLayouts = new WeakMap<FieldSelection, Shapes>();
+// By record schema (a record with expansions has its own), by field set.
+const selectedLayouts = new WeakMap<TSchema, WeakMap<FieldSelection, Shapes>>();
 
 /** The columns and the members an export writes: the record's, or those of the fields asked for. */
 function shapesOf(record: TSchema, fields: FieldSelection | undefined): Shapes {
@@ -80,7 +89,9 @@ function shapesOf(record: TSchema, fields: FieldSelection | undefined): Shapes {
     layouts.set(record, shapes);
   }
   if (!fields) return shapes;
-  let selected = selectedLayouts.get(fields);
+  let ofRecord = selectedLayouts.get(record);
+  if (!ofRecord) selectedLayouts.set(record, (ofRecord = new WeakMap()));
+  let selected = ofRecord.get(fields);
   if (!selected) {
     const { pick } = fields;
     selected = {
@@ -88,7 +99,7 @@ function shapesOf(record: TSchema, fields: FieldSelection | undefined): Shapes {
       project: pick,
       json: (row) => JSON.stringify(pick(row)),
     };
-    selectedLayouts.set(fields, selected);
+    ofRecord.set(fields, selected);
   }
   return selected;
 }
@@ -146,6 +157,10 @@ function stalled(limits: ExportLimits): Error {
  * The export's text, a chunk at a time: each chunk one read of the list after the last row of
  * the one before. While a chunk waits for the client to take it, a timer runs; when it fires
  * first, `stall` ends the stream (and the generator, which holds nothing but its position).
+ *
+ * The next chunk is not read ahead, on PostgreSQL either: there it made an export 1.10–1.14×
+ * faster but halved the turns left to other requests (the p99 of reads alongside 14–18 ms → 21–28
+ * ms, past its 25 ms goal; docs/performance.md).
  */
 async function* chunks<Row>(
   listing: Listing<Row>,
@@ -164,15 +179,21 @@ async function* chunks<Row>(
     const page = await listing.list({ ...listing.query, limit: Math.min(EXPORT_CHUNK_ROWS, left), after });
     left -= page.rows.length;
     await setImmediate();
-    const text = write(page.rows, first);
-    first = false;
     // Rows added while the export ran may take it past its cap: it ends unfinished then, not cut short silently.
     if (left === 0 && page.nextAfter) throw new Error('the export grew past ROWI_EXPORT_MAX_ROWS while it ran');
-    const timer = setTimeout(stall, limits.exportStallTimeout);
-    try {
-      if (text !== '') yield text;
-    } finally {
-      clearTimeout(timer);
+    const { rows } = page;
+    for (let start = 0; start < rows.length || first; start += EXPORT_PIECE_ROWS) {
+      const text = write(
+        start === 0 && rows.length <= EXPORT_PIECE_ROWS ? rows : rows.slice(start, start + EXPORT_PIECE_ROWS),
+        first,
+      );
+      first = false;
+      const timer = setTimeout(stall, limits.exportStallTimeout);
+      try {
+        if (text !== '') yield text;
+      } finally {
+        clearTimeout(timer);
+      }
     }
     if (!page.nextAfter) return;
     after = page.nextAfter;
@@ -199,7 +220,7 @@ export function withExports<Response extends { description: string; headers: obj
       [MEDIA_TYPES.csv.data]: {
         schema: Type.String({
           description:
-            'RFC 4180, UTF-8, a header row of the fields (nested ones dotted: lines.quantity); an order has a row per line; text a spreadsheet would run as a formula starts with a single quote',
+            "RFC 4180, UTF-8, a header row of the fields (nested ones dotted: lines.quantity; an embedded record's too: user.email, lines.item.name); an order has a row per line; text a spreadsheet would run as a formula starts with a single quote",
         }),
       },
       [MEDIA_TYPES.ndjson.data]: { schema: record },

@@ -26,6 +26,12 @@ export interface Selectable {
   record: TSchema;
   /** The member that identifies a record, always answered: `id` unless the record has another (stock: item_id). */
   identifier?: string;
+  /**
+   * The member paths that hold a record embedded by `expand=` (user, lines.item), present only when
+   * expand names them: a name inside one (user.email) is taken, and the selection says it reaches
+   * it, so that the operation can refuse it when the request does not expand it.
+   */
+  embedded?: readonly string[];
 }
 
 /** A field set asked for. */
@@ -36,6 +42,8 @@ export interface FieldSelection {
   pick: (record: unknown) => unknown;
   /** Whether an export column (a member, or a member inside one) is selected. */
   selects: (column: CsvColumn) => boolean;
+  /** The embedded records (Selectable.embedded) the names select in or name, each with the first name that does. */
+  reaches: readonly { path: string; name: string }[];
 }
 
 /** The names selected: a name maps to all of it (true) or to the names selected inside it. */
@@ -45,14 +53,19 @@ type Tree = Map<string, Tree | true>;
 export function fieldsParameter(selectable: Selectable) {
   const identifier = identifierOf(selectable);
   const names = pathsOf(selectable.record as Shape, '');
-  const dotted = names.find((name) => name.includes('.'));
-  const others = names.filter((name) => name !== identifier && !name.includes('.'));
+  // The examples name the record's own fields: one inside a related record needs expand too.
+  const own = names.filter(
+    (name) => !(selectable.embedded ?? []).some((path) => name === path || name.startsWith(`${path}.`)),
+  );
+  const dotted = own.find((name) => name.includes('.'));
+  const others = own.filter((name) => name !== identifier && !name.includes('.'));
+  const embedded = selectable.embedded?.length ? selectable.embedded.join(', ') : undefined;
   return Type.Optional(
     Type.String({
       minLength: 1,
       examples: [others.slice(0, 2).join(','), ...(dotted ? [dotted] : [])],
       maxLength: FIELDS_LIMITS.length,
-      description: `only these fields of each record, comma-separated: ${names.join(', ')}${dotted ? ` (a dotted name selects inside: ${dotted})` : ''}; ${identifier ? `${identifier} is always answered; ` : ''}a name given twice counts once; at most ${FIELDS_LIMITS.names} names and ${FIELDS_LIMITS.length} characters; an unknown name is 400 (docs/reading.md)`,
+      description: `only these fields of each record, comma-separated: ${names.join(', ')}${dotted ? ` (a dotted name selects inside: ${dotted})` : ''}; ${identifier ? `${identifier} is always answered; ` : ''}${embedded ? `a name in ${embedded} (a related record) needs expand to name it, 400 otherwise; ` : ''}a name given twice counts once; at most ${FIELDS_LIMITS.names} names and ${FIELDS_LIMITS.length} characters; an unknown name is 400 (docs/reading.md)`,
     }),
   );
 }
@@ -104,6 +117,7 @@ function parseFields(selectable: Selectable, fields: string): FieldSelection {
     throw refusal(`names ${names.length} fields; at most ${FIELDS_LIMITS.names} may be asked for at once`);
   const record = selectable.record as Shape;
   const tree: Tree = new Map();
+  const reaches: { path: string; name: string }[] = [];
   names.forEach((name, index) => {
     if (name === '')
       throw refusal(
@@ -114,14 +128,23 @@ function parseFields(selectable: Selectable, fields: string): FieldSelection {
     const segments = name.split('.');
     checkPath(record, segments, name);
     insert(tree, segments);
+    for (const path of selectable.embedded ?? [])
+      if ((name === path || name.startsWith(`${path}.`)) && !reaches.some((reached) => reached.path === path))
+        reaches.push({ path, name });
   });
   const identifier = identifierOf(selectable);
   if (identifier) insert(tree, [identifier]);
+  // A column is kept when its path, or a path it lies under, is selected; a JSON column (a
+  // structure) also when something inside it is: its cell then holds what is picked of it.
   const selects = (column: CsvColumn) => {
-    const node = tree.get(column.member);
-    return node === true || (node !== undefined && column.inner !== undefined && node.has(column.inner));
+    let node: Tree | true | undefined = tree;
+    for (const segment of column.path) {
+      node = node.get(segment);
+      if (node === undefined || node === true) return node === true;
+    }
+    return true;
   };
-  return { tag: digest(canonical(tree, record)), pick: picker(tree, record), selects };
+  return { tag: digest(canonical(tree, record)), pick: picker(tree, record), selects, reaches };
 }
 
 /** The members of an object, or of the objects an array holds; undefined for anything else. */

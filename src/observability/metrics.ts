@@ -74,6 +74,11 @@ export const metrics = {
     labelNames: ['reason'] as const,
     registers: [registry],
   }),
+  webhookThreads: new Gauge({
+    name: 'rowi_webhook_threads',
+    help: "Webhook delivery threads running (ROWI_WEBHOOK_THREAD=thread): one in the process that holds the webhook dispatcher's lease while an endpoint is enabled, none while none is; summed over --workers",
+    registers: [registry],
+  }),
   tableRows: new Gauge({
     name: 'rowi_table_rows',
     help: "Rows of a table that grows with use, by table: an estimate (the span of its keys; on PostgreSQL its planner statistics for a table without one), measured after each pruning sweep (every minute), never on a scrape; with --workers the largest of the workers' measurements",

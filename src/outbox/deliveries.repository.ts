@@ -1,6 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
 import type { Executor } from '../db/database.js';
 import type { WebhookAttemptRow, WebhookDeliveryRow } from '../db/event-tables.js';
+import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts, rowsOf } from '../db/compiled.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
 
 export type StoredDelivery = WebhookDeliveryRow;
@@ -31,26 +32,46 @@ export function findAttempts(db: Executor, deliveryIds: number[]): Promise<Store
     .execute();
 }
 
-const INSERT_CHUNK = 1000;
-
 /**
  * `status = 'pending'` with the value in the SQL: only then may the databases read the partial
  * indexes of pending deliveries (migration 0015), which a bound parameter does not let them prove.
  */
 const PENDING = sql<SqlBool>`status = 'pending'`;
 
+const NEW_DELIVERY_FIELDS = [
+  'endpoint_id',
+  'event_id',
+  'event_type',
+  'resource_key',
+  'sequence',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'lease_until',
+  'claimed_by',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof NewDelivery)[];
+
+// The dispatcher's statements run every round with hundreds of rows or ids: compiled once per size
+// (db/compiled.ts), never built per call; each returns only what its caller reads.
+const insertDeliveryRows = compiledRowInserts(
+  BULK_ROWS_PER_INSERT,
+  NEW_DELIVERY_FIELDS.length,
+  (db, _count, ...values) =>
+    db
+      .insertInto('webhook_deliveries')
+      .values(rowsOf<NewDelivery>(values, NEW_DELIVERY_FIELDS))
+      .returning(['id', 'endpoint_id', 'event_id']),
+);
+
+/** Inserts deliveries (at most one of an event to an endpoint); answers them as stored, in the order given. */
 export async function insertDeliveries(db: Executor, deliveries: NewDelivery[]): Promise<StoredDelivery[]> {
-  const stored: StoredDelivery[] = [];
-  // In chunks: the databases bound the parameters of one statement (SQLite 32,766, PostgreSQL 65,535).
-  for (let from = 0; from < deliveries.length; from += INSERT_CHUNK)
-    stored.push(
-      ...(await db
-        .insertInto('webhook_deliveries')
-        .values(deliveries.slice(from, from + INSERT_CHUNK))
-        .returningAll()
-        .execute()),
-    );
-  return stored;
+  const values: unknown[] = [];
+  for (const delivery of deliveries) for (const field of NEW_DELIVERY_FIELDS) values.push(delivery[field]);
+  const ids = new Map<string, number>();
+  for (const row of await insertDeliveryRows(db, values)) ids.set(`${row.endpoint_id} ${row.event_id}`, Number(row.id));
+  return deliveries.map((delivery) => ({ ...delivery, id: ids.get(`${delivery.endpoint_id} ${delivery.event_id}`)! }));
 }
 
 /**
@@ -79,17 +100,14 @@ export async function assignSequences(db: Executor, deliveries: NewDelivery[]): 
   }
   const last = new Map<string, number>();
   const keyOf = (endpointId: number, resource: string) => `${endpointId} ${resource}`;
-  const endpoints = [...new Set(deliveries.map((delivery) => delivery.endpoint_id))];
-  const resources = [...new Set(deliveries.map((delivery) => delivery.resource_key!))];
-  for (let from = 0; from < resources.length; from += INSERT_CHUNK) {
-    const rows = await db
-      .selectFrom('webhook_sequences')
-      .selectAll()
-      .where('endpoint_id', 'in', endpoints)
-      .where('resource_key', 'in', resources.slice(from, from + INSERT_CHUNK))
-      .execute();
-    for (const row of rows) last.set(keyOf(row.endpoint_id, row.resource_key), Number(row.last));
+  const byEndpoint = new Map<number, Set<string>>();
+  for (const delivery of deliveries) {
+    const resources = byEndpoint.get(delivery.endpoint_id) ?? new Set<string>();
+    byEndpoint.set(delivery.endpoint_id, resources.add(delivery.resource_key!));
   }
+  for (const [endpointId, resources] of byEndpoint)
+    for (const row of await selectSequences(db, [...resources], endpointId))
+      last.set(keyOf(endpointId, row.resource_key), Number(row.last));
   const touched = new Map<string, { endpoint_id: number; resource_key: string; last: number }>();
   for (const delivery of deliveries) {
     const key = keyOf(delivery.endpoint_id, delivery.resource_key!);
@@ -98,16 +116,28 @@ export async function assignSequences(db: Executor, deliveries: NewDelivery[]): 
     delivery.sequence = next;
     touched.set(key, { endpoint_id: delivery.endpoint_id, resource_key: delivery.resource_key!, last: next });
   }
-  const rows = [...touched.values()];
-  for (let from = 0; from < rows.length; from += INSERT_CHUNK)
-    await db
-      .insertInto('webhook_sequences')
-      .values(rows.slice(from, from + INSERT_CHUNK))
-      .onConflict((conflict) =>
-        conflict.columns(['endpoint_id', 'resource_key']).doUpdateSet((eb) => ({ last: eb.ref('excluded.last') })),
-      )
-      .execute();
+  const values: unknown[] = [];
+  for (const row of touched.values()) values.push(row.endpoint_id, row.resource_key, row.last);
+  await upsertSequenceRows(db, values);
 }
+
+const selectSequences = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, resources, endpointId: unknown) =>
+  db
+    .selectFrom('webhook_sequences')
+    .select(['resource_key', 'last'])
+    .where('endpoint_id', '=', endpointId as number)
+    .where('resource_key', 'in', resources as string[]),
+);
+
+const SEQUENCE_FIELDS = ['endpoint_id', 'resource_key', 'last'] as const;
+const upsertSequenceRows = compiledRowInserts(BULK_ROWS_PER_INSERT, SEQUENCE_FIELDS.length, (db, _count, ...values) =>
+  db
+    .insertInto('webhook_sequences')
+    .values(rowsOf<{ endpoint_id: number; resource_key: string; last: number }>(values, SEQUENCE_FIELDS))
+    .onConflict((conflict) =>
+      conflict.columns(['endpoint_id', 'resource_key']).doUpdateSet((eb) => ({ last: eb.ref('excluded.last') })),
+    ),
+);
 
 /** The earliest next attempt of any pending delivery of an enabled endpoint (undefined when none). */
 export async function nextAttemptAt(db: Executor): Promise<string | undefined> {
@@ -134,7 +164,9 @@ const claimable = (now: string, owner: string) =>
 /**
  * Up to `limit` pending deliveries of an endpoint that are due and that nobody holds, soonest due
  * first (then oldest): read through the index of pending deliveries by due time, so deliveries
- * waiting for a retry later are not read at all.
+ * waiting for a retry later are not read at all. Those `owner` claimed itself are among them only
+ * when asked (`ownClaims`: a dispatcher that may hold claims it does not know of); else a
+ * dispatcher under a backlog would read again, every round, what it holds already.
  */
 export function findDue(
   db: Executor,
@@ -142,6 +174,7 @@ export function findDue(
   now: string,
   limit: number,
   owner: string,
+  ownClaims: boolean,
 ): Promise<StoredDelivery[]> {
   return db
     .selectFrom('webhook_deliveries')
@@ -149,12 +182,24 @@ export function findDue(
     .where('endpoint_id', '=', endpointId)
     .where(PENDING)
     .where('next_attempt_at', '<=', now)
-    .where(claimable(now, owner))
+    .where(ownClaims ? claimable(now, owner) : sql<SqlBool>`(lease_until is null or lease_until < ${now})`)
     .orderBy('next_attempt_at')
     .orderBy('id')
     .limit(limit)
     .execute();
 }
+
+const selectPendingBefore = compiledKeyLists(
+  BULK_ROWS_PER_INSERT,
+  (db, resources, endpointId: unknown, beforeId: unknown) =>
+    db
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'resource_key', 'next_attempt_at', 'lease_until'])
+      .where('endpoint_id', '=', endpointId as number)
+      .where('resource_key', 'in', resources as string[])
+      .where(PENDING)
+      .where('id', '<', beforeId as number),
+);
 
 /** The pending deliveries of these resources of an endpoint made before `beforeId`: what may hold later ones back. */
 export function findPendingBefore(
@@ -163,16 +208,43 @@ export function findPendingBefore(
   resources: string[],
   beforeId: number,
 ): Promise<Pick<StoredDelivery, 'id' | 'resource_key' | 'next_attempt_at' | 'lease_until'>[]> {
-  if (resources.length === 0) return Promise.resolve([]);
-  return db
+  return selectPendingBefore(db, resources, endpointId, beforeId);
+}
+
+/**
+ * Of these resources of an endpoint, those with a pending delivery that `owner` does not hold
+ * (waiting for a retry, held back behind one, or claimed by another process): what a new delivery
+ * of theirs must wait behind.
+ */
+export async function resourcesWaiting(
+  db: Executor,
+  endpointId: number,
+  resources: string[],
+  now: string,
+  owner: string,
+): Promise<string[]> {
+  if (resources.length === 0) return [];
+  const rows = await db
     .selectFrom('webhook_deliveries')
-    .select(['id', 'resource_key', 'next_attempt_at', 'lease_until'])
+    .select('resource_key')
+    .distinct()
     .where('endpoint_id', '=', endpointId)
     .where('resource_key', 'in', resources)
     .where(PENDING)
-    .where('id', '<', beforeId)
+    .where(sql<SqlBool>`(lease_until is null or lease_until < ${now} or claimed_by is null or claimed_by <> ${owner})`)
     .execute();
+  return rows.map((row) => row.resource_key!);
 }
+
+const claimRows = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, ids, now: unknown, leaseUntil: unknown, owner: unknown) =>
+  db
+    .updateTable('webhook_deliveries')
+    .set({ lease_until: leaseUntil as string, claimed_by: owner as string })
+    .where('id', 'in', ids as number[])
+    .where(PENDING)
+    .where(claimable(now as string, owner as string))
+    .returning('id'),
+);
 
 /** Takes the deliveries for `owner` until `leaseUntil`; answers the ids taken (those still pending and free). */
 export async function claimDeliveries(
@@ -183,15 +255,7 @@ export async function claimDeliveries(
   owner: string,
 ): Promise<number[]> {
   if (ids.length === 0) return [];
-  const rows = await db
-    .updateTable('webhook_deliveries')
-    .set({ lease_until: leaseUntil, claimed_by: owner })
-    .where('id', 'in', ids)
-    .where('status', '=', 'pending')
-    .where(claimable(now, owner))
-    .returning('id')
-    .execute();
-  return rows.map((row) => row.id);
+  return (await claimRows(db, ids, now, leaseUntil, owner)).map((row) => Number(row.id));
 }
 
 /** Moves the next attempt of pending deliveries to `at` (held back behind an earlier delivery of their resource). */
@@ -248,42 +312,51 @@ export async function releaseDeliveries(db: Executor, ids: number[], owner: stri
       .execute();
 }
 
+const markRowsSucceeded = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, ids, now: unknown) =>
+  db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: sql.lit('succeeded'),
+      attempts: eb('attempts', '+', sql.lit(1)),
+      next_attempt_at: sql`null`,
+      lease_until: sql`null`,
+      updated_at: now as string,
+    }))
+    .where('id', 'in', ids as number[]),
+);
+
 /** Records many succeeded deliveries at once: one more attempt each, no next attempt, the lease ended. */
 export async function markSucceeded(db: Executor, ids: number[], now: string): Promise<void> {
-  for (let from = 0; from < ids.length; from += INSERT_CHUNK)
-    await db
-      .updateTable('webhook_deliveries')
-      .set((eb) => ({
-        status: 'succeeded',
-        attempts: eb('attempts', '+', 1),
-        next_attempt_at: null,
-        lease_until: null,
-        updated_at: now,
-      }))
-      .where('id', 'in', ids.slice(from, from + INSERT_CHUNK))
-      .execute();
+  if (ids.length > 0) await markRowsSucceeded(db, ids, now);
 }
+
+const selectExisting = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, ids) =>
+  db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('id', 'in', ids as number[]),
+);
 
 /** Which of these deliveries still exist. */
 export async function existingDeliveries(db: Executor, ids: number[]): Promise<number[]> {
-  const existing: number[] = [];
-  for (let from = 0; from < ids.length; from += INSERT_CHUNK) {
-    const rows = await db
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('id', 'in', ids.slice(from, from + INSERT_CHUNK))
-      .execute();
-    existing.push(...rows.map((row) => Number(row.id)));
-  }
-  return existing;
+  return (await selectExisting(db, ids)).map((row) => Number(row.id));
 }
 
+const ATTEMPT_FIELDS = [
+  'delivery_id',
+  'attempted_at',
+  'status_code',
+  'duration_ms',
+  'error',
+] as const satisfies readonly (keyof StoredAttempt)[];
+const insertAttemptRows = compiledRowInserts(BULK_ROWS_PER_INSERT, ATTEMPT_FIELDS.length, (db, _count, ...values) =>
+  db.insertInto('webhook_attempts').values(rowsOf<Omit<StoredAttempt, 'id'>>(values, ATTEMPT_FIELDS)),
+);
+
 export async function insertAttempts(db: Executor, attempts: Omit<StoredAttempt, 'id'>[]): Promise<void> {
-  for (let from = 0; from < attempts.length; from += INSERT_CHUNK)
-    await db
-      .insertInto('webhook_attempts')
-      .values(attempts.slice(from, from + INSERT_CHUNK))
-      .execute();
+  const values: unknown[] = [];
+  for (const attempt of attempts) for (const field of ATTEMPT_FIELDS) values.push(attempt[field]);
+  await insertAttemptRows(db, values);
 }
 
 /** The delivery after an attempt: its status, count of attempts and next attempt; the lease ends (only when its status is `onlyIf`, when given). */

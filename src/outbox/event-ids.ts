@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 const NODE = randomBytes(5).toString('hex');
 let lastMs = 0;
 let counter = 0;
+/** `evt_` and lastMs in hex: the part of the ids of one millisecond they share (an import's chunk makes thousands). */
+let prefix = 'evt_000000000000';
 
 /**
  * `evt_` and 28 hex digits: the time in milliseconds (12), a counter (6), this process's random
@@ -21,11 +23,13 @@ export function nextEventId(): string {
   if (ms !== lastMs) {
     lastMs = ms;
     counter = 0;
+    prefix = `evt_${lastMs.toString(16).padStart(12, '0')}`;
   } else if (++counter > 0xffffff) {
     lastMs = ms + 1;
     counter = 0;
+    prefix = `evt_${lastMs.toString(16).padStart(12, '0')}`;
   }
-  return `evt_${lastMs.toString(16).padStart(12, '0')}${counter.toString(16).padStart(6, '0')}${NODE}`;
+  return `${prefix}${(0x1000000 + counter).toString(16).slice(1)}${NODE}`;
 }
 
 export const EVENT_ID_PATTERN = '^evt_[0-9a-f]{28}$';

@@ -1,5 +1,5 @@
 import { sql, type SqlBool } from 'kysely';
-import { BULK_ROWS_PER_INSERT, compiledRowInserts, rowsOf } from '../db/compiled.js';
+import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts, rowsOf } from '../db/compiled.js';
 import type { Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { WRITERS_LOCK_CLASS } from '../db/prepared-statements.js';
@@ -36,10 +36,10 @@ const insertRows = compiledRowInserts(BULK_ROWS_PER_INSERT, EVENT_FIELDS.length,
 );
 
 export async function insertEvents(db: Executor, events: NewEvent[]): Promise<void> {
-  await insertRows(
-    db,
-    events.flatMap((event) => EVENT_FIELDS.map((field) => event[field])),
-  );
+  // One flat array, not an array an event (an import's chunk writes two thousand).
+  const values: unknown[] = [];
+  for (const event of events) for (const field of EVENT_FIELDS) values.push(event[field]);
+  await insertRows(db, values);
 }
 
 /**
@@ -138,18 +138,16 @@ export async function findEventById(db: Executor, id: string): Promise<StoredEve
   return row ? asStored(row) : undefined;
 }
 
+const selectEventsByIds = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, ids) =>
+  db
+    .selectFrom('events')
+    .select(EVENT_COLUMNS)
+    .where('id', 'in', ids as string[]),
+);
+
 /** The events of these ids that are still kept (in no order). */
 export async function findEventsByIds(db: Executor, ids: readonly string[]): Promise<StoredEvent[]> {
-  const events: StoredEvent[] = [];
-  for (let from = 0; from < ids.length; from += 1000) {
-    const rows = await db
-      .selectFrom('events')
-      .select(EVENT_COLUMNS)
-      .where('id', 'in', ids.slice(from, from + 1000))
-      .execute();
-    events.push(...rows.map(asStored));
-  }
-  return events;
+  return (await selectEventsByIds(db, ids)).map(asStored);
 }
 
 /** A page of the events the sight shows (of the records the caller sees: db/visibility.ts). */

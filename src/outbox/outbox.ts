@@ -27,14 +27,16 @@ export interface EventDraft {
 export async function recordEvents(trx: Trx, drafts: (EventDraft & { id?: string })[]): Promise<void> {
   if (drafts.length === 0) return;
   const events: NewEvent[] = drafts.map((draft) => {
-    const id = draft.id ?? nextEventId();
+    const resource = resourceOf(draft.type);
+    const { created_by, user_id } = draft.owner ?? ownerOf(resource, draft.data);
     return {
-      id,
+      id: draft.id ?? nextEventId(),
       type: draft.type,
-      resource: resourceOf(draft.type),
+      resource,
       path: draft.path,
       data: JSON.stringify(representation(draft.data)),
-      ...(draft.owner ?? ownerOf(resourceOf(draft.type), draft.data)),
+      created_by,
+      user_id,
     };
   });
   await insertEvents(trx, events);

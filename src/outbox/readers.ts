@@ -6,7 +6,9 @@ import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
 import { leaseHolderName } from './lease.js';
 import { AddressPolicy } from './ssrf.js';
+import type { Wakes } from './outbox-worker.js';
 import type { ReadableBy } from './webhook-owners.js';
+import { WebhookStandby, type Dispatching } from './webhook-standby.js';
 import { retrySchedule, WebhookDispatcher, type WebhookOptions } from './webhooks.js';
 
 export interface EventsDependencies {
@@ -20,10 +22,11 @@ export interface EventsDependencies {
   /** What a webhook endpoint's owner may read now (auth/policy.ts, handed in by app.ts). */
   readableBy: ReadableBy;
   /**
-   * Starts webhook delivery elsewhere, woken by this process's feed (a thread of its own:
-   * process/webhook-thread.ts); answers undefined when it cannot, and delivery runs here.
+   * Starts webhook delivery elsewhere (a thread of its own: process/webhook-thread.ts), woken by
+   * this process's feed, holding the dispatcher's lease as `owner`; started only while an endpoint
+   * is enabled (webhook-standby.ts). Without it, delivery runs here.
    */
-  dispatchElsewhere?: (feed: EventFeed) => { close(): Promise<void> } | undefined;
+  dispatchElsewhere?: ((feed: Wakes, owner: string) => Dispatching) | undefined;
 }
 
 /** Settings and collaborators of webhook delivery, wherever it runs. */
@@ -32,10 +35,12 @@ export interface DispatcherSettings {
   policy: AddressPolicy;
   userAgent: string;
   readableBy: ReadableBy;
+  /** This process, as the holder of the dispatcher's lease (leaseHolderName). */
+  owner: string;
 }
 
 /** What the webhook dispatcher is told, from the settings. */
-export function webhookOptions({ config, policy, userAgent, readableBy }: DispatcherSettings): WebhookOptions {
+export function webhookOptions({ config, policy, userAgent, readableBy, owner }: DispatcherSettings): WebhookOptions {
   return {
     retrySchedule: retrySchedule(config.webhookRetrySchedule),
     timeoutMs: config.webhookTimeout,
@@ -43,7 +48,7 @@ export function webhookOptions({ config, policy, userAgent, readableBy }: Dispat
     disableAfter: config.webhookDisableAfter,
     policy,
     userAgent,
-    owner: leaseHolderName(),
+    owner,
     readableBy,
   };
 }
@@ -68,9 +73,11 @@ export function startEvents({
   const feed = new EventFeed(db, commits, signals, log);
   const policy = new AddressPolicy(config.webhookAllowHosts);
   const owner = leaseHolderName();
-  let dispatcher = dispatchElsewhere?.(feed);
-  if (dispatcher === undefined) {
-    const here = new WebhookDispatcher(db, feed, log, webhookOptions({ config, policy, userAgent, readableBy }));
+  let dispatcher: Dispatching;
+  if (dispatchElsewhere !== undefined)
+    dispatcher = new WebhookStandby(db, log, owner, () => dispatchElsewhere(feed, owner));
+  else {
+    const here = new WebhookDispatcher(db, feed, log, webhookOptions({ config, policy, userAgent, readableBy, owner }));
     here.start();
     dispatcher = here;
   }

@@ -3,6 +3,13 @@ import { BlockList, isIP } from 'node:net';
 import { AppError } from '../errors.js';
 import { reachedIPv4, specialPurpose } from './special-addresses.js';
 
+/** How a host name is resolved to every address it has (node:dns's `lookup` with `all`). */
+export type Resolver = (
+  hostname: string,
+  options: { all: true },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
 /**
  * Where webhooks may be sent (server-side request forgery): never to an address that is not on
  * the public internet (special-addresses.ts: the IANA special-purpose registries, multicast, IPv6
@@ -16,8 +23,11 @@ import { reachedIPv4, specialPurpose } from './special-addresses.js';
 export class AddressPolicy {
   readonly #hosts = new Set<string>();
   readonly #ranges = new BlockList();
+  readonly #resolve: Resolver;
 
-  constructor(allowHosts: string) {
+  /** `resolve` is node:dns's look-up but in tests, where a name must resolve to a given address. */
+  constructor(allowHosts: string, resolve: Resolver = dnsLookup) {
+    this.#resolve = resolve;
     for (const entry of allowHosts
       .split(',')
       .map((text) => text.trim())
@@ -87,7 +97,7 @@ export class AddressPolicy {
     options: { family?: number | string; all?: boolean },
     callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
   ): void => {
-    dnsLookup(hostname, { all: true }, (error, addresses) => {
+    this.#resolve(hostname, { all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const allowedByName = this.hostAllowed(hostname);
       for (const { address } of addresses) {
@@ -123,7 +133,7 @@ export class AddressPolicy {
     if (isIP(bare) !== 0 || this.hostAllowed(bare)) return undefined;
     const addresses = await new Promise<LookupAddress[]>((resolve) => {
       const timer = setTimeout(() => resolve([]), timeoutMs);
-      dnsLookup(bare, { all: true }, (error, found) => {
+      this.#resolve(bare, { all: true }, (error, found) => {
         clearTimeout(timer);
         resolve(error ? [] : found);
       });

@@ -75,6 +75,17 @@ export async function findEnabledEndpoints(db: Executor): Promise<EndpointWithOw
   return rows.map(withOwner);
 }
 
+/** Whether any endpoint is enabled: a read of one row at most (the endpoints are few; this is asked every second). */
+export async function anyEnabledEndpoint(db: Executor): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('enabled', '=', 1)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function findEndpointWithOwner(db: Executor, id: number): Promise<EndpointWithOwner | undefined> {
   const row = await selectWithOwner(db).where('e.id', '=', id).executeTakeFirst();
   return row && withOwner(row);

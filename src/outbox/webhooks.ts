@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
-import type { Db } from '../db/database.js';
+import type { Db, Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
@@ -16,6 +16,7 @@ import {
   nextAttemptAt,
   releaseClaimsOf,
   releaseDeliveries,
+  resourcesWaiting,
   type NewDelivery,
   type StoredDelivery,
 } from './deliveries.repository.js';
@@ -30,7 +31,6 @@ import {
   type Turn,
 } from './delivery-outcomes.js';
 import { OutboxWorker, type Wakes } from './outbox-worker.js';
-import { presentEvent } from './outbox.js';
 import { Lease } from './lease.js';
 import {
   cursorOf,
@@ -44,13 +44,14 @@ import {
 import { webhookHeaders } from './signing.js';
 import type { AddressPolicy } from './ssrf.js';
 import {
+  anyEnabledEndpoint,
   findEnabledEndpoints,
   findEndpointWithOwner,
   type EndpointWithOwner,
   type StoredEndpoint,
 } from './webhook-endpoints.repository.js';
 import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
-import { sendWebhook, webhookAgents, type WebhookAgents } from './webhook-sender.js';
+import { WebhookSender } from './webhook-sender.js';
 
 export interface WebhookOptions extends OutcomeRules {
   timeoutMs: number;
@@ -98,6 +99,47 @@ const OUTCOME_BATCH = 500;
 /** A delivery of an endpoint that was written before resources were numbered is a resource of its own. */
 const ownResource = (delivery: StoredDelivery) => delivery.resource_key ?? `delivery:${delivery.id}`;
 
+/** The dispatcher's lease, held by `owner` (the dispatcher, or the standby of a process that delivers on a thread: webhook-standby.ts). */
+export function webhookLease(db: Db, owner: string): Lease {
+  // Taking over from another holder: its claims are given back, to be sent again now.
+  return new Lease(db, CURSOR, owner, isSqlite(db) ? SQLITE_LEASE_MS : LEASE_MS, (trx, previous) =>
+    releaseClaimsOf(trx, previous),
+  );
+}
+
+/**
+ * The heartbeat's hold on the dispatcher's lease: renewed on every beat on PostgreSQL; on SQLite
+ * (a long lease, taken over at once from a holder of this host that died) only once a third of it is left.
+ */
+export function beatWebhookLease(db: Db, lease: Lease): Promise<boolean> {
+  return isSqlite(db) ? lease.held() : lease.beat();
+}
+
+/**
+ * While no endpoint is enabled, moves the webhooks' cursor to the outbox's end, as the fan-out
+ * would (nobody is to get those events: an endpoint gets none made before it), so that the
+ * dispatcher that starts once one is enabled does not read them all; `owner` holds the lease.
+ * Answers whether an endpoint is enabled (then the cursor stays).
+ */
+export async function skipWhileNoEndpoint(db: Db, owner: string): Promise<boolean> {
+  if (await anyEnabledEndpoint(db)) return true;
+  const cursor = await cursorOf(db, CURSOR);
+  const [next] = await findEventsAfter(db, cursor, { limit: 1, withoutData: true });
+  if (next === undefined) return false;
+  return unitOfWork(db, async (trx) => {
+    // The end is read before the endpoints: one enabled after that read gets every event after it.
+    const end = await latestPosition(trx);
+    if (await anyEnabledEndpoint(trx)) return true;
+    if (!(await moveCursor(trx, CURSOR, owner, end))) throw new Error('the webhook dispatcher lost its lease');
+    return false;
+  });
+}
+
+/** Whether `owner` is named the holder of the dispatcher's lease. */
+export async function holdsWebhookLease(db: Db, owner: string): Promise<boolean> {
+  return (await cursorOf(db, CURSOR)).lease_owner === owner;
+}
+
 /** Parses ROWI_WEBHOOK_RETRY_SCHEDULE. */
 export function retrySchedule(text: string): number[] {
   return text.split(',').map(Number);
@@ -116,6 +158,8 @@ interface Queued {
 /** One endpoint's part of the sending, in memory: the deliveries claimed for it, by resource. */
 class Lane {
   endpoint: EndpointWithOwner | undefined;
+  /** What the endpoint's owner may read, from its grants as read with the endpoint (null: the owner is gone). */
+  readable: EventSight | null = null;
   checkedAt = 0;
   refreshing: Promise<void> | undefined;
   /** Claimed deliveries by resource, oldest first; a resource's first may be in flight. */
@@ -129,6 +173,14 @@ class Lane {
   inFlight = 0;
   /** Whether it may have due deliveries not claimed yet. */
   look = true;
+  /** Whether deliveries of it may wait in the table unclaimed: then new ones are not claimed as they are written (they would pass them). */
+  behind = true;
+  /**
+   * Whether the table may hold claims of this process that it does not know of (a new lane: the
+   * thread before it, under the same name, may have left some; a claim whose commit went unseen):
+   * the next read of due deliveries takes those too.
+   */
+  recover = true;
   /** Disabled or deleted: nothing more is sent. */
   gone = false;
 
@@ -166,8 +218,8 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #log: FastifyBaseLogger;
   readonly #options: WebhookOptions;
   readonly #lease: Lease;
-  /** Connections kept to receivers between deliveries. */
-  readonly #agents: WebhookAgents;
+  /** Sends the attempts, over connections kept to receivers between deliveries. */
+  readonly #sender: WebhookSender;
   readonly #lanes = new Map<number, Lane>();
   /** Ids of the deliveries in the lanes' chains. */
   readonly #held = new Set<number>();
@@ -178,8 +230,16 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #release: number[] = [];
   /** The later deliveries of a resource let go when a delivery of it failed, by that delivery: held back when its outcome is written. */
   readonly #behind = new Map<number, number[]>();
+  /**
+   * Failures counted in this round, and the count at each resource's latest (by endpoint and
+   * resource): a delivery claimed before its resource's failure and chained after it is not sent.
+   */
+  #failures = 0;
+  readonly #failedAt = new Map<string, number>();
   #inFlight = 0;
   #outcomes: SettledTurn[] = [];
+  /** The outcomes being written now. */
+  #writingTurns: readonly SettledTurn[] = [];
   #writing: Promise<void> | undefined;
   #writeTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
@@ -187,6 +247,7 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #heartbeat: NodeJS.Timeout;
   #listedAt = 0;
   #rescannedAt = 0;
+  #nextLookedAt = 0;
   #beatFailing = false;
   /** Whether the heartbeat renews the lease (PostgreSQL). */
   readonly #beats: boolean;
@@ -196,12 +257,9 @@ export class WebhookDispatcher extends OutboxWorker {
     this.#db = db;
     this.#log = log;
     this.#options = options;
-    this.#agents = webhookAgents(options.concurrency);
-    // Taking over from another holder: its claims are given back, to be sent again now.
+    this.#sender = new WebhookSender(options);
     this.#beats = !isSqlite(db);
-    this.#lease = new Lease(db, CURSOR, options.owner, this.#beats ? LEASE_MS : SQLITE_LEASE_MS, (trx, previous) =>
-      releaseClaimsOf(trx, previous),
-    );
+    this.#lease = webhookLease(db, options.owner);
     this.#heartbeat = setInterval(() => void this.#beat(), HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
@@ -219,7 +277,7 @@ export class WebhookDispatcher extends OutboxWorker {
       await unitOfWork(this.#db, (trx) => releaseDeliveries(trx, unsent, this.#lease.owner)).catch((error: unknown) =>
         this.#log.warn({ err: error }, `webhook claims could not be given back: ${faultOf(error)}`),
       );
-    this.#agents.destroy();
+    await this.#sender.close();
   }
 
   async #beat(): Promise<void> {
@@ -248,6 +306,7 @@ export class WebhookDispatcher extends OutboxWorker {
       this.later(this.#lease.retryMs);
       return false;
     }
+    this.#failedAt.clear();
     while ((await this.#fanOut()) === FAN_OUT_BATCH && !this.closed);
     await this.#claim();
     this.#pump();
@@ -255,12 +314,18 @@ export class WebhookDispatcher extends OutboxWorker {
   }
 
   protected async settled(): Promise<void> {
-    if (this.closed) return;
+    // At most once a heartbeat: under load the rounds settle many times a second, and the read
+    // passes every claimed delivery. Retries this process schedules wake it on their own (#record).
+    if (this.closed || Date.now() - this.#nextLookedAt < HEARTBEAT_MS) return;
+    this.#nextLookedAt = Date.now();
     const next = await nextAttemptAt(this.#db);
     if (next !== undefined) this.#retryWake(Date.parse(next));
   }
 
   protected async failed(error: unknown): Promise<void> {
+    // A claim may have committed unseen (the connection lost as it committed): new deliveries are
+    // not claimed as they are written until #claim has read what is due again.
+    for (const lane of this.#lanes.values()) lane.behind = lane.recover = true;
     this.#log.warn({ err: error }, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
     this.later(1000);
   }
@@ -294,12 +359,18 @@ export class WebhookDispatcher extends OutboxWorker {
     this.#held.clear();
   }
 
-  /** Fans out one batch of events; answers how many events it read. */
+  /**
+   * Fans out one batch of events; answers how many events it read. The deliveries an endpoint has
+   * room for, of resources with nothing pending before them, are claimed as they are written and
+   * chained here with their events at once (no read, claim and event read of their own later);
+   * the others wait in the table for #claim.
+   */
   async #fanOut(): Promise<number> {
     const cursor = await cursorOf(this.#db, CURSOR);
     const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
-    const { read, endpoints } = await unitOfWork(this.#db, async (trx) => {
+    const since = this.#failures;
+    const { read, endpoints, claimed, events } = await unitOfWork(this.#db, async (trx) => {
       const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
       for (const endpoint of await findEnabledEndpoints(trx)) {
         if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
@@ -307,16 +378,14 @@ export class WebhookDispatcher extends OutboxWorker {
       }
       // Nobody to send to: the cursor moves to the end at once, no event is read.
       const events =
-        endpoints.length === 0
-          ? []
-          : await findEventsAfter(trx, await cursorOf(trx, CURSOR), { limit: FAN_OUT_BATCH, withoutData: true });
+        endpoints.length === 0 ? [] : await findEventsAfter(trx, await cursorOf(trx, CURSOR), { limit: FAN_OUT_BATCH });
       const to =
         endpoints.length === 0
           ? await latestPosition(trx)
           : events.length > 0
             ? positionOf(events[events.length - 1]!)
             : undefined;
-      if (to === undefined) return { read: 0, endpoints: new Set<number>() };
+      if (to === undefined) return { read: 0, endpoints: new Set<number>(), claimed: [], events };
       const now = nowTimestamp();
       const deliveries = events.flatMap((event) =>
         endpoints
@@ -324,16 +393,74 @@ export class WebhookDispatcher extends OutboxWorker {
           .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
       );
       await assignSequences(trx, deliveries);
-      await insertDeliveries(trx, deliveries);
+      await this.#claimAsWritten(trx, deliveries);
+      const stored = await insertDeliveries(trx, deliveries);
       if (!(await moveCursor(trx, CURSOR, this.#lease.owner, to)))
         throw new Error('the webhook dispatcher lost its lease');
       // A ping's delivery is written with its event: its endpoint has work.
       for (const event of events)
         if (event.type === 'webhook.ping') this.#lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
-      return { read: events.length, endpoints: new Set(deliveries.map((delivery) => delivery.endpoint_id)) };
+      return {
+        read: events.length,
+        endpoints: new Set(
+          stored.filter((delivery) => delivery.claimed_by === null).map((delivery) => delivery.endpoint_id),
+        ),
+        claimed: stored.filter((delivery) => delivery.claimed_by !== null),
+        events,
+      };
     });
     for (const id of endpoints) this.#lane(id).look = true;
+    this.#chain(claimed, new Map(events.map((event) => [event.id, event])), since);
     return read;
+  }
+
+  /**
+   * Of new deliveries (in outbox order), claims for this process those its endpoint's lane has room
+   * for, when nothing of the lane waits in the table to be claimed before them, and whose resource
+   * has nothing pending before them but what this process holds (chained, in flight, or its
+   * success not written yet): they may go as soon as they are written. The others are left to
+   * #claim, which reads them from the table in order.
+   */
+  async #claimAsWritten(trx: Executor, deliveries: NewDelivery[]): Promise<void> {
+    const room = this.#share() * (1 + AHEAD_PER_SLOT);
+    const now = nowTimestamp();
+    const leaseUntil = new Date(Date.now() + CLAIM_MS).toISOString();
+    const byLane = new Map<number, NewDelivery[]>();
+    for (const delivery of deliveries)
+      byLane.set(delivery.endpoint_id, [...(byLane.get(delivery.endpoint_id) ?? []), delivery]);
+    for (const [id, mine] of byLane) {
+      const lane = this.#lanes.get(id);
+      if (lane === undefined || lane.gone || lane.behind || lane.held >= room) {
+        if (lane !== undefined) lane.behind = true;
+        continue;
+      }
+      let free = room - lane.held;
+      const resources = [...new Set(mine.map((delivery) => delivery.resource_key!))];
+      // Failed here, its outcome (which holds the later ones back) not written yet: looked at before
+      // the read and after it, since an outcome may be written while the read runs, unseen by it.
+      const blocked = this.#failing(id);
+      for (const key of await resourcesWaiting(trx, id, resources, now, this.#lease.owner)) blocked.add(key);
+      for (const key of this.#failing(id)) blocked.add(key);
+      for (const delivery of mine) {
+        // Once one of a resource waits in the table, the later ones of it wait there too (in order).
+        if (free <= 0 || blocked.has(delivery.resource_key!)) {
+          blocked.add(delivery.resource_key!);
+          lane.behind = true;
+          continue;
+        }
+        delivery.claimed_by = this.#lease.owner;
+        delivery.lease_until = leaseUntil;
+        free--;
+      }
+    }
+  }
+
+  /** The resources of an endpoint with a failed delivery whose outcome is not written yet. */
+  #failing(endpointId: number): Set<string> {
+    const keys = new Set<string>();
+    for (const turn of [...this.#outcomes, ...this.#writingTurns])
+      if (!goesOn(turn) && turn.delivery.endpoint_id === endpointId) keys.add(ownResource(turn.delivery));
+    return keys;
   }
 
   /** An endpoint's share of the sending slots now. */
@@ -347,6 +474,7 @@ export class WebhookDispatcher extends OutboxWorker {
   async #claim(): Promise<void> {
     if (Date.now() - this.#listedAt >= HEARTBEAT_MS) await this.#listEndpoints();
     const now = nowTimestamp();
+    const since = this.#failures;
     const share = this.#share();
     const picked: StoredDelivery[] = [];
     const heldBack = new Map<string, number[]>();
@@ -376,25 +504,37 @@ export class WebhookDispatcher extends OutboxWorker {
         event,
       ]),
     );
-    for (const delivery of taken) {
+    this.#chain(taken, events, since);
+  }
+
+  /**
+   * Chains claimed deliveries (in id order) by resource in their endpoints' lanes. Given back:
+   * those of a lane gone, and those of a resource whose delivery failed after `since` (the count of
+   * failures when they were read): that failure holds them back, in the table.
+   */
+  #chain(taken: StoredDelivery[], events: Map<string, StoredEvent>, since: number): void {
+    for (const delivery of [...taken].sort((a, b) => a.id - b.id)) {
       const lane = this.#lanes.get(delivery.endpoint_id);
-      if (lane === undefined || lane.gone) {
+      const key = ownResource(delivery);
+      if (lane === undefined || lane.gone || (this.#failedAt.get(`${delivery.endpoint_id} ${key}`) ?? 0) > since) {
         this.#unwritten.add(delivery.id);
         this.#release.push(delivery.id);
+        if (lane !== undefined) lane.look = lane.behind = true;
         continue;
       }
-      const key = ownResource(delivery);
       const chain = lane.chains.get(key);
       const queued = { delivery, event: events.get(delivery.event_id) };
       if (chain === undefined) {
         lane.chains.set(key, [queued]);
-        lane.ready.push(key);
+        // Its first may be in flight still (sent, its chain emptied meanwhile): then it joins the ready ones when that ends.
+        if (!lane.sending.has(key)) lane.ready.push(key);
       } else chain.push(queued);
       // Its owner's grants are read again before it is sent (then shared for OWNER_FRESH_MS).
       lane.checkedAt = 0;
       lane.held++;
       this.#held.add(delivery.id);
     }
+    if (this.#release.length > 0) this.#writeSoon();
   }
 
   /**
@@ -409,8 +549,10 @@ export class WebhookDispatcher extends OutboxWorker {
     heldBack: Map<string, number[]>,
   ): Promise<void> {
     const room = share * (1 + AHEAD_PER_SLOT) - lane.held;
-    const found = await findDue(this.#db, lane.id, now, room, this.#lease.owner);
+    const found = await findDue(this.#db, lane.id, now, room, this.#lease.owner, lane.recover);
+    lane.recover = false;
     if (found.length < room) lane.look = false;
+    lane.behind = found.length >= room;
     const due = found.filter((delivery) => !this.#held.has(delivery.id) && !this.#unwritten.has(delivery.id));
     if (due.length === 0) return;
     due.sort((a, b) => a.id - b.id);
@@ -509,7 +651,9 @@ export class WebhookDispatcher extends OutboxWorker {
       if (chain.length > 0) lane.ready.push(key);
       else lane.chains.delete(key);
     } else {
-      // The later deliveries of its resource wait for it: let go, and held back when its outcome is written.
+      // The later deliveries of its resource wait for it: let go, and held back when its outcome is
+      // written; so do those claimed before it failed and not chained yet (#chain).
+      this.#failedAt.set(`${lane.id} ${key}`, ++this.#failures);
       const behind = chain.map(({ delivery }) => delivery.id);
       for (const id of behind) {
         this.#held.delete(id);
@@ -543,7 +687,7 @@ export class WebhookDispatcher extends OutboxWorker {
         attemptedAt,
         ownerId,
       };
-    const refused = ownerRefusal(ownerId, endpoint.owner && this.#options.readableBy(ownerId, endpoint.owner), event);
+    const refused = ownerRefusal(ownerId, lane.readable, event);
     if (refused)
       return {
         delivery,
@@ -552,12 +696,7 @@ export class WebhookDispatcher extends OutboxWorker {
         attemptedAt,
         ownerId,
       };
-    const outcome = await sendWebhook(endpoint.url, ...signed(endpoint, event, delivery), {
-      timeoutMs: this.#options.timeoutMs,
-      policy: this.#options.policy,
-      userAgent: this.#options.userAgent,
-      agents: this.#agents,
-    });
+    const outcome = await this.#sender.send(endpoint.url, ...signed(endpoint, event, delivery));
     return { delivery, kind: 'sent', outcome, attemptedAt, ownerId };
   }
 
@@ -567,6 +706,7 @@ export class WebhookDispatcher extends OutboxWorker {
       lane.refreshing ??= findEndpointWithOwner(this.#db, lane.id)
         .then((endpoint) => {
           lane.endpoint = endpoint;
+          lane.readable = endpoint?.owner ? this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) : null;
           lane.checkedAt = Date.now();
         })
         .finally(() => (lane.refreshing = undefined));
@@ -597,6 +737,7 @@ export class WebhookDispatcher extends OutboxWorker {
     const release = this.#release.splice(0);
     if (turns.length === 0 && release.length === 0) return;
     this.#outcomes = [];
+    this.#writingTurns = turns;
     this.#writing = (async () => {
       try {
         const disabled = await unitOfWork(this.#db, async (trx) => {
@@ -630,6 +771,7 @@ export class WebhookDispatcher extends OutboxWorker {
         setTimeout(() => this.#writeSoon(), 1000).unref();
       } finally {
         this.#writing = undefined;
+        this.#writingTurns = [];
       }
     })();
     await this.#writing;
@@ -676,11 +818,10 @@ function signed(
   event: StoredEvent,
   delivery: StoredDelivery,
 ): [string, Record<string, string>] {
-  const body = JSON.stringify({
-    ...presentEvent(event),
-    resource: delivery.resource_key ?? resourceKeyOf(event.path),
-    ...(delivery.sequence === null ? {} : { sequence: Number(delivery.sequence) }),
-  });
+  // The event as presentEvent shows it, its data spliced in as stored (JSON.stringify's text): the
+  // same bytes as parsing and serialising it again, at a fraction of the cost.
+  const sequence = delivery.sequence === null ? '' : `,"sequence":${Number(delivery.sequence)}`;
+  const body = `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"created_at":${JSON.stringify(event.created_at)},"path":${JSON.stringify(event.path)},"data":${event.data},"resource":${JSON.stringify(delivery.resource_key ?? resourceKeyOf(event.path))}${sequence}}`;
   const secrets = [endpoint.secret];
   if (
     endpoint.previous_secret !== null &&

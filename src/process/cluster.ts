@@ -222,7 +222,7 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
     listener?.close();
     throw error;
   }
-  // Scheduled backups run here, once for all workers, on a thread of their own.
+  // Scheduled backups are started here, once for all workers, each copied in a process of its own.
   if (config.backupDir !== '') {
     const { scheduleBackups } = await import('../db/backup-schedule.js');
     scheduleBackups(config, logger);

@@ -7,6 +7,7 @@ import { announce, CLOSING_MARGIN_MS, createFirstAdmin, listen, migrate, openChe
 import { createLogger } from '../observability/logger.js';
 import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
 import { isPreparerMessage, PREPARER_ENV, type PreparerMessage } from './preparer.js';
+import { boundHeapGrowth } from './heap.js';
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
@@ -21,6 +22,7 @@ import { isPreparerMessage, PREPARER_ENV, type PreparerMessage } from './prepare
  * The primary starts lean (process/cli.ts); this is the way when that did not apply.
  */
 export async function serve(config: Config): Promise<void> {
+  boundHeapGrowth(config);
   if (cluster.isWorker) return serveAsWorker(config);
   checkBackupSettings(config);
   const workers = config.workers === 0 ? availableParallelism() : config.workers;

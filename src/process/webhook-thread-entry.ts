@@ -14,7 +14,7 @@ const THREAD_POOL_SIZE = 4;
 
 // The webhook thread (webhook-thread.ts): the dispatcher on a database connection of its own,
 // woken by the main thread's messages, until it is told to close.
-const { config, userAgent, lockReleases } = workerData as WebhookThreadData;
+const { config, userAgent, owner, lockReleases } = workerData as WebhookThreadData;
 shareWriteLockReleases(lockReleases);
 const log = createLogger(config).child({ thread: 'webhooks' });
 const storage = await openStorage(
@@ -47,6 +47,7 @@ const dispatcher = new WebhookDispatcher(
     policy: new AddressPolicy(config.webhookAllowHosts),
     userAgent,
     readableBy: eventSightOfOwner,
+    owner,
   }),
 );
 dispatcher.start();

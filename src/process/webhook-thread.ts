@@ -6,6 +6,7 @@ import type { Config } from '../config/config.js';
 import { writeLockReleases } from '../db/sqlite-lock.js';
 import type { Wakes } from '../outbox/outbox-worker.js';
 import { faultOf } from '../observability/logger.js';
+import { metrics } from '../observability/metrics.js';
 
 /** The thread's entry, as built (dist/); running from the sources (the in-process tests) there is none. */
 const ENTRY = new URL('./webhook-thread-entry.js', import.meta.url);
@@ -16,31 +17,34 @@ const RESTART_MS = 1000;
 export interface WebhookThreadData {
   config: Config;
   userAgent: string;
+  /** The process's name as the holder of the dispatcher's lease, which the thread holds on (outbox/webhook-standby.ts). */
+  owner: string;
   /** The count of write transactions the process's SQLite connections ended (db/sqlite-lock.ts). */
   lockReleases: SharedArrayBuffer;
 }
 
 /**
- * Webhook delivery on a thread of its own (docs/events.md "Webhooks: what keeps up"): the
+ * Webhook delivery on a thread of its own (docs/events.md "Where webhooks are sent from"): the
  * dispatcher, its database work (a connection, or a small pool, of its own) and its HTTP requests
  * never take the event loop that answers requests. The thread is woken by this process's event
  * feed (new events committed here or by another process, the feed's poll), told in a message.
- * Answers undefined when ROWI_WEBHOOK_THREAD is `main`, and where it cannot run: from the sources, and on an in-memory SQLite database,
- * which exists on its one connection only; delivery then runs on the main thread.
+ * Answers how to start one (the event side starts it once an endpoint is enabled:
+ * outbox/webhook-standby.ts), or undefined when ROWI_WEBHOOK_THREAD is `main`, and where it cannot
+ * run: from the sources, and on an in-memory SQLite database, which exists on its one connection
+ * only; delivery then runs on the main thread.
  */
-export function startWebhookThread(
+export function webhookThreadStarter(
   config: Config,
   log: FastifyBaseLogger,
-  feed: Wakes,
   userAgent: string,
-): { close(): Promise<void> } | undefined {
+): ((feed: Wakes, owner: string) => { close(): Promise<void> }) | undefined {
   if (
     config.webhookThread === 'main' ||
     !existsSync(fileURLToPath(ENTRY)) ||
     (config.databaseUrl === '' && config.data === ':memory:')
   )
     return undefined;
-  return new WebhookThread({ config, userAgent, lockReleases: writeLockReleases() }, log, feed);
+  return (feed, owner) => new WebhookThread({ config, userAgent, owner, lockReleases: writeLockReleases() }, log, feed);
 }
 
 class WebhookThread {
@@ -64,9 +68,11 @@ class WebhookThread {
   #start(): Worker {
     const worker = new Worker(ENTRY, { workerData: this.#data });
     this.#running = true;
+    metrics.webhookThreads.inc();
     worker.on('error', (error) => this.#log.error({ err: error }, `the webhook thread failed: ${faultOf(error)}`));
     worker.on('exit', (code) => {
       this.#running = false;
+      metrics.webhookThreads.dec();
       if (this.#closing) return;
       this.#log.warn(`the webhook thread ended (${code}); it is started again in ${RESTART_MS} ms`);
       setTimeout(() => {

@@ -193,7 +193,6 @@ export const API_EXAMPLES: Record<string, unknown> = {
   Stock: { item_id: 1, quantity: 98, reserved: 2, updated_at: AT },
   StockReplace: { quantity: 100 },
   StockPatch: { quantity: 120 },
-  StockMovement: movement,
   Order: order,
   OrderLine: line,
   // As expand=user,lines.item.stock answers (docs/reading.md "Related records in one call").
@@ -201,6 +200,8 @@ export const API_EXAMPLES: Record<string, unknown> = {
   ExpandedOrderLine: expandedLine,
   ExpandedItem: expandedItem,
   ExpandedStockMovement: { ...movement, order: expandedOrder },
+  // A page of the ledger as read without expand (its records are ExpandedStockMovement, whose order is optional).
+  StockMovementPage: { data: [movement], next_cursor: null },
   OrderLineInput: { item_id: 1, quantity: 2 },
   OrderCreate: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 2 }] },
   OrderReplace: { name: 'SO-1001', user_id: 1, lines: [{ item_id: 1, quantity: 3 }] },

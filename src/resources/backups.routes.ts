@@ -28,7 +28,7 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         operationId: 'startBackup',
         permission: 'backups:create',
         summary: 'Take a backup of the database (a long-running operation)',
-        description: `Starts a backup of the SQLite file into ROWI_BACKUP_DIR: 202 with Location /v1/operations/{id}, queued, then running, then succeeded (its summary names the backup: file, size, SHA-256, schema version, row counts) or failed (why; no backup was written, the database is unchanged). Requests go on meanwhile: the copy is one consistent snapshot, taken on a thread of its own. One backup at a time in the whole deployment: 409 backup-running names the one queued or running. ${WHY_409}`,
+        description: `Starts a backup of the SQLite file into ROWI_BACKUP_DIR: 202 with Location /v1/operations/{id}, queued, then running, then succeeded (its summary names the backup: file, size, SHA-256, schema version, row counts) or failed (why; no backup was written, the database is unchanged). Requests go on meanwhile: the copy is one consistent snapshot, taken by a process of its own at the lowest priority. One backup at a time in the whole deployment: 409 backup-running names the one queued or running. ${WHY_409}`,
         tags: ['backups'],
         problems: [409],
         response: {

@@ -34,7 +34,7 @@ import type { Backup } from './backups.schema.js';
  *   naming it) rather than queued: the second would copy the same database a moment later. The
  *   database decides it (a unique index over the unfinished backups, migration 0017), so the
  *   refusal holds across --workers and instances.
- * - The copy runs on a thread of its own (db/backup.ts), in the process that took the request,
+ * - The copy runs in a process of its own (db/backup.ts), started by the process that took the request,
  *   under the folder's lock (db/backup-lock.ts), which the schedule holds too: while a scheduled
  *   backup runs, the operation stays queued and starts after it.
  * - The process renews the operation's lease as it does an import's (import-runner.ts); when it is

@@ -16,7 +16,14 @@ import { unitOfWork } from '../db/unit-of-work.js';
 import { IdempotencyHeaders, runIdempotent } from '../http/idempotency.js';
 import { answerList, withExports } from '../http/export.js';
 import { expandHook } from '../http/expand.js';
-import { checkedPaths, EXPANDABLE_ETAG, expandedList, sendExpanded, withExpand, type Expansion } from './expansion.js';
+import {
+  checkedPaths,
+  EXPANDABLE_ETAG,
+  expandedListing,
+  sendExpanded,
+  withExpand,
+  type Expansion,
+} from './expansion.js';
 import { fieldsParameter, selectFields } from '../http/fields.js';
 import { listQuerySchema, parseListQuery, type CollectionSpec, type Page } from '../http/paging.js';
 import { conditionOf, sendCreated, sendEmpty, sendRecord, type VersionCondition } from '../http/records.js';
@@ -205,11 +212,12 @@ export function listOperation<Record extends TSchema, Stored>(
           description: usualDescription.list(collection),
         }),
         querystring: expansion
-          ? withExpand(listQuerySchema(collection.listing, collection), expansion.relations)
+          ? withExpand(listQuerySchema(collection.listing, expansion.selectable), expansion.relations)
           : listQuerySchema(collection.listing, collection),
         response: {
           200: exported(
             collection,
+            expansion?.record ?? collection.record,
             representation(
               expansion?.page ?? collection.page,
               `A page of ${collection.name}`,
@@ -222,22 +230,25 @@ export function listOperation<Record extends TSchema, Stored>(
     },
     async (request, reply) => {
       const query = parseListQuery(collection.listing, request.query);
-      const fields = selectFields(collection, request.query.fields);
+      const fields = selectFields(expansion?.selectable ?? collection, request.query.fields);
       const sight = sightOnCollection(request.principal, collection.name);
-      const listing = { name: collection.name, record: collection.record, query, fields };
       const list = (page: ListQuery) => spec.list(db, page, sight);
+      const listing = { name: collection.name, record: collection.record, query, fields, list };
       return answerList(
         request,
         reply,
-        { ...listing, list: expandedList(db, request, expansion, list, fields) },
+        expansion ? expandedListing(db, request, expansion, listing) : listing,
         app.config,
       );
     },
   );
 }
 
-const exported = (collection: CollectionDeclaration<TSchema>, response: ReturnType<typeof representation>) =>
-  collection.exports === true ? withExports(response, collection.record) : response;
+const exported = (
+  collection: CollectionDeclaration<TSchema>,
+  record: TSchema,
+  response: ReturnType<typeof representation>,
+) => (collection.exports === true ? withExports(response, record) : response);
 
 /** POST /collection: creates a record in one unit of work, replayed for a repeated Idempotency-Key; 201 with Location and ETag. */
 export function createOperation<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(
@@ -315,7 +326,7 @@ export function readOperation<Record extends TSchema, Stored>(
         }),
         params: collection.params ?? IdParams,
         querystring: expansion
-          ? withExpand(Type.Object({ fields: fieldsParameter(collection) }), expansion.relations)
+          ? withExpand(Type.Object({ fields: fieldsParameter(expansion.selectable) }), expansion.relations)
           : Type.Object({ fields: fieldsParameter(collection) }),
         headers: IfNoneMatchHeaders,
         response: {
@@ -330,12 +341,12 @@ export function readOperation<Record extends TSchema, Stored>(
       }),
     },
     async (request, reply) => {
-      const fields = selectFields(collection, request.query.fields);
+      const fields = selectFields(expansion?.selectable ?? collection, request.query.fields);
       const paths = expansion ? checkedPaths(request, expansion, fields) : undefined;
       const sight = sightOnCollection(request.principal, collection.name);
       const record = presented(collection, await spec.read(db, request.params.id, sight));
       if (!expansion || !paths) return sendRecord(request, reply, record, 200, fields);
-      return sendExpanded(db, request, reply, expansion, record, paths);
+      return sendExpanded(db, request, reply, expansion, record, paths, fields);
     },
   );
 }

@@ -1,21 +1,20 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TObject, type TSchema } from 'typebox';
 import type { Db } from '../db/database.js';
-import type { ListQuery } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
-import { expandedTag, expandOf, expandParameter, type Expandable } from '../http/expand.js';
-import { isExportFormat, MEDIA_TYPES } from '../http/negotiate.js';
-import type { FieldSelection } from '../http/fields.js';
-import type { Page } from '../http/paging.js';
+import { expandedSchema, expandedTag, expandOf, expandParameter, expands, type Expandable } from '../http/expand.js';
+import type { Listing } from '../http/export.js';
+import type { FieldSelection, Selectable } from '../http/fields.js';
 import { sendTagged } from '../http/records.js';
 import { header } from '../http/schemas.js';
 
 /**
  * What the operations of a collection (collection.ts) and the stock ledger's list do with
  * `expand=` (docs/reading.md "Related records in one call"), whatever the resource: the parameter
- * in their query string, the scopes checked before anything is read, a page's records expanded
- * as each chunk is read, an export refused, and a record answered with the weak ETag of its
- * expanded representation. What may be expanded and how is the resource's (related-records.ts).
+ * in their query string, the scopes checked before anything is read, the fields that may name
+ * what is embedded, a page's (or an export's chunk's) records expanded as each is read, and a
+ * record answered with the weak ETag of its expanded representation. What may be expanded and
+ * how is the resource's (related-records.ts).
  *
  * What a list or read declares when it takes `expand=` (docs/reading.md "Related records in one
  * call"): the relations it may expand (http/expand.ts), the record and page as answered with them,
@@ -25,6 +24,8 @@ export interface Expansion<Row> {
   relations: Expandable;
   record: TSchema;
   page: TSchema;
+  /** What `fields` selects in: the expanded record, names in what it embeds taken only when expanded. */
+  selectable: Selectable;
   check: (paths: readonly string[], request: FastifyRequest) => void;
   expand: (db: Db, rows: Row[], paths: readonly string[], request: FastifyRequest) => Promise<Expanded<unknown>>;
 }
@@ -50,20 +51,9 @@ export const EXPANDABLE_ETAG = {
   ),
 };
 
-/** An export is every record, read in chunks: it embeds nothing (docs/reading.md). */
-function refuseExpandedExport(request: FastifyRequest): void {
-  if (!isExportFormat(request.format)) return;
-  const detail = `is not taken by an export (${MEDIA_TYPES[request.format].data}): ask for a JSON or XML page to embed related records`;
-  throw new BadRequestError(
-    `Query parameter expand ${detail}.`,
-    [{ in: 'query', pointer: '#/expand', detail }],
-    'invalid-query',
-  );
-}
-
 /**
  * The paths the request names, its scopes checked (403 before anything is read); undefined when
- * none. `fields` selects in the record's own members and is not combined with expand yet: 400.
+ * none. A field inside a related record that the request does not expand is 400 naming it.
  */
 export function checkedPaths<Row>(
   request: FastifyRequest,
@@ -71,11 +61,12 @@ export function checkedPaths<Row>(
   fields: FieldSelection | undefined,
 ): string[] | undefined {
   const paths = expandOf(request);
-  if (paths && fields) {
-    const detail = 'cannot be combined with fields yet: ask for the fields of the record, or for it expanded';
+  for (const { path, name } of fields?.reaches ?? []) {
+    if (paths && expands(paths, path)) continue;
+    const detail = `names ${name}, inside ${path}, which is not expanded: add expand=${path} (or leave ${name} out)`;
     throw new BadRequestError(
-      `Query parameter expand ${detail}.`,
-      [{ in: 'query', pointer: '#/expand', detail }],
+      `Query parameter fields ${detail}.`,
+      [{ in: 'query', pointer: '#/fields', detail }],
       'invalid-query',
     );
   }
@@ -83,20 +74,28 @@ export function checkedPaths<Row>(
   return paths;
 }
 
-/** A list's read, with each page (or export chunk) expanded as the request asks; 400 for an export that asks. */
-export function expandedList<Row>(
+/**
+ * A list's listing with each page, or each chunk of an export, expanded as the request asks: one
+ * query per related resource and chunk (http/export.ts reads an export in chunks, so what it holds
+ * does not grow with its size); an export's columns and lines are those of the record with what it
+ * embeds (expandedSchema). As it is without expand.
+ */
+export function expandedListing<Row>(
   db: Db,
   request: FastifyRequest,
-  expansion: Expansion<Row> | undefined,
-  list: (query: ListQuery) => Promise<Page<Row>>,
-  fields: FieldSelection | undefined,
-): (query: ListQuery) => Promise<Page<unknown>> {
-  if (!expansion || !expandOf(request)) return list;
-  refuseExpandedExport(request);
-  const paths = checkedPaths(request, expansion, fields)!;
-  return async (query) => {
-    const found = await list(query);
-    return { ...found, rows: (await expansion.expand(db, found.rows, paths, request)).rows };
+  expansion: Expansion<Row>,
+  listing: Listing<Row>,
+): Listing<unknown> {
+  const paths = checkedPaths(request, expansion, listing.fields);
+  if (!paths) return listing;
+  const { list } = listing;
+  return {
+    ...listing,
+    record: expandedSchema(expansion.record, expansion.relations, paths),
+    list: async (query) => {
+      const found = await list(query);
+      return { ...found, rows: (await expansion.expand(db, found.rows, paths, request)).rows };
+    },
   };
 }
 
@@ -108,7 +107,9 @@ export async function sendExpanded<Row extends { version: number }>(
   expansion: Expansion<Row>,
   record: Row,
   paths: readonly string[],
+  fields: FieldSelection | undefined,
 ) {
   const { rows, embedded } = await expansion.expand(db, [record], paths, request);
-  return sendTagged(request, reply, rows[0], expandedTag(record.version, paths, embedded, request.format));
+  const etag = expandedTag(record.version, paths, embedded, request.format, fields?.tag);
+  return sendTagged(request, reply, rows[0], etag, 200, fields);
 }

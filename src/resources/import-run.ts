@@ -50,8 +50,13 @@ import type { Reader } from './references.js';
  * Cancelling (and the process stopping) is looked at after every chunk: the import stops there.
  */
 
-/** Rows a chunk writes at once: large enough for multi-row statements to pay, small enough for short locks. */
-export const CHUNK_ROWS = 500;
+/**
+ * Rows a chunk writes at once: large enough for multi-row statements and one commit to pay, small
+ * enough for short locks. Each chunk's COMMIT writes its pages to the WAL and waits for the disk on
+ * the event loop (synchronous=FULL), so fewer, larger chunks make an import faster (docs/performance.md
+ * "Imports"), while a chunk holds SQLite's write lock as long as it runs: the wait of a write behind it.
+ */
+export const CHUNK_ROWS = 1000;
 /** Progress written and operation.progressed sent at most this often (besides each chunk's own progress). */
 const PROGRESS_EVERY_MS = 1000;
 
@@ -176,7 +181,7 @@ async function readAndWrite(
           tally(counts, written);
           counts.committed_through = through;
           await turn();
-          await inSlices(auditRecords(context, written.written), (slice) => recordInTransaction(trx, slice));
+          await inSlices(trx, auditRecords(context, written.written), (slice) => recordInTransaction(trx, slice));
           await errors.write(trx, [...pending, ...written.errors]);
           return progress(trx, context, counts, () => {
             const due = Date.now() - lastProgress >= PROGRESS_EVERY_MS;

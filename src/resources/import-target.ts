@@ -1,7 +1,8 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { TSchema } from 'typebox';
 import type { Scope } from '../auth/policy.js';
-import type { Trx } from '../db/database.js';
+import type { Executor, Trx } from '../db/database.js';
+import { isSqlite } from '../db/dialect.js';
 import type { Sight } from '../db/visibility.js';
 import type { ImportTargetName, RowError } from './operations/operations.schema.js';
 import type { Reader } from './references.js';
@@ -103,23 +104,27 @@ export function integerCell(cells: Record<string, string>, name: string): Record
   return { [name]: /^-?(0|[1-9][0-9]{0,15})$/.test(text) ? Number(text) : text };
 }
 
-/** Rows written by one statement of a chunk before the event loop is given a turn. */
+/** Rows written by one statement of a chunk before the event loop is given a turn (SQLite). */
 const ROWS_PER_TURN = 128;
 
 /**
  * Writes `rows` a slice at a time (ROWS_PER_TURN, the rows of one compiled multi-row insert),
  * giving the event loop a turn between slices: SQLite runs a statement on the event loop, so a
- * chunk's 500-row statement would keep every request waiting while it runs (the GET p99 alongside
- * an import); slices keep each wait to one statement's time.
+ * chunk's 1,000-row statement would keep every request waiting while it runs (the GET p99 alongside
+ * an import); slices keep each wait to one statement's time. On PostgreSQL a statement runs on the
+ * server while the event loop goes on, so the rows go at once, in as few statements as
+ * compiledRowInserts makes (fewer round trips).
  */
 export async function inSlices<Row, Result>(
+  db: Executor,
   rows: readonly Row[],
   write: (slice: Row[]) => Promise<readonly Result[] | void>,
 ): Promise<Result[]> {
+  const step = isSqlite(db) ? ROWS_PER_TURN : Math.max(1, rows.length);
   const results: Result[] = [];
-  for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
+  for (let start = 0; start < rows.length; start += step) {
     if (start > 0) await turn();
-    const written = await write(rows.slice(start, start + ROWS_PER_TURN));
+    const written = await write(rows.slice(start, start + step));
     if (written) results.push(...written);
   }
   return results;

@@ -28,8 +28,10 @@ export const Amount = Type.String({
 
 /** A decimal string already validated against Price → minor units. */
 export function toMinorUnits(price: string): number {
-  const [whole, fraction = ''] = price.split('.');
-  return Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+  const point = price.indexOf('.');
+  if (point === -1) return Number(price) * 100;
+  const cents = Number(price.slice(point + 1));
+  return Number(price.slice(0, point)) * 100 + (price.length - point === 2 ? cents * 10 : cents);
 }
 
 /** Minor units → the decimal string with two places. */

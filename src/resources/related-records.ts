@@ -5,7 +5,7 @@ import { sightOf } from '../auth/visibility.js';
 import type { Executor } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
 import { AppError } from '../errors.js';
-import { expands, parseExpand, pathsUnder, type Expandable } from '../http/expand.js';
+import { expandablePaths, expands, parseExpand, pathsUnder, type Expandable } from '../http/expand.js';
 import { MAX_IDS, type Page } from '../http/paging.js';
 import { ItemSchema, type Item } from './items/items.schema.js';
 import { listItems } from './items/items.service.js';
@@ -171,20 +171,38 @@ export async function expandMovements<Movement extends { order_id: number | null
   return { rows, embedded: [...versions, orders.embedded].join(',') };
 }
 
+/**
+ * An expansion as a collection declares it: its relations, the expanded record and page, and how
+ * rows are expanded for a reader; what `fields` may select and the permission check follow from them.
+ */
+function expansionOf<Row>(
+  relations: Expandable,
+  record: TObject,
+  page: TObject,
+  expand: (db: Executor, rows: Row[], paths: readonly string[], reader: Reader) => Promise<Expanded<unknown>>,
+): Expansion<Row> {
+  return {
+    relations,
+    record,
+    page,
+    selectable: { record, embedded: expandablePaths(relations) },
+    check: (paths, request) => assertMayExpand(relations, paths, request),
+    expand: (db, rows, paths, request) => expand(db, rows, paths, readerOf(request)),
+  };
+}
+
 /** The expansion of orders, as the list and the read of orders declare it. */
-export const ORDER_EXPANSION: Expansion<OrderView> = {
-  relations: ORDER_RELATIONS,
-  record: ExpandedOrderSchema,
-  page: ExpandedOrderPageSchema,
-  check: (paths, request) => assertMayExpand(ORDER_RELATIONS, paths, request),
-  expand: (db, orders, paths, request) => expandOrders(db, orders, paths, readerOf(request)),
-};
+export const ORDER_EXPANSION = expansionOf<OrderView>(
+  ORDER_RELATIONS,
+  ExpandedOrderSchema,
+  ExpandedOrderPageSchema,
+  expandOrders,
+);
 
 /** The expansion of stock movements (their list): order, order.user, order.lines.item. */
-export const MOVEMENT_EXPANSION: Expansion<Movement> = {
-  relations: MOVEMENT_RELATIONS,
-  record: ExpandedMovementSchema,
-  page: ExpandedMovementPageSchema,
-  check: (paths, request) => assertMayExpand(MOVEMENT_RELATIONS, paths, request),
-  expand: (db, movements, paths, request) => expandMovements(db, movements, paths, readerOf(request)),
-};
+export const MOVEMENT_EXPANSION = expansionOf<Movement>(
+  MOVEMENT_RELATIONS,
+  ExpandedMovementSchema,
+  ExpandedMovementPageSchema,
+  expandMovements,
+);

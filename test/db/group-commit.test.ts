@@ -7,8 +7,9 @@ import { tempFolder } from '../helpers/temp.js';
 
 /**
  * Group commit, on a real SQLite file, with every statement of the writer connection recorded:
- * concurrent transactions (units of work) share one BEGIN and one COMMIT, each in a savepoint of
- * its own; a unit that fails rolls back only itself; none is acknowledged before the COMMIT that
+ * concurrent transactions (units of work) share one BEGIN and one COMMIT, each but the group's
+ * first in a savepoint of its own; a unit that fails rolls back only itself (the first: the
+ * transaction, which holds nothing else yet); none is acknowledged before the COMMIT that
  * holds it; a COMMIT that fails fails every unit of its group, and nothing of them is stored.
  */
 interface Table {
@@ -65,12 +66,12 @@ const insert = (v: string) => db.transaction().execute((trx) => trx.insertInto('
 const stored = async () => (await db.selectFrom('t').select('v').orderBy('id').execute()).map((row) => row.v);
 
 describe('group commit (SQLite)', () => {
-  it('20 concurrent transactions: one BEGIN IMMEDIATE and one COMMIT, each transaction in its own savepoint, all stored', async () => {
+  it('20 concurrent transactions: one BEGIN IMMEDIATE and one COMMIT, each transaction but the first in its own savepoint, all stored', async () => {
     await Promise.all(Array.from({ length: 20 }, (_, index) => insert(`v${index}`)));
     expect(log.filter((text) => text === 'begin immediate')).toHaveLength(1);
     expect(log.filter((text) => text === 'commit')).toHaveLength(1);
-    expect(log.filter((text) => text === 'savepoint "unit"')).toHaveLength(20);
-    expect(log.filter((text) => text === 'release savepoint "unit"')).toHaveLength(20);
+    expect(log.filter((text) => text === 'savepoint "unit"')).toHaveLength(19);
+    expect(log.filter((text) => text === 'release savepoint "unit"')).toHaveLength(19);
     expect((await stored()).sort()).toEqual(Array.from({ length: 20 }, (_, index) => `v${index}`).sort());
   });
 
@@ -120,6 +121,24 @@ describe('group commit (SQLite)', () => {
     expect(await stored()).toEqual(['first', 'third']);
   });
 
+  it('when the first transaction of a group fails, its group is rolled back whole and the next ones commit in a group of their own', async () => {
+    const outcomes = await Promise.allSettled([
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto('t').values({ v: 'doomed' }).execute();
+        throw new Error('refused');
+      }),
+      insert('second'),
+      insert('third'),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
+    expect(log.slice(0, 3)).toEqual(['begin immediate', 'insert into "t" ("v") values (?)', 'rollback']);
+    expect(log.filter((text) => text === 'begin immediate')).toHaveLength(2);
+    expect(log.filter((text) => text === 'commit')).toHaveLength(1);
+    expect(await stored()).toEqual(['second', 'third']);
+    await insert('after');
+    expect(await stored()).toEqual(['second', 'third', 'after']);
+  });
+
   it('no transaction is acknowledged before the COMMIT of its group has run', async () => {
     const acknowledged: number[] = [];
     await Promise.all(
@@ -158,13 +177,7 @@ describe('group commit (SQLite)', () => {
 
   it('a write outside a transaction becomes a unit of its own, committed before it resolves', async () => {
     await db.insertInto('t').values({ v: 'alone' }).execute();
-    expect(log).toEqual([
-      'begin immediate',
-      'savepoint "unit"',
-      'insert into "t" ("v") values (?)',
-      'release savepoint "unit"',
-      'commit',
-    ]);
+    expect(log).toEqual(['begin immediate', 'insert into "t" ("v") values (?)', 'commit']);
     expect(await stored()).toEqual(['alone']);
   });
 });

@@ -163,13 +163,14 @@ export function runCli(
 
 /**
  * Servers a test file starts, so that none outlives its test: `afterEach(servers.killAll)`
- * kills (SIGKILL) whatever a test left running, a failed one included.
+ * kills (SIGKILL) whatever a test left running, a failed one included. `defaults` are the
+ * file's own options (its settings), under those of each start.
  */
-export function serverPool() {
+export function serverPool(defaults: StartOptions = {}) {
   const running: RunningServer[] = [];
   return {
     async serve(options: StartOptions = {}): Promise<RunningServer> {
-      const server = await startServer(options);
+      const server = await startServer({ ...defaults, ...options, env: { ...defaults.env, ...options.env } });
       running.push(server);
       return server;
     },

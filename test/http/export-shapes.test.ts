@@ -2,7 +2,7 @@ import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
-import { csvLayout, csvText, jsonWriter, projector } from '../../src/http/export-shapes.js';
+import { csvLayout, csvRowsText, csvText, jsonWriter, keepColumns, projector } from '../../src/http/export-shapes.js';
 
 /** A record with every kind of member an export meets: text, numbers, null, booleans, an object, lines, free-form JSON. */
 const Record = Type.Object({
@@ -89,6 +89,73 @@ describe('export shapes', () => {
         );
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('CSV: the same text as writing every row whole, for any records, any columns kept, with or without a header', () => {
+    const layout = csvLayout(Record);
+    // Text that csv-stringify never quotes, so the rows are put together from their parts (csvText).
+    const plain = fc.string({ unit: fc.constantFrom('=', '-', '@', '\t', "'", 'a', ' ', 'é', '\u0000') });
+    const plainRecord = fc.record(
+      {
+        id: fc.integer(),
+        name: plain,
+        owner: fc.option(fc.integer()),
+        flag: fc.boolean(),
+        address: fc.option(fc.record({ city: plain, zip: fc.option(plain) })),
+        lines: fc.array(fc.record({ quantity: number, price: plain, tags: fc.constant([]) }), { maxLength: 3 }),
+        extra: fc.constant({}),
+        total: number,
+      },
+      { requiredKeys: ['id', 'lines'] },
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(record, plainRecord, plainRecord), { maxLength: 5 }),
+        fc.subarray(layout.columns),
+        fc.boolean(),
+        (records, kept, header) => {
+          const some = keepColumns(layout, (column) => kept.includes(column));
+          expect(csvText(some, records, header)).toBe(csvRowsText(some, records, header));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('CSV: objects inside objects are dotted columns, the first array of objects is spread, a free-form object is one JSON cell', () => {
+    const Nested = Type.Object({
+      id: Type.Integer(),
+      order: Type.Union([
+        Type.Object({
+          user: Type.Union([Type.Object({ email: Type.String() }), Type.Null()]),
+          lines: Type.Array(Type.Object({ item: Type.Object({ name: Type.String() }) })),
+        }),
+        Type.Null(),
+      ]),
+      extra: Type.Object({}, { additionalProperties: true }),
+    });
+    const layout = csvLayout(Nested);
+    expect(layout.columns.map((column) => column.name)).toEqual([
+      'id',
+      'order.user.email',
+      'order.lines.item.name',
+      'extra',
+    ]);
+    const text = csvText(
+      layout,
+      [
+        {
+          id: 1,
+          order: { user: { email: 'a@x' }, lines: [{ item: { name: 'p' } }, { item: { name: 'q' } }] },
+          extra: { k: 1 },
+        },
+        { id: 2, order: null, extra: {} },
+      ],
+      true,
+    );
+    expect(text).toBe(
+      'id,order.user.email,order.lines.item.name,extra\r\n1,a@x,p,"{""k"":1}"\r\n1,a@x,q,"{""k"":1}"\r\n2,,,{}\r\n',
     );
   });
 

@@ -36,7 +36,8 @@ describe('GET /v1/openapi.json: named components', () => {
         'ItemCreate',
         'ItemPage',
         'Stock',
-        'StockMovement',
+        // A movement as its list answers it, an export's lines included (its order embedded with expand=order).
+        'ExpandedStockMovement',
         'StockMovementPage',
         'Order',
         'OrderCreate',

@@ -41,6 +41,17 @@ async function receiver(): Promise<Receiver> {
 
 const rename = (id: number, name: string) => test.call({ method: 'PATCH', url: `/v1/users/${id}`, body: { name } });
 
+/** A user, and an endpoint for user.updated whose receiver answers 500 to that user's events (204 to others) until `recover()`. */
+async function failingForOneUser() {
+  const hooks = await receiver();
+  let failing = true;
+  const { user: bad } = await createUser(test);
+  hooks.behaviour = (request, response, received) =>
+    answer(failing && bodyOf(received).resource === `/v1/users/${bad.id}` ? 500 : 204)(request, response, received);
+  const endpoint = await createEndpoint(test, hooks, ['user.updated']);
+  return { hooks, bad, endpoint, recover: () => (failing = false) };
+}
+
 /** The received events of each resource, in the order they arrived. */
 function byResource(received: Received[]): Map<string, Body[]> {
   const map = new Map<string, Body[]>();
@@ -154,12 +165,7 @@ describe('webhook order: per resource, resources in parallel', () => {
   });
 
   it('a receiver that answers 500 to one user’s events stays behind by itself: the later events of that user are not attempted until it succeeds, then arrive in order', async () => {
-    const hooks = await receiver();
-    let failing = true;
-    const { user: bad } = await createUser(test);
-    hooks.behaviour = (request, response, received) =>
-      answer(failing && bodyOf(received).resource === `/v1/users/${bad.id}` ? 500 : 204)(request, response, received);
-    const endpoint = await createEndpoint(test, hooks, ['user.updated']);
+    const { hooks, bad, endpoint, recover } = await failingForOneUser();
     for (const name of ['X1', 'X2', 'X3']) await rename(bad.id, name);
     const waiting = await eventually(
       () => deliveriesOf(test, endpoint.id),
@@ -170,11 +176,69 @@ describe('webhook order: per resource, resources in parallel', () => {
       ['pending', 0],
       ['pending', 0],
     ]);
-    failing = false;
+    recover();
     await hooks.waitFor(1, 5000, (received) => bodyOf(received).data.name === 'X3');
     const names = hooks.received.map((received) => bodyOf(received).data.name);
     // The first may have been tried more than once; each name arrives after the ones before it.
     expect(names.filter((name, index) => names.indexOf(name) === index)).toEqual(['X1', 'X2', 'X3']);
+  });
+
+  it('an event of a user whose earlier event waits for its retry, written while the endpoint is idle: not attempted before that one succeeds', async () => {
+    const { hooks, bad, endpoint, recover } = await failingForOneUser();
+    await rename(bad.id, 'Y1');
+    // Its first attempt failed and is written: it waits for its retry (2 s).
+    await eventually(
+      () => deliveriesOf(test, endpoint.id),
+      (list) => list.length === 1 && list[0]!.attempts.length === 1 && list[0]!.status === 'pending',
+    );
+    await rename(bad.id, 'Y2');
+    const { user: other } = await createUser(test);
+    await rename(other.id, 'Z1');
+    // Another user's event goes at once; Y2 waits behind Y1.
+    await hooks.waitFor(1, 5000, (received) => bodyOf(received).data.name === 'Z1');
+    const list = await deliveriesOf(test, endpoint.id);
+    const y2 = list.find((delivery) => delivery.resource === `/v1/users/${bad.id}` && delivery.sequence === 2);
+    expect([y2?.status, y2?.attempts.length]).toEqual(['pending', 0]);
+    expect(hooks.received.filter((received) => bodyOf(received).data.name === 'Y2')).toEqual([]);
+    recover();
+    await hooks.waitFor(1, 5000, (received) => bodyOf(received).data.name === 'Y2');
+    const names = hooks.received.map((received) => bodyOf(received).data.name).filter((name) => name !== 'Z1');
+    expect(names.filter((name, index) => names.indexOf(name) === index)).toEqual(['Y1', 'Y2']);
+  });
+
+  it('thirty users whose first delivery fails once, each changed three times right behind it: no user’s later event arrives before its earlier ones were answered 2xx (the failure races the later deliveries’ claim)', async () => {
+    const hooks = await receiver();
+    const failed = new Set<string>();
+    // By resource: the highest sequence answered 2xx.
+    const answered = new Map<string, number>();
+    const early: string[] = [];
+    hooks.behaviour = (request, response, received) => {
+      const { resource, sequence } = bodyOf(received);
+      const done = answered.get(resource) ?? 0;
+      if (sequence > done + 1) early.push(`${resource} #${sequence} before #${done + 1} was answered`);
+      if (sequence === 1 && !failed.has(resource)) {
+        failed.add(resource);
+        answer(500)(request, response, received);
+        return;
+      }
+      answered.set(resource, Math.max(done, sequence));
+      answer(204)(request, response, received);
+    };
+    await createEndpoint(test, hooks, ['user.created', 'user.updated']);
+    const users = await Promise.all(
+      Array.from({ length: 30 }, async (_, index) => {
+        const { user } = await createUser(test);
+        for (const name of ['A', 'B', 'C']) await rename(user.id, `${name}${index}`);
+        return `/v1/users/${user.id}`;
+      }),
+    );
+    await eventually(
+      async () => users.map((resource) => answered.get(resource)),
+      (sequences) => sequences.every((sequence) => sequence === 4),
+      15_000,
+    );
+    expect(early).toEqual([]);
+    expect(failed.size).toBe(30);
   });
 });
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../helpers/process.js';
+import { callServer, startServer, type RunningServer } from '../helpers/process.js';
 import { eventually, Receiver } from '../helpers/receiver.js';
 
 /** Retries every 0.5 s, twenty of them, and no disabling: the attempts across restarts are what is looked at. */
@@ -23,26 +23,19 @@ async function start(options: Parameters<typeof startServer>[0]) {
   return server;
 }
 
-async function api(server: RunningServer, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: { 'x-api-key': server.adminKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text === '' ? undefined : JSON.parse(text) };
-}
-
 type Delivery = { status: string; attempts: { status_code: number | null; error: string | null }[] };
 const deliveriesOf = async (server: RunningServer, id: number) =>
-  (await api(server, 'GET', `/v1/webhook-endpoints/${id}/deliveries`)).json.data as Delivery[];
+  (await callServer(server, 'GET', `/v1/webhook-endpoints/${id}/deliveries`)).json.data as Delivery[];
 
 describe('the webhook URL policy, before every attempt', () => {
   it('an endpoint registered while ROWI_WEBHOOK_ALLOW_HOSTS allowed it: after a restart without the setting every attempt fails saying why and nothing is sent; with the setting back it is delivered', async () => {
     receiver = await new Receiver().start();
     const first = await start({ env: ALLOWED });
-    const plain = await api(first, 'POST', '/v1/webhook-endpoints', { url: receiver.url, events: ['user.created'] });
-    const secure = await api(first, 'POST', '/v1/webhook-endpoints', {
+    const plain = await callServer(first, 'POST', '/v1/webhook-endpoints', {
+      url: receiver.url,
+      events: ['user.created'],
+    });
+    const secure = await callServer(first, 'POST', '/v1/webhook-endpoints', {
       url: receiver.url.replace('http:', 'https:'),
       events: ['user.created'],
     });
@@ -51,8 +44,12 @@ describe('the webhook URL policy, before every attempt', () => {
 
     const second = await start({ database: first.database, adminKey: first.adminKey, env: SETTINGS });
     expect(
-      (await api(second, 'POST', '/v1/users', { name: 'After restart', email: `restart.${process.pid}@example.com` }))
-        .status,
+      (
+        await callServer(second, 'POST', '/v1/users', {
+          name: 'After restart',
+          email: `restart.${process.pid}@example.com`,
+        })
+      ).status,
     ).toBe(201);
     const [waiting] = await eventually(
       () => deliveriesOf(second, plain.json.id),

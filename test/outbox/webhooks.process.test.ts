@@ -1,54 +1,36 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../helpers/process.js';
+import { callServer, serverPool, type RunningServer } from '../helpers/process.js';
 import { answer, eventually, Receiver } from '../helpers/receiver.js';
 import { SseClient } from '../helpers/sse.js';
 
 const SETTINGS = {
-  // Delivery on its own thread (not the default): these guarantees hold there too.
-  ROWI_WEBHOOK_THREAD: 'thread',
   ROWI_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
   ROWI_WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2,0.2',
   ROWI_WEBHOOK_TIMEOUT: '1000',
 };
 const POSTGRES = process.env.ROWI_TEST_BACKEND === 'postgres';
 
-const servers: RunningServer[] = [];
+const { serve: start, killAll } = serverPool({ env: SETTINGS });
 const receivers: Receiver[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.stop('SIGKILL')));
+  killAll();
   await Promise.all(receivers.splice(0).map((receiver) => receiver.stop()));
 });
-
-async function start(options: Parameters<typeof startServer>[0] = {}) {
-  const server = await startServer({ ...options, env: { ...SETTINGS, ...options.env } });
-  servers.push(server);
-  return server;
-}
-
-async function api(server: RunningServer, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: { 'x-api-key': server.adminKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text === '' ? undefined : JSON.parse(text) };
-}
 
 async function receiverEndpoint(server: RunningServer, types: string[] = ['user.created']) {
   const receiver = await new Receiver().start();
   receivers.push(receiver);
-  const endpoint = await api(server, 'POST', '/v1/webhook-endpoints', { url: receiver.url, events: types });
+  const endpoint = await callServer(server, 'POST', '/v1/webhook-endpoints', { url: receiver.url, events: types });
   expect(endpoint.status).toBe(201);
   return receiver;
 }
 
 /** Every user.created event rowi stores, and every user: one event per user, no other. */
 async function storedUsersAndEvents(server: RunningServer) {
-  const users = (await api(server, 'GET', '/v1/users?limit=500')).json.data
+  const users = (await callServer(server, 'GET', '/v1/users?limit=500')).json.data
     .map((user: { id: number }) => user.id)
     .sort((a: number, b: number) => a - b);
-  const events = (await api(server, 'GET', '/v1/events?type=user.created&limit=500')).json.data
+  const events = (await callServer(server, 'GET', '/v1/events?type=user.created&limit=500')).json.data
     .map((event: { data: { id: number } }) => event.data.id)
     .sort((a: number, b: number) => a - b);
   return { users, events };
@@ -63,7 +45,10 @@ describe('webhooks across processes', () => {
       setTimeout(() => answer(200)(request, response, received), 150);
     const created: number[] = [];
     const writes = Array.from({ length: 40 }, (_, index) =>
-      api(first, 'POST', '/v1/users', { name: `Killed ${index}`, email: `killed${index}.${process.pid}@example.com` })
+      callServer(first, 'POST', '/v1/users', {
+        name: `Killed ${index}`,
+        email: `killed${index}.${process.pid}@example.com`,
+      })
         .then((reply) => reply.status === 201 && created.push(reply.json.id))
         .catch(() => undefined),
     );
@@ -100,7 +85,7 @@ describe('webhooks across processes', () => {
       );
       const ids: number[] = [];
       for (let index = 0; index < 30; index++) {
-        const reply = await api(index % 2 === 0 ? first : second, 'POST', '/v1/users', {
+        const reply = await callServer(index % 2 === 0 ? first : second, 'POST', '/v1/users', {
           name: `Twin ${index}`,
           email: `twin${index}.${process.pid}@example.com`,
         });
@@ -132,7 +117,7 @@ describe('webhooks across processes', () => {
       // Concurrent requests on new connections: the two workers both take some.
       const replies = await Promise.all(
         Array.from({ length: 30 }, (_, index) =>
-          api(server, 'POST', '/v1/users', {
+          callServer(server, 'POST', '/v1/users', {
             name: `Worker ${index}`,
             email: `worker${index}.${process.pid}@example.com`,
           }),

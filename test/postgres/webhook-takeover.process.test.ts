@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../helpers/process.js';
+import { callServer, startServer, type RunningServer } from '../helpers/process.js';
 import { eventually, Receiver } from '../helpers/receiver.js';
 
 /**
@@ -21,18 +21,8 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((receiver) => receiver.stop()));
 });
 
-async function api(server: RunningServer, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${server.baseUrl}${path}`, {
-    method,
-    headers: { 'x-api-key': server.adminKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text === '' ? undefined : JSON.parse(text) };
-}
-
 const createUser = async (server: RunningServer, name: string) => {
-  const made = await api(server, 'POST', '/v1/users', {
+  const made = await callServer(server, 'POST', '/v1/users', {
     name,
     email: `${name.toLowerCase()}.${Date.now()}@example.com`,
   });
@@ -60,7 +50,8 @@ describe('webhook dispatcher heartbeat on PostgreSQL', () => {
       if (answering) response.writeHead(204).end();
     };
     expect(
-      (await api(second, 'POST', '/v1/webhook-endpoints', { url: receiver.url, events: ['user.created'] })).status,
+      (await callServer(second, 'POST', '/v1/webhook-endpoints', { url: receiver.url, events: ['user.created'] }))
+        .status,
     ).toBe(201);
     const early = await createUser(second, 'Early');
     await receiver.waitFor(1, 10_000, (received) => received.event.data.id === early.id);
@@ -78,7 +69,9 @@ describe('webhook dispatcher heartbeat on PostgreSQL', () => {
     const statuses = await eventually(
       async () =>
         (
-          (await api(second, 'GET', '/v1/webhook-endpoints/1/deliveries?limit=10')).json.data as { status: string }[]
+          (await callServer(second, 'GET', '/v1/webhook-endpoints/1/deliveries?limit=10')).json.data as {
+            status: string;
+          }[]
         ).map((delivery) => delivery.status),
       (listed) => listed.every((status) => status !== 'pending'),
       10_000,

@@ -105,10 +105,16 @@ describe('POST /v1/items/import', () => {
     ]);
     const events = await test.storage.db
       .selectFrom('events')
-      .select(['type', 'path'])
+      .select(['type', 'path', 'data'])
       .where('path', 'like', '/v1/items/%')
       .execute();
-    expect(events.filter((event) => event.type === 'item.created')).toHaveLength(3);
+    const created = events.filter((event) => event.type === 'item.created');
+    expect(created).toHaveLength(3);
+    // Each item.created carries the item as it was stored, as GET answers it (the insert returns only ids).
+    for (const event of created) {
+      const item = await test.call({ url: event.path, key: test.adminKey });
+      expect(JSON.parse(event.data)).toEqual(item.json);
+    }
     expect(events.filter((event) => event.type === 'stock.changed')).toHaveLength(1);
     const completed = await test.storage.db
       .selectFrom('events')
@@ -273,6 +279,46 @@ describe('POST /v1/items/import', () => {
     expect(done.json.status).toBe('succeeded');
     expect(done.json.errors[0]).toMatchObject({ row: 2, field: 'name', problem: 'validation-failed' });
   });
+  it('POST /v1/items/import: 48 items whose names carry quotes, backslashes, braces, commas, the word NULL and characters beyond ASCII (one statement of many rows, an array a column on PostgreSQL): each stored as sent, its item.created the item as GET answers it', async () => {
+    const names = Array.from({ length: 48 }, (_, index) =>
+      index === 0
+        ? 'NULL'
+        : [
+            `Quote "q" ${index}`,
+            `Back\\slash\\ ${index}`,
+            `{brace,comma} ${index}`,
+            `Ünïcödé ✓ 😀 ${index}`,
+            `'single' ${index}`,
+            `"{}" ,\\" ${index}`,
+          ][index % 6]!,
+    );
+    const cell = (text: string) => `"${text.replace(/"/g, '""')}"`;
+    const csv = [
+      'sku,name,price,quantity',
+      ...names.map((name, index) => `ESC-${String(index).padStart(2, '0')},${cell(name)},1.${index % 10}0,${index}`),
+    ].join('\n');
+    const done = await finished((await upload('items', csv)).headers.location as string);
+    expect(done.json).toMatchObject({ status: 'succeeded', progress: { rows_succeeded: 48, rows_failed: 0 } });
+    expect(await itemsBySku('ESC-')).toEqual(
+      names.map((name, index) => ({
+        sku: `ESC-${String(index).padStart(2, '0')}`,
+        name,
+        price: 100 + (index % 10) * 10,
+        quantity: index,
+      })),
+    );
+    const created = await test.storage.db
+      .selectFrom('events')
+      .select(['path', 'data'])
+      .where('type', '=', 'item.created')
+      .where('data', 'like', '%"sku":"ESC-%')
+      .execute();
+    expect(created).toHaveLength(48);
+    for (const event of created) {
+      const item = await test.call({ url: event.path, key: test.adminKey });
+      expect(JSON.parse(event.data)).toEqual(item.json);
+    }
+  });
 });
 
 describe('POST /v1/users/import and POST /v1/items/stock/import', () => {
@@ -302,6 +348,53 @@ describe('POST /v1/users/import and POST /v1/items/stock/import', () => {
       { name: 'Vic', email: 'vic@example.com' },
       { name: 'Wen', email: 'wen@example.com' },
     ]);
+  });
+
+  it('POST /v1/users/import: 300 users (several statements and a short last one) are each created once with their event, with on_conflict=skip the same file again creates none, and with on_conflict=update each is renamed once', async () => {
+    const rows = Array.from({ length: 300 }, (_, index) => `Bulk ${index},bulk.${index}@example.com`);
+    const created = await finished(
+      (await upload('users', `name,email\n${rows.join('\n')}\n`)).headers.location as string,
+    );
+    expect(created.json.progress).toMatchObject({ rows_succeeded: 300, rows_failed: 0, rows_skipped: 0 });
+    const again = await upload('users', `name,email\n${rows.join('\n')}\n`, { query: '?on_conflict=skip' });
+    const skipped = await finished(again.headers.location as string);
+    expect(skipped.json.progress).toMatchObject({ rows_succeeded: 0, rows_failed: 0, rows_skipped: 300 });
+    const stored = await test.storage.db
+      .selectFrom('users')
+      .select(['id', 'name', 'email'])
+      .where('email', 'like', 'bulk.%@example.com')
+      .orderBy('id')
+      .execute();
+    expect(stored.map((user) => user.email)).toEqual(rows.map((row) => row.split(',')[1]));
+    const events = await test.storage.db
+      .selectFrom('events')
+      .select('path')
+      .where('type', '=', 'user.created')
+      .where(
+        'path',
+        'in',
+        stored.map((user) => `/v1/users/${user.id}`),
+      )
+      .execute();
+    expect(events).toHaveLength(300);
+    const renamed = rows.map((row) => row.replace('Bulk', 'Renamed').replace('bulk.', 'BULK.'));
+    const update = await upload('users', `name,email\n${renamed.join('\n')}\n`, { query: '?on_conflict=update' });
+    const updated = await finished(update.headers.location as string);
+    expect(updated.json.progress).toMatchObject({ rows_succeeded: 300, rows_failed: 0, rows_skipped: 0 });
+    const after = await test.storage.db
+      .selectFrom('users')
+      .select(['id', 'name', 'email', 'version'])
+      .where('email_key', 'like', 'bulk.%@example.com')
+      .orderBy('id')
+      .execute();
+    expect(after).toEqual(
+      stored.map((user, index) => ({
+        id: user.id,
+        name: `Renamed ${index}`,
+        email: `BULK.${index}@example.com`,
+        version: 2,
+      })),
+    );
   });
 
   it('POST /v1/items/stock/import: levels are set by sku or item_id, each with its set movement, and an unknown item is refused', async () => {

@@ -34,6 +34,22 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
+/** What `call` answers, and the SQL of every statement the app ran meanwhile (through the database handle's one executor: watched, not replaced). */
+async function statementsOf<T>(call: () => Promise<T>): Promise<{ reply: T; statements: string[] }> {
+  const executor = test.storage.db.getExecutor();
+  const statements: string[] = [];
+  const execute = executor.executeQuery.bind(executor);
+  executor.executeQuery = (query, ...rest) => {
+    statements.push(query.sql);
+    return execute(query, ...rest);
+  };
+  try {
+    return { reply: await call(), statements };
+  } finally {
+    executor.executeQuery = execute;
+  }
+}
+
 describe('GET /v1/orders?expand=', () => {
   it("GET /v1/orders/{id}: 200 with the user and each line's item embedded when expand=user,lines.item; plain without", async () => {
     const plain = await test.call({ url: `/v1/orders/${order.id}` });
@@ -84,20 +100,9 @@ describe('GET /v1/orders?expand=', () => {
       const lines = [{ item_id: items[n % 2]!.id, quantity: 1 }];
       await test.call({ method: 'POST', url: '/v1/orders', body: { name: `n${n}`, user_id: another.id, lines } });
     }
-    // Every statement the app runs goes through the database handle's one executor: watched, not replaced.
-    const executor = test.storage.db.getExecutor();
-    const statements: string[] = [];
-    const execute = executor.executeQuery.bind(executor);
-    executor.executeQuery = (query, ...rest) => {
-      statements.push(query.sql);
-      return execute(query, ...rest);
-    };
-    let reply;
-    try {
-      reply = await test.call({ url: '/v1/orders?expand=user,lines.item.stock&limit=50' });
-    } finally {
-      executor.executeQuery = execute;
-    }
+    const { reply, statements } = await statementsOf(() =>
+      test.call({ url: '/v1/orders?expand=user,lines.item.stock&limit=50' }),
+    );
     expect(reply.status).toBe(200);
     expect(reply.json.data.length).toBeGreaterThanOrEqual(10);
     expect(reply.json.data.every((listed: { user: { id: number } }) => listed.user.id > 0)).toBe(true);
@@ -217,26 +222,6 @@ describe('GET /v1/orders?expand=', () => {
       }
     }
   });
-
-  it('GET /v1/orders and /v1/orders/{id}: expand with fields is 400 naming expand; each alone is 200', async () => {
-    for (const url of ['/v1/orders?expand=user&fields=name', `/v1/orders/${order.id}?fields=name&expand=user`]) {
-      const problem = expectProblem(await test.call({ url }), 400, 'invalid-query');
-      expect(problem.detail).toContain('fields');
-      expect(problem.errors![0]!.pointer).toBe('#/expand');
-    }
-    expect((await test.call({ url: `/v1/orders/${order.id}?fields=name` })).json).toEqual({ id: order.id, name: 'a' });
-  });
-
-  it('GET /v1/orders: an export with expand is 400, one without still streams', async () => {
-    const problem = expectProblem(
-      await test.call({ url: '/v1/orders?expand=user', headers: { accept: 'text/csv' } }),
-      400,
-      'invalid-query',
-    );
-    expect(problem.detail).toContain('export');
-    const ndjson = await test.call({ url: '/v1/orders', headers: { accept: 'application/x-ndjson' } });
-    expect(ndjson.status).toBe(200);
-  });
 });
 
 describe('GET /v1/items/{id}/stock/movements?expand=', () => {
@@ -268,5 +253,214 @@ describe('GET /v1/items/{id}/stock/movements?expand=', () => {
       'insufficient-scope',
     );
     expect(refused.errors![0]!.detail).toBe('order needs orders:read');
+  });
+});
+
+describe('expand= with fields=', () => {
+  it('GET /v1/orders/{id}: 200 with only the fields asked for, inside the records embedded too, when expand and fields name them', async () => {
+    const url = `/v1/orders/${order.id}?expand=user,lines.item&fields=id,user.email,lines.item.name`;
+    const reply = await test.call({ url: `${url}&expand=lines.item.stock` });
+    expect(reply.status).toBe(200);
+    expect(reply.json).toEqual({
+      id: order.id,
+      user: { email: user.email },
+      lines: items.map((item) => ({ item: { name: item.name } })),
+    });
+    const xml = await test.call({ url, headers: { accept: 'application/xml' } });
+    expect(xml.status).toBe(200);
+    expect(xml.text).toContain(`<user><email>${user.email}</email></user>`);
+    expect(xml.text).not.toContain('<price>');
+    // A field of the order only: the embedded records are not answered.
+    const own = await test.call({ url: `/v1/orders/${order.id}?expand=user&fields=name` });
+    expect(own.json).toEqual({ id: order.id, name: 'a' });
+  });
+
+  it('GET /v1/orders: each order of the page with only the fields asked for, its user among them', async () => {
+    const reply = await test.call({ url: '/v1/orders?expand=user&fields=name,user.name&limit=2' });
+    expect(reply.status).toBe(200);
+    expect(reply.json.data).toEqual([
+      { id: order.id, name: 'a', user: { name: expect.any(String) } },
+      { id: other.id, name: 'b', user: { name: expect.any(String) } },
+    ]);
+  });
+
+  it('GET /v1/orders, /v1/orders/{id} and the movements: 400 naming the field and the path when fields names inside a record not expanded', async () => {
+    const cases: [string, string[]][] = [
+      [`/v1/orders/${order.id}?fields=user.email`, ['user.email', 'expand=user']],
+      ['/v1/orders?fields=name,user', ['names user,', 'expand=user']],
+      [`/v1/orders/${order.id}?expand=user&fields=lines.item.name`, ['lines.item.name', 'expand=lines.item']],
+      [
+        `/v1/orders?expand=lines.item&fields=lines.item.stock.quantity`,
+        ['lines.item.stock.quantity', 'expand=lines.item.stock'],
+      ],
+      [`/v1/items/${items[0]!.id}/stock/movements?fields=order.name`, ['order.name', 'expand=order']],
+      [`/v1/items/${items[0]!.id}/stock/movements?expand=order&fields=order.user.email`, ['expand=order.user']],
+    ];
+    for (const [url, said] of cases) {
+      const problem = expectProblem(await test.call({ url }), 400, 'invalid-query');
+      for (const text of said) expect(problem.detail, url).toContain(text);
+      expect(problem.errors![0]!.pointer).toBe('#/fields');
+    }
+    // A name of the record's own (lines) takes what is expanded in it, and needs no expand.
+    expect((await test.call({ url: `/v1/orders/${order.id}?fields=lines` })).status).toBe(200);
+  });
+
+  it('GET /v1/orders/{id}: the ETag of expand with fields is another than with either alone; 304 for its own, however written', async () => {
+    const base = `/v1/orders/${order.id}`;
+    const both = await test.call({ url: `${base}?expand=user&fields=user.email` });
+    const tag = String(both.headers.etag);
+    expect(tag.startsWith('W/')).toBe(true);
+    const expandedOnly = String((await test.call({ url: `${base}?expand=user` })).headers.etag);
+    const fieldsOnly = String((await test.call({ url: `${base}?fields=name` })).headers.etag);
+    const otherFields = String((await test.call({ url: `${base}?expand=user&fields=user.name` })).headers.etag);
+    expect(new Set([tag, expandedOnly, fieldsOnly, otherFields]).size).toBe(4);
+    const again = `${base}?fields=user.email,id,user.email&expand=user`;
+    expect((await test.call({ url: again, headers: { 'if-none-match': tag } })).status).toBe(304);
+    for (const url of [`${base}?expand=user`, `${base}?expand=user&fields=user.name`])
+      expect((await test.call({ url, headers: { 'if-none-match': tag } })).status, url).toBe(200);
+  });
+
+  it('GET /v1/orders/{id}: 403 naming the path when the caller may not read what fields and expand name', async () => {
+    const { key } = await createCallerWithKey(test, { role: 'reader', removed_scopes: ['users:read'] });
+    const problem = expectProblem(
+      await test.call({ url: `/v1/orders/${order.id}?expand=user&fields=user.email`, key }),
+      403,
+      'insufficient-scope',
+    );
+    expect(problem.errors).toEqual([{ in: 'query', pointer: '#/expand', detail: 'user needs users:read' }]);
+  });
+});
+
+describe('exports with expand=', () => {
+  const SEEDED = 1100; // three chunks of 500 (http/export.ts) with the orders made above
+  let seededUsers: { id: number; email: string }[];
+  const csv = { accept: 'text/csv' };
+  const ndjson = { accept: 'application/x-ndjson' };
+
+  beforeAll(async () => {
+    // Set-based seeding, not the API: a user per order, each order one line of the first item.
+    const now = new Date().toISOString();
+    const { db } = test.storage;
+    const users = Array.from({ length: SEEDED }, (_, n) => {
+      const email = `exported${n}@example.com`;
+      return {
+        name: `Exported ${n}`,
+        email,
+        email_key: email,
+        created_by: null,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+      };
+    });
+    seededUsers = [];
+    for (let start = 0; start < SEEDED; start += 500)
+      seededUsers.push(
+        ...(await db
+          .insertInto('users')
+          .values(users.slice(start, start + 500))
+          .returning(['id', 'email'])
+          .execute()),
+      );
+    for (let start = 0; start < SEEDED; start += 500) {
+      const orders = seededUsers.slice(start, start + 500).map((seeded, n) => ({
+        name: `exported ${start + n}`,
+        user_id: seeded.id,
+        status: 'fulfilled' as const,
+        total: 250,
+        created_by: null,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+      }));
+      const ids = await db.insertInto('orders').values(orders).returning('id').execute();
+      const lines = ids.map(({ id }) => ({
+        order_id: id,
+        item_id: items[0]!.id,
+        position: 0,
+        quantity: 1,
+        unit_price: 250,
+      }));
+      await db.insertInto('order_lines').values(lines).execute();
+    }
+  });
+
+  it('GET /v1/orders: CSV with the user and the items embedded as dotted columns, each chunk expanded by one query per relation', async () => {
+    const { reply, statements } = await statementsOf(() =>
+      test.call({ url: '/v1/orders?expand=user,lines.item', headers: csv }),
+    );
+    expect(reply.status).toBe(200);
+    const rows = reply.text
+      .trimEnd()
+      .split('\r\n')
+      .map((row) => row.split(','));
+    const header = rows[0]!;
+    expect(header.slice(0, 6)).toEqual(['id', 'name', 'user_id', 'user.id', 'user.name', 'user.email']);
+    expect(header).toContain('lines.item.name');
+    expect(header).not.toContain('lines.item.stock.quantity');
+    const column = (name: string) => header.indexOf(name);
+    const last = rows[rows.length - 1]!;
+    expect(last[column('user.email')]).toBe(seededUsers[SEEDED - 1]!.email);
+    expect(last[column('lines.item.name')]).toBe(items[0]!.name);
+    const orders = new Set(rows.slice(1).map((row) => row[0])).size;
+    expect(orders).toBeGreaterThan(SEEDED);
+    const chunks = Math.ceil(orders / 500);
+    const reading = (table: string) => statements.filter((sql) => new RegExp(`from "${table}"`).test(sql));
+    expect(reading('orders')).toHaveLength(chunks + 1); // and the size check before the first
+    expect(reading('users')).toHaveLength(chunks);
+    expect(reading('items')).toHaveLength(chunks);
+  });
+
+  it('GET /v1/orders: NDJSON with expand and fields holds each order with the fields asked for of its user', async () => {
+    const reply = await test.call({ url: '/v1/orders?expand=user&fields=name,user.email', headers: ndjson });
+    expect(reply.status).toBe(200);
+    const lines = reply.text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines[0]).toEqual({ id: order.id, name: 'a', user: { email: expect.any(String) } });
+    expect(lines[lines.length - 1]).toEqual({
+      id: expect.any(Number),
+      name: `exported ${SEEDED - 1}`,
+      user: { email: seededUsers[SEEDED - 1]!.email },
+    });
+    const sheet = await test.call({
+      url: '/v1/orders?expand=user,lines.item&fields=name,user.email,lines.item.name',
+      headers: csv,
+    });
+    expect(sheet.text.slice(0, sheet.text.indexOf('\r\n'))).toBe('id,name,user.email,lines.item.name');
+  });
+
+  it('GET /v1/orders: an export with expand is 403 naming the path for a caller without the scope, 400 for a field not expanded', async () => {
+    const { key } = await createCallerWithKey(test, { role: 'reader', removed_scopes: ['users:read'] });
+    for (const headers of [csv, ndjson]) {
+      const problem = expectProblem(
+        await test.call({ url: '/v1/orders?expand=user', headers, key }),
+        403,
+        'insufficient-scope',
+      );
+      expect(problem.errors![0]!.detail).toBe('user needs users:read');
+      expectProblem(await test.call({ url: '/v1/orders?fields=user.email', headers }), 400, 'invalid-query');
+    }
+  });
+
+  it("GET /v1/items/{id}/stock/movements: CSV with each movement's order and its user as dotted columns, a row per line of the order", async () => {
+    const reply = await test.call({
+      url: `/v1/items/${items[1]!.id}/stock/movements?expand=order.user`,
+      headers: csv,
+    });
+    expect(reply.status).toBe(200);
+    const rows = reply.text
+      .trimEnd()
+      .split('\r\n')
+      .map((row) => row.split(','));
+    const header = rows[0]!;
+    for (const name of ['order.name', 'order.user.email', 'order.lines.item_id']) expect(header).toContain(name);
+    const ofOrder = rows.filter((row) => row[header.indexOf('order.id')] === String(order.id));
+    // The reserve of the order's second item: one row for each of the order's two lines.
+    expect(ofOrder.map((row) => row[header.indexOf('order.lines.item_id')])).toEqual(
+      items.map((item) => String(item.id)),
+    );
+    expect(ofOrder[0]![header.indexOf('order.user.email')]).toBe(user.email);
   });
 });

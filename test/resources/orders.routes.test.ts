@@ -498,7 +498,7 @@ describe('GET /v1/orders', () => {
     expect(second.json.data[0].lines).toEqual([{ item_id: item, quantity: 1, unit_price: '1.00', line_total: '1.00' }]);
   });
 
-  it('GET /v1/orders: each order with its own lines in position order, whether the orders listed lie close together or far apart', async () => {
+  it('GET /v1/orders: each order with its own lines in position order, whether the orders listed lie close together or far apart, in id order or not', async () => {
     const { user: mine } = await createUser(test);
     const { user: other } = await createUser(test);
     const [first, second] = [await stockedItem('1.00', 100), await stockedItem('2.00', 100)];
@@ -521,6 +521,13 @@ describe('GET /v1/orders', () => {
       const listed = await test.call({ url: `/v1/orders?user_id=${owner}` });
       expect(listed.json.data.map((order: { id: number; lines: unknown[] }) => [order.id, order.lines])).toEqual(
         placed.get(owner)!.map((order) => [order.id, order.lines]),
+      );
+      const backwards = await test.call({ url: `/v1/orders?user_id=${owner}&sort=-id` });
+      expect(backwards.json.data.map((order: { id: number; lines: unknown[] }) => [order.id, order.lines])).toEqual(
+        placed
+          .get(owner)!
+          .map((order) => [order.id, order.lines])
+          .reverse(),
       );
     }
   });

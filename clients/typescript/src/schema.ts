@@ -959,7 +959,7 @@ export interface paths {
         put?: never;
         /**
          * Take a backup of the database (a long-running operation)
-         * @description Starts a backup of the SQLite file into ROWI_BACKUP_DIR: 202 with Location /v1/operations/{id}, queued, then running, then succeeded (its summary names the backup: file, size, SHA-256, schema version, row counts) or failed (why; no backup was written, the database is unchanged). Requests go on meanwhile: the copy is one consistent snapshot, taken on a thread of its own. One backup at a time in the whole deployment: 409 backup-running names the one queued or running. 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
+         * @description Starts a backup of the SQLite file into ROWI_BACKUP_DIR: 202 with Location /v1/operations/{id}, queued, then running, then succeeded (its summary names the backup: file, size, SHA-256, schema version, row counts) or failed (why; no backup was written, the database is unchanged). Requests go on meanwhile: the copy is one consistent snapshot, taken by a process of its own at the lowest priority. One backup at a time in the whole deployment: 409 backup-running names the one queued or running. 409 backups-not-configured without ROWI_BACKUP_DIR, 409 backups-on-postgresql on PostgreSQL (use its own tools).
          */
         post: operations["startBackup"];
         delete?: never;
@@ -3970,55 +3970,6 @@ export interface components {
             if_match?: string;
         };
         /**
-         * StockMovement
-         * @example {
-         *       "id": 2,
-         *       "item_id": 1,
-         *       "kind": "reserve",
-         *       "quantity_change": -2,
-         *       "reserved_change": 2,
-         *       "quantity_after": 98,
-         *       "reserved_after": 2,
-         *       "order_id": 1,
-         *       "created_at": "2026-06-01T12:00:00.000Z"
-         *     }
-         */
-        StockMovement: {
-            /**
-             * Format: int64
-             * @description server-assigned identifier
-             */
-            readonly id: number;
-            /**
-             * Format: int64
-             * @description the item whose stock moved
-             */
-            item_id: number;
-            /** @description set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order */
-            kind: "set" | "reserve" | "release" | "fulfil";
-            /**
-             * Format: int64
-             * @description change of the on-hand, unreserved quantity
-             */
-            quantity_change: number;
-            /**
-             * Format: int64
-             * @description change of the reserved quantity
-             */
-            reserved_change: number;
-            /** Format: int64 */
-            quantity_after: number;
-            /** Format: int64 */
-            reserved_after: number;
-            /** @description the order that caused the movement; null for set */
-            order_id: number | null;
-            /**
-             * Format: date-time
-             * @description when the record was created (RFC 3339, UTC)
-             */
-            readonly created_at: string;
-        };
-        /**
          * StockMovementPage
          * @example {
          *       "data": [
@@ -6934,7 +6885,7 @@ export interface operations {
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
                 /**
-                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, order, order.id, order.name, order.user_id, order.user, order.user.id, order.user.name, order.user.email, order.user.created_by, order.user.created_at, order.user.updated_at, order.status, order.lines, order.lines.item_id, order.lines.quantity, order.lines.unit_price, order.lines.line_total, order.lines.item, order.lines.item.id, order.lines.item.name, order.lines.item.sku, order.lines.item.price, order.lines.item.created_by, order.lines.item.created_at, order.lines.item.updated_at, order.lines.item.stock, order.lines.item.stock.item_id, order.lines.item.stock.quantity, order.lines.item.stock.reserved, order.lines.item.stock.updated_at, order.total, order.created_by, order.created_at, order.updated_at, created_at; id is always answered; a name in order, order.user, order.lines.item (a related record) needs expand to name it, 400 otherwise; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
                  * @example item_id,kind
                  */
                 fields?: string;
@@ -6964,7 +6915,7 @@ export interface operations {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["StockMovement"];
+                    "application/x-ndjson": components["schemas"]["ExpandedStockMovement"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6998,7 +6949,7 @@ export interface operations {
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
                 /**
-                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, created_at; id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
+                 * @description only these fields of each record, comma-separated: id, item_id, kind, quantity_change, reserved_change, quantity_after, reserved_after, order_id, order, order.id, order.name, order.user_id, order.user, order.user.id, order.user.name, order.user.email, order.user.created_by, order.user.created_at, order.user.updated_at, order.status, order.lines, order.lines.item_id, order.lines.quantity, order.lines.unit_price, order.lines.line_total, order.lines.item, order.lines.item.id, order.lines.item.name, order.lines.item.sku, order.lines.item.price, order.lines.item.created_by, order.lines.item.created_at, order.lines.item.updated_at, order.lines.item.stock, order.lines.item.stock.item_id, order.lines.item.stock.quantity, order.lines.item.stock.reserved, order.lines.item.stock.updated_at, order.total, order.created_by, order.created_at, order.updated_at, created_at; id is always answered; a name in order, order.user, order.lines.item (a related record) needs expand to name it, 400 otherwise; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md)
                  * @example item_id,kind
                  */
                 fields?: string;
@@ -7028,7 +6979,7 @@ export interface operations {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["StockMovement"];
+                    "application/x-ndjson": components["schemas"]["ExpandedStockMovement"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7106,7 +7057,7 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
-                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, name, user_id, user, user.id, user.name, user.email, user.created_by, user.created_at, user.updated_at, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, lines.item, lines.item.id, lines.item.name, lines.item.sku, lines.item.price, lines.item.created_by, lines.item.created_at, lines.item.updated_at, lines.item.stock, lines.item.stock.item_id, lines.item.stock.quantity, lines.item.stock.reserved, lines.item.stock.updated_at, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name in user, lines.item, lines.item.stock (a related record) needs expand to name it, 400 otherwise; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
                 /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
                 expand?: ("user" | "lines.item" | "lines.item.stock")[];
@@ -7131,7 +7082,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Order"];
+                    "application/x-ndjson": components["schemas"]["ExpandedOrder"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7212,7 +7163,7 @@ export interface operations {
                 created_by?: number;
                 /** @description only the records of these ids (positive integers), comma-separated or repeated, at most 500; ids that do not exist or that the caller may not see are absent */
                 id?: string | string[];
-                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, name, user_id, user, user.id, user.name, user.email, user.created_by, user.created_at, user.updated_at, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, lines.item, lines.item.id, lines.item.name, lines.item.sku, lines.item.price, lines.item.created_by, lines.item.created_at, lines.item.updated_at, lines.item.stock, lines.item.stock.item_id, lines.item.stock.quantity, lines.item.stock.reserved, lines.item.stock.updated_at, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name in user, lines.item, lines.item.stock (a related record) needs expand to name it, 400 otherwise; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
                 /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
                 expand?: ("user" | "lines.item" | "lines.item.stock")[];
@@ -7237,7 +7188,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Order"];
+                    "application/x-ndjson": components["schemas"]["ExpandedOrder"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7253,7 +7204,7 @@ export interface operations {
     getOrder: {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, name, user_id, user, user.id, user.name, user.email, user.created_by, user.created_at, user.updated_at, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, lines.item, lines.item.id, lines.item.name, lines.item.sku, lines.item.price, lines.item.created_by, lines.item.created_at, lines.item.updated_at, lines.item.stock, lines.item.stock.item_id, lines.item.stock.quantity, lines.item.stock.reserved, lines.item.stock.updated_at, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name in user, lines.item, lines.item.stock (a related record) needs expand to name it, 400 otherwise; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
                 /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
                 expand?: ("user" | "lines.item" | "lines.item.stock")[];
@@ -7398,7 +7349,7 @@ export interface operations {
     "getOrder-head": {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, name, user_id, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, name, user_id, user, user.id, user.name, user.email, user.created_by, user.created_at, user.updated_at, status, lines, lines.item_id, lines.quantity, lines.unit_price, lines.line_total, lines.item, lines.item.id, lines.item.name, lines.item.sku, lines.item.price, lines.item.created_by, lines.item.created_at, lines.item.updated_at, lines.item.stock, lines.item.stock.item_id, lines.item.stock.quantity, lines.item.stock.reserved, lines.item.stock.updated_at, total, created_by, created_at, updated_at (a dotted name selects inside: lines.item_id); id is always answered; a name in user, lines.item, lines.item.stock (a related record) needs expand to name it, 400 otherwise; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
                 /** @description related records to embed, comma-separated or repeated: user, lines.item, lines.item.stock; at most 2 levels (docs/reading.md "Related records in one call"). Each needs the read scope of what it embeds (403 otherwise); a record the caller may not see is embedded as null. */
                 expand?: ("user" | "lines.item" | "lines.item.stock")[];

@@ -131,8 +131,6 @@ export type StockBatchAdjust = components['schemas']['StockBatchAdjust'];
 export type StockBatchResult = components['schemas']['StockBatchResult'];
 /** StockBatchSet */
 export type StockBatchSet = components['schemas']['StockBatchSet'];
-/** StockMovement */
-export type StockMovement = components['schemas']['StockMovement'];
 /** StockMovementPage */
 export type StockMovementPage = components['schemas']['StockMovementPage'];
 /** StockPage */
@@ -185,3 +183,5 @@ export type WebhookEndpointPage = components['schemas']['WebhookEndpointPage'];
 export type WebhookEndpointPatch = components['schemas']['WebhookEndpointPatch'];
 /** WebhookEndpointWithSecret */
 export type WebhookEndpointWithSecret = components['schemas']['WebhookEndpointWithSecret'];
+/** @deprecated the same record, now named ExpandedStockMovement */
+export type StockMovement = ExpandedStockMovement;

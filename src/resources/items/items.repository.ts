@@ -1,6 +1,13 @@
 import { sql, type Insertable } from 'kysely';
-import { BULK_ROWS_PER_INSERT, compiledRowInserts, rowsOf } from '../../db/compiled.js';
+import {
+  BULK_ROWS_PER_INSERT,
+  compiledKeyLists,
+  compiledRowInserts,
+  compiledRowWrites,
+  rowsOf,
+} from '../../db/compiled.js';
 import type { Executor, ItemRow, ItemsTable } from '../../db/database.js';
+import { isSqlite } from '../../db/dialect.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
@@ -73,23 +80,59 @@ export async function isItemOrdered(db: Executor, itemId: number): Promise<boole
 
 /** The items that have one of these SKUs (an import's chunk). */
 export function findItemsBySkus(db: Executor, skus: string[]): Promise<StoredItem[]> {
-  if (skus.length === 0) return Promise.resolve([]);
-  return db.selectFrom('items').select(ITEM_COLUMNS).where('sku', 'in', skus).execute();
+  return selectItemsBySkus(db, skus);
 }
 
+const selectItemsBySkus = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, skus) =>
+  db
+    .selectFrom('items')
+    .select(ITEM_COLUMNS)
+    .where('sku', 'in', skus as string[]),
+);
+
 /**
- * Inserts many items in one statement; a SKU taken meanwhile (by a concurrent request on
- * PostgreSQL) is left out rather than failing the statement, so the caller sees which rows it got.
+ * Inserts many items, in multi-row statements. Only the ids are new: the rest of each item is what
+ * was inserted (no column has a default or trigger that changes it).
+ *
+ * - PostgreSQL: a SKU taken meanwhile by a concurrent request is left out rather than failing the
+ *   statement (`on conflict do nothing`), and the ids and SKUs of the rows inserted come back
+ *   (`returning`), so the caller sees which rows it got.
+ * - SQLite: nothing can take a SKU between the caller's read of them and this insert in one unit of
+ *   work (its group holds the write lock, and runs one unit at a time), so a SKU taken is an error,
+ *   and the ids are not returned but counted: a statement's new rows take consecutive ids
+ *   (AUTOINCREMENT, one writer), the last of them its last rowid. `returning` made SQLite keep
+ *   every row of a statement aside before handing it back (docs/performance.md "Imports").
  */
-export function insertItems(
+export async function insertItems(
   db: Executor,
   items: { name: string; sku: string; price: number; created_by: number | null }[],
   now: string,
 ): Promise<StoredItem[]> {
-  return insertItemRows(
-    db,
-    items.flatMap((item) => [item.name, item.sku, item.price, item.created_by, 1, now, now]),
-  );
+  const values: unknown[] = [];
+  for (const item of items) values.push(item.name, item.sku, item.price, item.created_by, 1, now, now);
+  // ITEM_COLUMNS' order, as a read gives it (an event's data is the item's JSON).
+  const stored = (id: number, item: (typeof items)[number]): StoredItem => ({
+    id,
+    name: item.name,
+    sku: item.sku,
+    price: item.price,
+    created_by: item.created_by,
+    created_at: now,
+    updated_at: now,
+    version: 1,
+  });
+  if (isSqlite(db)) {
+    const inserted: StoredItem[] = [];
+    for (const statement of await insertItemRowsCounted(db, values)) {
+      if (statement.changes !== statement.rows)
+        throw new Error(`inserting ${statement.rows} items inserted ${statement.changes}`);
+      for (let id = statement.lastId - statement.rows + 1; id <= statement.lastId; id++)
+        inserted.push(stored(id, items[inserted.length]!));
+    }
+    return inserted;
+  }
+  const bySku = new Map(items.map((item) => [item.sku, item]));
+  return (await insertItemRows(db, values)).map(({ id, sku }) => stored(id, bySku.get(sku)!));
 }
 
 const NEW_ITEM_FIELDS = ['name', 'sku', 'price', 'created_by', 'version', 'created_at', 'updated_at'] as const;
@@ -98,7 +141,10 @@ const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.
     .insertInto('items')
     .values(rowsOf<Insertable<ItemsTable>>(values, NEW_ITEM_FIELDS))
     .onConflict((conflict) => conflict.column('sku').doNothing())
-    .returning(ITEM_COLUMNS),
+    .returning(['id', 'sku']),
+);
+const insertItemRowsCounted = compiledRowWrites(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.length, (db, _count, ...values) =>
+  db.insertInto('items').values(rowsOf<Insertable<ItemsTable>>(values, NEW_ITEM_FIELDS)),
 );
 
 /** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */

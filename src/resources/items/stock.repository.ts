@@ -41,21 +41,20 @@ export function insertStock(db: Executor, itemId: number, now: string): Promise<
     .executeTakeFirstOrThrow();
 }
 
-/** The stock rows of many new items at once (an import), each at its quantity. */
-export function insertStocks(
+/** The stock rows of many new items at once (an import), each at its quantity; nothing comes back. */
+export async function insertStocks(
   db: Executor,
   stocks: { item_id: number; quantity: number }[],
   now: string,
-): Promise<StoredStock[]> {
-  return insertStockRows(
-    db,
-    stocks.flatMap((stock) => [stock.item_id, stock.quantity, 0, 0, 1, now]),
-  );
+): Promise<void> {
+  const values: unknown[] = [];
+  for (const stock of stocks) values.push(stock.item_id, stock.quantity, 0, 0, 1, now);
+  await insertStockRows(db, values);
 }
 
 const NEW_STOCK_FIELDS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'version', 'updated_at'] as const;
 const insertStockRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_STOCK_FIELDS.length, (db, _count, ...values) =>
-  db.insertInto('stock').values(rowsOf<Insertable<StockTable>>(values, NEW_STOCK_FIELDS)).returning(STOCK_COLUMNS),
+  db.insertInto('stock').values(rowsOf<Insertable<StockTable>>(values, NEW_STOCK_FIELDS)),
 );
 
 /** The stock of the item, when the item exists and the sight on items shows it. */
@@ -145,10 +144,9 @@ export async function insertMovement(db: Executor, movement: NewMovement): Promi
 
 /** Appends many ledger entries in one statement (an import's chunk: up to a few hundred). */
 export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
-  await insertMovementRows(
-    db,
-    movements.flatMap((movement) => MOVEMENT_FIELDS.map((field) => movement[field])),
-  );
+  const values: unknown[] = [];
+  for (const movement of movements) for (const field of MOVEMENT_FIELDS) values.push(movement[field]);
+  await insertMovementRows(db, values);
 }
 
 const insertMovementRows = compiledRowInserts(BULK_ROWS_PER_INSERT, MOVEMENT_FIELDS.length, (db, _count, ...values) =>

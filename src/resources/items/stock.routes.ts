@@ -17,7 +17,7 @@ import {
   representation,
 } from '../../http/schemas.js';
 import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
-import { expandedList, withExpand } from '../expansion.js';
+import { expandedListing, withExpand } from '../expansion.js';
 import { expandHook } from '../../http/expand.js';
 import { MOVEMENT_EXPANSION } from '../related-records.js';
 import {
@@ -37,7 +37,6 @@ import { sightOf } from '../../auth/visibility.js';
 
 /** The stock of an item is named by its item's id: that is what `fields` always answers. */
 const STOCK_FIELDS = { record: StockSchema, identifier: 'item_id' };
-const MOVEMENT_FIELDS = { record: MovementSchema };
 
 /** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
 const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -135,23 +134,25 @@ const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Every change of quantity or reserved, with the order that caused it: the sums of quantity_change and reserved_change over all movements equal the current quantity and reserved. `expand=order` embeds that order (and `order.user`, `order.lines.item` what it refers to), as if read on its own: it needs orders:read (and users:read, items:read), and an order the caller may not see is null.',
         tags: ['stock'],
         params: IdParams,
-        querystring: withExpand(listQuerySchema(MOVEMENT_COLLECTION, MOVEMENT_FIELDS), MOVEMENT_EXPANSION.relations),
+        querystring: withExpand(
+          listQuerySchema(MOVEMENT_COLLECTION, MOVEMENT_EXPANSION.selectable),
+          MOVEMENT_EXPANSION.relations,
+        ),
         response: {
           200: withExports(
             representation(MOVEMENT_EXPANSION.page, 'A page of movements', RESPONSE_HEADERS.link),
-            MovementSchema,
+            MOVEMENT_EXPANSION.record,
           ),
         },
       }),
     },
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
-      const fields = selectFields(MOVEMENT_FIELDS, request.query.fields);
+      const fields = selectFields(MOVEMENT_EXPANSION.selectable, request.query.fields);
       const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
-      const movements = (page: typeof query) => listMovements(db, request.params.id, page, sights);
-      const list = expandedList(db, request, MOVEMENT_EXPANSION, movements, fields);
+      const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
       const listing = { name: 'stock-movements', record: MovementSchema, query, list, fields };
-      return answerList(request, reply, listing, app.config);
+      return answerList(request, reply, expandedListing(db, request, MOVEMENT_EXPANSION, listing), app.config);
     },
   );
 

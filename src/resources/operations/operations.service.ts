@@ -148,7 +148,7 @@ export async function cancelOperation(trx: Trx, id: number, sight: Sight): Promi
       return view;
     }
   }
-  // A backup copies one snapshot on a thread of its own: once it runs, it ends on its own (it never changes the database).
+  // A backup copies one snapshot in a process of its own: once it runs, it ends on its own (it never changes the database).
   if (backup && stored.status === 'running')
     throw new ConflictError(
       'backup-running',

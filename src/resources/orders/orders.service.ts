@@ -22,10 +22,10 @@ import { assertMayRefer, mayRead, type Reader, type Reference } from '../referen
 import {
   findLines,
   findLinesOfOrders,
+  findOrderValues,
   findOrderById,
-  findOrders,
   updateOrderAtVersion,
-  type ListedLine,
+  type ListedLineValues,
   type StoredLine,
   type StoredOrder,
 } from './orders.repository.js';
@@ -70,19 +70,66 @@ export async function getOrder(db: Executor, id: number, sight: Sight): Promise<
   return presentOrder(order, await findLines(db, id));
 }
 
+/**
+ * A page of orders with their lines. Orders and lines are read as arrays of values (an export
+ * reads millions: db/array-rows.ts) and presented here, each record built once, as answered.
+ */
 export async function listOrders(db: Executor, query: ListQuery, sight: Sight) {
-  const page = await findOrders(db, query, sight);
-  const lines = await findLinesOfOrders(
-    db,
-    page.rows.map((order) => order.id),
-  );
-  const byOrder = new Map<number, ListedLine[]>();
-  for (const line of lines) {
-    const group = byOrder.get(line.order_id);
-    if (group) group.push(line);
-    else byOrder.set(line.order_id, [line]);
+  const page = await findOrderValues(db, query, sight);
+  const { rows } = page;
+  const ids = new Array<number>(rows.length);
+  for (let index = 0; index < rows.length; index++) ids[index] = rows[index]![0];
+  const lines = await findLinesOfOrders(db, ids);
+  const orders = new Array<OrderView>(rows.length);
+  // The lines come in order id order: when the orders do too (an export's chunks, a page sorted by
+  // id), each order's lines are the next ones; otherwise they are looked up by order.
+  const byOrder = ascending(ids) ? undefined : linesByOrder(lines);
+  let next = 0;
+  for (let index = 0; index < rows.length; index++) {
+    const order = rows[index]!;
+    let own: OrderView['lines'];
+    if (byOrder) own = byOrder.get(order[0]) ?? [];
+    else {
+      own = [];
+      while (next < lines.length && lines[next]![0] < order[0]) next++;
+      for (; next < lines.length && lines[next]![0] === order[0]; next++) own.push(listedLine(lines[next]!));
+    }
+    orders[index] = {
+      id: order[0],
+      name: order[1],
+      user_id: order[2],
+      status: order[3],
+      total: formatMinorUnits(order[4]),
+      created_by: order[5],
+      created_at: order[6],
+      updated_at: order[7],
+      version: order[8],
+      lines: own,
+    };
   }
-  return { ...page, rows: page.rows.map((order) => presentOrder(order, byOrder.get(order.id) ?? [])) };
+  return { nextAfter: page.nextAfter, rows: orders };
+}
+
+const listedLine = ([, itemId, quantity, unitPrice]: ListedLineValues): OrderView['lines'][number] => ({
+  item_id: itemId,
+  quantity,
+  unit_price: formatMinorUnits(unitPrice),
+  line_total: formatMinorUnits(unitPrice * quantity),
+});
+
+function ascending(ids: number[]): boolean {
+  for (let index = 1; index < ids.length; index++) if (ids[index - 1]! >= ids[index]!) return false;
+  return true;
+}
+
+function linesByOrder(lines: ListedLineValues[]): Map<number, OrderView['lines']> {
+  const byOrder = new Map<number, OrderView['lines']>();
+  for (const line of lines) {
+    const group = byOrder.get(line[0]);
+    if (group) group.push(listedLine(line));
+    else byOrder.set(line[0], [listedLine(line)]);
+  }
+  return byOrder;
 }
 
 /**
@@ -346,7 +393,10 @@ function assertOrderEchoes(stored: StoredOrder, body: OrderReplace | OrderPatch,
   ]);
 }
 
-function presentOrder(order: StoredOrder, lines: readonly ListedLine[]): OrderView {
+function presentOrder(
+  order: StoredOrder,
+  lines: readonly Pick<StoredLine, 'item_id' | 'quantity' | 'unit_price'>[],
+): OrderView {
   return {
     ...order,
     total: formatMinorUnits(order.total),

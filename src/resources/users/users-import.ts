@@ -1,15 +1,29 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { Trx } from '../../db/database.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
-import type { ChunkOutcome, ImportContext, ImportTarget, RowError, RowWritten } from '../import-target.js';
-import { emailKey, findUsersByEmailKeys, insertUsers, updateUserAtVersion } from './users.repository.js';
+import {
+  inSlices,
+  type ChunkOutcome,
+  type ImportContext,
+  type ImportTarget,
+  type RowError,
+  type RowWritten,
+} from '../import-target.js';
+import {
+  emailKey,
+  findUsersByEmailKeys,
+  insertUsers,
+  updateUsersAtVersions,
+  type StoredUser,
+} from './users.repository.js';
 import { UserCreateSchema, type UserCreate } from './users.schema.js';
 
 /**
  * The users import (docs/bulk.md "Imports"): a row is a user's create body; a new email (compared
  * without regard to case) creates the user, one already stored follows on_conflict (update: the
- * name, and the email as written). A chunk is one read of the emails, one insert, one insert of
- * the events, whatever its size.
+ * name, and the email as written). A chunk is a few statements whatever its size, 128 rows each:
+ * compiled reads of the emails and multi-row inserts of the users and of their events, and one
+ * UPDATE … FROM (VALUES …) of the users to change.
  */
 export const USERS_IMPORT: ImportTarget = {
   name: 'users',
@@ -44,6 +58,7 @@ async function writeUsers(
   const errors: RowError[] = [];
   const events: EventDraft[] = [];
   const fresh: { row: number; value: UserCreate }[] = [];
+  const changed: { row: number; value: UserCreate; user: StoredUser }[] = [];
   for (const row of rows) {
     const user = stored.get(emailKey(row.value.email));
     if (user === undefined) fresh.push(row);
@@ -55,30 +70,47 @@ async function writeUsers(
       errors.push(emailTaken(row.row, row.value.email));
     else if (user.name === row.value.name && user.email === row.value.email)
       written.push({ row: row.row, outcome: 'skipped', id: user.id });
-    else {
-      const updated = await updateUserAtVersion(trx, user.id, user.version, {
-        name: row.value.name,
-        email: row.value.email,
-        now: context.now,
+    else changed.push({ row: row.row, value: row.value, user });
+  }
+  // One UPDATE a slice for the users to change, each at the version read.
+  const updated = new Map(
+    (
+      await inSlices(trx, changed, (slice) =>
+        updateUsersAtVersions(
+          trx,
+          slice.map(({ value, user }) => ({
+            id: user.id,
+            version: user.version,
+            name: value.name,
+            email: value.email,
+          })),
+          context.now,
+        ),
+      )
+    ).map((user) => [user.id, user]),
+  );
+  for (const { row, user } of changed) {
+    const stored = updated.get(user.id);
+    if (stored === undefined) {
+      errors.push({
+        row,
+        field: 'email',
+        problem: 'precondition-failed',
+        detail: `user ${user.id} changed while the import ran; retry`,
       });
-      if (updated === undefined) {
-        errors.push({
-          row: row.row,
-          field: 'email',
-          problem: 'precondition-failed',
-          detail: `user ${user.id} changed while the import ran; retry`,
-        });
-        continue;
-      }
-      events.push({ type: 'user.updated', path: `/v1/users/${user.id}`, data: updated });
-      written.push({ row: row.row, outcome: 'updated', id: user.id });
+      continue;
     }
+    events.push({ type: 'user.updated', path: `/v1/users/${user.id}`, data: stored });
+    written.push({ row, outcome: 'updated', id: user.id });
   }
   if (fresh.length > 0) {
-    const inserted = await insertUsers(
-      trx,
-      fresh.map(({ value }) => ({ name: value.name, email: value.email, created_by: context.creator })),
-      context.now,
+    // A slice at a time, the event loop given a turn between: requests are read and answered meanwhile.
+    const inserted = await inSlices(trx, fresh, (slice) =>
+      insertUsers(
+        trx,
+        slice.map(({ value }) => ({ name: value.name, email: value.email, created_by: context.creator })),
+        context.now,
+      ),
     );
     await turn();
     const byKey = new Map(inserted.map((user) => [user.email_key, user]));
@@ -93,7 +125,7 @@ async function writeUsers(
       written.push({ row: row.row, outcome: 'created', id: user.id });
     }
   }
-  await recordEvents(trx, events);
+  await inSlices(trx, events, (slice) => recordEvents(trx, slice));
   return { written, errors };
 }
 
