@@ -87,7 +87,9 @@ export async function takeBackup(options: {
   const lock = await lockBackupFolder(folder, options.waiting, options.signal).catch(async (error: unknown) => {
     if (options.signal?.aborted) throw error;
     await countUnrecorded();
-    throw new BackupError(`the backup folder ${folder} cannot be used (${describeFault(error)})`);
+    throw new BackupError(`the backup folder ${folder} cannot be used (${describeFault(error)})`, {
+      diskFull: (error as { code?: string }).code === 'ENOSPC',
+    });
   });
   try {
     await options.starting?.();
