@@ -10,7 +10,7 @@ import { lockBackupFolder } from './backup-lock.js';
  * Scheduled backups of the SQLite file into a folder: one every interval, the newest `keep`
  * kept. The outcome of the last attempts is written to `status.json` in that folder, where the
  * metrics of every process (and of every instance on the file) read it: one schedule per
- * database, whatever process takes the backups. A failed backup (a full disk, the folder gone) is
+ * database, whatever process takes the backups. A failed backup (a full disk, a folder that cannot be made) is
  * one log line and a count in that status, never a crash and never a change to the database.
  */
 export interface BackupStatus {

@@ -1,5 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/db/connect.js';
 import { migrateStorage } from '../../src/db/migrate.js';
@@ -38,6 +38,23 @@ describe('scheduled backups of the SQLite file', () => {
     expect(status).toMatchObject({ failures: 0, last_failure_at: null, last_error: null });
     expect(Date.parse(status!.last_success_at!)).toBeGreaterThan(Date.now() - 60_000);
     expect(log.filter((line) => line.msg.startsWith('backup of ')).length).toBe(3);
+  });
+
+  it('a folder removed between two backups is made again, and the next backup into it is taken', async () => {
+    const data = join(tempFolder('data'), 'rowi.db');
+    const storage = await openSqlite({ data, sqliteSynchronous: 'full' });
+    await migrateStorage(storage);
+    await storage.close();
+    const folder = join(tempFolder('backups'), 'removed', 'nightly');
+    const { logger } = keptLog('info');
+    const schedule = startBackupSchedule({ data, folder, intervalMs: 3_600_000, keep: 2, log: logger });
+    expect(await schedule.runOnce()).toBeDefined();
+    rmSync(dirname(folder), { recursive: true });
+    const next = await schedule.runOnce();
+    await schedule.close();
+
+    expect((await listBackups(folder)).map((manifest) => manifest.file)).toEqual([next!.file]);
+    expect(await readBackupStatus(folder)).toMatchObject({ failures: 0, last_error: null });
   });
 
   it('a backup that fails (the database is gone) is one error line, a count in status.json and in the metrics; never a throw', async () => {
