@@ -142,12 +142,26 @@ export function startBackupSchedule(options: {
     }
   };
   const runOnce = () => (running ??= attempt().finally(() => (running = undefined)));
-  const timer = setInterval(() => void runOnce(), intervalMs);
-  timer.unref();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  const plan = (delayMs: number) => {
+    if (closed) return;
+    timer = setTimeout(() => void runOnce().finally(() => plan(intervalMs)), delayMs);
+    timer.unref();
+  };
+  // The first one is due an interval after the newest backup in the folder (after the start when
+  // there is none): a rowi restarted more often than its interval (each deploy) still takes them.
+  void listBackups(folder)
+    .then((backups) => {
+      const newest = backups[0] === undefined ? Number.NaN : Date.parse(backups[0].taken_at);
+      plan(Number.isNaN(newest) ? intervalMs : Math.max(0, Math.min(intervalMs, newest + intervalMs - Date.now())));
+    })
+    .catch(() => plan(intervalMs));
   return {
     runOnce,
     async close() {
-      clearInterval(timer);
+      closed = true;
+      clearTimeout(timer);
       await running;
     },
   };
