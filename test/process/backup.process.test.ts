@@ -226,6 +226,46 @@ describe('rowi backup and rowi restore on the SQLite file', () => {
     expect((await callServer(server, 'POST', '/v1/users', buildUser())).status).toBe(201);
   }, 90_000);
 
+  it('rowi serve --workers 2 with ROWI_BACKUP_DIR: the primary takes the scheduled backup an interval after the newest one in the folder, and the metrics of the worker asked show it', async () => {
+    const dataFile = tempDataFile();
+    const first = await servers.serve({ dataFile, timeoutMs: 60_000 });
+    await callServer(first, 'POST', '/v1/users', buildUser());
+    const folder = tempFolder('backups');
+    const earlier = join(folder, 'rowi-earlier.sqlite');
+    expect((await runCli(['backup', earlier], { ROWI_DATA: dataFile }, 60_000)).code).toBe(0);
+    await first.stop();
+    // As if that backup had been taken 58 s ago: with an interval of 60 s the next is due 2 s after the start.
+    const manifest = JSON.parse(readFileSync(`${earlier}.json`, 'utf8'));
+    writeFileSync(
+      `${earlier}.json`,
+      JSON.stringify({ ...manifest, taken_at: new Date(Date.now() - 58_000).toISOString() }),
+    );
+
+    const server = await servers.serve({
+      dataFile,
+      adminKey: first.adminKey,
+      timeoutMs: 60_000,
+      env: { ROWI_WORKERS: '2', ROWI_BACKUP_DIR: folder, ROWI_BACKUP_INTERVAL: '60' },
+    });
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(join(folder, 'status.json')) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    const listed = await callServer(server, 'GET', '/v1/backups');
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.map((backup: { file: string }) => backup.file)).toEqual([
+      expect.stringMatching(/^rowi-\d{8}T\d{6}\.\d{3}Z\.sqlite$/),
+      'rowi-earlier.sqlite',
+    ]);
+    expect(listed.json.data[0].rows.users).toBe(1);
+    const metrics = await (
+      await fetch(`${server.baseUrl}/metrics`, { headers: { 'x-api-key': server.adminKey } })
+    ).text();
+    expect(Number(/^rowi_backup_last_success_timestamp_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThan(
+      Date.now() / 1000 - 60,
+    );
+    expect(server.stdout()).toMatch(/"msg":"backup of [^"]+ taken: /);
+  }, 120_000);
+
   it('rowi backup, rowi restore and ROWI_BACKUP_DIR on PostgreSQL: refused, naming its own tools', async () => {
     for (const command of ['backup', 'restore']) {
       const refused = await runCli([command, join(tempFolder('backups'), 'x.sqlite')], {
