@@ -53,6 +53,16 @@ const MIGRATION_LOCK_WAIT_MS = 10 * 60 * 1000;
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
+ * The reader's page cache, in KiB: SQLite's own default (2,000 KiB, node:sqlite's), set because
+ * better-sqlite3 is built with 16,000. The reader's cache is emptied whenever another connection
+ * commits (WAL mode: docs/events.md), so on a service that writes it rarely holds much for long;
+ * but one long read (an export of 1,000,000 orders, its size check) filled all 16 MB, 15 MB of
+ * the process's RSS growth during the export, never given back. Pages it misses come from the
+ * operating system's cache (docs/performance.md "Reading in bulk").
+ */
+const READER_PAGE_CACHE_KIB = 2000;
+
+/**
  * Opens the embedded SQLite database, creating its folder and file on first start, with
  * whichever driver this Node.js has (sqlite-connection.ts).
  *
@@ -86,6 +96,7 @@ export async function openSqlite(
   const reader = inMemory
     ? writer
     : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
+  if (reader !== writer) execute(reader.prepare(`pragma cache_size = -${READER_PAGE_CACHE_KIB}`));
   const db = withCommits(
     new Kysely<Database>({
       dialect: new RowiSqliteDialect({

@@ -166,16 +166,17 @@ function cellAt(reader: ColumnReader, holder: Record<string, unknown> | null | u
 /**
  * The CSV rows of a chunk of records, with the header row first when `header`; each row ends with CRLF.
  *
- * csv-stringify's cost is per cell (docs/performance.md), and a record with a spread array repeats
- * its own cells on the row of each element: an order of 2 lines is 24 cells, 8 of them twice. So
- * csv-stringify is given each record's own cells once (the columns before the spread's, and those
- * after) and each element's cells once, as records of their own, with a line feed between records;
- * its text is then cut at the line feeds and each row put together as own cells, the element's,
- * own cells after. That is exact only where no cell was quoted: a field holding a line feed or a
- * carriage return is always quoted (quote_record_delimiter), so in a text without a double quote
- * every line feed ends a record. A text with one (a cell with a comma, a quote, a line break) is
- * written again row by row (csvRowsText), a rare chunk. The one-character delimiter saves
- * csv-stringify a test that builds a string per cell, too.
+ * csv-stringify's cost is per cell and per record (docs/performance.md), and a record with a
+ * spread array repeats its own cells on the row of each element: an order of 2 lines is 24 cells,
+ * 8 of them twice. So csv-stringify is given each exported record once, as one record of its own
+ * cells (the columns before the spread's, then those after) followed by each element's cells,
+ * records ended by a line feed; its text is then cut at the line feeds and the commas, by the
+ * count of cells of each part, and each row put together as own cells, the element's, own cells
+ * after. That is exact only where no cell was quoted: a field holding a comma is quoted, and one
+ * holding a line feed or a carriage return too (quote_record_delimiter), so in a text without a
+ * double quote every line feed ends a record and every comma a cell. A text with one (a cell
+ * with a comma, a quote, a line break) is written again row by row (csvRowsText), a rare chunk.
+ * The one-character delimiter saves csv-stringify a test that builds a string per cell, too.
  */
 export function csvText(layout: CsvLayout, records: readonly unknown[], header: boolean): string {
   return csvPartsText(layout, records, header) ?? csvRowsText(layout, records, header);
@@ -208,33 +209,65 @@ function csvPartsText(layout: CsvLayout, records: readonly unknown[], header: bo
     const text = stringify(parts, CSV_PARTS_OPTIONS);
     return text.includes('"') ? undefined : text.replaceAll('\n', '\r\n');
   }
+  // One record of csv-stringify's per exported record (see csvText): a record of its own for each
+  // part (own cells before, after, each element's) cost the writer 1.14× the CPU.
   const firstOfElement = ofElement[0]!;
   const before = ofRecord.filter((index) => index < firstOfElement);
   const after = ofRecord.filter((index) => index > firstOfElement);
+  const own = ofRecord.length;
+  const width = ofElement.length;
   const counts = new Array<number>(records.length);
   for (let at = 0; at < records.length; at++) {
     const record = records[at] as Record<string, unknown>;
     const elements = elementsOf(layout, record);
-    counts[at] = elements ? elements.length : 0;
-    if (before.length > 0) parts.push(before.map((index) => cellAt(columnReaders[index]!, record)));
-    if (after.length > 0) parts.push(after.map((index) => cellAt(columnReaders[index]!, record)));
-    if (elements)
-      for (const element of elements)
-        parts.push(ofElement.map((index) => cellAt(columnReaders[index]!, element as Record<string, unknown>)));
+    const count = elements ? elements.length : 0;
+    counts[at] = count;
+    const cells = new Array<Cell>(own + count * width);
+    for (let index = 0; index < own; index++) cells[index] = cellAt(columnReaders[ofRecord[index]!]!, record);
+    for (let element = 0; element < count; element++) {
+      const holder = elements![element] as Record<string, unknown>;
+      const offset = own + element * width;
+      for (let index = 0; index < width; index++)
+        cells[offset + index] = cellAt(columnReaders[ofElement[index]!]!, holder);
+    }
+    parts.push(cells);
   }
   const text = stringify(parts, CSV_PARTS_OPTIONS);
+  // Without a quote no cell was quoted: every line feed ends a record and every comma a cell.
   if (text.includes('"')) return undefined;
-  const texts = text.split('\n');
-  let at = 0;
-  let rows = header ? `${texts[at++]!}\r\n` : '';
-  const empty = ','.repeat(ofElement.length - 1);
+  let rows = '';
+  let start = 0;
+  if (header) {
+    const end = text.indexOf('\n');
+    rows = `${end === -1 ? text : text.slice(0, end)}\r\n`;
+    start = end === -1 ? text.length : end + 1;
+  }
+  const empty = ','.repeat(width - 1);
   for (const count of counts) {
-    const head = before.length > 0 ? `${texts[at++]!},` : '';
-    const tail = after.length > 0 ? `,${texts[at++]!}` : '';
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    let at = start;
+    // The text of the next `cells` cells, the last of the record's running to its end.
+    const take = (cells: number, last: boolean) => {
+      const cut = last ? end : pastCells(text, at, cells);
+      const taken = text.slice(at, cut);
+      at = cut + 1;
+      return taken;
+    };
+    const head = before.length > 0 ? `${take(before.length, after.length === 0 && count === 0)},` : '';
+    const tail = after.length > 0 ? `,${take(after.length, count === 0)}` : '';
     if (count === 0) rows += `${head}${empty}${tail}\r\n`;
-    for (let element = 0; element < count; element++) rows += `${head}${texts[at++]!}${tail}\r\n`;
+    for (let element = 0; element < count; element++) rows += `${head}${take(width, element === count - 1)}${tail}\r\n`;
+    start = end + 1;
   }
   return rows;
+}
+
+/** Where the `cells`-th cell from `from` ends (its comma), in a text where no cell is quoted. */
+function pastCells(text: string, from: number, cells: number): number {
+  let at = from - 1;
+  for (let cell = 0; cell < cells; cell++) at = text.indexOf(',', at + 1);
+  return at;
 }
 
 /**

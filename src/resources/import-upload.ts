@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { AppError, type FieldError } from '../errors.js';
@@ -22,6 +22,14 @@ export interface SpooledFile {
 
 /** The most of the first line kept to check a CSV header. */
 const HEADER_BYTES = 64 * 1024;
+
+/**
+ * How much of a refused upload is still read, and dropped, after its answer (and for how long),
+ * before its connection is closed: a client still sending its file reads the answer only once its
+ * sending ends (or the connection is reset, which may lose the answer on its way).
+ */
+const DISCARD_BYTES = 64 * 1024 * 1024;
+const DISCARD_MS = 10_000;
 
 export async function spoolUpload(
   body: Readable,
@@ -68,16 +76,43 @@ export async function spoolUpload(
       done();
     },
   });
+  // The request is not the pipeline's own source: a pipeline that fails destroys its streams, and a
+  // destroyed request resets its connection, often before the client has read the answer.
+  const source = new PassThrough();
+  const aborted = () => {
+    if (!body.readableEnded) source.destroy(new Error('the client ended the upload before its end'));
+  };
+  body.once('error', aborted).once('close', aborted).pipe(source);
   try {
-    await pipeline(body, check, createWriteStream(path));
+    await pipeline(source, check, createWriteStream(path));
     if (options.mediaType === 'text/csv') checkHeader(Buffer.concat(firstLine).toString('utf8'), options.target);
   } catch (error) {
+    body.unpipe(source);
+    discardRest(body);
     await rm(path, { force: true });
     throw error;
   } finally {
+    body.off('error', aborted).off('close', aborted);
     firstLine = [];
   }
   return { path, bytes };
+}
+
+/**
+ * The rest of a refused upload, read and dropped so that the client ends its sending and reads the
+ * answer on a connection that stays open (as `curl`, browsers and Node's fetch expect); past
+ * DISCARD_BYTES or DISCARD_MS the connection is closed instead.
+ */
+function discardRest(body: Readable): void {
+  if (body.readableEnded || body.destroyed) return;
+  let dropped = 0;
+  const timer = setTimeout(() => body.destroy(), DISCARD_MS).unref();
+  body.once('close', () => clearTimeout(timer));
+  body.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DISCARD_BYTES) body.destroy();
+  });
+  body.resume();
 }
 
 /** The header row names every required column, no unknown one, none twice. */

@@ -1,4 +1,5 @@
 import { createReadStream, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type Reply, type TestApp } from '../helpers/app.js';
@@ -251,6 +252,42 @@ describe('POST /v1/items/import', () => {
     expectProblem(json, 415, 'unsupported-media-type');
     expectProblem(await upload('items', 'sku\n', { type: 'text/csv; charset=latin1' }), 415, 'unsupported-media-type');
     expect(await itemsBySku('F-')).toEqual([]);
+  });
+
+  it('POST /v1/items/import: a file refused while it is still being sent (413 past the limit, 422 for a NUL) is answered on a connection that stays open: the client sends the rest, reads the answer, and its next request on that connection is answered', async () => {
+    const port = Number(new URL(base).port);
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    let ended = false;
+    socket.on('data', (data) => (received += data.toString('latin1')));
+    socket.on('close', () => (ended = true));
+    socket.on('error', () => (ended = true));
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const answers = async (count: number) => {
+      for (let wait = 0; wait < 400 && !ended; wait++) {
+        if ((received.match(/HTTP\/1\.1 \d{3} /g) ?? []).length >= count && /\r\n\r\n[^]*\}$/.test(received)) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    const rows = 'H-1,Hook,1.00\n'.repeat(10_000);
+    const begin = `POST /v1/items/import HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${test.adminKey}\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    // Past ROWI_IMPORT_MAX_BYTES (200,000) in its second chunk: the answer comes before the end.
+    socket.write(begin + chunk(`sku,name,price\n${rows}`) + chunk(rows));
+    await answers(1);
+    expect(received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(received).toContain('import-too-large');
+    socket.write(chunk(rows) + chunk(rows) + '0\r\n\r\n');
+    // A NUL byte in the middle of the file: 422 before its end.
+    socket.write(begin + chunk(`sku,name,price\n${rows}\u0000`) + chunk(rows) + '0\r\n\r\n');
+    await answers(2);
+    expect(received.split(/(?=HTTP\/1\.1 \d{3} )/)[1]).toMatch(/^HTTP\/1\.1 422 [^]*import-invalid/);
+    socket.write(`GET /v1/items?limit=1 HTTP/1.1\r\nHost: rowi\r\nX-API-Key: ${test.adminKey}\r\n\r\n`);
+    await answers(3);
+    expect(ended).toBe(false);
+    expect(received.split(/(?=HTTP\/1\.1 \d{3} )/)[2]).toMatch(/^HTTP\/1\.1 200 /);
+    socket.destroy();
+    expect(await itemsBySku('H-')).toEqual([]);
   });
 
   it('POST /v1/items/import: a CSV row with too many fields is refused and a quote that never closes ends the file', async () => {
