@@ -18,7 +18,8 @@ export const BACKUP_SETTINGS = {
       minimum: 60,
       maximum: 31_536_000,
       default: 86_400,
-      description: 'seconds between scheduled backups into `ROWI_BACKUP_DIR` (the first one an interval after start)',
+      description:
+        'seconds between scheduled backups into `ROWI_BACKUP_DIR` (the first one an interval after the newest backup in the folder, or after start when it has none)',
     }),
     'ROWI_BACKUP_INTERVAL',
   ),

@@ -163,7 +163,7 @@ export const LIMIT_SETTINGS = {
       maximum: 315_360_000,
       default: 604_800,
       description:
-        'seconds a finished import operation (with its row errors) is kept before it is pruned (7 days by default)',
+        'seconds a finished operation (an import, with its row errors, or a backup over HTTP) is kept after it ended before it is pruned (7 days by default); queued and running ones are never pruned',
     }),
     'ROWI_IMPORT_RETENTION',
   ),

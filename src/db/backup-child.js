@@ -15,7 +15,7 @@
  *
  * Plain JavaScript, type-checked through JSDoc, for the reason checkpoint-worker.js gives.
  * Argument: JSON { task: 'backup', source, copy } or { task: 'check', file }.
- * Message out, once: { ok: Examined } or { error, code }.
+ * Message out, once: { ok: Examined } or { error, code, errcode } (node:sqlite's SQLite result code).
  */
 import { createHash } from 'node:crypto';
 import { closeSync, fdatasyncSync, fsyncSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
@@ -27,7 +27,7 @@ const job = JSON.parse(process.argv[2] ?? '{}');
 /** The process that asked for this one: when it is gone (killed), nobody waits for the copy. */
 const parent = process.ppid;
 let answered = false;
-/** @param {{ ok: unknown } | { error: string; code?: string }} message */
+/** @param {{ ok: unknown } | { error: string; code?: string; errcode?: number }} message */
 const answer = (message) => {
   answered = true;
   process.send?.(message, () => process.disconnect());
@@ -168,5 +168,5 @@ try {
   answer({ ok: { ...examined, sha256: digest(file, job.task === 'backup'), bytes: statSync(file).size } });
 } catch (error) {
   const failure = /** @type {Error & { code?: string; errcode?: number }} */ (error);
-  answer({ error: failure.message, code: failure.code });
+  answer({ error: failure.message, code: failure.code, errcode: failure.errcode });
 }

@@ -10,7 +10,7 @@ import { lockBackupFolder } from './backup-lock.js';
  * Scheduled backups of the SQLite file into a folder: one every interval, the newest `keep`
  * kept. The outcome of the last attempts is written to `status.json` in that folder, where the
  * metrics of every process (and of every instance on the file) read it: one schedule per
- * database, whatever process takes the backups. A failed backup (a full disk, the folder gone) is
+ * database, whatever process takes the backups. A failed backup (a full disk, a folder that cannot be made) is
  * one log line and a count in that status, never a crash and never a change to the database.
  */
 export interface BackupStatus {
@@ -87,7 +87,9 @@ export async function takeBackup(options: {
   const lock = await lockBackupFolder(folder, options.waiting, options.signal).catch(async (error: unknown) => {
     if (options.signal?.aborted) throw error;
     await countUnrecorded();
-    throw new BackupError(`the backup folder ${folder} cannot be used (${describeFault(error)})`);
+    throw new BackupError(`the backup folder ${folder} cannot be used (${describeFault(error)})`, {
+      diskFull: (error as { code?: string }).code === 'ENOSPC',
+    });
   });
   try {
     await options.starting?.();
@@ -140,12 +142,26 @@ export function startBackupSchedule(options: {
     }
   };
   const runOnce = () => (running ??= attempt().finally(() => (running = undefined)));
-  const timer = setInterval(() => void runOnce(), intervalMs);
-  timer.unref();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  const plan = (delayMs: number) => {
+    if (closed) return;
+    timer = setTimeout(() => void runOnce().finally(() => plan(intervalMs)), delayMs);
+    timer.unref();
+  };
+  // The first one is due an interval after the newest backup in the folder (after the start when
+  // there is none): a rowi restarted more often than its interval (each deploy) still takes them.
+  void listBackups(folder)
+    .then((backups) => {
+      const newest = backups[0] === undefined ? Number.NaN : Date.parse(backups[0].taken_at);
+      plan(Number.isNaN(newest) ? intervalMs : Math.max(0, Math.min(intervalMs, newest + intervalMs - Date.now())));
+    })
+    .catch(() => plan(intervalMs));
   return {
     runOnce,
     async close() {
-      clearInterval(timer);
+      closed = true;
+      clearTimeout(timer);
       await running;
     },
   };

@@ -5,6 +5,7 @@ import { copyFile, mkdir, open, readdir, readFile, rename, rm, writeFile } from 
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../version.js';
+import { isDiskFull } from './driver-errors.js';
 
 /**
  * Backups of the SQLite file, taken while rowi serves it: a consistent copy (SQLite's online
@@ -31,6 +32,12 @@ export interface BackupManifest {
 /** A backup or a restore that cannot be done, said in words an operator can act on. */
 export class BackupError extends Error {
   override name = 'BackupError';
+  /** The disk was full: what a request would have been answered 507 insufficient-storage for. */
+  readonly diskFull: boolean;
+  constructor(message: string, options: { diskFull?: boolean } = {}) {
+    super(message);
+    this.diskFull = options.diskFull ?? false;
+  }
 }
 
 interface Examined {
@@ -59,10 +66,16 @@ function apart(job: { task: 'backup'; source: string; copy: string } | { task: '
     const stop = () => child.kill('SIGKILL');
     process.once('exit', stop);
     let settled = false;
-    child.once('message', (message: { ok?: Examined; error?: string; code?: string }) => {
+    child.once('message', (message: { ok?: Examined; error?: string; code?: string; errcode?: number }) => {
       settled = true;
       if (message.ok !== undefined) resolvePromise(message.ok);
-      else reject(Object.assign(new BackupError(message.error ?? 'the backup process failed'), { code: message.code }));
+      else
+        reject(
+          Object.assign(new BackupError(message.error ?? 'the backup process failed'), {
+            code: message.code,
+            errcode: message.errcode,
+          }),
+        );
     });
     child.once('error', (error) => {
       settled = true;
@@ -130,6 +143,11 @@ export async function backupSqlite(source: string, target: string): Promise<Back
     return manifest;
   } catch (error) {
     await rm(copy, { force: true });
+    // SQLite's own words, "database or disk is full", would leave an operator wondering which.
+    if (isDiskFull(error) || (error as { code?: string }).code === 'ENOSPC')
+      throw new BackupError(`the disk is full where the backup is written (${dirname(targetPath)})`, {
+        diskFull: true,
+      });
     throw error instanceof BackupError ? error : new BackupError(describeFault(error));
   }
 }
@@ -137,7 +155,7 @@ export async function backupSqlite(source: string, target: string): Promise<Back
 /** A file-system fault in words an operator can act on. */
 export function describeFault(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
-  if (code === 'ENOSPC') return 'the disk is full';
+  if (code === 'ENOSPC' || isDiskFull(error)) return 'the disk is full';
   if (code === 'ENOENT') return `a folder is gone (${message})`;
   if (code === 'ENOTDIR' || code === 'EEXIST') return `a file is where a folder should be (${message})`;
   return message ?? String(error);

@@ -148,7 +148,7 @@ export const metrics = {
   }),
   backupFailures: new Counter({
     name: 'rowi_backup_failures_total',
-    help: 'Backups into ROWI_BACKUP_DIR (scheduled, or started by POST /v1/backups) that failed (a full disk, the folder gone, a copy that failed its check), since the folder was first used, plus those of this process whose failure the folder could not record; 0 without ROWI_BACKUP_DIR',
+    help: 'Backups into ROWI_BACKUP_DIR (scheduled, or started by POST /v1/backups) that failed (a full disk, a folder that cannot be made or written, a copy that failed its check), since the folder was first used, plus those of this process whose failure the folder could not record; 0 without ROWI_BACKUP_DIR',
     aggregator: 'max',
     registers: [registry],
     async collect() {

@@ -264,7 +264,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
     updated_at: LATER,
     started_at: AT,
     finished_at: LATER,
-    summary: { detail: `Backup taken and checked: ${backup.file} in ROWI_BACKUP_DIR.`, backup },
+    summary: { detail: `Backup taken and checked: ${backup.file} in ROWI_BACKUP_DIR.`, backup, problem: null },
   },
   ImportOperation: importOperation,
   Operation: importOperation,

@@ -53,13 +53,40 @@ export const BackupListQuery = Type.Object(
   { additionalProperties: false },
 );
 
-/** How a backup operation ended: in words, and on success the backup it wrote. */
+/** The problems a failed backup stands for: each a 5xx of the catalogue (errors.ts), as a request that failed so would be answered. */
+export const BACKUP_FAILURES = {
+  'insufficient-storage': 507,
+  'service-unavailable': 503,
+  'internal-error': 500,
+} as const;
+export type BackupFailure = keyof typeof BACKUP_FAILURES;
+
+/** How a backup operation ended: in words, on success the backup it wrote, on failure the 5xx problem it stands for. */
 export const BackupOutcomeSchema = Type.Object(
   {
     detail: Type.String({ maxLength: 2000, description: 'how it ended, in words (on failure: why)' }),
     backup: Type.Union([BackupSchema, Type.Null()], {
       description: 'the backup written (file, size, SHA-256, schema version, row counts); null when it failed',
     }),
+    problem: Type.Union(
+      [
+        Type.Object(
+          {
+            type: Type.Union(
+              Object.keys(BACKUP_FAILURES).map((type) => Type.Literal(type)),
+              { description: 'the problem type, as in /problems/{type}' },
+            ),
+            status: Type.Integer({ minimum: 500, maximum: 599, description: "the problem's HTTP status" }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          'when it failed, the server error it stands for: 507 insufficient-storage (the disk is full), 503 service-unavailable (rowi stopped or was killed before the backup was whole: start another), 500 internal-error (anything else: `detail` says what); null when it succeeded or was cancelled',
+      },
+    ),
   },
   { additionalProperties: false },
 );

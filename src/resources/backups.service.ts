@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.js';
-import { listBackups, manifestOf, type BackupManifest } from '../db/backup.js';
+import { BackupError, listBackups, manifestOf, type BackupManifest } from '../db/backup.js';
 import { POSTGRES_BACKUPS, takeBackup } from '../db/backup-schedule.js';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
@@ -24,7 +24,7 @@ import {
   queueOperation,
   type OperationView,
 } from './operations/operations.service.js';
-import type { Backup } from './backups.schema.js';
+import { BACKUP_FAILURES, type Backup, type BackupFailure } from './backups.schema.js';
 
 /**
  * Backups over HTTP (docs/operations.md "Backups and restore"): POST /v1/backups starts one as an
@@ -98,7 +98,11 @@ export function startBackupRunner(options: {
   const running = new Set<Promise<void>>();
   const stopping = new AbortController();
 
-  const finish = (id: number, status: 'succeeded' | 'failed', summary: { detail: string; backup: Backup | null }) =>
+  const finish = (
+    id: number,
+    status: 'succeeded' | 'failed',
+    summary: { detail: string; backup: Backup | null; problem: { type: BackupFailure; status: number } | null },
+  ) =>
     unitOfWork(db, async (trx) => {
       const ended = await finishOperation(trx, id, { status, summary: JSON.stringify(summary) }, nowTimestamp());
       if (ended !== undefined)
@@ -129,6 +133,7 @@ export function startBackupRunner(options: {
       await finish(id, 'succeeded', {
         detail: `Backup taken and checked: ${manifest.file} in ROWI_BACKUP_DIR.`,
         backup: presentBackup(manifest),
+        problem: null,
       });
       log.info(
         { operation: id, backup: join(folder, manifest.file), bytes: manifest.bytes, sha256: manifest.sha256, removed },
@@ -138,9 +143,15 @@ export function startBackupRunner(options: {
       if (error instanceof Cancelled) return;
       const message = stopping.signal.aborted ? 'rowi stopped before the backup started' : (error as Error).message;
       log.error({ operation: id }, `the backup ${operationPath(id)} of ${data} failed: ${message}`);
+      const type: BackupFailure = stopping.signal.aborted
+        ? 'service-unavailable'
+        : error instanceof BackupError && error.diskFull
+          ? 'insufficient-storage'
+          : 'internal-error';
       await finish(id, 'failed', {
         detail: `The backup failed: ${message}. No backup was written and the database is unchanged.`,
         backup: null,
+        problem: { type, status: BACKUP_FAILURES[type] },
       }).catch((fault: unknown) => log.warn({ err: fault, operation: id }, 'could not mark a failed backup'));
     }
   };

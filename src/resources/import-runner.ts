@@ -260,6 +260,7 @@ async function failAbandoned(db: Db, claimed: StoredOperation, detail: string): 
             detail:
               'The process taking the backup stopped (it was killed or lost its database) before the backup was whole; no backup was written. Start another.',
             backup: null,
+            problem: { type: 'service-unavailable', status: 503 },
           }),
         },
         nowTimestamp(),

@@ -1,5 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/db/connect.js';
 import { migrateStorage } from '../../src/db/migrate.js';
@@ -38,6 +38,49 @@ describe('scheduled backups of the SQLite file', () => {
     expect(status).toMatchObject({ failures: 0, last_failure_at: null, last_error: null });
     expect(Date.parse(status!.last_success_at!)).toBeGreaterThan(Date.now() - 60_000);
     expect(log.filter((line) => line.msg.startsWith('backup of ')).length).toBe(3);
+  });
+
+  it('the first scheduled backup is due an interval after the newest backup in the folder, not after the start (a rowi restarted more often than its interval still takes them)', async () => {
+    const data = join(tempFolder('data'), 'rowi.db');
+    const storage = await openSqlite({ data, sqliteSynchronous: 'full' });
+    await migrateStorage(storage);
+    await storage.close();
+    const folder = tempFolder('backups');
+    const { logger } = keptLog('info');
+    const first = startBackupSchedule({ data, folder, intervalMs: 3_600_000, keep: 5, log: logger });
+    const taken = await first.runOnce();
+    await first.close();
+    // As if that backup had been taken an hour ago, less half a second: the next one is due now.
+    const manifest = join(folder, `${taken!.file}.json`);
+    const aged = { ...taken!, taken_at: new Date(Date.now() - 3_600_000 + 500).toISOString() };
+    writeFileSync(manifest, JSON.stringify(aged));
+
+    const restarted = startBackupSchedule({ data, folder, intervalMs: 3_600_000, keep: 5, log: logger });
+    const deadline = Date.now() + 20_000;
+    while ((await listBackups(folder)).length < 2 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    await restarted.close();
+
+    const files = (await listBackups(folder)).map((backup) => backup.file);
+    expect(files).toHaveLength(2);
+    expect(files[1]).toBe(taken!.file);
+  });
+
+  it('a folder removed between two backups is made again, and the next backup into it is taken', async () => {
+    const data = join(tempFolder('data'), 'rowi.db');
+    const storage = await openSqlite({ data, sqliteSynchronous: 'full' });
+    await migrateStorage(storage);
+    await storage.close();
+    const folder = join(tempFolder('backups'), 'removed', 'nightly');
+    const { logger } = keptLog('info');
+    const schedule = startBackupSchedule({ data, folder, intervalMs: 3_600_000, keep: 2, log: logger });
+    expect(await schedule.runOnce()).toBeDefined();
+    rmSync(dirname(folder), { recursive: true });
+    const next = await schedule.runOnce();
+    await schedule.close();
+
+    expect((await listBackups(folder)).map((manifest) => manifest.file)).toEqual([next!.file]);
+    expect(await readBackupStatus(folder)).toMatchObject({ failures: 0, last_error: null });
   });
 
   it('a backup that fails (the database is gone) is one error line, a count in status.json and in the metrics; never a throw', async () => {

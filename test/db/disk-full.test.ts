@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -15,6 +14,7 @@ import { expectProblem } from '../helpers/problems.js';
 import { buildItem, buildUser } from '../helpers/records.js';
 import { NO_RATE_LIMITS } from '../helpers/rate-limits.js';
 import { tempFolder } from '../helpers/temp.js';
+import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.js';
 
 /**
  * The SQLite file on a full disk, for real: a small tmpfs filled to the last byte. Writes answer
@@ -24,22 +24,7 @@ import { tempFolder } from '../helpers/temp.js';
  * with a message, except where ROWI_TEST_TMPFS=required (.ci/run sets it), where that fails.
  */
 const folder = tempFolder('tmpfs');
-const mounted = mount();
-
-function mount(): boolean {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', folder], { stdio: 'pipe' });
-    return true;
-  } catch (error) {
-    const why = `cannot mount a tmpfs here (${String((error as { stderr?: Buffer }).stderr ?? error).trim()})`;
-    if (process.env.ROWI_TEST_TMPFS === 'required')
-      throw new Error(`disk-full test: ${why}, and ROWI_TEST_TMPFS=required`);
-    console.warn(
-      `\n[rowi tests] disk-full test SKIPPED: ${why}. Run as root (CI does) to test a full disk for real.\n`,
-    );
-    return false;
-  }
-}
+const mounted = mountTmpfs(folder, '16m', 'disk-full test');
 
 const FILLER = join(folder, 'filler');
 const logLines: { level: number; msg: string }[] = [];
@@ -108,7 +93,7 @@ describe.skipIf(!mounted)('the SQLite file on a full disk', () => {
     rmSync(FILLER, { force: true });
     await app?.close();
     await storage?.close();
-    execFileSync('umount', [folder]);
+    unmountTmpfs(folder);
   });
 
   it('writes: 507 insufficient-storage with Retry-After and nothing stored changed; reads: 200; the cause logged once; after space is freed: 201 again', async () => {

@@ -88,7 +88,14 @@ describe('retention of the audit trail, ROWI_AUDIT_RETENTION=3600', () => {
   it('GET /metrics: every growing table has a row estimate, and no oldest age while it is empty', async () => {
     await test.app.retention.sweep();
     const exposition = await metricsOf(test);
-    for (const table of ['audit_events', 'events', 'webhook_deliveries', 'webhook_attempts', 'idempotency_keys'])
+    for (const table of [
+      'audit_events',
+      'events',
+      'webhook_deliveries',
+      'webhook_attempts',
+      'idempotency_keys',
+      'operations',
+    ])
       expect(exposition).toMatch(new RegExp(`^rowi_table_rows\\{table="${table}"\\} \\d+$`, 'm'));
     expect(exposition).not.toMatch(/^rowi_table_oldest_row_age_seconds\{table="webhook_attempts"\}/m);
   });
@@ -275,6 +282,95 @@ describe('Idempotency-Key records past their lifetime', () => {
     const retry = await test.call({ method: 'POST', url: '/v1/users', headers: { 'idempotency-key': 'live' }, body });
     expect(retry.status).toBe(201);
     expect(retry.headers['idempotent-replayed']).toBe('true');
+  });
+});
+
+/** An import operation as the import runner leaves it, created and (unless `finished` is null) ended at those times. */
+function operationRow(name: string, created: string, finished: string | null) {
+  return {
+    kind: 'import',
+    target: 'users',
+    status: finished === null ? ('running' as const) : ('failed' as const),
+    media_type: 'text/csv',
+    mode: 'partial' as const,
+    on_conflict: 'error' as const,
+    dry_run: 0,
+    created_by: 1,
+    caller_name: name,
+    request_id: name,
+    // A live lease held elsewhere: this process's import runner leaves a running one alone.
+    holder: finished === null ? 'another-process' : null,
+    lease_until: finished === null ? new Date(Date.now() + 3_600_000).toISOString() : null,
+    bytes_total: 10,
+    summary: finished === null ? null : JSON.stringify({ detail: 'ended', rows_committed: 0, committed: 'none' }),
+    version: 1,
+    created_at: created,
+    updated_at: finished ?? created,
+    started_at: created,
+    finished_at: finished,
+  };
+}
+
+describe('retention of finished operations and their row errors, ROWI_IMPORT_RETENTION=3600', () => {
+  let test: TestApp;
+  beforeAll(async () => {
+    test = await startApp({ ROWI_IMPORT_RETENTION: '3600' });
+  });
+  afterAll(() => test.close());
+
+  it('GET /v1/operations: operations that ended before the retention are pruned with their errors; those ended since, and unfinished ones however old, are kept', async () => {
+    const db = test.storage.db;
+    const prunedBefore = sample(await metricsOf(test), 'rowi_retention_pruned_rows_total', { table: 'operations' });
+    const ended = Array.from({ length: 520 }, (_, index) =>
+      operationRow(`ended-${index}`, ago(9000), ago(7200 + index)),
+    );
+    for (let start = 0; start < ended.length; start += 100)
+      await db
+        .insertInto('operations')
+        .values(ended.slice(start, start + 100))
+        .execute();
+    await db
+      .insertInto('operations')
+      .values([operationRow('recent', ago(9000), ago(600)), operationRow('unfinished', ago(9000), null)])
+      .execute();
+    const byName = async () =>
+      new Map(
+        (await db.selectFrom('operations').select(['id', 'caller_name']).execute()).map((row) => [
+          row.caller_name,
+          Number(row.id),
+        ]),
+      );
+    const ids = await byName();
+    await db
+      .insertInto('operation_errors')
+      .values(
+        ['ended-0', 'recent'].map((name) => ({
+          operation_id: ids.get(name)!,
+          seq: 1,
+          row: 2,
+          field: 'email',
+          problem: 'validation-failed',
+          detail: 'is not an email address',
+        })),
+      )
+      .execute();
+
+    await test.app.retention.sweep();
+
+    expect([...(await byName()).keys()].sort()).toEqual(['recent', 'unfinished']);
+    const errors = await db.selectFrom('operation_errors').select('operation_id').execute();
+    expect(errors.map((row) => Number(row.operation_id))).toEqual([ids.get('recent')]);
+    const listed = await test.call({ url: '/v1/operations?limit=100' });
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.map((operation: { id: number }) => operation.id).sort()).toEqual(
+      [ids.get('recent'), ids.get('unfinished')].sort(),
+    );
+    const exposition = await metricsOf(test);
+    expect(sample(exposition, 'rowi_retention_pruned_rows_total', { table: 'operations' }) - prunedBefore).toBe(520);
+    // The oldest operation left was created 9,000 s ago (the unfinished one).
+    expect(sample(exposition, 'rowi_table_oldest_row_age_seconds', { table: 'operations' })).toBeGreaterThanOrEqual(
+      9000,
+    );
   });
 });
 

@@ -1,7 +1,10 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
+import { Migrator } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openSqlite } from '../../src/db/connect.js';
+import { MIGRATION_NAMES, MIGRATIONS } from '../../src/db/migrate.js';
 import { CLI, callServer, runCli, serverPool, tempDataFile } from '../helpers/process.js';
 import { buildItem, buildUser } from '../helpers/records.js';
 import { openSqliteFile } from '../helpers/sqlite-file.js';
@@ -192,12 +195,85 @@ describe('rowi backup and rowi restore on the SQLite file', () => {
     expect(readdirSync(dataFile.replace(/\/[^/]+$/, '')).filter((name) => name.includes('restor'))).toEqual([]);
   }, 90_000);
 
-  it('rowi backup and ROWI_BACKUP_DIR on PostgreSQL: refused, naming its own tools', async () => {
-    const refused = await runCli(['backup', join(tempFolder('backups'), 'x.sqlite')], {
-      ROWI_DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+  it('rowi restore of a backup from the rowi before this one (a migration short): puts it in place, migrates it forward, and rowi serves it', async () => {
+    // The database an older rowi made: every migration of this one but the last.
+    const older = join(tempFolder('backups'), 'older.sqlite');
+    const previous = Object.fromEntries(Object.entries(MIGRATIONS).slice(0, -1));
+    const storage = await openSqlite({ data: older, sqliteSynchronous: 'full' });
+    try {
+      await storage.unbounded(async (db) => {
+        const { error } = await new Migrator({
+          db,
+          provider: { getMigrations: async () => previous },
+        }).migrateToLatest();
+        if (error) throw error;
+      });
+    } finally {
+      await storage.close();
+    }
+    const dataFile = tempDataFile();
+
+    const restored = await runCli(['restore', older], { ROWI_DATA: dataFile }, 60_000);
+    expect(restored.stderr).toBe('');
+    expect(restored.code).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({
+      restored: older,
+      into: dataFile,
+      kept_aside: null,
+      migrated: [MIGRATION_NAMES.at(-1)],
     });
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('pg_dump');
+    const server = await servers.serve({ dataFile, timeoutMs: 60_000 });
+    expect((await callServer(server, 'POST', '/v1/users', buildUser())).status).toBe(201);
+  }, 90_000);
+
+  it('rowi serve --workers 2 with ROWI_BACKUP_DIR: the primary takes the scheduled backup an interval after the newest one in the folder, and the metrics of the worker asked show it', async () => {
+    const dataFile = tempDataFile();
+    const first = await servers.serve({ dataFile, timeoutMs: 60_000 });
+    await callServer(first, 'POST', '/v1/users', buildUser());
+    const folder = tempFolder('backups');
+    const earlier = join(folder, 'rowi-earlier.sqlite');
+    expect((await runCli(['backup', earlier], { ROWI_DATA: dataFile }, 60_000)).code).toBe(0);
+    await first.stop();
+    // As if that backup had been taken 58 s ago: with an interval of 60 s the next is due 2 s after the start.
+    const manifest = JSON.parse(readFileSync(`${earlier}.json`, 'utf8'));
+    writeFileSync(
+      `${earlier}.json`,
+      JSON.stringify({ ...manifest, taken_at: new Date(Date.now() - 58_000).toISOString() }),
+    );
+
+    const server = await servers.serve({
+      dataFile,
+      adminKey: first.adminKey,
+      timeoutMs: 60_000,
+      env: { ROWI_WORKERS: '2', ROWI_BACKUP_DIR: folder, ROWI_BACKUP_INTERVAL: '60' },
+    });
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(join(folder, 'status.json')) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    const listed = await callServer(server, 'GET', '/v1/backups');
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.map((backup: { file: string }) => backup.file)).toEqual([
+      expect.stringMatching(/^rowi-\d{8}T\d{6}\.\d{3}Z\.sqlite$/),
+      'rowi-earlier.sqlite',
+    ]);
+    expect(listed.json.data[0].rows.users).toBe(1);
+    const metrics = await (
+      await fetch(`${server.baseUrl}/metrics`, { headers: { 'x-api-key': server.adminKey } })
+    ).text();
+    expect(Number(/^rowi_backup_last_success_timestamp_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThan(
+      Date.now() / 1000 - 60,
+    );
+    expect(server.stdout()).toMatch(/"msg":"backup of [^"]+ taken: /);
+  }, 120_000);
+
+  it('rowi backup, rowi restore and ROWI_BACKUP_DIR on PostgreSQL: refused, naming its own tools', async () => {
+    for (const command of ['backup', 'restore']) {
+      const refused = await runCli([command, join(tempFolder('backups'), 'x.sqlite')], {
+        ROWI_DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      });
+      expect(refused.code, command).toBe(1);
+      expect(refused.stderr, command).toContain('pg_dump');
+    }
     const serve = await runCli(['serve'], {
       ROWI_DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
       ROWI_BACKUP_DIR: tempFolder('backups'),

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockBackupFolder } from '../../src/db/backup-lock.js';
@@ -12,7 +12,9 @@ import { call, startApp, type TestApp } from '../helpers/app.js';
 import { BACKEND } from '../helpers/database.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerWithKey, createUser } from '../helpers/records.js';
+import { keptLog } from '../helpers/log.js';
 import { tempFolder } from '../helpers/temp.js';
+import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.js';
 
 /** Backups over HTTP (docs/operations.md "Backups and restore"): POST /v1/backups, GET /v1/backups, GET /v1/backups/{name}. */
 async function ended(test: TestApp, location: string) {
@@ -44,6 +46,7 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
 
     const done = await ended(test, started.headers.location as string);
     expect(done.json.status).toBe('succeeded');
+    expect(done.json.summary.problem).toBeNull();
     const backup = done.json.summary.backup;
     const bytes = readFileSync(join(folder, backup.file));
     expect(backup).toMatchObject({
@@ -120,7 +123,7 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
       const started = await test.call({ method: 'POST', url: '/v1/backups' });
       const cancelled = await test.call({ method: 'DELETE', url: started.headers.location as string });
       expect(cancelled.status).toBe(202);
-      expect(cancelled.json).toMatchObject({ status: 'cancelled', summary: { backup: null } });
+      expect(cancelled.json).toMatchObject({ status: 'cancelled', summary: { backup: null, problem: null } });
     } finally {
       await lock.release();
     }
@@ -152,7 +155,7 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
     expectProblem(await test.call({ method: 'POST', url: '/v1/backups', key: reader.key }), 403, 'insufficient-scope');
   });
 
-  it('POST /v1/backups: when the folder cannot be written, the operation fails saying why, the failure is counted, and the database and the server go on', async () => {
+  it('POST /v1/backups: when the folder cannot be written, the operation fails with 500 internal-error saying why, the failure is counted, and the database and the server go on', async () => {
     rmSync(folder, { recursive: true, force: true });
     writeFileSync(folder, 'not a folder');
     try {
@@ -164,6 +167,7 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
         summary: {
           backup: null,
           detail: expect.stringMatching(/^The backup failed: .*a file is where a folder should be/),
+          problem: { type: 'internal-error', status: 500 },
         },
       });
       const metrics = await test.call({ url: '/metrics' });
@@ -173,6 +177,111 @@ describe.skipIf(BACKEND !== 'sqlite')('backups over HTTP on SQLite', () => {
     } finally {
       rmSync(folder, { force: true });
     }
+  });
+
+  it('GET /v1/operations/{id}: a backup whose process was killed (its lease ran out) ends failed with 503 service-unavailable, and another can start', async () => {
+    const now = Date.now();
+    const [killed] = await test.storage.db
+      .insertInto('operations')
+      .values({
+        kind: 'backup',
+        target: 'database',
+        status: 'running',
+        media_type: 'application/vnd.sqlite3',
+        mode: 'atomic',
+        on_conflict: 'error',
+        dry_run: 0,
+        created_by: 1,
+        caller_name: 'admin',
+        request_id: 'killed-backup',
+        holder: 'a-process-killed-with-sigkill',
+        lease_until: new Date(now - 1000).toISOString(),
+        bytes_total: 0,
+        summary: null,
+        version: 2,
+        created_at: new Date(now - 20_000).toISOString(),
+        updated_at: new Date(now - 20_000).toISOString(),
+        started_at: new Date(now - 20_000).toISOString(),
+        finished_at: null,
+      })
+      .returning('id')
+      .execute();
+    const done = await ended(test, `/v1/operations/${killed!.id}`);
+    expect(done.json).toMatchObject({
+      kind: 'backup',
+      status: 'failed',
+      summary: {
+        backup: null,
+        detail: expect.stringContaining('The process taking the backup stopped'),
+        problem: { type: 'service-unavailable', status: 503 },
+      },
+    });
+    const next = await test.call({ method: 'POST', url: '/v1/backups' });
+    expect(next.status).toBe(202);
+    expect((await ended(test, next.headers.location as string)).json.status).toBe('succeeded');
+  });
+});
+
+/** ROWI_BACKUP_DIR on a tmpfs too small for the copy: a full disk, for real (SQLite only: PostgreSQL has no backups here). */
+const smallDisk = tempFolder('tmpfs');
+const mounted = BACKEND === 'sqlite' && mountTmpfs(smallDisk, '256k', 'backup into a full disk test');
+
+describe.skipIf(!mounted)('backups over HTTP into a full disk', () => {
+  let test: TestApp;
+  const { log, logger } = keptLog('info');
+  beforeAll(async () => {
+    test = await startApp({ ROWI_BACKUP_DIR: smallDisk, ROWI_MAX_EVENT_LOOP_DELAY: '0' }, logger);
+    // About 600 KB of audit trail: the copy cannot fit in 256 KB.
+    const rows = Array.from({ length: 3000 }, (_, index) => ({
+      at: new Date().toISOString(),
+      request_id: `ballast-${index}`.padEnd(32, '-'),
+      caller_id: null,
+      caller_name: null,
+      credential: null,
+      method: 'GET',
+      path: `/v1/users/${index}`,
+      resource: 'users',
+      record_id: String(index),
+      action: 'read',
+      status: 200,
+      duration_ms: 1.5,
+      client_ip: '127.0.0.1',
+    }));
+    for (let start = 0; start < rows.length; start += 200)
+      await test.storage.db
+        .insertInto('audit_events')
+        .values(rows.slice(start, start + 200))
+        .execute();
+  });
+  afterAll(async () => {
+    await test?.close();
+    if (mounted) unmountTmpfs(smallDisk);
+  });
+
+  it('POST /v1/backups: when the disk is full, the operation fails with 507 insufficient-storage, the log says why, the failure is counted, nothing is left in the folder, and writes go on', async () => {
+    const failuresBefore = Number(
+      /^rowi_backup_failures_total (\S+)$/m.exec((await test.call({ url: '/metrics' })).text)?.[1] ?? 0,
+    );
+    const started = await test.call({ method: 'POST', url: '/v1/backups' });
+    expect(started.status).toBe(202);
+    const done = await ended(test, started.headers.location as string);
+    expect(done.json).toMatchObject({
+      status: 'failed',
+      summary: {
+        backup: null,
+        detail: `The backup failed: the disk is full where the backup is written (${smallDisk}). No backup was written and the database is unchanged.`,
+        problem: { type: 'insufficient-storage', status: 507 },
+      },
+    });
+    expect(log.filter((line) => line.level === 50).map((line) => line.msg)).toEqual([
+      expect.stringMatching(new RegExp(`^the backup /v1/operations/${done.json.id} of .* failed: the disk is full`)),
+    ]);
+    const metrics = (await test.call({ url: '/metrics' })).text;
+    expect(Number(/^rowi_backup_failures_total (\S+)$/m.exec(metrics)?.[1])).toBe(failuresBefore + 1);
+    expect(readdirSync(smallDisk)).toEqual(['status.json']);
+    expect((await test.call({ url: '/v1/backups' })).json.data).toEqual([]);
+    expect((await createUser(test)).user.id).toBeGreaterThan(0);
+    expect((await test.call({ url: '/health/ready' })).status).toBe(200);
   });
 });
 

@@ -1601,7 +1601,8 @@ export interface components {
          *           },
          *           "rowi": "0.1.0",
          *           "url": "/v1/backups/rowi-20261126T203000.123Z.sqlite"
-         *         }
+         *         },
+         *         "problem": null
          *       }
          *     }
          */
@@ -1639,6 +1640,16 @@ export interface components {
                 detail: string;
                 /** @description the backup written (file, size, SHA-256, schema version, row counts); null when it failed */
                 backup: components["schemas"]["Backup"] | null;
+                /** @description when it failed, the server error it stands for: 507 insufficient-storage (the disk is full), 503 service-unavailable (rowi stopped or was killed before the backup was whole: start another), 500 internal-error (anything else: `detail` says what); null when it succeeded or was cancelled */
+                problem: {
+                    /** @description the problem type, as in /problems/{type} */
+                    type: "insufficient-storage" | "service-unavailable" | "internal-error";
+                    /**
+                     * Format: int64
+                     * @description the problem's HTTP status
+                     */
+                    status: number;
+                } | null;
             } | null;
         };
         /**

@@ -58,12 +58,20 @@ export async function queueOperation(
   return stored;
 }
 
+type BackupOutcome = NonNullable<BackupOperation['summary']>;
+
+/** A backup's stored summary; one stored before failures named their problem has none. */
+function backupOutcomeOf(summary: string): BackupOutcome {
+  const stored = JSON.parse(summary) as Omit<BackupOutcome, 'problem'> & Partial<Pick<BackupOutcome, 'problem'>>;
+  return { ...stored, problem: stored.problem ?? null };
+}
+
 export function presentOperation(stored: StoredOperation, errors: readonly StoredOperationError[]): OperationView {
   if (stored.kind === 'backup')
     return {
       ...commonOf(stored),
       kind: 'backup',
-      summary: stored.summary === null ? null : (JSON.parse(stored.summary) as BackupOperation['summary']),
+      summary: stored.summary === null ? null : backupOutcomeOf(stored.summary),
     };
   return {
     ...commonOf(stored),
@@ -136,7 +144,7 @@ export async function cancelOperation(trx: Trx, id: number, sight: Sight): Promi
         status: 'cancelled',
         summary: JSON.stringify(
           backup
-            ? { detail: 'Cancelled before it started: nothing was copied.', backup: null }
+            ? { detail: 'Cancelled before it started: nothing was copied.', backup: null, problem: null }
             : summaryOf(stored, 'Cancelled before it started: no row was read or stored.'),
         ),
       },
