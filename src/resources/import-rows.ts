@@ -66,7 +66,9 @@ function rowChecker(target: ImportTarget): Check {
       const at = locate?.(refused.pointer) ?? { row, field: fieldOf(refused.pointer) };
       return { row, error: { ...at, problem: 'malformed-row', detail: refused.detail } };
     }
-    const errors = recordFieldErrors(validate!(value));
+    // A valid row, the common case, skips describing errors (what it allocates, a row each).
+    const found = validate!(value);
+    const errors = found.length === 0 ? [] : recordFieldErrors(found);
     if (errors.length === 0) return { row, value };
     const [first] = errors;
     const at = locate?.(first!.pointer) ?? { row, field: fieldOf(first!.pointer) };
@@ -121,10 +123,10 @@ async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, che
             }
           : undefined;
       const cells: Record<string, string> = {};
-      header.forEach((name, index) => {
+      for (let index = 0; index < header.length; index++) {
         const cell = record[index];
-        if (cell !== undefined && cell !== '') cells[name] = cell;
-      });
+        if (cell !== undefined && cell !== '') cells[header[index]!] = cell;
+      }
       if (group !== undefined) {
         yield* group.add(row, cells, tooMany);
         continue;
