@@ -44,6 +44,14 @@ export const EXPORT_CHUNK_ROWS = 500;
  */
 const EXPORT_PIECE_ROWS = 100;
 
+/**
+ * How long a chunk's text may be written without a turn of the event loop for other requests. The
+ * pieces of a chunk are written one after another while the client takes them (a loopback socket
+ * takes each at once), so on a slow or loaded machine a request waited for a whole chunk's text:
+ * past this, the next piece waits for a turn.
+ */
+const EXPORT_SLICE_MS = 4;
+
 /** What a collection's list needs to answer as a page or as an export. */
 export interface Listing<Row> {
   /** The file name's stem (`orders` → orders.csv). */
@@ -179,10 +187,15 @@ async function* chunks<Row>(
     const page = await listing.list({ ...listing.query, limit: Math.min(EXPORT_CHUNK_ROWS, left), after });
     left -= page.rows.length;
     await setImmediate();
+    let turnAt = performance.now();
     // Rows added while the export ran may take it past its cap: it ends unfinished then, not cut short silently.
     if (left === 0 && page.nextAfter) throw new Error('the export grew past ROWI_EXPORT_MAX_ROWS while it ran');
     const { rows } = page;
     for (let start = 0; start < rows.length || first; start += EXPORT_PIECE_ROWS) {
+      if (performance.now() - turnAt >= EXPORT_SLICE_MS) {
+        await setImmediate();
+        turnAt = performance.now();
+      }
       const text = write(
         start === 0 && rows.length <= EXPORT_PIECE_ROWS ? rows : rows.slice(start, start + EXPORT_PIECE_ROWS),
         first,
