@@ -29,10 +29,10 @@ import { header } from './schemas.js';
  * an incomplete transfer, never as a complete export.
  */
 /**
- * Rows per chunk. The read of a chunk and the writing of its text run without a pause, so a request
- * that comes in meanwhile waits for them: 500 orders with their lines take about 3 ms to read on
- * SQLite and as much again to write (bench/exports.mjs), which keeps that wait short, while 250
- * paid the per-chunk costs (two queries, a turn of the event loop) twice as often.
+ * Rows per chunk. The read of a chunk runs without a pause (its text pauses after EXPORT_SLICE_MS),
+ * so a request that comes in meanwhile waits for it: 500 orders with their lines take about 3 ms
+ * to read on SQLite and as much again to write (bench/exports.mjs), which keeps that wait short,
+ * while 250 paid the per-chunk costs (two queries, a turn of the event loop) twice as often.
  */
 export const EXPORT_CHUNK_ROWS = 500;
 
