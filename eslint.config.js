@@ -2,7 +2,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'clients/*/dist/**', 'node_modules/**', 'data/**', 'coverage/**', '.scratch/**'] },
+  {
+    ignores: ['dist/**', 'clients/*/dist/**', 'node_modules/**', 'data/**', 'coverage/**', '.scratch/**', '.bench/**'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

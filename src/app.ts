@@ -27,6 +27,7 @@ import { registerRequestId, requestIdOf, requestLogger } from './http/request-id
 import { SECURITY_SCHEMES } from './auth/policy.js';
 import { eventSightOfOwner } from './auth/visibility.js';
 import { webhookThreadStarter } from './process/webhook-thread.js';
+import { importThreadStarter } from './process/import-thread.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -58,10 +59,7 @@ import backupsRoutes from './resources/backups.routes.js';
 import { backupsUnavailable, startBackupRunner } from './resources/backups.service.js';
 import importsRoutes, { operationsRetention } from './resources/imports.routes.js';
 import { startImportRunner } from './resources/import-runner.js';
-import { ITEMS_IMPORT } from './resources/items/items-import.js';
-import { STOCK_IMPORT } from './resources/items/stock-import.js';
-import { USERS_IMPORT } from './resources/users/users-import.js';
-import { ORDERS_IMPORT } from './resources/orders/orders-import.js';
+import { IMPORTERS } from './resources/importers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -183,16 +181,16 @@ export async function buildApp({
   await app.register(callersRoutes);
   await app.register(auditRoutes);
   // Imports run in the background, in every process: each runs the files it received (docs/bulk.md "Imports").
-  const importTargets = [USERS_IMPORT, ITEMS_IMPORT, STOCK_IMPORT, ORDERS_IMPORT];
   const imports = startImportRunner({
     db,
     log: logger,
-    targets: importTargets,
+    targets: IMPORTERS,
+    elsewhere: importThreadStarter(config, logger, db.commits),
     concurrency: config.importConcurrency,
     directory: config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory,
   });
   app.addHook('onClose', () => imports.close());
-  await app.register(importsRoutes, { runner: imports, targets: importTargets });
+  await app.register(importsRoutes, { runner: imports, targets: IMPORTERS });
   await app.register(operationsRoutes);
   // Backups over HTTP run in the process that took the request, under the lease its import runner renews.
   const backups =

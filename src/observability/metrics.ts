@@ -40,7 +40,7 @@ export const metrics = {
   }),
   transactionDuration: new Histogram({
     name: 'rowi_db_transaction_duration_seconds',
-    help: 'Units of work (write transactions), from their start to their commit or rollback, by outcome (committed: durable, rolled_back)',
+    help: 'Units of work (write transactions), from their start to their commit or rollback, by outcome (committed: durable, rolled_back); not the chunks of imports on the import thread (ROWI_IMPORT_THREAD)',
     labelNames: ['outcome'] as const,
     buckets: SECONDS,
     registers: [registry],

@@ -60,14 +60,36 @@ export interface ImportRunner {
   close(): Promise<void>;
 }
 
+/** An import as another thread takes it (process/import-thread.ts): everything in it survives a structured clone. */
+export interface ImportJob {
+  operation: StoredOperation;
+  reader: Reader;
+  file: string;
+}
+
+/**
+ * Where imports run when not on this event loop: a thread of their own with a database connection
+ * of their own (process/import-thread.ts), which the process wires in.
+ */
+export interface ImportElsewhere {
+  /** Runs the import; resolves once it has ended (its operation says how), rejects on a fault that left it unended. */
+  run(job: ImportJob): Promise<void>;
+  /** The imports running there stop at their next commit (the process is stopping). */
+  stop(): void;
+  /** Ends the thread, once no import runs there. */
+  close(): Promise<void>;
+}
+
 export function startImportRunner(options: {
   db: Db;
   log: FastifyBaseLogger;
   targets: readonly ImportTarget[];
   concurrency: number;
   directory: string;
+  /** Runs the imports on another thread; without it they run on this event loop, between requests. */
+  elsewhere?: ImportElsewhere;
 }): ImportRunner {
-  const { db, log, concurrency } = options;
+  const { db, log, concurrency, elsewhere } = options;
   const holder = randomUUID();
   const targets = new Map(options.targets.map((target) => [target.name, target]));
   const running = new Map<number, Promise<void>>();
@@ -82,7 +104,9 @@ export function startImportRunner(options: {
     const reader = readers.get(operation.id) ?? scopeless(operation);
     readers.delete(operation.id);
     try {
-      await runImport({ db, log, target, operation, reader, file: fileOf(operation), stopping: () => stopping });
+      const file = fileOf(operation);
+      if (elsewhere !== undefined) await elsewhere.run({ operation, reader: plainReader(reader), file });
+      else await runImport({ db, log, target, operation, reader, file, stopping: () => stopping });
     } catch (error) {
       log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
       await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(
@@ -189,6 +213,7 @@ export function startImportRunner(options: {
     wake,
     async close() {
       stopping = true;
+      elsewhere?.stop();
       clearInterval(leaseTimer);
       clearInterval(pollTimer);
       clearTimeout(first);
@@ -217,7 +242,19 @@ export function startImportRunner(options: {
           readers.delete(queued.id);
         }
       }).catch((error: unknown) => log.warn({ err: error }, 'could not end queued imports while stopping'));
+      await elsewhere?.close();
     },
+  };
+}
+
+/** The caller as a thread can be handed it: what a Reader is, without the rest of a request's principal. */
+function plainReader(reader: Reader): Reader {
+  return {
+    callerId: reader.callerId,
+    name: reader.name,
+    scopes: new Set(reader.scopes),
+    ownRecords: new Set(reader.ownRecords),
+    userId: reader.userId,
   };
 }
 

@@ -1,0 +1,66 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { openStorage } from '../db/connect.js';
+import { shareWriteLockReleases } from '../db/sqlite-lock.js';
+import { createLogger } from '../observability/logger.js';
+import { runImport } from '../resources/import-run.js';
+import { IMPORTERS } from '../resources/importers.js';
+import type { FromImportThread, ImportThreadData, ToImportThread } from './import-thread.js';
+
+/** PostgreSQL connections the thread keeps at most: an atomic import holds its transaction and writes its progress beside it. */
+const THREAD_POOL_SIZE = 4;
+
+// The import thread (import-thread.ts): imports run on a database connection of their own, as the
+// main thread hands them over, until it is told to close. Its SQLite writes yield the write lock to
+// the main thread's: a request's write waits for at most the chunk being written.
+const { config, lockReleases } = workerData as ImportThreadData;
+shareWriteLockReleases(lockReleases);
+const log = createLogger(config).child({ thread: 'imports' });
+const storage = await openStorage(
+  { ...config, databasePoolSize: Math.min(config.databasePoolSize, THREAD_POOL_SIZE) },
+  log,
+  // The main thread checkpoints the file and hears the other instances' signals.
+  { checkpoints: false, signals: false },
+);
+const targets = new Map(IMPORTERS.map((target) => [target.name, target]));
+const tell = (message: FromImportThread) => parentPort!.postMessage(message);
+/** A fault as a message can carry it: an Error is cloned (name, message, stack); anything else is said in words. */
+const cloneable = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+// The main thread's event feed wakes on the events the imports commit here (and tells other processes).
+storage.db.commits.onEventsCommitted(() => tell('events'));
+let stopping = false;
+const running = new Set<Promise<void>>();
+
+parentPort!.on('message', (message: ToImportThread) => {
+  if (message === 'stop') stopping = true;
+  else if (message === 'close')
+    void (async () => {
+      stopping = true;
+      await Promise.allSettled(running);
+      await storage.close();
+      log.flush();
+      parentPort!.close();
+    })();
+  else {
+    const { operation, reader, file } = message.run;
+    const job = runImport({
+      db: storage.db,
+      log,
+      target: targets.get(operation.target as never)!,
+      operation,
+      reader,
+      file,
+      stopping: () => stopping,
+    }).then(
+      () => tell({ ended: operation.id }),
+      (error: unknown) => {
+        try {
+          tell({ failed: operation.id, error: cloneable(error) });
+        } catch {
+          tell({ failed: operation.id, error: new Error(cloneable(error).message) });
+        }
+      },
+    );
+    running.add(job);
+    void job.finally(() => running.delete(job));
+  }
+});

@@ -1,0 +1,153 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/config.js';
+import type { Commits } from '../db/commits.js';
+import { writeLockReleases } from '../db/sqlite-lock.js';
+import { faultOf } from '../observability/logger.js';
+import type { ImportElsewhere, ImportJob } from '../resources/import-runner.js';
+
+/** The thread's entry, as built (dist/); running from the sources (the in-process tests) there is none. */
+const ENTRY = new URL('./import-thread-entry.js', import.meta.url);
+/**
+ * The thread's young generation (its two semi-spaces and the space for large new objects: 4 MB
+ * semi-spaces). The main thread's 16 MB ones would make the thread's heap 32 MB larger, mostly
+ * empty: measured, idle RSS +36 MB with them, +27 with 4 MB ones, at the same CPU a row imported
+ * (docs/performance.md "Imports"). It takes effect where the process lets threads size their own
+ * (process/heap.ts: `rowi serve` does).
+ */
+const YOUNG_GENERATION_MB = 12;
+/** How long a closing thread may take to close its database before it is ended. */
+const CLOSE_MS = 10_000;
+
+/** What the thread is handed when it starts. */
+export interface ImportThreadData {
+  config: Config;
+  /** The count of write transactions the process's SQLite connections ended (db/sqlite-lock.ts). */
+  lockReleases: SharedArrayBuffer;
+}
+
+/** What the main thread tells the import thread. */
+export type ToImportThread = { run: ImportJob } | 'stop' | 'close';
+
+/** What the import thread tells the main thread: a unit that wrote events committed, or how an import ended. */
+export type FromImportThread = 'events' | { ended: number } | { failed: number; error: unknown };
+
+/**
+ * Imports on a thread of their own (docs/bulk.md "Where an import runs"): reading the spooled file,
+ * checking its rows and writing its chunks, on a database connection of the thread's, so that an
+ * import never takes the event loop that answers requests, and requests never slow the import.
+ * The main thread keeps what the deployment sees of it: the operation's claim and lease
+ * (resources/import-runner.ts), and the event feed, which the thread's commits wake through a
+ * message. Answers undefined where it cannot run (ROWI_IMPORT_THREAD=main; from the sources; on an
+ * in-memory SQLite database, which exists on its one connection only): imports then run on the
+ * event loop.
+ */
+export function importThreadStarter(
+  config: Config,
+  log: FastifyBaseLogger,
+  commits: Commits,
+): ImportElsewhere | undefined {
+  if (
+    config.importThread === 'main' ||
+    !existsSync(fileURLToPath(ENTRY)) ||
+    (config.databaseUrl === '' && config.data === ':memory:')
+  )
+    return undefined;
+  return new ImportThread({ config, lockReleases: writeLockReleases() }, log, commits);
+}
+
+interface Waiting {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * One thread per process, started with it (so that an import never waits for the thread's start,
+ * about half a second of loading its modules, and the memory it takes is there from the start, not a
+ * jump during the first import) and kept while it runs; every import of the process runs there (at
+ * most ROWI_IMPORT_CONCURRENCY at once, as the runner claims them). A thread that ends while imports
+ * run (a fault, its memory exhausted) rejects them: the runner marks each failed with the rows its
+ * last commit kept, and the next import starts a new thread.
+ */
+class ImportThread implements ImportElsewhere {
+  readonly #data: ImportThreadData;
+  readonly #log: FastifyBaseLogger;
+  readonly #commits: Commits;
+  readonly #imports = new Map<number, Waiting>();
+  #worker: Worker | undefined;
+  #stopping = false;
+  /** Whether the event feed is to be woken at the next turn: the commits of one turn wake it once. */
+  #waking = false;
+
+  constructor(data: ImportThreadData, log: FastifyBaseLogger, commits: Commits) {
+    this.#data = data;
+    this.#log = log;
+    this.#commits = commits;
+    this.#worker = this.#start();
+  }
+
+  run(job: ImportJob): Promise<void> {
+    const worker = (this.#worker ??= this.#start());
+    const id = job.operation.id;
+    return new Promise<void>((resolve, reject) => {
+      this.#imports.set(id, { resolve, reject });
+      worker.postMessage({ run: job } satisfies ToImportThread);
+      if (this.#stopping) worker.postMessage('stop' satisfies ToImportThread);
+    });
+  }
+
+  stop(): void {
+    this.#stopping = true;
+    this.#worker?.postMessage('stop' satisfies ToImportThread);
+  }
+
+  /** Ends the thread, once no import runs there: it closes its database and exits. */
+  async close(): Promise<void> {
+    this.stop();
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    this.#worker = undefined;
+    const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage('close' satisfies ToImportThread);
+    const bound = setTimeout(() => void worker.terminate(), CLOSE_MS);
+    await ended;
+    clearTimeout(bound);
+  }
+
+  #start(): Worker {
+    const worker = new Worker(ENTRY, {
+      workerData: this.#data,
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+    });
+    worker.on('message', (message: FromImportThread) => {
+      if (message === 'events') this.#wakeFeed();
+      else if ('ended' in message) this.#settle(message.ended)?.resolve();
+      else this.#settle(message.failed)?.reject(message.error);
+    });
+    worker.on('error', (error) => this.#log.error({ err: error }, `the import thread failed: ${faultOf(error)}`));
+    worker.on('exit', (code) => {
+      if (this.#worker === worker) this.#worker = undefined;
+      const lost = [...this.#imports.values()];
+      this.#imports.clear();
+      for (const waiting of lost) waiting.reject(new Error(`the import thread ended (exit code ${code})`));
+    });
+    return worker;
+  }
+
+  #settle(id: number): Waiting | undefined {
+    const waiting = this.#imports.get(id);
+    this.#imports.delete(id);
+    return waiting;
+  }
+
+  #wakeFeed(): void {
+    if (this.#waking) return;
+    this.#waking = true;
+    setImmediate(() => {
+      this.#waking = false;
+      this.#commits.eventsCommitted();
+    });
+  }
+}

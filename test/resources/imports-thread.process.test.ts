@@ -1,0 +1,152 @@
+import { createReadStream, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../helpers/process.js';
+import { tempFolder } from '../helpers/temp.js';
+
+/**
+ * Imports on the import thread (docs/bulk.md "Where an import runs"): the built rowi runs every
+ * import on a thread of its own (ROWI_IMPORT_THREAD=thread, the default), with a database
+ * connection of its own. What the process's main thread must still do for it: wake its event
+ * stream on the events the thread commits, carry a cancel to it, and stop it at its next commit
+ * when rowi is stopped (SIGTERM), which then ends with exit code 0. On SQLite and on PostgreSQL.
+ */
+const running: RunningServer[] = [];
+afterEach(async () => {
+  for (const server of running.splice(0))
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+});
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Operation {
+  id: number;
+  status: string;
+  progress: { committed_through: number; rows_succeeded: number };
+  summary: { rows_committed: number; detail: string } | null;
+}
+
+async function operationOf(server: RunningServer, location: string): Promise<Operation> {
+  const reply = await fetch(`${server.baseUrl}${location}`, { headers: { 'x-api-key': server.adminKey } });
+  expect(reply.status).toBe(200);
+  return (await reply.json()) as Operation;
+}
+
+/** A CSV of `rows` new items (K-0, K-1, …), one a line after the header: row n of the file is item K-(n-2). */
+function catalogue(rows: number): string {
+  const file = join(tempFolder('import'), 'catalogue.csv');
+  let csv = 'sku,name,price,quantity\n';
+  for (let index = 0; index < rows; index++) csv += `K-${index},Kettle ${index},2.00,3\n`;
+  writeFileSync(file, csv);
+  return file;
+}
+
+async function upload(server: RunningServer, file: string): Promise<string> {
+  const posted = await fetch(`${server.baseUrl}/v1/items/import?mode=partial`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'text/csv',
+      'x-api-key': server.adminKey,
+      'content-length': String(statSync(file).size),
+    },
+    body: createReadStream(file) as unknown as RequestInit['body'],
+    duplex: 'half',
+  } as RequestInit);
+  expect(posted.status).toBe(202);
+  return posted.headers.get('location')!;
+}
+
+/** Polls the operation until `done` holds of it (bounded: 30 s). */
+async function until(server: RunningServer, location: string, done: (seen: Operation) => boolean) {
+  let seen = await operationOf(server, location);
+  for (let attempt = 0; attempt < 1500 && !done(seen); attempt++) {
+    await pause(20);
+    seen = await operationOf(server, location);
+  }
+  return seen;
+}
+
+/** Whether the server holds an item of `sku`. */
+async function holds(server: RunningServer, sku: string): Promise<boolean> {
+  const reply = await fetch(`${server.baseUrl}/v1/items?sku=${sku}`, { headers: { 'x-api-key': server.adminKey } });
+  return ((await reply.json()) as { data: unknown[] }).data.length === 1;
+}
+
+/** Exactly the rows the operation says were committed (rows 2..committed_through) are stored. */
+async function expectCommittedStored(server: RunningServer, ended: Operation, rows: number) {
+  const committed = ended.progress.committed_through;
+  expect(committed).toBeGreaterThan(1);
+  expect(committed).toBeLessThan(rows + 1);
+  expect(ended.summary!.rows_committed).toBe(committed - 1);
+  expect(await holds(server, `K-${committed - 2}`)).toBe(true);
+  expect(await holds(server, `K-${committed - 1}`)).toBe(false);
+}
+
+describe('imports on the import thread', () => {
+  it(
+    "POST /v1/items/import: the thread's events reach the process's event stream, and a cancel stops the import at its next commit, keeping exactly what it says",
+    { timeout: 90_000 },
+    async () => {
+      const server = await startServer();
+      running.push(server);
+      const stream = new AbortController();
+      const opened = await fetch(`${server.baseUrl}/v1/events/stream?types=operation.completed`, {
+        headers: { 'x-api-key': server.adminKey, accept: 'text/event-stream' },
+        signal: stream.signal,
+      });
+      expect(opened.status).toBe(200);
+      const rows = 150_000;
+      const location = await upload(server, catalogue(rows));
+      const started = await until(server, location, (seen) => seen.progress.committed_through > 0);
+      expect(started.status).toBe('running');
+      const cancel = await fetch(`${server.baseUrl}${location}/cancel`, {
+        method: 'POST',
+        headers: { 'x-api-key': server.adminKey },
+      });
+      expect(cancel.status).toBe(202);
+      const ended = await until(server, location, (seen) => !['queued', 'running'].includes(seen.status));
+      expect(ended.status).toBe('cancelled');
+      await expectCommittedStored(server, ended, rows);
+
+      // operation.completed, committed by the thread, on the stream the main thread serves.
+      const reader = opened.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      const deadline = Date.now() + 15_000;
+      while (!text.includes(`"path":"/v1/operations/${ended.id}"`) && Date.now() < deadline) {
+        const { value, done } = await Promise.race([
+          reader.read(),
+          pause(deadline - Date.now()).then(() => ({ value: undefined, done: true })),
+        ]);
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      stream.abort();
+      expect(text).toContain('event: operation.completed');
+      expect(text).toContain(`"path":"/v1/operations/${ended.id}"`);
+      expect(text).toContain('"status":"cancelled"');
+    },
+  );
+
+  it(
+    'POST /v1/items/import: SIGTERM while the thread imports stops the import at its next commit; rowi exits 0, and after a restart the operation is failed, keeping exactly what it says',
+    { timeout: 90_000 },
+    async () => {
+      const first = await startServer();
+      running.push(first);
+      const rows = 150_000;
+      const location = await upload(first, catalogue(rows));
+      const started = await until(first, location, (seen) => seen.progress.committed_through > 0);
+      expect(started.status).toBe('running');
+
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      const second = await startServer({ database: first.database, adminKey: first.adminKey });
+      running.push(second);
+      const ended = await operationOf(second, location);
+      expect(ended.status).toBe('failed');
+      expect(ended.summary!.detail).toMatch(/rowi stopped while the import ran/);
+      await expectCommittedStored(second, ended, rows);
+    },
+  );
+});
