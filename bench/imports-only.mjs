@@ -92,6 +92,15 @@ try {
       );
     }
   }
+  if (builds.length > 1 && builds[0].results[0].beside) {
+    const [now, before] = builds.map((build) => ({
+      rate: median(build.results.map((results) => results.beside.rows_per_s)),
+      p99: median(build.results.map((results) => results.get.p99)),
+    }));
+    console.log(
+      `  ${rowCounts[0].toLocaleString('en')} rows with the GET alongside: ${now.rate.toFixed(0)} / ${before.rate.toFixed(0)} rows/s (${(now.rate / before.rate).toFixed(2)}×), the GET's p99 ${now.p99.toFixed(1)} / ${before.p99.toFixed(1)} ms`,
+    );
+  }
   if (options.postgres) {
     const url = await createBenchSchema(bench);
     if (url.skipped) console.log(`✗ PostgreSQL not measured: ${url.skipped}`);
