@@ -106,6 +106,18 @@ export function integerCell(cells: Record<string, string>, name: string): Record
 
 /** Rows written by one statement of a chunk before the event loop is given a turn (SQLite). */
 const ROWS_PER_TURN = 128;
+/** Whether a chunk's writes give the event loop turns: not on the import thread, where no request waits for one. */
+let turns = true;
+
+/** On the import thread (process/import-thread-entry.ts): a chunk's statements run one after another, with no turn between. */
+export function writeWithoutTurns(): void {
+  turns = false;
+}
+
+/** A turn of the event loop, where requests wait for one (SQLite on the event loop that answers them). */
+export function giveTurn(): Promise<void> | undefined {
+  return turns ? turn() : undefined;
+}
 
 /**
  * Writes `rows` a slice at a time (ROWS_PER_TURN, the rows of one compiled multi-row insert),
@@ -113,14 +125,14 @@ const ROWS_PER_TURN = 128;
  * chunk's 1,000-row statement would keep every request waiting while it runs (the GET p99 alongside
  * an import); slices keep each wait to one statement's time. On PostgreSQL a statement runs on the
  * server while the event loop goes on, so the rows go at once, in as few statements as
- * compiledRowInserts makes (fewer round trips).
+ * compiledRowInserts makes (fewer round trips); and so they do on the import thread.
  */
 export async function inSlices<Row, Result>(
   db: Executor,
   rows: readonly Row[],
   write: (slice: Row[]) => Promise<readonly Result[] | void>,
 ): Promise<Result[]> {
-  const step = isSqlite(db) ? ROWS_PER_TURN : Math.max(1, rows.length);
+  const step = isSqlite(db) && turns ? ROWS_PER_TURN : Math.max(1, rows.length);
   const results: Result[] = [];
   for (let start = 0; start < rows.length; start += step) {
     if (start > 0) await turn();

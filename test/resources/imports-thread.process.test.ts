@@ -82,7 +82,66 @@ async function expectCommittedStored(server: RunningServer, ended: Operation, ro
   expect(await holds(server, `K-${committed - 1}`)).toBe(false);
 }
 
+/** Posts `body` to `path` and waits for its operation to end (bounded: 30 s). */
+async function imported(server: RunningServer, path: string, body: string): Promise<Operation> {
+  const posted = await fetch(`${server.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/csv', 'x-api-key': server.adminKey },
+    body,
+  });
+  expect(posted.status).toBe(202);
+  return until(server, posted.headers.get('location')!, (seen) => !['queued', 'running'].includes(seen.status));
+}
+
 describe('imports on the import thread', () => {
+  it(
+    'POST /v1/users/import and /v1/items/stock/import: more rows than a chunk, each chunk written at once (no turn between statements on the thread): users created, then each updated with on_conflict=update; stock levels set, each with its movement',
+    { timeout: 90_000 },
+    async () => {
+      const server = await startServer();
+      running.push(server);
+      const count = 1_300;
+      const users = Array.from({ length: count }, (_, index) => `Bulk ${index},bulk.${index}@example.com`);
+      const created = await imported(server, '/v1/users/import', `name,email\n${users.join('\n')}\n`);
+      expect([created.status, created.progress.rows_succeeded]).toEqual(['succeeded', count]);
+      const renamed = users.map((row) => row.replace('Bulk', 'Renamed').replace('bulk.', 'BULK.'));
+      const updated = await imported(
+        server,
+        '/v1/users/import?on_conflict=update',
+        `name,email\n${renamed.join('\n')}\n`,
+      );
+      expect([updated.status, updated.progress.rows_succeeded]).toEqual(['succeeded', count]);
+      const headers = { 'x-api-key': server.adminKey };
+      for (const index of [0, 127, 128, 999, 1000, count - 1]) {
+        const found = await fetch(`${server.baseUrl}/v1/users?email=bulk.${index}@example.com`, { headers });
+        const [user] = ((await found.json()) as { data: { name: string; email: string }[] }).data;
+        expect(user).toMatchObject({ name: `Renamed ${index}`, email: `BULK.${index}@example.com` });
+      }
+
+      const items = await imported(
+        server,
+        '/v1/items/import',
+        `sku,name,price\n${Array.from({ length: count }, (_, index) => `S-${index},Item ${index},1.00`).join('\n')}\n`,
+      );
+      expect([items.status, items.progress.rows_succeeded]).toEqual(['succeeded', count]);
+      const levels = await imported(
+        server,
+        '/v1/items/stock/import',
+        `sku,quantity\n${Array.from({ length: count }, (_, index) => `S-${index},${index + 1}`).join('\n')}\n`,
+      );
+      expect([levels.status, levels.progress.rows_succeeded]).toEqual(['succeeded', count]);
+      for (const index of [0, 128, 1000, count - 1]) {
+        const found = await fetch(`${server.baseUrl}/v1/items?sku=S-${index}`, { headers });
+        const [item] = ((await found.json()) as { data: { id: number }[] }).data;
+        const stock = await fetch(`${server.baseUrl}/v1/items/${item!.id}/stock`, { headers });
+        expect(((await stock.json()) as { quantity: number }).quantity).toBe(index + 1);
+        const movements = await fetch(`${server.baseUrl}/v1/items/${item!.id}/stock/movements`, { headers });
+        const [newest] = ((await movements.json()) as { data: { kind: string; quantity_after: number }[] }).data;
+        expect(newest).toMatchObject({ kind: 'set', quantity_after: index + 1 });
+      }
+    },
+  );
+
   it(
     "POST /v1/items/import: the thread's events reach the process's event stream, and a cancel stops the import at its next commit, keeping exactly what it says",
     { timeout: 90_000 },
