@@ -91,6 +91,10 @@ export async function openPostgres(
     async close() {
       await signals.close();
       await db.destroy();
+      // Kysely ends the pool only if it ever used it; the first query above took a connection of
+      // it either way, which would keep its thread alive for the pool's idle time-out (the import
+      // thread of a process that imported nothing took 10 s to end).
+      if (!pool.ended) await pool.end();
     },
   };
 }
