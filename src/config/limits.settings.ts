@@ -161,7 +161,7 @@ export const LIMIT_SETTINGS = {
     Type.Union([Type.Literal('thread'), Type.Literal('main')], {
       default: 'thread',
       description:
-        '`thread`: imports run on a thread of their own, with a database connection of their own, started with each serving process (about 27 MB more memory per process): reading, checking and writing the rows never takes the event loop that answers requests (docs/bulk.md); `main`: on that event loop, between requests',
+        '`thread`: imports run on a thread of their own, with a database connection of their own, started with each serving process (about 36-40 MB more memory per process): reading, checking and writing the rows never takes the event loop that answers requests (docs/bulk.md); `main`: on that event loop, between requests',
     }),
     'ROWI_IMPORT_THREAD',
   ),

@@ -14,13 +14,3 @@ export function boundHeapGrowth(config: Pick<Config, 'heapGrowingPercent'>): voi
   if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
 }
 
-/**
- * Lets every thread started after this size its own young generation (a Worker's `resourceLimits`):
- * V8 takes the process's `--max-semi-space-size` (16 MB: npm start, the Dockerfile and the bench
- * give it) over a thread's limit, so the import thread's young generation, mostly empty, grew to the
- * main thread's 32 MB (docs/performance.md "Imports"). The flag is read when an isolate is made:
- * the main thread keeps the size it started with. Threads that ask for none get V8's own rule.
- */
-export function letThreadsSizeTheirYoungGeneration(): void {
-  setFlagsFromString('--max-semi-space-size=0');
-}

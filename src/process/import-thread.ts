@@ -10,14 +10,6 @@ import type { ImportElsewhere, ImportJob } from '../resources/import-runner.js';
 
 /** The thread's entry, as built (dist/); running from the sources (the in-process tests) there is none. */
 const ENTRY = new URL('./import-thread-entry.js', import.meta.url);
-/**
- * The thread's young generation (its two semi-spaces and the space for large new objects: 4 MB
- * semi-spaces). The main thread's 16 MB ones would make the thread's heap 32 MB larger, mostly
- * empty: measured, idle RSS +36 MB with them, +27 with 4 MB ones, at the same CPU a row imported
- * (docs/performance.md "Imports"). It takes effect where the process lets threads size their own
- * (process/heap.ts: `rowi serve` does).
- */
-const YOUNG_GENERATION_MB = 12;
 /** How long a closing thread may take to close its database before it is ended. */
 const CLOSE_MS = 10_000;
 
@@ -65,8 +57,8 @@ interface Waiting {
 
 /**
  * One thread per process, started with it (so that an import never waits for the thread's start,
- * about half a second of loading its modules, and the memory it takes is there from the start, not a
- * jump during the first import) and kept while it runs; every import of the process runs there (at
+ * about half a second of loading its modules, and the memory it takes, about 36 MB, is there from
+ * the start, not a jump during the first import) and kept while it runs; every import of the process runs there (at
  * most ROWI_IMPORT_CONCURRENCY at once, as the runner claims them). A thread that ends while imports
  * run (a fault, its memory exhausted) rejects them: the runner marks each failed with the rows its
  * last commit kept, and the next import starts a new thread.
@@ -117,10 +109,11 @@ class ImportThread implements ImportElsewhere {
   }
 
   #start(): Worker {
-    const worker = new Worker(ENTRY, {
-      workerData: this.#data,
-      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
-    });
+    // Its young generation is the process's (16 MB semi-spaces: npm start and the Dockerfile give
+    // --max-semi-space-size=16, which V8 takes over a thread's resourceLimits). A chunk's rows and
+    // events outlive a smaller one: with 4 MB semi-spaces an import cost 1.06-1.22x the CPU a row,
+    // for 9 MB less idle RSS (docs/performance.md "The import on a thread of its own").
+    const worker = new Worker(ENTRY, { workerData: this.#data });
     worker.on('message', (message: FromImportThread) => {
       if (message === 'events') this.#wakeFeed();
       else if ('ended' in message) this.#settle(message.ended)?.resolve();

@@ -7,7 +7,7 @@ import { announce, CLOSING_MARGIN_MS, createFirstAdmin, listen, migrate, openChe
 import { createLogger } from '../observability/logger.js';
 import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
 import { isPreparerMessage, PREPARER_ENV, type PreparerMessage } from './preparer.js';
-import { boundHeapGrowth, letThreadsSizeTheirYoungGeneration } from './heap.js';
+import { boundHeapGrowth } from './heap.js';
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
@@ -23,7 +23,6 @@ import { boundHeapGrowth, letThreadsSizeTheirYoungGeneration } from './heap.js';
  */
 export async function serve(config: Config): Promise<void> {
   boundHeapGrowth(config);
-  letThreadsSizeTheirYoungGeneration();
   if (cluster.isWorker) return serveAsWorker(config);
   checkBackupSettings(config);
   const workers = config.workers === 0 ? availableParallelism() : config.workers;

@@ -66,8 +66,7 @@ class WebhookThread {
   }
 
   #start(): Worker {
-    // The main thread's 16 MB semi-spaces (process/heap.ts lets threads size their own).
-    const worker = new Worker(ENTRY, { workerData: this.#data, resourceLimits: { maxYoungGenerationSizeMb: 48 } });
+    const worker = new Worker(ENTRY, { workerData: this.#data });
     this.#running = true;
     metrics.webhookThreads.inc();
     worker.on('error', (error) => this.#log.error({ err: error }, `the webhook thread failed: ${faultOf(error)}`));
