@@ -13,4 +13,3 @@ import type { Config } from '../config/config.js';
 export function boundHeapGrowth(config: Pick<Config, 'heapGrowingPercent'>): void {
   if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
 }
-
