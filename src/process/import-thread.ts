@@ -27,7 +27,7 @@ export type ToImportThread = { run: ImportJob } | 'stop' | 'close';
 export type FromImportThread = 'events' | { ended: number } | { failed: number; error: unknown };
 
 /**
- * Imports on a thread of their own (docs/bulk.md "Where an import runs"): reading the spooled file,
+ * Imports on a thread of their own (docs/bulk.md "How an import runs"): reading the spooled file,
  * checking its rows and writing its chunks, on a database connection of the thread's, so that an
  * import never takes the event loop that answers requests, and requests never slow the import.
  * The main thread keeps what the deployment sees of it: the operation's claim and lease
@@ -58,10 +58,10 @@ interface Waiting {
 /**
  * One thread per process, started with it (so that an import never waits for the thread's start,
  * about half a second of loading its modules, and the memory it takes, about 36 MB, is there from
- * the start, not a jump during the first import) and kept while it runs; every import of the process runs there (at
- * most ROWI_IMPORT_CONCURRENCY at once, as the runner claims them). A thread that ends while imports
- * run (a fault, its memory exhausted) rejects them: the runner marks each failed with the rows its
- * last commit kept, and the next import starts a new thread.
+ * the start, not a jump during the first import) and kept while it runs; every import of the
+ * process runs there (at most ROWI_IMPORT_CONCURRENCY at once, as the runner claims them). A thread
+ * that ends while imports run (a fault, its memory exhausted) rejects them: the runner marks each
+ * failed with the rows its last commit kept, and the next import starts a new thread.
  */
 class ImportThread implements ImportElsewhere {
   readonly #data: ImportThreadData;
