@@ -4,7 +4,6 @@ import { shareWriteLockReleases } from '../db/sqlite-lock.js';
 import { createLogger } from '../observability/logger.js';
 import { runImport } from '../resources/import-run.js';
 import { IMPORTERS } from '../resources/importers.js';
-import { writeWithoutTurns } from '../resources/import-target.js';
 import type { FromImportThread, ImportThreadData, ToImportThread } from './import-thread.js';
 
 /** PostgreSQL connections the thread keeps at most: an atomic import holds its transaction and writes its progress beside it. */
@@ -15,7 +14,6 @@ const THREAD_POOL_SIZE = 4;
 // the main thread's: a request's write waits for at most the chunk being written.
 const { config, lockReleases } = workerData as ImportThreadData;
 shareWriteLockReleases(lockReleases);
-writeWithoutTurns();
 const log = createLogger(config).child({ thread: 'imports' });
 const storage = await openStorage(
   { ...config, databasePoolSize: Math.min(config.databasePoolSize, THREAD_POOL_SIZE) },
@@ -52,6 +50,8 @@ parentPort!.on('message', (message: ToImportThread) => {
       reader,
       file,
       stopping: () => stopping,
+      // No request waits for this event loop: a chunk's statements run one after another.
+      turns: false,
     }).then(
       () => tell({ ended: operation.id }),
       (error: unknown) => {

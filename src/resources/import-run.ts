@@ -70,6 +70,8 @@ export interface RunContext {
   reader: Reader;
   /** True once the process is stopping: the import stops at its next commit. */
   stopping: () => boolean;
+  /** Whether the writes give the event loop turns (ImportContext.turns): not on the import thread. */
+  turns: boolean;
 }
 
 type PassKind = 'check' | 'chunks' | 'one-transaction';
@@ -151,6 +153,7 @@ async function readAndWrite(
     reader: context.reader,
     now: nowTimestamp(),
     checking: kind === 'check',
+    turns: context.turns,
     carried: new Map(),
   };
   const chunkRows = target.chunkRows ?? CHUNK_ROWS;
@@ -181,7 +184,9 @@ async function readAndWrite(
           tally(counts, written);
           counts.committed_through = through;
           await turn();
-          await inSlices(trx, auditRecords(context, written.written), (slice) => recordInTransaction(trx, slice));
+          await inSlices(trx, importContext, auditRecords(context, written.written), (slice) =>
+            recordInTransaction(trx, slice),
+          );
           await errors.write(trx, [...pending, ...written.errors]);
           return progress(trx, context, counts, () => {
             const due = Date.now() - lastProgress >= PROGRESS_EVERY_MS;

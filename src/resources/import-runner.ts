@@ -106,7 +106,7 @@ export function startImportRunner(options: {
     try {
       const file = fileOf(operation);
       if (elsewhere !== undefined) await elsewhere.run({ operation, reader: plainReader(reader), file });
-      else await runImport({ db, log, target, operation, reader, file, stopping: () => stopping });
+      else await runImport({ db, log, target, operation, reader, file, stopping: () => stopping, turns: true });
     } catch (error) {
       log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
       await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(

@@ -68,6 +68,12 @@ export interface ImportContext {
   now: string;
   /** A check pass (dry_run, atomic's first pass): every chunk written is rolled back after it. */
   checking: boolean;
+  /**
+   * Whether a chunk's writes give the event loop turns between statements: on the event loop that
+   * answers requests, yes; on the import thread (process/import-thread-entry.ts), where no request
+   * waits for one, no.
+   */
+  turns: boolean;
   /** What a target keeps from one chunk of a pass to the next (orders: the stock earlier checked chunks reserved). */
   carried: Map<number, number>;
 }
@@ -106,19 +112,6 @@ export function integerCell(cells: Record<string, string>, name: string): Record
 
 /** Rows written by one statement of a chunk before the event loop is given a turn (SQLite). */
 const ROWS_PER_TURN = 128;
-/** Whether a chunk's writes give the event loop turns: not on the import thread, where no request waits for one. */
-let turns = true;
-
-/** On the import thread (process/import-thread-entry.ts): a chunk's statements run one after another, with no turn between. */
-export function writeWithoutTurns(): void {
-  turns = false;
-}
-
-/** A turn of the event loop, where requests wait for one (SQLite on the event loop that answers them). */
-export function giveTurn(): Promise<void> | undefined {
-  return turns ? turn() : undefined;
-}
-
 /**
  * Writes `rows` a slice at a time (ROWS_PER_TURN, the rows of one compiled multi-row insert),
  * giving the event loop a turn between slices: SQLite runs a statement on the event loop, so a
@@ -129,10 +122,11 @@ export function giveTurn(): Promise<void> | undefined {
  */
 export async function inSlices<Row, Result>(
   db: Executor,
+  context: Pick<ImportContext, 'turns'>,
   rows: readonly Row[],
   write: (slice: Row[]) => Promise<readonly Result[] | void>,
 ): Promise<Result[]> {
-  const step = isSqlite(db) && turns ? ROWS_PER_TURN : Math.max(1, rows.length);
+  const step = isSqlite(db) && context.turns ? ROWS_PER_TURN : Math.max(1, rows.length);
   const results: Result[] = [];
   for (let start = 0; start < rows.length; start += step) {
     if (start > 0) await turn();

@@ -86,7 +86,7 @@ async function writeItems(
   const movements: NewMovement[] = [];
   if (fresh.length > 0) {
     // A slice at a time, the event loop given a turn between: requests are read and answered meanwhile.
-    const inserted = await inSlices(trx, fresh, (slice) =>
+    const inserted = await inSlices(trx, context, fresh, (slice) =>
       insertItems(
         trx,
         slice.map(({ value }) => ({
@@ -114,14 +114,14 @@ async function writeItems(
       if (quantity > 0) movements.push(setMovement(item.id, quantity, quantity, 0, context.now));
       written.push({ row: row.row, outcome: 'created', id: item.id });
     }
-    await inSlices(trx, stocks, (slice) => insertStocks(trx, slice, context.now));
+    await inSlices(trx, context, stocks, (slice) => insertStocks(trx, slice, context.now));
     await turn();
   }
   if (changed.length > 0) await updateChanged(trx, changed, context, { written, errors, events, movements });
-  await inSlices(trx, movements, (slice) => insertMovements(trx, slice));
+  await inSlices(trx, context, movements, (slice) => insertMovements(trx, slice));
   events.push(...stockEvents(movements));
   await turn();
-  await inSlices(trx, events, (slice) => recordEvents(trx, slice));
+  await inSlices(trx, context, events, (slice) => recordEvents(trx, slice));
   return { written, errors };
 }
 
@@ -156,7 +156,7 @@ async function updateChanged(
     );
   const wanted = new Set(fields.map((change) => change.id));
   const updated = new Map(
-    (await inSlices(trx, fields, (slice) => updateItemsAtVersions(trx, slice, context.now))).map((item) => [
+    (await inSlices(trx, context, fields, (slice) => updateItemsAtVersions(trx, slice, context.now))).map((item) => [
       item.id,
       item,
     ]),
@@ -172,10 +172,9 @@ async function updateChanged(
       : [{ item_id: item.id, version: stock.version, quantity: value.quantity }];
   });
   const set = new Map(
-    (await inSlices(trx, quantities, (slice) => setStockQuantitiesAtVersions(trx, slice, context.now))).map((stock) => [
-      stock.item_id,
-      stock,
-    ]),
+    (await inSlices(trx, context, quantities, (slice) => setStockQuantitiesAtVersions(trx, slice, context.now))).map(
+      (stock) => [stock.item_id, stock],
+    ),
   );
   for (const { row, value, item } of changed) {
     if (refused.has(item.id)) {

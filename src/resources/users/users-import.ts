@@ -75,7 +75,7 @@ async function writeUsers(
   // One UPDATE a slice for the users to change, each at the version read.
   const updated = new Map(
     (
-      await inSlices(trx, changed, (slice) =>
+      await inSlices(trx, context, changed, (slice) =>
         updateUsersAtVersions(
           trx,
           slice.map(({ value, user }) => ({
@@ -105,7 +105,7 @@ async function writeUsers(
   }
   if (fresh.length > 0) {
     // A slice at a time, the event loop given a turn between: requests are read and answered meanwhile.
-    const inserted = await inSlices(trx, fresh, (slice) =>
+    const inserted = await inSlices(trx, context, fresh, (slice) =>
       insertUsers(
         trx,
         slice.map(({ value }) => ({ name: value.name, email: value.email, created_by: context.creator })),
@@ -125,7 +125,7 @@ async function writeUsers(
       written.push({ row: row.row, outcome: 'created', id: user.id });
     }
   }
-  await inSlices(trx, events, (slice) => recordEvents(trx, slice));
+  await inSlices(trx, context, events, (slice) => recordEvents(trx, slice));
   return { written, errors };
 }
 
