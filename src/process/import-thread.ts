@@ -29,7 +29,7 @@ export type FromImportThread = 'events' | { ended: number } | { failed: number; 
 /**
  * Imports on a thread of their own (docs/bulk.md "How an import runs"): reading the spooled file,
  * checking its rows and writing its chunks, on a database connection of the thread's, so that an
- * import never takes the event loop that answers requests, and requests never slow the import.
+ * import never takes the event loop that answers requests, nor requests the import's.
  * The main thread keeps what the deployment sees of it: the operation's claim and lease
  * (resources/import-runner.ts), and the event feed, which the thread's commits wake through a
  * message. Answers undefined where it cannot run (ROWI_IMPORT_THREAD=main; from the sources; on an
