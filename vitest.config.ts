@@ -26,6 +26,7 @@ const POSTGRES_FAST = [
   'test/docs/events-snippets.test.ts',
   'test/db/retention.test.ts',
   'test/db/array-rows.test.ts',
+  'test/db/compiled-rows.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',

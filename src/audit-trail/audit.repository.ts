@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely';
-import { compiledPerCount, rowsOf } from '../db/compiled.js';
+import { compiledRowInserts, type RowsInto } from '../db/compiled.js';
 import type { AuditEventsTable, Executor } from '../db/database.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
 import type { RetainedTable } from '../db/retention.js';
@@ -27,17 +27,37 @@ export const AUDIT_COLUMNS = [
 /** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
 export const AUDIT_ROWS_PER_INSERT = 256;
 
+/** The trail's rows (AUDIT_COLUMNS), their types on PostgreSQL. */
+const AUDIT_INTO: RowsInto<'audit_events'> = {
+  table: 'audit_events',
+  columns: AUDIT_COLUMNS,
+  types: [
+    'text',
+    'text',
+    'bigint',
+    'text',
+    'text',
+    'bigint',
+    'text',
+    'text',
+    'text',
+    'text',
+    'text',
+    'integer',
+    'real',
+    'text',
+  ],
+};
 /**
- * One insert of `size` events (the trail writes 256, 128, … 1 at a time), compiled once per size:
- * under load thousands of events a second are written, and building a 256-row insert every time
- * would cost more than storing it. `values` are the rows' values, row by row, in AUDIT_COLUMNS order.
+ * Inserts of 256, 128, … rows compiled once per size (db/compiled.ts): under load thousands of
+ * events a second are written, and building a 256-row insert every time would cost more than
+ * storing it; an import's records share all but their path and record id, bound once a statement.
  */
-const insertAuditRows = compiledPerCount(AUDIT_ROWS_PER_INSERT, (db, _size, ...values) =>
-  db.insertInto('audit_events').values(rowsOf<Insertable<AuditEventsTable>>(values, AUDIT_COLUMNS)),
-);
+const insertAuditRows = compiledRowInserts(AUDIT_ROWS_PER_INSERT, AUDIT_INTO);
 
-export async function insertAuditEvents(trx: Executor, size: number, values: unknown[]): Promise<void> {
-  await insertAuditRows(trx, size, ...values);
+/** `values` are the rows' values, row by row, in AUDIT_COLUMNS order. */
+export async function insertAuditEvents(trx: Executor, values: unknown[]): Promise<void> {
+  await insertAuditRows(trx, values);
 }
 
 export function findAuditEvents(db: Executor, query: ListQuery) {

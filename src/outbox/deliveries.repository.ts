@@ -1,7 +1,7 @@
 import { sql, type SqlBool } from 'kysely';
 import type { Executor } from '../db/database.js';
 import type { WebhookAttemptRow, WebhookDeliveryRow } from '../db/event-tables.js';
-import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts, rowsOf } from '../db/compiled.js';
+import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts } from '../db/compiled.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
 
 export type StoredDelivery = WebhookDeliveryRow;
@@ -57,12 +57,12 @@ const NEW_DELIVERY_FIELDS = [
 // (db/compiled.ts), never built per call; each returns only what its caller reads.
 const insertDeliveryRows = compiledRowInserts(
   BULK_ROWS_PER_INSERT,
-  NEW_DELIVERY_FIELDS.length,
-  (db, _count, ...values) =>
-    db
-      .insertInto('webhook_deliveries')
-      .values(rowsOf<NewDelivery>(values, NEW_DELIVERY_FIELDS))
-      .returning(['id', 'endpoint_id', 'event_id']),
+  {
+    table: 'webhook_deliveries',
+    columns: NEW_DELIVERY_FIELDS,
+    types: ['bigint', 'text', 'text', 'text', 'bigint', 'text', 'integer', 'text', 'text', 'text', 'text', 'text'],
+  },
+  (insert) => insert.returning(['id', 'endpoint_id', 'event_id']),
 );
 
 /** Inserts deliveries (at most one of an event to an endpoint); answers them as stored, in the order given. */
@@ -130,11 +130,11 @@ const selectSequences = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, resources, e
 );
 
 const SEQUENCE_FIELDS = ['endpoint_id', 'resource_key', 'last'] as const;
-const upsertSequenceRows = compiledRowInserts(BULK_ROWS_PER_INSERT, SEQUENCE_FIELDS.length, (db, _count, ...values) =>
-  db
-    .insertInto('webhook_sequences')
-    .values(rowsOf<{ endpoint_id: number; resource_key: string; last: number }>(values, SEQUENCE_FIELDS))
-    .onConflict((conflict) =>
+const upsertSequenceRows = compiledRowInserts(
+  BULK_ROWS_PER_INSERT,
+  { table: 'webhook_sequences', columns: SEQUENCE_FIELDS, types: ['bigint', 'text', 'bigint'] },
+  (insert) =>
+    insert.onConflict((conflict) =>
       conflict.columns(['endpoint_id', 'resource_key']).doUpdateSet((eb) => ({ last: eb.ref('excluded.last') })),
     ),
 );
@@ -349,9 +349,11 @@ const ATTEMPT_FIELDS = [
   'duration_ms',
   'error',
 ] as const satisfies readonly (keyof StoredAttempt)[];
-const insertAttemptRows = compiledRowInserts(BULK_ROWS_PER_INSERT, ATTEMPT_FIELDS.length, (db, _count, ...values) =>
-  db.insertInto('webhook_attempts').values(rowsOf<Omit<StoredAttempt, 'id'>>(values, ATTEMPT_FIELDS)),
-);
+const insertAttemptRows = compiledRowInserts(BULK_ROWS_PER_INSERT, {
+  table: 'webhook_attempts',
+  columns: ATTEMPT_FIELDS,
+  types: ['bigint', 'text', 'integer', 'integer', 'text'],
+});
 
 export async function insertAttempts(db: Executor, attempts: Omit<StoredAttempt, 'id'>[]): Promise<void> {
   const values: unknown[] = [];

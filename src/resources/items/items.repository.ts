@@ -1,12 +1,12 @@
-import { sql, type Insertable } from 'kysely';
+import { sql } from 'kysely';
 import {
   BULK_ROWS_PER_INSERT,
   compiledKeyLists,
   compiledRowInserts,
   compiledRowWrites,
-  rowsOf,
+  type RowsInto,
 } from '../../db/compiled.js';
-import type { Executor, ItemRow, ItemsTable } from '../../db/database.js';
+import type { Executor, ItemRow } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
@@ -136,16 +136,15 @@ export async function insertItems(
 }
 
 const NEW_ITEM_FIELDS = ['name', 'sku', 'price', 'created_by', 'version', 'created_at', 'updated_at'] as const;
-const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.length, (db, _count, ...values) =>
-  db
-    .insertInto('items')
-    .values(rowsOf<Insertable<ItemsTable>>(values, NEW_ITEM_FIELDS))
-    .onConflict((conflict) => conflict.column('sku').doNothing())
-    .returning(['id', 'sku']),
+const NEW_ITEMS: RowsInto<'items'> = {
+  table: 'items',
+  columns: NEW_ITEM_FIELDS,
+  types: ['text', 'text', 'bigint', 'bigint', 'integer', 'text', 'text'],
+};
+const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEMS, (insert) =>
+  insert.onConflict((conflict) => conflict.column('sku').doNothing()).returning(['id', 'sku']),
 );
-const insertItemRowsCounted = compiledRowWrites(BULK_ROWS_PER_INSERT, NEW_ITEM_FIELDS.length, (db, _count, ...values) =>
-  db.insertInto('items').values(rowsOf<Insertable<ItemsTable>>(values, NEW_ITEM_FIELDS)),
-);
+const insertItemRowsCounted = compiledRowWrites(BULK_ROWS_PER_INSERT, NEW_ITEMS);
 
 /** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */
 export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {

@@ -1,6 +1,6 @@
-import type { Executor, MovementKind, StockMovementRow, StockRow, StockTable } from '../../db/database.js';
-import { BULK_ROWS_PER_INSERT, compiledQuery, compiledRowInserts, rowsOf } from '../../db/compiled.js';
-import { sql, type Insertable } from 'kysely';
+import type { Executor, StockMovementRow, StockRow } from '../../db/database.js';
+import { BULK_ROWS_PER_INSERT, compiledRowInserts } from '../../db/compiled.js';
+import { sql } from 'kysely';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, visibleIn, whereVisible, type Sight } from '../../db/visibility.js';
 
@@ -22,6 +22,8 @@ export const MOVEMENT_FIELDS = [
   'order_id',
   'created_at',
 ] as const;
+/** Their types on PostgreSQL. */
+const MOVEMENT_TYPES = ['bigint', 'text', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'text'];
 const MOVEMENT_COLUMNS = ['id', ...MOVEMENT_FIELDS] as const;
 
 // Through the item, whose owner decides who sees its stock.
@@ -53,9 +55,11 @@ export async function insertStocks(
 }
 
 const NEW_STOCK_FIELDS = ['item_id', 'quantity', 'reserved', 'fulfilled', 'version', 'updated_at'] as const;
-const insertStockRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_STOCK_FIELDS.length, (db, _count, ...values) =>
-  db.insertInto('stock').values(rowsOf<Insertable<StockTable>>(values, NEW_STOCK_FIELDS)),
-);
+const insertStockRows = compiledRowInserts(BULK_ROWS_PER_INSERT, {
+  table: 'stock',
+  columns: NEW_STOCK_FIELDS,
+  types: ['bigint', 'bigint', 'bigint', 'bigint', 'integer', 'text'],
+});
 
 /** The stock of the item, when the item exists and the sight on items shows it. */
 export async function findStock(db: Executor, itemId: number, sight: Sight): Promise<StoredStock | undefined> {
@@ -102,56 +106,35 @@ export function setStockQuantityAtVersion(
 /** A ledger entry to append: every column but the id. */
 export type NewMovement = Omit<StockMovementRow, 'id'>;
 
-// Compiled once: a batch sets the stock of up to 1,000 items, each with its movement.
-const insertMovementRow = compiledQuery(
-  (
-    db,
-    itemId: number,
-    kind: MovementKind,
-    quantityChange: number,
-    reservedChange: number,
-    quantityAfter: number,
-    reservedAfter: number,
-    orderId: number | null,
-    createdAt: string,
-  ) =>
-    db.insertInto('stock_movements').values({
-      item_id: itemId,
-      kind,
-      quantity_change: quantityChange,
-      reserved_change: reservedChange,
-      quantity_after: quantityAfter,
-      reserved_after: reservedAfter,
-      order_id: orderId,
-      created_at: createdAt,
-    }),
-);
-
 /** Appends a ledger entry. An order's entries are written with its moves (orders/placement.repository.ts). */
 export async function insertMovement(db: Executor, movement: NewMovement): Promise<void> {
-  await insertMovementRow(
-    db,
-    movement.item_id,
-    movement.kind,
-    movement.quantity_change,
-    movement.reserved_change,
-    movement.quantity_after,
-    movement.reserved_after,
-    movement.order_id,
-    movement.created_at,
-  );
+  // A statement of one row, compiled once (a batch sets the stock of up to 1,000 items, each with its movement).
+  await insertMovements(db, [movement]);
 }
 
 /** Appends many ledger entries in one statement (an import's chunk: up to a few hundred). */
 export async function insertMovements(db: Executor, movements: NewMovement[]): Promise<void> {
   const values: unknown[] = [];
-  for (const movement of movements) for (const field of MOVEMENT_FIELDS) values.push(movement[field]);
+  // MOVEMENT_FIELDS' order, each read by its name (a loop over the names is a megamorphic load a value).
+  for (const movement of movements)
+    values.push(
+      movement.item_id,
+      movement.kind,
+      movement.quantity_change,
+      movement.reserved_change,
+      movement.quantity_after,
+      movement.reserved_after,
+      movement.order_id,
+      movement.created_at,
+    );
   await insertMovementRows(db, values);
 }
 
-const insertMovementRows = compiledRowInserts(BULK_ROWS_PER_INSERT, MOVEMENT_FIELDS.length, (db, _count, ...values) =>
-  db.insertInto('stock_movements').values(rowsOf<NewMovement>(values, MOVEMENT_FIELDS)),
-);
+const insertMovementRows = compiledRowInserts(BULK_ROWS_PER_INSERT, {
+  table: 'stock_movements',
+  columns: MOVEMENT_FIELDS,
+  types: MOVEMENT_TYPES,
+});
 
 /** The item's movements; order_id only of an order the sight on orders shows (null otherwise). */
 export function findMovements(db: Executor, itemId: number, query: ListQuery, orders: Sight) {

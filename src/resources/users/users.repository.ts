@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts, rowsOf } from '../../db/compiled.js';
-import type { Executor, NewUserRow, UserRow } from '../../db/database.js';
+import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts } from '../../db/compiled.js';
+import type { Executor, UserRow } from '../../db/database.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
 
@@ -120,10 +120,9 @@ export function insertUsers(
 }
 
 const NEW_USER_FIELDS = ['name', 'email', 'email_key', 'created_by', 'version', 'created_at', 'updated_at'] as const;
-const insertUserRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_USER_FIELDS.length, (db, _count, ...values) =>
-  db
-    .insertInto('users')
-    .values(rowsOf<NewUserRow>(values, NEW_USER_FIELDS))
-    .onConflict((conflict) => conflict.column('email_key').doNothing())
-    .returning([...USER_COLUMNS, 'email_key']),
+const insertUserRows = compiledRowInserts(
+  BULK_ROWS_PER_INSERT,
+  { table: 'users', columns: NEW_USER_FIELDS, types: ['text', 'text', 'text', 'bigint', 'integer', 'text', 'text'] },
+  (insert) =>
+    insert.onConflict((conflict) => conflict.column('email_key').doNothing()).returning([...USER_COLUMNS, 'email_key']),
 );
