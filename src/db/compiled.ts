@@ -117,12 +117,24 @@ type FinishInsert<T extends keyof Database & string, Row> = (
 ) => Compilable<Row>;
 
 /**
- * Rows a statement must have before the values they all share are bound once (below); fewer
- * gain little, and each set of shared columns is a statement of its own.
+ * Rows a statement must have before the values they all share are bound once (below), and then
+ * only in statements of a power of two rows (those of 16 to 32 rows are compiled per count): fewer
+ * rows gain little, and each size and set of shared columns is a statement text of its own.
  */
 const SHARED_FROM_ROWS = 16;
-/** Sets of shared columns compiled per statement size, at most: rows that vary more go as they are. */
+/** Sets of shared columns compiled per table and statement size, at most. */
 const SHARED_SHAPES_PER_SIZE = 4;
+/**
+ * Statements that bind shared values once, at most, in the process: on PostgreSQL each text is
+ * prepared on every connection, and a pool prepares MAX_PREPARED_STATEMENTS texts at most
+ * (db/prepared-statements.ts), which the rest of rowi's statements need. Past either bound rows go
+ * as plain rows, which is slower, never wrong.
+ */
+const SHARED_STATEMENTS_AT_MOST = 48;
+let sharedStatements = 0;
+
+/** The statements compiled so far that bind shared values once (tests see which form ran). */
+export const sharedStatementCount = (): number => sharedStatements;
 
 /**
  * A multi-row insert of any number of rows, as statements of `block` rows (on PostgreSQL up to
@@ -133,8 +145,9 @@ const SHARED_SHAPES_PER_SIZE = 4;
  * it). `values` are the rows' values, row after row, in `into.columns` order; what the statements
  * return is concatenated.
  *
- * Where every row of a statement has the same value in a column (an import's rows share their
- * owner, their time, their audit record's caller), that value is bound once:
+ * Where every row of a statement of a power of two rows, 16 or more, has the same value in a
+ * column (an import's rows share their owner, their time, their audit record's caller), that value
+ * is bound once:
  * `insert into t (a, b, c) select ?, ?, column1 from (values (?), (?) …)`, compiled once per size
  * and set of shared columns. Binding a value (the driver converting it, SQLite copying it) costs
  * more than SQLite's reading it from a VALUES list: a 128-row insert of an import's audit records
@@ -198,7 +211,10 @@ function rowStatements<T extends keyof Database & string, Row>(
     if (statement === undefined) {
       statement = compiledRunner((executor, ...values) => finish(rowsInsert(executor, into, size, shared, values)));
       statements.set(key, statement);
-      if (shared !== 0) shapesBySize.set(size, (shapesBySize.get(size) ?? 0) + 1);
+      if (shared !== 0) {
+        shapesBySize.set(size, (shapesBySize.get(size) ?? 0) + 1);
+        sharedStatements++;
+      }
     }
     return statement;
   };
@@ -210,11 +226,12 @@ function rowStatements<T extends keyof Database & string, Row>(
     for (let left = values.length / fields; left > 0;) {
       const size = left >= most ? most : left <= MAX_COMPILED_ROWS ? left : 2 ** Math.floor(Math.log2(left));
       const end = start + size * fields;
-      let shared = size >= SHARED_FROM_ROWS ? sharedColumns(values, fields, start, end) : 0;
+      const sharing = size >= SHARED_FROM_ROWS && (size & (size - 1)) === 0;
+      let shared = sharing ? sharedColumns(values, fields, start, end) : 0;
       if (
         shared !== 0 &&
         !statements.has(`${size}/${shared}`) &&
-        (shapesBySize.get(size) ?? 0) >= SHARED_SHAPES_PER_SIZE
+        ((shapesBySize.get(size) ?? 0) >= SHARED_SHAPES_PER_SIZE || sharedStatements >= SHARED_STATEMENTS_AT_MOST)
       )
         shared = 0;
       const params = shared === 0 ? values.slice(start, end) : sharingParams(values, fields, start, end, shared);

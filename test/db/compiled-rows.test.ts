@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledRowInserts, compiledRowWrites, type RowsInto } from '../../src/db/compiled.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RowsInto } from '../../src/db/compiled.js';
 import { isSqlite } from '../../src/db/dialect.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
@@ -9,6 +9,10 @@ import { startApp, type TestApp } from '../helpers/app.js';
  * what is stored is exactly what was given, whatever the rows share.
  */
 let test: TestApp;
+// A module of its own: the statements that bind shared values are bounded in the process, and
+// other test files of this process may have compiled some.
+vi.resetModules();
+const { compiledRowInserts, compiledRowWrites, sharedStatementCount } = await import('../../src/db/compiled.js');
 beforeAll(async () => {
   test = await startApp();
 });
@@ -81,7 +85,10 @@ describe('multi-row inserts that share values', () => {
       index % 7,
       'connection refused',
     ]);
+    const before = sharedStatementCount();
     await roundTrip(rows);
+    // 128 + 128 + 32 rows bound their shared values once (the last 12 went as plain rows).
+    expect(sharedStatementCount() - before).toBe(2);
   });
 
   it('rows alike in every column are all stored (one column stays in the VALUES list)', async () => {
@@ -101,6 +108,7 @@ describe('multi-row inserts that share values', () => {
   });
 
   it('more sets of shared columns than are compiled for one size go as plain rows, still stored right', async () => {
+    const before = sharedStatementCount();
     for (let shape = 0; shape < 8; shape++) {
       // Each pass shares a different set of columns among its 32 rows.
       const rows: Attempt[] = Array.from({ length: 32 }, (_, index) => [
@@ -112,6 +120,9 @@ describe('multi-row inserts that share values', () => {
       ]);
       await roundTrip(rows);
     }
+    // Eight sets of 32-row statements; at most four sets of one size are compiled (some may be already).
+    expect(sharedStatementCount() - before).toBeGreaterThan(0);
+    expect(sharedStatementCount() - before).toBeLessThanOrEqual(4);
   });
 
   it('a statement with a conflict rule and RETURNING answers the rows it inserted, the conflicting ones left out', async () => {
