@@ -125,8 +125,9 @@ const SHARED_FROM_ROWS = 16;
 /** Sets of shared columns compiled per table and statement size, at most. */
 const SHARED_SHAPES_PER_SIZE = 4;
 /**
- * Statements that bind shared values once, at most, in the process: on PostgreSQL each text is
- * prepared on every connection, and a pool prepares MAX_PREPARED_STATEMENTS texts at most
+ * Statements that bind shared values once, at most, in a thread (the serving thread and the import
+ * thread each load this module, and each has its own pool): on PostgreSQL each text is prepared on
+ * every connection, and a pool prepares MAX_PREPARED_STATEMENTS texts at most
  * (db/prepared-statements.ts), which the rest of rowi's statements need. Past either bound rows go
  * as plain rows, which is slower, never wrong.
  */
