@@ -204,6 +204,7 @@ function rowStatements<T extends keyof Database & string, Row>(
   finish: FinishInsert<T, Row>,
 ): (db: Executor, values: readonly unknown[], each: (result: QueryResult<Row>, rows: number) => void) => Promise<void> {
   const fields = into.columns.length;
+  if (into.types.length !== fields) throw new Error(`${into.table}: a type for each of the ${fields} columns`);
   const statements = new Map<string, (db: Executor, params: readonly unknown[]) => Promise<QueryResult<Row>>>();
   const shapesBySize = new Map<number, number>();
   const statementOf = (size: number, shared: number) => {
