@@ -4,7 +4,7 @@ import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { Insertable } from 'kysely';
 import type { AuditEventsTable, Db, Trx } from '../db/database.js';
-import { AUDIT_COLUMNS, AUDIT_ROWS_PER_INSERT, insertAuditEvents } from './audit.repository.js';
+import { AUDIT_COLUMNS, insertAuditEvents } from './audit.repository.js';
 import { pathOf } from '../http/problem.js';
 import { isProbe } from '../http/probes.js';
 
@@ -146,10 +146,7 @@ export class KyselyAuditWriter implements AuditWriter {
   async close(): Promise<void> {}
 }
 
-/**
- * Rows of flat values (COLUMNS order, `at` in epoch milliseconds), in multi-row inserts of 256,
- * 128, … 1 rows (db/compiled.ts): nine statement texts, a few more where rows share values.
- */
+/** Rows of flat values (COLUMNS order, `at` in epoch milliseconds), `at` written as a timestamp. */
 async function insertValues(trx: Trx, values: unknown[]): Promise<void> {
   // An import's records share one time: each distinct one is formatted once.
   let lastAt: number | undefined;
@@ -159,12 +156,7 @@ async function insertValues(trx: Trx, values: unknown[]): Promise<void> {
     if (time !== lastAt) [lastAt, lastText] = [time, new Date(time).toISOString()];
     values[index] = lastText;
   }
-  const rows = values.length / WIDTH;
-  for (let start = 0; start < rows;) {
-    const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
-    await insertAuditEvents(trx, values.slice(start * WIDTH, (start + size) * WIDTH));
-    start += size;
-  }
+  await insertAuditEvents(trx, values);
 }
 
 /**

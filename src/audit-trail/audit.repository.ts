@@ -25,7 +25,7 @@ export const AUDIT_COLUMNS = [
 ] as const satisfies readonly (keyof Insertable<AuditEventsTable>)[];
 
 /** Rows per INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters. */
-export const AUDIT_ROWS_PER_INSERT = 256;
+const AUDIT_ROWS_PER_INSERT = 256;
 
 /** The trail's rows (AUDIT_COLUMNS), their types on PostgreSQL. */
 const AUDIT_INTO: RowsInto<'audit_events'> = {
@@ -49,15 +49,26 @@ const AUDIT_INTO: RowsInto<'audit_events'> = {
   ],
 };
 /**
- * Inserts of 256, 128, … rows compiled once per size (db/compiled.ts): under load thousands of
- * events a second are written, and building a 256-row insert every time would cost more than
- * storing it; an import's records share all but their path and record id, bound once a statement.
+ * Inserts compiled once per size (db/compiled.ts): under load thousands of events a second are
+ * written, and building a 256-row insert every time would cost more than storing it; an import's
+ * records share all but their path and record id, bound once a statement.
  */
 const insertAuditRows = compiledRowInserts(AUDIT_ROWS_PER_INSERT, AUDIT_INTO);
 
-/** `values` are the rows' values, row by row, in AUDIT_COLUMNS order. */
+/**
+ * `values` are the rows' values, row by row, in AUDIT_COLUMNS order, written in statements of
+ * 256, 128, … 1 rows: nine statement texts (a few more where rows share values) whatever the
+ * batches' sizes, where any count up to 32 would be a text of its own (on PostgreSQL each is
+ * prepared on every connection).
+ */
 export async function insertAuditEvents(trx: Executor, values: unknown[]): Promise<void> {
-  await insertAuditRows(trx, values);
+  const width = AUDIT_COLUMNS.length;
+  const rows = values.length / width;
+  for (let start = 0; start < rows;) {
+    const size = Math.min(AUDIT_ROWS_PER_INSERT, 2 ** Math.floor(Math.log2(rows - start)));
+    await insertAuditRows(trx, values.slice(start * width, (start + size) * width));
+    start += size;
+  }
 }
 
 export function findAuditEvents(db: Executor, query: ListQuery) {
