@@ -1,15 +1,17 @@
 import { createReadStream, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BACKEND } from '../helpers/database.js';
 import { startServer, type RunningServer } from '../helpers/process.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
  * Imports on the import thread (docs/bulk.md "Where an import runs"): the built rowi runs every
- * import on a thread of its own (ROWI_IMPORT_THREAD=thread, the default), with a database
- * connection of its own. What the process's main thread must still do for it: wake its event
- * stream on the events the thread commits, carry a cancel to it, and stop it at its next commit
- * when rowi is stopped (SIGTERM), which then ends with exit code 0. On SQLite and on PostgreSQL.
+ * import on a thread of its own (ROWI_IMPORT_THREAD=thread; auto, the default, chooses it on
+ * SQLite), with a database connection of its own. What the process's main thread must still do
+ * for it: wake its event stream on the events the thread commits, carry a cancel to it, and stop
+ * it at its next commit when rowi is stopped (SIGTERM), which then ends with exit code 0. On
+ * SQLite and on PostgreSQL; and where the default runs them on each.
  */
 const running: RunningServer[] = [];
 afterEach(async () => {
@@ -93,12 +95,15 @@ async function imported(server: RunningServer, path: string, body: string): Prom
   return until(server, posted.headers.get('location')!, (seen) => !['queued', 'running'].includes(seen.status));
 }
 
+/** The thread asked for: the default (auto) runs imports on the event loop on PostgreSQL. */
+const ON_THREAD = { ROWI_IMPORT_THREAD: 'thread' };
+
 describe('imports on the import thread', () => {
   it(
     'POST /v1/users/import and /v1/items/stock/import: more rows than a chunk, each chunk written at once (no turn between statements on the thread): users created, then each updated with on_conflict=update; stock levels set, each with its movement',
     { timeout: 90_000 },
     async () => {
-      const server = await startServer();
+      const server = await startServer({ env: ON_THREAD });
       running.push(server);
       const count = 1_300;
       const users = Array.from({ length: count }, (_, index) => `Bulk ${index},bulk.${index}@example.com`);
@@ -146,7 +151,7 @@ describe('imports on the import thread', () => {
     "POST /v1/items/import: the thread's events reach the process's event stream, and a cancel stops the import at its next commit, keeping exactly what it says",
     { timeout: 90_000 },
     async () => {
-      const server = await startServer();
+      const server = await startServer({ env: ON_THREAD });
       running.push(server);
       const stream = new AbortController();
       const opened = await fetch(`${server.baseUrl}/v1/events/stream?types=operation.completed`, {
@@ -191,7 +196,7 @@ describe('imports on the import thread', () => {
     'POST /v1/items/import: SIGTERM while the thread imports stops the import at its next commit; rowi exits 0, and after a restart the operation is failed, keeping exactly what it says',
     { timeout: 90_000 },
     async () => {
-      const first = await startServer();
+      const first = await startServer({ env: ON_THREAD });
       running.push(first);
       const rows = 150_000;
       const location = await upload(first, catalogue(rows));
@@ -200,12 +205,40 @@ describe('imports on the import thread', () => {
 
       first.child.kill('SIGTERM');
       expect(await first.exited).toBe(0);
-      const second = await startServer({ database: first.database, adminKey: first.adminKey });
+      const second = await startServer({ database: first.database, adminKey: first.adminKey, env: ON_THREAD });
       running.push(second);
       const ended = await operationOf(second, location);
       expect(ended.status).toBe('failed');
       expect(ended.summary!.detail).toMatch(/rowi stopped while the import ran/);
       await expectCommittedStored(second, ended, rows);
+    },
+  );
+
+  it(
+    `ROWI_IMPORT_THREAD left at its default (auto): on ${BACKEND === 'sqlite' ? 'SQLite on the thread' : 'PostgreSQL on the event loop'}, as rowi says when it starts; an import runs there to its end`,
+    { timeout: 60_000 },
+    async () => {
+      const server = await startServer({ env: { ROWI_IMPORT_THREAD: '' } });
+      running.push(server);
+      const said = server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"imports":'))
+        .map((line) => JSON.parse(line) as { imports: string; msg: string });
+      const where = BACKEND === 'sqlite' ? 'thread' : 'main';
+      expect(said).toEqual([
+        {
+          ...said[0],
+          imports: where,
+          msg:
+            where === 'thread'
+              ? 'imports run on a thread of their own (ROWI_IMPORT_THREAD=auto)'
+              : 'imports run on the event loop that answers requests (ROWI_IMPORT_THREAD=auto)',
+        },
+      ]);
+      const ended = await imported(server, '/v1/items/import', `sku,name,price,quantity\nAUTO-1,Auto,1.00,4\n`);
+      expect([ended.status, ended.progress.rows_succeeded]).toEqual(['succeeded', 1]);
+      expect(await holds(server, 'AUTO-1')).toBe(true);
     },
   );
 });
