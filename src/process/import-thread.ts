@@ -56,9 +56,9 @@ export function importThreadStarter(
  * Where imports run, as ROWI_IMPORT_THREAD says; `auto` decides by the database. On SQLite a
  * statement runs on the thread that calls it, so an import's chunks on the event loop would hold
  * every request for a statement's time: a thread. On PostgreSQL statements run in the server while
- * the event loop goes on; the thread would add only its memory (about 40 MB a process, and 25 MB
- * more growth during an import) for the same rate and a GET p99 beside an import of 6-9 ms either
- * way (docs/performance.md "Imports").
+ * the event loop goes on: the thread spares requests nothing there (a GET beside an import had a
+ * p99 of 6-9 ms either way) and costs about 40 MB a process, and 25 MB more growth during an
+ * import, for a rate 1.05-1.2x the event loop's (docs/performance.md "Imports").
  */
 export function importsRunOn(config: Pick<Config, 'importThread' | 'databaseUrl'>): 'thread' | 'main' {
   if (config.importThread !== 'auto') return config.importThread;
