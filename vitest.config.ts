@@ -31,6 +31,7 @@ const POSTGRES_FAST = [
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',
   'test/resources/orders.process.test.ts',
+  'test/resources/imports.process.test.ts',
   'test/resources/imports-concurrency.process.test.ts',
   'test/resources/imports-thread.process.test.ts',
   'test/process/workers.process.test.ts',

@@ -1,12 +1,14 @@
 import { writeFileSync, createReadStream, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, tempDataFile, type RunningServer } from '../helpers/process.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { startServer, type RunningServer } from '../helpers/process.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
  * Crash safety of imports (docs/bulk.md "Imports", "How an import runs"): rowi is killed with
- * SIGKILL while an import runs, then started again on the same file; the operation is not left
+ * SIGKILL while an import runs, then started again on the same database (SQLite, and PostgreSQL,
+ * where imports run on the event loop by default); the operation is not left
  * running: it is marked failed, and says exactly which rows were committed, which are exactly the
  * rows stored, each with its stock and movement.
  */
@@ -36,7 +38,7 @@ async function killedMidImport(
   path: string,
   file: string,
   mediaType: string,
-  start: { dataFile: string; env: Record<string, string> },
+  start: { database: Record<string, string>; env: Record<string, string> },
 ): Promise<{ second: RunningServer; after: Awaited<ReturnType<typeof operationOf>> }> {
   const posted = await fetch(`${first.baseUrl}${path}`, {
     method: 'POST',
@@ -74,10 +76,10 @@ describe('imports and a crash', () => {
     'POST /v1/items/import: after kill -9 during the import and a restart, the operation is failed, saying exactly which rows were committed',
     { timeout: 60_000 },
     async () => {
-      const dataFile = tempDataFile();
+      const { env: database } = await createTestDatabase();
       const spool = join(tempFolder('spool'), 'files');
       const env = { ROWI_IMPORT_DIRECTORY: spool };
-      const first = await startServer({ dataFile, env });
+      const first = await startServer({ database, env });
       running.push(first);
       const file = join(tempFolder('import'), 'catalogue.csv');
       const rows = 60_000;
@@ -85,7 +87,7 @@ describe('imports and a crash', () => {
       for (let index = 0; index < rows; index++) csv += `K-${index},Kettle ${index},2.00,3\n`;
       writeFileSync(file, csv);
       const { second, after } = await killedMidImport(first, '/v1/items/import?mode=partial', file, 'text/csv', {
-        dataFile,
+        database,
         env,
       });
 
@@ -122,9 +124,9 @@ describe('imports and a crash', () => {
     'POST /v1/orders/import: after kill -9 during the import and a restart, the operation is failed, and exactly the orders it says were committed hold stock',
     { timeout: 60_000 },
     async () => {
-      const dataFile = tempDataFile();
+      const { env: database } = await createTestDatabase();
       const env = { ROWI_IMPORT_DIRECTORY: join(tempFolder('spool'), 'files') };
-      const first = await startServer({ dataFile, env });
+      const first = await startServer({ database, env });
       running.push(first);
       const send = async (server: RunningServer, method: string, path: string, body?: unknown) => {
         const reply = await fetch(`${server.baseUrl}${path}`, {
@@ -149,7 +151,7 @@ describe('imports and a crash', () => {
         '/v1/orders/import?mode=partial',
         file,
         'application/x-ndjson',
-        { dataFile, env },
+        { database, env },
       );
 
       expect(after.status).toBe('failed');
