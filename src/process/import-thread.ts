@@ -43,13 +43,21 @@ export function importThreadStarter(
   commits: Commits,
 ): ImportElsewhere | undefined {
   const setting = `ROWI_IMPORT_THREAD=${config.importThread}`;
-  if (importsRunOn(config) === 'main') {
-    log.info({ imports: 'main' }, `imports run on the event loop that answers requests (${setting})`);
+  const instead = importsRunOn(config) === 'main' ? setting : threadCannotRun(config, setting);
+  if (instead !== undefined) {
+    log.info({ imports: 'main' }, `imports run on the event loop that answers requests (${instead})`);
     return undefined;
   }
-  if (!existsSync(fileURLToPath(ENTRY)) || (config.databaseUrl === '' && config.data === ':memory:')) return undefined;
   log.info({ imports: 'thread' }, `imports run on a thread of their own (${setting})`);
   return new ImportThread({ config, lockReleases: writeLockReleases() }, log, commits);
+}
+
+/** Why the thread cannot run where the setting asks for it; undefined when it can. */
+function threadCannotRun(config: Config, setting: string): string | undefined {
+  if (!existsSync(fileURLToPath(ENTRY))) return `${setting}, but the thread's entry is not built: run from the sources`;
+  if (config.databaseUrl === '' && config.data === ':memory:')
+    return `${setting}, but an in-memory database exists on its one connection only`;
+  return undefined;
 }
 
 /**

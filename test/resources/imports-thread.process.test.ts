@@ -241,4 +241,28 @@ describe('imports on the import thread', () => {
       expect(await holds(server, 'AUTO-1')).toBe(true);
     },
   );
+
+  // An in-memory database exists on one connection (SQLite only): the thread cannot have one of its own.
+  it.runIf(BACKEND === 'sqlite')(
+    'ROWI_DATA=:memory: with the thread asked for: imports run on the event loop, as rowi says when it starts, and an import runs to its end',
+    { timeout: 60_000 },
+    async () => {
+      const server = await startServer({ database: { ROWI_DATA: ':memory:' }, env: ON_THREAD });
+      running.push(server);
+      const said = server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('"imports":'))
+        .map((line) => JSON.parse(line) as { imports: string; msg: string });
+      expect(said.map(({ imports, msg }) => ({ imports, msg }))).toEqual([
+        {
+          imports: 'main',
+          msg: 'imports run on the event loop that answers requests (ROWI_IMPORT_THREAD=thread, but an in-memory database exists on its one connection only)',
+        },
+      ]);
+      const ended = await imported(server, '/v1/items/import', `sku,name,price\nMEM-1,In memory,1.00\n`);
+      expect([ended.status, ended.progress.rows_succeeded]).toEqual(['succeeded', 1]);
+      expect(await holds(server, 'MEM-1')).toBe(true);
+    },
+  );
 });
