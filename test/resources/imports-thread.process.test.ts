@@ -95,6 +95,18 @@ async function imported(server: RunningServer, path: string, body: string): Prom
   return until(server, posted.headers.get('location')!, (seen) => !['queued', 'running'].includes(seen.status));
 }
 
+/** What the server's log said at start about where its imports run (its `imports` lines). */
+function whereImportsRun(server: RunningServer): { imports: string; msg: string }[] {
+  return server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.includes('"imports":'))
+    .map((line) => {
+      const { imports, msg } = JSON.parse(line) as { imports: string; msg: string };
+      return { imports, msg };
+    });
+}
+
 /** The thread asked for: the default (auto) runs imports on the event loop on PostgreSQL. */
 const ON_THREAD = { ROWI_IMPORT_THREAD: 'thread' };
 
@@ -220,15 +232,9 @@ describe('imports on the import thread', () => {
     async () => {
       const server = await startServer({ env: { ROWI_IMPORT_THREAD: '' } });
       running.push(server);
-      const said = server
-        .stdout()
-        .split('\n')
-        .filter((line) => line.includes('"imports":'))
-        .map((line) => JSON.parse(line) as { imports: string; msg: string });
       const where = BACKEND === 'sqlite' ? 'thread' : 'main';
-      expect(said).toEqual([
+      expect(whereImportsRun(server)).toEqual([
         {
-          ...said[0],
           imports: where,
           msg:
             where === 'thread'
@@ -249,12 +255,7 @@ describe('imports on the import thread', () => {
     async () => {
       const server = await startServer({ database: { ROWI_DATA: ':memory:' }, env: ON_THREAD });
       running.push(server);
-      const said = server
-        .stdout()
-        .split('\n')
-        .filter((line) => line.includes('"imports":'))
-        .map((line) => JSON.parse(line) as { imports: string; msg: string });
-      expect(said.map(({ imports, msg }) => ({ imports, msg }))).toEqual([
+      expect(whereImportsRun(server)).toEqual([
         {
           imports: 'main',
           msg: 'imports run on the event loop that answers requests (ROWI_IMPORT_THREAD=thread, but an in-memory database exists on its one connection only)',
