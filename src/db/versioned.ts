@@ -20,6 +20,12 @@ export async function deleteAtVersion(
 export type LockableTable = VersionedTable | 'stock';
 
 /**
+ * Each table's lock statement, compiled on its first use (a batch locks up to 1,000 rows, each
+ * with it): one entry a LockableTable, so at most seven.
+ */
+const LOCKS = new Map<LockableTable, (db: Executor, id: number) => Promise<unknown[]>>();
+
+/**
  * Locks the row until the transaction ends, before a write reads it to decide what to write: a
  * change checked against the stored version (If-Match, read-only echoes, a status transition), or
  * a delete checking what refers to the row (placed orders of a user, order lines of an item).
@@ -34,7 +40,6 @@ export async function lockRow(trx: Trx, table: LockableTable, id: number): Promi
   if (isSqlite(trx)) return;
   let lock = LOCKS.get(table);
   if (lock === undefined) {
-    // Compiled once a table: a batch locks up to 1,000 rows, each with this statement.
     lock = compiledQuery((db, row: number) =>
       table === 'stock'
         ? db.selectFrom('stock').select('item_id').where('item_id', '=', row).forUpdate()
@@ -44,5 +49,3 @@ export async function lockRow(trx: Trx, table: LockableTable, id: number): Promi
   }
   await lock(trx, id);
 }
-
-const LOCKS = new Map<LockableTable, (db: Executor, id: number) => Promise<unknown[]>>();

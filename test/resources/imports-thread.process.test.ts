@@ -227,7 +227,7 @@ describe('imports on the import thread', () => {
   );
 
   it(
-    `ROWI_IMPORT_THREAD left at its default (auto): on ${BACKEND === 'sqlite' ? 'SQLite on the thread' : 'PostgreSQL on the event loop'}, as rowi says when it starts; an import runs there to its end`,
+    `POST /v1/items/import: runs to its end on ${BACKEND === 'sqlite' ? 'the thread (SQLite)' : 'the event loop (PostgreSQL)'}, as rowi said when it started, when ROWI_IMPORT_THREAD is left at its default (auto)`,
     { timeout: 60_000 },
     async () => {
       const server = await startServer({ env: { ROWI_IMPORT_THREAD: '' } });
@@ -250,7 +250,7 @@ describe('imports on the import thread', () => {
 
   // An in-memory database exists on one connection (SQLite only): the thread cannot have one of its own.
   it.runIf(BACKEND === 'sqlite')(
-    'ROWI_DATA=:memory: with the thread asked for: imports run on the event loop, as rowi says when it starts, and an import runs to its end',
+    'POST /v1/items/import: runs to its end on the event loop, as rowi said when it started (and why), when the thread is asked for on an in-memory database (ROWI_DATA=:memory:)',
     { timeout: 60_000 },
     async () => {
       const server = await startServer({ database: { ROWI_DATA: ':memory:' }, env: ON_THREAD });
