@@ -27,6 +27,7 @@ const POSTGRES_FAST = [
   'test/db/retention.test.ts',
   'test/db/array-rows.test.ts',
   'test/db/compiled-rows.test.ts',
+  'test/db/storable-text.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',

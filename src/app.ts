@@ -144,9 +144,8 @@ export async function buildApp({
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval), {
-    reads: config.auditReads === 'true',
-  });
+  const audit = new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval);
+  registerAudit(app, audit, { reads: config.auditReads === 'true' });
   registerAuthentication(
     app,
     new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
@@ -162,7 +161,7 @@ export async function buildApp({
   });
 
   await app.register(rootRoutes, { version: VERSION });
-  await app.register(healthRoutes, { version: VERSION });
+  await app.register(healthRoutes, { version: VERSION, auditTrail: () => audit.state() });
   await app.register(limitsRoutes);
   if (config.backupDir !== '') {
     const folder = config.backupDir;

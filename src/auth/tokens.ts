@@ -13,6 +13,7 @@ import {
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
+import { findRefusedText } from '../http/text.js';
 import { listenOrigin, publicOrigin } from '../http/transport.js';
 import { ALGORITHM, SigningKeys } from './signing-keys.js';
 
@@ -159,7 +160,7 @@ export class TokenService {
         });
         return {
           kind: 'external',
-          subject: String(payload.sub),
+          subject: storableSubject(payload),
           scopes: scopeClaim(payload),
           expires: unexpired(payload.exp!),
           userId: external.userClaim === '' ? null : userClaim(payload, external.userClaim),
@@ -213,6 +214,18 @@ function userClaim(payload: JWTPayload, claim: string): number | null {
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1)
     throw new TokenError(`The token's ${claim} claim is not a user id.`);
   return id;
+}
+
+/**
+ * An external token's subject, which rowi records as who called (the audit trail, operations) and
+ * keys its idempotency records by: text rowi refuses anywhere (a NUL, a lone surrogate) refuses
+ * the token, as it would a body holding it.
+ */
+function storableSubject(payload: JWTPayload): string {
+  const subject = String(payload.sub);
+  const refused = findRefusedText(subject);
+  if (refused !== undefined) throw new TokenError(`The token's sub claim ${refused.detail}.`);
+  return subject;
 }
 
 /** The expiry of a token verified with the clock tolerance, if it has not passed. */

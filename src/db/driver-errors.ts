@@ -74,6 +74,21 @@ export function isForeignKeyViolation(error: unknown): boolean {
 }
 
 /**
+ * The database refused the values a statement wrote, not the statement or itself: PostgreSQL's
+ * data exceptions (class 22: a NUL in text, a string too long, a number out of range), integrity
+ * constraints (23) and program limits (54: a row too large); SQLite's constraints (a trigger's
+ * RAISE included), a string or blob too big, a datatype mismatch. The same statement with other
+ * values may well succeed, so a batch that fails this way is worth splitting to find the row at
+ * fault; a database that is unreachable, full or damaged fails every row alike.
+ */
+export function isRefusedValue(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code === undefined) return false;
+  if (/^(22|23|54)[0-9A-Z]{3}$/.test(code)) return true;
+  return code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH';
+}
+
+/**
  * The database has no room for the write: SQLite's SQLITE_FULL (the file system said ENOSPC, or
  * the file reached its size limit) or PostgreSQL's disk_full (53100). Answered 507 with
  * Retry-After: the transaction was rolled back, nothing is half-written, and the same write
@@ -132,6 +147,8 @@ const SQLITE_CODES: Record<number, string> = {
   10: 'SQLITE_IOERR',
   11: 'SQLITE_CORRUPT',
   13: 'SQLITE_FULL',
+  18: 'SQLITE_TOOBIG',
   19: 'SQLITE_CONSTRAINT',
+  20: 'SQLITE_MISMATCH',
   26: 'SQLITE_NOTADB',
 };

@@ -112,6 +112,34 @@ export const metrics = {
     labelNames: ['table'] as const,
     registers: [registry],
   }),
+  auditEventsPending: new Gauge({
+    name: 'rowi_audit_events_pending',
+    help: 'Audit events recorded and not yet written to the trail (written every ROWI_AUDIT_FLUSH_INTERVAL; they pile up while the database refuses the trail, up to 100,000, then the oldest are dropped)',
+    registers: [registry],
+    collect() {
+      this.set(auditTrailOf?.().pending ?? 0);
+    },
+  }),
+  auditFailingSeconds: new Gauge({
+    name: 'rowi_audit_write_failing_seconds',
+    help: 'Seconds since writes of the audit trail started to fail (the database refusing every batch: unreachable, its disk full); 0 while they succeed; with --workers the longest of the workers',
+    aggregator: 'max',
+    registers: [registry],
+    collect() {
+      const since = auditTrailOf?.().failingSince;
+      this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
+    },
+  }),
+  auditEventsSetAside: new Counter({
+    name: 'rowi_audit_events_set_aside_total',
+    help: 'Audit events the database refused for their values (the rest of their batch was written): each is in an error line of the log instead',
+    registers: [registry],
+  }),
+  auditEventsDropped: new Counter({
+    name: 'rowi_audit_events_dropped_total',
+    help: 'Audit events dropped unwritten because 100,000 were waiting while the database refused the trail',
+    registers: [registry],
+  }),
   upstreamCalls: new Counter({
     name: 'rowi_weather_upstream_calls_total',
     help: 'Calls to the weather provider, by outcome (ok, timeout, bad-answer, unreachable)',
@@ -174,6 +202,13 @@ export function watchBackups(read: () => Promise<{ lastSuccess?: number; failure
   backupStatusOf = read;
   // The failures the folder could not record are those of the folder watched from now on.
   unrecordedBackupFailures = 0;
+}
+
+let auditTrailOf: (() => { pending: number; failingSince: number | undefined }) | undefined;
+
+/** Where the audit trail's metrics read its state (the latest audit log's). */
+export function watchAuditTrail(read: () => { pending: number; failingSince: number | undefined }): void {
+  auditTrailOf = read;
 }
 
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;

@@ -1,4 +1,5 @@
 import type { Agent, Client, Dispatcher, Pool } from 'undici';
+import { storableText } from '../db/storable-text.js';
 import type { AddressPolicy } from './ssrf.js';
 
 /** What one attempt came to. */
@@ -282,10 +283,10 @@ function closedBeforeAnswer(error: Error): boolean {
   return code === 'ECONNRESET' || (code === 'UND_ERR_SOCKET' && /^(other side )?closed$/.test(error.message));
 }
 
+/** The reason an attempt failed, as stored with it: made storable, as a receiver's bytes may have shaped it. */
 function describe(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND') return 'host not found';
-  if (code === 'EADDRNOTALLOWED') return error.message;
-  return error.message || String(code);
+  return storableText(error.message || String(code));
 }
