@@ -148,7 +148,7 @@ export async function buildApp({
   registerAudit(app, audit, { reads: config.auditReads === 'true' });
   registerAuthentication(
     app,
-    new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
+    new Authenticator(db, new TokenService(db, config, storage.signals, logger), logger, storage.signals),
   );
   registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
   await registerOpenApi(app, {

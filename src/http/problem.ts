@@ -198,6 +198,11 @@ export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable
       if (known.type === 'insufficient-storage') logDiskFull(request, error);
       else if (known.type === 'storage-corrupt')
         request.log.debug({ err: error }, 'refused: the database is damaged (logged once when found)');
+      else if (known.type === 'issuer-unavailable')
+        request.log.debug(
+          { problem: known.type },
+          "refused: the issuer's key server does not answer (logged when that starts)",
+        );
       // A probe's 503 is its answer, not a fault: the probe logs what failed itself.
       // A known fault (the database unreachable, a time-out) is one short line naming it: its
       // stack says nothing more, and an outage would repeat it for every request.
