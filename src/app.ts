@@ -138,7 +138,7 @@ export async function buildApp({
   registerHsts(app, config);
   registerRepresentations(app);
   registerQueryTextCheck(app);
-  registerProblemHandlers(app, routeTable);
+  registerProblemHandlers(app, routeTable, db.outage);
   registerDraining(app, config);
   registerLingeringClose(app);
   registerHandlerTimeout(app, config);

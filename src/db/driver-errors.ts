@@ -63,6 +63,24 @@ export function isUnavailable(error: unknown): boolean {
   return typeof message === 'string' && TRANSIENT_MESSAGES.test(message);
 }
 
+/** Server states in which PostgreSQL takes no connection: shutting down, crashed, starting, too many connections. */
+const UNREACHABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/**
+ * The database cannot be reached at all, as opposed to refusing one transaction: the network to
+ * it refused, reset or cut, its server shutting down or starting, no connection to be had in time.
+ * A subset of isUnavailable (a deadlock or a statement past its time is one request's bad luck),
+ * logged as an outage (outage.ts) rather than per request.
+ */
+export function isUnreachable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = codeOf(error);
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNREACHABLE_SQLSTATES.has(code) || code.startsWith('08')))
+    return true;
+  const { message } = error as Record<string, unknown>;
+  return typeof message === 'string' && TRANSIENT_MESSAGES.test(message);
+}
+
 /**
  * A foreign key refused the write: the record referred to was deleted by a transaction that
  * committed while this one ran (PostgreSQL runs them side by side; on SQLite a transaction that

@@ -51,6 +51,18 @@ export const metrics = {
     buckets: SECONDS,
     registers: [registry],
   }),
+  dbUnreachable: new Gauge({
+    name: 'rowi_db_unreachable',
+    help: 'Whether this process finds the database unreachable now (1: since its first failure to reach it, until it answers again; 0 otherwise); with --workers the highest of the workers',
+    aggregator: 'max',
+    registers: [registry],
+  }),
+  dbUnreachableErrors: new Counter({
+    name: 'rowi_db_unreachable_errors_total',
+    help: 'Failures to reach the database, by where they were met: request (answered 503), or the background task (audit, outbox, webhooks, imports, retention, api-keys…); the log says once when it becomes unreachable and once when it answers again',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  }),
   rateLimited: new Counter({
     name: 'rowi_rate_limit_rejections_total',
     help: 'Requests refused with 429 by a rate limit, by policy',

@@ -107,8 +107,10 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string; auditTrail: () 
         if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
       });
       // Damage was logged once when found, with what to do; a probe every few seconds adds nothing.
+      // A database that cannot be reached is said once an outage (db/outage.ts), not once a probe.
       for (const check of [database, migrations])
-        if (check.error && check.check.output !== DAMAGED) app.log.warn({ err: check.error }, 'readiness check failed');
+        if (check.error && check.check.output !== DAMAGED)
+          app.db.outage.failed(app.log, 'readiness', check.error, `readiness check failed: ${check.check.output}`);
       const checks = {
         database: database.check,
         migrations: migrations.check,
