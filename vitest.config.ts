@@ -16,7 +16,7 @@ const PROCESS_FILES = 'test/**/*.process.test.ts';
 /** The files that touch storage, run again on PostgreSQL, and those only PostgreSQL has. */
 const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
-  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals}.test.ts',
+  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals,stored-answers}.test.ts',
   'test/auth/{api-keys,bearer-tokens,credential-changes,enforcement,idempotency-scope,permission-matrix}.test.ts',
   'test/audit-trail/**/*.test.ts',
   'test/postgres/**/*.test.ts',
@@ -27,6 +27,7 @@ const POSTGRES_FAST = [
   'test/db/retention.test.ts',
   'test/db/array-rows.test.ts',
   'test/db/compiled-rows.test.ts',
+  'test/db/storable-text.test.ts',
 ];
 const POSTGRES_PROCESS = [
   'test/auth/{oauth,credential-changes}.process.test.ts',

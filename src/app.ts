@@ -138,18 +138,17 @@ export async function buildApp({
   registerHsts(app, config);
   registerRepresentations(app);
   registerQueryTextCheck(app);
-  registerProblemHandlers(app, routeTable);
+  registerProblemHandlers(app, routeTable, db.outage);
   registerDraining(app, config);
   registerLingeringClose(app);
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval), {
-    reads: config.auditReads === 'true',
-  });
+  const audit = new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval);
+  registerAudit(app, audit, { reads: config.auditReads === 'true' });
   registerAuthentication(
     app,
-    new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
+    new Authenticator(db, new TokenService(db, config, storage.signals, logger), logger, storage.signals),
   );
   registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
   await registerOpenApi(app, {
@@ -162,7 +161,7 @@ export async function buildApp({
   });
 
   await app.register(rootRoutes, { version: VERSION });
-  await app.register(healthRoutes, { version: VERSION });
+  await app.register(healthRoutes, { version: VERSION, auditTrail: () => audit.state() });
   await app.register(limitsRoutes);
   if (config.backupDir !== '') {
     const folder = config.backupDir;

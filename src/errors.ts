@@ -331,6 +331,12 @@ export const PROBLEM_TYPES = {
     description:
       'A health probe while the instance shuts down (`Retry-After`, `Connection: close`); the database is unreachable, restarting, out of pooled connections or past `ROWI_DATABASE_TIMEOUT`, or PostgreSQL rolled the transaction back for a deadlock (`Retry-After: 2`; retrying is safe); or `/health/ready` finds the database unreachable or not migrated (`Retry-After`, `checks`).',
   },
+  'issuer-unavailable': {
+    status: 503,
+    title: 'Token issuer unavailable',
+    description:
+      "A bearer token of the external issuer (`ROWI_JWT_ISSUER`) could not be checked: rowi holds no key of its that verifies it, and the issuer's key server (`ROWI_JWT_JWKS_URL`) did not give its keys (down, an error status, no answer within 3 s). Not a refusal of the token, and not counted as a failed authentication; `Retry-After` says when rowi asks the key server again (at most every 30 s).",
+  },
   'storage-corrupt': {
     status: 503,
     title: 'Database damaged',

@@ -1,5 +1,8 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { faultOf } from '../observability/logger.js';
+import { metrics, watchAuditTrail } from '../observability/metrics.js';
+import { codeOf, isRefusedValue } from '../db/driver-errors.js';
+import { storableOrNull, storableText } from '../db/storable-text.js';
 import type { Storage } from '../db/connect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { Insertable } from 'kysely';
@@ -17,24 +20,26 @@ const WIDTH = COLUMNS.length;
 /**
  * A record's values in COLUMNS order, each read by its name: a loop over the names reads them by
  * a key that changes every time (V8's slowest, megamorphic, property load), which an import's
- * thousands of records a second measurably paid for.
+ * thousands of records a second measurably paid for. The texts a request brought (its path, the
+ * record its URL names, its id, its address, the name its credential gave) are made storable:
+ * a `%00` in a URL must not make a batch of the trail unwritable on PostgreSQL.
  */
 function pushValues(values: unknown[], record: AuditRecord): void {
   values.push(
     record.at,
-    record.request_id,
+    storableText(record.request_id),
     record.caller_id ?? null,
-    record.caller_name ?? null,
+    storableOrNull(record.caller_name),
     record.credential ?? null,
     record.user_id ?? null,
     record.method,
-    record.path,
+    storableText(record.path),
     record.resource ?? null,
-    record.record_id ?? null,
+    storableOrNull(record.record_id),
     record.action ?? null,
     record.status,
     record.duration_ms,
-    record.client_ip ?? null,
+    storableOrNull(record.client_ip),
   );
 }
 
@@ -66,17 +71,32 @@ export function auditWriterFor(storage: Pick<Storage, 'db'>): AuditWriter {
   return new KyselyAuditWriter(storage.db);
 }
 
+/** What the trail's writing comes to now, for the readiness probe and the metrics. */
+export interface AuditTrailState {
+  /** Events recorded and not yet written. */
+  pending: number;
+  /** Since when (epoch milliseconds) writes of the trail have failed; undefined while they succeed. */
+  failingSince: number | undefined;
+}
+
 /**
  * The audit trail (docs/security.md): one event per request, allowed or refused. Events are buffered in
  * memory and written in multi-row inserts every `flushInterval` ms (or sooner when many are
  * waiting), so a request never waits on an audit write; closing writes whatever is pending.
+ *
+ * A batch the database refuses never holds up the ones after it. Refused for its values (one
+ * event's text the database cannot hold), it is split until the events at fault are alone; those
+ * are logged in full and counted instead (set aside), the others written. Refused whole (the
+ * database unreachable, its disk full), it is kept, within MAX_PENDING, and written when the
+ * database takes it again; meanwhile the readiness probe and the metrics say since when.
  */
 export class AuditLog {
   readonly #writer: AuditWriter;
   readonly #log: FastifyBaseLogger;
   #pending: unknown[] = [];
+  /** Events of the batch being written now: still waiting, for the probe and the metrics. */
+  #writing = 0;
   #flushing: Promise<void> = Promise.resolve();
-  /** Since when writes of the trail have failed; undefined while they succeed. */
   #failingSince: number | undefined;
   readonly #timer: NodeJS.Timeout;
 
@@ -85,11 +105,16 @@ export class AuditLog {
     this.#log = log;
     this.#timer = setInterval(() => void this.flush(), flushInterval);
     this.#timer.unref();
+    watchAuditTrail(() => this.state());
   }
 
   record(event: AuditRecord): void {
     pushValues(this.#pending, event);
     if (this.#pending.length === FLUSH_AT * WIDTH) void this.flush();
+  }
+
+  state(): AuditTrailState {
+    return { pending: this.#pending.length / WIDTH + this.#writing, failingSince: this.#failingSince };
   }
 
   /** Writes every pending event; concurrent calls queue behind one another. */
@@ -102,32 +127,77 @@ export class AuditLog {
     clearInterval(this.#timer);
     await this.flush();
     await this.#writer.close();
+    // Nothing is left to try again: what the database would not take is lost, and said so.
+    if (this.#pending.length > 0)
+      this.#log.error(
+        { lost: this.#pending.length / WIDTH },
+        `closing with ${this.#pending.length / WIDTH} audit events the database did not take: they are lost`,
+      );
   }
 
   async #write(): Promise<void> {
     if (this.#pending.length === 0) return;
     const batch = this.#pending;
     this.#pending = [];
-    try {
-      await this.#writer.write(batch);
+    this.#writing = batch.length / WIDTH;
+    const { kept, error } = await this.#writeWhatCan(batch).finally(() => (this.#writing = 0));
+    if (kept.length === 0) {
       if (this.#failingSince !== undefined) {
         this.#log.info({ failed_for_ms: Date.now() - this.#failingSince }, 'the audit trail is written again');
         this.#failingSince = undefined;
       }
-    } catch (error) {
-      // Keep the events for the next attempt, within a bound.
-      this.#pending = batch.concat(this.#pending);
-      const dropped = Math.max(0, this.#pending.length / WIDTH - MAX_PENDING);
-      if (dropped > 0) this.#pending.splice(0, dropped * WIDTH);
-      // Said once when writing starts to fail (a full disk fails every flush), and when events are lost.
-      if (this.#failingSince === undefined || dropped > 0) {
-        this.#log.error(
-          { err: error, pending: this.#pending.length / WIDTH, dropped },
-          `could not write the audit trail: ${faultOf(error)}; its events are kept and written once the database takes them`,
-        );
-      }
-      this.#failingSince ??= Date.now();
+      return;
     }
+    // Keep the events for the next attempt, within a bound.
+    this.#pending = kept.concat(this.#pending);
+    const dropped = Math.max(0, this.#pending.length / WIDTH - MAX_PENDING);
+    if (dropped > 0) {
+      this.#pending.splice(0, dropped * WIDTH);
+      metrics.auditEventsDropped.inc(dropped);
+    }
+    // Said once when writing starts to fail (a full disk fails every flush), and when events are lost;
+    // the driver's stack says nothing an operator acts on, and is there at debug level.
+    if (this.#failingSince === undefined || dropped > 0) {
+      this.#log.error(
+        { code: codeOf(error), pending: this.#pending.length / WIDTH, dropped },
+        `could not write the audit trail: ${faultOf(error)}; its events are kept and written once the database takes them`,
+      );
+      this.#log.debug({ err: error }, 'the audit trail could not be written');
+    }
+    this.#failingSince ??= Date.now();
+  }
+
+  /**
+   * Writes the batch; one refused for its values is split in halves until the events at fault are
+   * alone, which are set aside. Answers what is left to write later (in order) and why: the rest
+   * of the batch from the first part the database refused whole.
+   */
+  async #writeWhatCan(batch: unknown[]): Promise<{ kept: unknown[]; error?: unknown }> {
+    try {
+      await this.#writer.write(batch);
+      return { kept: [] };
+    } catch (error) {
+      if (!isRefusedValue(error)) return { kept: batch, error };
+      const rows = batch.length / WIDTH;
+      if (rows === 1) {
+        this.#setAsideEvent(batch, error);
+        return { kept: [] };
+      }
+      const half = Math.ceil(rows / 2) * WIDTH;
+      const first = await this.#writeWhatCan(batch.slice(0, half));
+      if (first.kept.length > 0) return { kept: first.kept.concat(batch.slice(half)), error: first.error };
+      return this.#writeWhatCan(batch.slice(half));
+    }
+  }
+
+  /** An event the database will never take: in the log, whole, where it is kept instead; and counted. */
+  #setAsideEvent(values: unknown[], error: unknown): void {
+    metrics.auditEventsSetAside.inc();
+    const event = Object.fromEntries(COLUMNS.map((column, index) => [column, values[index]]));
+    this.#log.error(
+      { audit_event: event, code: codeOf(error) },
+      `an audit event was refused by the database (${faultOf(error)}): it is kept in this log line instead`,
+    );
   }
 }
 

@@ -117,7 +117,12 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
       await this.#signals.publish(CREDENTIALS_TOPIC);
     } catch (error) {
       // The change is stored; other instances still stop believing within FRESH_MS.
-      this.#log.warn({ err: error }, 'could not tell other instances that credentials changed');
+      this.#db.outage.failed(
+        this.#log,
+        'credential-signals',
+        error,
+        'could not tell other instances that credentials changed',
+      );
     }
   }
 
@@ -178,7 +183,8 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
     try {
       await touchApiKeys(this.#db, batch);
     } catch (error) {
-      if (!isCorruption(error)) this.#log.warn({ err: error }, 'could not record when API keys were last used');
+      if (!isCorruption(error))
+        this.#db.outage.failed(this.#log, 'api-keys', error, 'could not record when API keys were last used');
     }
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
 import {
   SignJWT,
-  createRemoteJWKSet,
   decodeJwt,
   errors as joseErrors,
   jwtVerify,
@@ -13,7 +13,10 @@ import {
 import type { Config } from '../config/config.js';
 import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
+import { findRefusedText } from '../http/text.js';
 import { listenOrigin, publicOrigin } from '../http/transport.js';
+import { AppError } from '../errors.js';
+import { IssuerKeys } from './issuer-keys.js';
 import { ALGORITHM, SigningKeys } from './signing-keys.js';
 
 /**
@@ -55,8 +58,8 @@ export class TokenService {
   readonly #external:
     { issuer: string; audience: string; algorithms: string[]; keys: JWTVerifyGetKey; userClaim: string } | undefined;
 
-  /** `signals`: a rotation anywhere is heard at once (SigningKeys). */
-  constructor(db: Db, config: Config, signals?: Signals) {
+  /** `signals`: a rotation anywhere is heard at once (SigningKeys); `log`: where the external issuer's key server failing is said. */
+  constructor(db: Db, config: Config, signals?: Signals, log?: FastifyBaseLogger) {
     this.#keys = new SigningKeys(db, signals);
     this.#lifetime = config.tokenLifetime;
     this.#config = config;
@@ -69,13 +72,7 @@ export class TokenService {
             audience: config.jwtAudience,
             algorithms: config.jwtAlgorithms.split(','),
             userClaim: config.jwtUserClaim,
-            // jose caches the key set, refetches it on an unknown kid, and waits `cooldownDuration`
-            // between fetches, so a flood of made-up kids cannot hammer the issuer.
-            keys: createRemoteJWKSet(new URL(config.jwtJwksUrl), {
-              cooldownDuration: 30_000,
-              cacheMaxAge: 600_000,
-              timeoutDuration: 5000,
-            }),
+            keys: new IssuerKeys(config.jwtJwksUrl, log).getKey,
           };
   }
 
@@ -159,13 +156,15 @@ export class TokenService {
         });
         return {
           kind: 'external',
-          subject: String(payload.sub),
+          subject: storableSubject(payload),
           scopes: scopeClaim(payload),
           expires: unexpired(payload.exp!),
           userId: external.userClaim === '' ? null : userClaim(payload, external.userClaim),
         };
       }
     } catch (error) {
+      // The issuer's keys could not be had: the token was not checked, so it is not refused (503).
+      if (error instanceof AppError) throw error;
       throw new TokenError(describeRefusal(error));
     }
     throw new TokenError(`Tokens of issuer ${JSON.stringify(String(claims.iss ?? '(none)'))} are not accepted here.`);
@@ -213,6 +212,18 @@ function userClaim(payload: JWTPayload, claim: string): number | null {
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1)
     throw new TokenError(`The token's ${claim} claim is not a user id.`);
   return id;
+}
+
+/**
+ * An external token's subject, which rowi records as who called (the audit trail, operations) and
+ * keys its idempotency records by: text rowi refuses anywhere (a NUL, a lone surrogate) refuses
+ * the token, as it would a body holding it.
+ */
+function storableSubject(payload: JWTPayload): string {
+  const subject = String(payload.sub);
+  const refused = findRefusedText(subject);
+  if (refused !== undefined) throw new TokenError(`The token's sub claim ${refused.detail}.`);
+  return subject;
 }
 
 /** The expiry of a token verified with the clock tolerance, if it has not passed. */

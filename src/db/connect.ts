@@ -10,6 +10,7 @@ import type { Storage } from './storage.js';
 import { startCheckpoints } from './checkpoints.js';
 import { CorruptionWatch, repairAdvice } from './corruption.js';
 import { isCorruption } from './driver-errors.js';
+import { DatabaseOutage, withOutage } from './outage.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
 
@@ -97,16 +98,21 @@ export async function openSqlite(
     ? writer
     : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
   if (reader !== writer) execute(reader.prepare(`pragma cache_size = -${READER_PAGE_CACHE_KIB}`));
-  const db = withCommits(
-    new Kysely<Database>({
-      dialect: new RowiSqliteDialect({
-        writer,
-        reader,
-        lockTimeoutMs: settings.databaseTimeout ?? 5000,
-        ...diskFullReporter(settings.data, log),
+  const outage = new DatabaseOutage(log);
+  const db = withOutage(
+    withCommits(
+      new Kysely<Database>({
+        dialect: new RowiSqliteDialect({
+          writer,
+          reader,
+          lockTimeoutMs: settings.databaseTimeout ?? 5000,
+          ...diskFullReporter(settings.data, log),
+        }),
       }),
-    }),
+    ),
+    outage,
   );
+  outage.watch(db);
   const checkpoints =
     inMemory || !checkpointing
       ? undefined
@@ -124,15 +130,18 @@ export async function openSqlite(
         busyTimeoutMs: MIGRATION_LOCK_WAIT_MS,
         guard: corruption.writerGuard,
       });
-      const patient = withCommits(
-        new Kysely<Database>({
-          dialect: new RowiSqliteDialect({
-            writer: connection,
-            reader: connection,
-            lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+      const patient = withOutage(
+        withCommits(
+          new Kysely<Database>({
+            dialect: new RowiSqliteDialect({
+              writer: connection,
+              reader: connection,
+              lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+            }),
           }),
-        }),
-        db.commits,
+          db.commits,
+        ),
+        outage,
       );
       try {
         return await work(patient);
@@ -141,6 +150,7 @@ export async function openSqlite(
       }
     },
     async close() {
+      outage.stop();
       await signals.close();
       await db.destroy();
       await checkpoints?.close();

@@ -63,6 +63,24 @@ export function isUnavailable(error: unknown): boolean {
   return typeof message === 'string' && TRANSIENT_MESSAGES.test(message);
 }
 
+/** Server states in which PostgreSQL takes no connection: shutting down, crashed, starting, too many connections. */
+const UNREACHABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/**
+ * The database cannot be reached at all, as opposed to refusing one transaction: the network to
+ * it refused, reset or cut, its server shutting down or starting, no connection to be had in time.
+ * A subset of isUnavailable (a deadlock or a statement past its time is one request's bad luck),
+ * logged as an outage (outage.ts) rather than per request.
+ */
+export function isUnreachable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = codeOf(error);
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNREACHABLE_SQLSTATES.has(code) || code.startsWith('08')))
+    return true;
+  const { message } = error as Record<string, unknown>;
+  return typeof message === 'string' && TRANSIENT_MESSAGES.test(message);
+}
+
 /**
  * A foreign key refused the write: the record referred to was deleted by a transaction that
  * committed while this one ran (PostgreSQL runs them side by side; on SQLite a transaction that
@@ -71,6 +89,21 @@ export function isUnavailable(error: unknown): boolean {
 export function isForeignKeyViolation(error: unknown): boolean {
   const code = codeOf(error);
   return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+/**
+ * The database refused the values a statement wrote, not the statement or itself: PostgreSQL's
+ * data exceptions (class 22: a NUL in text, a string too long, a number out of range), integrity
+ * constraints (23) and program limits (54: a row too large); SQLite's constraints (a trigger's
+ * RAISE included), a string or blob too big, a datatype mismatch. The same statement with other
+ * values may well succeed, so a batch that fails this way is worth splitting to find the row at
+ * fault; a database that is unreachable, full or damaged fails every row alike.
+ */
+export function isRefusedValue(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code === undefined) return false;
+  if (/^(22|23|54)[0-9A-Z]{3}$/.test(code)) return true;
+  return code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH';
 }
 
 /**
@@ -132,6 +165,8 @@ const SQLITE_CODES: Record<number, string> = {
   10: 'SQLITE_IOERR',
   11: 'SQLITE_CORRUPT',
   13: 'SQLITE_FULL',
+  18: 'SQLITE_TOOBIG',
   19: 'SQLITE_CONSTRAINT',
+  20: 'SQLITE_MISMATCH',
   26: 'SQLITE_NOTADB',
 };

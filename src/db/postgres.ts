@@ -6,6 +6,7 @@ import { faultOf } from '../observability/logger.js';
 import { withCommits } from './commits.js';
 import { CorruptionWatch } from './corruption.js';
 import type { Database } from './database.js';
+import { DatabaseOutage, withOutage } from './outage.js';
 import { PreparingPool } from './prepared-statements.js';
 import { EVERYTHING, Handlers, processSignals, type Signals } from './signals.js';
 import type { Storage } from './storage.js';
@@ -61,11 +62,16 @@ export async function openPostgres(
   }
   const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
   const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
-  const db = withCommits(
-    new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
-    }),
+  const outage = new DatabaseOutage(log);
+  const db = withOutage(
+    withCommits(
+      new Kysely<Database>({
+        dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
+      }),
+    ),
+    outage,
   );
+  outage.watch(db);
   // A second opening in a process (its webhook thread) is told of changes by the first: no listener of its own.
   const signals = listens ? postgresSignals(pool, clientConfig, `rowi.${schema}`, log) : processSignals();
   return {
@@ -76,11 +82,14 @@ export async function openPostgres(
     corruption,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      const single = withCommits(
-        new Kysely<Database>({
-          dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
-        }),
-        db.commits,
+      const single = withOutage(
+        withCommits(
+          new Kysely<Database>({
+            dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
+          }),
+          db.commits,
+        ),
+        outage,
       );
       try {
         return await work(single);
@@ -89,6 +98,7 @@ export async function openPostgres(
       }
     },
     async close() {
+      outage.stop();
       await signals.close();
       await db.destroy();
       // Kysely ends the pool only if it ever used it; the first query above took a connection of

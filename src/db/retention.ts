@@ -84,7 +84,8 @@ export function startRetention(
         if (oldest === null) metrics.oldestRowTime.remove({ table: table.table });
         else metrics.oldestRowTime.set({ table: table.table }, Date.parse(oldest) / 1000);
       } catch (error) {
-        if (!isCorruption(error)) log.warn({ err: error, table: table.table }, 'could not prune or measure a table');
+        if (!isCorruption(error))
+          db.outage.failed(log, 'retention', error, `could not prune or measure the table ${table.table}`);
       }
     }
   };

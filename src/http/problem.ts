@@ -11,6 +11,7 @@ import {
   UnsupportedMediaTypeError,
 } from '../errors.js';
 import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/driver-errors.js';
+import type { DatabaseOutage } from '../db/outage.js';
 import { addVary, BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';
 import type { RouteTable } from './not-allowed.js';
 import { ProblemSchema } from './schemas.js';
@@ -191,13 +192,22 @@ function databaseUnavailable(): AppError {
   );
 }
 
-export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable): void {
+/** `outage`: where a request the database could not be reached for is counted and, once an outage, logged. */
+export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable, outage: DatabaseOutage): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = toAppError(error, request);
     if (known) {
       if (known.type === 'insufficient-storage') logDiskFull(request, error);
+      // The database unreachable: the outage says so once, not every request it refuses.
+      else if (known.type === 'service-unavailable' && outage.refused(error, request.log))
+        return sendProblem(request, reply, known);
       else if (known.type === 'storage-corrupt')
         request.log.debug({ err: error }, 'refused: the database is damaged (logged once when found)');
+      else if (known.type === 'issuer-unavailable')
+        request.log.debug(
+          { problem: known.type },
+          "refused: the issuer's key server does not answer (logged when that starts)",
+        );
       // A probe's 503 is its answer, not a fault: the probe logs what failed itself.
       // A known fault (the database unreachable, a time-out) is one short line naming it: its
       // stack says nothing more, and an outage would repeat it for every request.

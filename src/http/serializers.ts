@@ -12,7 +12,9 @@ import { SerializerSelector, type SerializerFactory } from '@fastify/fast-json-s
  *
  * Success responses are written by shape only (see lenientSchema): what is stored is presented
  * as stored, and a value that breaks a rule of the schema (a timestamp written before a rule
- * existed, a word a vocabulary no longer has) can never turn a read, or a whole page, into a 500.
+ * existed, a word a vocabulary no longer has), or an answer that lacks a member added since (an
+ * answer an earlier version of rowi stored for an Idempotency-Key, replayed after an upgrade),
+ * can never turn a read, a replay, or a whole page, into a 500.
  */
 export function serializerFactory(): SerializerFactory {
   const compilers = SerializerSelector();
@@ -72,9 +74,12 @@ const VALUE_RULES = new Set([
  * A copy of a response schema that keeps its shape (types, members, items, which members are
  * written) and drops the rules of values. fast-json-stringify chooses the branch of an `anyOf`
  * (a nullable field, a choice of words) by validating the value against each branch, rules
- * included, and throws when none fits; and it writes a `const` as the constant whatever the value
- * is. Here a choice of constants becomes their type, and a branch fits any value of its type.
- * The original schema, which validates and documents, is left as it is.
+ * included, and throws when none fits; it writes a `const` as the constant whatever the value
+ * is; and it throws on a `required` member the value lacks. Here a choice of constants becomes
+ * their type, a branch fits any value of its type, and a member that is absent is left out: only
+ * the objects of an `anyOf` of several kinds of object keep their own `required`, by which the
+ * kind is chosen (an import or a backup). The
+ * original schema, which validates and documents, is left as it is.
  */
 export function lenientSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(lenientSchema);
@@ -83,11 +88,17 @@ export function lenientSchema(schema: unknown): unknown {
   if (source.const !== undefined) return { type: typeof source.const === 'number' ? 'number' : typeof source.const };
   const copy: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(source)) {
-    if (VALUE_RULES.has(key)) continue;
+    if (VALUE_RULES.has(key) || key === 'required') continue;
     if (key === 'properties' && typeof value === 'object' && value !== null) {
       copy[key] = Object.fromEntries(Object.entries(value).map(([name, member]) => [name, lenientSchema(member)]));
     } else if (key === 'anyOf' && Array.isArray(value)) {
-      copy[key] = distinct(value.map((branch) => openBranch(lenientSchema(branch))));
+      // Objects of several kinds are told apart by their members; one object (or null) by its type.
+      const kinds = value.filter((branch) => (branch as { type?: unknown } | null)?.type === 'object').length;
+      copy[key] = distinct(
+        value.map((branch) =>
+          openBranch(kinds > 1 ? withOwnRequired(lenientSchema(branch), branch) : lenientSchema(branch)),
+        ),
+      );
     } else if (key === 'items' || key === 'additionalProperties') {
       copy[key] = lenientSchema(value);
     } else {
@@ -111,6 +122,13 @@ function openBranch(branch: unknown): unknown {
     return branch;
   const { additionalProperties: _closed, ...open } = branch as Record<string, unknown>;
   return open;
+}
+
+/** A branch with the `required` of its original, by which fast-json-stringify tells the branches apart. */
+function withOwnRequired(lenient: unknown, original: unknown): unknown {
+  const required = (original as { required?: unknown } | null)?.required;
+  if (typeof lenient !== 'object' || lenient === null || required === undefined) return lenient;
+  return { ...lenient, required };
 }
 
 /** Branches that became equal (three constants, one type) are one branch. */

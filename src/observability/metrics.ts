@@ -51,6 +51,18 @@ export const metrics = {
     buckets: SECONDS,
     registers: [registry],
   }),
+  dbUnreachable: new Gauge({
+    name: 'rowi_db_unreachable',
+    help: 'Whether this process finds the database unreachable now (1: since its first failure to reach it, until it answers again; 0 otherwise); with --workers the highest of the workers',
+    aggregator: 'max',
+    registers: [registry],
+  }),
+  dbUnreachableErrors: new Counter({
+    name: 'rowi_db_unreachable_errors_total',
+    help: 'Failures to reach the database, by where they were met: request (answered 503), or the background task (audit, outbox, webhooks, imports, retention, api-keys…); the log says once when it becomes unreachable and once when it answers again',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  }),
   rateLimited: new Counter({
     name: 'rowi_rate_limit_rejections_total',
     help: 'Requests refused with 429 by a rate limit, by policy',
@@ -110,6 +122,34 @@ export const metrics = {
     name: 'rowi_retention_pruned_rows_total',
     help: 'Rows deleted by the background pruning because they were past their retention, by table',
     labelNames: ['table'] as const,
+    registers: [registry],
+  }),
+  auditEventsPending: new Gauge({
+    name: 'rowi_audit_events_pending',
+    help: 'Audit events recorded and not yet written to the trail (written every ROWI_AUDIT_FLUSH_INTERVAL; they pile up while the database refuses the trail, up to 100,000, then the oldest are dropped)',
+    registers: [registry],
+    collect() {
+      this.set(auditTrailOf?.().pending ?? 0);
+    },
+  }),
+  auditFailingSeconds: new Gauge({
+    name: 'rowi_audit_write_failing_seconds',
+    help: 'Seconds since writes of the audit trail started to fail (the database refusing every batch: unreachable, its disk full); 0 while they succeed; with --workers the longest of the workers',
+    aggregator: 'max',
+    registers: [registry],
+    collect() {
+      const since = auditTrailOf?.().failingSince;
+      this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
+    },
+  }),
+  auditEventsSetAside: new Counter({
+    name: 'rowi_audit_events_set_aside_total',
+    help: 'Audit events the database refused for their values (the rest of their batch was written): each is in an error line of the log instead',
+    registers: [registry],
+  }),
+  auditEventsDropped: new Counter({
+    name: 'rowi_audit_events_dropped_total',
+    help: 'Audit events dropped unwritten because 100,000 were waiting while the database refused the trail',
     registers: [registry],
   }),
   upstreamCalls: new Counter({
@@ -174,6 +214,13 @@ export function watchBackups(read: () => Promise<{ lastSuccess?: number; failure
   backupStatusOf = read;
   // The failures the folder could not record are those of the folder watched from now on.
   unrecordedBackupFailures = 0;
+}
+
+let auditTrailOf: (() => { pending: number; failingSince: number | undefined }) | undefined;
+
+/** Where the audit trail's metrics read its state (the latest audit log's). */
+export function watchAuditTrail(read: () => { pending: number; failingSince: number | undefined }): void {
+  auditTrailOf = read;
 }
 
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;

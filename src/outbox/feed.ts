@@ -128,7 +128,9 @@ export class EventFeed {
       this.#signalTimer = undefined;
       this.#signals
         .publish(EVENTS_TOPIC)
-        .catch((error: unknown) => this.#log.warn({ err: error }, 'could not tell other instances of new events'));
+        .catch((error: unknown) =>
+          this.#db.outage.failed(this.#log, 'events-signal', error, 'could not tell other instances of new events'),
+        );
     }, SIGNAL_EVERY_MS);
     this.#signalTimer.unref();
   }
@@ -142,7 +144,12 @@ export class EventFeed {
         if (this.#again) await new Promise((resolve) => setTimeout(resolve, ROUND_MS));
       } while (this.#again && !this.#closed);
     } catch (error) {
-      this.#log.warn({ err: error }, `could not read new events: ${faultOf(error)}; trying again`);
+      this.#db.outage.failed(
+        this.#log,
+        'events-feed',
+        error,
+        `could not read new events: ${faultOf(error)}; trying again`,
+      );
     } finally {
       this.#running = false;
     }

@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
+import { faultOf } from '../observability/logger.js';
 import { isSqlite } from '../db/dialect.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventFeed } from './feed.js';
@@ -93,7 +94,13 @@ export class NatsBus extends OutboxWorker {
   }
 
   protected async failed(error: unknown): Promise<void> {
-    this.#log.warn({ err: error, retry_ms: this.#retryMs }, 'could not publish events to NATS; trying again');
+    // The database unreachable (reading the outbox) is said once an outage; NATS failing, every retry (with back-off).
+    this.#db.outage.failed(
+      this.#log,
+      'nats-bus',
+      error,
+      `could not publish events to NATS: ${faultOf(error)}; trying again in ${this.#retryMs} ms`,
+    );
     await this.#disconnect();
     this.later(this.#retryMs);
     this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);

@@ -1,4 +1,5 @@
 import type { Agent, Client, Dispatcher, Pool } from 'undici';
+import { storableText } from '../db/storable-text.js';
 import type { AddressPolicy } from './ssrf.js';
 
 /** What one attempt came to. */
@@ -11,6 +12,13 @@ export interface AttemptOutcome {
 
 /** The receiver's answer is read up to this much, then dropped: only its status counts. */
 const MAX_ANSWER_BYTES = 4096;
+/**
+ * Once the status and headers are in, the rest of the answer is read for at most this long: a
+ * receiver that trickles its body (a byte a second) has answered all the same, and its status
+ * decides at once rather than at the attempt's time-out. An answer that ends in time leaves its
+ * connection for the next delivery; one that does not has it closed.
+ */
+const ANSWER_BODY_MS = 1000;
 
 /**
  * A kept-alive connection left idle this long is closed by rowi: before the receiver's own idle
@@ -174,6 +182,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   readonly #started = performance.now();
   readonly #timeoutMs: number;
   readonly #timer: NodeJS.Timeout;
+  #bodyTimer: NodeJS.Timeout | undefined;
   #resolve!: (result: { outcome: AttemptOutcome; retry: boolean }) => void;
   #connection: ReceiverConnection | undefined;
   #controller: Dispatcher.DispatchController | undefined;
@@ -189,7 +198,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   constructor(agent: Agent, request: Dispatcher.DispatchOptions, timeoutMs: number) {
     this.#timeoutMs = timeoutMs;
     this.finished = new Promise((resolve) => (this.#resolve = resolve));
-    // An answer whose body is slow still counts by its status; no answer at all is a failure.
+    // No answer at all is a failure; an answer whose body is slow counts by its status (ANSWER_BODY_MS).
     this.#timer = setTimeout(
       () => (this.#status !== undefined ? this.#answered() : this.#settle(this.#noAnswer())),
       timeoutMs,
@@ -215,6 +224,7 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
     this.#status = statusCode;
+    this.#bodyTimer = setTimeout(() => this.#answered(), ANSWER_BODY_MS);
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -266,6 +276,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#bodyTimer);
     // An answer read to its end leaves the connection to the pool, for the next delivery; any
     // other end closes it (a request still unsent is dropped when its connection comes).
     if (!this.#ended && this.#controller && !this.#controller.aborted)
@@ -282,10 +293,10 @@ function closedBeforeAnswer(error: Error): boolean {
   return code === 'ECONNRESET' || (code === 'UND_ERR_SOCKET' && /^(other side )?closed$/.test(error.message));
 }
 
+/** The reason an attempt failed, as stored with it: made storable, as a receiver's bytes may have shaped it. */
 function describe(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND') return 'host not found';
-  if (code === 'EADDRNOTALLOWED') return error.message;
-  return error.message || String(code);
+  return storableText(error.message || String(code));
 }

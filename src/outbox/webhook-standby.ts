@@ -72,7 +72,12 @@ export class WebhookStandby {
         (error: unknown) => {
           // Said once while it lasts (damage is logged where it is found, db/corruption.ts).
           if (!this.#failing && !isCorruption(error))
-            this.#log.warn({ err: error }, `webhook standby failed: ${faultOf(error)}; trying again`);
+            this.#db.outage.failed(
+              this.#log,
+              'webhook-standby',
+              error,
+              `webhook standby failed: ${faultOf(error)}; trying again`,
+            );
           this.#failing = true;
         },
       )

@@ -290,7 +290,12 @@ export class WebhookDispatcher extends OutboxWorker {
     } catch (error) {
       // Said once while it lasts (damage is logged where it is found, db/corruption.ts); the rounds say the rest.
       if (!this.#beatFailing && !isCorruption(error))
-        this.#log.warn({ err: error }, `webhook dispatcher's heartbeat failed: ${faultOf(error)}`);
+        this.#db.outage.failed(
+          this.#log,
+          'webhook-heartbeat',
+          error,
+          `webhook dispatcher's heartbeat failed: ${faultOf(error)}`,
+        );
       this.#beatFailing = true;
       this.wake();
       return;
@@ -326,7 +331,7 @@ export class WebhookDispatcher extends OutboxWorker {
     // A claim may have committed unseen (the connection lost as it committed): new deliveries are
     // not claimed as they are written until #claim has read what is due again.
     for (const lane of this.#lanes.values()) lane.behind = lane.recover = true;
-    this.#log.warn({ err: error }, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
+    this.#db.outage.failed(this.#log, 'webhooks', error, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
     this.later(1000);
   }
 
@@ -626,7 +631,7 @@ export class WebhookDispatcher extends OutboxWorker {
     try {
       turn = await this.#take(lane, queued);
     } catch (error) {
-      this.#log.warn({ err: error, endpoint_id: lane.id }, `webhook attempt failed: ${faultOf(error)}`);
+      this.#db.outage.failed(this.#log, 'webhook-attempts', error, `webhook attempt failed: ${faultOf(error)}`);
     } finally {
       lane.inFlight--;
       this.#inFlight--;
@@ -767,7 +772,12 @@ export class WebhookDispatcher extends OutboxWorker {
         // Written with the next ones, a second later; meanwhile their deliveries stay claimed.
         this.#outcomes.unshift(...turns);
         this.#release.unshift(...release);
-        this.#log.warn({ err: error }, `webhook outcomes could not be written: ${faultOf(error)}; trying again`);
+        this.#db.outage.failed(
+          this.#log,
+          'webhook-outcomes',
+          error,
+          `webhook outcomes could not be written: ${faultOf(error)}; trying again`,
+        );
         setTimeout(() => this.#writeSoon(), 1000).unref();
       } finally {
         this.#writing = undefined;

@@ -6,6 +6,7 @@ import { AppError } from '../errors.js';
 import { pendingMigrations } from '../db/migrate.js';
 import { operation, representation } from '../http/schemas.js';
 import type { UpstreamWeather } from '../upstream/upstream-weather.js';
+import type { AuditTrailState } from '../audit-trail/audit-log.js';
 
 /** A readiness check that has not answered by then counts as failed: a probe must not hang. */
 const CHECK_TIMEOUT_MS = 2000;
@@ -31,6 +32,7 @@ const HealthSchema = Type.Object(
           database: CheckSchema,
           migrations: CheckSchema,
           rate_limits: Type.Optional(CheckSchema),
+          audit_trail: Type.Optional(CheckSchema),
           weather_provider: Type.Optional(CheckSchema),
         },
         { additionalProperties: false },
@@ -49,7 +51,10 @@ type Check = { status: 'pass' | 'warn' | 'fail'; duration_ms: number; output?: s
  * away before the process ends. Probes are not callers' requests: they are neither in the audit
  * trail nor in the info-level access log.
  */
-const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, { version }) => {
+const healthRoutes: FastifyPluginAsyncTypebox<{ version: string; auditTrail: () => AuditTrailState }> = async (
+  app,
+  { version, auditTrail },
+) => {
   // Quieter than the API, never louder: warn, unless the service logs even less.
   const quiet: LogLevel = (['error', 'fatal', 'silent'] as const).find((level) => level === app.log.level) ?? 'warn';
   const probe = { logLevel: quiet, config: { probe: true } };
@@ -102,12 +107,15 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app,
         if (pending.length > 0) throw new CheckFailed(`migrations not applied yet: ${pending.join(', ')}`);
       });
       // Damage was logged once when found, with what to do; a probe every few seconds adds nothing.
+      // A database that cannot be reached is said once an outage (db/outage.ts), not once a probe.
       for (const check of [database, migrations])
-        if (check.error && check.check.output !== DAMAGED) app.log.warn({ err: check.error }, 'readiness check failed');
+        if (check.error && check.check.output !== DAMAGED)
+          app.db.outage.failed(app.log, 'readiness', check.error, `readiness check failed: ${check.check.output}`);
       const checks = {
         database: database.check,
         migrations: migrations.check,
         ...rateLimitCheck(app.rateLimiter?.sharing),
+        ...auditTrailCheck(auditTrail()),
         ...weatherProviderCheck(app.weather),
       };
       if (database.check.status === 'fail' || migrations.check.status === 'fail') {
@@ -136,6 +144,23 @@ function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
           output: 'Redis cannot be reached: this instance counts rate limits alone',
         },
       };
+}
+
+/**
+ * Only while the audit trail cannot be written: a warning, not a failure. Every instance on the
+ * database fails alike then (it is unreachable, or its disk full), and requests are still served
+ * and their events kept in memory until it takes them (docs/operations.md "Health").
+ */
+function auditTrailCheck({ pending, failingSince }: AuditTrailState): { audit_trail?: Check } {
+  if (failingSince === undefined) return {};
+  const seconds = Math.round((Date.now() - failingSince) / 1000);
+  return {
+    audit_trail: {
+      status: 'warn',
+      duration_ms: 0,
+      output: `the audit trail could not be written for ${seconds} s; ${pending} events wait in memory`,
+    },
+  };
 }
 
 /**

@@ -152,13 +152,13 @@ export function startImportRunner(options: {
    * every poll); damage is not said here at all: the storage says it once (db/corruption.ts).
    */
   const failing = new Set<string>();
-  const quietly = (what: string, step: () => Promise<void>) =>
+  const quietly = (task: string, what: string, step: () => Promise<void>) =>
     step().then(
-      () => void failing.delete(what),
+      () => void failing.delete(task),
       (error: unknown) => {
-        if (failing.has(what) || isCorruption(error) || error instanceof StorageCorruptError) return;
-        failing.add(what);
-        log.warn({ err: error }, `${what}; said once until it works again`);
+        if (failing.has(task) || isCorruption(error) || error instanceof StorageCorruptError) return;
+        failing.add(task);
+        db.outage.failed(log, task, error, `${what}; said once until it works again`);
       },
     );
 
@@ -168,7 +168,7 @@ export function startImportRunner(options: {
       again = true;
       return;
     }
-    claiming = quietly('could not claim an import', claim).finally(() => {
+    claiming = quietly('import-claims', 'could not claim an import', claim).finally(() => {
       claiming = undefined;
       if (again) {
         again = false;
@@ -195,13 +195,13 @@ export function startImportRunner(options: {
   };
 
   const leaseTimer = setInterval(() => {
-    void quietly('could not renew or sweep import leases', sweep);
+    void quietly('import-leases', 'could not renew or sweep import leases', sweep);
   }, LEASE_RENEW_MS);
   leaseTimer.unref();
   const pollTimer = setInterval(wake, POLL_MS);
   pollTimer.unref();
   const first = setTimeout(() => {
-    void quietly('could not renew or sweep import leases', sweep);
+    void quietly('import-leases', 'could not renew or sweep import leases', sweep);
   }, 50);
   first.unref();
 

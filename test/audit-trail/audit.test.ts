@@ -4,6 +4,8 @@ import { startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { buildUser, createCallerWithKey } from '../helpers/records.js';
 import { BACKEND } from '../helpers/database.js';
+import { keptLog } from '../helpers/log.js';
+import { sample } from '../helpers/metrics.js';
 
 interface AuditEvent {
   id: number;
@@ -351,18 +353,20 @@ describe('the audit trail, written every 50 ms', () => {
   });
 });
 
+const countAuditEvents = async (test: TestApp) =>
+  Number(
+    (
+      await test.storage.db
+        .selectFrom('audit_events')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
 describe('the audit trail is written in batches', () => {
   it('200 requests: nothing is written until the flush interval passes; closing the app writes all 200', async () => {
     const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '60000' });
-    const count = async () =>
-      Number(
-        (
-          await test.storage.db
-            .selectFrom('audit_events')
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = () => countAuditEvents(test);
     const requestIds: string[] = [];
     for (let index = 0; index < 200; index++) {
       const reply = await test.call({ url: '/v1/users?limit=1' });
@@ -390,42 +394,74 @@ describe('the audit trail is written in batches', () => {
 });
 
 describe('the audit trail when the database refuses a batch', () => {
-  it('a batch that cannot be written is kept and written once the database accepts it again: no event lost, none twice', async () => {
+  it('GET /health/ready: the audit_trail check warns, and the metrics count the events waiting, while the database refuses every batch; once it takes them again, none is lost and none written twice', async () => {
     const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' });
     try {
-      if (BACKEND === 'sqlite') {
-        await sql`create trigger refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`.execute(
-          test.storage.db,
-        );
-      } else {
-        await sql`create function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`.execute(
-          test.storage.db,
-        );
-        await sql`create trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()`.execute(
-          test.storage.db,
-        );
-      }
+      // The table gone refuses every batch whole, as an unreachable database or a full disk does.
+      await sql`alter table audit_events rename to audit_events_away`.execute(test.storage.db);
       const requestIds: string[] = [];
       for (let index = 0; index < 20; index++)
         requestIds.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
       // Several flushes fail meanwhile; requests are answered all the same.
       await sleep(300);
-      const count = async () =>
-        Number(
-          (
-            await test.storage.db
-              .selectFrom('audit_events')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        );
-      expect(await count()).toBe(0);
+      const ready = await test.call({ url: '/health/ready', key: null });
+      expect(ready.status).toBe(200);
+      expect(ready.json.checks.audit_trail).toMatchObject({
+        status: 'warn',
+        output: expect.stringMatching(/^the audit trail could not be written for \d+ s; 2\d events wait in memory$/),
+      });
+      const metrics = (await test.call({ url: '/metrics' })).text;
+      expect(sample(metrics, 'rowi_audit_events_pending')).toBeGreaterThanOrEqual(20);
+      expect(sample(metrics, 'rowi_audit_write_failing_seconds')).toBeGreaterThan(0);
 
-      await sql`drop trigger refuse_audit${BACKEND === 'sqlite' ? sql`` : sql` on audit_events`}`.execute(
-        test.storage.db,
-      );
+      await sql`alter table audit_events_away rename to audit_events`.execute(test.storage.db);
       const events = await waitForEvents(test, requestIds);
       for (const id of requestIds) expect(events.filter((event) => event.request_id === id)).toHaveLength(1);
+      expect((await test.call({ url: '/health/ready', key: null })).json.checks.audit_trail).toBeUndefined();
+      expect(sample((await test.call({ url: '/metrics' })).text, 'rowi_audit_write_failing_seconds')).toBe(0);
+    } finally {
+      await test.close();
+    }
+  });
+
+  it('an event the database refuses for its values is logged whole and counted; the rest of its batch and every later one are written', async () => {
+    const { log, logger } = keptLog('warn');
+    const test = await startApp({ ROWI_AUDIT_FLUSH_INTERVAL: '50' }, logger);
+    try {
+      // A row the database will never take, whatever is tried: a constraint on the path.
+      if (BACKEND === 'sqlite') {
+        await sql`create trigger refuse_poison before insert on audit_events when new.path = '/v1/poison' begin select raise(abort, 'poison refused'); end`.execute(
+          test.storage.db,
+        );
+      } else {
+        await sql`alter table audit_events add constraint refuse_poison check (path <> '/v1/poison')`.execute(
+          test.storage.db,
+        );
+      }
+      const setAsideBefore = sample((await test.call({ url: '/metrics' })).text, 'rowi_audit_events_set_aside_total');
+      const before: string[] = [];
+      for (let index = 0; index < 10; index++) before.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
+      const poison = await test.call({ url: '/v1/poison' });
+      expect(poison.status).toBe(404);
+      const after: string[] = [];
+      for (let index = 0; index < 10; index++) after.push(requestIdOf(await test.call({ url: '/v1/users?limit=1' })));
+
+      const events = await waitForEvents(test, [...before, ...after]);
+      expect(events.filter((event) => event.path === '/v1/poison')).toEqual([]);
+      const setAside = log.filter((line) => line.audit_event !== undefined);
+      expect(setAside).toHaveLength(1);
+      expect(setAside[0]).toMatchObject({
+        level: 50,
+        audit_event: { request_id: requestIdOf(poison), path: '/v1/poison', status: 404 },
+        msg: expect.stringMatching(
+          /^an audit event was refused by the database \(.*\): it is kept in this log line instead$/,
+        ),
+      });
+      expect(setAside[0]).not.toHaveProperty('err');
+      const metrics = (await test.call({ url: '/metrics' })).text;
+      expect(sample(metrics, 'rowi_audit_events_set_aside_total') - setAsideBefore).toBe(1);
+      expect(sample(metrics, 'rowi_audit_write_failing_seconds')).toBe(0);
+      expect(await countAuditEvents(test)).toBeGreaterThanOrEqual(20);
     } finally {
       await test.close();
     }

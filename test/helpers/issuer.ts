@@ -39,8 +39,13 @@ export interface LocalIssuer {
   /** The issuer identifier (iss): http://127.0.0.1:PORT */
   url: string;
   jwksUrl: string;
-  /** How many times the JWKS has been fetched. */
+  /** How many times the JWKS has been fetched (asked for, whatever the answer). */
   readonly jwksFetches: number;
+  /**
+   * How the JWKS URL answers from now on: with the keys (the default), with an error status, or
+   * never (the request is held open until the issuer closes): a key server that is down.
+   */
+  answerJwksWith(answer: 'keys' | number | 'never'): void;
   /** The kid of the current signing key of an algorithm. */
   kidOf(alg?: IssuerAlgorithm): string;
   /** The kids the JWKS lists now. */
@@ -64,6 +69,7 @@ export async function startIssuer(options: { audience: string; subject?: string 
   const current = new Map<IssuerAlgorithm, KeyPair>();
   let published: KeyPair[] = [];
   let fetches = 0;
+  let jwksAnswer: 'keys' | number | 'never' = 'keys';
 
   async function makeKey(alg: IssuerAlgorithm): Promise<KeyPair> {
     const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
@@ -79,6 +85,8 @@ export async function startIssuer(options: { audience: string; subject?: string 
   const server: Server = createServer((request, response) => {
     if (request.method === 'GET' && request.url === '/jwks.json') {
       fetches++;
+      if (jwksAnswer === 'never') return;
+      if (typeof jwksAnswer === 'number') return void response.writeHead(jwksAnswer).end('down');
       response.writeHead(200, { 'content-type': 'application/jwk-set+json' });
       response.end(JSON.stringify({ keys: published.map((key) => key.publicJwk) }));
       return;
@@ -94,6 +102,9 @@ export async function startIssuer(options: { audience: string; subject?: string 
     jwksUrl: `${url}/jwks.json`,
     get jwksFetches() {
       return fetches;
+    },
+    answerJwksWith(answer) {
+      jwksAnswer = answer;
     },
     kidOf: (alg) => keyOf(alg).kid,
     publishedKids: () => published.map((key) => key.kid),
@@ -121,7 +132,11 @@ export async function startIssuer(options: { audience: string; subject?: string 
         .setProtectedHeader({ ...signing.header, alg: key.alg, kid: signing.kid ?? key.kid })
         .sign(key.privateKey);
     },
-    close: () => new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve()))),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
   };
 }
 

@@ -155,6 +155,19 @@ describe('webhook sender: what an answer counts as', () => {
     await target.connections[0]!.closed;
   });
 
+  it('an answer whose body trickles (a byte every 100 ms, for ever): counted by its status about a second after its headers, not at the 10 s time-out; its connection closed', async () => {
+    const target = await receiver((_request, response) => {
+      response.writeHead(200).write('{');
+      const trickle = setInterval(() => response.write(' '), 100);
+      response.on('close', () => clearInterval(trickle));
+    });
+    const outcome = await send(sender('127.0.0.1', 10_000), `http://127.0.0.1:${target.port}/hooks`);
+    expect(outcome).toMatchObject({ ok: true, statusCode: 200, error: null });
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(900);
+    expect(outcome.durationMs).toBeLessThan(2000);
+    await target.connections[0]!.closed;
+  });
+
   it('an answer longer than 4 KiB, which would go on for ever: read up to 4 KiB and dropped, counted by its status at once (not at the time-out), its connection closed', async () => {
     const target = await receiver((_request, response) => {
       response.writeHead(500);

@@ -391,3 +391,39 @@ describe('webhook delivery', () => {
     ]);
   }, 15_000);
 });
+
+describe('webhook delivery with the default time-out (10 s)', () => {
+  it('a receiver that answers 200 at once, then trickles its body: the delivery succeeds at its first attempt, decided about a second after the status', async () => {
+    const app = await startApp({ ...SETTINGS, ROWI_WEBHOOK_TIMEOUT: '10000' });
+    const trickling = await new Receiver().start();
+    trickling.behaviour = (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' }).write('o');
+      const trickle = setInterval(() => response.write('k'), 100);
+      response.on('close', () => clearInterval(trickle));
+    };
+    try {
+      const created = await app.call({
+        method: 'POST',
+        url: '/v1/webhook-endpoints',
+        body: { url: trickling.url, events: ['user.created'] },
+      });
+      expect(created.status).toBe(201);
+      await createUser(app);
+      const deliveries = await eventually(
+        async () =>
+          (await app.call({ url: `/v1/webhook-endpoints/${created.json.id}/deliveries` })).json.data as {
+            status: string;
+            attempts: { status_code: number | null; error: string | null; duration_ms: number }[];
+          }[],
+        (listed) => listed.length === 1 && listed[0]!.status !== 'pending',
+        5000,
+      );
+      expect(deliveries[0]).toMatchObject({ status: 'succeeded', attempts: [{ status_code: 200, error: null }] });
+      expect(deliveries[0]!.attempts[0]!.duration_ms).toBeLessThan(2000);
+      expect(trickling.received).toHaveLength(1);
+    } finally {
+      await app.close();
+      await trickling.stop();
+    }
+  });
+});

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { withCommits } from '../../src/db/commits.js';
+import { DatabaseOutage, withOutage } from '../../src/db/outage.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
 import type { Database } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
@@ -60,10 +61,13 @@ describe.skipIf(process.env.ROWI_TEST_BACKEND !== 'postgres')('outbox readers on
     await unitOfWork(db, (trx) => event(trx, 2));
 
     // The reader's snapshot: the early writer running, the later one committed.
-    const reader = withCommits(
-      new Kysely<Database>({
-        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }),
-      }),
+    const reader = withOutage(
+      withCommits(
+        new Kysely<Database>({
+          dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }),
+        }),
+      ),
+      new DatabaseOutage(undefined),
     );
     readers.push(reader);
     await sql`begin isolation level repeatable read`.execute(reader);

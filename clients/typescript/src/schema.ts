@@ -2236,6 +2236,13 @@ export interface components {
                     /** @description why the check failed */
                     output?: string;
                 };
+                audit_trail?: {
+                    /** @description warn: serving, in a degraded way */
+                    status: "pass" | "warn" | "fail";
+                    duration_ms: number;
+                    /** @description why the check failed */
+                    output?: string;
+                };
                 weather_provider?: {
                     /** @description warn: serving, in a degraded way */
                     status: "pass" | "warn" | "fail";

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { faultOf } from '../../observability/logger.js';
 import { authenticateAgain } from '../../auth/authenticate.js';
 import { eventSightOf } from '../../auth/visibility.js';
 import { FRESH_MS, type Authenticator, type Principal } from '../../auth/principals.js';
@@ -127,7 +128,9 @@ export class StreamAccess {
       return;
     }
     // The store could not say (it is down): the stream cannot be vouched for, so it ends; the client resumes later.
-    this.#log.warn({ err: error }, "could not check an event stream's credentials again: stream ended");
+    // One short line a stream (the database is down for every stream alike): the driver's stack at debug.
+    this.#log.warn(`could not check an event stream's credentials again (${faultOf(error)}): stream ended`);
+    this.#log.debug({ err: error }, "could not check an event stream's credentials again");
     stream.end(
       problemFor(
         new AppError(

@@ -127,7 +127,7 @@ export function registerEventStream(
           else unsubscribe = remove;
         },
         (error: unknown) => {
-          request.log.error({ err: error }, 'event stream could not start');
+          app.db.outage.failed(request.log, 'event-streams', error, 'event stream could not start');
           stream.cut('error');
         },
       );

@@ -3,6 +3,7 @@ import type { Executor, Trx } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
 import type { NewOperationError, OperationErrorRow, OperationRow } from '../../db/operation-tables.js';
+import { storableOrNull, storableText } from '../../db/storable-text.js';
 import { whereVisible, type Sight } from '../../db/visibility.js';
 
 /** Every query of long-running operations and the errors of their rows. */
@@ -204,8 +205,15 @@ export async function insertOperationErrors(db: Executor, errors: readonly NewOp
       .execute();
 }
 
-const pick = (error: NewOperationError) =>
-  Object.fromEntries(ERROR_FIELDS.map((field) => [field, error[field]])) as NewOperationError;
+/**
+ * A row's error as stored: its field and detail may quote what the file held (a key of an NDJSON
+ * row, `{"a\u0000b": 1}`, is refused by its name), made storable (db/storable-text.ts).
+ */
+const pick = (error: NewOperationError): NewOperationError => ({
+  ...(Object.fromEntries(ERROR_FIELDS.map((field) => [field, error[field]])) as NewOperationError),
+  field: storableOrNull(error.field),
+  detail: storableText(error.detail),
+});
 
 const numericError = (row: OperationErrorRow): StoredOperationError => ({
   ...row,
