@@ -134,8 +134,9 @@ export function readableResources(reach: Reach): string[] {
     (resource) =>
       reach.scopes.has(`${resource}:read`) &&
       !(resource === 'stock' && someOrdersOrItems) &&
-      // An operation event does not say whose operation it is told of: only those who see every operation get them.
-      !(resource === 'operations' && !seesAllOperations(reach.scopes)),
+      // An operation event does not say whose operation it is told of: only those who see every
+      // operation get them, and never a request acting for a user (which sees only its user's).
+      !(resource === 'operations' && (!seesAllOperations(reach.scopes) || reach.userId !== null)),
   );
 }
 

@@ -25,6 +25,8 @@ const keys: Record<Caller, string> = { warehouse: '', shop: '', market: '' };
 const callerIds: Record<Caller, number> = { warehouse: 0, shop: 0, market: 0 };
 /** A token of the shop acting for Ada, a user the shop created; the warehouse placed Ada's order. */
 let actingToken = '';
+/** The order the warehouse placed for Ada, on the shop's item. */
+let adaOrderId = 0;
 /**
  * By resource: the shop's record, the market's, Ada's (the user the token acts for; items belong
  * to no user), one of another user (the warehouse's customer Walt), and one the shop made and the
@@ -35,7 +37,7 @@ const records = {} as Record<Resource, Partial<Record<Whose, Row>>>;
 const OWNER: Record<Resource, Record<Exclude<Whose, 'deleted'>, Caller>> = {
   users: { own: 'shop', other: 'market', user: 'shop', otherUser: 'warehouse' },
   items: { own: 'shop', other: 'market', user: 'shop', otherUser: 'warehouse' },
-  orders: { own: 'shop', other: 'market', user: 'warehouse', otherUser: 'warehouse' },
+  orders: { own: 'shop', other: 'market', user: 'shop', otherUser: 'warehouse' },
 };
 let storedBefore: unknown;
 
@@ -110,6 +112,14 @@ beforeAll(async () => {
     user_id: ada.id,
     lines: [{ item_id: own.items.id, quantity: 1 }],
   });
+  // Ada's order as the shop placed it, on an item of its own (the own item's movements are asserted below).
+  const shopItem = await make(keys.shop, '/v1/items', { name: 'shop item 2', sku: 'SKU-shop-2', price: '1.00' });
+  await test.call({ method: 'PUT', url: `/v1/items/${shopItem.id}/stock`, body: { quantity: 100 } });
+  const adaShopOrder = await make(keys.shop, '/v1/orders', {
+    name: 'ada-shop-order',
+    user_id: ada.id,
+    lines: [{ item_id: shopItem.id, quantity: 1 }],
+  });
   actingToken = await issueToken(test, { name: 'shop' }, keys.shop, { user_id: String(ada.id) });
   const deletedStatus: Record<string, number> = {};
   for (const resource of ['orders', 'items', 'users'] as const)
@@ -125,7 +135,8 @@ beforeAll(async () => {
       deleted: gone[resource],
     };
   records.users.user = ada;
-  records.orders.user = adaOrder;
+  records.orders.user = adaShopOrder;
+  adaOrderId = adaOrder.id;
   storedBefore = await storedState();
 });
 afterAll(() => test.close());
@@ -136,7 +147,8 @@ afterAll(() => test.close());
  */
 function sees(viewer: Viewer, resource: Resource, whose: Whose): boolean {
   if (whose === 'deleted') return false;
-  if (viewer === 'acting' && resource !== 'items') return whose === 'user';
+  // Acting narrows: of what its caller sees, only the user's record and orders.
+  if (viewer === 'acting' && resource !== 'items') return whose === 'user' && OWNER[resource][whose] === 'shop';
   return viewer === 'warehouse' || OWNER[resource][whose] === 'shop';
 }
 
@@ -265,7 +277,8 @@ describe('lists: a caller that sees its own records lists only them, on every pa
       const shown = (row: Row) => {
         if (viewer === 'warehouse') return true;
         if (viewer === 'acting' && resource === 'users') return row.id === ada;
-        if (viewer === 'acting' && resource === 'orders') return row.user_id === ada;
+        if (viewer === 'acting' && resource === 'orders')
+          return row.user_id === ada && row.created_by === callerIds.shop;
         return row.created_by === callerIds[viewer === 'acting' ? 'shop' : viewer];
       };
       const expected = all
@@ -325,7 +338,7 @@ describe('what a record refers to', () => {
     });
     const asActing = await test.call({ url: `/v1/items/${records.items.own!.id}/stock/movements`, ...as('acting') });
     // Newest first: the warehouse's reservation, Ada's, the shop's, and the admin's count (no order).
-    const ada = records.orders.user!.id;
+    const ada = adaOrderId;
     expect(asWarehouse.json.data.map((row: Row) => row.order_id)).toEqual([
       order.id,
       ada,
@@ -333,7 +346,8 @@ describe('what a record refers to', () => {
       null,
     ]);
     expect(asShop.json.data.map((row: Row) => row.order_id)).toEqual([null, null, records.orders.own!.id, null]);
-    expect(asActing.json.data.map((row: Row) => row.order_id)).toEqual([null, ada, null, null]);
+    // Ada's order was placed by the warehouse: the shop does not see it, so neither does its token acting for Ada.
+    expect(asActing.json.data.map((row: Row) => row.order_id)).toEqual([null, null, null, null]);
     const filtered = await test.call({
       url: `/v1/items/${records.items.own!.id}/stock/movements?order_id=${order.id}`,
       key: keys.shop,
@@ -386,7 +400,7 @@ describe('events: each viewer gets the events of the records it sees, and only t
         if (!/^(users|items|orders)$/.test(resource)) return false;
         if (viewer === 'warehouse') return true;
         const owner = owners.get(event.path)!;
-        if (viewer === 'acting' && resource !== 'items') return owner.user === ada;
+        if (viewer === 'acting' && resource !== 'items') return owner.user === ada && owner.created_by === callerId;
         return owner.created_by === callerId;
       };
       const expected = all.filter(shown).map((event) => event.id);
