@@ -99,6 +99,7 @@ const EXPECTED: Record<string, Needs> = {
   'PATCH /v1/orders/:id': ['orders:update', 'orders:read'],
   'DELETE /v1/orders/:id': ['orders:delete', 'orders:read'],
   'POST /v1/orders/batch': ['orders:update', 'orders:read'],
+  'POST /v1/orders/:id/cancel': ['orders:cancel', 'orders:read'],
   'GET /v1/weather': ['weather:read'],
   'HEAD /v1/weather': ['weather:read'],
   'GET /v1/weather/:place': ['weather:read'],
@@ -162,11 +163,13 @@ const ROLE_SCOPES = {
   reader: [...DATA.map((resource) => `${resource}:read`), 'events:read', ...OPERATIONS],
   editor: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
+    'orders:cancel',
     'events:read',
     ...OPERATIONS,
   ],
   admin: [
     ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
+    'orders:cancel',
     'users:act',
     ...['read', 'create', 'update', 'delete'].map((action) => `callers:${action}`),
     'audit-events:read',

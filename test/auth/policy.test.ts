@@ -17,11 +17,26 @@ const OPERATIONS = ['operations:read', 'operations:update'];
 const READER = [...DATA.map((resource) => `${resource}:read`), 'events:read', ...OPERATIONS];
 const EDITOR = [
   ...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
+  // Who may update orders may cancel them (docs/access.md).
+  'orders:cancel',
+  'events:read',
+  ...OPERATIONS,
+];
+/** A sales channel (docs/access.md): places and cancels orders, creates its customers, reads the catalogue and its events. */
+const CHANNEL = [
+  'orders:read',
+  'orders:create',
+  'orders:cancel',
+  'users:read',
+  'users:create',
+  'items:read',
+  'stock:read',
   'events:read',
   ...OPERATIONS,
 ];
 const ADMIN = [
   ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
+  'orders:cancel',
   // Acting for a user (docs/access.md).
   'users:act',
   'callers:read',
@@ -49,6 +64,10 @@ describe('policy: scopesOf', () => {
 
   it('scopesOf: read, create and update on every data resource, no delete, when the role is editor', () => {
     expect(sorted(scopesOf('editor', [], []))).toEqual(sorted(EDITOR));
+  });
+
+  it('scopesOf: orders placed and cancelled, its customers created, the catalogue and its events read, when the role is channel', () => {
+    expect(sorted(scopesOf('channel', [], []))).toEqual(sorted(CHANNEL));
   });
 
   it('scopesOf: every scope, including delete, caller management and the audit trail, when the role is admin', () => {
@@ -112,6 +131,15 @@ describe('policy: grants and scope lists', () => {
 });
 
 describe('policy: permissionOf and missingScopes', () => {
+  it('permissionOf: orders:cancel needs orders:read too and is recorded as an update, when the route cancels one order', () => {
+    expect(permissionOf('orders:cancel', '/v1/orders/:id/cancel')).toEqual({
+      scope: 'orders:cancel',
+      also: ['orders:read'],
+      resource: 'orders',
+      action: 'update',
+    });
+  });
+
   it('permissionOf: the declared scope alone when the route addresses a collection', () => {
     expect(permissionOf('orders:create', '/v1/orders')).toMatchObject({ scope: 'orders:create', also: [] });
     expect(permissionOf('audit-events:read', '/v1/audit-events')).toMatchObject({
