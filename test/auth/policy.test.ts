@@ -10,50 +10,7 @@ import {
   type Scope,
 } from '../../src/auth/policy.js';
 
-/** The roles of docs/security.md written out by hand, so the module is checked against the documented rules and not against itself. */
-const DATA = ['users', 'items', 'stock', 'orders', 'weather'];
-/** Every role follows and cancels the imports it started (docs/bulk.md "Imports"). */
-const OPERATIONS = ['operations:read', 'operations:update'];
-const READER = [...DATA.map((resource) => `${resource}:read`), 'events:read', ...OPERATIONS];
-const EDITOR = [
-  ...DATA.flatMap((resource) => ['read', 'create', 'update'].map((action) => `${resource}:${action}`)),
-  // Who may update orders may cancel them (docs/access.md).
-  'orders:cancel',
-  'events:read',
-  ...OPERATIONS,
-];
-/** A sales channel (docs/access.md): places and cancels orders, creates its customers, reads the catalogue and its events. */
-const CHANNEL = [
-  'orders:read',
-  'orders:create',
-  'orders:cancel',
-  'users:read',
-  'users:create',
-  'items:read',
-  'stock:read',
-  'events:read',
-  ...OPERATIONS,
-];
-const ADMIN = [
-  ...DATA.flatMap((resource) => ['read', 'create', 'update', 'delete'].map((action) => `${resource}:${action}`)),
-  'orders:cancel',
-  // Acting for a user (docs/access.md).
-  'users:act',
-  'callers:read',
-  'callers:create',
-  'callers:update',
-  'callers:delete',
-  'audit-events:read',
-  'events:read',
-  'webhook-endpoints:read',
-  'webhook-endpoints:create',
-  'webhook-endpoints:update',
-  'webhook-endpoints:delete',
-  'metrics:read',
-  ...OPERATIONS,
-  'backups:read',
-  'backups:create',
-];
+import { ADMIN, CHANNEL, EDITOR, READER } from '../helpers/roles.js';
 
 const sorted = (scopes: Iterable<string>) => [...scopes].sort();
 
