@@ -35,6 +35,7 @@ const POSTGRES_PROCESS = [
   'test/resources/imports.process.test.ts',
   'test/resources/imports-concurrency.process.test.ts',
   'test/resources/imports-thread.process.test.ts',
+  'test/resources/imports-access.process.test.ts',
   'test/process/workers.process.test.ts',
   'test/postgres/**/*.process.test.ts',
   'test/outbox/**/*.process.test.ts',

@@ -73,6 +73,12 @@ export const PROBLEM_TYPES = {
     description:
       "An endpoint acts for its owner, the caller that created it, and may be changed, pinged, rotated, retried or deleted only by a caller that could have created it as it is: one that may read every resource it sends events of (`required_scopes` lists what is missing). Only its owner may change its URL, and the subject of an external issuer's token owns none. `detail` says which; nothing was changed.",
   },
+  'acting-forbidden': {
+    status: 403,
+    title: 'Not while acting for a user',
+    description:
+      "A request acting for one user (a token issued with `user_id`, or an external token whose user claim names a user) may not create users or items, on any path (a single request, the create entries of a batch, an import of users or items): acting serves one person, whose record and orders it reads and places. Make such records with the caller's own credentials; nothing was changed.",
+  },
   'not-found': {
     status: 404,
     title: 'Not found',

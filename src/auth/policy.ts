@@ -48,7 +48,14 @@ export function recordAccessOf(ownRecords: ReadonlySet<string>): RecordAccess {
  */
 export const ACT_FOR_USERS = 'users:act';
 
-export type Scope = `${string}:${Action}` | typeof ACT_FOR_USERS;
+/**
+ * The scope that lets a caller cancel the orders it sees (POST /v1/orders/{id}/cancel) without
+ * changing them otherwise: a sales channel cancels its own orders, but neither fulfils nor edits
+ * them (docs/access.md). Who may update orders may cancel them by PATCH as well.
+ */
+export const CANCEL_ORDERS = 'orders:cancel';
+
+export type Scope = `${string}:${Action}` | typeof ACT_FOR_USERS | typeof CANCEL_ORDERS;
 
 declare module '../http/schemas.js' {
   /** A route declares one of these scopes as its permission (or 'public'). */
@@ -95,6 +102,7 @@ export const BACKUP_SCOPES: readonly Scope[] = ['backups:read', 'backups:create'
 /** Every scope there is, in a stable order. */
 export const ALL_SCOPES: readonly Scope[] = [
   ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
+  CANCEL_ORDERS,
   ACT_FOR_USERS,
   ...MANAGEMENT_SCOPES,
   'audit-events:read',
@@ -134,8 +142,9 @@ export function readableResources(reach: Reach): string[] {
     (resource) =>
       reach.scopes.has(`${resource}:read`) &&
       !(resource === 'stock' && someOrdersOrItems) &&
-      // An operation event does not say whose operation it is told of: only those who see every operation get them.
-      !(resource === 'operations' && !seesAllOperations(reach.scopes)),
+      // An operation event does not say whose operation it is told of: only those who see every
+      // operation get them, and never a request acting for a user (which sees only its user's).
+      !(resource === 'operations' && (!seesAllOperations(reach.scopes) || reach.userId !== null)),
   );
 }
 
@@ -172,16 +181,19 @@ const dataScopes = (...actions: Action[]): Scope[] =>
 
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   reader: [...dataScopes('read'), 'events:read', ...OPERATION_SCOPES],
-  editor: [...dataScopes('read', 'create', 'update'), 'events:read', ...OPERATION_SCOPES],
+  editor: [...dataScopes('read', 'create', 'update'), CANCEL_ORDERS, 'events:read', ...OPERATION_SCOPES],
   admin: ALL_SCOPES,
-  // A sales channel places orders for its customers and reads the catalogue (docs/access.md).
+  // A sales channel places orders for its customers and cancels them, reads the catalogue, and
+  // follows its own records' events (docs/access.md): it sees only its own users and orders.
   channel: [
     'orders:read',
     'orders:create',
+    CANCEL_ORDERS,
     'users:read',
     'users:create',
     'items:read',
     'stock:read',
+    'events:read',
     ...OPERATION_SCOPES,
   ],
 };
@@ -258,11 +270,13 @@ export function permissionOf(scope: Scope | 'public', url: string): Permission {
     : [];
   const reads = addressed.map((segment): Scope => `${segment}:read`).filter((read) => read !== scope && isScope(read));
   const split = scope.lastIndexOf(':');
+  const action = scope.slice(split + 1);
   return {
     scope,
     also: reads,
     resource: scope.slice(0, split),
-    action: scope.slice(split + 1) as Action,
+    // A scope beyond the four actions (orders:cancel) changes a record: the audit trail records an update.
+    action: (ACTIONS as readonly string[]).includes(action) ? (action as Action) : 'update',
   };
 }
 

@@ -1,4 +1,5 @@
 import { SEES_ALL, type EventSight, type Sight } from '../db/visibility.js';
+import { AppError } from '../errors.js';
 import {
   isOwnedResource,
   reachOfGrants,
@@ -17,19 +18,19 @@ import type { Principal } from './principals.js';
 export type Seer = Pick<Principal, 'callerId' | 'ownRecords' | 'userId'>;
 
 /**
- * Which records of a resource a request may see (docs/access.md): a request that acts for a user
- * sees that user's record and orders only, whatever its caller could see (items as its caller
- * does: they belong to no user); else every record, or only those its caller created, as the
- * caller's record access says. The one place this is decided; the Sight it returns is what every
- * query of users, items and orders composes with (db/visibility.ts). A request without a
- * principal (rowi's own work) and an external issuer's subject that acts for no user (which is no
- * caller, so owns nothing) see by their scopes alone.
+ * Which records of a resource a request may see (docs/access.md): every record, or only those its
+ * caller created, as the caller's record access says; a request that acts for a user sees, of
+ * those, that user's record and orders only (acting narrows: it never sees more than its caller),
+ * and items as its caller does (they belong to no user). The one place this is decided; the Sight
+ * it returns is what every query of users, items and orders composes with (db/visibility.ts). A
+ * request without a principal (rowi's own work) and an external issuer's subject that acts for no
+ * user (which is no caller, so owns nothing) see by their scopes alone.
  */
 export function sightOf(principal: Seer | null, resource: OwnedResource): Sight {
   if (principal === null) return SEES_ALL;
-  if (principal.userId !== null && resource !== 'items') return { owner: null, user: principal.userId };
-  if (principal.callerId === null || !principal.ownRecords.has(resource)) return SEES_ALL;
-  return { owner: principal.callerId, user: null };
+  const owner = principal.callerId !== null && principal.ownRecords.has(resource) ? principal.callerId : null;
+  const user = principal.userId !== null && resource !== 'items' ? principal.userId : null;
+  return owner === null && user === null ? SEES_ALL : { owner, user };
 }
 
 /**
@@ -51,17 +52,39 @@ export function sightOnCollection(principal: Seer | null, collection: string): S
   return isOwnedResource(collection) ? sightOf(principal, collection) : SEES_ALL;
 }
 
-/** The owner of a record the request creates: its caller; null for an external issuer's subject. */
-export function creatorOf(principal: Seer | null): number | null {
+/**
+ * The owner of a record of `resource` the request creates: its caller; null for an external
+ * issuer's subject. A request acting for a user creates no users or items (403 acting-forbidden,
+ * docs/access.md): acting serves one person, whose orders it places; a customer's app may not
+ * reserve other emails or add to the catalogue. Every path that creates asks here.
+ */
+export function creatorOf(principal: Seer | null, resource: OwnedResource): number | null {
+  assertMayCreate(principal, resource);
   return principal?.callerId ?? null;
 }
 
+/** 403 acting-forbidden when the request acts for a user and `resource` is one acting may not create. */
+export function assertMayCreate(principal: Seer | null, resource: string): void {
+  if (principal === null || principal.userId === null || !(ACTING_CREATES_NONE as readonly string[]).includes(resource))
+    return;
+  throw new AppError(
+    'acting-forbidden',
+    `A request acting for user ${principal.userId} may not create ${resource}: acting serves one person. Create ${resource} with the caller's own credentials.`,
+  );
+}
+
+/** The resources a request acting for a user may not create. */
+const ACTING_CREATES_NONE = ['users', 'items'] as const satisfies readonly OwnedResource[];
+
 /**
- * Which operations (imports) a request sees: every one for a caller that sees all operations (an
- * admin, policy.ts seesAllOperations), otherwise only those its caller started; an external
- * issuer's subject, which is no caller, starts none and sees none.
+ * Which operations (imports, backups) a request sees: every one for a caller that sees all
+ * operations (an admin, policy.ts seesAllOperations), otherwise only those its caller started; a
+ * request acting for a user, only those started by a request acting for that user with the same
+ * caller (an admin's too). An external issuer's subject, which is no caller, sees none.
  */
-export function sightOnOperations(principal: Pick<Principal, 'callerId' | 'scopes'>): Sight {
+export function sightOnOperations(principal: Pick<Principal, 'callerId' | 'scopes' | 'userId'>): Sight {
+  const owner = principal.callerId ?? -1;
+  if (principal.userId !== null) return { owner, user: principal.userId };
   if (seesAllOperations(principal.scopes)) return SEES_ALL;
-  return { owner: principal.callerId ?? -1, user: null };
+  return { owner, user: null };
 }

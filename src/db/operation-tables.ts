@@ -25,6 +25,10 @@ export interface OperationsTable {
   /** The caller that started it (it and admins see it). */
   created_by: number | null;
   caller_name: string | null;
+  /** The user the request that started it acted for (migration 0018); null: none. */
+  user_id: number | null;
+  /** The access of the request that started it, as JSON (auth/access.ts); null: stored before 0018. */
+  access: string | null;
   request_id: string;
   /** The process that holds its uploaded file and runs it, and until when it is known alive. */
   holder: string | null;

@@ -11,7 +11,11 @@ import type { Executor } from './database.js';
  * answer (404) and its timing are the same.
  */
 export interface Sight {
-  /** Only the records this caller created (created_by); null: records of every owner. */
+  /**
+   * Only the records this caller created (created_by); null: records of every owner. With a user
+   * as well, only the records that are both (a token acting for a user never sees more than its
+   * caller).
+   */
   readonly owner: number | null;
   /**
    * Only the records of this user, the one a token acts for: the user itself (users.id) and its
@@ -26,15 +30,25 @@ export type OwnedTable = 'users' | 'items' | 'orders' | 'operations';
 /** What a caller that sees every record sees; also what rowi's own work (not a request) sees. */
 export const SEES_ALL: Sight = Object.freeze({ owner: null, user: null });
 
-/** The column that names a record's user: a user is its own, an order its user_id's. */
-const USER_COLUMN: Partial<Record<OwnedTable, string>> = { users: 'id', orders: 'user_id' };
+/** The column that names a record's user: a user is its own, an order its user_id's, an operation its acting user's. */
+const USER_COLUMN: Partial<Record<OwnedTable, string>> = { users: 'id', orders: 'user_id', operations: 'user_id' };
 
-/** The column and value a sight limits `table` by; undefined when it sees every record of it. */
-function limitOf(table: OwnedTable, sight: Sight): { column: string; value: number } | undefined {
+interface Limit {
+  column: string;
+  value: number;
+}
+
+/**
+ * The columns and values a sight limits `table` by, every one of which a record must match (none:
+ * it sees every record of it). A sight that names both an owner and a user (a token acting for a
+ * user, whose caller sees only its own records) shows the records that are both.
+ */
+function limitsOf(table: OwnedTable, sight: Sight): Limit[] {
+  const limits: Limit[] = [];
+  if (sight.owner !== null) limits.push({ column: 'created_by', value: sight.owner });
   const userColumn = USER_COLUMN[table];
-  if (sight.user !== null && userColumn !== undefined) return { column: userColumn, value: sight.user };
-  if (sight.owner !== null) return { column: 'created_by', value: sight.owner };
-  return undefined;
+  if (sight.user !== null && userColumn !== undefined) limits.push({ column: userColumn, value: sight.user });
+  return limits;
 }
 
 /**
@@ -42,14 +56,18 @@ function limitOf(table: OwnedTable, sight: Sight): { column: string; value: numb
  * shows; undefined when it shows every one.
  */
 export function visibleIn(table: OwnedTable, sight: Sight, alias: string = table): RawBuilder<SqlBool> | undefined {
-  const limit = limitOf(table, sight);
-  return limit === undefined ? undefined : sql<SqlBool>`${sql.ref(`${alias}.${limit.column}`)} = ${limit.value}`;
+  const limits = limitsOf(table, sight);
+  if (limits.length === 0) return undefined;
+  return sql<SqlBool>`${sql.join(
+    limits.map((limit) => sql`${sql.ref(`${alias}.${limit.column}`)} = ${limit.value}`),
+    sql` and `,
+  )}`;
 }
 
 /**
  * The predicate for a statement compiled once for every kind of sight: `owner` and `user` are
  * parameters that may be null (no limit); items take no `user`. Only where one statement reads
- * several tables at once.
+ * several tables at once, or a list of keys whatever the sight.
  */
 export function visibleInEither(table: OwnedTable, alias: string, owner: unknown, user?: unknown): RawBuilder<SqlBool> {
   const byOwner = sql<SqlBool>`(cast(${owner} as bigint) is null or ${sql.ref(`${alias}.created_by`)} = ${owner})`;
@@ -58,11 +76,9 @@ export function visibleInEither(table: OwnedTable, alias: string, owner: unknown
   return sql<SqlBool>`${byOwner} and (cast(${user} as bigint) is null or ${sql.ref(`${alias}.${userColumn}`)} = ${user})`;
 }
 
-/** The parameters visibleInEither takes for a sight (a user sight sets no owner: see limitOf). */
+/** The parameters visibleInEither takes for a sight (a table without a user column takes no user). */
 export function eitherParameters(table: OwnedTable, sight: Sight): [owner: number | null, user: number | null] {
-  const limit = limitOf(table, sight);
-  if (limit === undefined) return [null, null];
-  return limit.column === 'created_by' ? [limit.value, null] : [null, limit.value];
+  return [sight.owner, USER_COLUMN[table] === undefined ? null : sight.user];
 }
 
 interface Filterable {
@@ -76,9 +92,9 @@ export function whereVisible<Query extends Filterable>(query: Query, table: Owne
 }
 
 /**
- * A read of one record by id, compiled once for a sight that sees all, once for one that sees its
- * own records only and once for one that sees a user's (the owner or user a parameter), so a read
- * pays for the predicate no more than a parameter.
+ * A read of one record by id, compiled once for each kind of sight (one that sees all, its own
+ * records, a user's, or a user's among its own: the owner and user parameters), so a read pays for
+ * the predicate no more than a parameter.
  */
 export function compiledVisibleById<Row>(
   table: OwnedTable,
@@ -91,10 +107,13 @@ export function compiledVisibleById<Row>(
   const users = compiledQuery((db, id: number, user: number) =>
     whereVisible(build(db, id), table, { owner: null, user }),
   );
+  const both = compiledQuery((db, id: number, owner: number, user: number) =>
+    whereVisible(build(db, id), table, { owner, user }),
+  );
   return (db, id, sight) => {
-    const limit = limitOf(table, sight);
-    if (limit === undefined) return any(db, id);
-    return limit.column === 'created_by' ? own(db, id, limit.value) : users(db, id, limit.value);
+    const [owner, user] = eitherParameters(table, sight);
+    if (owner === null) return user === null ? any(db, id) : users(db, id, user);
+    return user === null ? own(db, id, owner) : both(db, id, owner, user);
   };
 }
 
@@ -116,9 +135,10 @@ export interface EventOwner {
 export function eventVisible(sight: EventSight, event: EventOwner & { resource: string }): boolean {
   const records = sight.get(event.resource);
   if (records === undefined) return false;
-  if (records.user !== null) return event.user_id === records.user;
-  if (records.owner !== null) return event.created_by === records.owner;
-  return true;
+  return (
+    (records.user === null || event.user_id === records.user) &&
+    (records.owner === null || event.created_by === records.owner)
+  );
 }
 
 /** The predicate on the events table for a sight: the SQL form of eventVisible. */
@@ -126,10 +146,12 @@ export function visibleEvents(sight: EventSight): RawBuilder<SqlBool> {
   const terms: RawBuilder<SqlBool>[] = [];
   const every: string[] = [];
   for (const [resource, records] of sight) {
-    if (records.user !== null) terms.push(sql<SqlBool>`(resource = ${resource} and user_id = ${records.user})`);
-    else if (records.owner !== null)
-      terms.push(sql<SqlBool>`(resource = ${resource} and created_by = ${records.owner})`);
-    else every.push(resource);
+    const limits = [
+      ...(records.user === null ? [] : [sql<SqlBool>`user_id = ${records.user}`]),
+      ...(records.owner === null ? [] : [sql<SqlBool>`created_by = ${records.owner}`]),
+    ];
+    if (limits.length === 0) every.push(resource);
+    else terms.push(sql<SqlBool>`(resource = ${resource} and ${sql.join(limits, sql` and `)})`);
   }
   if (every.length > 0) terms.unshift(sql<SqlBool>`resource in (${sql.join(every)})`);
   return terms.length === 0 ? sql<SqlBool>`1 = 0` : sql<SqlBool>`(${sql.join(terms, sql` or `)})`;
@@ -137,17 +159,24 @@ export function visibleEvents(sight: EventSight): RawBuilder<SqlBool> {
 
 /**
  * The narrower of two sights of the same events, for what outlives one check of access (an open
- * stream): a resource stays only while both show it, with the narrower records; two different
- * limits (another owner, another user) show nothing of it.
+ * stream): a resource stays only while both show it, limited by what either limits it by; two
+ * different limits of one kind (another owner, another user) show nothing of it.
  */
 export function narrowerEventSight(current: EventSight, now: EventSight): EventSight {
   const narrowed = new Map<string, Sight>();
   for (const [resource, records] of current) {
     const later = now.get(resource);
     if (later === undefined) continue;
-    if (later.owner === null && later.user === null) narrowed.set(resource, records);
-    else if (records.owner === null && records.user === null) narrowed.set(resource, later);
-    else if (records.owner === later.owner && records.user === later.user) narrowed.set(resource, records);
+    const owner = narrowerLimit(records.owner, later.owner);
+    const user = narrowerLimit(records.user, later.user);
+    if (owner !== undefined && user !== undefined) narrowed.set(resource, { owner, user });
   }
   return narrowed;
+}
+
+/** The narrower of two limits of one kind (null: none); undefined when they name two different ones. */
+function narrowerLimit(current: number | null, now: number | null): number | null | undefined {
+  if (current === null) return now;
+  if (now === null || now === current) return current;
+  return undefined;
 }

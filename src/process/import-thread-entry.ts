@@ -41,13 +41,13 @@ parentPort!.on('message', (message: ToImportThread) => {
       parentPort!.close();
     })();
   else {
-    const { operation, reader, file } = message.run;
+    const { operation, access, file } = message.run;
     const job = runImport({
       db: storage.db,
       log,
       target: targets.get(operation.target as never)!,
       operation,
-      reader,
+      access,
       file,
       stopping: () => stopping,
       // No request waits for this event loop: a chunk's statements run one after another.

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { accessOf } from '../auth/access.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
 import { OperationSchema } from './operations/operations.schema.js';
 import { operationPath } from './operations/operations.service.js';
@@ -43,8 +44,7 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
     },
     async (request, reply) => {
       const { runner: backups } = available();
-      const principal = request.principal!;
-      const view = await backups.start({ callerId: principal.callerId, name: principal.name, requestId: request.id });
+      const view = await backups.start({ access: accessOf(request.principal!), requestId: request.id });
       return reply.code(202).header('location', operationPath(view.id)).header('retry-after', '1').send(view);
     },
   );

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
+import type { RequestAccess } from '../auth/access.js';
 import type { Config } from '../config/config.js';
 import { BackupError, listBackups, manifestOf, type BackupManifest } from '../db/backup.js';
 import { POSTGRES_BACKUPS, takeBackup } from '../db/backup-schedule.js';
@@ -81,7 +82,7 @@ class Cancelled extends Error {}
 
 export interface BackupRunner {
   /** Queues a backup as an operation and starts it in the background; 409 backup-running while another is unfinished. */
-  start(by: { callerId: number | null; name: string | null; requestId: string }): Promise<OperationView>;
+  start(by: { access: RequestAccess; requestId: string }): Promise<OperationView>;
   close(): Promise<void>;
 }
 
@@ -171,8 +172,7 @@ export function startBackupRunner(options: {
             mode: 'atomic',
             on_conflict: 'error',
             dry_run: 0,
-            created_by: by.callerId,
-            caller_name: by.name,
+            access: by.access,
             request_id: by.requestId,
             holder: leases.holder,
             lease_until: leases.leaseUntil(),

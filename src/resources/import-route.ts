@@ -2,6 +2,8 @@ import { rename, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
+import { accessOf } from '../auth/access.js';
+import { assertMayCreate } from '../auth/visibility.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { UnsupportedMediaTypeError } from '../errors.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
@@ -80,6 +82,9 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
       }),
     },
     async (request, reply) => {
+      // Run with the access of this request, wherever it runs; acting for a user creates no users or items.
+      const access = accessOf(request.principal!);
+      assertMayCreate(access, target.resource);
       const mediaType = mediaTypeOf(request);
       const declared = Number(request.headers['content-length']);
       if (Number.isFinite(declared) && declared > config.importMaxBytes) throw importTooLarge(config.importMaxBytes);
@@ -94,7 +99,6 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         mediaType,
         target,
       });
-      const principal = request.principal!;
       let created;
       try {
         created = await unitOfWork(db, async (trx) => {
@@ -106,8 +110,7 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
             mode: query.mode ?? 'atomic',
             on_conflict: query.on_conflict ?? 'error',
             dry_run: query.dry_run === 'true' ? 1 : 0,
-            created_by: principal.callerId,
-            caller_name: principal.name,
+            access,
             request_id: request.id,
             holder: null,
             lease_until: runner.leaseUntil(),
@@ -116,7 +119,6 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
           return stored;
         });
         await rename(file.path, spoolPath(runner.directory, created.id));
-        runner.entrust(created.id, principal);
       } catch (error) {
         await rm(file.path, { force: true });
         throw error;

@@ -28,7 +28,7 @@ import {
 import type { RowError } from './operations/operations.schema.js';
 import { operationPath, presentOperation, summaryOf } from './operations/operations.service.js';
 import { SEES_ALL } from '../db/visibility.js';
-import type { Reader } from './references.js';
+import type { RequestAccess } from '../auth/access.js';
 
 /**
  * One import, run (docs/bulk.md "Imports"). Rows are read from the spooled file and written in
@@ -66,8 +66,8 @@ export interface RunContext {
   target: ImportTarget;
   operation: StoredOperation;
   file: string;
-  /** The caller that started it, as its upload's request had it (import-runner.ts keeps it for the run). */
-  reader: Reader;
+  /** The access of the request that asked for it, restored from the operation (import-runner.ts). */
+  access: RequestAccess;
   /** True once the process is stopping: the import stops at its next commit. */
   stopping: () => boolean;
   /** Whether the writes give the event loop turns (ImportContext.turns): not on the import thread. */
@@ -148,9 +148,7 @@ async function readAndWrite(
   const conflict = operation.on_conflict;
   const importContext: ImportContext = {
     onConflict: conflict,
-    creator: operation.created_by,
-    sight: operation.created_by === null ? SEES_ALL : { owner: operation.created_by, user: null },
-    reader: context.reader,
+    access: context.access,
     now: nowTimestamp(),
     checking: kind === 'check',
     turns: context.turns,
@@ -310,7 +308,7 @@ async function progress(
 }
 
 function auditRecords(context: RunContext, written: readonly RowWritten[]): AuditRecord[] {
-  const { operation, target } = context;
+  const { operation, target, access } = context;
   const at = Date.now();
   return written
     .filter((row) => row.outcome !== 'skipped' && row.id !== undefined)
@@ -319,9 +317,10 @@ function auditRecords(context: RunContext, written: readonly RowWritten[]): Audi
       return {
         at,
         request_id: operation.request_id,
-        caller_id: operation.created_by,
-        caller_name: operation.caller_name,
-        credential: null,
+        caller_id: access.callerId,
+        caller_name: access.name,
+        credential: access.credential,
+        user_id: access.userId,
         method: created ? 'POST' : 'PUT',
         path: target.recordPath(row.id!),
         resource: target.resource,

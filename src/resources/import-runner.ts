@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
+import { accessFromStored, type RequestAccess } from '../auth/access.js';
 import { nowTimestamp } from '../db/clock.js';
 import { StorageCorruptError } from '../db/corruption.js';
 import { isCorruption } from '../db/driver-errors.js';
@@ -11,7 +12,6 @@ import { SEES_ALL } from '../db/visibility.js';
 import { recordEvent } from '../outbox/outbox.js';
 import { runImport } from './import-run.js';
 import type { ImportTarget } from './import-target.js';
-import type { Reader } from './references.js';
 import {
   countRunning,
   findAbandoned,
@@ -48,12 +48,6 @@ export interface ImportRunner {
   leaseUntil(): string;
   /** Where an operation's file is spooled. */
   readonly directory: string;
-  /**
-   * Keeps who uploaded operation `id` until its import runs: an order is placed as its caller
-   * would place it (the users and items it may name, what it sees, its scopes). Kept in memory,
-   * as the file is: only this process runs it.
-   */
-  entrust(id: number, reader: Reader): void;
   /** Looks for an operation to start now (a new upload, an ended import). */
   wake(): void;
   /** Ends every import of this process at its next commit, fails its queued ones, and stops. */
@@ -63,7 +57,8 @@ export interface ImportRunner {
 /** An import as another thread takes it (process/import-thread.ts): everything in it survives a structured clone. */
 export interface ImportJob {
   operation: StoredOperation;
-  reader: Reader;
+  /** The access of the request that asked for the import, restored from the operation (auth/access.ts). */
+  access: RequestAccess;
   file: string;
 }
 
@@ -93,7 +88,6 @@ export function startImportRunner(options: {
   const holder = randomUUID();
   const targets = new Map(options.targets.map((target) => [target.name, target]));
   const running = new Map<number, Promise<void>>();
-  const readers = new Map<number, Reader>();
   let stopping = false;
   let claiming: Promise<void> | undefined;
   let again = false;
@@ -101,12 +95,13 @@ export function startImportRunner(options: {
 
   const run = async (operation: StoredOperation) => {
     const target = targets.get(operation.target as ImportTarget['name'])!;
-    const reader = readers.get(operation.id) ?? scopeless(operation);
-    readers.delete(operation.id);
+    // It runs with the access of the request that asked for it, as stored with it; never more.
+    const access = accessFromStored(operation.access);
     try {
       const file = fileOf(operation);
-      if (elsewhere !== undefined) await elsewhere.run({ operation, reader: plainReader(reader), file });
-      else await runImport({ db, log, target, operation, reader, file, stopping: () => stopping, turns: true });
+      if (access === undefined) await failAbandoned(db, operation, UNKNOWN_ACCESS);
+      else if (elsewhere !== undefined) await elsewhere.run({ operation, access, file });
+      else await runImport({ db, log, target, operation, access, file, stopping: () => stopping, turns: true });
     } catch (error) {
       log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
       await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(
@@ -209,7 +204,6 @@ export function startImportRunner(options: {
     holder,
     directory: options.directory,
     leaseUntil,
-    entrust: (id, reader) => void readers.set(id, reader),
     wake,
     async close() {
       stopping = true;
@@ -239,7 +233,6 @@ export function startImportRunner(options: {
           if (ended !== undefined)
             await recordEvent(trx, 'operation.completed', operationPath(ended.id), presentOperation(ended, []));
           await rm(spoolPath(options.directory, queued.id), { force: true });
-          readers.delete(queued.id);
         }
       }).catch((error: unknown) => log.warn({ err: error }, 'could not end queued imports while stopping'));
       await elsewhere?.close();
@@ -247,31 +240,12 @@ export function startImportRunner(options: {
   };
 }
 
-/** The caller as a thread can be handed it: what a Reader is, without the rest of a request's principal. */
-function plainReader(reader: Reader): Reader {
-  return {
-    callerId: reader.callerId,
-    name: reader.name,
-    scopes: new Set(reader.scopes),
-    ownRecords: new Set(reader.ownRecords),
-    userId: reader.userId,
-  };
-}
-
 /**
- * Who runs an operation whose uploader this process no longer knows (it cannot happen while the
- * file is this process's; should it, the import is refused its rows, never run with more rights):
- * its caller with no scope, seeing only its own records.
+ * Why an operation without the access of its request is not run: one queued by a rowi that did not
+ * store it (before migration 0018) would otherwise run with rights its caller may not have had.
  */
-function scopeless(operation: StoredOperation): Reader {
-  return {
-    callerId: operation.created_by,
-    name: operation.caller_name ?? 'an unknown caller',
-    scopes: new Set(),
-    ownRecords: new Set(['users', 'items', 'orders']),
-    userId: null,
-  };
-}
+const UNKNOWN_ACCESS =
+  'The import was queued by an earlier version of rowi, which did not keep the access of the request that asked for it, so it was not run: nothing was read or stored. Upload the file again.';
 
 function leaseUntil(): string {
   return new Date(Date.now() + LEASE_MS).toISOString();

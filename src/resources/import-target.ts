@@ -3,9 +3,8 @@ import type { TSchema } from 'typebox';
 import type { Scope } from '../auth/policy.js';
 import type { Executor, Trx } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
-import type { Sight } from '../db/visibility.js';
 import type { ImportTargetName, RowError } from './operations/operations.schema.js';
-import type { Reader } from './references.js';
+import type { RequestAccess } from '../auth/access.js';
 
 export type { RowError };
 
@@ -60,11 +59,11 @@ export interface ImportRow {
 
 export interface ImportContext {
   onConflict: 'error' | 'skip' | 'update';
-  /** The caller that started the import: the owner of what it creates, and what it may see. */
-  creator: number | null;
-  sight: Sight;
-  /** The caller that started the import, as the single request's code takes it (what it may refer to and see). */
-  reader: Reader;
+  /**
+   * The access of the request that started the import, as the single request's code takes it:
+   * what it may see and refer to (auth/visibility.ts sightOf) and who owns what it creates (creatorOf).
+   */
+  access: RequestAccess;
   now: string;
   /** A check pass (dry_run, atomic's first pass): every chunk written is rolled back after it. */
   checking: boolean;

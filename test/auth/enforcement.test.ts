@@ -34,7 +34,8 @@ describe('every route declares its permission', () => {
     );
     expect(operations.length).toBeGreaterThan(30);
     for (const { route, operation } of operations) {
-      expect(operation['x-permission'], route).toMatch(/^(public|[a-z-]+:(read|create|update|delete))$/);
+      // orders:cancel: the one scope beyond the four actions a route declares (docs/access.md, the channel role).
+      expect(operation['x-permission'], route).toMatch(/^(public|[a-z-]+:(read|create|update|delete)|orders:cancel)$/);
       if (operation['x-permission'] === 'public') expect(operation.security, route).toEqual([]);
       else
         expect(operation.security, route).toEqual([

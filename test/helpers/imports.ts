@@ -12,17 +12,25 @@ export class Importer {
     readonly folder: string,
   ) {}
 
-  /** Writes `text` to a file and streams it from disk as the body of POST /v1/{collection}/import. */
+  /**
+   * Writes `text` to a file and streams it from disk as the body of POST /v1/{collection}/import,
+   * with the admin's key, another `key`, or the credentials in `headers` (a bearer token).
+   */
   async upload(
     collection: string,
     text: string | Buffer,
-    { type = 'text/csv', query = '', key = this.test.adminKey }: { type?: string; query?: string; key?: string } = {},
+    {
+      type = 'text/csv',
+      query = '',
+      key = this.test.adminKey,
+      headers,
+    }: { type?: string; query?: string; key?: string; headers?: Record<string, string> } = {},
   ): Promise<Reply> {
     const path = join(this.folder, `file-${++this.#files}`);
     writeFileSync(path, text);
     const response = await fetch(`${this.base}/v1/${collection}/import${query}`, {
       method: 'POST',
-      headers: { 'content-type': type, 'x-api-key': key },
+      headers: { 'content-type': type, ...(headers ?? { 'x-api-key': key }) },
       body: createReadStream(path) as unknown as RequestInit['body'],
       duplex: 'half',
     } as RequestInit);
@@ -37,10 +45,10 @@ export class Importer {
     return { status: response.status, headers: Object.fromEntries(response.headers), text: body, json, mediaType };
   }
 
-  /** The operation at `location` once it has ended. */
-  async finished(location: string, key = this.test.adminKey): Promise<Reply> {
+  /** The operation at `location` once it has ended, read with the admin's key (or `key`, or the credentials in `headers`). */
+  async finished(location: string, key = this.test.adminKey, headers?: Record<string, string>): Promise<Reply> {
     for (let attempt = 0; attempt < 800; attempt++) {
-      const reply = await this.test.call({ url: location, key });
+      const reply = await this.test.call({ url: location, key, ...(headers ? { headers } : {}) });
       if (reply.status !== 200 || !['queued', 'running'].includes(reply.json.status)) return reply;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }

@@ -60,3 +60,28 @@ export async function createCallerWithKey(
     return { caller, key, keyId: record.id };
   });
 }
+
+/**
+ * A caller as the admin makes one through the API (POST /v1/callers with `body`: its role, grants,
+ * record access), and an API key of it.
+ */
+export async function createCallerThroughApi(
+  test: TestApp,
+  name: string,
+  body: Record<string, unknown>,
+): Promise<{ id: number; name: string; key: string }> {
+  const created = await test.call({ method: 'POST', url: '/v1/callers', body: { name, ...body } });
+  if (created.status !== 201) throw new Error(`could not create caller: ${created.status} ${created.text}`);
+  const key = await test.call({ method: 'POST', url: `/v1/callers/${created.json.id}/keys`, body: {} });
+  return { id: created.json.id as number, name, key: key.json.key as string };
+}
+
+/** A record as a test reads it. */
+type Row = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** POSTs `body` to `url` with `key`, which must answer 201; the record created. */
+export async function createWithKey(test: TestApp, key: string, url: string, body: unknown): Promise<Row> {
+  const reply = await test.call({ method: 'POST', url, body, key });
+  if (reply.status !== 201) throw new Error(`could not create at ${url}: ${reply.status} ${reply.text}`);
+  return reply.json;
+}

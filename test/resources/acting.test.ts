@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnLoopback, startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { issueToken } from '../helpers/credentials.js';
+import { createCallerThroughApi, createWithKey } from '../helpers/records.js';
 import { startIssuer, type LocalIssuer } from '../helpers/issuer.js';
 import { eventually, Receiver } from '../helpers/receiver.js';
 import { SseClient } from '../helpers/sse.js';
@@ -28,18 +29,9 @@ let item: Row;
 let adaToken = '';
 const receivers: Receiver[] = [];
 
-async function caller(name: string, body: Row): Promise<{ id: number; key: string }> {
-  const created = await test.call({ method: 'POST', url: '/v1/callers', body: { name, ...body } });
-  expect(created.status, created.text).toBe(201);
-  const key = await test.call({ method: 'POST', url: `/v1/callers/${created.json.id}/keys`, body: {} });
-  return { id: created.json.id, key: key.json.key };
-}
+const caller = (name: string, body: Row) => createCallerThroughApi(test, name, body);
 
-async function make(key: string, url: string, body: unknown): Promise<Row> {
-  const reply = await test.call({ method: 'POST', url, body, key });
-  expect(reply.status, reply.text).toBe(201);
-  return reply.json;
-}
+const make = (key: string, url: string, body: unknown) => createWithKey(test, key, url, body);
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const orderFor = (userId: number, name = 'o') => ({
@@ -221,6 +213,95 @@ describe('what a token acting for a user sees and does', () => {
     const refused = await test.call({ url: '/v1/users/me', headers: bearer(token) });
     expect(refused.status).toBe(401);
     expect(refused.json.detail).toBe("The token's caller may no longer act for users (users:act).");
+  });
+});
+
+describe('acting narrows: a token acting for a user never sees more than its caller', () => {
+  it("GET /v1/orders/{id}: 404 to a channel's key and to its token acting for the customer, as for an order that does not exist, when the admin placed the order for the channel's customer", async () => {
+    const placedByAdmin = await make(test.adminKey, '/v1/orders', orderFor(ada.id, 'admin-for-ada'));
+    for (const credentials of [{ key: shop.key }, { headers: bearer(adaToken) }]) {
+      const hidden = await test.call({ url: `/v1/orders/${placedByAdmin.id}`, ...credentials });
+      const never = await test.call({ url: '/v1/orders/987654321', ...credentials });
+      expect(hidden.status).toBe(404);
+      expect(hidden.json.detail).toBe(never.json.detail.replace('987654321', String(placedByAdmin.id)));
+      const listed = (await test.call({ url: '/v1/orders?limit=500', ...credentials })).json.data as Row[];
+      expect(listed.map((order) => order.id)).not.toContain(placedByAdmin.id);
+    }
+  });
+
+  it("GET /v1/orders/{id}: 200 to an all-records caller's token acting for the user, for an order another caller placed for that user; its other users' orders stay 404", async () => {
+    const hub = await caller('hub', { role: 'editor', extra_scopes: ['users:act'] });
+    const placedByAdmin = await make(test.adminKey, '/v1/orders', orderFor(ada.id, 'admin-for-ada-2'));
+    const placedForBob = await make(test.adminKey, '/v1/orders', orderFor(bob.id, 'admin-for-bob'));
+    const token = await issueToken(test, { name: 'hub' }, hub.key, { user_id: String(ada.id) });
+    const seen = await test.call({ url: `/v1/orders/${placedByAdmin.id}`, headers: bearer(token) });
+    expect(seen.status).toBe(200);
+    expect(seen.json).toMatchObject({ id: placedByAdmin.id, user_id: ada.id, created_by: placedByAdmin.created_by });
+    expect((await test.call({ url: `/v1/orders/${placedForBob.id}`, headers: bearer(token) })).status).toBe(404);
+  });
+});
+
+describe('what a token acting for a user may create: orders for its user, no users and no items', () => {
+  let hubToken = '';
+  let hubCustomer: Row;
+  beforeAll(async () => {
+    const hub = await caller('creating-hub', { role: 'editor', extra_scopes: ['users:act'] });
+    hubCustomer = await make(hub.key, '/v1/users', { name: 'Hilda', email: 'hilda@example.com' });
+    hubToken = await issueToken(test, { name: 'creating-hub' }, hub.key, { user_id: String(hubCustomer.id) });
+  });
+  const counts = async () => ({
+    users: (await test.storage.db.selectFrom('users').select('id').execute()).length,
+    items: (await test.storage.db.selectFrom('items').select('id').execute()).length,
+  });
+
+  it.each([
+    ['POST', '/v1/users', { name: 'Mallory', email: 'mallory@example.com' }, 'users'],
+    ['POST', '/v1/users/batch', { create: [{ name: 'Mallory', email: 'mallory@example.com' }] }, 'users'],
+    ['POST', '/v1/items', { sku: 'ACT-1', name: 'Acted', price: '1.00' }, 'items'],
+    ['POST', '/v1/items/batch', { create: [{ sku: 'ACT-1', name: 'Acted', price: '1.00' }] }, 'items'],
+  ] as const)(
+    '%s %s: 403 acting-forbidden and nothing stored when the request acts for a user',
+    async (method, url, body, resource) => {
+      const before = await counts();
+      const refused = await test.call({ method, url, body, headers: bearer(hubToken) });
+      expect(refused.status, refused.text).toBe(403);
+      expect(refused.json.type).toBe('/problems/acting-forbidden');
+      expect(refused.json.detail).toBe(
+        `A request acting for user ${hubCustomer.id} may not create ${resource}: acting serves one person. Create ${resource} with the caller's own credentials.`,
+      );
+      expect(await counts()).toEqual(before);
+    },
+  );
+
+  it('POST /v1/users: 403 acting-forbidden for an XML body too, and for an external token whose claim names a user', async () => {
+    const before = await counts();
+    const xml = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers: { ...bearer(hubToken), 'content-type': 'application/xml', accept: 'application/xml' },
+      body: '<user><name>Mallory</name><email>mallory@example.com</email></user>',
+    });
+    expect(xml.status).toBe(403);
+    expect(xml.text).toContain('<type>/problems/acting-forbidden</type>');
+    const external = await issuer.sign({ sub: 'x@idp', rowi_user: String(ada.id), scope: 'users:create' });
+    const refused = await test.call({
+      method: 'POST',
+      url: '/v1/users',
+      headers: bearer(external),
+      body: { name: 'Mallory', email: 'mallory@example.com' },
+    });
+    expect(refused.json.type).toBe('/problems/acting-forbidden');
+    expect(await counts()).toEqual(before);
+  });
+
+  it('POST /v1/orders: 201 for its own user, as before', async () => {
+    const placed = await test.call({
+      method: 'POST',
+      url: '/v1/orders',
+      headers: bearer(hubToken),
+      body: orderFor(hubCustomer.id, 'hilda-1'),
+    });
+    expect(placed.status, placed.text).toBe(201);
   });
 });
 

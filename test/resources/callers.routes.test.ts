@@ -13,6 +13,7 @@ const EDITOR_SCOPES = [
     `${resource}:create`,
     `${resource}:update`,
   ]),
+  'orders:cancel',
   'events:read',
   'operations:read',
   'operations:update',

@@ -1,144 +1,66 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { issueToken } from '../helpers/credentials.js';
+import {
+  expectedIds,
+  makeWorld,
+  RESOURCES,
+  type Named,
+  type Resource,
+  type Row,
+  type Viewer,
+  type ViewerName,
+  type World,
+} from '../helpers/ownership.js';
 
 /**
- * Record ownership (docs/access.md), as a generated matrix: every operation on one record of every
- * owned resource × {the caller's own record, another caller's record, a record of the user the
- * token acts for, another user's record, a deleted record} × {a caller that sees all records, one
- * that sees only its own, a token of that one acting for a user}. Each cell asserts the status,
- * the body (the record, or the very 404 a record that does not exist gets) and, at the end, that
- * nothing stored changed. The writes change nothing when they are allowed (the same values again,
- * or a stale If-Match), so the data is made once for the whole matrix; the same file runs on
- * SQLite and on PostgreSQL (the fast-postgres project).
+ * Record ownership (docs/access.md), as a generated matrix over every path that reads or writes one
+ * record or a list of them: a single request (read, conditional read, replace, change, delete, the
+ * conditions of each; an item's stock; an order's cancel), an atomic batch's entries, `?id=`, a
+ * list and its exports (NDJSON and CSV), `expand` (an order's user and items, a movement's order),
+ * and what an order may name. Each × every record of the world (test/helpers/ownership.ts: the
+ * viewer's own, another caller's, the acting user's, another user's, one placed for its customer
+ * by another, a deleted one) × every kind of viewer (a caller that sees all records, one that sees
+ * its own, a channel, and a token of each acting for a user). Each cell asserts the status and the
+ * body: the record, or the very answer a record that does not exist gets. The writes change
+ * nothing when they are allowed (the same values again, or a stale If-Match), so the world is
+ * made once for the file, and at the end nothing stored has changed. Imports and operations are in
+ * ownership-bulk.matrix.test.ts, events, streams and webhooks in ownership-events.matrix.test.ts;
+ * each file runs on SQLite and on PostgreSQL (the fast-postgres project).
  */
-const RESOURCES = ['users', 'items', 'orders'] as const;
-type Resource = (typeof RESOURCES)[number];
-type Row = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Caller = 'warehouse' | 'shop' | 'market';
-type Viewer = 'warehouse' | 'shop' | 'acting';
-type Whose = 'own' | 'other' | 'user' | 'otherUser' | 'deleted';
-
 let test: TestApp;
-/** The callers: warehouse sees all; shop and market see only their own records of every resource. */
-const keys: Record<Caller, string> = { warehouse: '', shop: '', market: '' };
-const callerIds: Record<Caller, number> = { warehouse: 0, shop: 0, market: 0 };
-/** A token of the shop acting for Ada, a user the shop created; the warehouse placed Ada's order. */
-let actingToken = '';
-/**
- * By resource: the shop's record, the market's, Ada's (the user the token acts for; items belong
- * to no user), one of another user (the warehouse's customer Walt), and one the shop made and the
- * admin deleted.
- */
-const records = {} as Record<Resource, Partial<Record<Whose, Row>>>;
-/** Who created each kind of record. */
-const OWNER: Record<Resource, Record<Exclude<Whose, 'deleted'>, Caller>> = {
-  users: { own: 'shop', other: 'market', user: 'shop', otherUser: 'warehouse' },
-  items: { own: 'shop', other: 'market', user: 'shop', otherUser: 'warehouse' },
-  orders: { own: 'shop', other: 'market', user: 'warehouse', otherUser: 'warehouse' },
-};
+let world: World;
 let storedBefore: unknown;
-
-async function makeCaller(name: Caller, access: 'all' | 'own') {
-  const created = await test.call({
-    method: 'POST',
-    url: '/v1/callers',
-    body: {
-      name,
-      role: 'editor',
-      extra_scopes: ['users:delete', 'items:delete', 'orders:delete', 'users:act'],
-      record_access: { users: access, items: access, orders: access },
-    },
-  });
-  expect(created.status).toBe(201);
-  const key = await test.call({ method: 'POST', url: `/v1/callers/${created.json.id}/keys`, body: {} });
-  keys[name] = key.json.key;
-  callerIds[name] = created.json.id;
-}
-
-async function make(key: string, url: string, body: unknown): Promise<Row> {
-  const reply = await test.call({ method: 'POST', url, body, key });
-  expect(reply.status, JSON.stringify(reply.json)).toBe(201);
-  return reply.json;
-}
-
-/** One caller's user, item (with stock) and order on them. */
-async function makeSet(owner: Caller, tag: string) {
-  const key = keys[owner];
-  const user = await make(key, '/v1/users', { name: `${owner} customer`, email: `${tag}@example.com` });
-  const item = await make(key, '/v1/items', { name: `${owner} item`, sku: `SKU-${tag}`, price: '1.50' });
-  await test.call({ method: 'PUT', url: `/v1/items/${item.id}/stock`, body: { quantity: 100 } });
-  const order = await make(key, '/v1/orders', {
-    name: `${tag}-order`,
-    user_id: user.id,
-    lines: [{ item_id: item.id, quantity: 2 }],
-  });
-  return { users: user, items: item, orders: order };
-}
-
-async function storedState() {
-  const db = test.storage.db;
-  return {
-    users: await db.selectFrom('users').selectAll().orderBy('id').execute(),
-    items: await db.selectFrom('items').selectAll().orderBy('id').execute(),
-    orders: await db.selectFrom('orders').selectAll().orderBy('id').execute(),
-    stock: await db.selectFrom('stock').selectAll().orderBy('item_id').execute(),
-    movements: await db.selectFrom('stock_movements').select('id').execute(),
-  };
-}
-
-/** The credentials of a viewer, beside the request's own headers. */
-function as(viewer: Viewer, headers: Record<string, string> = {}): { key?: string; headers: Record<string, string> } {
-  return viewer === 'acting'
-    ? { headers: { ...headers, authorization: `Bearer ${actingToken}` } }
-    : { key: keys[viewer], headers };
-}
 
 beforeAll(async () => {
   // Load shedding has its own tests; on a busy machine its 503s would only hide these answers.
   test = await startApp({ ROWI_MAX_EVENT_LOOP_DELAY: '0' });
-  await makeCaller('warehouse', 'all');
-  await makeCaller('shop', 'own');
-  await makeCaller('market', 'own');
-  const own = await makeSet('shop', 'shop');
-  const other = await makeSet('market', 'market');
-  const walt = await makeSet('warehouse', 'walt');
-  const gone = await makeSet('shop', 'gone');
-  const ada = await make(keys.shop, '/v1/users', { name: 'Ada', email: 'ada@example.com' });
-  const adaOrder = await make(keys.warehouse, '/v1/orders', {
-    name: 'ada-order',
-    user_id: ada.id,
-    lines: [{ item_id: own.items.id, quantity: 1 }],
-  });
-  actingToken = await issueToken(test, { name: 'shop' }, keys.shop, { user_id: String(ada.id) });
-  const deletedStatus: Record<string, number> = {};
-  for (const resource of ['orders', 'items', 'users'] as const)
-    deletedStatus[resource] = (
-      await test.call({ method: 'DELETE', url: `/v1/${resource}/${gone[resource].id}` })
-    ).status;
-  expect(deletedStatus).toEqual({ orders: 204, items: 204, users: 204 });
-  for (const resource of RESOURCES)
-    records[resource] = {
-      own: own[resource],
-      other: other[resource],
-      otherUser: walt[resource],
-      deleted: gone[resource],
-    };
-  records.users.user = ada;
-  records.orders.user = adaOrder;
-  storedBefore = await storedState();
+  world = await makeWorld(test);
+  storedBefore = await world.storedState();
 });
 afterAll(() => test.close());
 
-/**
- * Whether the viewer sees the record (docs/access.md): a token acting for a user sees that user's
- * record and orders only, and items as its caller does; a caller its own records or all of them.
- */
-function sees(viewer: Viewer, resource: Resource, whose: Whose): boolean {
-  if (whose === 'deleted') return false;
-  if (viewer === 'acting' && resource !== 'items') return whose === 'user';
-  return viewer === 'warehouse' || OWNER[resource][whose] === 'shop';
-}
+const NEVER = 987654321;
+const singular = (resource: Resource) => resource.slice(0, -1);
+const VIEWERS: ViewerName[] = ['warehouse', 'warehouse-acting', 'shop', 'shop-acting', 'channel', 'channel-acting'];
+const viewerOf = (name: ViewerName) => world.viewers.find((viewer) => viewer.name === name)!;
+/** Labels of the world's records, by resource (test/helpers/ownership.ts makes them). */
+const LABELS: Record<Resource, string[]> = {
+  users: ['shop-customer', 'market-customer', 'warehouse-customer', 'ada', 'cleo', 'gone-customer'],
+  items: ['shop-item', 'market-item', 'warehouse-item', 'gone-item'],
+  orders: [
+    'shop-order',
+    'market-order',
+    'warehouse-order',
+    'ada-by-shop',
+    'ada-by-warehouse',
+    'cleo-by-channel',
+    'cleo-by-admin',
+    'gone-order',
+  ],
+};
+const named = (resource: Resource, label: string): Named =>
+  world.records[resource].find((record) => record.label === label)!;
+const visible = (viewer: Viewer, record: Named) => !record.deleted && world.sees(viewer, record.resource, record.row);
 
 /** The same values again: an allowed write that changes nothing. */
 function sameBody(resource: Resource, record: Row): Row {
@@ -153,26 +75,55 @@ function sameBody(resource: Resource, record: Row): Row {
 
 interface Operation {
   name: string;
+  /** The resources it applies to. */
+  resources: readonly Resource[];
+  /** The scopes it needs (docs/security.md): without one, 403 whether the record exists or not. */
+  scopes: (resource: Resource) => string[];
   request: (
     resource: Resource,
     record: Row,
-  ) => { method: 'GET' | 'PUT' | 'PATCH' | 'DELETE'; headers?: Record<string, string>; body?: unknown };
-  /** The status when the caller sees the record. */
+  ) => {
+    method: 'GET' | 'PUT' | 'PATCH' | 'DELETE' | 'POST';
+    suffix?: string;
+    headers?: Record<string, string>;
+    body?: unknown;
+  };
+  /** The status when the viewer sees the record. */
   visible: number;
+  /** What a 200 answers, when not the record itself. */
+  shows?: (record: Row) => Row;
 }
 
 const STALE = '"v999"';
+const read = (resource: Resource) => [`${resource}:read`];
+const update = (resource: Resource) => [`${resource}:update`, `${resource}:read`];
 const OPERATIONS: Operation[] = [
-  { name: 'GET', request: () => ({ method: 'GET' }), visible: 200 },
+  { name: 'GET', resources: RESOURCES, scopes: read, request: () => ({ method: 'GET' }), visible: 200 },
   {
     name: 'GET with If-None-Match',
+    resources: RESOURCES,
+    scopes: read,
     request: () => ({ method: 'GET', headers: { 'if-none-match': '"v1", "v2", "v3"' } }),
     visible: 304,
   },
-  { name: 'PUT', request: (resource, record) => ({ method: 'PUT', body: sameBody(resource, record) }), visible: 200 },
-  { name: 'PATCH', request: (_resource, record) => ({ method: 'PATCH', body: { name: record.name } }), visible: 200 },
+  {
+    name: 'PUT',
+    resources: RESOURCES,
+    scopes: update,
+    request: (resource, record) => ({ method: 'PUT', body: sameBody(resource, record) }),
+    visible: 200,
+  },
+  {
+    name: 'PATCH',
+    resources: RESOURCES,
+    scopes: update,
+    request: (_resource, record) => ({ method: 'PATCH', body: { name: record.name } }),
+    visible: 200,
+  },
   {
     name: 'PUT with a stale If-Match',
+    resources: RESOURCES,
+    scopes: update,
     request: (resource, record) => ({
       method: 'PUT',
       headers: { 'if-match': STALE },
@@ -182,230 +133,309 @@ const OPERATIONS: Operation[] = [
   },
   {
     name: 'PATCH with a stale If-Match',
+    resources: RESOURCES,
+    scopes: update,
     request: (_resource, record) => ({ method: 'PATCH', headers: { 'if-match': STALE }, body: { name: record.name } }),
     visible: 412,
   },
   {
     name: 'DELETE with a stale If-Match',
+    resources: RESOURCES,
+    scopes: (resource) => [`${resource}:delete`, `${resource}:read`],
     request: () => ({ method: 'DELETE', headers: { 'if-match': STALE } }),
+    visible: 412,
+  },
+  {
+    name: 'GET stock',
+    resources: ['items'],
+    scopes: () => ['stock:read', 'items:read'],
+    request: () => ({ method: 'GET', suffix: '/stock' }),
+    visible: 200,
+    shows: (record) => ({ item_id: record.id }),
+  },
+  {
+    name: 'PUT stock with a stale If-Match',
+    resources: ['items'],
+    scopes: () => ['stock:update', 'stock:read', 'items:read'],
+    request: () => ({ method: 'PUT', suffix: '/stock', headers: { 'if-match': STALE }, body: { quantity: 1 } }),
+    visible: 412,
+  },
+  {
+    name: 'POST cancel with a stale If-Match',
+    resources: ['orders'],
+    scopes: () => ['orders:cancel', 'orders:read'],
+    request: () => ({ method: 'POST', suffix: '/cancel', headers: { 'if-match': STALE } }),
     visible: 412,
   },
 ];
 
-const VIEWERS: Viewer[] = ['warehouse', 'shop', 'acting'];
-const WHOSE: Whose[] = ['own', 'other', 'user', 'otherUser', 'deleted'];
-const CASES = RESOURCES.flatMap((resource) =>
-  OPERATIONS.flatMap((operation) =>
-    VIEWERS.flatMap((viewer) =>
-      // Items belong to no user: an item has no cell for the user the token acts for.
-      WHOSE.filter((whose) => !(resource === 'items' && whose === 'user')).map((whose) => ({
-        resource,
-        operation,
-        viewer,
-        whose,
-      })),
-    ),
+const CASES = OPERATIONS.flatMap((operation) =>
+  operation.resources.flatMap((resource) =>
+    VIEWERS.flatMap((viewer) => LABELS[resource].map((label) => ({ operation, resource, viewer, label }))),
   ),
 );
 
-const singular = (resource: Resource) => resource.slice(0, -1);
-
-describe('record ownership: every operation × whose record × what the caller sees', () => {
+describe('one record: every operation × whose record × who asks', () => {
   it.each(CASES)(
-    '$operation.name /v1/$resource/{id}: as the rules say when the record is $whose and the caller is $viewer',
-    async ({ resource, operation, viewer, whose }) => {
-      const record = records[resource][whose]!;
-      const request = operation.request(resource, record);
-      const reply = await test.call({
-        ...request,
-        url: `/v1/${resource}/${record.id}`,
-        ...as(viewer, request.headers),
+    '$operation.name /v1/$resource/{id}: as the rules say when the record is $label and $viewer asks',
+    async ({ operation, resource, viewer: viewerName, label }) => {
+      const viewer = viewerOf(viewerName);
+      const record = named(resource, label);
+      const request = operation.request(resource, record.row);
+      const at = (id: number) => ({
+        method: request.method,
+        url: `/v1/${resource}/${id}${request.suffix ?? ''}`,
+        ...(request.body === undefined ? {} : { body: request.body }),
+        ...viewer.credentials,
+        headers: { ...viewer.credentials.headers, ...request.headers },
       });
-      if (!sees(viewer, resource, whose)) {
-        // The same answer as an id that never existed.
-        const never = await test.call({ ...request, url: `/v1/${resource}/987654321`, ...as(viewer, request.headers) });
-        expect(reply.status).toBe(404);
-        expect(reply.json.type).toBe(never.json.type);
-        expect(reply.json.detail).toBe(never.json.detail.replace('987654321', String(record.id)));
-        expect(reply.json.detail).toBe(`There is no ${singular(resource)} ${record.id}.`);
+      const reply = await test.call(at(record.row.id));
+      const missing = operation.scopes(resource).filter((scope) => !viewer.scopes.has(scope));
+      if (missing.length > 0) {
+        // Refused before the record is looked at: the same whether it exists or not.
+        expect(reply.status, reply.text).toBe(403);
+        expect(reply.json.required_scopes).toEqual(missing);
+        const never = (await test.call(at(NEVER))).json;
+        expect({ ...never, instance: reply.json.instance }).toEqual({ ...reply.json, request_id: expect.any(String) });
         return;
       }
-      expect(reply.status, JSON.stringify(reply.json)).toBe(operation.visible);
-      if (reply.status === 200) expect(reply.json).toEqual(record);
+      if (!visible(viewer, record)) {
+        const never = await test.call(at(NEVER));
+        expect(reply.status, reply.text).toBe(404);
+        expect(reply.json.type).toBe(never.json.type);
+        expect(reply.json.detail).toBe(never.json.detail.replace(String(NEVER), String(record.row.id)));
+        expect(reply.json.detail).toBe(`There is no ${singular(resource)} ${record.row.id}.`);
+        return;
+      }
+      expect(reply.status, reply.text).toBe(operation.visible);
+      if (reply.status === 200) expect(reply.json).toMatchObject(operation.shows?.(record.row) ?? record.row);
+    },
+  );
+});
+
+describe('atomic batches: an entry naming a record the viewer cannot see is refused as one that does not exist', () => {
+  const BATCH_CASES = RESOURCES.flatMap((resource) =>
+    (['change', 'delete'] as const).flatMap((member) =>
+      VIEWERS.flatMap((viewer) => LABELS[resource].map((label) => ({ resource, member, viewer, label }))),
+    ),
+  );
+
+  it.each(BATCH_CASES)(
+    'POST /v1/$resource/batch: a $member entry as the rules say when the record is $label and $viewer asks',
+    async ({ resource, member, viewer: viewerName, label }) => {
+      const viewer = viewerOf(viewerName);
+      const record = named(resource, label);
+      const entry = (id: number) => (member === 'change' ? { id, name: record.row.name } : { id, if_match: STALE });
+      const send = (id: number) =>
+        test.call({
+          method: 'POST',
+          url: `/v1/${resource}/batch`,
+          body: { [member]: [entry(id)] },
+          ...viewer.credentials,
+        });
+      const reply = await send(record.row.id);
+      const needed = [`${resource}:update`, `${resource}:read`, ...(member === 'delete' ? [`${resource}:delete`] : [])];
+      if (needed.some((scope) => !viewer.scopes.has(scope))) {
+        expect(reply.status, reply.text).toBe(403);
+        expect(reply.json.type).toBe('/problems/insufficient-scope');
+        return;
+      }
+      if (!visible(viewer, record)) {
+        const never = await send(NEVER);
+        expect(reply.status, reply.text).toBe(422);
+        expect(reply.json.type).toBe('/problems/batch-entry-refused');
+        expect(reply.json.failed_entry).toEqual({
+          ...never.json.failed_entry,
+          detail: `There is no ${singular(resource)} ${record.row.id}.`,
+        });
+        expect(never.json.failed_entry).toMatchObject({
+          type: '/problems/not-found',
+          status: 404,
+          pointer: `#/${member}/0`,
+        });
+        return;
+      }
+      if (member === 'change') {
+        expect(reply.status, reply.text).toBe(200);
+        expect(reply.json.change[0]).toMatchObject({ status: 200, record: record.row });
+      } else {
+        expect(reply.status, reply.text).toBe(409);
+        expect(reply.json.failed_entry).toMatchObject({ type: '/problems/precondition-failed', status: 412 });
+      }
+    },
+  );
+});
+
+describe('many records: ?id=, the pages of a list, and its exports show exactly what the viewer sees', () => {
+  const PER_VIEWER = RESOURCES.flatMap((resource) => VIEWERS.map((viewer) => ({ resource, viewer })));
+
+  it.each(PER_VIEWER)(
+    'GET /v1/$resource?id=: each record of the world, or nothing, as $viewer sees it',
+    async ({ resource, viewer: viewerName }) => {
+      const viewer = viewerOf(viewerName);
+      for (const record of world.records[resource]) {
+        const reply = await test.call({ url: `/v1/${resource}?id=${record.row.id}`, ...viewer.credentials });
+        expect(reply.status, reply.text).toBe(200);
+        expect([record.label, reply.json.data]).toEqual([record.label, visible(viewer, record) ? [record.row] : []]);
+      }
     },
   );
 
-  it('PUT, PATCH, DELETE /v1/{resource}/{id}: nothing stored changed after the whole matrix', async () => {
-    expect(await storedState()).toEqual(storedBefore);
-  });
-});
-
-describe('lists: a caller that sees its own records lists only them, on every page', () => {
-  it.each(
-    RESOURCES.flatMap((resource) =>
-      (['warehouse', 'shop', 'market', 'acting'] as const).map((viewer) => ({ resource, viewer })),
-    ),
-  )(
-    'GET /v1/$resource: one page at a time, sorted newest first, only what $viewer may see',
-    async ({ resource, viewer }) => {
-      const credentials = viewer === 'market' ? { key: keys.market } : as(viewer);
+  it.each(PER_VIEWER)(
+    'GET /v1/$resource: one page at a time, newest first, exactly what $viewer sees',
+    async ({ resource, viewer: viewerName }) => {
+      const viewer = viewerOf(viewerName);
       const ids: number[] = [];
-      let url: string | undefined = `/v1/${resource}?limit=1&sort=-created_at`;
-      for (let page = 0; url !== undefined && page < 20; page++) {
-        const reply = await test.call({ url, ...credentials });
+      let url: string | undefined = `/v1/${resource}?limit=2&sort=-id`;
+      for (let page = 0; url !== undefined && page < 30; page++) {
+        const reply = await test.call({ url, ...viewer.credentials });
         expect(reply.status).toBe(200);
         ids.push(...reply.json.data.map((row: Row) => row.id));
         url =
           reply.json.next_cursor === null
             ? undefined
-            : `/v1/${resource}?limit=1&sort=-created_at&cursor=${encodeURIComponent(reply.json.next_cursor)}`;
+            : `/v1/${resource}?limit=2&sort=-id&cursor=${encodeURIComponent(reply.json.next_cursor)}`;
       }
-      const all = (await test.call({ url: `/v1/${resource}?limit=500` })).json.data as Row[];
-      const ada = records.users.user!.id;
-      const shown = (row: Row) => {
-        if (viewer === 'warehouse') return true;
-        if (viewer === 'acting' && resource === 'users') return row.id === ada;
-        if (viewer === 'acting' && resource === 'orders') return row.user_id === ada;
-        return row.created_by === callerIds[viewer === 'acting' ? 'shop' : viewer];
-      };
-      const expected = all
-        .filter(shown)
-        .sort((a, b) => (a.created_at === b.created_at ? a.id - b.id : a.created_at < b.created_at ? 1 : -1))
-        .map((row) => row.id);
+      const expected = (await expectedIds(world, viewer, resource)).reverse();
       expect(ids).toEqual(expected);
       expect(ids.length).toBeGreaterThan(0);
     },
   );
 
-  it("GET /v1/orders?created_by=: the market's orders to a caller that sees all, none to the shop", async () => {
-    const url = `/v1/orders?created_by=${callerIds.market}`;
-    const warehouse = await test.call({ url, key: keys.warehouse });
-    expect(warehouse.json.data.map((row: Row) => row.id)).toEqual([records.orders.other!.id]);
-    const shop = await test.call({ url, key: keys.shop });
+  it.each(PER_VIEWER)(
+    'GET /v1/$resource as NDJSON and CSV: an export holds exactly what $viewer sees',
+    async ({ resource, viewer: viewerName }) => {
+      const viewer = viewerOf(viewerName);
+      const expected = await expectedIds(world, viewer, resource);
+      const ndjson = await test.call({
+        url: `/v1/${resource}?sort=id`,
+        ...viewer.credentials,
+        headers: { ...viewer.credentials.headers, accept: 'application/x-ndjson' },
+      });
+      expect(ndjson.status).toBe(200);
+      const fromNdjson = ndjson.text
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line).id as number);
+      expect([...new Set(fromNdjson)]).toEqual(expected);
+      const csv = await test.call({
+        url: `/v1/${resource}?sort=id`,
+        ...viewer.credentials,
+        headers: { ...viewer.credentials.headers, accept: 'text/csv' },
+      });
+      expect(csv.status).toBe(200);
+      const fromCsv = csv.text
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((line) => Number(line.split(',')[0]));
+      expect([...new Set(fromCsv)]).toEqual(expected);
+    },
+  );
+
+  it("GET /v1/orders?created_by=: the market's orders to a caller that sees all, none to one that sees its own", async () => {
+    const url = `/v1/orders?created_by=${world.callers.market.id}`;
+    const warehouse = await test.call({ url, ...viewerOf('warehouse').credentials });
+    expect(warehouse.json.data.map((row: Row) => row.id)).toEqual([named('orders', 'market-order').row.id]);
+    const shop = await test.call({ url, ...viewerOf('shop').credentials });
     expect(shop.json).toEqual({ data: [], next_cursor: null });
   });
 });
 
-describe('what a record refers to', () => {
-  it("POST /v1/orders: 422 unknown-reference, as for a user that does not exist, when the user is another caller's", async () => {
-    const body = (userId: number) => ({
-      name: 'x',
-      user_id: userId,
-      lines: [{ item_id: records.items.own!.id, quantity: 1 }],
-    });
-    const other = await test.call({
-      method: 'POST',
-      url: '/v1/orders',
-      key: keys.shop,
-      body: body(records.users.other!.id),
-    });
-    const never = await test.call({ method: 'POST', url: '/v1/orders', key: keys.shop, body: body(987654321) });
-    expect(other.status).toBe(422);
-    expect(other.json.type).toBe(never.json.type);
-    expect(other.json.errors).toEqual(
-      never.json.errors.map((error: Row) => ({
-        ...error,
-        detail: error.detail.replace('987654321', String(records.users.other!.id)),
-      })),
-    );
-    expect(await storedState()).toEqual(storedBefore);
-  });
-
-  it("GET /v1/items/{id}/stock/movements: another caller's order id is null to a caller that sees only its own orders", async () => {
-    // The warehouse orders the shop's item for the market's customer: the shop's item, not the shop's order.
-    const order = await make(keys.warehouse, '/v1/orders', {
-      name: 'warehouse-order',
-      user_id: records.users.other!.id,
-      lines: [{ item_id: records.items.own!.id, quantity: 1 }],
-    });
-    const asShop = await test.call({ url: `/v1/items/${records.items.own!.id}/stock/movements`, key: keys.shop });
-    const asWarehouse = await test.call({
-      url: `/v1/items/${records.items.own!.id}/stock/movements`,
-      key: keys.warehouse,
-    });
-    const asActing = await test.call({ url: `/v1/items/${records.items.own!.id}/stock/movements`, ...as('acting') });
-    // Newest first: the warehouse's reservation, Ada's, the shop's, and the admin's count (no order).
-    const ada = records.orders.user!.id;
-    expect(asWarehouse.json.data.map((row: Row) => row.order_id)).toEqual([
-      order.id,
-      ada,
-      records.orders.own!.id,
-      null,
-    ]);
-    expect(asShop.json.data.map((row: Row) => row.order_id)).toEqual([null, null, records.orders.own!.id, null]);
-    expect(asActing.json.data.map((row: Row) => row.order_id)).toEqual([null, ada, null, null]);
-    const filtered = await test.call({
-      url: `/v1/items/${records.items.own!.id}/stock/movements?order_id=${order.id}`,
-      key: keys.shop,
-    });
-    expect(filtered.json).toEqual({ data: [], next_cursor: null });
-    await test.call({ method: 'DELETE', url: `/v1/orders/${order.id}` });
-  });
-
-  it('GET /v1/items/{id}/stock/movements: a caller that sees all knows every order id', async () => {
-    const asWarehouse = await test.call({
-      url: `/v1/items/${records.items.own!.id}/stock/movements`,
-      key: keys.warehouse,
-    });
-    expect(asWarehouse.json.data.every((row: Row) => row.kind === 'set' || typeof row.order_id === 'number')).toBe(
-      true,
-    );
-  });
-});
-
-describe('events: each viewer gets the events of the records it sees, and only those', () => {
-  /**
-   * Whose record an event tells of, from the events themselves as a caller that sees all reads
-   * them: the record in its data, or (for a deletion, whose data is the id) the record as its
-   * creation told it.
-   */
-  function ownersOf(events: Row[]): Map<string, { created_by: number | null; user: number | null }> {
-    const byPath = new Map<string, { created_by: number | null; user: number | null }>();
-    for (const event of [...events].reverse()) {
-      if (!/^(users|items|orders)$/.test(event.path.split('/')[2])) continue;
-      if (!event.type.endsWith('.deleted'))
-        byPath.set(event.path, {
-          created_by: event.data.created_by,
-          user: event.type.startsWith('user.') ? event.data.id : (event.data.user_id ?? null),
+describe('expand: an embedded record the viewer cannot see is null', () => {
+  it.each(VIEWERS)(
+    'GET /v1/orders/{id}?expand=user,lines.item and GET /v1/orders?expand=user: each order %s sees, with what it sees of its user and items',
+    async (viewerName) => {
+      const viewer = viewerOf(viewerName);
+      const usersById = new Map(world.records.users.map((record) => [record.row.id, record]));
+      const itemsById = new Map(world.records.items.map((record) => [record.row.id, record]));
+      const shown = world.records.orders.filter((record) => visible(viewer, record));
+      expect(shown.length).toBeGreaterThan(0);
+      for (const order of shown) {
+        const reply = await test.call({
+          url: `/v1/orders/${order.row.id}?expand=user,lines.item`,
+          ...viewer.credentials,
         });
-    }
-    return byPath;
-  }
-
-  it.each(['warehouse', 'shop', 'market', 'acting'] as const)(
-    'GET /v1/events: every page of $viewer holds exactly the events of the records it sees',
-    async (viewer) => {
-      const credentials = viewer === 'market' ? { key: keys.market } : as(viewer);
-      const all = (await test.call({ url: '/v1/events?limit=500' })).json.data as Row[];
-      const owners = ownersOf(all);
-      const callerId = callerIds[viewer === 'acting' ? 'shop' : viewer];
-      const ada = records.users.user!.id;
-      const shown = (event: Row) => {
-        const resource = event.path.split('/')[2];
-        if (resource === 'items' && event.type.startsWith('stock.')) return viewer === 'warehouse';
-        if (!/^(users|items|orders)$/.test(resource)) return false;
-        if (viewer === 'warehouse') return true;
-        const owner = owners.get(event.path)!;
-        if (viewer === 'acting' && resource !== 'items') return owner.user === ada;
-        return owner.created_by === callerId;
-      };
-      const expected = all.filter(shown).map((event) => event.id);
-      const ids: string[] = [];
-      let url: string | undefined = '/v1/events?limit=7';
-      for (let page = 0; url !== undefined && page < 50; page++) {
-        const reply = await test.call({ url, ...credentials });
-        expect(reply.status).toBe(200);
-        ids.push(...reply.json.data.map((event: Row) => event.id));
-        url =
-          reply.json.next_cursor === null
-            ? undefined
-            : `/v1/events?limit=7&cursor=${encodeURIComponent(reply.json.next_cursor)}`;
+        expect(reply.status, reply.text).toBe(200);
+        const user = usersById.get(order.row.user_id)!;
+        expect([order.label, reply.json.user]).toEqual([order.label, visible(viewer, user) ? user.row : null]);
+        expect(reply.json.lines.map((line: Row) => line.item)).toEqual(
+          order.row.lines.map((line: Row) => {
+            const item = itemsById.get(line.item_id)!;
+            return visible(viewer, item) ? item.row : null;
+          }),
+        );
       }
-      expect(ids).toEqual(expected);
-      expect(ids.some((id) => all.find((event) => event.id === id)!.type === 'order.created')).toBe(true);
-      // One it may not see is 404, as an event that does not exist.
-      const hidden = all.find((event) => !shown(event));
-      if (hidden) expect((await test.call({ url: `/v1/events/${hidden.id}`, ...credentials })).status).toBe(404);
+      const listed = await test.call({ url: '/v1/orders?expand=user&limit=500&sort=id', ...viewer.credentials });
+      expect(listed.json.data.map((row: Row) => [row.id, row.user?.id ?? null])).toEqual(
+        shown.map((order) => {
+          const user = usersById.get(order.row.user_id)!;
+          return [order.row.id, visible(viewer, user) ? user.row.id : null];
+        }),
+      );
     },
   );
+
+  it.each(VIEWERS)(
+    "GET /v1/items/{id}/stock/movements?expand=order: of the shared item's movements, the order id and order only of orders %s sees",
+    async (viewerName) => {
+      const viewer = viewerOf(viewerName);
+      const url = `/v1/items/${world.sharedItem.id}/stock/movements?expand=order&limit=500`;
+      const all = (await test.call({ url })).json.data as Row[];
+      const reply = await test.call({ url, ...viewer.credentials });
+      expect(reply.status, reply.text).toBe(200);
+      const ordersById = new Map(world.records.orders.map((record) => [record.row.id, record]));
+      expect(reply.json.data.map((row: Row) => [row.order_id, row.order?.id ?? null])).toEqual(
+        all.map((row) => {
+          const order = row.order_id === null ? undefined : ordersById.get(row.order_id);
+          const shown = order !== undefined && visible(viewer, order) ? order.row.id : null;
+          return [shown, shown];
+        }),
+      );
+    },
+  );
+});
+
+describe('what an order may name: a user the viewer cannot see is one that does not exist', () => {
+  const NAMING = VIEWERS.flatMap((viewer) => LABELS.users.map((label) => ({ viewer, label })));
+
+  it.each(NAMING)(
+    'POST /v1/orders: for $label, 409 insufficient-stock when $viewer sees the user, 422 unknown-reference as for none when not; nothing stored either way',
+    async ({ viewer: viewerName, label }) => {
+      const viewer = viewerOf(viewerName);
+      const user = named('users', label);
+      // More than there is: a user it sees gets as far as the stock, and nothing is placed.
+      const body = (userId: number) => ({
+        name: 'too-much',
+        user_id: userId,
+        lines: [{ item_id: world.sharedItem.id, quantity: 100_000 }],
+      });
+      const reply = await test.call({
+        method: 'POST',
+        url: '/v1/orders',
+        body: body(user.row.id),
+        ...viewer.credentials,
+      });
+      if (visible(viewer, user)) {
+        expect(reply.status, reply.text).toBe(409);
+        expect(reply.json.type).toBe('/problems/insufficient-stock');
+        return;
+      }
+      const never = await test.call({ method: 'POST', url: '/v1/orders', body: body(NEVER), ...viewer.credentials });
+      expect(reply.status, reply.text).toBe(422);
+      expect(reply.json.type).toBe('/problems/unknown-reference');
+      expect(reply.json.errors).toEqual(
+        never.json.errors.map((error: Row) => ({
+          ...error,
+          detail: error.detail.replace(String(NEVER), String(user.row.id)),
+        })),
+      );
+    },
+  );
+});
+
+describe('after the whole matrix', () => {
+  it('PUT, PATCH, DELETE, POST …/cancel, batches, POST /v1/orders: nothing stored changed', async () => {
+    expect(await world.storedState()).toEqual(storedBefore);
+  });
 });

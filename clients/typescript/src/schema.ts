@@ -524,6 +524,26 @@ export interface paths {
         patch: operations["patchOrder"];
         trace?: never;
     };
+    "/v1/orders/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an order, returning the stock it reserves
+         * @description placed → cancelled, as PATCH {"status":"cancelled"} does, and nothing else: a caller that may cancel orders (orders:cancel: a sales channel, its own orders) need not be able to change or fulfil them. An order already cancelled is answered as it is; a fulfilled one is 409 invalid-transition. If-Match as on every write.
+         */
+        post: operations["cancelOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orders/batch": {
         parameters: {
             query?: never;
@@ -1727,11 +1747,11 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
-            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away */
-            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description what the caller may do: role + extra − removed */
-            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access: components["schemas"]["RecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit: number | null;
@@ -1759,9 +1779,9 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
@@ -1824,14 +1844,14 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's; replaces the list */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away; replaces the list */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
-            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /**
              * Format: int64
              * @description server-assigned identifier
@@ -7466,6 +7486,49 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    cancelOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag the change is conditional on (412 when stale) */
+                "if-match"?: string;
+            };
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order, cancelled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                    "application/xml": components["schemas"]["Order"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];

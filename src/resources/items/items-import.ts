@@ -1,5 +1,6 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import Type, { type Static } from 'typebox';
+import { creatorOf, sightOf } from '../../auth/visibility.js';
 import type { Trx } from '../../db/database.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import {
@@ -64,9 +65,11 @@ async function writeItems(
       await findItemsBySkus(
         trx,
         rows.map((row) => row.value.sku),
+        sightOf(context.access, 'items'),
       )
     ).map((item) => [item.sku, item]),
   );
+  const creator = creatorOf(context.access, 'items');
   const written: RowWritten[] = [];
   const errors: RowError[] = [];
   const fresh: { row: number; value: Row }[] = [];
@@ -74,12 +77,10 @@ async function writeItems(
   for (const row of rows) {
     const item = stored.get(row.value.sku);
     if (item === undefined) fresh.push(row);
+    // An item the importer cannot see is one it would create, whose SKU is taken: as POST /v1/items answers.
+    else if (!item.visible) errors.push(skuTaken(row.row, row.value.sku));
     else if (context.onConflict === 'skip') written.push({ row: row.row, outcome: 'skipped' });
-    else if (
-      context.onConflict === 'error' ||
-      (context.sight.owner !== null && item.created_by !== context.sight.owner)
-    )
-      errors.push(skuTaken(row.row, row.value.sku));
+    else if (context.onConflict === 'error') errors.push(skuTaken(row.row, row.value.sku));
     else changed.push({ ...row, item });
   }
   const events: EventDraft[] = [];
@@ -93,7 +94,7 @@ async function writeItems(
           name: value.name,
           sku: value.sku,
           price: toMinorUnits(value.price),
-          created_by: context.creator,
+          created_by: creator,
         })),
         context.now,
       ),

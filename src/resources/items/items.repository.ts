@@ -9,7 +9,13 @@ import {
 import type { Executor, ItemRow } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
-import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
+import {
+  compiledVisibleById,
+  eitherParameters,
+  visibleInEither,
+  whereVisible,
+  type Sight,
+} from '../../db/visibility.js';
 
 const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_by', 'created_at', 'updated_at', 'version'] as const;
 export type StoredItem = Pick<ItemRow, (typeof ITEM_COLUMNS)[number]>;
@@ -78,15 +84,25 @@ export async function isItemOrdered(db: Executor, itemId: number): Promise<boole
   return line !== undefined;
 }
 
-/** The items that have one of these SKUs (an import's chunk). */
-export function findItemsBySkus(db: Executor, skus: string[]): Promise<StoredItem[]> {
-  return selectItemsBySkus(db, skus);
+/**
+ * The items that have one of these SKUs (an import's chunk), each with whether the sight shows it:
+ * a SKU is taken whoever's item has it (SKUs are unique), but only an item the sight shows may be
+ * changed or skipped as the importer's own.
+ */
+export async function findItemsBySkus(
+  db: Executor,
+  skus: string[],
+  sight: Sight,
+): Promise<(StoredItem & { visible: boolean })[]> {
+  const rows = await selectItemsBySkus(db, skus, eitherParameters('items', sight)[0]);
+  return rows.map(({ visible, ...item }) => ({ ...item, visible: Number(visible) === 1 }));
 }
 
-const selectItemsBySkus = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, skus) =>
+const selectItemsBySkus = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, skus, owner: number | null) =>
   db
     .selectFrom('items')
     .select(ITEM_COLUMNS)
+    .select(sql<number>`case when ${visibleInEither('items', 'items', owner)} then 1 else 0 end`.as('visible'))
     .where('sku', 'in', skus as string[]),
 );
 
@@ -146,10 +162,11 @@ const insertItemRows = compiledRowInserts(BULK_ROWS_PER_INSERT, NEW_ITEMS, (inse
 );
 const insertItemRowsCounted = compiledRowWrites(BULK_ROWS_PER_INSERT, NEW_ITEMS);
 
-/** The owners of the items among `ids` (whether a caller that sees only its own items may touch them). */
-export function findItemOwnersById(db: Executor, ids: number[]): Promise<{ id: number; created_by: number | null }[]> {
-  if (ids.length === 0) return Promise.resolve([]);
-  return db.selectFrom('items').select(['id', 'created_by']).where('id', 'in', ids).execute();
+/** The items among `ids` that exist and the sight shows (those an import may set the stock of). */
+export async function findVisibleItemIds(db: Executor, ids: number[], sight: Sight): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const rows = await whereVisible(db.selectFrom('items').select('id').where('id', 'in', ids), 'items', sight).execute();
+  return new Set(rows.map((row) => Number(row.id)));
 }
 
 /**

@@ -43,7 +43,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   createOperation(app, ITEMS, {
     summary: 'Create an item (and its stock, at quantity 0)',
     body: ItemCreateSchema,
-    create: (trx, body, request) => createItem(trx, body, creatorOf(request.principal)),
+    create: (trx, body, request) => createItem(trx, body, creatorOf(request.principal, 'items')),
   });
   readOperation(app, ITEMS, { read: getItem });
   replaceOperation(app, ITEMS, { body: ItemReplaceSchema, replace: replaceItem });
@@ -65,7 +65,7 @@ const itemsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       createEntries(
         ITEMS,
         ItemCreateSchema,
-        (trx, body: ItemCreate, request) => createItem(trx, body, creatorOf(request.principal)),
+        (trx, body: ItemCreate, request) => createItem(trx, body, creatorOf(request.principal, 'items')),
         (entry: ItemCreate) => sku(entry.sku),
       ),
       writeEntries(ITEMS, 'replace', ItemReplaceSchema, replaceItem, (entry: ItemReplace & { id: number }) => [

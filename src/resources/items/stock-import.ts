@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { sightOf } from '../../auth/visibility.js';
 import type { Trx } from '../../db/database.js';
 import { Id } from '../../http/schemas.js';
 import { recordEvents } from '../../outbox/outbox.js';
@@ -10,7 +11,7 @@ import {
   type RowError,
   type RowWritten,
 } from '../import-target.js';
-import { findItemOwnersById, findItemsBySkus } from './items.repository.js';
+import { findItemsBySkus, findVisibleItemIds } from './items.repository.js';
 import { Sku } from './items.schema.js';
 import { findStocks, insertMovements, setStockQuantityAtVersion, type NewMovement } from './stock.repository.js';
 import { StockQuantity } from './stock.schema.js';
@@ -53,10 +54,10 @@ async function writeLevels(
   const skus = rows
     .filter((row) => row.value.item_id === undefined && row.value.sku !== undefined)
     .map((row) => row.value.sku!);
-  const items = await findItemsBySkus(trx, skus);
-  const visible = (item: { created_by: number | null }) =>
-    context.sight.owner === null || item.created_by === context.sight.owner;
-  const idOfSku = new Map(items.filter(visible).map((item) => [item.sku, item.id]));
+  // What the importer sees of items, as PUT /v1/items/{id}/stock sees it: an item it cannot see is one that does not exist.
+  const sight = sightOf(context.access, 'items');
+  const items = await findItemsBySkus(trx, skus, sight);
+  const idOfSku = new Map(items.filter((item) => item.visible).map((item) => [item.sku, item.id]));
   const resolved: { row: number; itemId: number; quantity: number }[] = [];
   for (const { row, value } of rows) {
     if ((value.item_id === undefined) === (value.sku === undefined)) {
@@ -88,15 +89,11 @@ async function writeLevels(
       )
     ).map((stock) => [stock.item_id, stock]),
   );
-  const owners = new Map(
-    context.sight.owner === null
-      ? []
-      : (await findItemOwnersById(trx, [...stocks.keys()])).map((item) => [item.id, item.created_by]),
-  );
+  const visible = await findVisibleItemIds(trx, [...stocks.keys()], sight);
   const movements: NewMovement[] = [];
   for (const { row, itemId, quantity } of resolved) {
     const stock = stocks.get(itemId);
-    if (stock === undefined || (context.sight.owner !== null && owners.get(itemId) !== context.sight.owner)) {
+    if (stock === undefined || !visible.has(itemId)) {
       errors.push({ row, field: 'item_id', problem: 'unknown-reference', detail: `there is no item ${itemId}` });
       continue;
     }

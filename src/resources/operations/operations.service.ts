@@ -1,3 +1,4 @@
+import { storedAccessOf, type RequestAccess } from '../../auth/access.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
@@ -36,17 +37,35 @@ const commonOf = (stored: StoredOperation) => ({
   version: stored.version,
 });
 
-/** A new operation, queued (no summary, not started), and its first event, in the caller's unit of work. */
+/**
+ * A new operation, queued (no summary, not started), and its first event, in the caller's unit of
+ * work. It is the caller's (created_by) and keeps the access of the request that asked for it, with
+ * which it runs and which decides who sees it (auth/access.ts, auth/visibility.ts sightOnOperations).
+ */
 export async function queueOperation(
   trx: Trx,
   operation: Omit<
     Parameters<typeof insertOperation>[1],
-    'summary' | 'version' | 'created_at' | 'updated_at' | 'started_at' | 'finished_at'
-  >,
+    | 'summary'
+    | 'version'
+    | 'created_at'
+    | 'updated_at'
+    | 'started_at'
+    | 'finished_at'
+    | 'created_by'
+    | 'caller_name'
+    | 'user_id'
+    | 'access'
+  > & { access: RequestAccess },
 ): Promise<StoredOperation> {
   const now = nowTimestamp();
+  const { access, ...rest } = operation;
   const stored = await insertOperation(trx, {
-    ...operation,
+    ...rest,
+    created_by: access.callerId,
+    caller_name: access.name,
+    user_id: access.userId,
+    access: storedAccessOf(access),
     summary: null,
     version: 1,
     created_at: now,

@@ -67,7 +67,7 @@ async function writeOrders(
   let placed = 0;
   for (const { row, value } of rows) {
     try {
-      const order = await withSavepoint(trx, 'import_order', () => placeOrder(trx, value, context.reader));
+      const order = await withSavepoint(trx, 'import_order', () => placeOrder(trx, value, context.access));
       written.push({ row, outcome: 'created', id: order.id });
       if (context.checking)
         for (const line of order.lines)

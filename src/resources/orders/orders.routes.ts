@@ -1,4 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CANCEL_ORDERS } from '../../auth/policy.js';
+import { sightOf } from '../../auth/visibility.js';
+import { unitOfWork } from '../../db/unit-of-work.js';
+import { conditionOf, sendRecord } from '../../http/records.js';
+import { IdParams, IfMatchHeaders, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
 import { batchOperation } from '../batch.js';
 import {
@@ -71,6 +76,30 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     change: (trx, id, body, condition, sight, request) =>
       patchOrder(trx, id, body, condition, sight, readerOf(request)),
   });
+  app.post(
+    '/v1/orders/:id/cancel',
+    {
+      schema: operation({
+        operationId: 'cancelOrder',
+        permission: CANCEL_ORDERS,
+        summary: 'Cancel an order, returning the stock it reserves',
+        description:
+          'placed → cancelled, as PATCH {"status":"cancelled"} does, and nothing else: a caller that may cancel orders (orders:cancel: a sales channel, its own orders) need not be able to change or fulfil them. An order already cancelled is answered as it is; a fulfilled one is 409 invalid-transition. If-Match as on every write.',
+        tags: ['orders'],
+        params: IdParams,
+        headers: IfMatchHeaders,
+        problems: [409, 412],
+        response: { 200: representation(OrderSchema, 'The order, cancelled', RESPONSE_HEADERS.etag) },
+      }),
+    },
+    async (request, reply) => {
+      const sight = sightOf(request.principal, 'orders');
+      const order = await unitOfWork(app.db, (trx) =>
+        patchOrder(trx, request.params.id, { status: 'cancelled' }, conditionOf(request), sight, readerOf(request)),
+      );
+      return sendRecord(request, reply, order);
+    },
+  );
   deleteOperation(app, ORDERS, {
     summary: 'Delete an order, releasing the stock it still reserves',
     problems: [412],

@@ -154,7 +154,7 @@ export async function placeOrder(trx: Trx, input: OrderCreate, reader: Reader): 
   const total = totalOf(wanted, prices);
   assertStockCovers(facts, wanted, new Map(), mayRead(reader, 'stock'));
   const placed = await insertPlacedOrder(trx, {
-    order: { name: input.name, user_id: input.user_id, total, created_by: creatorOf(reader), now },
+    order: { name: input.name, user_id: input.user_id, total, created_by: creatorOf(reader, 'orders'), now },
     lines: linesToStore(wanted, prices),
   });
   // Another writer took the stock between the read and the write (PostgreSQL): the transaction is abandoned with the same 409.

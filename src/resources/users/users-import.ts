@@ -1,4 +1,5 @@
 import { setImmediate as turn } from 'node:timers/promises';
+import { creatorOf, sightOf } from '../../auth/visibility.js';
 import type { Trx } from '../../db/database.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import {
@@ -51,9 +52,11 @@ async function writeUsers(
       await findUsersByEmailKeys(
         trx,
         rows.map((row) => emailKey(row.value.email)),
+        sightOf(context.access, 'users'),
       )
     ).map((user) => [user.email_key, user]),
   );
+  const creator = creatorOf(context.access, 'users');
   const written: RowWritten[] = [];
   const errors: RowError[] = [];
   const events: EventDraft[] = [];
@@ -62,12 +65,10 @@ async function writeUsers(
   for (const row of rows) {
     const user = stored.get(emailKey(row.value.email));
     if (user === undefined) fresh.push(row);
+    // A user the importer cannot see is one it would create, whose email is taken: as POST /v1/users answers.
+    else if (!user.visible) errors.push(emailTaken(row.row, row.value.email));
     else if (context.onConflict === 'skip') written.push({ row: row.row, outcome: 'skipped' });
-    else if (
-      context.onConflict === 'error' ||
-      (context.sight.owner !== null && user.created_by !== context.sight.owner)
-    )
-      errors.push(emailTaken(row.row, row.value.email));
+    else if (context.onConflict === 'error') errors.push(emailTaken(row.row, row.value.email));
     else if (user.name === row.value.name && user.email === row.value.email)
       written.push({ row: row.row, outcome: 'skipped', id: user.id });
     else changed.push({ row: row.row, value: row.value, user });
@@ -108,7 +109,7 @@ async function writeUsers(
     const inserted = await inSlices(trx, context, fresh, (slice) =>
       insertUsers(
         trx,
-        slice.map(({ value }) => ({ name: value.name, email: value.email, created_by: context.creator })),
+        slice.map(({ value }) => ({ name: value.name, email: value.email, created_by: creator })),
         context.now,
       ),
     );

@@ -2,7 +2,13 @@ import { sql } from 'kysely';
 import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts } from '../../db/compiled.js';
 import type { Executor, UserRow } from '../../db/database.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
-import { compiledVisibleById, whereVisible, type Sight } from '../../db/visibility.js';
+import {
+  compiledVisibleById,
+  eitherParameters,
+  visibleInEither,
+  whereVisible,
+  type Sight,
+} from '../../db/visibility.js';
 
 /** The columns a user is read with: the API fields and the version its ETag comes from. */
 const USER_COLUMNS = ['id', 'name', 'email', 'created_by', 'created_at', 'updated_at', 'version'] as const;
@@ -95,16 +101,28 @@ export function emailKey(email: string): string {
   return email.toLowerCase();
 }
 
-/** The users whose email keys are among these (an import's chunk). */
-export function findUsersByEmailKeys(db: Executor, keys: string[]): Promise<(StoredUser & { email_key: string })[]> {
-  return selectUsersByEmailKeys(db, keys);
+/**
+ * The users whose email keys are among these (an import's chunk), each with whether the sight shows
+ * it: an email is taken whoever's user has it (emails are unique), but only a user the sight shows
+ * may be changed or skipped as the importer's own.
+ */
+export async function findUsersByEmailKeys(
+  db: Executor,
+  keys: string[],
+  sight: Sight,
+): Promise<(StoredUser & { email_key: string; visible: boolean })[]> {
+  const rows = await selectUsersByEmailKeys(db, keys, ...eitherParameters('users', sight));
+  return rows.map(({ visible, ...user }) => ({ ...user, visible: Number(visible) === 1 }));
 }
 
-const selectUsersByEmailKeys = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, keys) =>
-  db
-    .selectFrom('users')
-    .select([...USER_COLUMNS, 'email_key'])
-    .where('email_key', 'in', keys as string[]),
+const selectUsersByEmailKeys = compiledKeyLists(
+  BULK_ROWS_PER_INSERT,
+  (db, keys, owner: number | null, user: number | null) =>
+    db
+      .selectFrom('users')
+      .select([...USER_COLUMNS, 'email_key'])
+      .select(sql<number>`case when ${visibleInEither('users', 'users', owner, user)} then 1 else 0 end`.as('visible'))
+      .where('email_key', 'in', keys as string[]),
 );
 
 /** Inserts many users, compiled multi-row statements; an email taken meanwhile (a concurrent request) is left out. */

@@ -53,7 +53,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   createOperation(app, USERS, {
     summary: 'Create a user',
     body: UserCreateSchema,
-    create: (trx, body, request) => createUser(trx, body, creatorOf(request.principal)),
+    create: (trx, body, request) => createUser(trx, body, creatorOf(request.principal, 'users')),
   });
   // Before /v1/users/:id in the document; Fastify prefers the static path whatever the order.
   app.get(
@@ -102,7 +102,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       createEntries(
         USERS,
         UserCreateSchema,
-        (trx, body: UserCreate, request) => createUser(trx, body, creatorOf(request.principal)),
+        (trx, body: UserCreate, request) => createUser(trx, body, creatorOf(request.principal, 'users')),
         (entry: UserCreate) => email(entry.email),
       ),
       writeEntries(USERS, 'replace', UserReplaceSchema, replaceUser, (entry: UserReplace & { id: number }) => [
