@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import { MEDIA_TYPES } from '../http/negotiate.js';
 import { operation, representation, RESPONSE_HEADERS } from '../http/schemas.js';
 import { isVisibleUser } from './acting.repository.js';
-import { ACT_FOR_USERS, ALL_SCOPES, parseScopeList } from './policy.js';
+import { ACT_FOR_USERS, ALL_SCOPES, mayUseWhileActing, parseScopeList } from './policy.js';
 import { sightOf } from './visibility.js';
 import type { Principal } from './principals.js';
 
@@ -172,8 +172,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
           throw new OAuthError('unsupported_grant_type', 'Only grant_type=client_credentials is supported.');
         }
         const principal = await authenticateClient(request.headers.authorization, fields);
-        const scopes = grantedScopes(principal, fields.scope);
         const userId = fields.user_id === undefined ? null : await actingUser(principal, fields.user_id);
+        const scopes = grantedScopes(principal, fields.scope, userId !== null);
         const token = await auth.tokens.issue({ id: principal.callerId!, name: principal.name }, scopes, userId);
         noStore(reply);
         return reply.send({
@@ -295,14 +295,24 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 };
 
-/** RFC 6749 §3.3: the scopes asked for, each of which the caller must hold; all it holds by default. */
-function grantedScopes(principal: Principal, requested: string | undefined): string[] {
-  if (requested === undefined) return ALL_SCOPES.filter((scope) => principal.scopes.has(scope));
+/**
+ * RFC 6749 §3.3: the scopes asked for, each of which the caller must hold; all it holds by default.
+ * A token acting for a user gets only the scopes acting allows (policy.ts mayUseWhileActing).
+ */
+function grantedScopes(principal: Principal, requested: string | undefined, acting: boolean): string[] {
+  const usable = (scope: string) => principal.scopes.has(scope) && (!acting || mayUseWhileActing(scope));
+  if (requested === undefined) return ALL_SCOPES.filter(usable);
   const asked = [...new Set(parseScopeList(requested))];
   if (asked.length === 0)
     throw new OAuthError('invalid_scope', 'scope is empty; leave it out to get every scope the caller holds.');
   const refused = asked.filter((scope) => !principal.scopes.has(scope));
   if (refused.length > 0) throw new OAuthError('invalid_scope', `The caller does not hold ${refused.join(', ')}.`);
+  const notWhileActing = asked.filter((scope) => !usable(scope));
+  if (notWhileActing.length > 0)
+    throw new OAuthError(
+      'invalid_scope',
+      `A token acting for a user cannot carry ${notWhileActing.join(', ')}: acting is for one user's records.`,
+    );
   return asked;
 }
 

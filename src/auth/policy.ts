@@ -114,6 +114,23 @@ export const ALL_SCOPES: readonly Scope[] = [
 ];
 
 /**
+ * What a request acting for one user may do (docs/access.md "Acting for a user"): the data
+ * resources, cancelling orders, the events and its own operations; never what concerns the whole
+ * deployment (callers, the audit trail, metrics, backups, webhook endpoints), which would show it
+ * more than that user's records, whatever its caller holds.
+ */
+export function mayUseWhileActing(scope: string): boolean {
+  const split = scope.lastIndexOf(':');
+  return (
+    ((DATA_RESOURCES as readonly string[]).includes(scope.slice(0, split)) &&
+      (ACTIONS as readonly string[]).includes(scope.slice(split + 1))) ||
+    scope === CANCEL_ORDERS ||
+    scope === 'events:read' ||
+    (OPERATION_SCOPES as readonly string[]).includes(scope)
+  );
+}
+
+/**
  * The resources an event can be of, each seen with its own read scope: a caller reads an event
  * only when it may read the resource the event is about.
  */

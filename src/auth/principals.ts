@@ -6,7 +6,15 @@ import { EVERYTHING, type Signals } from '../db/signals.js';
 import { AuthenticationError } from '../errors.js';
 import { findCallerById, findKeyForAuthentication, touchApiKeys } from './callers.repository.js';
 import { hashApiKey, prefixOf, sameHash } from './api-keys.js';
-import { ACT_FOR_USERS, isGrantable, isScope, ownRecordsOf, parseScopeList, scopesOf } from './policy.js';
+import {
+  ACT_FOR_USERS,
+  isGrantable,
+  isScope,
+  mayUseWhileActing,
+  ownRecordsOf,
+  parseScopeList,
+  scopesOf,
+} from './policy.js';
 import { TokenError, type TokenService, type VerifiedToken } from './tokens.js';
 import { challenge } from './challenge.js';
 
@@ -236,7 +244,12 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
     // External subjects are not callers of this service: they get the scopes their issuer gave,
     // never caller management.
     if (token.kind === 'external') {
-      const scopes = new Set(token.scopes.filter((scope) => isScope(scope) && isGrantable(scope)));
+      // Acting for a user, it keeps only what acting allows (as a token rowi issues does).
+      const scopes = new Set(
+        token.scopes.filter(
+          (scope) => isScope(scope) && isGrantable(scope) && (token.userId === null || mayUseWhileActing(scope)),
+        ),
+      );
       return keep({
         credential: 'external',
         callerId: null,
@@ -257,8 +270,10 @@ export class Authenticator extends EventEmitter<{ change: [] }> {
       if (token.userId !== null && !caller.scopes.has(ACT_FOR_USERS))
         throw invalid(`The token's caller may no longer act for users (${ACT_FOR_USERS}).`);
       // A token carries the scopes granted when it was issued; a caller whose role has since
-      // shrunk keeps only what it still holds.
-      const scopes = new Set(token.scopes.filter((scope) => caller.scopes.has(scope)));
+      // shrunk keeps only what it still holds; acting for a user, only what acting allows.
+      const scopes = new Set(
+        token.scopes.filter((scope) => caller.scopes.has(scope) && (token.userId === null || mayUseWhileActing(scope))),
+      );
       return keep({
         credential: 'oauth',
         callerId,

@@ -185,7 +185,7 @@ describe('what a token acting for a user sees and does', () => {
     expect(own.some((row) => row.user_id === null)).toBe(true);
   });
 
-  it('POST /v1/webhook-endpoints: 403 for a request acting for a user (an endpoint acts for a caller)', async () => {
+  it('POST /v1/webhook-endpoints: 403 for a request acting for a user, whose token carries no webhook-endpoints scope (an endpoint acts for a caller)', async () => {
     const granted = await caller('hooked-shop', {
       role: 'channel',
       extra_scopes: ['users:act', 'events:read', 'webhook-endpoints:create'],
@@ -199,8 +199,64 @@ describe('what a token acting for a user sees and does', () => {
       body: { url: 'http://127.0.0.1:9/', events: ['order.created'] },
     });
     expect(refused.status).toBe(403);
-    expect(refused.json.type).toBe('/problems/webhook-endpoint-forbidden');
+    expect(refused.json.type).toBe('/problems/insufficient-scope');
+    expect(refused.json.required_scopes).toEqual(['webhook-endpoints:create']);
     expect((await test.call({ url: '/v1/webhook-endpoints' })).json.data).toEqual([]);
+  });
+
+  it("POST /oauth/token, GET /v1/callers, /v1/audit-events, /metrics: an admin's token acting for a user carries only the scopes of records; asking for another with user_id is 400 invalid_scope", async () => {
+    const admin = await caller('acting-admin', { role: 'admin' });
+    const issued = await tokenRequest('acting-admin', admin.key, { user_id: String(ada.id) });
+    expect(issued.status).toBe(200);
+    const carried = (issued.json.scope as string).split(' ');
+    expect(carried).toEqual(
+      expect.arrayContaining(['users:read', 'orders:create', 'orders:cancel', 'events:read', 'operations:read']),
+    );
+    for (const scope of [
+      'callers:read',
+      'audit-events:read',
+      'metrics:read',
+      'backups:read',
+      'webhook-endpoints:read',
+      'users:act',
+    ])
+      expect(carried).not.toContain(scope);
+    const token = bearer(issued.json.access_token as string);
+    for (const [url, scope] of [
+      ['/v1/callers', 'callers:read'],
+      ['/v1/audit-events', 'audit-events:read'],
+      ['/metrics', 'metrics:read'],
+      ['/v1/backups', 'backups:read'],
+      ['/v1/webhook-endpoints', 'webhook-endpoints:read'],
+    ] as const) {
+      const refused = await test.call({ url, headers: { ...token, accept: 'application/json' } });
+      expect(refused.status, url).toBe(403);
+      expect(refused.json.required_scopes, url).toEqual([scope]);
+    }
+    expect((await test.call({ url: '/v1/users/me', headers: token })).json.id).toBe(ada.id);
+    const asked = await tokenRequest('acting-admin', admin.key, {
+      user_id: String(ada.id),
+      scope: 'users:read callers:read',
+    });
+    expect(asked.status).toBe(400);
+    expect(asked.json).toEqual({
+      error: 'invalid_scope',
+      error_description: "A token acting for a user cannot carry callers:read: acting is for one user's records.",
+    });
+    // The same admin without user_id keeps everything it holds.
+    const plain = await tokenRequest('acting-admin', admin.key, { scope: 'callers:read' });
+    expect(plain.status).toBe(200);
+  });
+
+  it('GET /v1/audit-events: 403 for an external token acting for a user, whatever scopes its issuer gave', async () => {
+    const token = await issuer.sign({
+      sub: 'ada@idp',
+      rowi_user: String(ada.id),
+      scope: 'users:read audit-events:read',
+    });
+    const refused = await test.call({ url: '/v1/audit-events', headers: bearer(token) });
+    expect(refused.status).toBe(403);
+    expect((await test.call({ url: '/v1/users/me', headers: bearer(token) })).status).toBe(200);
   });
 
   it('a token acting for a user stops working (401) once its caller loses users:act', async () => {
