@@ -24,7 +24,7 @@ const TokenRequestSchema = Type.Object(
     user_id: Type.Optional(
       Type.String({
         description:
-          'the id of a user the token is to act for (docs/access.md "Acting for a user"): it then sees only that user\'s record (GET /v1/users/me) and orders. The caller needs users:act and must see the user',
+          'the id of a user the token is to act for (docs/access.md "Acting for a user"): it then sees only that user\'s record (GET /v1/users/me) and orders, and carries only the scopes of records (those of data resources, orders:cancel, events:read, operations:*). The caller needs users:act and must see the user',
       }),
     ),
   },
