@@ -32,12 +32,10 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         tags: ['backups'],
         problems: [409],
         response: {
-          202: representation(
-            OperationSchema,
-            'The backup operation, queued',
-            { ...RESPONSE_HEADERS.location, 'Retry-After': { type: 'string', description: 'seconds before asking' } },
-            ['json'],
-          ),
+          202: representation(OperationSchema, 'The backup operation, queued', {
+            ...RESPONSE_HEADERS.location,
+            'Retry-After': { type: 'string', description: 'seconds before asking' },
+          }),
         },
       }),
     },
@@ -60,7 +58,7 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         tags: ['backups'],
         querystring: BackupListQuery,
         problems: [409],
-        response: { 200: representation(BackupPageSchema, 'A page of backups', RESPONSE_HEADERS.link, ['json']) },
+        response: { 200: representation(BackupPageSchema, 'A page of backups', RESPONSE_HEADERS.link) },
       }),
     },
     async (request, reply) => {
@@ -86,7 +84,7 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         tags: ['backups'],
         params: BackupNameParams,
         problems: [409],
-        response: { 200: representation(BackupSchema, 'The backup', {}, ['json']) },
+        response: { 200: representation(BackupSchema, 'The backup') },
       }),
     },
     async (request, reply) => {

@@ -929,7 +929,7 @@ export interface paths {
         };
         /**
          * Download every refused row of an operation
-         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.
+         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.
          */
         get: operations["getOperationErrors"];
         put?: never;
@@ -938,7 +938,7 @@ export interface paths {
         options?: never;
         /**
          * Download every refused row of an operation
-         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.
+         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.
          */
         head: operations["getOperationErrors-head"];
         patch?: never;
@@ -8798,6 +8798,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8849,6 +8850,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8900,6 +8902,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8949,6 +8952,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8985,7 +8989,7 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9005,6 +9009,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperationPage"];
+                    "application/xml": components["schemas"]["OperationPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9038,7 +9043,7 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9058,6 +9063,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperationPage"];
+                    "application/xml": components["schemas"]["OperationPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9073,7 +9079,7 @@ export interface operations {
     getOperation: {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9097,6 +9103,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9134,6 +9141,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9152,7 +9160,7 @@ export interface operations {
     "getOperation-head": {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9176,6 +9184,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9213,6 +9222,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9256,6 +9266,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -9290,6 +9301,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -9321,6 +9333,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BackupPage"];
+                    "application/xml": components["schemas"]["BackupPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9355,6 +9368,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9394,6 +9408,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BackupPage"];
+                    "application/xml": components["schemas"]["BackupPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9429,6 +9444,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Backup"];
+                    "application/xml": components["schemas"]["Backup"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9465,6 +9481,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Backup"];
+                    "application/xml": components["schemas"]["Backup"];
                 };
             };
             400: components["responses"]["BadRequest"];
