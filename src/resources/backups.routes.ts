@@ -63,7 +63,9 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
     },
     async (request, reply) => {
       const { folder } = available();
-      const page = await listBackupPage(folder, request.query);
+      const page = await listBackupPage(folder, request.query, (error) =>
+        request.log.warn(`a backup in ROWI_BACKUP_DIR is left out of the list: ${error.message}`),
+      );
       if (page.nextCursor !== null) {
         const target = new URL(request.url, 'http://rowi.invalid');
         target.searchParams.set('cursor', page.nextCursor);
