@@ -50,6 +50,18 @@ export interface FieldSelection {
 /** The names selected: a name maps to all of it (true) or to the names selected inside it. */
 type Tree = Map<string, Tree | true>;
 
+/**
+ * What a `fields` parameter selects in, on the parameter's schema under a symbol (which neither
+ * the validator nor the document writes): the OpenAPI document reads it to describe what the
+ * operation answers with `fields` (fields-document.ts).
+ */
+export const SELECTS = Symbol('the record `fields` selects in');
+export interface SelectedRecord {
+  record: TSchema;
+  /** The member always answered, when the record has one. */
+  identifier: string | undefined;
+}
+
 /** The query parameter `fields`, documented with the names it takes. */
 export function fieldsParameter(selectable: Selectable) {
   const identifier = identifierOf(selectable);
@@ -61,8 +73,10 @@ export function fieldsParameter(selectable: Selectable) {
   const dotted = own.find((name) => name.includes('.'));
   const others = own.filter((name) => name !== identifier && !name.includes('.'));
   const embedded = selectable.embedded?.length ? selectable.embedded.join(', ') : undefined;
+  const selected: SelectedRecord = { record: selectable.record, identifier };
   return Type.Optional(
     Type.String({
+      [SELECTS]: selected,
       minLength: 1,
       examples: [others.slice(0, 2).join(','), ...(dotted ? [dotted] : [])],
       maxLength: FIELDS_LIMITS.length,
