@@ -4,7 +4,8 @@ import { listenOnLoopback, startApp, type TestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/records.js';
 
 /**
- * HEAD of a body that GET streams (an export, an operation's refused rows): the headers GET
+ * HEAD of a body that GET streams (an export, the event stream; an operation's refused rows are
+ * in operations.representations.test.ts): the headers GET
  * answers, without a Content-Length, which is not known before the body is written (RFC 9110
  * §9.3.2: HEAD may leave out the headers only the content determines; it must not state a wrong one).
  */
@@ -63,6 +64,27 @@ describe('HEAD of a streamed body', () => {
     expect(head.headers['content-length']).toBeUndefined();
     expect(head.headers['content-disposition']).toBe(`attachment; filename="${file}"`);
     expect(withoutFraming(head.headers)).toEqual(withoutFraming(get.headers));
+  });
+
+  it('HEAD /v1/events/stream: 200 with the headers of the stream GET opens and no Content-Length (a stream has no length)', async () => {
+    const get = await new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+      const outgoing = request(
+        `${base}/v1/events/stream`,
+        { headers: { accept: 'text/event-stream', 'x-api-key': test.adminKey } },
+        (reply) => {
+          resolve(reply.headers);
+          outgoing.destroy();
+        },
+      );
+      outgoing.on('error', (error) => (error.message.includes('socket hang up') ? undefined : reject(error)));
+      outgoing.end();
+    });
+    const head = await headersOf('HEAD', '/v1/events/stream', 'text/event-stream');
+    expect(head.status).toBe(200);
+    expect(head.headers['content-length']).toBeUndefined();
+    const shown = ['content-type', 'cache-control', 'x-accel-buffering'];
+    const pick = (headers: Record<string, unknown>) => Object.fromEntries(shown.map((name) => [name, headers[name]]));
+    expect(pick(head.headers)).toEqual(pick(get));
   });
 
   it('HEAD /v1/users: 200 with a Content-Length equal to the length of GET, when Accept asks for a page (JSON)', async () => {
