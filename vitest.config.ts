@@ -16,7 +16,7 @@ const PROCESS_FILES = 'test/**/*.process.test.ts';
 /** The files that touch storage, run again on PostgreSQL, and those only PostgreSQL has. */
 const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
-  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals,stored-answers}.test.ts',
+  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals,stored-answers,query-parameters,fields-document}.test.ts',
   'test/auth/{api-keys,bearer-tokens,credential-changes,enforcement,idempotency-scope,permission-matrix}.test.ts',
   'test/audit-trail/**/*.test.ts',
   'test/postgres/**/*.test.ts',

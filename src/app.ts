@@ -16,7 +16,8 @@ import { registerLoadShedding } from './http/load-shedding.js';
 import { registerHsts, transportOptions } from './http/transport.js';
 import { registerHandlerTimeout } from './http/timeouts.js';
 import { IDEMPOTENCY_KEYS_RETENTION } from './http/idempotency.js';
-import { RouteTable } from './http/not-allowed.js';
+import { RouteTable, registerShadowedRoutes } from './http/not-allowed.js';
+import { registerQueryNameCheck } from './http/query-parameters.js';
 import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
@@ -136,6 +137,7 @@ export async function buildApp({
   registerRequestMetrics(app);
   await registerCors(app, config.corsOrigins, routeTable);
   registerHsts(app, config);
+  registerShadowedRoutes(app, routeTable);
   registerRepresentations(app);
   registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable, db.outage);
@@ -150,6 +152,8 @@ export async function buildApp({
     app,
     new Authenticator(db, new TokenService(db, config, storage.signals, logger), logger, storage.signals),
   );
+  // After the refusal of credentials in a query string (registerAuthentication's), before any credential is checked.
+  registerQueryNameCheck(app);
   registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
   await registerOpenApi(app, {
     version: VERSION,

@@ -22,9 +22,13 @@ export interface BackupStatus {
 
 export const STATUS_FILE = 'status.json';
 
+/** The folder's status.json; undefined when there is none, or it is not a JSON object (then the next outcome rewrites it). */
 export async function readBackupStatus(folder: string): Promise<BackupStatus | undefined> {
   try {
-    return JSON.parse(await readFile(join(folder, STATUS_FILE), 'utf8')) as BackupStatus;
+    const status: unknown = JSON.parse(await readFile(join(folder, STATUS_FILE), 'utf8'));
+    return typeof status === 'object' && status !== null && !Array.isArray(status)
+      ? (status as BackupStatus)
+      : undefined;
   } catch {
     return undefined;
   }

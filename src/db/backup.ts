@@ -91,6 +91,55 @@ function apart(job: { task: 'backup'; source: string; copy: string } | { task: '
 
 export const manifestOf = (file: string) => `${file}.json`;
 
+/** What a manifest records, each member with the check its value must pass. */
+const MANIFEST_MEMBERS: Record<keyof BackupManifest, (value: unknown) => boolean> = {
+  file: (value) => typeof value === 'string' && value !== '',
+  bytes: (value) => Number.isSafeInteger(value) && (value as number) >= 0,
+  sha256: (value) => typeof value === 'string' && /^[0-9a-f]{64}$/.test(value),
+  taken_at: (value) => typeof value === 'string' && !Number.isNaN(Date.parse(value)),
+  ms: (value) => Number.isSafeInteger(value) && (value as number) >= 0,
+  schema: (value) => value === null || typeof value === 'string',
+  rows: (value) =>
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((count) => Number.isSafeInteger(count) && (count as number) >= 0),
+  rowi: (value) => typeof value === 'string',
+};
+
+/**
+ * The manifest beside a backup, read and checked: BackupError "manifest unreadable", naming it
+ * (as `shown`: the path, or only its name where the folder is not the reader's business) and what
+ * is wrong, when it cannot be read, is not JSON, or is not what rowi writes (null, a field missing
+ * or of another type): a backup is never described, listed or restored from a manifest half read.
+ */
+export async function readManifest(file: string, shown = file): Promise<BackupManifest> {
+  const unreadable = (why: string) => new BackupError(`manifest unreadable: ${shown} ${why}`);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw unreadable(`cannot be read (${describeFault(error)})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw unreadable('is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw unreadable(
+      `holds ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}, not an object`,
+    );
+  const members = value as Record<string, unknown>;
+  const names = Object.keys(MANIFEST_MEMBERS) as (keyof BackupManifest)[];
+  const missing = names.filter((name) => !Object.hasOwn(members, name));
+  if (missing.length > 0) throw unreadable(`lacks ${missing.join(', ')}`);
+  const wrong = names.filter((name) => !MANIFEST_MEMBERS[name](members[name]));
+  if (wrong.length > 0) throw unreadable(`has a wrong ${wrong.join(', ')}`);
+  return value as BackupManifest;
+}
+
 /** Writes a small file whole or not at all: a temporary name, fsync, rename. */
 async function writeWhole(file: string, text: string): Promise<void> {
   const temporary = `${file}.partial-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -186,7 +235,14 @@ export async function checkBackup(
     );
   let manifest: BackupManifest | undefined;
   if (existsSync(manifestOf(file))) {
-    manifest = JSON.parse(await readFile(manifestOf(file), 'utf8')) as BackupManifest;
+    try {
+      manifest = await readManifest(manifestOf(file));
+    } catch (error) {
+      // Its checksum cannot be checked: the operator decides (a manifest removed, the file restored unchecked).
+      throw new BackupError(
+        `${(error as Error).message}; the backup's SHA-256 cannot be checked against it: repair or remove it to restore ${file}`,
+      );
+    }
     if (manifest.sha256 !== examined.sha256)
       throw new BackupError(
         `${file} does not match the SHA-256 its manifest records (${manifestOf(file)}): the file changed or is damaged`,
@@ -195,8 +251,14 @@ export async function checkBackup(
   return { ...examined, manifest };
 }
 
-/** The backups of a folder, newest first, from their manifests (a file without one is not listed). */
-export async function listBackups(folder: string): Promise<BackupManifest[]> {
+/**
+ * The backups of a folder, newest first, from their manifests (a file without one is not listed,
+ * nor is one whose manifest is unreadable: `unreadable` is told of each, with why).
+ */
+export async function listBackups(
+  folder: string,
+  unreadable: (error: BackupError) => void = () => {},
+): Promise<BackupManifest[]> {
   let names: string[];
   try {
     names = await readdir(folder);
@@ -207,10 +269,12 @@ export async function listBackups(folder: string): Promise<BackupManifest[]> {
   const manifests: BackupManifest[] = [];
   for (const name of names) {
     if (!name.endsWith('.sqlite.json') || !names.includes(name.slice(0, -'.json'.length))) continue;
+    if (!existsSync(join(folder, name))) continue; // removed by another process meanwhile (a manifest is written whole)
     try {
-      manifests.push(JSON.parse(await readFile(join(folder, name), 'utf8')) as BackupManifest);
-    } catch {
-      // Being written or removed by another process: the next listing has it, or not.
+      manifests.push(await readManifest(join(folder, name), name));
+    } catch (error) {
+      if (error instanceof BackupError) unreadable(error);
+      else throw error;
     }
   }
   return manifests.sort((a, b) => b.taken_at.localeCompare(a.taken_at) || b.file.localeCompare(a.file));

@@ -132,7 +132,7 @@ async function sendExport<Row>(
     .type(format === 'csv' ? `${MEDIA_TYPES.csv.data}; charset=utf-8; header=present` : MEDIA_TYPES.ndjson.data)
     .header('content-disposition', `attachment; filename="${listing.name}.${format}"`)
     .header('cache-control', 'no-store');
-  if (request.method === 'HEAD') return reply.send();
+  if (request.method === 'HEAD') return sendHeadOfStream(reply);
   const shapes = shapesOf(listing.record, listing.fields);
   const { project, json } = shapes;
   const write =
@@ -155,6 +155,16 @@ async function sendExport<Row>(
     reply.raw.destroy();
   });
   return reply.send(stream);
+}
+
+/**
+ * HEAD of a body that GET streams: GET's headers without a Content-Length, which is not known
+ * before the body is written (an empty body would be answered `Content-Length: 0`, a wrong one:
+ * RFC 9110 §9.3.2 lets HEAD leave out what only the content determines, never state it wrongly).
+ * Nothing is read: an empty stream ends the answer, and Node frames a HEAD without a body.
+ */
+export function sendHeadOfStream(reply: FastifyReply) {
+  return reply.send(Readable.from([]));
 }
 
 function stalled(limits: ExportLimits): Error {

@@ -4,6 +4,7 @@ import Type, { type TSchema } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import { projector, structureOf, type CsvColumn, type Shape } from './export-shapes.js';
 import { MEDIA_TYPES } from './negotiate.js';
+import { branchFor } from './schema-branches.js';
 
 /**
  * Only the fields asked for (docs/reading.md "Only the fields asked for"): `fields=id,name,lines.quantity`
@@ -49,6 +50,18 @@ export interface FieldSelection {
 /** The names selected: a name maps to all of it (true) or to the names selected inside it. */
 type Tree = Map<string, Tree | true>;
 
+/**
+ * What a `fields` parameter selects in, on the parameter's schema under a symbol (which neither
+ * the validator nor the document writes): the OpenAPI document reads it to describe what the
+ * operation answers with `fields` (fields-document.ts).
+ */
+export const SELECTS = Symbol('the record `fields` selects in');
+export interface SelectedRecord {
+  record: TSchema;
+  /** The member always answered, when the record has one. */
+  identifier: string | undefined;
+}
+
 /** The query parameter `fields`, documented with the names it takes. */
 export function fieldsParameter(selectable: Selectable) {
   const identifier = identifierOf(selectable);
@@ -60,8 +73,10 @@ export function fieldsParameter(selectable: Selectable) {
   const dotted = own.find((name) => name.includes('.'));
   const others = own.filter((name) => name !== identifier && !name.includes('.'));
   const embedded = selectable.embedded?.length ? selectable.embedded.join(', ') : undefined;
+  const selected: SelectedRecord = { record: selectable.record, identifier };
   return Type.Optional(
     Type.String({
+      [SELECTS]: selected,
       minLength: 1,
       examples: [others.slice(0, 2).join(','), ...(dotted ? [dotted] : [])],
       maxLength: FIELDS_LIMITS.length,
@@ -147,11 +162,36 @@ function parseFields(selectable: Selectable, fields: string): FieldSelection {
   return { tag: digest(canonical(tree, record)), pick: picker(tree, record), selects, reaches };
 }
 
-/** The members of an object, or of the objects an array holds; undefined for anything else. */
+/** The objects a schema may be: itself, its object branches (nullable, or one of several kinds), or those of an array's items. */
+function objectShapes(schema: Shape): Shape[] {
+  return (schema.anyOf ?? [schema]).flatMap((branch) =>
+    branch.anyOf !== undefined
+      ? objectShapes(branch)
+      : branch.type === 'array'
+        ? branch.items
+          ? objectShapes(branch.items)
+          : []
+        : branch.type === 'object' && branch.properties
+          ? [branch]
+          : [],
+  );
+}
+
+/**
+ * The members of an object, or of the objects an array holds; undefined for anything else. Of a
+ * union of objects (an operation: an import or a backup), the members of each: a name is taken
+ * when one of them has it.
+ */
 function membersOf(schema: Shape): Record<string, Shape> | undefined {
-  const shape = structureOf(schema);
-  if (shape.type === 'array') return shape.items ? membersOf(shape.items) : undefined;
-  return shape.type === 'object' ? shape.properties : undefined;
+  const shapes = objectShapes(schema);
+  if (shapes.length <= 1) return shapes[0]?.properties;
+  const members: Record<string, Shape> = {};
+  for (const shape of shapes)
+    for (const [name, member] of Object.entries(shape.properties!)) {
+      const earlier = members[name];
+      members[name] = earlier === undefined || earlier === member ? member : { anyOf: [earlier, member] };
+    }
+  return members;
 }
 
 function checkPath(record: Shape, segments: string[], name: string): void {
@@ -205,6 +245,12 @@ function digest(text: string): string {
 }
 
 function picker(tree: Tree, schema: Shape): (value: unknown) => unknown {
+  // A union of objects: each record is picked by the branch that describes it, whole (kind says which).
+  const branches = (schema.anyOf ?? []).filter((branch) => branch.type === 'object');
+  if (branches.length > 1) {
+    const pickers = new Map(branches.map((branch) => [branch, picker(tree, branch)]));
+    return (value) => pickers.get(branchFor(branches, value) ?? branches[0]!)!(value);
+  }
   const shape = structureOf(schema);
   if (shape.type === 'array') {
     const pick = picker(tree, shape.items ?? {});
@@ -227,7 +273,7 @@ function picker(tree: Tree, schema: Shape): (value: unknown) => unknown {
 
 function identifierOf(selectable: Selectable): string | undefined {
   const identifier = selectable.identifier ?? 'id';
-  return Object.hasOwn((selectable.record as Shape).properties ?? {}, identifier) ? identifier : undefined;
+  return Object.hasOwn(membersOf(selectable.record as Shape) ?? {}, identifier) ? identifier : undefined;
 }
 
 /** Every name `fields` takes: the members, and those inside objects and arrays of objects. */

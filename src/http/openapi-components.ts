@@ -7,6 +7,7 @@
  */
 
 import { STATUS_CODES } from 'node:http';
+import { WHOLE_RECORD } from './fields-document.js';
 
 type Json = Record<string, unknown>;
 
@@ -32,7 +33,9 @@ export function nameComponents<T extends Json>(document: T, examples: Record<str
     if (!isObject(value)) return value;
     const out: Json = {};
     for (const [key, member] of Object.entries(value)) {
-      out[key] = DATA_MEMBERS.has(key) || key.startsWith('x-') ? member : visit(member, true);
+      // The whole record a partial one stands for is named, not written where it stands (fields-document.ts).
+      if (key === WHOLE_RECORD) visit(member, true);
+      else out[key] = DATA_MEMBERS.has(key) || key.startsWith('x-') ? member : visit(member, true);
     }
     const title = out.title;
     if (
@@ -85,6 +88,9 @@ function addExamples(schemas: Json, examples: Record<string, unknown>): void {
     const schema = schemas[name];
     if (!isObject(schema)) throw new Error(`An example is given for ${name}, which is not a schema of the document`);
     schema.examples = [example];
+    // A whole record is one of its partial answers too (fields-document.ts): its variants show the same example.
+    for (const variant of [schemas[`${name}Fields`], schemas[`Partial${name}`]])
+      if (isObject(variant)) variant.examples = [example];
   }
   for (const [name, schema] of Object.entries(schemas)) {
     const record = name.endsWith('Page') ? examples[name.slice(0, -'Page'.length)] : undefined;

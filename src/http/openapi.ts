@@ -2,6 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { bound } from './route-completion.js';
+import { describeSelections } from './fields-document.js';
 import { nameComponents } from './openapi-components.js';
 import { ProblemSchema, operation, representation } from './schemas.js';
 
@@ -61,6 +62,11 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
       components: { securitySchemes: options.securitySchemes },
     },
     exposeHeadRoutes: true,
+    // What an operation taking `fields` answers: its records whole or in part (fields-document.ts).
+    transform: ({ schema, url }) => ({
+      schema: describeSelections(schema as Record<string, unknown> | undefined, url) as typeof schema,
+      url,
+    }),
     transformObject: (documents) =>
       nameComponents(
         ('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Record<string, unknown>,

@@ -1,15 +1,18 @@
 import type { onSendHookHandler, RouteOptions } from 'fastify';
 import { writeNumbersInDecimal } from './number-text.js';
+import { closeQuerystring } from './query-parameters.js';
 import { problemResponse } from './schemas.js';
 
 /**
  * What every route's schema gets as the route is registered, before Fastify compiles it: 507 on
- * writes, the default bounds of strings, integers and arrays, the decimal pattern of integers and
- * numbers sent as text (number-text.ts), and the headers of a deprecated operation. One function,
+ * writes, a query string that takes only the parameters it names (query-parameters.ts), the default
+ * bounds of strings, integers and arrays, the decimal pattern of integers and numbers sent as text
+ * (number-text.ts), and the headers of a deprecated operation. One function,
  * so the app and the bench's copy of it cannot differ.
  */
 export function completeRoute(route: RouteOptions): void {
   documentWriteProblems(route);
+  closeQuerystring(route);
   boundRoute(route);
   writeNumbersInDecimal(route);
   addDeprecationHeaders(route);

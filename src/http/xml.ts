@@ -1,6 +1,7 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { BadRequestError, UnprocessableError } from '../errors.js';
 import { DECIMAL_INTEGER } from './number-text.js';
+import { branchFor } from './schema-branches.js';
 import { scanXml } from './xml-scan.js';
 
 /**
@@ -78,14 +79,10 @@ function writeElement(
   parts.push(`${open}>${escapeXml(String(value))}</${name}>`);
 }
 
-/** The schema branch that describes a value (for `anyOf`, e.g. a nullable field). */
+/** The schema branch that describes a value (for `anyOf`: a nullable field, or an operation that is an import or a backup). */
 function concrete(schema: XmlSchema | undefined, value: unknown): XmlSchema | undefined {
   if (!schema?.anyOf) return schema;
-  const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
-  return (
-    schema.anyOf.find((branch) => branch.type === kind || (kind === 'number' && branch.type === 'integer')) ??
-    schema.anyOf.find((branch) => branch.type !== 'null')
-  );
+  return branchFor(schema.anyOf, value) ?? schema.anyOf.find((branch) => branch.type !== 'null');
 }
 
 // XML 1.0 cannot carry C0 controls other than tab, LF and CR, nor U+FFFE/U+FFFF, even escaped.

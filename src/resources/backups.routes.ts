@@ -33,12 +33,10 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         tags: ['backups'],
         problems: [409],
         response: {
-          202: representation(
-            OperationSchema,
-            'The backup operation, queued',
-            { ...RESPONSE_HEADERS.location, 'Retry-After': { type: 'string', description: 'seconds before asking' } },
-            ['json'],
-          ),
+          202: representation(OperationSchema, 'The backup operation, queued', {
+            ...RESPONSE_HEADERS.location,
+            'Retry-After': { type: 'string', description: 'seconds before asking' },
+          }),
         },
       }),
     },
@@ -60,12 +58,14 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         tags: ['backups'],
         querystring: BackupListQuery,
         problems: [409],
-        response: { 200: representation(BackupPageSchema, 'A page of backups', RESPONSE_HEADERS.link, ['json']) },
+        response: { 200: representation(BackupPageSchema, 'A page of backups', RESPONSE_HEADERS.link) },
       }),
     },
     async (request, reply) => {
       const { folder } = available();
-      const page = await listBackupPage(folder, request.query);
+      const page = await listBackupPage(folder, request.query, (error) =>
+        request.log.warn(`a backup in ROWI_BACKUP_DIR is left out of the list: ${error.message}`),
+      );
       if (page.nextCursor !== null) {
         const target = new URL(request.url, 'http://rowi.invalid');
         target.searchParams.set('cursor', page.nextCursor);
@@ -86,7 +86,7 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefine
         tags: ['backups'],
         params: BackupNameParams,
         problems: [409],
-        response: { 200: representation(BackupSchema, 'The backup', {}, ['json']) },
+        response: { 200: representation(BackupSchema, 'The backup') },
       }),
     },
     async (request, reply) => {

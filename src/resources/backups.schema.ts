@@ -27,7 +27,7 @@ export const BackupSchema = Type.Object(
     rowi: Type.String({ maxLength: 100, description: 'the version of rowi that took it' }),
     url: Type.String({ maxLength: 300, description: 'the path of this backup in the API' }),
   },
-  { additionalProperties: false, title: 'Backup' },
+  { additionalProperties: false, title: 'Backup', xml: { name: 'backup' } },
 );
 export type Backup = Static<typeof BackupSchema>;
 

@@ -1,10 +1,9 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RequestAccess } from '../auth/access.js';
 import type { Config } from '../config/config.js';
-import { BackupError, listBackups, manifestOf, type BackupManifest } from '../db/backup.js';
+import { BackupError, listBackups, manifestOf, readManifest, type BackupManifest } from '../db/backup.js';
 import { POSTGRES_BACKUPS, takeBackup } from '../db/backup-schedule.js';
 import { nowTimestamp } from '../db/clock.js';
 import type { Db } from '../db/database.js';
@@ -200,8 +199,12 @@ const CURSOR_SORT = 'backups:-taken_at,-file';
 const newestFirst = (a: Pick<Backup, 'taken_at' | 'file'>, b: Pick<Backup, 'taken_at' | 'file'>) =>
   b.taken_at.localeCompare(a.taken_at) || b.file.localeCompare(a.file);
 
-/** A page of the backups in `folder`, newest first. */
-export async function listBackupPage(folder: string, query: { limit?: number; cursor?: string }) {
+/** A page of the backups in `folder`, newest first; a backup whose manifest is unreadable is left out, and `unreadable` told. */
+export async function listBackupPage(
+  folder: string,
+  query: { limit?: number; cursor?: string },
+  unreadable: (error: BackupError) => void,
+) {
   let after: { taken_at: string; file: string } | undefined;
   if (query.cursor !== undefined) {
     const position = decodeCursor(query.cursor);
@@ -215,7 +218,7 @@ export async function listBackupPage(folder: string, query: { limit?: number; cu
     after = { taken_at: takenAt, file };
   }
   const limit = query.limit ?? 50;
-  const all = (await listBackups(folder)).sort(newestFirst);
+  const all = (await listBackups(folder, unreadable)).sort(newestFirst);
   const rest = after === undefined ? all : all.filter((manifest) => newestFirst(after, manifest) < 0);
   const rows = rest.slice(0, limit).map(presentBackup);
   const last = rows.at(-1);
@@ -226,16 +229,24 @@ export async function listBackupPage(folder: string, query: { limit?: number; cu
   return { rows, nextCursor };
 }
 
-/** One backup of `folder`, by its file name; 404 when there is none (a file without its manifest is none). */
+/**
+ * One backup of `folder`, by its file name; 404 when there is none (a file without its manifest is
+ * none), and 404 naming the manifest and what is wrong with it when it is unreadable: rowi cannot
+ * say what that file holds, and lists it nowhere.
+ */
 export async function getBackup(folder: string, name: string): Promise<Backup> {
   const notFound = () => new NotFoundError(`There is no backup ${name} in ROWI_BACKUP_DIR.`);
-  if (!name.endsWith('.sqlite')) throw notFound();
+  const file = join(folder, name);
+  if (!name.endsWith('.sqlite') || !existsSync(file) || !existsSync(manifestOf(file))) throw notFound();
   let manifest: BackupManifest;
   try {
-    manifest = JSON.parse(await readFile(manifestOf(join(folder, name)), 'utf8')) as BackupManifest;
-  } catch {
-    throw notFound();
+    manifest = await readManifest(manifestOf(file), manifestOf(name));
+  } catch (error) {
+    if (!(error instanceof BackupError)) throw error;
+    throw new NotFoundError(
+      `There is no readable backup ${name} in ROWI_BACKUP_DIR: ${error.message}. Repair or remove the manifest, or take another backup.`,
+    );
   }
-  if (manifest.file !== name || !existsSync(join(folder, name))) throw notFound();
+  if (manifest.file !== name) throw notFound();
   return presentBackup(manifest);
 }

@@ -40,8 +40,8 @@ export interface Expanded<Row> {
 export function withExpand<Query extends TObject>(querystring: Query, relations: Expandable) {
   const expand = Type.Optional(expandParameter(relations));
   const properties = { ...querystring.properties, expand } as Query['properties'] & { expand: typeof expand };
-  const { additionalProperties } = querystring as { additionalProperties?: boolean };
-  return Type.Object(properties, { additionalProperties: additionalProperties ?? true });
+  // Closed, as every route's query string is (http/query-parameters.ts).
+  return Type.Object(properties, { additionalProperties: false });
 }
 
 /** The ETag of a read that takes expand=: another, weak tag for each expanded representation (http/expand.ts). */

@@ -72,12 +72,10 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         body: fileBody(target),
         consumes: MEDIA_TYPES,
         response: {
-          202: representation(
-            OperationSchema,
-            'The operation, queued',
-            { ...RESPONSE_HEADERS.location, 'Retry-After': { type: 'string', description: 'seconds before asking' } },
-            ['json'],
-          ),
+          202: representation(OperationSchema, 'The operation, queued', {
+            ...RESPONSE_HEADERS.location,
+            'Retry-After': { type: 'string', description: 'seconds before asking' },
+          }),
         },
       }),
     },

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/db/connect.js';
@@ -115,5 +115,26 @@ describe('scheduled backups of the SQLite file', () => {
     const exposition = await registry.metrics();
     expect(exposition).toMatch(/^rowi_backup_failures_total 2$/m);
     expect(exposition).toMatch(/^rowi_backup_last_success_timestamp_seconds 0$/m);
+  });
+  it('a status.json that holds no JSON object (null, an array, a string) is read as none, and the next outcome rewrites it whole', async () => {
+    const data = join(tempFolder('data'), 'rowi.db');
+    const storage = await openSqlite({ data, sqliteSynchronous: 'full' });
+    await migrateStorage(storage);
+    await storage.close();
+    const folder = tempFolder('backups');
+    for (const text of ['null', '[7]', '"text"']) {
+      writeFileSync(join(folder, 'status.json'), text);
+      expect(await readBackupStatus(folder), text).toBeUndefined();
+    }
+    const { logger } = keptLog('info');
+    const schedule = startBackupSchedule({ data, folder, intervalMs: 3_600_000, keep: 5, log: logger });
+    expect(await schedule.runOnce()).toBeDefined();
+    await schedule.close();
+    expect(Object.keys(JSON.parse(readFileSync(join(folder, 'status.json'), 'utf8'))).sort()).toEqual([
+      'failures',
+      'last_error',
+      'last_failure_at',
+      'last_success_at',
+    ]);
   });
 });

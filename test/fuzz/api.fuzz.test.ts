@@ -14,9 +14,12 @@ import type { Schema } from './arbitraries.js';
  * Property-based fuzzing of every operation of the OpenAPI document, against the real app on the
  * run's database: valid requests drawn from the document's schemas, then mutated (wrong types,
  * edge and huge values, odd Unicode, NUL, duplicate and reserved keys, deep nesting, XML of the
- * same and of shapes no document has, odd query strings and headers). Every answer must be one
- * the document lists for its operation, never a 5xx, with a body its schema accepts, within 2 s;
- * and the app must still answer afterwards. A second caller sees only its own users, items and
+ * same and of shapes no document has, odd query strings and headers, Accept of every format and
+ * export), on records the run made (an import and a backup among them, for the operations).
+ * Every answer must be one the document lists for its operation, never a 5xx, with a body its
+ * schema accepts (one to `fields=` too; each line of NDJSON), within 2 s, and never a success to a
+ * query parameter the operation does not list; every method a path does not list is 405 with the
+ * Allow of those it does; and the app must still answer afterwards. A second caller sees only its own users, items and
  * orders (docs/access.md): no answer to it, no event listed for it and no message of its stream
  * carries the id of another owner's record.
  *
@@ -24,6 +27,7 @@ import type { Schema } from './arbitraries.js';
  * operation for a long run. A failure shows the seed and the shrunk request.
  */
 const SEED = Number(process.env.ROWI_TEST_FUZZ_SEED ?? 20_261_124);
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const RUNS_PER_OPERATION = Number(process.env.ROWI_TEST_FUZZ_RUNS ?? 50);
 
 let test: TestApp;
@@ -125,6 +129,18 @@ beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   base = await test.app.listen({ host: '127.0.0.1', port: 0 });
+  // An import that ended with a refused row: an operation to read, list, cancel and download the errors of.
+  const upload = await fetch(`${base}/v1/items/import?mode=partial`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/csv', 'x-api-key': test.adminKey },
+    body: 'sku,name,price\nFUZZ-IMPORT-1,Imported,1.00\nFUZZ-IMPORT-2,Refused,abc\n',
+  });
+  expect(upload.status).toBe(202);
+  const imported = upload.headers.get('location')!;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (!['queued', 'running'].includes((await test.call({ url: imported })).json.status)) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
   credentials = { admin: test.adminKey, reader: reader.key, own: ownKey };
   references = { user_id: [user.id, ownUser.json.id], item_id: [item.id, ownItem.json.id] };
   fixtures = {
@@ -139,6 +155,10 @@ beforeAll(async () => {
     '/v1/webhook-endpoints/deliveries': [ping.json.id],
     '/v1/events': [event.id],
     '/v1/backups': [backupName, 'rowi-none.sqlite'],
+    '/v1/operations': [
+      Number(imported.split('/').at(-1)),
+      ...(backup.status === 202 ? [backup.json.id as number] : []),
+    ],
   };
 });
 afterAll(() => test.close());
@@ -178,6 +198,18 @@ function noteAnsweredToOwn(value: unknown, path: string): void {
   ] as const)
     if (typeof record[field] === 'number') set.add(record[field]);
   for (const member of Object.values(record)) noteAnsweredToOwn(member, path);
+}
+
+/** A name in the request's query string that the operation does not list, if any. */
+function unknownQueryName(operation: Operation, url: string): string | undefined {
+  const query = url.indexOf('?');
+  if (query === -1) return undefined;
+  const known = operation.parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+  return url
+    .slice(query + 1)
+    .split('&')
+    .map((pair) => pair.split('=')[0]!)
+    .find((name) => name !== '' && !known.includes(name));
 }
 
 /** How many answers of each status the run got: what the fuzzing reached. */
@@ -263,7 +295,11 @@ describe('fuzzing every operation of the OpenAPI document', () => {
                 answer.body !== ''
               )
                 noteAnsweredToOwn(JSON.parse(answer.body), `${operation.method} ${request.url}`);
-              const problem = checker.problemWith(operation, answer, /[?&]fields=/.test(request.url));
+              const problem =
+                checker.problemWith(operation, answer) ??
+                (answer.status < 400 && unknownQueryName(operation, request.url) !== undefined
+                  ? `answered ${answer.status} to a query parameter it does not take, ${unknownQueryName(operation, request.url)}`
+                  : undefined);
               if (problem !== undefined)
                 throw new Error(
                   `${operation.method} ${operation.path}: ${problem}\nanswer ${answer.status}: ${answer.body.slice(0, 600)}`,
@@ -287,6 +323,68 @@ describe('fuzzing every operation of the OpenAPI document', () => {
       expect((await test.call({ url: '/v1/users?limit=1' })).status).toBe(200);
     },
   );
+
+  it(`every path of the document: a method it does not list is 405 with an Allow of those it lists, and OPTIONS 204 with that Allow (seed ${SEED})`, async () => {
+    const byPath = new Map<string, Operation[]>();
+    for (const operation of operations) byPath.set(operation.path, [...(byPath.get(operation.path) ?? []), operation]);
+    const failures: string[] = [];
+    for (const [path, served] of byPath) {
+      const listed = served.map((operation) => operation.method);
+      const allow = [...METHODS, 'OPTIONS']
+        .filter((method) => method === 'OPTIONS' || listed.includes(method))
+        .join(', ');
+      const unlisted = [...METHODS.filter((method) => !listed.includes(method)), 'OPTIONS'];
+      // Path parameters from the records the run made and well-formed made-up ones: which path, not whether its value is valid, decides the methods.
+      const pathParameters = served[0]!.parameters.filter((parameter) => parameter.in === 'path');
+      const url = fc
+        .tuple(
+          ...pathParameters.map((parameter) =>
+            fc.oneof(
+              ...(fixturesFor(path, parameter.name).length > 0
+                ? [fc.constantFrom(...fixturesFor(path, parameter.name).map(String))]
+                : []),
+              fc.integer({ min: 1, max: 1_000_000 }).map(String),
+            ),
+          ),
+        )
+        .map((values) =>
+          pathParameters.reduce((each, parameter, index) => each.replace(`{${parameter.name}}`, values[index]!), path),
+        );
+      try {
+        await fc.assert(
+          fc.asyncProperty(
+            url,
+            fc.constantFrom(...unlisted),
+            fc.constantFrom(...Object.values(credentials), undefined),
+            async (target, method, key) => {
+              const reply = await test.app.inject({
+                method: method as 'GET',
+                url: target,
+                headers: key === undefined ? {} : { 'x-api-key': key },
+              });
+              statuses.set(reply.statusCode, (statuses.get(reply.statusCode) ?? 0) + 1);
+              const expected = method === 'OPTIONS' ? 204 : 405;
+              if (reply.statusCode !== expected || reply.headers.allow !== allow)
+                throw new Error(
+                  `${method} ${target}: ${reply.statusCode} Allow ${String(reply.headers.allow)} (expected ${expected} Allow ${allow})`,
+                );
+              if (
+                method !== 'OPTIONS' &&
+                method !== 'HEAD' &&
+                JSON.parse(reply.body).allowed_methods.join(', ') !== allow
+              )
+                throw new Error(`${method} ${target}: allowed_methods ${reply.body}`);
+            },
+          ),
+          { seed: SEED, numRuns: 20 },
+        );
+      } catch (error) {
+        failures.push((error as Error).message);
+      }
+    }
+    expect(byPath.size).toBeGreaterThan(50);
+    expect(failures).toEqual([]);
+  });
 
   it("the caller that sees only its own records was never answered, listed or streamed another owner's record", async () => {
     // Its stream from its first event on: every event kept that it sees, then cut.

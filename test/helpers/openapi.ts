@@ -25,3 +25,26 @@ export function dereferenced<T>(document: T): T {
   };
   return resolve(document, 0) as T;
 }
+
+/** One operation of the document: its method (upper case), its path template, and its description. */
+export interface DocumentedOperation {
+  method: string;
+  path: string;
+  operation: {
+    parameters?: { name: string; in: string; required?: boolean; schema?: { type?: string } }[];
+    responses: Record<string, unknown>;
+  };
+}
+
+/** Every operation of the document, path by path. */
+export function documentedOperations(document: unknown): DocumentedOperation[] {
+  const paths = (document as { paths: Record<string, Record<string, DocumentedOperation['operation']>> }).paths;
+  return Object.entries(paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })),
+  );
+}
+
+/** A path template with each parameter given a value (`/v1/users/{id}` → `/v1/users/1`). */
+export function concretePath(path: string, value = '1'): string {
+  return path.replace(/\{[^}]+\}/g, value);
+}

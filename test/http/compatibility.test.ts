@@ -46,7 +46,7 @@ describe('breakingChanges: what it finds', () => {
     [
       'a removed response field',
       (document) => delete document.components.schemas.User.properties.email,
-      /GET \/v1\/users\/\{id\} 200: response field email removed/,
+      /POST \/v1\/users 201: response field email removed/,
     ],
     [
       'a removed enum value',
@@ -104,7 +104,7 @@ describe('breakingChanges: what it finds', () => {
       (document) => {
         document.components.schemas.User.properties.id.type = 'string';
       },
-      /GET \/v1\/users\/\{id\} 200\.id: type narrowed or changed \(integer → string\)/,
+      /POST \/v1\/users 201\.id: type narrowed or changed \(integer → string\)/,
     ],
   ])('finds %s', (_case, change, expected) => {
     const after = copy();

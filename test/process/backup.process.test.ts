@@ -195,6 +195,32 @@ describe('rowi backup and rowi restore on the SQLite file', () => {
     expect(readdirSync(dataFile.replace(/\/[^/]+$/, '')).filter((name) => name.includes('restor'))).toEqual([]);
   }, 90_000);
 
+  it('rowi restore refuses with "manifest unreadable" naming the manifest, without a stack trace, changing nothing, when the manifest beside the backup holds null, is not JSON or lacks its SHA-256', async () => {
+    const dataFile = tempDataFile();
+    expect((await runCli(['migrate'], { ROWI_DATA: dataFile })).code).toBe(0);
+    const folder = tempFolder('backups');
+    const good = join(folder, 'good.sqlite');
+    expect((await runCli(['backup', good], { ROWI_DATA: dataFile })).code).toBe(0);
+    const before = readFileSync(dataFile);
+    const manifest = JSON.parse(readFileSync(`${good}.json`, 'utf8')) as Record<string, unknown>;
+    const cases: [string, string, string][] = [
+      ['null', 'null', 'holds null, not an object'],
+      ['text', '{"file": "text.sqlite", ', 'is not JSON'],
+      ['unsummed', JSON.stringify({ ...manifest, sha256: undefined }), 'lacks sha256'],
+    ];
+    for (const [name, text, reason] of cases) {
+      const file = join(folder, `${name}.sqlite`);
+      copyFileSync(good, file);
+      writeFileSync(`${file}.json`, text);
+      const refused = await runCli(['restore', file], { ROWI_DATA: dataFile }, 30_000);
+      expect({ name, code: refused.code, stdout: refused.stdout }).toEqual({ name, code: 1, stdout: '' });
+      expect(refused.stderr, name).toContain(`rowi: restore refused: manifest unreadable: ${file}.json ${reason}`);
+      expect(refused.stderr, name).not.toMatch(/^\s+at /m);
+      expect(refused.stderr.trim().split('\n'), name).toHaveLength(1);
+    }
+    expect(readFileSync(dataFile).equals(before)).toBe(true);
+  }, 90_000);
+
   it('rowi restore of a backup from the rowi before this one (a migration short): puts it in place, migrates it forward, and rowi serves it', async () => {
     // The database an older rowi made: every migration of this one but the last.
     const older = join(tempFolder('backups'), 'older.sqlite');

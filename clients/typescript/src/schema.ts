@@ -949,7 +949,7 @@ export interface paths {
         };
         /**
          * Download every refused row of an operation
-         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.
+         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.
          */
         get: operations["getOperationErrors"];
         put?: never;
@@ -958,7 +958,7 @@ export interface paths {
         options?: never;
         /**
          * Download every refused row of an operation
-         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.
+         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.
          */
         head: operations["getOperationErrors-head"];
         patch?: never;
@@ -1409,6 +1409,47 @@ export interface components {
             expires_at?: string;
         };
         /**
+         * ApiKeyFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 2,
+         *       "caller_id": 2,
+         *       "prefix": "rowi_geej5b4a",
+         *       "description": "sales system, production",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "expires_at": null,
+         *       "last_used_at": "2026-06-01T12:05:00.000Z",
+         *       "revoked_at": null
+         *     }
+         */
+        ApiKeyFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly caller_id?: number;
+            /** @description the public start of the key (rowi_xxxxxxxx), to tell keys apart */
+            readonly prefix?: string;
+            /** @description what the key is for */
+            description?: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /** @description when the key stops working; null: never */
+            expires_at?: string | null;
+            /** @description last authenticated use, recorded to within a few seconds */
+            readonly last_used_at?: string | null;
+            /** @description when the key was revoked; null while it works */
+            readonly revoked_at?: string | null;
+        };
+        /**
          * ApiKeyPage
          * @example {
          *       "data": [
@@ -1427,7 +1468,7 @@ export interface components {
          *     }
          */
         ApiKeyPage: {
-            data: components["schemas"]["ApiKey"][];
+            data: components["schemas"]["ApiKeyFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -1486,6 +1527,61 @@ export interface components {
             client_ip: string | null;
         };
         /**
+         * AuditEventFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 7,
+         *       "at": "2026-06-01T12:00:00.000Z",
+         *       "request_id": "c0f8f90c-718e-448b-b37d-2242b1b0ee3f",
+         *       "caller_id": 2,
+         *       "caller_name": "sales-system",
+         *       "credential": "api_key",
+         *       "user_id": null,
+         *       "method": "POST",
+         *       "path": "/v1/orders",
+         *       "resource": "orders",
+         *       "record_id": "1",
+         *       "action": "create",
+         *       "status": 201,
+         *       "duration_ms": 4.2,
+         *       "client_ip": "192.0.2.10"
+         *     }
+         */
+        AuditEventFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: date-time
+             * @description when the request arrived
+             */
+            at?: string;
+            /** @description the request's X-Request-Id */
+            request_id?: string;
+            /** @description the authenticated caller; null when none (or an external token) */
+            caller_id?: number | null;
+            caller_name?: string | null;
+            credential?: string | null;
+            /** @description the user the request acted for (its subject; the caller is the actor), docs/access.md "Acting for a user"; null when it acted for nobody */
+            user_id?: number | null;
+            method?: string;
+            /** @description the path, without the query string */
+            path?: string;
+            resource?: string | null;
+            record_id?: string | null;
+            action?: string | null;
+            /**
+             * Format: int64
+             * @description the response status: 401/403 for refused requests
+             */
+            status?: number;
+            /** @description time to answer, in milliseconds */
+            duration_ms?: number;
+            client_ip?: string | null;
+        };
+        /**
          * AuditEventPage
          * @example {
          *       "data": [
@@ -1511,7 +1607,7 @@ export interface components {
          *     }
          */
         AuditEventPage: {
-            data: components["schemas"]["AuditEvent"][];
+            data: components["schemas"]["AuditEventFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -1673,6 +1769,86 @@ export interface components {
             } | null;
         };
         /**
+         * BackupOperationFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 7,
+         *       "kind": "backup",
+         *       "status": "succeeded",
+         *       "created_by": 1,
+         *       "caller_name": "admin",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "Backup taken and checked: rowi-20261126T203000.123Z.sqlite in ROWI_BACKUP_DIR.",
+         *         "backup": {
+         *           "file": "rowi-20261126T203000.123Z.sqlite",
+         *           "bytes": 1048576,
+         *           "sha256": "9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+         *           "taken_at": "2026-06-01T12:00:00.000Z",
+         *           "ms": 412,
+         *           "schema": "0017-one-backup-at-a-time",
+         *           "rows": {
+         *             "users": 1200,
+         *             "items": 340,
+         *             "orders": 5600
+         *           },
+         *           "rowi": "0.1.0",
+         *           "url": "/v1/backups/rowi-20261126T203000.123Z.sqlite"
+         *         },
+         *         "problem": null
+         *       }
+         *     }
+         */
+        BackupOperationFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * @description what the operation does: a backup of the database
+             * @enum {string}
+             */
+            kind?: "backup";
+            /** @description queued (waiting for its turn), running, or how it ended: succeeded, failed, cancelled */
+            status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            caller_name?: string | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+            started_at?: string | null;
+            finished_at?: string | null;
+            /** @description once ended: how, and on success the backup written (its file, size, SHA-256, schema version, row counts) */
+            summary?: {
+                /** @description how it ended, in words (on failure: why) */
+                detail?: string;
+                /** @description the backup written (file, size, SHA-256, schema version, row counts); null when it failed */
+                backup?: components["schemas"]["PartialBackup"] | null;
+                /** @description when it failed, the server error it stands for: 507 insufficient-storage (the disk is full), 503 service-unavailable (rowi stopped or was killed before the backup was whole: start another), 500 internal-error (anything else: `detail` says what); null when it succeeded or was cancelled */
+                problem?: {
+                    /** @description the problem type, as in /problems/{type} */
+                    type?: "insufficient-storage" | "service-unavailable" | "internal-error";
+                    /**
+                     * Format: int64
+                     * @description the problem's HTTP status
+                     */
+                    status?: number;
+                } | null;
+            } | null;
+        };
+        /**
          * BackupPage
          * @example {
          *       "data": [
@@ -1787,6 +1963,73 @@ export interface components {
             rate_limit?: number | null;
         };
         /**
+         * CallerFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 2,
+         *       "name": "sales-system",
+         *       "role": "editor",
+         *       "extra_scopes": [],
+         *       "removed_scopes": [],
+         *       "scopes": [
+         *         "users:read",
+         *         "users:create",
+         *         "users:update",
+         *         "items:read",
+         *         "items:create",
+         *         "items:update",
+         *         "stock:read",
+         *         "stock:create",
+         *         "stock:update",
+         *         "orders:read",
+         *         "orders:create",
+         *         "orders:update",
+         *         "weather:read",
+         *         "weather:create",
+         *         "weather:update",
+         *         "events:read"
+         *       ],
+         *       "record_access": {
+         *         "users": "all",
+         *         "items": "all",
+         *         "orders": "all"
+         *       },
+         *       "rate_limit": null,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        CallerFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description unique name of the calling system (sales-system); also its OAuth client_id */
+            name?: string;
+            /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
+            role?: "reader" | "editor" | "admin" | "channel";
+            /** @description scopes granted beyond the role's (caller management cannot be granted) */
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            /** @description scopes of the role taken away */
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            /** @description what the caller may do: role + extra − removed */
+            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            record_access?: components["schemas"]["PartialRecordAccess"];
+            /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
+            rate_limit?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * CallerPage
          * @example {
          *       "data": [
@@ -1828,7 +2071,7 @@ export interface components {
          *     }
          */
         CallerPage: {
-            data: components["schemas"]["Caller"][];
+            data: components["schemas"]["CallerFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -1913,6 +2156,51 @@ export interface components {
             };
         };
         /**
+         * EventFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": "evt_01a214fb578f000000b9bd50f327",
+         *       "type": "order.created",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "path": "/v1/orders/1",
+         *       "data": {
+         *         "id": 1,
+         *         "name": "SO-1001",
+         *         "user_id": 1,
+         *         "status": "placed",
+         *         "lines": [
+         *           {
+         *             "item_id": 1,
+         *             "quantity": 2,
+         *             "unit_price": "2.50",
+         *             "line_total": "5.00"
+         *           }
+         *         ],
+         *         "total": "5.00",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        EventFields: {
+            /** @description the event id: evt_ and 28 hexadecimal digits, sortable by time */
+            id: string;
+            /** @description the event type: user.created (A user was created; data is the user.); user.updated (A user's fields changed; data is the user as stored.); user.deleted (A user was deleted; data holds its id.); item.created (An item was created (its stock at 0); data is the item.); item.updated (An item's fields changed; data is the item as stored.); item.deleted (An item was deleted with its stock; data holds its id.); stock.changed (An item's stock moved; data is the stock after the move, with the movement that caused it (set, reserve, release or fulfil, and the order).); order.created (An order was placed, reserving its stock; data is the order.); order.replaced (An order's name, user or lines were replaced (PUT); data is the order as stored.); order.updated (An order's name, user or lines changed (PATCH) without a change of status; data is the order.); order.status_changed (An order was fulfilled or cancelled (possibly with other changes); data is the order, with `previous_status`.); order.deleted (An order was deleted (releasing what it reserved); data holds its id.); weather.observed (An observation of a place was recorded (or corrected); data is the place's weather.); weather.updated (A place's name or coordinates changed; data is the place's weather.); weather.deleted (A place was deleted with its observations; data holds its place.); caller.created (A caller was created; data is the caller.); caller.updated (A caller's name, role or grants changed; data is the caller.); caller.deleted (A caller was deleted with its keys; data holds its id.); api_key.created (An API key was made for a caller; data is the key without its secret.); api_key.revoked (An API key was revoked; data is the key.); operation.progressed (An import went on (at most one a second per operation, and after each chunk it committed at most), or a backup was queued or started; data is the operation, with its progress.); operation.completed (An import or a backup ended: succeeded, failed or cancelled; data is the operation, with its summary (an import: the rows it committed; a backup: the file written).); webhook.ping (A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.) */
+            type?: "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed" | "webhook.ping";
+            /**
+             * Format: date-time
+             * @description when the change was made (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /** @description the path of the resource the event is about */
+            path?: string;
+            /** @description the resource as it was after the change (as GET answers it), or its id when it was deleted */
+            data?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
          * EventPage
          * @example {
          *       "data": [
@@ -1945,7 +2233,7 @@ export interface components {
          *     }
          */
         EventPage: {
-            data: components["schemas"]["Event"][];
+            data: components["schemas"]["EventFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -2072,6 +2360,84 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at: string;
+        };
+        /**
+         * ExpandedOrderFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "status": "placed",
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2,
+         *           "unit_price": "2.50",
+         *           "line_total": "5.00",
+         *           "item": {
+         *             "id": 1,
+         *             "name": "Widget",
+         *             "sku": "WID-1",
+         *             "price": "2.50",
+         *             "created_by": 1,
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z",
+         *             "stock": {
+         *               "item_id": 1,
+         *               "quantity": 98,
+         *               "reserved": 2,
+         *               "updated_at": "2026-06-01T12:00:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "total": "5.00",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "user": {
+         *         "id": 1,
+         *         "name": "Ada Lovelace",
+         *         "email": "ada@example.com",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        ExpandedOrderFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name?: string;
+            /** @description the user the order is for; null once that user has been deleted */
+            user_id?: number | null;
+            /** @description the user (expand=user), present only when expand names it; null when there is none or the caller may not see it */
+            user?: components["schemas"]["PartialUser"] | null;
+            /** @description placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns) */
+            status?: "placed" | "fulfilled" | "cancelled";
+            lines?: components["schemas"]["PartialExpandedOrderLine"][];
+            /**
+             * @description sum of the line totals
+             * @example 125.00
+             */
+            readonly total?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
         };
         /**
          * ExpandedOrderLine
@@ -2212,6 +2578,99 @@ export interface components {
              * @description when the record was created (RFC 3339, UTC)
              */
             readonly created_at: string;
+        };
+        /**
+         * ExpandedStockMovementFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 2,
+         *       "item_id": 1,
+         *       "kind": "reserve",
+         *       "quantity_change": -2,
+         *       "reserved_change": 2,
+         *       "quantity_after": 98,
+         *       "reserved_after": 2,
+         *       "order_id": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "order": {
+         *         "id": 1,
+         *         "name": "SO-1001",
+         *         "user_id": 1,
+         *         "status": "placed",
+         *         "lines": [
+         *           {
+         *             "item_id": 1,
+         *             "quantity": 2,
+         *             "unit_price": "2.50",
+         *             "line_total": "5.00",
+         *             "item": {
+         *               "id": 1,
+         *               "name": "Widget",
+         *               "sku": "WID-1",
+         *               "price": "2.50",
+         *               "created_by": 1,
+         *               "created_at": "2026-06-01T12:00:00.000Z",
+         *               "updated_at": "2026-06-01T12:00:00.000Z",
+         *               "stock": {
+         *                 "item_id": 1,
+         *                 "quantity": 98,
+         *                 "reserved": 2,
+         *                 "updated_at": "2026-06-01T12:00:00.000Z"
+         *               }
+         *             }
+         *           }
+         *         ],
+         *         "total": "5.00",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "user": {
+         *           "id": 1,
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "created_by": 2,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        ExpandedStockMovementFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: int64
+             * @description the item whose stock moved
+             */
+            item_id?: number;
+            /** @description set: quantity set by an inventory system; reserve / release: units held for / returned by an order; fulfil: reserved units left with a fulfilled order */
+            kind?: "set" | "reserve" | "release" | "fulfil";
+            /**
+             * Format: int64
+             * @description change of the on-hand, unreserved quantity
+             */
+            quantity_change?: number;
+            /**
+             * Format: int64
+             * @description change of the reserved quantity
+             */
+            reserved_change?: number;
+            /** Format: int64 */
+            quantity_after?: number;
+            /** Format: int64 */
+            reserved_after?: number;
+            /** @description the order that caused the movement; null for set */
+            order_id?: number | null;
+            /** @description the order (expand=order), present only when expand names it; null when there is none or the caller may not see it */
+            order?: components["schemas"]["PartialExpandedOrder"] | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
         };
         /**
          * Health
@@ -2414,6 +2873,150 @@ export interface components {
             errors: components["schemas"]["OperationRowError"][];
             /** @description every row error, as NDJSON */
             errors_url: string;
+        };
+        /**
+         * ImportOperationFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "kind": "import",
+         *       "target": "items",
+         *       "status": "succeeded",
+         *       "media_type": "text/csv",
+         *       "options": {
+         *         "mode": "partial",
+         *         "on_conflict": "update",
+         *         "dry_run": false
+         *       },
+         *       "progress": {
+         *         "bytes_read": 1048576,
+         *         "bytes_total": 1048576,
+         *         "rows_read": 40000,
+         *         "rows_succeeded": 39998,
+         *         "rows_skipped": 0,
+         *         "rows_failed": 2,
+         *         "committed_through": 40001
+         *       },
+         *       "created_by": 2,
+         *       "caller_name": "warehouse",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *         "rows_committed": 39998,
+         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *       },
+         *       "errors": [
+         *         {
+         *           "row": 17,
+         *           "field": "price",
+         *           "problem": "validation-failed",
+         *           "detail": "price must be a decimal string"
+         *         },
+         *         {
+         *           "row": 902,
+         *           "field": "sku",
+         *           "problem": "duplicate-in-file",
+         *           "detail": "has the same sku as row 12 of this file"
+         *         }
+         *       ],
+         *       "errors_url": "/v1/operations/1/errors"
+         *     }
+         */
+        ImportOperationFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * @description what the operation does: an import of a file
+             * @enum {string}
+             */
+            kind?: "import";
+            /** @description the collection it writes */
+            target?: "users" | "items" | "stock" | "orders";
+            /** @description queued (waiting for a turn), running, or how it ended: succeeded, failed, cancelled */
+            status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description the media type of the file */
+            media_type?: string;
+            options?: {
+                /** @description atomic: every row or none; partial: the good rows are committed, the bad ones reported */
+                mode?: "atomic" | "partial";
+                /** @description what a row whose natural key (item sku, user email) is taken does: fail, be skipped, or update */
+                on_conflict?: "error" | "skip" | "update";
+                /** @description true: every row was checked, nothing was stored */
+                dry_run?: boolean;
+            };
+            progress?: {
+                /**
+                 * Format: int64
+                 * @description bytes of the file read
+                 */
+                bytes_read?: number;
+                /**
+                 * Format: int64
+                 * @description the file's size
+                 */
+                bytes_total?: number;
+                /**
+                 * Format: int64
+                 * @description rows read (the header not counted)
+                 */
+                rows_read?: number;
+                /**
+                 * Format: int64
+                 * @description rows stored (or, in a dry run, that would be)
+                 */
+                rows_succeeded?: number;
+                /**
+                 * Format: int64
+                 * @description rows skipped: on_conflict=skip and the key was taken, or the row changed nothing
+                 */
+                rows_skipped?: number;
+                /**
+                 * Format: int64
+                 * @description rows refused (listed in errors)
+                 */
+                rows_failed?: number;
+                /**
+                 * Format: int64
+                 * @description every row of the file up to this one is committed, except those failed; 0: none is committed
+                 */
+                committed_through?: number;
+            };
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            caller_name?: string | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+            started_at?: string | null;
+            finished_at?: string | null;
+            summary?: {
+                /** @description how it ended, in words */
+                detail?: string;
+                /**
+                 * Format: int64
+                 * @description rows committed and kept
+                 */
+                rows_committed?: number;
+                /** @description which rows were committed: a range of rows, less the failed ones */
+                committed?: string;
+            } | null;
+            /** @description the first errors of its rows (all of them at errors_url) */
+            errors?: components["schemas"]["PartialOperationRowError"][];
+            /** @description every row error, as NDJSON */
+            errors_url?: string;
         };
         /**
          * Index
@@ -2699,6 +3302,47 @@ export interface components {
             price: string;
         };
         /**
+         * ItemFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50",
+         *       "created_by": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        ItemFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku?: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * ItemPage
          * @example {
          *       "data": [
@@ -2716,7 +3360,7 @@ export interface components {
          *     }
          */
         ItemPage: {
-            data: components["schemas"]["Item"][];
+            data: components["schemas"]["ItemFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3026,6 +3670,56 @@ export interface components {
             readonly updated_at: string;
         };
         /**
+         * ObservationFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "place": "tokyo",
+         *       "temperature_c": 12.5,
+         *       "humidity_pct": 60,
+         *       "wind_kph": 8,
+         *       "conditions": "partly-cloudy",
+         *       "observed_at": "2026-06-01T09:00:00.000Z",
+         *       "source": "weather-feed",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        ObservationFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description the place's key in URLs: lower-case letters, digits and hyphens */
+            readonly place?: string;
+            /** @description air temperature, °C, -100 to 70 */
+            temperature_c?: number;
+            /** @description relative humidity, %, 0 to 100 */
+            humidity_pct?: number;
+            /** @description wind speed, km/h, 0 to 500 (the strongest gust ever measured was 408 km/h) */
+            wind_kph?: number;
+            /** @description what the sky does: clear, mostly-clear, partly-cloudy, overcast, fog, drizzle, freezing-drizzle, rain, freezing-rain, snow, showers, snow-showers, thunderstorm */
+            conditions?: "clear" | "mostly-clear" | "partly-cloudy" | "overcast" | "fog" | "drizzle" | "freezing-drizzle" | "rain" | "freezing-rain" | "snow" | "showers" | "snow-showers" | "thunderstorm";
+            /**
+             * Format: date-time
+             * @description when it was measured (RFC 3339); at most 5 minutes ahead of the server's clock
+             */
+            observed_at?: string;
+            /** @description who measured it: open-meteo for the upstream provider, else the recording feed (the caller's name unless the body names another) */
+            readonly source?: string;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the observation was last corrected (a PUT with the same observed_at)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * ObservationInput
          * @example {
          *       "name": "Tokyo",
@@ -3097,7 +3791,7 @@ export interface components {
          *     }
          */
         ObservationPage: {
-            data: components["schemas"]["Observation"][];
+            data: components["schemas"]["ObservationFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3158,6 +3852,58 @@ export interface components {
          */
         Operation: components["schemas"]["ImportOperation"] | components["schemas"]["BackupOperation"];
         /**
+         * OperationFields
+         * @description a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation); as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "kind": "import",
+         *       "target": "items",
+         *       "status": "succeeded",
+         *       "media_type": "text/csv",
+         *       "options": {
+         *         "mode": "partial",
+         *         "on_conflict": "update",
+         *         "dry_run": false
+         *       },
+         *       "progress": {
+         *         "bytes_read": 1048576,
+         *         "bytes_total": 1048576,
+         *         "rows_read": 40000,
+         *         "rows_succeeded": 39998,
+         *         "rows_skipped": 0,
+         *         "rows_failed": 2,
+         *         "committed_through": 40001
+         *       },
+         *       "created_by": 2,
+         *       "caller_name": "warehouse",
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z",
+         *       "started_at": "2026-06-01T12:00:00.000Z",
+         *       "finished_at": "2026-06-01T12:05:00.000Z",
+         *       "summary": {
+         *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
+         *         "rows_committed": 39998,
+         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *       },
+         *       "errors": [
+         *         {
+         *           "row": 17,
+         *           "field": "price",
+         *           "problem": "validation-failed",
+         *           "detail": "price must be a decimal string"
+         *         },
+         *         {
+         *           "row": 902,
+         *           "field": "sku",
+         *           "problem": "duplicate-in-file",
+         *           "detail": "has the same sku as row 12 of this file"
+         *         }
+         *       ],
+         *       "errors_url": "/v1/operations/1/errors"
+         *     }
+         */
+        OperationFields: components["schemas"]["ImportOperationFields"] | components["schemas"]["BackupOperationFields"];
+        /**
          * OperationPage
          * @example {
          *       "data": [
@@ -3213,7 +3959,7 @@ export interface components {
          *     }
          */
         OperationPage: {
-            data: components["schemas"]["Operation"][];
+            data: components["schemas"]["OperationFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3634,7 +4380,7 @@ export interface components {
          *     }
          */
         OrderPage: {
-            data: components["schemas"]["ExpandedOrder"][];
+            data: components["schemas"]["ExpandedOrderFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -3722,6 +4468,356 @@ export interface components {
             /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
             readonly created_by?: number | null;
             readonly total?: string;
+        };
+        /**
+         * PartialBackup
+         * @example {
+         *       "file": "rowi-20261126T203000.123Z.sqlite",
+         *       "bytes": 1048576,
+         *       "sha256": "9f2c1e0d4b7a8c6e5f3d2b1a0c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+         *       "taken_at": "2026-06-01T12:00:00.000Z",
+         *       "ms": 412,
+         *       "schema": "0017-one-backup-at-a-time",
+         *       "rows": {
+         *         "users": 1200,
+         *         "items": 340,
+         *         "orders": 5600
+         *       },
+         *       "rowi": "0.1.0",
+         *       "url": "/v1/backups/rowi-20261126T203000.123Z.sqlite"
+         *     }
+         */
+        PartialBackup: {
+            /** @description the file name in ROWI_BACKUP_DIR */
+            file?: string;
+            /**
+             * Format: int64
+             * @description the file's size
+             */
+            bytes?: number;
+            /** @description the file's SHA-256 (hex), as recorded when it was taken */
+            sha256?: string;
+            /**
+             * Format: date-time
+             * @description when its snapshot was taken (its start)
+             */
+            taken_at?: string;
+            /**
+             * Format: int64
+             * @description how long taking and checking it took, in milliseconds
+             */
+            ms?: number;
+            schema?: string | null;
+            /** @description the rows of each table of the copy, counted when it was checked */
+            rows?: {
+                [key: string]: number;
+            };
+            /** @description the version of rowi that took it */
+            rowi?: string;
+            /** @description the path of this backup in the API */
+            url?: string;
+        };
+        /**
+         * PartialExpandedItem
+         * @example {
+         *       "id": 1,
+         *       "name": "Widget",
+         *       "sku": "WID-1",
+         *       "price": "2.50",
+         *       "created_by": 1,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "stock": {
+         *         "item_id": 1,
+         *         "quantity": 98,
+         *         "reserved": 2,
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        PartialExpandedItem: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id?: number;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /** @description stock-keeping unit: unique, compared exactly (case matters) */
+            sku?: string;
+            /**
+             * @description decimal string, at most 2 decimal places, ≥ 0 (for example "12.50")
+             * @example 12.50
+             */
+            price?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+            stock?: components["schemas"]["PartialStock"];
+        };
+        /**
+         * PartialExpandedOrder
+         * @example {
+         *       "id": 1,
+         *       "name": "SO-1001",
+         *       "user_id": 1,
+         *       "status": "placed",
+         *       "lines": [
+         *         {
+         *           "item_id": 1,
+         *           "quantity": 2,
+         *           "unit_price": "2.50",
+         *           "line_total": "5.00",
+         *           "item": {
+         *             "id": 1,
+         *             "name": "Widget",
+         *             "sku": "WID-1",
+         *             "price": "2.50",
+         *             "created_by": 1,
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "updated_at": "2026-06-01T12:00:00.000Z",
+         *             "stock": {
+         *               "item_id": 1,
+         *               "quantity": 98,
+         *               "reserved": 2,
+         *               "updated_at": "2026-06-01T12:00:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "total": "5.00",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z",
+         *       "user": {
+         *         "id": 1,
+         *         "name": "Ada Lovelace",
+         *         "email": "ada@example.com",
+         *         "created_by": 2,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z"
+         *       }
+         *     }
+         */
+        PartialExpandedOrder: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id?: number;
+            /** @description the caller's reference for the order, 1–200 characters */
+            name?: string;
+            /** @description the user the order is for; null once that user has been deleted */
+            user_id?: number | null;
+            /** @description the user (expand=user), present only when expand names it; null when there is none or the caller may not see it */
+            user?: components["schemas"]["PartialUser"] | null;
+            /** @description placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns) */
+            status?: "placed" | "fulfilled" | "cancelled";
+            lines?: components["schemas"]["PartialExpandedOrderLine"][];
+            /**
+             * @description sum of the line totals
+             * @example 125.00
+             */
+            readonly total?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * PartialExpandedOrderLine
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 2,
+         *       "unit_price": "2.50",
+         *       "line_total": "5.00",
+         *       "item": {
+         *         "id": 1,
+         *         "name": "Widget",
+         *         "sku": "WID-1",
+         *         "price": "2.50",
+         *         "created_by": 1,
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "updated_at": "2026-06-01T12:00:00.000Z",
+         *         "stock": {
+         *           "item_id": 1,
+         *           "quantity": 98,
+         *           "reserved": 2,
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        PartialExpandedOrderLine: {
+            /**
+             * Format: int64
+             * @description the item ordered
+             */
+            item_id?: number;
+            /**
+             * Format: int64
+             * @description units, 1 to 1000000
+             */
+            quantity?: number;
+            /**
+             * @description the item's price when it was first ordered
+             * @example 12.50
+             */
+            readonly unit_price?: string;
+            /**
+             * @description unit_price × quantity
+             * @example 125.00
+             */
+            readonly line_total?: string;
+            /** @description the item (expand=lines.item), present only when expand names it; null when there is none or the caller may not see it */
+            item?: components["schemas"]["PartialExpandedItem"] | null;
+        };
+        /**
+         * PartialOperationRowError
+         * @example {
+         *       "row": 17,
+         *       "field": "price",
+         *       "problem": "validation-failed",
+         *       "detail": "price must be a decimal string"
+         *     }
+         */
+        PartialOperationRowError: {
+            /**
+             * Format: int64
+             * @description the row of the file: CSV counts the header as row 1, NDJSON counts lines from 1
+             */
+            row?: number;
+            field?: string | null;
+            /** @description the problem type, as in /problems/{type} */
+            problem?: string;
+            /** @description what is wrong with it */
+            detail?: string;
+        };
+        /**
+         * PartialRecordAccess
+         * @description per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist
+         * @example {
+         *       "users": "all",
+         *       "items": "all",
+         *       "orders": "all"
+         *     }
+         */
+        PartialRecordAccess: {
+            /** @description all or own users */
+            users?: "all" | "own";
+            /** @description all or own items */
+            items?: "all" | "own";
+            /** @description all or own orders */
+            orders?: "all" | "own";
+        };
+        /**
+         * PartialStock
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 98,
+         *       "reserved": 2,
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        PartialStock: {
+            /**
+             * Format: int64
+             * @description the item this stock is of
+             */
+            readonly item_id?: number;
+            /**
+             * Format: int64
+             * @description units on hand and not reserved, 0 to 10¹²
+             */
+            quantity?: number;
+            /**
+             * Format: int64
+             * @description units held by placed orders
+             */
+            readonly reserved?: number;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * PartialUser
+         * @example {
+         *       "id": 1,
+         *       "name": "Ada Lovelace",
+         *       "email": "ada@example.com",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        PartialUser: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id?: number;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /**
+             * Format: email
+             * @description unique, compared case-insensitively
+             */
+            email?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
+         * PartialWebhookAttempt
+         * @example {
+         *       "attempted_at": "2026-06-01T12:05:00.000Z",
+         *       "status_code": 204,
+         *       "duration_ms": 38,
+         *       "error": null
+         *     }
+         */
+        PartialWebhookAttempt: {
+            /**
+             * Format: date-time
+             * @description when the attempt started
+             */
+            attempted_at?: string;
+            /** @description the endpoint's answer; null when none came */
+            status_code?: number | null;
+            /**
+             * Format: int64
+             * @description how long the attempt took
+             */
+            duration_ms?: number;
+            error?: string | null;
         };
         /**
          * PlacePatch
@@ -4008,6 +5104,38 @@ export interface components {
             if_match?: string;
         };
         /**
+         * StockFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (item_id always)
+         * @example {
+         *       "item_id": 1,
+         *       "quantity": 98,
+         *       "reserved": 2,
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        StockFields: {
+            /**
+             * Format: int64
+             * @description the item this stock is of
+             */
+            readonly item_id: number;
+            /**
+             * Format: int64
+             * @description units on hand and not reserved, 0 to 10¹²
+             */
+            quantity?: number;
+            /**
+             * Format: int64
+             * @description units held by placed orders
+             */
+            readonly reserved?: number;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * StockMovementPage
          * @example {
          *       "data": [
@@ -4027,7 +5155,7 @@ export interface components {
          *     }
          */
         StockMovementPage: {
-            data: components["schemas"]["ExpandedStockMovement"][];
+            data: components["schemas"]["ExpandedStockMovementFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -4046,7 +5174,7 @@ export interface components {
          *     }
          */
         StockPage: {
-            data: components["schemas"]["Stock"][];
+            data: components["schemas"]["StockFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -4395,6 +5523,44 @@ export interface components {
             email: string;
         };
         /**
+         * UserFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "name": "Ada Lovelace",
+         *       "email": "ada@example.com",
+         *       "created_by": 2,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        UserFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /**
+             * Format: email
+             * @description unique, compared case-insensitively
+             */
+            email?: string;
+            /** @description the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to */
+            readonly created_by?: number | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * UserPage
          * @example {
          *       "data": [
@@ -4411,7 +5577,7 @@ export interface components {
          *     }
          */
         UserPage: {
-            data: components["schemas"]["User"][];
+            data: components["schemas"]["UserFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -4539,6 +5705,65 @@ export interface components {
             readonly updated_at: string;
         };
         /**
+         * WeatherFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "place": "tokyo",
+         *       "name": "Tokyo",
+         *       "latitude": 35.68,
+         *       "longitude": 139.69,
+         *       "temperature_c": 12.5,
+         *       "humidity_pct": 60,
+         *       "wind_kph": 8,
+         *       "conditions": "partly-cloudy",
+         *       "observed_at": "2026-06-01T09:00:00.000Z",
+         *       "source": "weather-feed",
+         *       "stale": false,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        WeatherFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description the place's key in URLs: lower-case letters, digits and hyphens */
+            readonly place?: string;
+            /** @description display name, 1–200 characters */
+            name?: string;
+            /** @description degrees north; null when the place has no coordinates (then only recorded observations are served) */
+            latitude?: number | null;
+            /** @description degrees east; null when the place has no coordinates */
+            longitude?: number | null;
+            /** @description air temperature, °C, -100 to 70; null before the first observation */
+            temperature_c?: number | null;
+            /** @description relative humidity, %, 0 to 100; null before the first observation */
+            humidity_pct?: number | null;
+            /** @description wind speed, km/h, 0 to 500 (the strongest gust ever measured was 408 km/h); null before the first observation */
+            wind_kph?: number | null;
+            /** @description what the sky does: clear, mostly-clear, partly-cloudy, overcast, fog, drizzle, freezing-drizzle, rain, freezing-rain, snow, showers, snow-showers, thunderstorm; null before the first observation */
+            conditions?: "clear" | "mostly-clear" | "partly-cloudy" | "overcast" | "fog" | "drizzle" | "freezing-drizzle" | "rain" | "freezing-rain" | "snow" | "showers" | "snow-showers" | "thunderstorm" | null;
+            /** @description when it was measured; null before the first observation */
+            observed_at?: string | null;
+            /** @description open-meteo when the upstream provider answered, else the feed that recorded it; null before the first observation */
+            source?: string | null;
+            /** @description true when the upstream provider failed and rowi served the last value it had instead (stale-if-error; Cache-Status says why) */
+            readonly stale?: boolean;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * WeatherPage
          * @example {
          *       "data": [
@@ -4563,7 +5788,7 @@ export interface components {
          *     }
          */
         WeatherPage: {
-            data: components["schemas"]["Weather"][];
+            data: components["schemas"]["WeatherFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -4649,6 +5874,64 @@ export interface components {
             readonly updated_at: string;
         };
         /**
+         * WebhookDeliveryFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "endpoint_id": 1,
+         *       "event_id": "evt_01a214fb578f000000b9bd50f327",
+         *       "event_type": "order.created",
+         *       "resource": "/v1/orders/42",
+         *       "sequence": 1,
+         *       "status": "succeeded",
+         *       "next_attempt_at": null,
+         *       "attempts": [
+         *         {
+         *           "attempted_at": "2026-06-01T12:05:00.000Z",
+         *           "status_code": 204,
+         *           "duration_ms": 38,
+         *           "error": null
+         *         }
+         *       ],
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:05:00.000Z"
+         *     }
+         */
+        WebhookDeliveryFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /**
+             * Format: int64
+             * @description the endpoint it is sent to
+             */
+            endpoint_id?: number;
+            /** @description the event sent (GET /v1/events/{id}); its id is also the webhook-id header */
+            event_id?: string;
+            /** @description the type of the event sent */
+            event_type?: string;
+            resource?: string | null;
+            /** @description its place among the deliveries of its resource to this endpoint, from 1; the webhook's `sequence`. Null for a delivery made before rowi numbered them */
+            sequence?: number | null;
+            /** @description pending: to be sent (now, or at next_attempt_at); succeeded: the endpoint answered 2xx; dead: given up after the retry schedule, or the endpoint was disabled (the dead letter: retry by hand) */
+            status?: "pending" | "succeeded" | "dead";
+            next_attempt_at?: string | null;
+            /** @description every attempt, oldest first */
+            attempts?: components["schemas"]["PartialWebhookAttempt"][];
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * WebhookDeliveryPage
          * @example {
          *       "data": [
@@ -4677,7 +5960,7 @@ export interface components {
          *     }
          */
         WebhookDeliveryPage: {
-            data: components["schemas"]["WebhookDelivery"][];
+            data: components["schemas"]["WebhookDeliveryFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -4756,6 +6039,60 @@ export interface components {
             description?: string;
         };
         /**
+         * WebhookEndpointFields
+         * @description as a read or a list answers it: every member, or only those `fields` names (id always)
+         * @example {
+         *       "id": 1,
+         *       "url": "https://hooks.example.com/rowi",
+         *       "owner_caller_id": 1,
+         *       "description": "order desk",
+         *       "events": [
+         *         "order.created",
+         *         "order.status_changed"
+         *       ],
+         *       "enabled": true,
+         *       "disabled_reason": null,
+         *       "failed_attempts": 0,
+         *       "previous_secret_expires_at": null,
+         *       "created_at": "2026-06-01T12:00:00.000Z",
+         *       "updated_at": "2026-06-01T12:00:00.000Z"
+         *     }
+         */
+        WebhookEndpointFields: {
+            /**
+             * Format: int64
+             * @description server-assigned identifier
+             */
+            readonly id: number;
+            /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
+            url?: string;
+            /** @description the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL */
+            readonly owner_caller_id?: number | null;
+            /** @description what the endpoint is for, up to 500 characters on one line */
+            description?: string;
+            /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
+            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
+            /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
+            enabled?: boolean;
+            disabled_reason?: string | null;
+            /**
+             * Format: int64
+             * @description failed attempts in a row (a success resets it)
+             */
+            readonly failed_attempts?: number;
+            previous_secret_expires_at?: string | null;
+            /**
+             * Format: date-time
+             * @description when the record was created (RFC 3339, UTC)
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description when the record last changed (RFC 3339, UTC)
+             */
+            readonly updated_at?: string;
+        };
+        /**
          * WebhookEndpointPage
          * @example {
          *       "data": [
@@ -4780,7 +6117,7 @@ export interface components {
          *     }
          */
         WebhookEndpointPage: {
-            data: components["schemas"]["WebhookEndpoint"][];
+            data: components["schemas"]["WebhookEndpointFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
         };
@@ -5601,7 +6938,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserPage"];
                     "application/xml": components["schemas"]["UserPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["User"];
+                    "application/x-ndjson": components["schemas"]["UserFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5708,7 +7045,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserPage"];
                     "application/xml": components["schemas"]["UserPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["User"];
+                    "application/x-ndjson": components["schemas"]["UserFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5749,8 +7086,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["User"];
-                    "application/xml": components["schemas"]["User"];
+                    "application/json": components["schemas"]["UserFields"];
+                    "application/xml": components["schemas"]["UserFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -5803,8 +7140,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["User"];
-                    "application/xml": components["schemas"]["User"];
+                    "application/json": components["schemas"]["UserFields"];
+                    "application/xml": components["schemas"]["UserFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -5860,8 +7197,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["User"];
-                    "application/xml": components["schemas"]["User"];
+                    "application/json": components["schemas"]["UserFields"];
+                    "application/xml": components["schemas"]["UserFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6006,8 +7343,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["User"];
-                    "application/xml": components["schemas"]["User"];
+                    "application/json": components["schemas"]["UserFields"];
+                    "application/xml": components["schemas"]["UserFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6173,7 +7510,7 @@ export interface operations {
                     "application/json": components["schemas"]["ItemPage"];
                     "application/xml": components["schemas"]["ItemPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Item"];
+                    "application/x-ndjson": components["schemas"]["ItemFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6280,7 +7617,7 @@ export interface operations {
                     "application/json": components["schemas"]["ItemPage"];
                     "application/xml": components["schemas"]["ItemPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Item"];
+                    "application/x-ndjson": components["schemas"]["ItemFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6324,8 +7661,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Item"];
-                    "application/xml": components["schemas"]["Item"];
+                    "application/json": components["schemas"]["ItemFields"];
+                    "application/xml": components["schemas"]["ItemFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6470,8 +7807,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Item"];
-                    "application/xml": components["schemas"]["Item"];
+                    "application/json": components["schemas"]["ItemFields"];
+                    "application/xml": components["schemas"]["ItemFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6627,7 +7964,7 @@ export interface operations {
                     "application/json": components["schemas"]["StockPage"];
                     "application/xml": components["schemas"]["StockPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Stock"];
+                    "application/x-ndjson": components["schemas"]["StockFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6677,7 +8014,7 @@ export interface operations {
                     "application/json": components["schemas"]["StockPage"];
                     "application/xml": components["schemas"]["StockPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Stock"];
+                    "application/x-ndjson": components["schemas"]["StockFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6721,8 +8058,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Stock"];
-                    "application/xml": components["schemas"]["Stock"];
+                    "application/json": components["schemas"]["StockFields"];
+                    "application/xml": components["schemas"]["StockFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6827,8 +8164,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Stock"];
-                    "application/xml": components["schemas"]["Stock"];
+                    "application/json": components["schemas"]["StockFields"];
+                    "application/xml": components["schemas"]["StockFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -6953,7 +8290,7 @@ export interface operations {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["ExpandedStockMovement"];
+                    "application/x-ndjson": components["schemas"]["ExpandedStockMovementFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7017,7 +8354,7 @@ export interface operations {
                     "application/json": components["schemas"]["StockMovementPage"];
                     "application/xml": components["schemas"]["StockMovementPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["ExpandedStockMovement"];
+                    "application/x-ndjson": components["schemas"]["ExpandedStockMovementFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7120,7 +8457,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["ExpandedOrder"];
+                    "application/x-ndjson": components["schemas"]["ExpandedOrderFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7226,7 +8563,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrderPage"];
                     "application/xml": components["schemas"]["OrderPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["ExpandedOrder"];
+                    "application/x-ndjson": components["schemas"]["ExpandedOrderFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7270,8 +8607,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExpandedOrder"];
-                    "application/xml": components["schemas"]["ExpandedOrder"];
+                    "application/json": components["schemas"]["ExpandedOrderFields"];
+                    "application/xml": components["schemas"]["ExpandedOrderFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -7415,8 +8752,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExpandedOrder"];
-                    "application/xml": components["schemas"]["ExpandedOrder"];
+                    "application/json": components["schemas"]["ExpandedOrderFields"];
+                    "application/xml": components["schemas"]["ExpandedOrderFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -7718,8 +9055,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Weather"];
-                    "application/xml": components["schemas"]["Weather"];
+                    "application/json": components["schemas"]["WeatherFields"];
+                    "application/xml": components["schemas"]["WeatherFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -7885,8 +9222,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Weather"];
-                    "application/xml": components["schemas"]["Weather"];
+                    "application/json": components["schemas"]["WeatherFields"];
+                    "application/xml": components["schemas"]["WeatherFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -8266,8 +9603,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Caller"];
-                    "application/xml": components["schemas"]["Caller"];
+                    "application/json": components["schemas"]["CallerFields"];
+                    "application/xml": components["schemas"]["CallerFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -8359,8 +9696,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Caller"];
-                    "application/xml": components["schemas"]["Caller"];
+                    "application/json": components["schemas"]["CallerFields"];
+                    "application/xml": components["schemas"]["CallerFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -8608,8 +9945,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKey"];
-                    "application/xml": components["schemas"]["ApiKey"];
+                    "application/json": components["schemas"]["ApiKeyFields"];
+                    "application/xml": components["schemas"]["ApiKeyFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8689,8 +10026,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKey"];
-                    "application/xml": components["schemas"]["ApiKey"];
+                    "application/json": components["schemas"]["ApiKeyFields"];
+                    "application/xml": components["schemas"]["ApiKeyFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8755,7 +10092,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditEventPage"];
                     "application/xml": components["schemas"]["AuditEventPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["AuditEvent"];
+                    "application/x-ndjson": components["schemas"]["AuditEventFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8819,7 +10156,7 @@ export interface operations {
                     "application/json": components["schemas"]["AuditEventPage"];
                     "application/xml": components["schemas"]["AuditEventPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["AuditEvent"];
+                    "application/x-ndjson": components["schemas"]["AuditEventFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8868,6 +10205,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8919,6 +10257,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8970,6 +10309,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9019,6 +10359,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9055,7 +10396,7 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9075,6 +10416,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperationPage"];
+                    "application/xml": components["schemas"]["OperationPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9108,7 +10450,7 @@ export interface operations {
                 created_before?: string;
                 /** @description only records created by this caller */
                 created_by?: number;
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9128,6 +10470,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperationPage"];
+                    "application/xml": components["schemas"]["OperationPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9143,7 +10486,7 @@ export interface operations {
     getOperation: {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9166,7 +10509,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Operation"];
+                    "application/json": components["schemas"]["OperationFields"];
+                    "application/xml": components["schemas"]["OperationFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9204,6 +10548,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9222,7 +10567,7 @@ export interface operations {
     "getOperation-head": {
         parameters: {
             query?: {
-                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
+                /** @description only these fields of each record, comma-separated: id, kind, target, status, media_type, options, options.mode, options.on_conflict, options.dry_run, progress, progress.bytes_read, progress.bytes_total, progress.rows_read, progress.rows_succeeded, progress.rows_skipped, progress.rows_failed, progress.committed_through, created_by, caller_name, created_at, updated_at, started_at, finished_at, summary, summary.detail, summary.rows_committed, summary.committed, summary.backup, summary.backup.file, summary.backup.bytes, summary.backup.sha256, summary.backup.taken_at, summary.backup.ms, summary.backup.schema, summary.backup.rows, summary.backup.rowi, summary.backup.url, summary.problem, summary.problem.type, summary.problem.status, errors, errors.row, errors.field, errors.problem, errors.detail, errors_url (a dotted name selects inside: options.mode); id is always answered; a name given twice counts once; at most 100 names and 2000 characters; an unknown name is 400 (docs/reading.md) */
                 fields?: string;
             };
             header?: never;
@@ -9245,7 +10590,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Operation"];
+                    "application/json": components["schemas"]["OperationFields"];
+                    "application/xml": components["schemas"]["OperationFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9283,6 +10629,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9326,6 +10673,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -9360,6 +10708,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -9391,6 +10740,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BackupPage"];
+                    "application/xml": components["schemas"]["BackupPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9425,6 +10775,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Operation"];
+                    "application/xml": components["schemas"]["Operation"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9464,6 +10815,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BackupPage"];
+                    "application/xml": components["schemas"]["BackupPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9499,6 +10851,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Backup"];
+                    "application/xml": components["schemas"]["Backup"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9535,6 +10888,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Backup"];
+                    "application/xml": components["schemas"]["Backup"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9591,7 +10945,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["EventPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Event"];
+                    "application/x-ndjson": components["schemas"]["EventFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9646,7 +11000,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["EventPage"];
                     "text/csv": string;
-                    "application/x-ndjson": components["schemas"]["Event"];
+                    "application/x-ndjson": components["schemas"]["EventFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9690,7 +11044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"];
+                    "application/json": components["schemas"]["EventFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -9746,7 +11100,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"];
+                    "application/json": components["schemas"]["EventFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -10017,7 +11371,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookEndpoint"];
+                    "application/json": components["schemas"]["WebhookEndpointFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -10112,7 +11466,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookEndpoint"];
+                    "application/json": components["schemas"]["WebhookEndpointFields"];
                 };
             };
             /** @description The copy the client holds is current */
@@ -10356,7 +11710,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookDelivery"];
+                    "application/json": components["schemas"]["WebhookDeliveryFields"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10396,7 +11750,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookDelivery"];
+                    "application/json": components["schemas"]["WebhookDeliveryFields"];
                 };
             };
             400: components["responses"]["BadRequest"];

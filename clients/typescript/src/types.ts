@@ -5,10 +5,14 @@ import type { components } from './schema.js';
 export type ApiKey = components['schemas']['ApiKey'];
 /** ApiKeyCreate */
 export type ApiKeyCreate = components['schemas']['ApiKeyCreate'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type ApiKeyFields = components['schemas']['ApiKeyFields'];
 /** ApiKeyPage */
 export type ApiKeyPage = components['schemas']['ApiKeyPage'];
 /** AuditEvent */
 export type AuditEvent = components['schemas']['AuditEvent'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type AuditEventFields = components['schemas']['AuditEventFields'];
 /** AuditEventPage */
 export type AuditEventPage = components['schemas']['AuditEventPage'];
 /** AuthorizationServerMetadata */
@@ -17,32 +21,44 @@ export type AuthorizationServerMetadata = components['schemas']['AuthorizationSe
 export type Backup = components['schemas']['Backup'];
 /** BackupOperation */
 export type BackupOperation = components['schemas']['BackupOperation'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type BackupOperationFields = components['schemas']['BackupOperationFields'];
 /** BackupPage */
 export type BackupPage = components['schemas']['BackupPage'];
 /** Caller */
 export type Caller = components['schemas']['Caller'];
 /** CallerCreate */
 export type CallerCreate = components['schemas']['CallerCreate'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type CallerFields = components['schemas']['CallerFields'];
 /** CallerPage */
 export type CallerPage = components['schemas']['CallerPage'];
 /** CallerPatch */
 export type CallerPatch = components['schemas']['CallerPatch'];
 /** Event */
 export type Event = components['schemas']['Event'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type EventFields = components['schemas']['EventFields'];
 /** EventPage */
 export type EventPage = components['schemas']['EventPage'];
 /** ExpandedItem */
 export type ExpandedItem = components['schemas']['ExpandedItem'];
 /** ExpandedOrder */
 export type ExpandedOrder = components['schemas']['ExpandedOrder'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type ExpandedOrderFields = components['schemas']['ExpandedOrderFields'];
 /** ExpandedOrderLine */
 export type ExpandedOrderLine = components['schemas']['ExpandedOrderLine'];
 /** ExpandedStockMovement */
 export type ExpandedStockMovement = components['schemas']['ExpandedStockMovement'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type ExpandedStockMovementFields = components['schemas']['ExpandedStockMovementFields'];
 /** Health */
 export type Health = components['schemas']['Health'];
 /** ImportOperation */
 export type ImportOperation = components['schemas']['ImportOperation'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type ImportOperationFields = components['schemas']['ImportOperationFields'];
 /** Index */
 export type Index = components['schemas']['Index'];
 /** Item */
@@ -59,6 +75,8 @@ export type ItemBatchReplace = components['schemas']['ItemBatchReplace'];
 export type ItemBatchResult = components['schemas']['ItemBatchResult'];
 /** ItemCreate */
 export type ItemCreate = components['schemas']['ItemCreate'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type ItemFields = components['schemas']['ItemFields'];
 /** ItemPage */
 export type ItemPage = components['schemas']['ItemPage'];
 /** ItemPatch */
@@ -75,6 +93,8 @@ export type NewApiKey = components['schemas']['NewApiKey'];
 export type OAuthError = components['schemas']['OAuthError'];
 /** Observation */
 export type Observation = components['schemas']['Observation'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type ObservationFields = components['schemas']['ObservationFields'];
 /** ObservationInput */
 export type ObservationInput = components['schemas']['ObservationInput'];
 /** ObservationPage */
@@ -83,6 +103,8 @@ export type ObservationPage = components['schemas']['ObservationPage'];
 export type OpenAPI = components['schemas']['OpenAPI'];
 /** a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation) */
 export type Operation = components['schemas']['Operation'];
+/** a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation); as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type OperationFields = components['schemas']['OperationFields'];
 /** OperationPage */
 export type OperationPage = components['schemas']['OperationPage'];
 /** OperationRowError */
@@ -111,6 +133,24 @@ export type OrderPage = components['schemas']['OrderPage'];
 export type OrderPatch = components['schemas']['OrderPatch'];
 /** OrderReplace */
 export type OrderReplace = components['schemas']['OrderReplace'];
+/** PartialBackup */
+export type PartialBackup = components['schemas']['PartialBackup'];
+/** PartialExpandedItem */
+export type PartialExpandedItem = components['schemas']['PartialExpandedItem'];
+/** PartialExpandedOrder */
+export type PartialExpandedOrder = components['schemas']['PartialExpandedOrder'];
+/** PartialExpandedOrderLine */
+export type PartialExpandedOrderLine = components['schemas']['PartialExpandedOrderLine'];
+/** PartialOperationRowError */
+export type PartialOperationRowError = components['schemas']['PartialOperationRowError'];
+/** per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist */
+export type PartialRecordAccess = components['schemas']['PartialRecordAccess'];
+/** PartialStock */
+export type PartialStock = components['schemas']['PartialStock'];
+/** PartialUser */
+export type PartialUser = components['schemas']['PartialUser'];
+/** PartialWebhookAttempt */
+export type PartialWebhookAttempt = components['schemas']['PartialWebhookAttempt'];
 /** PlacePatch */
 export type PlacePatch = components['schemas']['PlacePatch'];
 /** Problem */
@@ -131,6 +171,8 @@ export type StockBatchAdjust = components['schemas']['StockBatchAdjust'];
 export type StockBatchResult = components['schemas']['StockBatchResult'];
 /** StockBatchSet */
 export type StockBatchSet = components['schemas']['StockBatchSet'];
+/** as a read or a list answers it: every member, or only those `fields` names (item_id always) */
+export type StockFields = components['schemas']['StockFields'];
 /** StockMovementPage */
 export type StockMovementPage = components['schemas']['StockMovementPage'];
 /** StockPage */
@@ -157,6 +199,8 @@ export type UserBatchReplace = components['schemas']['UserBatchReplace'];
 export type UserBatchResult = components['schemas']['UserBatchResult'];
 /** UserCreate */
 export type UserCreate = components['schemas']['UserCreate'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type UserFields = components['schemas']['UserFields'];
 /** UserPage */
 export type UserPage = components['schemas']['UserPage'];
 /** UserPatch */
@@ -165,18 +209,24 @@ export type UserPatch = components['schemas']['UserPatch'];
 export type UserReplace = components['schemas']['UserReplace'];
 /** Weather */
 export type Weather = components['schemas']['Weather'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type WeatherFields = components['schemas']['WeatherFields'];
 /** WeatherPage */
 export type WeatherPage = components['schemas']['WeatherPage'];
 /** WebhookAttempt */
 export type WebhookAttempt = components['schemas']['WebhookAttempt'];
 /** WebhookDelivery */
 export type WebhookDelivery = components['schemas']['WebhookDelivery'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type WebhookDeliveryFields = components['schemas']['WebhookDeliveryFields'];
 /** WebhookDeliveryPage */
 export type WebhookDeliveryPage = components['schemas']['WebhookDeliveryPage'];
 /** WebhookEndpoint */
 export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 /** WebhookEndpointCreate */
 export type WebhookEndpointCreate = components['schemas']['WebhookEndpointCreate'];
+/** as a read or a list answers it: every member, or only those `fields` names (id always) */
+export type WebhookEndpointFields = components['schemas']['WebhookEndpointFields'];
 /** WebhookEndpointPage */
 export type WebhookEndpointPage = components['schemas']['WebhookEndpointPage'];
 /** WebhookEndpointPatch */

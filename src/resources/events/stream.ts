@@ -9,6 +9,7 @@ import type { Db } from '../../db/database.js';
 import { eventVisible, type EventSight } from '../../db/visibility.js';
 import { findEventById, latestPosition, positionOf, type Position } from '../../outbox/outbox.repository.js';
 import { problemFor } from '../../http/problem.js';
+import { sendHeadOfStream } from '../../http/export.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
 import { StreamHeaders, StreamQuery } from './events.schema.js';
 import { StreamAccess } from './stream-access.js';
@@ -96,10 +97,14 @@ export function registerEventStream(
         leave();
         throw error;
       }
-      // HEAD answers the stream's headers and ends: a stream never ends by itself.
+      // HEAD answers the stream's headers and ends: a stream never ends by itself (and has no length).
       if (request.method === 'HEAD') {
         leave();
-        return reply.type('text/event-stream; charset=utf-8').header('cache-control', 'no-store').send('');
+        reply
+          .type('text/event-stream; charset=utf-8')
+          .header('cache-control', 'no-store')
+          .header('x-accel-buffering', 'no');
+        return sendHeadOfStream(reply);
       }
       const { types } = request.query;
       let unsubscribe: (() => void) | undefined;

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { sightOnOperations } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
+import { sendHeadOfStream } from '../../http/export.js';
 import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
@@ -42,7 +43,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'A page of the operations the caller started (an admin: every operation), oldest first unless `sort` says otherwise, paged by keyset like every collection (Link rel="next", `next_cursor`).',
         tags: ['operations'],
         querystring: listQuerySchema(OPERATION_COLLECTION, OPERATION_FIELDS),
-        response: { 200: representation(OperationPageSchema, 'A page of operations', RESPONSE_HEADERS.link, ['json']) },
+        response: { 200: representation(OperationPageSchema, 'A page of operations', RESPONSE_HEADERS.link) },
       }),
     },
     async (request, reply) => {
@@ -65,7 +66,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['operations'],
         params: OperationIdParams,
         querystring: Type.Object({ fields: fieldsParameter(OPERATION_FIELDS) }),
-        response: { 200: representation(OperationSchema, 'The operation', RETRY_AFTER, ['json']) },
+        response: { 200: representation(OperationSchema, 'The operation', RETRY_AFTER) },
       }),
     },
     async (request, reply) => {
@@ -89,9 +90,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: OperationIdParams,
       problems: [409],
       response: {
-        202: representation(OperationSchema, 'Cancellation asked for (or done, when it was queued)', RETRY_AFTER, [
-          'json',
-        ]),
+        202: representation(OperationSchema, 'Cancellation asked for (or done, when it was queued)', RETRY_AFTER),
       },
     });
   for (const [method, url, operationId, summary] of [
@@ -117,10 +116,9 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         permission: 'operations:read',
         summary: 'Download every refused row of an operation',
         description:
-          'Every error of its rows, one JSON object a line (row, field, problem, detail), in row order: application/x-ndjson whatever Accept asks for. Streamed from the database a page at a time.',
+          'Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.',
         tags: ['operations'],
         params: OperationIdParams,
-        fixedMediaType: 'application/x-ndjson',
         response: {
           200: {
             description: 'The errors, one a line',
@@ -144,6 +142,8 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const id = request.params.id;
       if ((await findOperationById(db, id, sightOnOperations(request.principal!))) === undefined)
         throw operationNotFound(id);
+      reply.type('application/x-ndjson').header('cache-control', 'no-store');
+      if (request.method === 'HEAD') return sendHeadOfStream(reply);
       async function* lines() {
         let after = 0;
         for (;;) {
@@ -153,10 +153,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           after = page.at(-1)!.seq;
         }
       }
-      return reply
-        .type('application/x-ndjson')
-        .header('cache-control', 'no-store')
-        .send(Readable.from(lines()) as never);
+      return reply.send(Readable.from(lines()) as never);
     },
   );
 };

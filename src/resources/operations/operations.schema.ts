@@ -19,7 +19,7 @@ export const RowErrorSchema = Type.Object(
     problem: Type.String({ maxLength: 64, description: 'the problem type, as in /problems/{type}' }),
     detail: Type.String({ maxLength: 2000, description: 'what is wrong with it' }),
   },
-  { additionalProperties: false, title: 'OperationRowError' },
+  { additionalProperties: false, title: 'OperationRowError', xml: { name: 'error' } },
 );
 export type RowError = Static<typeof RowErrorSchema>;
 
@@ -95,7 +95,7 @@ export const ImportOperationSchema = Type.Object(
     }),
     errors_url: Type.String({ maxLength: 100, description: 'every row error, as NDJSON' }),
   },
-  { additionalProperties: false, title: 'ImportOperation' },
+  { additionalProperties: false, title: 'ImportOperation', xml: { name: 'operation' } },
 );
 export type ImportOperation = Static<typeof ImportOperationSchema>;
 
@@ -127,13 +127,14 @@ export const BackupOperationSchema = Type.Object(
         'once ended: how, and on success the backup written (its file, size, SHA-256, schema version, row counts)',
     }),
   },
-  { additionalProperties: false, title: 'BackupOperation' },
+  { additionalProperties: false, title: 'BackupOperation', xml: { name: 'operation' } },
 );
 export type BackupOperation = Static<typeof BackupOperationSchema>;
 
 /** A long-running operation: an import of a file, or a backup; `kind` says which. */
 export const OperationSchema = Type.Union([ImportOperationSchema, BackupOperationSchema], {
   title: 'Operation',
+  xml: { name: 'operation' },
   description: 'a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation)',
 });
 export type Operation = Static<typeof OperationSchema>;
