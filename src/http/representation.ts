@@ -124,7 +124,13 @@ function describeRepresentations(route: RouteOptions): void {
     }
   }
   const marks = route.schema as
-    { 'x-json-fixed-by'?: string; 'x-event-stream'?: true; 'x-fixed-media-type'?: string } | undefined;
+    | {
+        'x-json-fixed-by'?: string;
+        'x-event-stream'?: true;
+        'x-fixed-media-type'?: string;
+        'x-default-format'?: Format;
+      }
+    | undefined;
   // An event stream is negotiated by nobody: its problems are JSON, like those of a fixed format.
   const jsonFixed =
     marks?.['x-json-fixed-by'] !== undefined ||
@@ -132,14 +138,18 @@ function describeRepresentations(route: RouteOptions): void {
     marks?.['x-fixed-media-type'] !== undefined;
   route.config = {
     ...route.config,
-    formats: jsonFixed
-      ? ['json']
-      : formats.size === 0
-        ? BOTH_FORMATS
-        : ALL_FORMATS.filter((format) => formats.has(format)),
+    formats: jsonFixed ? ['json'] : formats.size === 0 ? BOTH_FORMATS : inOrder(formats, marks?.['x-default-format']),
     jsonFixed,
     xmlSerializers,
   };
+}
+
+/** The route's formats in the server's order of preference; its default format, if it names one, first. */
+function inOrder(formats: ReadonlySet<Format>, first: Format | undefined): Format[] {
+  const ordered = ALL_FORMATS.filter((format) => formats.has(format));
+  return first === undefined || !formats.has(first)
+    ? ordered
+    : [first, ...ordered.filter((format) => format !== first)];
 }
 
 function parseJsonBody(request: FastifyRequest, body: Buffer): unknown {

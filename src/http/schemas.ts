@@ -250,6 +250,11 @@ interface OperationSpec {
   eventStream?: true;
   /** The operation answers this media type whatever Accept asks for (no 406); its problems are JSON. */
   fixedMediaType?: string;
+  /**
+   * The format answered when Accept is absent or allows every format equally (any type), when it is
+   * not JSON (a download whose usual form is NDJSON); Accept still chooses among the others.
+   */
+  defaultFormat?: 'ndjson';
 }
 
 /**
@@ -287,6 +292,7 @@ export function operation<const S extends OperationSpec>(spec: S) {
     jsonFixedBy,
     eventStream,
     fixedMediaType,
+    defaultFormat,
     permission,
     alsoPermissions,
     response,
@@ -296,6 +302,7 @@ export function operation<const S extends OperationSpec>(spec: S) {
     ...rest,
     ...(eventStream === undefined ? {} : { 'x-event-stream': true }),
     ...(fixedMediaType === undefined ? {} : { 'x-fixed-media-type': fixedMediaType }),
+    ...(defaultFormat === undefined ? {} : { 'x-default-format': defaultFormat }),
     ...(jsonFixedBy === undefined
       ? {}
       : {
@@ -311,7 +318,14 @@ export function operation<const S extends OperationSpec>(spec: S) {
     response: { ...problems, ...response },
   } as Omit<
     S,
-    'problems' | 'omitProblems' | 'permission' | 'alsoPermissions' | 'jsonFixedBy' | 'eventStream' | 'fixedMediaType'
+    | 'problems'
+    | 'omitProblems'
+    | 'permission'
+    | 'alsoPermissions'
+    | 'jsonFixedBy'
+    | 'eventStream'
+    | 'fixedMediaType'
+    | 'defaultFormat'
   > & {
     response: S['response'];
     'x-permission': RoutePermission;

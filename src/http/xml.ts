@@ -40,6 +40,19 @@ export function compileXmlSerializer(schema: XmlSchema, fallbackRoot = 'response
   };
 }
 
+/**
+ * Builds the writer of one element named by the schema's XML name, without the XML declaration:
+ * for an answer streamed a record at a time inside a root its route writes.
+ */
+export function compileXmlElementWriter(schema: XmlSchema): (value: unknown) => string {
+  const name = schema.xml?.name ?? ITEM;
+  return (value) => {
+    const parts: string[] = [];
+    writeElement(parts, name, value, schema);
+    return parts.join('');
+  };
+}
+
 function writeElement(
   parts: string[],
   name: string,

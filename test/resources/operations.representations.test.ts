@@ -10,7 +10,7 @@ import { tempFolder } from '../helpers/temp.js';
 /**
  * Operations, backups and imports answer as every resource does (README, docs/guide.md
  * "Representations"): JSON or XML as Accept asks, `fields=` keeping `id`; the refused rows of an
- * operation only as NDJSON, an Accept that allows no NDJSON being 406 naming it.
+ * operation as NDJSON by default, or as one JSON or XML document when Accept asks for it.
  */
 const XML = { accept: 'application/xml' };
 const parse = (text: string) => new XMLParser({ parseTagValue: false }).parse(text) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -84,11 +84,46 @@ describe('operations in XML', () => {
 });
 
 describe('the refused rows of an operation', () => {
-  it('GET /v1/operations/{id}/errors: 406 naming application/x-ndjson, the one format it has, when Accept asks for XML', async () => {
+  it('GET /v1/operations/{id}/errors: 200 one XML document, <errors><data><error>…, when Accept asks for XML', async () => {
     const reply = await test.call({ url: `${failed}/errors`, headers: XML });
-    const problem = expectProblem(reply, 406, 'not-acceptable');
-    expect(problem.available_media_types).toEqual(['application/x-ndjson']);
-    expect(problem.detail).toContain('application/x-ndjson');
+    expect(reply.status).toBe(200);
+    expect(reply.mediaType).toBe('application/xml');
+    expect(parse(reply.text).errors.data.error).toMatchObject({
+      row: '3',
+      field: 'price',
+      problem: 'validation-failed',
+    });
+  });
+
+  it('GET /v1/operations/{id}/errors: 200 one JSON document {"data": [...]} when Accept asks for JSON (the typed client does)', async () => {
+    const reply = await test.call({ url: `${failed}/errors`, headers: { accept: 'application/json' } });
+    expect(reply.status).toBe(200);
+    expect(reply.mediaType).toBe('application/json');
+    expect(reply.json).toEqual({
+      data: [expect.objectContaining({ row: 3, field: 'price', problem: 'validation-failed' })],
+    });
+  });
+
+  it('GET /v1/operations/{id}/errors: 406 naming the three media types it has when Accept allows none of them', async () => {
+    const problem = expectProblem(
+      await test.call({ url: `${failed}/errors`, headers: { accept: 'text/csv' } }),
+      406,
+      'not-acceptable',
+    );
+    expect(problem.available_media_types).toEqual(['application/x-ndjson', 'application/json', 'application/xml']);
+  });
+
+  it('GET /v1/operations/{id}/errors: {"data":[]} and <errors><data/></errors>... for an operation that refused no row', async () => {
+    // A dry run: it stores nothing, so the other tests' records stay as they are.
+    const upload = await importer.upload('items', 'sku,name,price\nOF-CLEAN-1,Good,1.00\n', { query: '?dry_run=true' });
+    const location = upload.headers.location as string;
+    await importer.finished(location);
+    expect((await test.call({ url: `${location}/errors`, headers: { accept: 'application/json' } })).json).toEqual({
+      data: [],
+    });
+    const xml = await test.call({ url: `${location}/errors`, headers: XML });
+    expect(xml.text).toBe('<?xml version="1.0" encoding="UTF-8"?>\n<errors><data></data></errors>');
+    expect((await test.call({ url: `${location}/errors` })).text).toBe('');
   });
 
   it('GET /v1/operations/{id}/errors: 200 NDJSON, a refused row a line, when Accept allows it or is absent', async () => {

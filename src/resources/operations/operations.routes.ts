@@ -4,11 +4,20 @@ import Type from 'typebox';
 import { sightOnOperations } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { sendHeadOfStream } from '../../http/export.js';
+import { compileXmlElementWriter, type XmlSchema } from '../../http/xml.js';
 import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { findOperationById, findOperationErrors } from './operations.repository.js';
-import { OPERATION_COLLECTION, OperationIdParams, OperationPageSchema, OperationSchema } from './operations.schema.js';
+import {
+  OPERATION_COLLECTION,
+  OperationIdParams,
+  OperationPageSchema,
+  OperationSchema,
+  RowErrorListSchema,
+  RowErrorSchema,
+  type RowError,
+} from './operations.schema.js';
 import {
   cancelOperation,
   getOperation,
@@ -19,13 +28,32 @@ import {
 
 /**
  * Long-running operations (docs/bulk.md "Imports"): listed, read (with Retry-After while they
- * run), cancelled, and their refused rows downloaded as NDJSON. A caller sees the operations it
+ * run), cancelled, and their refused rows downloaded (NDJSON, or one JSON or XML document). A caller sees the operations it
  * started; an admin sees all (auth/visibility.ts sightOnOperations).
  */
 const RETRY_AFTER = {
   'Retry-After': { type: 'string', description: 'while queued or running: seconds before asking again' },
 };
 const ERRORS_PAGE = 1000;
+const ERRORS_MEDIA_TYPES = {
+  ndjson: 'application/x-ndjson',
+  json: 'application/json; charset=utf-8',
+  xml: 'application/xml; charset=utf-8',
+} as const;
+const errorElement = compileXmlElementWriter(RowErrorSchema as XmlSchema);
+/** How the refused rows are written in each format, a row at a time: what opens and closes the document, and a row. */
+const ERRORS_WRITERS: Record<
+  keyof typeof ERRORS_MEDIA_TYPES,
+  { open: string; close: string; item: (error: RowError, first: boolean) => string }
+> = {
+  ndjson: { open: '', close: '', item: (error) => `${JSON.stringify(error)}\n` },
+  json: { open: '{"data":[', close: ']}', item: (error, first) => `${first ? '' : ','}${JSON.stringify(error)}` },
+  xml: {
+    open: '<?xml version="1.0" encoding="UTF-8"?>\n<errors><data>',
+    close: '</data></errors>',
+    item: (error) => errorElement(error),
+  },
+};
 const OPERATION_FIELDS = { record: OperationSchema };
 
 const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -116,12 +144,13 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         permission: 'operations:read',
         summary: 'Download every refused row of an operation',
         description:
-          'Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.',
+          'Every error of its rows (row, field, problem, detail), in row order, streamed from the database a page at a time, however many there are: NDJSON (application/x-ndjson or application/jsonl, one JSON object a line) when Accept is absent or allows anything, or a JSON or XML document `{"data": [...]}` when Accept asks for it.',
         tags: ['operations'],
         params: OperationIdParams,
+        defaultFormat: 'ndjson',
         response: {
           200: {
-            description: 'The errors, one a line',
+            description: 'The errors: one a line (NDJSON), or in one document (JSON, XML)',
             headers: { ...RESPONSE_HEADERS.requestId, ...RESPONSE_HEADERS.rateLimit },
             content: {
               'application/x-ndjson': {
@@ -133,6 +162,8 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
                   ],
                 }),
               },
+              'application/json': { schema: RowErrorListSchema },
+              'application/xml': { schema: RowErrorListSchema },
             },
           },
         },
@@ -142,18 +173,24 @@ const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const id = request.params.id;
       if ((await findOperationById(db, id, sightOnOperations(request.principal!))) === undefined)
         throw operationNotFound(id);
-      reply.type('application/x-ndjson').header('cache-control', 'no-store');
+      const format = request.format as 'ndjson' | 'json' | 'xml';
+      reply.type(ERRORS_MEDIA_TYPES[format]).header('cache-control', 'no-store');
       if (request.method === 'HEAD') return sendHeadOfStream(reply);
-      async function* lines() {
+      const write = ERRORS_WRITERS[format];
+      async function* chunks() {
+        yield write.open;
         let after = 0;
         for (;;) {
           const page = await findOperationErrors(db, id, after, ERRORS_PAGE);
-          if (page.length > 0) yield page.map((error) => `${JSON.stringify(presentRowError(error))}\n`).join('');
-          if (page.length < ERRORS_PAGE) return;
+          const firstPage = after === 0;
+          if (page.length > 0)
+            yield page.map((error, index) => write.item(presentRowError(error), firstPage && index === 0)).join('');
+          if (page.length < ERRORS_PAGE) break;
           after = page.at(-1)!.seq;
         }
+        yield write.close;
       }
-      return reply.send(Readable.from(lines()) as never);
+      return reply.send(Readable.from(chunks()) as never);
     },
   );
 };

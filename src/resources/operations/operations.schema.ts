@@ -23,6 +23,12 @@ export const RowErrorSchema = Type.Object(
 );
 export type RowError = Static<typeof RowErrorSchema>;
 
+/** Every refused row of an operation, as JSON or XML (its NDJSON form is a row a line). */
+export const RowErrorListSchema = Type.Object(
+  { data: Type.Array(RowErrorSchema, { description: 'every refused row, in row order' }) },
+  { additionalProperties: false, title: 'OperationRowErrors', xml: { name: 'errors' } },
+);
+
 export const ImportOptionsSchema = Type.Object(
   {
     mode: Type.Union([Type.Literal('atomic'), Type.Literal('partial')], {
