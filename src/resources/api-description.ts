@@ -6,7 +6,7 @@
  */
 export const API_DESCRIPTION =
   'Resource-Oriented Web Interface: users, items, stock, orders and weather over REST. ' +
-  'Every operation answers in JSON or XML (chosen by Accept), except batches, events and webhook endpoints (JSON only) and what is a file or a stream by nature, offered in that form only: exports of lists (CSV, NDJSON), the refused rows of an import (NDJSON; another Accept is 406), the event stream and the metrics; every failure is an RFC 9457 problem. ' +
+  'Every operation answers in JSON or XML (chosen by Accept), except batches, events and webhook endpoints (JSON only) and what is a file or a stream by nature, offered in that form only: exports of lists (CSV, NDJSON), the event stream and the metrics; every failure is an RFC 9457 problem. ' +
   "XML maps JSON one-to-one: members become child elements, array items are wrapped in the array's element " +
   'and named by the item schema\'s xml.name (or "i"), and null is an empty element with nil="true".';
 
