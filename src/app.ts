@@ -21,6 +21,7 @@ import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
+import { registerTrailingSlashRedirect } from './http/trailing-slash.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
@@ -136,6 +137,7 @@ export async function buildApp({
   registerRequestMetrics(app);
   await registerCors(app, config.corsOrigins, routeTable);
   registerHsts(app, config);
+  registerTrailingSlashRedirect(app, routeTable);
   registerRepresentations(app);
   registerQueryTextCheck(app);
   registerProblemHandlers(app, routeTable);
