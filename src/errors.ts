@@ -260,7 +260,7 @@ export const PROBLEM_TYPES = {
     status: 422,
     title: 'Import file cannot be read',
     description:
-      'The uploaded file cannot be imported as a whole: it is empty, is not UTF-8, holds a NUL byte, or (CSV) its header row is missing, names a column twice, names an unknown column or lacks a required one. `errors` says where; no operation was started and nothing was stored.',
+      'The uploaded file cannot be imported as a whole: it is empty, is not UTF-8, holds a NUL byte, or (CSV) its header row names none of the columns, names a column twice, names an unknown column or lacks a required one. `errors` says where; no operation was started and nothing was stored.',
   },
   'operation-finished': {
     status: 409,

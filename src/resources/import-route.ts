@@ -48,7 +48,7 @@ const fileBody = (target: ImportTarget) =>
     format: 'binary',
     maxLength: 1_099_511_627_776,
     description:
-      'text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
+      'text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
     examples: [`${JSON.stringify(target.example)}\n`],
   });
 

@@ -4,8 +4,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { parse as parseCsv } from 'csv-parse/sync';
 import { AppError, type FieldError } from '../errors.js';
+import { HEADER_BYTES, otherSeparator, readCsvHeader } from './import-csv.js';
 import type { ImportMediaType } from './import-rows.js';
 import type { ImportTarget } from './import-target.js';
 
@@ -19,9 +19,6 @@ export interface SpooledFile {
   path: string;
   bytes: number;
 }
-
-/** The most of the first line kept to check a CSV header. */
-const HEADER_BYTES = 64 * 1024;
 
 /**
  * How much of a refused upload is still read, and dropped, after its answer (and for how long),
@@ -115,33 +112,38 @@ function discardRest(body: Readable): void {
   body.resume();
 }
 
-/** The header row names every required column, no unknown one, none twice. */
+/**
+ * The header row names every required column, no unknown one, none twice (without regard to case
+ * and surrounding spaces), separated by commas, semicolons or tabs (import-csv.ts).
+ */
 function checkHeader(line: string, target: ImportTarget): void {
-  let names: string[];
-  try {
-    names = (parseCsv(line.replace(/^\uFEFF/, '').replace(/\r$/, ''), { relax_quotes: true }) as string[][])[0] ?? [];
-  } catch {
-    throw invalid('the first row is not a CSV header row', '#/header');
-  }
-  names = names.map((name) => name.trim());
-  const known = new Set(target.columns);
-  if (!names.some((name) => known.has(name)))
+  const header = readCsvHeader(line, target);
+  if (header === undefined) throw invalid('the first row is not a CSV header row', '#/header');
+  if (header.columns.every((column) => column === undefined)) {
+    const first = line.replace(/^\uFEFF/, '').replace(/\r$/, '');
+    const other = otherSeparator(first, target);
+    if (other !== undefined)
+      throw invalid(
+        `the header row is separated by ${JSON.stringify(other)}, which rowi does not read: separate the columns with commas, semicolons or tabs`,
+        '#/header',
+      );
     throw invalid(
-      `the header row is missing: the first row names none of the columns (${target.columns.join(', ')}); a CSV import starts with its header`,
+      `the first row ("${first.slice(0, 100)}${first.length > 100 ? '…' : ''}") names none of the columns (${target.columns.join(', ')}) with a comma, a semicolon or a tab between them; a CSV import starts with a header row naming its columns`,
       '#/header',
     );
+  }
   const errors: FieldError[] = [];
   const seen = new Set<string>();
-  names.forEach((name, index) => {
-    if (!known.has(name))
+  header.columns.forEach((column, index) => {
+    if (column === undefined)
       errors.push({
         in: 'body',
         pointer: `#/header/${index}`,
-        detail: `names an unknown column "${name.slice(0, 100)}"; the columns are ${target.columns.join(', ')}`,
+        detail: `names an unknown column "${header.cells[index]!.slice(0, 100)}"; the columns are ${target.columns.join(', ')}`,
       });
-    else if (seen.has(name))
-      errors.push({ in: 'body', pointer: `#/header/${index}`, detail: `names the column ${name} a second time` });
-    seen.add(name);
+    else if (seen.has(column))
+      errors.push({ in: 'body', pointer: `#/header/${index}`, detail: `names the column ${column} a second time` });
+    else seen.add(column);
   });
   for (const required of target.required)
     if (!seen.has(required))

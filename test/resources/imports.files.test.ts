@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { Importer } from '../helpers/imports.js';
-import { createItem, setStock } from '../helpers/records.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createItem, createUser, setStock } from '../helpers/records.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
@@ -72,5 +73,118 @@ describe('counts in words', () => {
     });
     expect(reply.status).toBe(409);
     expect(reply.json.failed_entry.detail).toContain(`Item ${item.id} has 1 unit on hand (not reserved)`);
+  });
+});
+
+/** The row errors of an ended operation, as [row, problem]. */
+const refusals = (operation: { errors: { row: number; problem: string }[] }) =>
+  operation.errors.map((error) => [error.row, error.problem]);
+
+describe('CSV: a record longer than 1 MiB', () => {
+  const long = 'x'.repeat(1_100_000);
+
+  it('POST /v1/items/import: in partial mode a quoted field over the row limit refuses its row (malformed-row) and the rows after it are read and stored', async () => {
+    const csv = `sku,name,price\nLONG-1,Lathe,1.00\nLONG-2,"a ""quoted"", line\n${long}",1.00\nLONG-3,"Last, one",1.00\nLONG-4,${long},1.00\nLONG-5,Lever,1.00\n`;
+    const done = await imported('items', csv, { query: '?mode=partial' });
+    expect(done.status).toBe('succeeded');
+    expect(done.errors).toEqual([
+      { row: 3, field: null, problem: 'malformed-row', detail: 'is longer than 1048576 bytes' },
+      { row: 5, field: null, problem: 'malformed-row', detail: 'is longer than 1048576 bytes' },
+    ]);
+    expect(await skus('LONG-')).toEqual(['LONG-1', 'LONG-3', 'LONG-5']);
+    expect(done.progress).toMatchObject({ rows_read: 5, rows_succeeded: 3, rows_failed: 2, committed_through: 6 });
+  });
+
+  it('POST /v1/items/import: in atomic mode a row over the limit fails the import, nothing stored', async () => {
+    const done = await imported('items', `sku,name,price\nLONG-A-1,Awl,1.00\nLONG-A-2,"${long}",1.00\n`);
+    expect(done.status).toBe('failed');
+    expect(refusals(done)).toEqual([[3, 'malformed-row']]);
+    expect(await skus('LONG-A-')).toEqual([]);
+  });
+
+  it('POST /v1/items/import: a quoted field over the limit that never closes ends the file there (malformed-file)', async () => {
+    const done = await imported(
+      'items',
+      `sku,name,price\nLONG-U-1,Urn,1.00\nLONG-U-2,"${long},1.00\nLONG-U-3,Ute,1.00\n`,
+      {
+        query: '?mode=partial',
+      },
+    );
+    expect(done.status).toBe('failed');
+    expect(refusals(done)).toEqual([[3, 'malformed-file']]);
+    expect(await skus('LONG-U-')).toEqual(['LONG-U-1']);
+  });
+
+  it('POST /v1/orders/import: a line of an order over the limit refuses its whole order, and the next order is placed', async () => {
+    const { user } = await createUser(test);
+    const { item } = await createItem(test);
+    await setStock(test, item.id, 10);
+    const csv = `order,name,user_id,item_id,quantity\nO-1,"${long}",${user.id},${item.id},1\nO-1,,,${item.id},1\nO-2,Second,${user.id},${item.id},2\n`;
+    const done = await imported('orders', csv, { query: '?mode=partial' });
+    expect(done.status).toBe('succeeded');
+    expect(refusals(done)).toEqual([[2, 'malformed-row']]);
+    const orders = await test.storage.db.selectFrom('orders').select(['name']).where('user_id', '=', user.id).execute();
+    expect(orders).toEqual([{ name: 'Second' }]);
+  });
+});
+
+describe('CSV headers and separators as spreadsheets write them', () => {
+  it('POST /v1/items/import: header names match without regard to case and surrounding spaces', async () => {
+    const done = await imported('items', '\uFEFF SKU ,Name,  PRICE,Quantity\nHDR-1,Hasp,1.00,4\n');
+    expect(done.status).toBe('succeeded');
+    expect(await skus('HDR-')).toEqual(['HDR-1']);
+  });
+
+  it.each([
+    ['semicolons', ';'],
+    ['tabs', '\t'],
+  ])(
+    'POST /v1/{collection}/import: a file separated by %s is read, into users, items, stock and orders',
+    async (_name, separator) => {
+      const row = (...cells: (string | number)[]) => `${cells.join(separator)}\n`;
+      const tag = separator === ';' ? 'semi' : 'tab';
+      const users = await imported('users', row('Name', 'EMAIL') + row('"Ada; Countess"', `ada-${tag}@example.com`));
+      expect(users.status).toBe('succeeded');
+      const [user] = await test.storage.db
+        .selectFrom('users')
+        .select(['id', 'name'])
+        .where('email', '=', `ada-${tag}@example.com`)
+        .execute();
+      expect(user?.name).toBe('Ada; Countess');
+
+      const items = await imported(
+        'items',
+        row('SKU', 'Name', 'Price', 'Quantity') + row(`SEP-${tag}-1`, 'Sprocket', '0.40', 5),
+      );
+      expect(items.status).toBe('succeeded');
+      const [item] = await test.storage.db.selectFrom('items').select('id').where('sku', '=', `SEP-${tag}-1`).execute();
+
+      const stock = await imported('items/stock', row('SKU', 'Quantity') + row(`SEP-${tag}-1`, 9));
+      expect(stock.status).toBe('succeeded');
+      const [level] = await test.storage.db
+        .selectFrom('stock')
+        .select('quantity')
+        .where('item_id', '=', item!.id)
+        .execute();
+      expect(level?.quantity).toBe(9);
+
+      const orders = await imported(
+        'orders',
+        row('Order', 'User_ID', 'Item_ID', 'Quantity') + row(`SO-${tag}`, user!.id, item!.id, 2),
+      );
+      expect(orders.status).toBe('succeeded');
+      expect(orders.summary.rows_committed).toBe(1);
+    },
+  );
+
+  it.each([
+    ['sku|name|price\nSEP-P-1|Pin|1.00\n', 'separated by "|", which rowi does not read'],
+    ['SEP-D-1,Dowel,1.00\n', 'the first row ("SEP-D-1,Dowel,1.00") names none of the columns'],
+    ['SKU,name,price,sku\n', 'names the column sku a second time'],
+  ])('POST /v1/items/import: 422 import-invalid saying what is wrong with the header row %j', async (text, says) => {
+    const reply = await importer.upload('items', text);
+    expectProblem(reply, 422, 'import-invalid');
+    expect(reply.json.detail).toContain(says);
+    expect(reply.json.detail).not.toContain('the header row is missing');
   });
 });

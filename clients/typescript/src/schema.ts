@@ -8776,7 +8776,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"name":"Ada Lovelace","email":"ada@example.com"} */
@@ -8827,7 +8827,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"sku":"WID-1","name":"Widget","price":"2.50","quantity":100} */
@@ -8878,7 +8878,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"sku":"WID-1","quantity":100} */
@@ -8927,7 +8927,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */
