@@ -22,6 +22,7 @@ import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/p
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
 import { registerTrailingSlashRedirect } from './http/trailing-slash.js';
+import { registerContentDecoding } from './http/content-encoding.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
@@ -154,6 +155,7 @@ export async function buildApp({
     new Authenticator(db, new TokenService(db, config, storage.signals), logger, storage.signals),
   );
   registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
+  registerContentDecoding(app);
   await registerOpenApi(app, {
     version: VERSION,
     description: API_DESCRIPTION,

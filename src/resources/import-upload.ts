@@ -4,7 +4,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError, type FieldError } from '../errors.js';
+import { AppError, BadRequestError, type FieldError } from '../errors.js';
+import type { DecodedBody } from '../http/content-encoding.js';
 import { HEADER_BYTES, otherSeparator, readCsvHeader } from './import-csv.js';
 import type { ImportMediaType } from './import-rows.js';
 import type { ImportTarget } from './import-target.js';
@@ -75,9 +76,13 @@ export async function spoolUpload(
   });
   // The request is not the pipeline's own source: a pipeline that fails destroys its streams, and a
   // destroyed request resets its connection, often before the client has read the answer.
+  // Ended before this handler came to read it (the client gave up; its bytes were not what their
+  // coding says): its events are past. Nothing is awaited from here until its listeners are on.
+  if (body.destroyed) throw body.errored instanceof AppError ? body.errored : uploadEnded();
   const source = new PassThrough();
-  const aborted = () => {
-    if (!body.readableEnded) source.destroy(new Error('the client ended the upload before its end'));
+  // A refusal of the body itself (bytes that are not what their Content-Encoding says) is passed on.
+  const aborted = (error?: Error) => {
+    if (!body.readableEnded) source.destroy(error instanceof AppError ? error : uploadEnded());
   };
   body.once('error', aborted).once('close', aborted).pipe(source);
   try {
@@ -100,7 +105,10 @@ export async function spoolUpload(
  * answer on a connection that stays open (as `curl`, browsers and Node's fetch expect); past
  * DISCARD_BYTES or DISCARD_MS the connection is closed instead.
  */
-function discardRest(body: Readable): void {
+function discardRest(decoded: Readable): void {
+  // A decoded body (http/content-encoding.ts): what is left to drop is the bytes as sent.
+  const body = (decoded as Partial<DecodedBody>).encoded ?? decoded;
+  if (body !== decoded) body.unpipe();
   if (body.readableEnded || body.destroyed) return;
   let dropped = 0;
   const timer = setTimeout(() => body.destroy(), DISCARD_MS).unref();
@@ -156,6 +164,11 @@ function checkHeader(line: string, target: ImportTarget): void {
     throw new AppError('import-invalid', `The CSV header row cannot be used: ${errors[0]!.detail}.`, {
       errors: errors.slice(0, 50),
     });
+}
+
+/** The upload's connection ended before its body did (the client gave up, or was cut off): nobody reads the answer. */
+function uploadEnded(): AppError {
+  return new BadRequestError('The upload ended before its end; nothing of it was kept.', undefined, 'malformed-body');
 }
 
 function tooLarge(maxBytes: number): AppError {

@@ -1,4 +1,6 @@
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { Importer } from '../helpers/imports.js';
@@ -13,9 +15,11 @@ import { tempFolder } from '../helpers/temp.js';
  */
 let test: TestApp;
 let importer: Importer;
+let spool: string;
 beforeAll(async () => {
   const folder = tempFolder('imports-files');
-  test = await startApp({ ROWI_IMPORT_DIRECTORY: join(folder, 'spool'), ROWI_IMPORT_MAX_BYTES: '4000000' });
+  spool = join(folder, 'spool');
+  test = await startApp({ ROWI_IMPORT_DIRECTORY: spool, ROWI_IMPORT_MAX_BYTES: '4000000' });
   importer = new Importer(test, await test.app.listen({ host: '127.0.0.1', port: 0 }), folder);
 });
 afterAll(() => test.close());
@@ -186,5 +190,81 @@ describe('CSV headers and separators as spreadsheets write them', () => {
     expectProblem(reply, 422, 'import-invalid');
     expect(reply.json.detail).toContain(says);
     expect(reply.json.detail).not.toContain('the header row is missing');
+  });
+});
+
+describe('uploads with a Content-Encoding', () => {
+  /** Sends `body` as the import file of `collection`, with these headers, over a real socket. */
+  async function send(collection: string, body: Buffer, headers: Record<string, string>, query = '') {
+    const response = await fetch(`${importer.base}/v1/${collection}/import${query}`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/csv', 'x-api-key': test.adminKey, ...headers },
+      body,
+    });
+    const text = await response.text();
+    return { status: response.status, headers: Object.fromEntries(response.headers), text, json: JSON.parse(text) };
+  }
+
+  it.each([
+    ['gzip', gzipSync],
+    ['x-gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+  ])('POST /v1/items/import: a file sent with Content-Encoding: %s is decoded and imported', async (coding, encode) => {
+    const csv = `sku,name,price\nENC-${coding}-1,Gasket,1.00\nENC-${coding}-2,Gland,2.00\n`;
+    const reply = await send('items', encode(Buffer.from(csv)), { 'content-encoding': coding });
+    expect(reply.status, reply.text).toBe(202);
+    expect(reply.json.progress.bytes_total).toBe(Buffer.byteLength(csv));
+    const done = (await importer.finished(reply.headers.location as string)).json;
+    expect(done.status).toBe('succeeded');
+    expect(await skus(`ENC-${coding}-`)).toEqual([`ENC-${coding}-1`, `ENC-${coding}-2`]);
+  });
+
+  it('POST /v1/items/import: 413 import-too-large for a small gzip file that inflates past ROWI_IMPORT_MAX_BYTES (a zip bomb), refused without filling the disk', async () => {
+    const bomb = gzipSync(Buffer.from(`sku,name,price\nBOMB-1,"${'x'.repeat(60_000_000)}",1.00\n`));
+    expect(bomb.length).toBeLessThan(200_000);
+    const started = Date.now();
+    const reply = await send('items', bomb, { 'content-encoding': 'gzip' });
+    expect(reply.status).toBe(413);
+    expect(reply.json.type).toBe('/problems/import-too-large');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(readdirSync(spool).filter((name) => name.endsWith('.upload'))).toEqual([]);
+    expect(await skus('BOMB-')).toEqual([]);
+  });
+
+  it.each([
+    ['zstd', 'zstd'],
+    ['compress', 'compress'],
+    ['gzip, br', 'gzip, br'],
+  ])(
+    'POST /v1/items/import: 415 naming the encodings taken (Accept-Encoding) for Content-Encoding: %s',
+    async (coding) => {
+      const reply = await send('items', Buffer.from('sku,name,price\nENC-Z-1,X,1.00\n'), {
+        'content-encoding': coding,
+      });
+      expect(reply.status).toBe(415);
+      expect(reply.json.type).toBe('/problems/unsupported-media-type');
+      expect(reply.json.detail).toContain('gzip, deflate, br');
+      expect(reply.headers['accept-encoding']).toBe('gzip, deflate, br');
+      expect(await skus('ENC-Z-')).toEqual([]);
+    },
+  );
+
+  it('POST /v1/items/import: 400 malformed-body, not a NUL byte at byte 4, when the file is not the gzip its Content-Encoding says', async () => {
+    const plain = await send('items', Buffer.from('sku,name,price\nENC-P-1,P,1.00\n'), { 'content-encoding': 'gzip' });
+    expect(plain.status).toBe(400);
+    expect(plain.json.type).toBe('/problems/malformed-body');
+    expect(plain.json.detail).toContain('not gzip data');
+    const cut = gzipSync(Buffer.from(`sku,name,price\n${'ENC-C-1,C,1.00\n'.repeat(1000)}`));
+    const truncated = await send('items', cut.subarray(0, cut.length - 20), { 'content-encoding': 'gzip' });
+    expect(truncated.status).toBe(400);
+    expect(truncated.json.type).toBe('/problems/malformed-body');
+    expect(await skus('ENC-')).not.toContain('ENC-C-1');
+  });
+
+  it('POST /v1/items/import: a gzip file sent without Content-Encoding is still refused as not text (422 naming the NUL byte)', async () => {
+    const reply = await send('items', gzipSync(Buffer.from('sku,name,price\nENC-N-1,N,1.00\n')), {});
+    expect(reply.status).toBe(422);
+    expect(reply.json.type).toBe('/problems/import-invalid');
   });
 });
