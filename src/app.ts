@@ -1,4 +1,10 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { AuditLog, auditWriterFor, registerAudit } from './audit-trail/audit-log.js';
 import { auditTrailRetention } from './audit-trail/audit.repository.js';
 import { registerAuthentication } from './auth/authenticate.js';
@@ -135,7 +141,11 @@ export async function buildApp({
   });
 
   registerRequestId(app);
-  registerRequestMetrics(app);
+  // A request its client abandoned has no response done: the access log and the audit trail hear of it here.
+  registerRequestMetrics(app, (request, reply, status) => {
+    logAbandoned(request, reply, status);
+    auditAbandoned(request, reply, status);
+  });
   await registerCors(app, config.corsOrigins, routeTable);
   registerHsts(app, config);
   registerTrailingSlashRedirect(app, routeTable);
@@ -147,7 +157,7 @@ export async function buildApp({
   registerHandlerTimeout(app, config);
   registerLoadShedding(app, config);
   registerAccessLog(app);
-  registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval), {
+  const auditAbandoned = registerAudit(app, new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval), {
     reads: config.auditReads === 'true',
   });
   registerAuthentication(
@@ -243,6 +253,20 @@ export async function buildApp({
   app.decorate('retention', retention);
 
   return app;
+}
+
+/**
+ * The line of a request whose client closed its connection before the answer was sent whole: an
+ * aborted upload, a client that gave up waiting. It is the client's doing, said at info like any
+ * request, with no stack (docs/operations.md "Logs").
+ */
+function logAbandoned(request: FastifyRequest, reply: FastifyReply, status: number): void {
+  request.log.info(
+    { method: request.method, path: pathOf(request), status, ms: Math.round(reply.elapsedTime * 10) / 10 },
+    status === 499
+      ? 'request abandoned: the client closed its connection before the answer'
+      : 'answer cut off: the client closed its connection before its end',
+  );
 }
 
 /** One line per request, written when the response is done; the path only (no query string). */
