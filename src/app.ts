@@ -68,8 +68,7 @@ import { backupsUnavailable, startBackupRunner } from './resources/backups.servi
 import importsRoutes, { operationsRetention } from './resources/imports.routes.js';
 import { startImportRunner } from './resources/import-runner.js';
 import { IMPORTERS } from './resources/importers.js';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { importDirectoryOf } from './config/limits.settings.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -201,7 +200,7 @@ export async function buildApp({
     targets: IMPORTERS,
     elsewhere: importThreadStarter(config, logger, db.commits),
     concurrency: config.importConcurrency,
-    directory: config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory,
+    directory: importDirectoryOf(config),
   });
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: IMPORTERS });

@@ -14,6 +14,7 @@ import { ensureSigningKey } from '../auth/signing-keys.js';
 import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
 import { listenOrigin } from '../http/transport.js';
 import { announceListening, type FirstAdmin } from './banner.js';
+import { listenRefusal } from './listen-refusal.js';
 
 export { CLOSING_MARGIN_MS } from './closing.js';
 
@@ -72,7 +73,9 @@ export async function listen(
   logger: Logger,
 ): Promise<{ app: FastifyInstance; origin: string }> {
   const app = await started(config, storage, logger, undefined, (built) =>
-    built.listen({ host: config.host, port: config.port }),
+    built.listen({ host: config.host, port: config.port }).catch((error: unknown) => {
+      throw listenRefusal(error, config.host, config.port);
+    }),
   );
   const origin = listenOrigin(config, app.server.address() as AddressInfo);
   setOrigin(app, origin);

@@ -33,7 +33,10 @@ export async function spoolUpload(
   body: Readable,
   options: { directory: string; maxBytes: number; mediaType: ImportMediaType; target: ImportTarget },
 ): Promise<SpooledFile> {
-  await mkdir(options.directory, { recursive: true });
+  await mkdir(options.directory, { recursive: true }).catch((error: unknown) => {
+    discardRest(body);
+    throw spoolFault(error) ?? error;
+  });
   const path = join(options.directory, `${randomUUID()}.upload`);
   let bytes = 0;
   let firstLine: Buffer[] = [];
@@ -92,7 +95,7 @@ export async function spoolUpload(
     body.unpipe(source);
     discardRest(body);
     await rm(path, { force: true });
-    throw error;
+    throw spoolFault(error) ?? error;
   } finally {
     body.off('error', aborted).off('close', aborted);
     firstLine = [];
@@ -169,6 +172,29 @@ function checkHeader(line: string, target: ImportTarget): void {
 /** The upload's connection ended before its body did (the client gave up, or was cut off): nobody reads the answer. */
 function uploadEnded(): AppError {
   return new BadRequestError('The upload ended before its end; nothing of it was kept.', undefined, 'malformed-body');
+}
+
+/**
+ * The import folder failing under a running rowi (its disk full, the folder made read-only or
+ * removed; the start checks that it can be written): a 507 or 503 that says so at once, with
+ * Retry-After, rather than an internal error.
+ */
+function spoolFault(error: unknown): AppError | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const retry = { headers: { 'retry-after': '30' } };
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return new AppError(
+      'insufficient-storage',
+      'The disk of the import folder is full; nothing of this file was kept. Retry after Retry-After seconds.',
+      retry,
+    );
+  if (code !== undefined && ['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'ENOENT', 'EEXIST', 'EISDIR'].includes(code))
+    return new AppError(
+      'service-unavailable',
+      `rowi cannot write uploaded files now: its import folder (ROWI_IMPORT_DIRECTORY) refuses them (${code}); nothing of this file was kept. Retry after Retry-After seconds.`,
+      retry,
+    );
+  return undefined;
 }
 
 function tooLarge(maxBytes: number): AppError {

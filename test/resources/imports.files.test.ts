@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +19,12 @@ let spool: string;
 beforeAll(async () => {
   const folder = tempFolder('imports-files');
   spool = join(folder, 'spool');
-  test = await startApp({ ROWI_IMPORT_DIRECTORY: spool, ROWI_IMPORT_MAX_BYTES: '4000000' });
+  // Load shedding off: a 1 MB field read in this process may hold the event loop on a busy machine.
+  test = await startApp({
+    ROWI_IMPORT_DIRECTORY: spool,
+    ROWI_IMPORT_MAX_BYTES: '4000000',
+    ROWI_MAX_EVENT_LOOP_DELAY: '0',
+  });
   importer = new Importer(test, await test.app.listen({ host: '127.0.0.1', port: 0 }), folder);
 });
 afterAll(() => test.close());
@@ -266,5 +271,23 @@ describe('uploads with a Content-Encoding', () => {
     const reply = await send('items', gzipSync(Buffer.from('sku,name,price\nENC-N-1,N,1.00\n')), {});
     expect(reply.status).toBe(422);
     expect(reply.json.type).toBe('/problems/import-invalid');
+  });
+});
+
+describe('an import folder that fails under a running rowi', () => {
+  it('POST /v1/items/import: 503 service-unavailable with Retry-After at once, nothing kept, when the import folder cannot be written (the start checks it; here it failed later)', async () => {
+    const folder = tempFolder('spool-gone');
+    writeFileSync(join(folder, 'a-file'), 'not a folder');
+    const broken = await startApp({ ROWI_IMPORT_DIRECTORY: join(folder, 'a-file', 'spool') });
+    try {
+      const other = new Importer(broken, await broken.app.listen({ host: '127.0.0.1', port: 0 }), folder);
+      const reply = await other.upload('items', 'sku,name,price\nGONE-1,Gone,1.00\n');
+      expectProblem(reply, 503, 'service-unavailable');
+      expect(reply.headers['retry-after']).toBe('30');
+      expect(reply.json.detail).toContain('ROWI_IMPORT_DIRECTORY');
+      expect(await broken.storage.db.selectFrom('operations').select('id').execute()).toEqual([]);
+    } finally {
+      await broken.close();
+    }
   });
 });
