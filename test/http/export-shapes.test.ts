@@ -2,15 +2,8 @@ import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
-import {
-  csvLayout,
-  csvRowsText,
-  csvText,
-  guardFormula,
-  jsonWriter,
-  keepColumns,
-  projector,
-} from '../../src/http/export-shapes.js';
+import { guardFormula } from '../../src/http/csv-formulas.js';
+import { csvLayout, csvRowsText, csvText, jsonWriter, keepColumns, projector } from '../../src/http/export-shapes.js';
 
 /** A record with every kind of member an export meets: text, numbers, null, booleans, an object, lines, free-form JSON. */
 const Record = Type.Object({
