@@ -200,7 +200,8 @@ export const PROBLEM_TYPES = {
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported media type',
-    description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.',
+    description:
+      'The body is in a media type or charset this operation does not take (Accept lists those it does), or sent with a Content-Encoding rowi does not decode (Accept-Encoding lists those it does: gzip, deflate, br).',
   },
   'export-too-large': {
     status: 422,
