@@ -1,4 +1,10 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { AuditLog, auditWriterFor, registerAudit } from './audit-trail/audit-log.js';
 import { auditTrailRetention } from './audit-trail/audit.repository.js';
 import { registerAuthentication } from './auth/authenticate.js';
@@ -22,6 +28,8 @@ import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
+import { registerTrailingSlashRedirect } from './http/trailing-slash.js';
+import { registerContentDecoding } from './http/content-encoding.js';
 import { registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
@@ -61,8 +69,7 @@ import { backupsUnavailable, startBackupRunner } from './resources/backups.servi
 import importsRoutes, { operationsRetention } from './resources/imports.routes.js';
 import { startImportRunner } from './resources/import-runner.js';
 import { IMPORTERS } from './resources/importers.js';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { importDirectoryOf } from './config/limits.settings.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -134,9 +141,14 @@ export async function buildApp({
   });
 
   registerRequestId(app);
-  registerRequestMetrics(app);
+  // A request its client abandoned has no response done: the access log and the audit trail hear of it here.
+  registerRequestMetrics(app, (request, reply, status) => {
+    logAbandoned(request, reply, status);
+    auditAbandoned(request, reply, status);
+  });
   await registerCors(app, config.corsOrigins, routeTable);
   registerHsts(app, config);
+  registerTrailingSlashRedirect(app, routeTable);
   registerShadowedRoutes(app, routeTable);
   registerRepresentations(app);
   registerQueryTextCheck(app);
@@ -147,7 +159,7 @@ export async function buildApp({
   registerLoadShedding(app, config);
   registerAccessLog(app);
   const audit = new AuditLog(auditWriterFor(storage), logger, config.auditFlushInterval);
-  registerAudit(app, audit, { reads: config.auditReads === 'true' });
+  const auditAbandoned = registerAudit(app, audit, { reads: config.auditReads === 'true' });
   registerAuthentication(
     app,
     new Authenticator(db, new TokenService(db, config, storage.signals, logger), logger, storage.signals),
@@ -155,6 +167,7 @@ export async function buildApp({
   // After the refusal of credentials in a query string (registerAuthentication's), before any credential is checked.
   registerQueryNameCheck(app);
   registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
+  registerContentDecoding(app);
   await registerOpenApi(app, {
     version: VERSION,
     description: API_DESCRIPTION,
@@ -190,7 +203,7 @@ export async function buildApp({
     targets: IMPORTERS,
     elsewhere: importThreadStarter(config, logger, db.commits),
     concurrency: config.importConcurrency,
-    directory: config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory,
+    directory: importDirectoryOf(config),
   });
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: IMPORTERS });
@@ -242,6 +255,20 @@ export async function buildApp({
   app.decorate('retention', retention);
 
   return app;
+}
+
+/**
+ * The line of a request whose client closed its connection before the answer was sent whole: an
+ * aborted upload, a client that gave up waiting. It is the client's doing, said at info like any
+ * request, with no stack (docs/operations.md "Logs").
+ */
+function logAbandoned(request: FastifyRequest, reply: FastifyReply, status: number): void {
+  request.log.info(
+    { method: request.method, path: pathOf(request), status, ms: Math.round(reply.elapsedTime * 10) / 10 },
+    status === 499
+      ? 'request abandoned: the client closed its connection before the answer'
+      : 'answer cut off: the client closed its connection before its end',
+  );
 }
 
 /** One line per request, written when the response is done; the path only (no query string). */

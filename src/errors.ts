@@ -206,7 +206,8 @@ export const PROBLEM_TYPES = {
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported media type',
-    description: 'The body is in a media type or charset this operation does not take; Accept lists those it does.',
+    description:
+      'The body is in a media type or charset this operation does not take (Accept lists those it does), or sent with a Content-Encoding rowi does not decode (Accept-Encoding lists those it does: gzip, deflate, br).',
   },
   'export-too-large': {
     status: 422,
@@ -266,7 +267,7 @@ export const PROBLEM_TYPES = {
     status: 422,
     title: 'Import file cannot be read',
     description:
-      'The uploaded file cannot be imported as a whole: it is empty, is not UTF-8, holds a NUL byte, or (CSV) its header row is missing, names a column twice, names an unknown column or lacks a required one. `errors` says where; no operation was started and nothing was stored.',
+      'The uploaded file cannot be imported as a whole: it is empty, is not UTF-8, holds a NUL byte, or (CSV) its header row names none of the columns, names a column twice, names an unknown column or lacks a required one. `errors` says where; no operation was started and nothing was stored.',
   },
   'operation-finished': {
     status: 409,

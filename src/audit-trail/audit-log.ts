@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import { metrics, watchAuditTrail } from '../observability/metrics.js';
 import { codeOf, isRefusedValue } from '../db/driver-errors.js';
@@ -255,21 +255,21 @@ const ACTION_OF_METHOD: Record<string, string> = {
  * Records every request when its response is done (with `reads: false`, ROWI_AUDIT_READS=false,
  * only writes and refusals: a safe method answered below 400 is left out). The path is recorded
  * without its query string, and nothing of the credentials but the caller they resolved to.
+ * Returns what records a request its client abandoned before its answer (no response is done for
+ * it: http/request-metrics.ts tells of it), with the status it ended with (499: no answer begun).
  */
-export function registerAudit(app: FastifyInstance, audit: AuditLog, { reads }: { reads: boolean }): void {
-  app.addHook('onResponse', (request, reply, done) => {
-    if (!reads && reply.statusCode < 400 && ACTION_OF_METHOD[request.method] === 'read') {
-      done();
-      return;
-    }
+export function registerAudit(
+  app: FastifyInstance,
+  audit: AuditLog,
+  { reads }: { reads: boolean },
+): (request: FastifyRequest, reply: FastifyReply, status: number) => void {
+  const recordRequest = (request: FastifyRequest, reply: FastifyReply, status: number) => {
+    if (!reads && status < 400 && ACTION_OF_METHOD[request.method] === 'read') return;
     // Set by the route's authentication; a request refused before it (406, credentials in the
     // URL, 503 while draining) finds its route's permission the slower way.
     let permission = request.permission;
     if (permission === null) {
-      if (isProbe(request)) {
-        done();
-        return;
-      }
+      if (isProbe(request)) return;
       permission = request.routeOptions.config.permission ?? null;
     }
     const principal = request.principal;
@@ -287,13 +287,17 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog, { reads }: 
       resource: permission?.resource ?? null,
       record_id: recordId === undefined ? null : String(recordId).slice(0, 256),
       action: permission?.action ?? ACTION_OF_METHOD[request.method] ?? null,
-      status: reply.statusCode,
+      status,
       duration_ms: Math.round(elapsed * 100) / 100,
       client_ip: request.ip,
     });
+  };
+  app.addHook('onResponse', (request, reply, done) => {
+    recordRequest(request, reply, reply.statusCode);
     done();
   });
   app.addHook('onClose', async () => audit.close());
+  return recordRequest;
 }
 
 /**

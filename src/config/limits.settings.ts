@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Type from 'typebox';
 import { setting } from './serving.settings.js';
 
@@ -233,3 +235,8 @@ export const LIMIT_SETTINGS = {
     'ROWI_AUDIT_READS',
   ),
 };
+
+/** Where uploads wait for their import: ROWI_IMPORT_DIRECTORY, or `rowi-imports` in the system's temporary directory. */
+export function importDirectoryOf(config: { importDirectory: string }): string {
+  return config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory;
+}

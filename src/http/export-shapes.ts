@@ -1,5 +1,6 @@
 import { stringify } from 'csv-stringify/sync';
 import type { TSchema } from 'typebox';
+import { guardFormula } from './csv-formulas.js';
 
 /**
  * What an exported record looks like, derived from the schema of the record a list answers (so
@@ -12,9 +13,8 @@ import type { TSchema } from 'typebox';
  * repeated and the element's as dotted columns (`lines.item_id`), one row with those cells empty
  * when the array is empty or absent. Any other structure (a free-form object, an array of values,
  * a second array of objects) is one cell of JSON text. null is an empty cell, booleans are true
- * and false. Text that a spreadsheet would run as a formula (its first character =, +, -, @, a tab
- * or a carriage return) starts with a single quote, as OWASP recommends for CSV injection; numbers
- * are written as numbers (-5 stays -5).
+ * and false. Text that a spreadsheet would run as a formula starts with a single quote, as OWASP
+ * recommends for CSV injection (guardFormula); numbers are written as numbers (-5 stays -5).
  */
 export interface CsvLayout {
   columns: CsvColumn[];
@@ -92,13 +92,14 @@ type Cell = string | number | null;
 
 function cellOf(value: unknown, json: boolean): Cell {
   if (value === null || value === undefined) return null;
-  if (json) return JSON.stringify(value);
+  if (json) return guardFormula(JSON.stringify(value));
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  return value as string | number;
+  return typeof value === 'string' ? guardFormula(value) : (value as number);
 }
 
 const CSV_OPTIONS = {
-  escape_formulas: true,
+  // guardFormula guards every cell (csv-stringify's guard looks at the first character only).
+  escape_formulas: false,
   record_delimiter: '\r\n',
   // A lone line feed or carriage return in a field is quoted too, not only the record delimiter:
   // unquoted, it would split the record for any reader.

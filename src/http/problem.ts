@@ -195,6 +195,12 @@ function databaseUnavailable(): AppError {
 /** `outage`: where a request the database could not be reached for is counted and, once an outage, logged. */
 export function registerProblemHandlers(app: FastifyInstance, routes: RouteTable, outage: DatabaseOutage): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // The client closed its connection (an upload it gave up halfway): nobody reads an answer, and
+    // it is no fault of rowi's. The access log and the audit trail record it (status 499).
+    if (request.raw.aborted || request.raw.socket?.destroyed === true) {
+      request.log.debug({ err: error }, 'the request failed after its client went away');
+      return reply.code(499).send();
+    }
     const known = toAppError(error, request);
     if (known) {
       if (known.type === 'insufficient-storage') logDiskFull(request, error);

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { inFlight, metrics } from '../observability/metrics.js';
 import type { Series } from '../observability/metrics-histogram.js';
 
@@ -25,18 +25,28 @@ const templateOf = (request: FastifyRequest): string => {
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
 /**
+ * A request whose connection closed before its answer was sent whole (the client gave up, or sent
+ * half a body and left): Fastify's onResponse never runs for it. `status` is 499 (nginx's "client
+ * closed request") when no answer had begun, else the answer's.
+ */
+export type AbandonedRequest = (request: FastifyRequest, reply: FastifyReply, status: number) => void;
+
+/**
  * Every request is timed and counted in flight, from its arrival until its response is done or
  * its connection is gone (the raw response's close fires once, either way), by route template,
  * method and status class (2xx, 4xx…). The hot path only adds numbers; the metrics are read
- * from them when scraped (observability/metrics.ts).
+ * from them when scraped (observability/metrics.ts). A request abandoned by its client is told to
+ * `onAbandoned` too, from the same listener (the access log and the audit trail record it).
  */
-export function registerRequestMetrics(app: FastifyInstance): void {
+export function registerRequestMetrics(app: FastifyInstance, onAbandoned?: AbandonedRequest): void {
   app.addHook('onRequest', (request, reply, done) => {
     const start = performance.now();
     inFlight.count++;
     reply.raw.once('close', () => {
       inFlight.count--;
       const status = reply.raw.headersSent ? reply.statusCode : 499;
+      // Closed before its answer was ended: the connection went first (after an answer, it closes later).
+      if (!reply.raw.writableEnded) onAbandoned?.(request, reply, status);
       seriesOf(
         templateOf(request),
         request.method,

@@ -11,6 +11,7 @@ import { countWorkerAuthFailures } from '../rate-limits/auth-failures.js';
 import { Preparer, PreparerEnded } from './preparer.js';
 import { announceListening } from './banner.js';
 import { CLOSING_MARGIN_MS } from './closing.js';
+import { listenRefusal } from './listen-refusal.js';
 
 /**
  * `rowi serve --workers N`: the primary has its preparer (process/preparer.ts) check the settings
@@ -182,7 +183,7 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
     .then(async () => {
       listener = createServer({ pauseOnConnect: true }, deal);
       await new Promise<void>((resolve, reject) => {
-        listener!.once('error', reject);
+        listener!.once('error', (error) => reject(listenRefusal(error, config.host, config.port)));
         listener!.listen({ host: config.host, port: config.port }, () => resolve());
       });
       origin = listenOrigin(config, listener.address() as AddressInfo);

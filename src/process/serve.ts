@@ -8,6 +8,7 @@ import { createLogger } from '../observability/logger.js';
 import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
 import { isPreparerMessage, PREPARER_ENV, type PreparerMessage } from './preparer.js';
 import { boundHeapGrowth } from './heap.js';
+import { checkWritableFolders } from './folders.js';
 
 /**
  * `rowi serve`: open and migrate the database, build the app, listen, and shut down gracefully
@@ -25,6 +26,8 @@ export async function serve(config: Config): Promise<void> {
   boundHeapGrowth(config);
   if (cluster.isWorker) return serveAsWorker(config);
   checkBackupSettings(config);
+  // With --workers, in the preparer, whose exit code the primary takes as its own.
+  await checkWritableFolders(config);
   const workers = config.workers === 0 ? availableParallelism() : config.workers;
   if (process.env[PREPARER_ENV] !== undefined) return prepareForPrimary(config, workers);
   if (workers <= 1) return serveAlone(config);

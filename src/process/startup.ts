@@ -9,10 +9,12 @@ import { openStorage, type Storage } from '../db/connect.js';
 import { checkSqliteFile } from '../db/sqlite-check.js';
 import { createLogger } from '../observability/logger.js';
 import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
+import { describeAssignedOwners } from '../db/migrations/0013-owners.js';
 import { ensureSigningKey } from '../auth/signing-keys.js';
 import { ensureFirstAdmin } from '../resources/callers/api-keys.service.js';
 import { listenOrigin } from '../http/transport.js';
 import { announceListening, type FirstAdmin } from './banner.js';
+import { listenRefusal } from './listen-refusal.js';
 
 export { CLOSING_MARGIN_MS } from './closing.js';
 
@@ -44,11 +46,18 @@ export async function openCheckedStorage(
 export async function migrate(storage: Storage, logger: Pick<Logger, 'info'>): Promise<void> {
   const migrations = await prepareDatabase(storage);
   if (migrations.applied.length > 0) logger.info({ applied: migrations.applied }, 'database migrated');
-  // Migration 0013 gives the records made before owners existed an owner (docs/access.md): say so where operators look.
-  if (migrations.applied.includes('0013-owners'))
-    logger.info(
-      'records made before owners existed (users, items, orders) now belong to the first admin caller, the lowest admin id, if there is one',
-    );
+  // Migration 0013 gives the records made before owners existed an owner (docs/access.md): say so
+  // where operators look, when there were any (a new, empty database had none to give).
+  if (!migrations.applied.includes('0013-owners')) return;
+  const { records, owner } = await describeAssignedOwners(storage.db);
+  if (records === 0) return;
+  const made = `${records} ${records === 1 ? 'record' : 'records'} (users, items, orders) made before owners existed`;
+  logger.info(
+    { records, owner },
+    owner === null
+      ? `${made} have no owner, as there was no admin caller: callers that see all records see them, those that see only their own do not`
+      : `${made} now belong to the first admin caller (id ${owner})`,
+  );
 }
 
 /** Brings the database up to date and makes what rowi needs from its first request: a signing key. */
@@ -64,7 +73,9 @@ export async function listen(
   logger: Logger,
 ): Promise<{ app: FastifyInstance; origin: string }> {
   const app = await started(config, storage, logger, undefined, (built) =>
-    built.listen({ host: config.host, port: config.port }),
+    built.listen({ host: config.host, port: config.port }).catch((error: unknown) => {
+      throw listenRefusal(error, config.host, config.port);
+    }),
   );
   const origin = listenOrigin(config, app.server.address() as AddressInfo);
   setOrigin(app, origin);

@@ -127,7 +127,8 @@ const importOperation = {
   summary: {
     detail: '39998 rows stored, 0 skipped, 2 refused.',
     rows_committed: 39998,
-    committed: 'Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was.',
+    committed:
+      "The file's rows 2 to 40001 were committed (row 1 is its header), except the failed rows listed in errors; no later row was.",
   },
   errors: [
     { row: 17, field: 'price', problem: 'validation-failed', detail: 'price must be a decimal string' },

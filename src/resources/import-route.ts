@@ -50,7 +50,7 @@ const fileBody = (target: ImportTarget) =>
     format: 'binary',
     maxLength: 1_099_511_627_776,
     description:
-      'text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
+      'text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line.',
     examples: [`${JSON.stringify(target.example)}\n`],
   });
 
@@ -66,7 +66,7 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         permission: target.scopes[0]!,
         alsoPermissions: target.scopes.slice(1),
         summary: `Import a file of ${target.name} (a long-running operation)`,
-        description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".${target.note === undefined ? '' : ` ${target.note}`}`,
+        description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. A file may be sent compressed, with Content-Encoding gzip, deflate or br (another coding is 415, with Accept-Encoding; bytes that are not what their coding says are 400 malformed-body). At most ROWI_IMPORT_MAX_BYTES, counted as decoded (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".${target.note === undefined ? '' : ` ${target.note}`}`,
         tags: [target.resource],
         querystring: importQuery(target),
         body: fileBody(target),

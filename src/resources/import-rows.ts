@@ -1,19 +1,21 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, type ReadStream } from 'node:fs';
 import { parse as parseCsv, type CsvError } from 'csv-parse';
 import secureJson from 'secure-json-parse';
 import { findRefusedText } from '../http/text.js';
 import { recordFieldErrors } from '../http/validation-errors.js';
 import { recordValidator } from '../http/validation.js';
+import { columnNamed, readCsvHeader, readFirstLine, RecordBound } from './import-csv.js';
 import type { CsvGroup, ImportTarget } from './import-target.js';
 import type { RowError } from './operations/operations.schema.js';
 
 /**
  * The rows of an uploaded file, read from its spooled copy as a stream (never whole in memory),
  * each checked against the target's schema: a row is either a value ready to write or an error
- * (row, field, problem). CSV is read by csv-parse (the `csv` project): a BOM is dropped, CRLF and
- * LF may be mixed, a row with more cells than the header is refused, a quoted field that never
- * closes or a record past MAX_RECORD_BYTES ends the file (nothing after it can be read). NDJSON is
- * split into lines here: one JSON object a line, blank lines skipped.
+ * (row, field, problem). CSV is read by csv-parse (the `csv` project), separated as its header row
+ * is (import-csv.ts): a BOM is dropped, CRLF and LF may be mixed, a row with more cells than the
+ * header is refused, and so is a record past MAX_RECORD_BYTES (cut off before the parser holds
+ * it, import-csv.ts RecordBound); a quoted field that never closes ends the file (nothing after it
+ * can be read). NDJSON is split into lines here: one JSON object a line, blank lines skipped.
  */
 
 /** The longest record (a CSV row, an NDJSON line) rowi reads: a 10 MB field is refused, not buffered. */
@@ -40,10 +42,13 @@ export type ImportMediaType = (typeof MEDIA_TYPES)[number];
 
 export function readRows(path: string, mediaType: ImportMediaType, target: ImportTarget): RowSource {
   let bytes = 0;
-  const stream = createReadStream(path, { highWaterMark: 256 * 1024 });
-  stream.on('data', (chunk) => (bytes += chunk.length));
+  const openFile = () => {
+    const stream = createReadStream(path, { highWaterMark: 256 * 1024 });
+    stream.on('data', (chunk) => (bytes += chunk.length));
+    return stream;
+  };
   const check = rowChecker(target);
-  const rows = mediaType === 'text/csv' ? csvRows(stream, target, check) : ndjsonRows(stream, check);
+  const rows = mediaType === 'text/csv' ? csvRows(path, openFile, target, check) : ndjsonRows(openFile(), check);
   return { bytesRead: () => bytes, rows };
 }
 
@@ -93,14 +98,25 @@ function placeOf(pointer: string, locate: Locate | undefined): string {
 
 const unescapeToken = (token: string) => token.replace(/~1/g, '/').replace(/~0/g, '~');
 
-async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, check: Check): AsyncGenerator<FileRow> {
+async function* csvRows(
+  path: string,
+  openFile: () => ReadStream,
+  target: ImportTarget,
+  check: Check,
+): AsyncGenerator<FileRow> {
+  // The separator is the header row's (checked when the file was received): a comma, a semicolon or a tab.
+  const delimiter = readCsvHeader(await readFirstLine(path), target)?.delimiter ?? ',';
   const parser = parseCsv({
     bom: true,
+    delimiter,
     record_delimiter: ['\r\n', '\n'],
     relax_column_count: true,
-    max_record_size: MAX_RECORD_BYTES,
+    // RecordBound cuts a record off at MAX_RECORD_BYTES first; this is the parser's own bound, never met.
+    max_record_size: 2 * MAX_RECORD_BYTES,
   });
-  stream.pipe(parser);
+  const bound = new RecordBound(delimiter, MAX_RECORD_BYTES);
+  const stream = openFile();
+  stream.pipe(bound).pipe(parser);
   stream.on('error', (error) => parser.destroy(error));
   let header: string[] | undefined;
   let row = 0;
@@ -108,20 +124,29 @@ async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, che
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
+      const fault = bound.faults.get(row);
+      if (fault === 'unclosed') {
+        // A quoted field ran past the bound and never closed: the rest of the file was in it.
+        if (group !== undefined) yield* group.end();
+        yield { row, fatal: true, error: { row, field: null, problem: 'malformed-file', detail: UNCLOSED } };
+        return;
+      }
       if (header === undefined) {
-        header = record.map((name) => name.trim());
+        header = record.map((name) => columnNamed(target, name) ?? name.trim());
         continue;
       }
-      if (record.length === 1 && record[0] === '') continue;
+      if (record.length === 1 && record[0] === '' && fault === undefined) continue;
       const tooMany: RowError | undefined =
-        record.length > header.length
-          ? {
-              row,
-              field: null,
-              problem: 'malformed-row',
-              detail: `has ${record.length} fields; the header names ${header.length}`,
-            }
-          : undefined;
+        fault === 'too-long'
+          ? tooLong(row).error
+          : record.length > header.length
+            ? {
+                row,
+                field: null,
+                problem: 'malformed-row',
+                detail: `has ${record.length} fields; the header names ${header.length}`,
+              }
+            : undefined;
       const cells: Record<string, string> = {};
       for (let index = 0; index < header.length; index++) {
         const cell = record[index];
@@ -141,6 +166,9 @@ async function* csvRows(stream: NodeJS.ReadableStream, target: ImportTarget, che
     if (group !== undefined) yield* group.end();
     row++;
     yield { row, fatal: true, error: { row, field: null, problem: 'malformed-file', detail: csvDetail(csv) } };
+  } finally {
+    // Read to its end, or given up on: its file is closed either way.
+    stream.destroy();
   }
 }
 
@@ -220,10 +248,12 @@ class RowGroup {
   }
 }
 
+const UNCLOSED = 'a quoted field opens here and never closes; the file cannot be read past it';
+
 function csvDetail(error: CsvError): string {
   switch (error.code) {
     case 'CSV_QUOTE_NOT_CLOSED':
-      return 'a quoted field opens here and never closes; the file cannot be read past it';
+      return UNCLOSED;
     case 'CSV_MAX_RECORD_SIZE':
       return `a row longer than ${MAX_RECORD_BYTES} bytes (a field that large is refused); the file cannot be read past it`;
     default:
@@ -291,7 +321,7 @@ async function* ndjsonRows(stream: NodeJS.ReadableStream, check: Check): AsyncGe
   }
 }
 
-const tooLong = (row: number): FileRow => ({
+const tooLong = (row: number): FileRow & { error: RowError } => ({
   row,
   error: { row, field: null, problem: 'malformed-row', detail: `is longer than ${MAX_RECORD_BYTES} bytes` },
 });

@@ -346,7 +346,13 @@ async function end(
   const through = check ? 0 : counts.committed_through;
   const { status, detail } = endOf(operation, result, check);
   const summary = summaryOf(
-    { committed_through: through, rows_succeeded: committed, rows_failed: counts.rows_failed, dry_run: check ? 1 : 0 },
+    {
+      committed_through: through,
+      rows_succeeded: committed,
+      rows_failed: counts.rows_failed,
+      dry_run: check ? 1 : 0,
+      media_type: operation.media_type,
+    },
     detail,
     committed,
   );
@@ -385,17 +391,22 @@ function endOf(
     default:
   }
   if (failed > 0 && (atomic || (check && atomic)))
-    return { status: 'failed', detail: `${failed} rows were refused, so nothing was stored (mode=atomic).` };
+    return {
+      status: 'failed',
+      detail: `${rowsOf(failed)} ${failed === 1 ? 'was' : 'were'} refused, so nothing was stored (mode=atomic).`,
+    };
   if (operation.dry_run === 1)
     return {
       status: 'succeeded',
-      detail: `Dry run: ${result.counts.rows_succeeded} rows would be stored${failed > 0 ? `, ${failed} refused` : ''}; nothing was stored.`,
+      detail: `Dry run: ${rowsOf(result.counts.rows_succeeded)} would be stored${failed > 0 ? `, ${failed} refused` : ''}; nothing was stored.`,
     };
   return {
     status: 'succeeded',
-    detail: `${result.counts.rows_succeeded} rows stored, ${result.counts.rows_skipped} skipped, ${failed} refused.`,
+    detail: `${rowsOf(result.counts.rows_succeeded)} stored, ${result.counts.rows_skipped} skipped, ${failed} refused.`,
   };
 }
+
+const rowsOf = (count: number) => `${count} ${count === 1 ? 'row' : 'rows'}`;
 
 /** The refused rows of an operation, numbered in the order they are written. */
 class ErrorLog {

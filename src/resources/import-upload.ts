@@ -4,8 +4,9 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { parse as parseCsv } from 'csv-parse/sync';
-import { AppError, type FieldError } from '../errors.js';
+import { AppError, BadRequestError, type FieldError } from '../errors.js';
+import type { DecodedBody } from '../http/content-encoding.js';
+import { HEADER_BYTES, otherSeparator, readCsvHeader } from './import-csv.js';
 import type { ImportMediaType } from './import-rows.js';
 import type { ImportTarget } from './import-target.js';
 
@@ -20,9 +21,6 @@ export interface SpooledFile {
   bytes: number;
 }
 
-/** The most of the first line kept to check a CSV header. */
-const HEADER_BYTES = 64 * 1024;
-
 /**
  * How much of a refused upload is still read, and dropped, after its answer (and for how long),
  * before its connection is closed: a client still sending its file reads the answer only once its
@@ -35,7 +33,10 @@ export async function spoolUpload(
   body: Readable,
   options: { directory: string; maxBytes: number; mediaType: ImportMediaType; target: ImportTarget },
 ): Promise<SpooledFile> {
-  await mkdir(options.directory, { recursive: true });
+  await mkdir(options.directory, { recursive: true }).catch((error: unknown) => {
+    discardRest(body);
+    throw spoolFault(error) ?? error;
+  });
   const path = join(options.directory, `${randomUUID()}.upload`);
   let bytes = 0;
   let firstLine: Buffer[] = [];
@@ -78,9 +79,13 @@ export async function spoolUpload(
   });
   // The request is not the pipeline's own source: a pipeline that fails destroys its streams, and a
   // destroyed request resets its connection, often before the client has read the answer.
+  // Ended before this handler came to read it (the client gave up; its bytes were not what their
+  // coding says): its events are past. Nothing is awaited from here until its listeners are on.
+  if (body.destroyed) throw body.errored instanceof AppError ? body.errored : uploadEnded();
   const source = new PassThrough();
-  const aborted = () => {
-    if (!body.readableEnded) source.destroy(new Error('the client ended the upload before its end'));
+  // A refusal of the body itself (bytes that are not what their Content-Encoding says) is passed on.
+  const aborted = (error?: Error) => {
+    if (!body.readableEnded) source.destroy(error instanceof AppError ? error : uploadEnded());
   };
   body.once('error', aborted).once('close', aborted).pipe(source);
   try {
@@ -90,7 +95,7 @@ export async function spoolUpload(
     body.unpipe(source);
     discardRest(body);
     await rm(path, { force: true });
-    throw error;
+    throw spoolFault(error) ?? error;
   } finally {
     body.off('error', aborted).off('close', aborted);
     firstLine = [];
@@ -103,7 +108,10 @@ export async function spoolUpload(
  * answer on a connection that stays open (as `curl`, browsers and Node's fetch expect); past
  * DISCARD_BYTES or DISCARD_MS the connection is closed instead.
  */
-function discardRest(body: Readable): void {
+function discardRest(decoded: Readable): void {
+  // A decoded body (http/content-encoding.ts): what is left to drop is the bytes as sent.
+  const body = (decoded as Partial<DecodedBody>).encoded ?? decoded;
+  if (body !== decoded) body.unpipe();
   if (body.readableEnded || body.destroyed) return;
   let dropped = 0;
   const timer = setTimeout(() => body.destroy(), DISCARD_MS).unref();
@@ -115,33 +123,38 @@ function discardRest(body: Readable): void {
   body.resume();
 }
 
-/** The header row names every required column, no unknown one, none twice. */
+/**
+ * The header row names every required column, no unknown one, none twice (without regard to case
+ * and surrounding spaces), separated by commas, semicolons or tabs (import-csv.ts).
+ */
 function checkHeader(line: string, target: ImportTarget): void {
-  let names: string[];
-  try {
-    names = (parseCsv(line.replace(/^\uFEFF/, '').replace(/\r$/, ''), { relax_quotes: true }) as string[][])[0] ?? [];
-  } catch {
-    throw invalid('the first row is not a CSV header row', '#/header');
-  }
-  names = names.map((name) => name.trim());
-  const known = new Set(target.columns);
-  if (!names.some((name) => known.has(name)))
+  const header = readCsvHeader(line, target);
+  if (header === undefined) throw invalid('the first row is not a CSV header row', '#/header');
+  if (header.columns.every((column) => column === undefined)) {
+    const first = line.replace(/^\uFEFF/, '').replace(/\r$/, '');
+    const other = otherSeparator(first, target);
+    if (other !== undefined)
+      throw invalid(
+        `the header row is separated by ${JSON.stringify(other)}, which rowi does not read: separate the columns with commas, semicolons or tabs`,
+        '#/header',
+      );
     throw invalid(
-      `the header row is missing: the first row names none of the columns (${target.columns.join(', ')}); a CSV import starts with its header`,
+      `the first row ("${first.slice(0, 100)}${first.length > 100 ? '…' : ''}") names none of the columns (${target.columns.join(', ')}) with a comma, a semicolon or a tab between them; a CSV import starts with a header row naming its columns`,
       '#/header',
     );
+  }
   const errors: FieldError[] = [];
   const seen = new Set<string>();
-  names.forEach((name, index) => {
-    if (!known.has(name))
+  header.columns.forEach((column, index) => {
+    if (column === undefined)
       errors.push({
         in: 'body',
         pointer: `#/header/${index}`,
-        detail: `names an unknown column "${name.slice(0, 100)}"; the columns are ${target.columns.join(', ')}`,
+        detail: `names an unknown column "${header.cells[index]!.slice(0, 100)}"; the columns are ${target.columns.join(', ')}`,
       });
-    else if (seen.has(name))
-      errors.push({ in: 'body', pointer: `#/header/${index}`, detail: `names the column ${name} a second time` });
-    seen.add(name);
+    else if (seen.has(column))
+      errors.push({ in: 'body', pointer: `#/header/${index}`, detail: `names the column ${column} a second time` });
+    else seen.add(column);
   });
   for (const required of target.required)
     if (!seen.has(required))
@@ -154,6 +167,34 @@ function checkHeader(line: string, target: ImportTarget): void {
     throw new AppError('import-invalid', `The CSV header row cannot be used: ${errors[0]!.detail}.`, {
       errors: errors.slice(0, 50),
     });
+}
+
+/** The upload's connection ended before its body did (the client gave up, or was cut off): nobody reads the answer. */
+function uploadEnded(): AppError {
+  return new BadRequestError('The upload ended before its end; nothing of it was kept.', undefined, 'malformed-body');
+}
+
+/**
+ * The import folder failing under a running rowi (its disk full, the folder made read-only or
+ * removed; the start checks that it can be written): a 507 or 503 that says so at once, with
+ * Retry-After, rather than an internal error.
+ */
+function spoolFault(error: unknown): AppError | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const retry = { headers: { 'retry-after': '30' } };
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return new AppError(
+      'insufficient-storage',
+      'The disk of the import folder is full; nothing of this file was kept. Retry after Retry-After seconds.',
+      retry,
+    );
+  if (code !== undefined && ['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'ENOENT', 'EEXIST', 'EISDIR'].includes(code))
+    return new AppError(
+      'service-unavailable',
+      `rowi cannot write uploaded files now: its import folder (ROWI_IMPORT_DIRECTORY) refuses them (${code}); nothing of this file was kept. Retry after Retry-After seconds.`,
+      retry,
+    );
+  return undefined;
 }
 
 function tooLarge(maxBytes: number): AppError {

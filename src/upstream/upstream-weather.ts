@@ -115,7 +115,7 @@ export class UpstreamWeather {
         const retryAfterSeconds = Math.max(1, Math.ceil(permission.retryAfterMs / 1000));
         const refusal = new UpstreamFailure(
           'circuit-open',
-          `${this.source} is not called for now: it failed ${this.#options.breakerFailures} times in a row`,
+          `${this.source} is not called for now: it failed ${this.#options.breakerFailures === 1 ? 'once' : `${this.#options.breakerFailures} times in a row`}`,
           { retryAfterSeconds },
         );
         // Nothing was forwarded: a stale answer is a cache hit, and there is no fwd to report.
@@ -191,7 +191,10 @@ export class UpstreamWeather {
     if (this.#breaker.state === 'open' && before !== 'open') {
       const message = `circuit breaker open: ${this.source} is not called for ${this.#options.breakerCooldownMs} ms`;
       if (before === 'closed')
-        this.#log.warn({ source: this.source }, `${message} after ${this.#options.breakerFailures} failures in a row`);
+        this.#log.warn(
+          { source: this.source },
+          `${message} after ${this.#options.breakerFailures === 1 ? 'a failure' : `${this.#options.breakerFailures} failures in a row`}`,
+        );
       else this.#log.info({ source: this.source }, `${message} more: the trial call failed`);
     }
   }

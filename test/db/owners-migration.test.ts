@@ -13,7 +13,9 @@ import * as m0005 from '../../src/db/migrations/0005-weather.js';
 import * as m0006 from '../../src/db/migrations/0006-events.js';
 import * as m0007 from '../../src/db/migrations/0007-delivery-claims.js';
 import * as m0008 from '../../src/db/migrations/0008-webhook-owners.js';
+import { migrate } from '../../src/process/startup.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { keptLog } from '../helpers/log.js';
 
 /**
  * Migration 0013-owners on a database made before records had owners (docs/access.md "Existing
@@ -119,5 +121,35 @@ describe('migration 0013: records made before owners', () => {
     await oldData(storage, ['reader', 'editor']);
     expect((await migrateStorage(storage)).applied).toContain('0013-owners');
     expect(await ownersAfter(storage)).toEqual({ users: [null], items: [null], orders: [null] });
+  });
+});
+
+describe("rowi serve: the start's line about migration 0013", () => {
+  const ownersLines = async (roles: ('reader' | 'editor' | 'admin')[] | undefined) => {
+    const storage = await databaseBeforeOwners();
+    const callerIds = roles === undefined ? [] : await oldData(storage, roles);
+    const { log, logger } = keptLog('info');
+    await migrate(storage, logger);
+    return { callerIds, lines: log.filter((line) => line.msg.includes('before owners existed')) };
+  };
+
+  it('names how many records went to which admin caller, when there were records', async () => {
+    const { callerIds, lines } = await ownersLines(['reader', 'admin']);
+    expect(lines.map((line) => line.msg)).toEqual([
+      `3 records (users, items, orders) made before owners existed now belong to the first admin caller (id ${callerIds[1]})`,
+    ]);
+    expect(lines[0]).toMatchObject({ records: 3, owner: callerIds[1] });
+  });
+
+  it('says the records have no owner when there was no admin caller', async () => {
+    const { lines } = await ownersLines(['reader']);
+    expect(lines.map((line) => line.msg)).toEqual([
+      '3 records (users, items, orders) made before owners existed have no owner, as there was no admin caller: callers that see all records see them, those that see only their own do not',
+    ]);
+  });
+
+  it('says nothing of owners on a database that held no record (a new one)', async () => {
+    const { lines } = await ownersLines(undefined);
+    expect(lines).toEqual([]);
   });
 });

@@ -214,7 +214,15 @@ export function requestFor(
 export function pathFor(operation: Pick<Operation, 'path' | 'parameters'>, fixtures: Fixtures): fc.Arbitrary<string> {
   const pathParameters = operation.parameters.filter((parameter) => parameter.in === 'path');
   return fc
-    .tuple(...pathParameters.map((parameter) => pathValue(parameter.schema, fixtures(operation.path, parameter.name))))
+    .tuple(
+      ...pathParameters.map((parameter) =>
+        pathValue(
+          parameter.schema,
+          fixtures(operation.path, parameter.name),
+          operation.path.endsWith(`{${parameter.name}}`),
+        ),
+      ),
+    )
     .map((values) =>
       pathParameters.reduce(
         (url, parameter, index) => url.replace(`{${parameter.name}}`, values[index]!),
@@ -223,12 +231,12 @@ export function pathFor(operation: Pick<Operation, 'path' | 'parameters'>, fixtu
     );
 }
 
-function pathValue(schema: Schema, known: (string | number)[]): fc.Arbitrary<string> {
+function pathValue(schema: Schema, known: (string | number)[], last: boolean): fc.Arbitrary<string> {
   const made =
     schema.type === 'integer'
       ? fc.integer({ min: 1000, max: Number.MAX_SAFE_INTEGER }).map(String)
       : valid(schema).map((value) => encodeURIComponent(String(value)));
-  return fc.oneof(
+  const values = fc.oneof(
     ...(known.length > 0 ? [{ weight: 6, arbitrary: fc.constantFrom(...known.map(String)) }] : []),
     { weight: 2, arbitrary: made },
     // Not dot segments: in-process injection resolves them as a browser would (/problems/.. is /);
@@ -238,6 +246,9 @@ function pathValue(schema: Schema, known: (string | number)[]): fc.Arbitrary<str
       arbitrary: fc.constantFrom(...ODD_TEXT.filter((text) => text.length < 100 && !/^(\.|%2e)+$/i.test(text))),
     },
   );
+  // Not empty at the end of the path: `/v1/users/` is the collection's URL with a trailing slash,
+  // redirected there (docs/guide.md "Conventions"), not this operation.
+  return last ? values.filter((value) => value !== '') : values;
 }
 
 function queryValue({ schema, examples: documented = {} }: Operation['parameters'][number]): fc.Arbitrary<string> {

@@ -1,13 +1,16 @@
 import { execFileSync } from 'node:child_process';
 
 /**
- * Mounts a tmpfs of `size` (such as '16m') on `folder`, for a full disk that is real: true when
+ * Mounts a tmpfs of `size` (such as '16m') on `folder` (read-only when asked), for a full disk or
+ * a read-only file system that is real: true when
  * mounted. Mounting needs root: where it is not allowed it warns that `what` is skipped and returns
  * false, except under ROWI_TEST_TMPFS=required (.ci/run sets it), where it throws.
  */
-export function mountTmpfs(folder: string, size: string, what: string): boolean {
+export function mountTmpfs(folder: string, size: string, what: string, { readOnly = false } = {}): boolean {
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', folder], { stdio: 'pipe' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}${readOnly ? ',ro' : ''}`, 'tmpfs', folder], {
+      stdio: 'pipe',
+    });
     return true;
   } catch (error) {
     const why = `cannot mount a tmpfs here (${String((error as { stderr?: Buffer }).stderr ?? error).trim()})`;

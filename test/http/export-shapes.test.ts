@@ -2,6 +2,7 @@ import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import Type from 'typebox';
 import { describe, expect, it } from 'vitest';
+import { guardFormula } from '../../src/http/csv-formulas.js';
 import { csvLayout, csvRowsText, csvText, jsonWriter, keepColumns, projector } from '../../src/http/export-shapes.js';
 
 /** A record with every kind of member an export meets: text, numbers, null, booleans, an object, lines, free-form JSON. */
@@ -39,6 +40,11 @@ const text = fc.oneof(
       '＋',
       '－',
       '＠',
+      '\u00a0',
+      '\u3000',
+      '\ufe62',
+      '\ufe66',
+      '\u2212',
       'é',
       '\u2028',
       '\ud83d',
@@ -70,8 +76,13 @@ const record = fc.record(
 /** The parser reads the text as UTF-8: a lone surrogate comes back as U+FFFD, as any reader of the file would see it. */
 const utf8 = (value: string) => Buffer.from(value, 'utf8').toString('utf8');
 
-/** What a spreadsheet would run as a formula gets a single quote in front (OWASP), whatever else the text holds. */
-const neutralised = (value: string) => (/^[=+\-@\t\r＝＋－＠]/.test(value) ? `'${value}` : value);
+/**
+ * What a spreadsheet would run as a formula gets a single quote in front (OWASP), whatever else the
+ * text holds: a tab, CR or LF first, or a sign (= + - @, full-width, small, the minus sign) after
+ * any spaces (JavaScript's \s: ASCII and Unicode spaces, line ends, a BOM; and NEL, zero-width space).
+ */
+const neutralised = (value: string) =>
+  /^[\t\r\n]|^[\s\u0085\u200b]*[=+\-@＝＋－＠﹦﹢﹣﹫−]/u.test(value) ? `'${value}` : value;
 
 describe('export shapes', () => {
   it('CSV: read back by a CSV parser, one row per record (per line where lines are spread), every row whole, text as written but for the formula quote', () => {
@@ -192,5 +203,109 @@ describe('export shapes', () => {
       { numRuns: 500 },
     );
     expect(write(null)).toBe('null');
+  });
+});
+
+/**
+ * The formula guard (docs/reading.md "CSV"), against what spreadsheets evaluate once they have
+ * trimmed a cell: leading spaces of every kind, then = + - @ in any of the forms they take.
+ */
+describe('CSV: the formula guard', () => {
+  const BLANKS = [
+    ' ',
+    '\t',
+    '\r',
+    '\n',
+    '\u000b',
+    '\u000c',
+    '\u0085',
+    '\u00a0',
+    '\u1680',
+    '\u2000',
+    '\u2007',
+    '\u200a',
+    '\u200b',
+    '\u2028',
+    '\u2029',
+    '\u202f',
+    '\u205f',
+    '\u3000',
+    '\ufeff',
+  ];
+  const SIGNS = [
+    '=',
+    '+',
+    '-',
+    '@',
+    '\uff1d',
+    '\uff0b',
+    '\uff0d',
+    '\uff20',
+    '\ufe66',
+    '\ufe62',
+    '\ufe63',
+    '\ufe6b',
+    '\u2212',
+  ];
+  const layout = csvLayout(Type.Object({ v: Type.String() }));
+  const cellOf = (value: string) =>
+    (parse(csvText(layout, [{ v: value }], false), { bom: false }) as string[][])[0]![0]!;
+
+  it('a sign after any run of spaces, in any form, gets a single quote in front; the text is kept whole after it', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...BLANKS), { maxLength: 4 }).map((blanks) => blanks.join('')),
+        fc.constantFrom(...SIGNS),
+        fc.string(),
+        (blanks, sign, rest) => {
+          const value = `${blanks}${sign}${rest}`;
+          expect(guardFormula(value)).toBe(`'${value}`);
+          expect(cellOf(value)).toBe(utf8(`'${value}`));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('text that begins, after its spaces, with anything but a sign is written as it is (but a tab, CR or LF first)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(' ', '\u00a0', '\u3000'), { maxLength: 3 }).map((blanks) => blanks.join('')),
+        fc.string({ minLength: 1 }).filter((rest) => !SIGNS.includes(rest[0]!) && !BLANKS.includes(rest[0]!)),
+        (blanks, rest) => {
+          const value = `${blanks}${rest}`;
+          expect(guardFormula(value)).toBe(value);
+          expect(cellOf(value)).toBe(utf8(value));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it.each([
+    [' =1+1', "' =1+1"],
+    ['   +cmd', "'   +cmd"],
+    ['\u00a0=HYPERLINK("x")', '\'\u00a0=HYPERLINK("x")'],
+    ['\u3000@SUM(A1)', "'\u3000@SUM(A1)"],
+    ['\t-2', "'\t-2"],
+    ['\tplain', "'\tplain"],
+    ['\n=1', "'\n=1"],
+    ['\ufe66cmd', "'\ufe66cmd"],
+    ['\ufe62 1', "'\ufe62 1"],
+    ['\ufe63 1', "'\ufe63 1"],
+    ['\ufe6bx', "'\ufe6bx"],
+    ['\uff1d1', "'\uff1d1"],
+    ['\uff0b1', "'\uff0b1"],
+    ['\uff0d1', "'\uff0d1"],
+    ['\uff20x', "'\uff20x"],
+    ['\u22121', "'\u22121"],
+    ['\ufeff=1', "'\ufeff=1"],
+    ['a =1', 'a =1'],
+    ['  plain', '  plain'],
+    ['1-2', '1-2'],
+    ["'=already", "'=already"],
+    ['', ''],
+  ])('the cell %j is written %j', (value, written) => {
+    expect(cellOf(value)).toBe(written);
   });
 });

@@ -195,7 +195,7 @@ describe('POST /v1/orders/import', () => {
     const header = 'order,user_id,item_id,quantity';
     const cases: [string | Buffer, string][] = [
       ['', 'empty'],
-      ['S-1,1,1,1\n', 'header row is missing'],
+      ['S-1,1,1,1\n', 'names none of the columns'],
       ['order,user_id,item_id,quantity,colour\nS-1,1,1,1,red\n', 'unknown column'],
       ['order,user_id,quantity\nS-1,1,1\n', 'required column item_id'],
       [`${header}\nS-1,1,1,1\u0000\n`, 'NUL'],

@@ -3,6 +3,7 @@ import { startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { startFakeOpenMeteo, type FakeBehaviour, type FakeOpenMeteo } from '../helpers/fake-open-meteo.js';
 import { weatherHelpers } from '../helpers/weather.js';
+import { keptLog } from '../helpers/log.js';
 
 /**
  * GET /v1/weather/{place} with the upstream provider on, against a real HTTP server on loopback
@@ -332,5 +333,30 @@ describe('GET /v1/weather/{place} without a provider', () => {
     expect(header(reply, 'cache-control')).toBe('private, no-cache');
     expect(header(reply, 'age')).toBe('0');
     expect(fake.calls).toBe(callsBefore);
+  });
+});
+
+describe('GET /v1/weather/{place}: a circuit breaker that opens at the first failure', () => {
+  it('GET /v1/weather/{place}: the log says the breaker opened after a failure, not "after 1 failures in a row", when ROWI_WEATHER_BREAKER_FAILURES=1', async () => {
+    const { log, logger } = keptLog('info');
+    const test = await startApp(
+      {
+        ROWI_WEATHER_PROVIDER: 'open-meteo',
+        ROWI_WEATHER_URL: fake.url,
+        ROWI_WEATHER_TIMEOUT: '300',
+        ROWI_WEATHER_BREAKER_FAILURES: '1',
+        ROWI_WEATHER_BREAKER_COOLDOWN: '60000',
+      },
+      logger,
+    );
+    apps.push(test);
+    await placeWithCoordinates(test, 'oslo');
+    fake.behave('status-500');
+    expectProblem(await test.call({ url: '/v1/weather/oslo' }), 502, 'upstream-error');
+    const refused = await test.call({ url: '/v1/weather/oslo' });
+    expect(expectProblem(refused, 502, 'upstream-error').failure).toBe('circuit-open');
+    const opened = log.filter((line) => line.msg.startsWith('circuit breaker open')).map((line) => line.msg);
+    expect(opened).toEqual([expect.stringMatching(/ms after a failure$/)]);
+    fake.behave('normal');
   });
 });

@@ -799,7 +799,7 @@ export interface paths {
         put?: never;
         /**
          * Import a file of users (a long-running operation)
-         * @description Streams a CSV (header row: name, email; required: name, email) or NDJSON file of users into an operation; 202 with Location /v1/operations/{id} to follow it. Needs users:create and users:update. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
+         * @description Streams a CSV (header row: name, email; required: name, email) or NDJSON file of users into an operation; 202 with Location /v1/operations/{id} to follow it. Needs users:create and users:update. A file may be sent compressed, with Content-Encoding gzip, deflate or br (another coding is 415, with Accept-Encoding; bytes that are not what their coding says are 400 malformed-body). At most ROWI_IMPORT_MAX_BYTES, counted as decoded (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
          */
         post: operations["importUsers"];
         delete?: never;
@@ -819,7 +819,7 @@ export interface paths {
         put?: never;
         /**
          * Import a file of items (a long-running operation)
-         * @description Streams a CSV (header row: sku, name, price, quantity; required: sku, name, price) or NDJSON file of items into an operation; 202 with Location /v1/operations/{id} to follow it. Needs items:create and items:update and stock:update. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
+         * @description Streams a CSV (header row: sku, name, price, quantity; required: sku, name, price) or NDJSON file of items into an operation; 202 with Location /v1/operations/{id} to follow it. Needs items:create and items:update and stock:update. A file may be sent compressed, with Content-Encoding gzip, deflate or br (another coding is 415, with Accept-Encoding; bytes that are not what their coding says are 400 malformed-body). At most ROWI_IMPORT_MAX_BYTES, counted as decoded (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
          */
         post: operations["importItems"];
         delete?: never;
@@ -839,7 +839,7 @@ export interface paths {
         put?: never;
         /**
          * Import a file of stock (a long-running operation)
-         * @description Streams a CSV (header row: item_id, sku, quantity; required: quantity) or NDJSON file of stock into an operation; 202 with Location /v1/operations/{id} to follow it. Needs stock:update and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
+         * @description Streams a CSV (header row: item_id, sku, quantity; required: quantity) or NDJSON file of stock into an operation; 202 with Location /v1/operations/{id} to follow it. Needs stock:update and items:read. A file may be sent compressed, with Content-Encoding gzip, deflate or br (another coding is 415, with Accept-Encoding; bytes that are not what their coding says are 400 malformed-body). At most ROWI_IMPORT_MAX_BYTES, counted as decoded (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".
          */
         post: operations["importStock"];
         delete?: never;
@@ -859,7 +859,7 @@ export interface paths {
         put?: never;
         /**
          * Import a file of orders (a long-running operation)
-         * @description Streams a CSV (header row: order, name, user_id, item_id, quantity; required: order, user_id, item_id, quantity) or NDJSON file of orders into an operation; 202 with Location /v1/operations/{id} to follow it. Needs orders:create and users:read and items:read. At most ROWI_IMPORT_MAX_BYTES (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports". CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.
+         * @description Streams a CSV (header row: order, name, user_id, item_id, quantity; required: order, user_id, item_id, quantity) or NDJSON file of orders into an operation; 202 with Location /v1/operations/{id} to follow it. Needs orders:create and users:read and items:read. A file may be sent compressed, with Content-Encoding gzip, deflate or br (another coding is 415, with Accept-Encoding; bytes that are not what their coding says are 400 malformed-body). At most ROWI_IMPORT_MAX_BYTES, counted as decoded (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports". CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.
          */
         post: operations["importOrders"];
         delete?: never;
@@ -2762,7 +2762,7 @@ export interface components {
          *       "summary": {
          *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
          *         "rows_committed": 39998,
-         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *         "committed": "The file's rows 2 to 40001 were committed (row 1 is its header), except the failed rows listed in errors; no later row was."
          *       },
          *       "errors": [
          *         {
@@ -3831,7 +3831,7 @@ export interface components {
          *       "summary": {
          *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
          *         "rows_committed": 39998,
-         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *         "committed": "The file's rows 2 to 40001 were committed (row 1 is its header), except the failed rows listed in errors; no later row was."
          *       },
          *       "errors": [
          *         {
@@ -3936,7 +3936,7 @@ export interface components {
          *           "summary": {
          *             "detail": "39998 rows stored, 0 skipped, 2 refused.",
          *             "rows_committed": 39998,
-         *             "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *             "committed": "The file's rows 2 to 40001 were committed (row 1 is its header), except the failed rows listed in errors; no later row was."
          *           },
          *           "errors": [
          *             {
@@ -10183,7 +10183,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"name":"Ada Lovelace","email":"ada@example.com"} */
@@ -10235,7 +10235,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"sku":"WID-1","name":"Widget","price":"2.50","quantity":100} */
@@ -10287,7 +10287,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"sku":"WID-1","quantity":100} */
@@ -10337,7 +10337,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description text/csv: a header row naming the columns, then one record a row (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
+        /** @description text/csv: a header row naming the columns (without regard to case), then one record a row, the columns separated by commas, semicolons or tabs as the header row is (UTF-8; a BOM, CRLF or LF accepted). application/x-ndjson: one JSON object a line. */
         requestBody: {
             content: {
                 /** @example {"name":"SO-1001","user_id":1,"lines":[{"item_id":1,"quantity":2}]} */

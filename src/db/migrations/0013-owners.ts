@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import type { Db } from '../database.js';
 import { textType } from './portable.js';
 
 /**
@@ -52,4 +53,19 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     await db.schema.alterTable(table).dropColumn('created_by').execute();
   }
   await db.schema.alterTable('callers').dropColumn('own_records').execute();
+}
+
+/**
+ * What up() did, for the start's log, read right after it ran: how many records it found (each
+ * now the first admin's), and that admin's id (null: there was none, and they have no owner).
+ */
+export async function describeAssignedOwners(db: Db): Promise<{ records: number; owner: number | null }> {
+  const { rows } = await sql<{ records: number | string; owner: number | string | null }>`
+    select (select count(*) from users) + (select count(*) from items) + (select count(*) from orders) as records,
+           (select min(id) from callers where role = 'admin') as owner`.execute(db);
+  const [row] = rows;
+  return {
+    records: Number(row?.records ?? 0),
+    owner: row?.owner === null || row?.owner === undefined ? null : Number(row.owner),
+  };
 }

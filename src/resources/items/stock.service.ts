@@ -80,13 +80,13 @@ export async function adjustStock(
     if (quantity < 0) {
       throw new ConflictError(
         'insufficient-stock',
-        `Item ${itemId} has ${stored.quantity} units on hand (not reserved); adjusting by ${by} would leave fewer than none, so nothing was changed.`,
+        `Item ${itemId} has ${unitsOf(stored.quantity)} on hand (not reserved); adjusting by ${by} would leave fewer than none, so nothing was changed.`,
         { short_lines: [{ item_id: itemId, requested: -by, available: stored.quantity }] },
       );
     }
     if (quantity > MAX_QUANTITY) {
       throw new UnprocessableError(
-        `Item ${itemId} has ${stored.quantity} units on hand; adjusting by ${by} would pass the most a stock holds (${MAX_QUANTITY}).`,
+        `Item ${itemId} has ${unitsOf(stored.quantity)} on hand; adjusting by ${by} would pass the most a stock holds (${MAX_QUANTITY}).`,
         [{ in: 'body', pointer: '#/by', detail: `would bring the quantity past ${MAX_QUANTITY}` }],
       );
     }
@@ -189,3 +189,5 @@ function assertStockEchoes(stored: StoredStock, body: StockChange): void {
     ...(sameInstant(body.updated_at, stored.updated_at) ? [] : ['updated_at']),
   ]);
 }
+
+const unitsOf = (count: number) => `${count} ${count === 1 ? 'unit' : 'units'}`;

@@ -194,15 +194,21 @@ export async function cancelOperation(trx: Trx, id: number, sight: Sight): Promi
 
 /** What an ended operation says it did: in words, how many rows it kept, and which. */
 export function summaryOf(
-  stored: Pick<StoredOperation, 'committed_through' | 'rows_succeeded' | 'rows_failed' | 'dry_run'>,
+  stored: Pick<StoredOperation, 'committed_through' | 'rows_succeeded' | 'rows_failed' | 'dry_run'> &
+    Partial<Pick<StoredOperation, 'media_type'>>,
   detail: string,
   committed = stored.dry_run === 1 ? 0 : stored.rows_succeeded,
 ): NonNullable<ImportOperation['summary']> {
   const through = stored.committed_through;
+  const except = stored.rows_failed > 0 ? ', except the failed rows listed in errors' : '';
+  // Rows are numbered as the file's lines (what an editor or a spreadsheet shows): a CSV file's
+  // first row is its header, so 500 records end at row 501.
   const which =
     committed === 0 || through === 0
       ? 'No row was committed.'
-      : `Rows up to row ${through} were committed${stored.rows_failed > 0 ? ', except the failed rows listed in errors' : ''}; no later row was.`;
+      : stored.media_type === 'text/csv'
+        ? `The file's rows 2 to ${through} were committed (row 1 is its header)${except}; no later row was.`
+        : `The file's rows (lines) 1 to ${through} were committed${except}; no later row was.`;
   return { detail, rows_committed: committed, committed: which };
 }
 
