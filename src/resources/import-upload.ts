@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,6 +18,8 @@ import type { ImportTarget } from './import-target.js';
 export interface SpooledFile {
   path: string;
   bytes: number;
+  /** SHA-256 of its bytes (base64url), taken as they arrived: what an Idempotency-Key compares. */
+  sha256: string;
 }
 
 /** The most of the first line kept to check a CSV header. */
@@ -42,6 +44,7 @@ export async function spoolUpload(
   let firstLineDone = false;
   let blank = true;
   const decoder = new TextDecoder('utf-8', { fatal: true });
+  const digest = createHash('sha256');
   const check = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       if (bytes + chunk.length > options.maxBytes) return done(tooLarge(options.maxBytes));
@@ -64,6 +67,7 @@ export async function spoolUpload(
         if (end !== -1 || firstLine.reduce((sum, part) => sum + part.length, 0) > HEADER_BYTES) firstLineDone = true;
       }
       bytes += chunk.length;
+      digest.update(chunk);
       done(null, chunk);
     },
     flush(done) {
@@ -95,7 +99,7 @@ export async function spoolUpload(
     body.off('error', aborted).off('close', aborted);
     firstLine = [];
   }
-  return { path, bytes };
+  return { path, bytes, sha256: digest.digest('base64url') };
 }
 
 /**

@@ -16,13 +16,18 @@ export class Importer {
   async upload(
     collection: string,
     text: string | Buffer,
-    { type = 'text/csv', query = '', key = this.test.adminKey }: { type?: string; query?: string; key?: string } = {},
+    {
+      type = 'text/csv',
+      query = '',
+      key = this.test.adminKey,
+      headers = {},
+    }: { type?: string; query?: string; key?: string; headers?: Record<string, string> } = {},
   ): Promise<Reply> {
     const path = join(this.folder, `file-${++this.#files}`);
     writeFileSync(path, text);
     const response = await fetch(`${this.base}/v1/${collection}/import${query}`, {
       method: 'POST',
-      headers: { 'content-type': type, 'x-api-key': key },
+      headers: { 'content-type': type, 'x-api-key': key, ...headers },
       body: createReadStream(path) as unknown as RequestInit['body'],
       duplex: 'half',
     } as RequestInit);

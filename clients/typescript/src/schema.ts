@@ -8772,7 +8772,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8786,13 +8789,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
@@ -8823,7 +8827,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8837,13 +8844,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
@@ -8874,7 +8882,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8888,13 +8899,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
@@ -8923,7 +8935,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8937,13 +8952,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
