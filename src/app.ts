@@ -187,6 +187,7 @@ export async function buildApp({
     targets: IMPORTERS,
     elsewhere: importThreadStarter(config, logger, db.commits),
     concurrency: config.importConcurrency,
+    callerConcurrency: Math.min(config.importCallerConcurrency, config.importConcurrency),
     directory: config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory,
   });
   app.addHook('onClose', () => imports.close());

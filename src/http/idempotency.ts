@@ -118,6 +118,18 @@ export async function runIdempotent(
   }
 }
 
+/**
+ * Whether the request's Idempotency-Key already holds an answer for its caller: a retry that will
+ * replay it (if its request is the same), which a route that refuses early (before it reads a body)
+ * lets through to be compared.
+ */
+export async function isKeyAnswered(db: Db, request: FastifyRequest): Promise<boolean> {
+  const key = request.headers['idempotency-key'];
+  if (typeof key !== 'string') return false;
+  const existing = await findIdempotencyKey(db, idempotencyScope(request), key);
+  return existing !== undefined && existing.response !== '' && existing.expires_at > nowTimestamp();
+}
+
 /** A claim fails only when another request held the key; the next pass finds its outcome. */
 const MAX_CLAIM_ATTEMPTS = 5;
 

@@ -3,14 +3,15 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { UnsupportedMediaTypeError } from '../errors.js';
-import { IdempotencyHeaders, runIdempotent, streamedFingerprint } from '../http/idempotency.js';
+import { IdempotencyHeaders, isKeyAnswered, runIdempotent, streamedFingerprint } from '../http/idempotency.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
 import { validatorCompiler } from '../http/validation.js';
 import { MEDIA_TYPES, type ImportMediaType } from './import-rows.js';
 import { spoolPath, type ImportRunner } from './import-runner.js';
 import type { ImportTarget } from './import-target.js';
+import { admitUpload, checkQueueRoom, importCallerOf } from './import-queue.js';
 import { importTooLarge, spoolUpload } from './import-upload.js';
-import { setHolder, type StoredOperation } from './operations/operations.repository.js';
+import { lockClaims, setHolder, type StoredOperation } from './operations/operations.repository.js';
 import { OperationSchema } from './operations/operations.schema.js';
 import { operationPath, presentOperation, queueOperation } from './operations/operations.service.js';
 
@@ -99,13 +100,18 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         on_conflict: query.on_conflict ?? 'error',
         dry_run: query.dry_run === 'true' ? 1 : 0,
       } as const;
+      const principal = request.principal!;
+      const caller = importCallerOf(principal);
+      // A full queue is refused before the file is read; not a retry whose key holds an answer, which replays it.
+      const room = (await isKeyAnswered(db, request))
+        ? { maxBytes: config.importMaxBytes }
+        : await admitUpload(db, caller, config, Number.isFinite(declared) ? declared : undefined);
       const file = await spoolUpload(request.body as Readable, {
         directory: runner.directory,
-        maxBytes: config.importMaxBytes,
+        ...room,
         mediaType,
         target,
       });
-      const principal = request.principal!;
       let created: StoredOperation | undefined;
       let answer;
       try {
@@ -115,6 +121,9 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
           db,
           request,
           async (trx) => {
+            // Measured again under the claims' lock: exact across processes (import-queue.ts).
+            await lockClaims(trx);
+            await checkQueueRoom(trx, caller, config, file.bytes);
             created = await queueOperation(trx, {
               kind: 'import',
               target: target.name,

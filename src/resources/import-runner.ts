@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
 import { StorageCorruptError } from '../db/corruption.js';
 import { isCorruption } from '../db/driver-errors.js';
-import type { Db } from '../db/database.js';
+import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { SEES_ALL } from '../db/visibility.js';
 import { recordEvent } from '../outbox/outbox.js';
@@ -13,7 +13,13 @@ import { runImport } from './import-run.js';
 import type { ImportTarget } from './import-target.js';
 import type { Reader } from './references.js';
 import {
-  countRunning,
+  callerKey,
+  findImportTurns,
+  findLastStarts,
+  holdsQueuedImport,
+  type ImportTurn,
+} from './operations/import-turns.repository.js';
+import {
   findAbandoned,
   findOperationById,
   findQueued,
@@ -30,8 +36,11 @@ import { operationPath, presentOperation, summaryOf } from './operations/operati
  * (each --workers worker, each instance) has one, with an id of its own (`holder`).
  *
  * - Claiming: a queued operation starts only while fewer than `concurrency` run in the whole
- *   deployment and for its caller; the count and the claim are one transaction that takes its
- *   turn under a lock (operations.repository.ts lockClaims), so the cap holds across processes.
+ *   deployment and fewer than `callerConcurrency` for its caller; the count and the claim are one
+ *   transaction that takes its turn under a lock (operations.repository.ts lockClaims), so the caps
+ *   hold across processes. Turns are fair across callers (nextTurn): a free turn goes to the caller
+ *   running the fewest imports, then to the one whose last import started longest ago, whichever
+ *   process holds its file; one caller's backlog never keeps another's import waiting behind it.
  * - Leases: the holder renews the lease of its queued and running operations every
  *   LEASE_RENEW_MS; any process marks an operation whose lease ran out failed (its holder was
  *   killed), with the rows it committed: nothing is left `running` after a crash.
@@ -85,11 +94,13 @@ export function startImportRunner(options: {
   log: FastifyBaseLogger;
   targets: readonly ImportTarget[];
   concurrency: number;
+  /** Imports one caller may run at once (at most `concurrency`). */
+  callerConcurrency: number;
   directory: string;
   /** Runs the imports on another thread; without it they run on this event loop, between requests. */
   elsewhere?: ImportElsewhere;
 }): ImportRunner {
-  const { db, log, concurrency, elsewhere } = options;
+  const { db, log, concurrency, callerConcurrency, elsewhere } = options;
   const holder = randomUUID();
   const targets = new Map(options.targets.map((target) => [target.name, target]));
   const running = new Map<number, Promise<void>>();
@@ -117,22 +128,19 @@ export function startImportRunner(options: {
     }
   };
 
-  const claimOnce = async (): Promise<StoredOperation | undefined> =>
-    unitOfWork(db, async (trx) => {
+  const claimOnce = async (): Promise<StoredOperation | undefined> => {
+    // Most polls end here, without the lock: this process holds no waiting file.
+    if (!(await holdsQueuedImport(db, holder))) return undefined;
+    return unitOfWork(db, async (trx) => {
       await lockClaims(trx);
-      const counts = await countRunning(trx);
-      let total = 0;
-      for (const count of counts.values()) total += count;
-      if (total >= concurrency) return undefined;
-      for (const queued of await findQueued(trx, holder, 32)) {
-        if ((counts.get(queued.created_by) ?? 0) >= concurrency) continue;
-        const started = await markRunning(trx, queued.id, nowTimestamp());
-        if (started === undefined) continue;
-        await recordEvent(trx, 'operation.progressed', operationPath(started.id), presentOperation(started, []));
-        return started;
-      }
-      return undefined;
+      const id = await nextTurn(trx, await findImportTurns(trx, holder), concurrency, callerConcurrency);
+      if (id === undefined) return undefined;
+      const started = await markRunning(trx, id, nowTimestamp());
+      if (started === undefined) return undefined;
+      await recordEvent(trx, 'operation.progressed', operationPath(started.id), presentOperation(started, []));
+      return started;
     });
+  };
 
   const claim = async () => {
     for (;;) {
@@ -245,6 +253,31 @@ export function startImportRunner(options: {
       await elsewhere?.close();
     },
   };
+}
+
+/**
+ * The import this process may start now, if any: while a turn is free in the deployment, the
+ * callers that may run one more are ranked by how many they run (fewest first), then by when their
+ * last import started (longest ago, or never, first: a round robin), then by their oldest waiting
+ * import. Only the first caller's turn is taken, and only by a process that holds one of its files;
+ * another process holds the rest and takes it at its next look (within POLL_MS).
+ */
+async function nextTurn(
+  trx: Trx,
+  turns: ImportTurn[],
+  concurrency: number,
+  callerConcurrency: number,
+): Promise<number | undefined> {
+  const running = turns.reduce((total, turn) => total + turn.running, 0);
+  if (running >= concurrency) return undefined;
+  const waiting = turns.filter((turn) => turn.oldestQueued !== null && turn.running < callerConcurrency);
+  if (waiting.length === 0) return undefined;
+  const fewest = Math.min(...waiting.map((turn) => turn.running));
+  const tied = waiting.filter((turn) => turn.running === fewest);
+  const lastStarts = tied.length > 1 ? await findLastStarts(trx, tied) : new Map<string, string>();
+  const since = (turn: ImportTurn) => lastStarts.get(callerKey(turn)) ?? '';
+  tied.sort((a, b) => since(a).localeCompare(since(b)) || a.oldestQueued! - b.oldestQueued!);
+  return tied[0]!.held ?? undefined;
 }
 
 /** The caller as a thread can be handed it: what a Reader is, without the rest of a request's principal. */

@@ -1,7 +1,6 @@
-import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serverPool, type RunningServer } from '../helpers/process.js';
+import { sendAlone, serverPool, workersThatAnswered, type RunningServer } from '../helpers/process.js';
 
 /**
  * The failed-authentication budget (10 a minute per client address, the shipped default) holds
@@ -25,25 +24,19 @@ interface Answer {
   body: Record<string, unknown>;
 }
 
-/** One request on a connection of its own (no keep-alive: the primary deals each connection to the next worker). */
-function send(server: RunningServer, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const url = new URL(path, server.baseUrl);
-    const outgoing = request(url, { method: body === undefined ? 'GET' : 'POST', headers, agent: false }, (reply) => {
-      let text = '';
-      reply.setEncoding('utf8');
-      reply.on('data', (chunk: string) => (text += chunk));
-      reply.on('end', () =>
-        resolve({
-          status: reply.statusCode ?? 0,
-          retryAfter: reply.headers['retry-after'],
-          body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
-        }),
-      );
-    });
-    outgoing.on('error', reject);
-    outgoing.end(body);
-  });
+/** One request on a connection of its own, its JSON answer. */
+async function send(
+  server: RunningServer,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<Answer> {
+  const reply = await sendAlone(server, body === undefined ? 'GET' : 'POST', path, headers, body);
+  return {
+    status: reply.status,
+    retryAfter: reply.headers['retry-after'],
+    body: reply.text === '' ? {} : (JSON.parse(reply.text) as Record<string, unknown>),
+  };
 }
 
 const wrongKey = (server: RunningServer, n: number) =>
@@ -60,16 +53,6 @@ const wrongSecret = (server: RunningServer, n: number) =>
       client_secret: `wrong-${n}`,
     }).toString(),
   );
-
-/** The workers (their numbers in the log) that answered a 401. */
-function workersThatRefused(server: RunningServer): Set<number> {
-  const workers = new Set<number>();
-  for (const line of server.stdout().split('\n')) {
-    if (!line.includes('"msg":"request completed"') || !line.includes('"status":401')) continue;
-    workers.add((JSON.parse(line) as { worker: number }).worker);
-  }
-  return workers;
-}
 
 function expectThrottled(answer: Answer): void {
   expect(answer.status).toBe(429);
@@ -105,7 +88,7 @@ describe('failed authentication, counted for the whole deployment', { timeout: 2
     for (let n = 0; n < 6; n++) answers.push(await wrongKey(server, n));
     for (let n = 0; n < 6; n++) answers.push(await wrongSecret(server, n));
     expect(answers.map((answer) => answer.status)).toEqual([...Array(10).fill(401), 429, 429]);
-    expect(workersThatRefused(server)).toEqual(new Set([1, 2]));
+    expect(workersThatAnswered(server, 401)).toEqual(new Set([1, 2]));
     expectThrottled(answers[10]!);
     expectThrottled(answers[11]!);
     // Refused before the key is looked at, on whichever worker: the attacker learns nothing more.

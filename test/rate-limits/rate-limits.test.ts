@@ -178,13 +178,15 @@ describe('per-caller rate limits', () => {
     expect(after.headers['ratelimit-policy']).toBe('"caller";q=1000;w=60');
   });
 
-  it("GET /v1/limits lists the caller's budgets, the body limit, the page size cap and the time-outs; without credentials, the address's", async () => {
+  it("GET /v1/limits lists the caller's budgets, the body limit, the page size cap, what it may upload and have waiting to import, and the time-outs; without credentials, the address's", async () => {
     const test = await app({
       ROWI_RATE_LIMIT_ANONYMOUS: '30',
       ROWI_RATE_LIMIT_ADMIN: '900',
       ROWI_RATE_LIMIT_ORDERS_CREATE: '50',
       ROWI_AUTH_FAILURE_LIMIT: '7',
       ROWI_BODY_LIMIT: '65536',
+      ROWI_IMPORT_QUEUE_MAX: '4',
+      ROWI_IMPORT_QUEUE_BYTES: '0',
     });
     const mine = await test.call({ url: '/v1/limits' });
     expect(mine.status).toBe(200);
@@ -195,6 +197,7 @@ describe('per-caller rate limits', () => {
       counted: 'instance',
       body_limit_bytes: 65536,
       page_size_max: 500,
+      imports: { file_bytes_max: 1073741824, running_max: 1, queued_max: 4, queued_bytes_max: null },
       timeouts_ms: { headers: 10000, request: 30000, keep_alive: 72000, handler: 15000, database: 5000 },
     });
     const anonymous = await test.call({ url: '/v1/limits', key: null });

@@ -4,6 +4,7 @@ import { startApp, type TestApp } from '../helpers/app.js';
 import { Importer } from '../helpers/imports.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerWithKey, createItem, createUser, setStock } from '../helpers/records.js';
+import { storedOperationCount } from '../helpers/stored.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
@@ -42,16 +43,6 @@ const reservedOf = async (itemId: number) =>
       ?.reserved,
   );
 
-const operationCount = async () =>
-  Number(
-    (
-      await test.storage.db
-        .selectFrom('operations')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
-
 describe('POST /v1/<collection>/import with Idempotency-Key', () => {
   it('POST /v1/orders/import: the retry answers the first operation again (202, Idempotent-Replayed, the same Location) and every order is placed once, when the same key comes with the same file', async () => {
     const { itemId, text } = await ordersFile('IDEM-A', 4);
@@ -73,7 +64,7 @@ describe('POST /v1/<collection>/import with Idempotency-Key', () => {
 
   it('POST /v1/orders/import: two uploads at once with one key queue one operation, and both answer its Location, when the key and file are the same', async () => {
     const { itemId, text } = await ordersFile('IDEM-B', 3);
-    const before = await operationCount();
+    const before = await storedOperationCount(test);
     const headers = { 'idempotency-key': 'orders-upload-b' };
     const answers = await Promise.all([
       importer.upload('orders', text, { type: NDJSON, headers }),
@@ -83,7 +74,7 @@ describe('POST /v1/<collection>/import with Idempotency-Key', () => {
     expect(answers[0]!.headers.location).toBe(answers[1]!.headers.location);
     expect(answers.filter((answer) => answer.headers['idempotent-replayed'] === 'true')).toHaveLength(1);
     expect((await importer.finished(String(answers[0]!.headers.location))).json.status).toBe('succeeded');
-    expect(await operationCount()).toBe(before + 1);
+    expect(await storedOperationCount(test)).toBe(before + 1);
     expect(await ordersNamed('IDEM-B')).toBe(3);
     expect(await reservedOf(itemId)).toBe(3);
   });
@@ -94,7 +85,7 @@ describe('POST /v1/<collection>/import with Idempotency-Key', () => {
     const first = await importer.upload('orders', text, { type: NDJSON, headers });
     expect(first.status).toBe(202);
     await importer.finished(String(first.headers.location));
-    const before = await operationCount();
+    const before = await storedOperationCount(test);
 
     const otherFile = await importer.upload('orders', `${text}${text.split('\n')[0]}\n`, { type: NDJSON, headers });
     expect(expectProblem(otherFile, 422, 'idempotency-key-reused').errors).toEqual([
@@ -102,7 +93,7 @@ describe('POST /v1/<collection>/import with Idempotency-Key', () => {
     ]);
     const otherOptions = await importer.upload('orders', text, { type: NDJSON, query: '?dry_run=true', headers });
     expectProblem(otherOptions, 422, 'idempotency-key-reused');
-    expect(await operationCount()).toBe(before);
+    expect(await storedOperationCount(test)).toBe(before);
     expect(await ordersNamed('IDEM-C')).toBe(2);
 
     // An option given as its default is the same request.

@@ -129,7 +129,7 @@ export interface paths {
         };
         /**
          * The rate limits, sizes and time-outs that apply to the caller
-         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
+         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, what it may upload and have waiting to import, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
          */
         get: operations["getLimits"];
         put?: never;
@@ -138,7 +138,7 @@ export interface paths {
         options?: never;
         /**
          * The rate limits, sizes and time-outs that apply to the caller
-         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
+         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, what it may upload and have waiting to import, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
          */
         head: operations["getLimits-head"];
         patch?: never;
@@ -2867,6 +2867,23 @@ export interface components {
              * @description the largest limit a collection takes
              */
             page_size_max: number;
+            /** @description what the caller may upload and have waiting (docs/bulk.md) */
+            imports: {
+                /**
+                 * Format: int64
+                 * @description the largest file an import takes (413 import-too-large)
+                 */
+                file_bytes_max: number;
+                /**
+                 * Format: int64
+                 * @description the caller's imports that run at once; the others wait queued
+                 */
+                running_max: number;
+                /** @description imports the caller may have waiting (429 import-queue-full); null: unlimited */
+                queued_max: number | null;
+                /** @description bytes the caller's waiting files may hold together (429 import-queue-full); null: unlimited */
+                queued_bytes_max: number | null;
+            };
             timeouts_ms: {
                 /**
                  * Format: int64
