@@ -21,7 +21,7 @@ import { registerOpenApi, registerOpenApiRoute } from './http/openapi.js';
 import { frameworkErrorHandler, pathOf, registerProblemHandlers } from './http/problem.js';
 import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
-import { registerRateLimits } from './rate-limits/rate-limit.js';
+import { budgetSpender, registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
@@ -188,6 +188,8 @@ export async function buildApp({
     elsewhere: importThreadStarter(config, logger, db.commits),
     concurrency: config.importConcurrency,
     callerConcurrency: Math.min(config.importCallerConcurrency, config.importConcurrency),
+    // An orders import spends the caller's orders-create budget as it runs, as POST /v1/orders does.
+    budgets: (budget, reader) => budgetSpender(app.rateLimiter, budget, reader),
     directory: config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory,
   });
   app.addHook('onClose', () => imports.close());

@@ -48,7 +48,8 @@ export const LIMIT_SETTINGS = {
       minimum: 0,
       maximum: 1_000_000_000,
       default: 300,
-      description: '`POST /v1/orders` per minute per caller, within its overall budget; `0`: unlimited',
+      description:
+        'orders placed per minute per caller (`POST /v1/orders`, and each order of a batch or an import, which waits for it), within its overall budget; `0`: unlimited',
     }),
     'ROWI_RATE_LIMIT_ORDERS_CREATE',
   ),

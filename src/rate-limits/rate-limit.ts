@@ -18,8 +18,9 @@ import type { Budget, Policy, RateLimiter } from './rate-limiter.js';
  *   RateLimit: "caller";r=599;t=1
  *
  * q is the quota per window w (seconds); r what remains, t the seconds until the quota is whole
- * again. Over it: 429 `rate-limited` with Retry-After. POST /v1/orders also spends from a tighter
- * "orders-create" budget. With ROWI_REDIS_URL the counters live in Redis, shared by every
+ * again. Over it: 429 `rate-limited` with Retry-After. Placing orders also spends from a tighter
+ * "orders-create" budget: POST /v1/orders one unit, a batch one per order, an import one per order
+ * as it runs (budgetSpender). With ROWI_REDIS_URL the counters live in Redis, shared by every
  * instance (one Lua script per request, so no read-then-write race, timed by Redis's clock);
  * while Redis cannot be reached, each instance counts alone, and says so (log, /health/ready).
  */
@@ -119,10 +120,42 @@ function subjectOf(request: FastifyRequest): string {
   if (principal === null) return request.ip;
   let subject = subjects.get(principal);
   if (subject === undefined) {
-    subject = principal.callerId !== null ? String(principal.callerId) : `external:${principal.name}`;
+    subject = budgetSubjectOf(principal);
     subjects.set(principal, subject);
   }
   return subject;
+}
+
+/** Whose budget: a caller's id, or an external issuer's subject. */
+const budgetSubjectOf = (who: { callerId: number | null; name: string }) =>
+  who.callerId !== null ? String(who.callerId) : `external:${who.name}`;
+
+/**
+ * A declared budget spent by work done outside a request on a caller's behalf (an import's orders,
+ * docs/bulk.md "Importing orders"), `step` units at a time: small steps, so that the caller's own
+ * requests, which take one unit each, are not starved while the work waits for `step` to fit.
+ */
+export interface BudgetSpender {
+  step: number;
+  take(units: number): Promise<{ allowed: boolean; retryMs: number }>;
+}
+
+/** The caller's share of `budget`, to spend outside a request; undefined when the budget is unlimited (0). */
+export function budgetSpender(
+  limiter: RateLimiter,
+  budget: Budget,
+  who: { callerId: number | null; name: string },
+): BudgetSpender | undefined {
+  const policy = limiter.budgetPolicy(budget);
+  if (policy === undefined) return undefined;
+  const key = budgetSubjectOf(who);
+  return {
+    step: Math.max(1, Math.floor(policy.quota / 10)),
+    async take(units) {
+      const decision = await limiter.take(key, policy, units);
+      return { allowed: decision.allowed, retryMs: decision.retryMs };
+    },
+  };
 }
 
 interface Counted {
@@ -178,30 +211,33 @@ function refusal(policy: Policy, decision: Decision, reply: FastifyReply): AppEr
 }
 
 /**
- * A request that does the work of several (a batch: one unit per entry) has spent one unit when
- * its body is parsed; once it knows how many it holds, it spends the rest here: `units` more from
- * the caller's own budget, `budgetUnits` more from the route's declared budget. Throws the 429 of
- * the first budget that cannot take them (what the caller's own took stays spent, as for a single
- * request the declared budget refuses), or 413 batch-too-large
- * when they could never fit in one window, since no wait would help.
+ * A request that does the work of several (a batch: one unit per entry) has spent one unit of the
+ * caller's own budget when its body is parsed; once it knows how many it holds, it spends the rest
+ * here: `units` more from the caller's own budget, and `budget.units` from a budget its entries
+ * spend besides (an orders batch: orders-create, one unit per order it places; none when it places
+ * none, as a PATCH or DELETE of an order spends none). Throws the 429 of the first budget that
+ * cannot take them (what the caller's own took stays spent, as for a single request the declared
+ * budget refuses), or 413 batch-too-large when they could never fit in one window, since no wait
+ * would help.
  */
 export async function spendMore(
   request: FastifyRequest,
   reply: FastifyReply,
   units: number,
-  budgetUnits: number,
+  budget?: { name: Budget; units: number },
 ): Promise<void> {
   const limiter = request.server.rateLimiter;
-  const spends: [Policy | undefined, number][] = [[limiter.policyOf(request.principal), units]];
-  const budget = request.routeOptions.config.rateLimitBudget;
-  if (budget !== undefined && request.principal !== null) spends.push([limiter.budgetPolicy(budget), budgetUnits]);
+  // Each: the policy, the units to take now, and those the request took before (its own first one).
+  const spends: [Policy | undefined, number, number][] = [[limiter.policyOf(request.principal), units, 1]];
+  if (budget !== undefined && request.principal !== null)
+    spends.push([limiter.budgetPolicy(budget.name), budget.units, 0]);
   const counted: Counted[] = [];
-  for (const [policy, more] of spends) {
+  for (const [policy, more, before] of spends) {
     if (policy === undefined || more <= 0) continue;
-    if (more + 1 > policy.quota) {
+    if (more + before > policy.quota) {
       throw new AppError(
         'batch-too-large',
-        `The batch needs ${more + 1} units of the "${policy.name}" rate limit, which allows ${policy.quota} per ${policy.windowSeconds} s; split it into batches of at most ${policy.quota} entries.`,
+        `The batch needs ${more + before} units of the "${policy.name}" rate limit, which allows ${policy.quota} per ${policy.windowSeconds} s; split it into batches of at most ${policy.quota} entries.`,
         { extensions: { max_entries: policy.quota, policy: policy.name } },
       );
     }
@@ -210,11 +246,19 @@ export async function spendMore(
     counted.push({ policy, decision });
   }
   if (counted.length === 0) return;
-  const standings = new Map(counted.map((entry) => [entry.policy.name, standing(entry)]));
-  const previous = String(reply.getHeader('ratelimit') ?? '');
-  const updated = previous
-    .split(', ')
-    .filter((item) => item !== '')
-    .map((item) => standings.get(/^"([^"]+)"/.exec(item)?.[1] as Policy['name']) ?? item);
-  reply.header('ratelimit', updated.join(', '));
+  const items = (header: string) =>
+    String(reply.getHeader(header) ?? '')
+      .split(', ')
+      .filter((item) => item !== '');
+  const standings = items('ratelimit');
+  const policies = items('ratelimit-policy');
+  for (const entry of counted) {
+    const at = standings.findIndex((item) => item.startsWith(`"${entry.policy.name}";`));
+    if (at === -1) {
+      standings.push(standing(entry));
+      policies.push(entry.policy.header);
+    } else standings[at] = standing(entry);
+  }
+  reply.header('ratelimit-policy', policies.join(', '));
+  reply.header('ratelimit', standings.join(', '));
 }

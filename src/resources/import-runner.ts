@@ -12,6 +12,8 @@ import { recordEvent } from '../outbox/outbox.js';
 import { runImport } from './import-run.js';
 import type { ImportTarget } from './import-target.js';
 import type { Reader } from './references.js';
+import type { BudgetSpender } from '../rate-limits/rate-limit.js';
+import type { Budget } from '../rate-limits/rate-limiter.js';
 import {
   callerKey,
   findImportTurns,
@@ -74,6 +76,8 @@ export interface ImportJob {
   operation: StoredOperation;
   reader: Reader;
   file: string;
+  /** The step of the caller's budget its rows spend (BudgetSpender.step), when they spend one: asked of this thread. */
+  budgetStep?: number;
 }
 
 /**
@@ -81,8 +85,11 @@ export interface ImportJob {
  * of their own (process/import-thread.ts), which the process wires in.
  */
 export interface ImportElsewhere {
-  /** Runs the import; resolves once it has ended (its operation says how), rejects on a fault that left it unended. */
-  run(job: ImportJob): Promise<void>;
+  /**
+   * Runs the import; resolves once it has ended (its operation says how), rejects on a fault that
+   * left it unended. `budget`: what its rows spend from, on this thread (the rate limits' counters).
+   */
+  run(job: ImportJob, budget?: BudgetSpender): Promise<void>;
   /** The imports running there stop at their next commit (the process is stopping). */
   stop(): void;
   /** Ends the thread, once no import runs there. */
@@ -99,6 +106,8 @@ export function startImportRunner(options: {
   directory: string;
   /** Runs the imports on another thread; without it they run on this event loop, between requests. */
   elsewhere?: ImportElsewhere;
+  /** The caller's share of a rate-limit budget a target's rows spend (orders-create); undefined: unlimited. */
+  budgets?: (budget: Budget, reader: Reader) => BudgetSpender | undefined;
 }): ImportRunner {
   const { db, log, concurrency, callerConcurrency, elsewhere } = options;
   const holder = randomUUID();
@@ -114,10 +123,31 @@ export function startImportRunner(options: {
     const target = targets.get(operation.target as ImportTarget['name'])!;
     const reader = readers.get(operation.id) ?? scopeless(operation);
     readers.delete(operation.id);
+    const budget = target.rateLimitBudget === undefined ? undefined : options.budgets?.(target.rateLimitBudget, reader);
     try {
       const file = fileOf(operation);
-      if (elsewhere !== undefined) await elsewhere.run({ operation, reader: plainReader(reader), file });
-      else await runImport({ db, log, target, operation, reader, file, stopping: () => stopping, turns: true });
+      if (elsewhere !== undefined)
+        await elsewhere.run(
+          {
+            operation,
+            reader: plainReader(reader),
+            file,
+            ...(budget === undefined ? {} : { budgetStep: budget.step }),
+          },
+          budget,
+        );
+      else
+        await runImport({
+          db,
+          log,
+          target,
+          operation,
+          reader,
+          file,
+          stopping: () => stopping,
+          turns: true,
+          ...(budget === undefined ? {} : { budget }),
+        });
     } catch (error) {
       log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
       await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(

@@ -201,12 +201,16 @@ export async function callServer(
   return { status: reply.status, json: (text === '' ? undefined : JSON.parse(text)) as any };
 }
 
-/** The workers (their numbers in the log of `rowi serve --workers N`) that answered a request with `status`. */
-export function workersThatAnswered(server: RunningServer, status: number): Set<number> {
+/**
+ * The workers (their numbers in the log of `rowi serve --workers N`) that answered a request with
+ * `status`; `request`: only requests of that method and path (`POST /v1/orders`).
+ */
+export function workersThatAnswered(server: RunningServer, status: number, request?: string): Set<number> {
   const workers = new Set<number>();
   for (const line of server.stdout().split('\n')) {
     if (!line.includes('"msg":"request completed"') || !line.includes(`"status":${status}`)) continue;
-    workers.add((JSON.parse(line) as { worker: number }).worker);
+    const entry = JSON.parse(line) as { worker: number; method: string; path: string };
+    if (request === undefined || `${entry.method} ${entry.path}` === request) workers.add(entry.worker);
   }
   return workers;
 }

@@ -2831,7 +2831,7 @@ export interface components {
                 /** Format: int64 */
                 window_seconds: number;
             } | null;
-            /** @description POST /v1/orders, spent on top of rate_limit; null: unlimited */
+            /** @description orders placed (POST /v1/orders, each order of a batch or an import), on top of rate_limit; null: unlimited */
             orders_create: {
                 /** @description the name in RateLimit-Policy and RateLimit headers */
                 policy: string;
