@@ -59,7 +59,7 @@ export const LIMIT_SETTINGS = {
       maximum: 1_000_000,
       default: 10,
       description:
-        'requests with invalid credentials (a key, a token, or a client secret by HTTP Basic or form) per minute per client address before it gets 429; `0`: unlimited',
+        'requests with invalid credentials (a key, a token, or a client secret by HTTP Basic or form) per minute per client address, and per API key or client id they name, before those get 429 (a credential proven valid is still served: docs/security.md); `0`: unlimited',
     }),
     'ROWI_AUTH_FAILURE_LIMIT',
   ),

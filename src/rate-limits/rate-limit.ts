@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { prefixOf } from '../auth/api-keys.js';
 import { hasCredentials } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principals.js';
 import { AppError } from '../errors.js';
 import { isProbe } from '../http/probes.js';
 import type { Decision } from './rate-limit-stores.js';
 import { metrics } from '../observability/metrics.js';
-import type { Budget, Policy, RateLimiter } from './rate-limiter.js';
+import type { Budget, FailureSubject, Policy, RateLimiter } from './rate-limiter.js';
 
 /**
  * Per-caller rate limits (docs/operations.md "Limits"), counted with GCRA (the generic cell rate algorithm, a token
@@ -33,9 +34,15 @@ declare module 'fastify' {
     /**
      * The route checks a client's credentials itself, wherever the request carries them (the
      * token endpoint's form fields): every request to it counts as presenting credentials, so a
-     * failed one spends from the address's failed-authentication budget like a bad X-API-Key.
+     * failed one spends from the failed-authentication budget like a bad X-API-Key. `presented`
+     * reads them once the body is parsed (the client id and the secret, an API key: what a failure
+     * is counted against, and what a success proves); `issued`, the credential a success answers
+     * with (an access token), proven valid from its first use.
      */
-    authenticatesClient?: boolean;
+    authenticatesClient?: {
+      presented(request: FastifyRequest): { client?: string; credential?: string };
+      issued?(payload: unknown): string | undefined;
+    };
     /**
      * A tighter budget the route spends from on top of the caller's own, per caller (POST
      * /v1/orders declares 'orders-create'); requests without credentials spend only their address's.
@@ -46,26 +53,42 @@ declare module 'fastify' {
 
 /** How long a failed authentication is held back once an address has used half its budget. */
 const FAILURE_DELAY_MS = 250;
+/** The most of a client id a failure is counted by (a guesser may send any text). */
+const CLIENT_ID_CHARS = 200;
 
 /**
  * Counts every request but the health probes, after authentication (preParsing: every onRequest
  * hook, the route's credential check included, has run; the body is not read yet, so a caller
- * over its limit costs no parsing). Failed authentications are counted per address, by the
- * process group and, with Redis, by every instance (auth-failures.ts):
- * past half the budget each 401 is held back a little, past the budget the address's requests
- * with credentials get 429 before their credentials are checked; other addresses, and callers
- * with valid keys elsewhere, are not affected.
+ * over its limit costs no parsing). Failed authentications are counted per address and per what
+ * the guess named (an API key's prefix, an OAuth client id), by the process group and, with Redis,
+ * by every instance (auth-failures.ts): past half a budget each 401 is held back a little; past
+ * it, requests from that address or naming that key or client get 429 before their credentials
+ * are checked, unless they carry a credential proven valid (it authenticated a request before, or
+ * rowi issued it), which is checked as usual: a valid key is served from an address others spend.
  */
 export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): void {
   app.decorate('rateLimiter', limiter);
   app.addHook('onReady', async () => limiter.connected());
   app.addHook('onClose', async () => limiter.close());
 
+  const refuseUnlessProven = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    const guess = guessOf(request);
+    const throttled = limiter.throttled(guess.subjects);
+    if (throttled === undefined || (guess.credential !== undefined && limiter.isProven(guess.credential)))
+      return done();
+    done(refusal(throttled.policy, throttled.decision, reply));
+  };
   app.addHook('onRequest', (request, reply, done) => {
-    const policy = limiter.failurePolicy();
-    if (policy === undefined || !presentsCredentials(request)) return done();
-    const throttled = limiter.throttled(request.ip);
-    done(throttled === undefined ? undefined : refusal(policy, throttled, reply));
+    if (limiter.failurePolicy() === undefined || request.routeOptions.config.authenticatesClient !== undefined)
+      return done();
+    if (!hasCredentials(request)) return done();
+    refuseUnlessProven(request, reply, done);
+  });
+  // A route that reads its client's credentials from the body is looked at once the body is parsed.
+  app.addHook('preHandler', (request, reply, done) => {
+    if (limiter.failurePolicy() === undefined || request.routeOptions.config.authenticatesClient === undefined)
+      return done();
+    refuseUnlessProven(request, reply, done);
   });
 
   app.addHook('preParsing', (request, reply, payload, done) => {
@@ -91,17 +114,26 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
     else finish(counted);
   });
 
-  // A failed authentication spends from the address's failure budget; past half of it, the
-  // answer is held back, so guessing keys gets slower before it is refused.
+  // A failed authentication spends from its subjects' failure budgets; past half of one, the
+  // answer is held back, so guessing keys gets slower before it is refused. A credential that
+  // authenticated a request is proven valid.
   app.addHook('onSend', (request, reply, payload, done) => {
     // Only credentials that were wrong count; a request that sent none is not guessing.
     const policy = limiter.failurePolicy();
-    if (policy === undefined || reply.statusCode !== 401 || !presentsCredentials(request)) return done(null, payload);
+    if (policy === undefined || !presentsCredentials(request)) return done(null, payload);
+    const guess = guessOf(request);
+    if (reply.statusCode !== 401) {
+      proveCredentials(limiter, request, reply, payload, guess);
+      return done(null, payload);
+    }
+    // A key that was valid once (revoked or expired since) is no longer let past a refusal here.
+    if (guess.credential !== undefined && request.routeOptions.config.authenticatesClient === undefined)
+      limiter.disprove(guess.credential);
     const hold = (decision: Decision) => {
       if (decision.remaining >= policy.quota / 2) return done(null, payload);
       setTimeout(() => done(null, payload), FAILURE_DELAY_MS);
     };
-    const decision = limiter.recordFailure(request.ip);
+    const decision = limiter.recordFailure(guess.subjects);
     if (decision instanceof Promise) decision.then(hold, (error: Error) => done(error));
     else hold(decision);
   });
@@ -109,7 +141,62 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
 
 /** Credentials in the headers every route reads, or any request to a route that authenticates clients itself. */
 function presentsCredentials(request: FastifyRequest): boolean {
-  return hasCredentials(request) || request.routeOptions.config.authenticatesClient === true;
+  return hasCredentials(request) || request.routeOptions.config.authenticatesClient !== undefined;
+}
+
+/** A credential a request presents, and the subjects a failure of it is counted against. */
+interface Guess {
+  credential: string | undefined;
+  subjects: FailureSubject[];
+}
+
+const guesses = new WeakMap<FastifyRequest, Guess>();
+
+/**
+ * What the request presents: an API key (X-API-Key, or a token request's client secret), counted
+ * against its address and the key's public prefix (and the client id it names); a bearer token,
+ * against its address only (a signature is nothing a guess can find a try at a time).
+ */
+function guessOf(request: FastifyRequest): Guess {
+  const known = guesses.get(request);
+  if (known !== undefined) return known;
+  const subjects: FailureSubject[] = [{ kind: 'address', value: request.ip }];
+  let credential: string | undefined;
+  const client = request.routeOptions.config.authenticatesClient;
+  const key = request.headers['x-api-key'];
+  if (client !== undefined) {
+    const presented = client.presented(request);
+    if (presented.client !== undefined)
+      subjects.push({ kind: 'client', value: presented.client.slice(0, CLIENT_ID_CHARS) });
+    credential = presented.credential;
+  } else if (typeof key === 'string') credential = key.trim();
+  else credential = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')?.[1];
+  const prefix = credential === undefined ? undefined : prefixOf(credential);
+  if (prefix !== undefined) subjects.push({ kind: 'key', value: prefix });
+  const guess = { credential, subjects };
+  // Read at most twice a request (before the check and with its answer): the token endpoint's parse is not repeated.
+  if (client !== undefined) guesses.set(request, guess);
+  return guess;
+}
+
+/** A request its credential authenticated proves it (and a token endpoint's success, the token it issued). */
+function proveCredentials(
+  limiter: RateLimiter,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  guess: Guess,
+): void {
+  if (guess.credential === undefined) return;
+  const client = request.routeOptions.config.authenticatesClient;
+  if (client === undefined) {
+    if (request.principal) limiter.prove(guess.credential);
+    return;
+  }
+  if (reply.statusCode !== 200) return;
+  limiter.prove(guess.credential);
+  const issued = client.issued?.(payload);
+  if (issued !== undefined) limiter.prove(issued);
 }
 
 /** Bucket keys of principals, made once per principal (the authenticator keeps them while they are fresh). */

@@ -24,7 +24,9 @@ const LimitsSchema = Type.Object(
   {
     rate_limit: Budget("the caller's own budget (the client address's, without credentials)"),
     orders_create: Budget('orders placed (POST /v1/orders, each order of a batch or an import), on top of rate_limit'),
-    failed_authentication: Budget('requests with invalid credentials per client address before 429'),
+    failed_authentication: Budget(
+      'requests with invalid credentials per client address, and per API key or client id named, before 429',
+    ),
     counted: Type.String({ description: 'instance: each instance counts alone; redis: shared by every instance' }),
     body_limit_bytes: Type.Integer({ description: 'larger request bodies get 413' }),
     page_size_max: Type.Integer({ description: 'the largest limit a collection takes' }),

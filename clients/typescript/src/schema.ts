@@ -2843,7 +2843,7 @@ export interface components {
                 /** Format: int64 */
                 window_seconds: number;
             } | null;
-            /** @description requests with invalid credentials per client address before 429; null: unlimited */
+            /** @description requests with invalid credentials per client address, and per API key or client id named, before 429; null: unlimited */
             failed_authentication: {
                 /** @description the name in RateLimit-Policy and RateLimit headers */
                 policy: string;
