@@ -34,8 +34,13 @@ import type { RedisStore } from './rate-limit-stores.js';
 const ANSWER_MS = 250;
 /** Subjects remembered as refused at most; at the cap the oldest goes, as in the memory store. */
 const BLOCKED_KEYS = 100_000;
-/** Proven credentials remembered at most, and for how long since they were last proven. */
+/**
+ * Proven credentials remembered at most (by digest, about 100 bytes each), and for how long since
+ * they were last proven; those this process proved itself are also kept by themselves (a token is
+ * about 600 bytes), fewer: one that falls out is digested and told again at its next use.
+ */
 const PROVEN_KEYS = 100_000;
+const PROVEN_HERE_KEYS = 10_000;
 const PROVEN_MS = 24 * 60 * 60 * 1000;
 /** A credential proven again is told to the other processes again at most this often (one that started since learns it). */
 const ANNOUNCE_MS = 10 * 60 * 1000;
@@ -168,7 +173,7 @@ export class AuthFailures {
   prove(credential: string, now = Date.now()): void {
     const told = this.#provenHere.get(credential);
     if (told !== undefined && now - told < ANNOUNCE_MS) return;
-    if (told === undefined && this.#provenHere.size >= PROVEN_KEYS)
+    if (told === undefined && this.#provenHere.size >= PROVEN_HERE_KEYS)
       this.#provenHere.delete(this.#provenHere.keys().next().value as string);
     this.#provenHere.set(credential, now);
     const digest = digestOf(credential);
