@@ -109,4 +109,23 @@ describe('an orders import and the orders-create budget', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(await ordersNamed(test, 'ONCE')).toBe(30);
   });
+
+  it('POST /v1/orders/import: an import waiting for its budget stops within seconds when rowi stops, failed with the orders of the chunk it waited for not placed', async () => {
+    const { test, importer, file } = await start(60);
+    const posted = await importer.upload('orders', file('STOPPING', 150), { type: NDJSON, query: '?mode=partial' });
+    const id = Number(String(posted.headers.location).split('/').pop());
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const asked = Date.now();
+    await test.app.close();
+    expect(Date.now() - asked).toBeLessThan(5000);
+    const stored = await test.storage.db
+      .selectFrom('operations')
+      .select(['status', 'rows_succeeded', 'summary'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(stored.status).toBe('failed');
+    expect(Number(stored.rows_succeeded)).toBe(0);
+    expect(JSON.parse(stored.summary!).detail).toMatch(/rowi stopped/);
+    expect(await ordersNamed(test, 'STOPPING')).toBe(0);
+  });
 });
