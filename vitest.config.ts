@@ -36,6 +36,7 @@ const POSTGRES_PROCESS = [
   'test/resources/imports-concurrency.process.test.ts',
   'test/resources/imports-thread.process.test.ts',
   'test/resources/imports-access.process.test.ts',
+  'test/resources/orders.import-budget.process.test.ts',
   'test/process/workers.process.test.ts',
   'test/postgres/**/*.process.test.ts',
   'test/outbox/**/*.process.test.ts',

@@ -30,7 +30,7 @@ import { registerRepresentations } from './http/representation.js';
 import { registerQueryTextCheck } from './http/text.js';
 import { registerTrailingSlashRedirect } from './http/trailing-slash.js';
 import { registerContentDecoding } from './http/content-encoding.js';
-import { registerRateLimits } from './rate-limits/rate-limit.js';
+import { budgetSpender, registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
@@ -203,6 +203,9 @@ export async function buildApp({
     targets: IMPORTERS,
     elsewhere: importThreadStarter(config, logger, db.commits),
     concurrency: config.importConcurrency,
+    callerConcurrency: Math.min(config.importCallerConcurrency, config.importConcurrency),
+    // An orders import spends the caller's orders-create budget as it runs, as POST /v1/orders does.
+    budgets: (budget, reader) => budgetSpender(app.rateLimiter, budget, reader),
     directory: importDirectoryOf(config),
   });
   app.addHook('onClose', () => imports.close());

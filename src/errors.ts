@@ -261,7 +261,19 @@ export const PROBLEM_TYPES = {
     status: 413,
     title: 'Import file too large',
     description:
-      'The uploaded file is larger than `ROWI_IMPORT_MAX_BYTES` (`max_bytes` says how large it may be); nothing of it was kept and no operation was started.',
+      'The uploaded file is larger than `ROWI_IMPORT_MAX_BYTES`, or on its own than what one caller may have waiting (`ROWI_IMPORT_QUEUE_BYTES`); `max_bytes` says how large it may be. Nothing of it was kept and no operation was started.',
+  },
+  'import-queue-full': {
+    status: 429,
+    title: 'Import queue full',
+    description:
+      'The caller already has `ROWI_IMPORT_QUEUE_MAX` imports waiting (queued), or their files and this one would hold more than `ROWI_IMPORT_QUEUE_BYTES`; `queued`, `queued_bytes`, `max_queued` and `max_queued_bytes` say where it stands. Nothing of the file was kept; Retry-After says when to upload it again.',
+  },
+  'import-spool-full': {
+    status: 507,
+    title: 'Import space full',
+    description:
+      "The files of the imports waiting or running, every caller's, and this one would hold more than `ROWI_IMPORT_SPOOL_BYTES`. Nothing of the file was kept; Retry-After says when to upload it again (files go as their imports end).",
   },
   'import-invalid': {
     status: 422,

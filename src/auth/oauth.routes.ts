@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { MEDIA_TYPES } from '../http/negotiate.js';
@@ -118,8 +118,9 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       attachValidation: true,
       // Client credentials may come as form fields, which only this route reads: the failed-
-      // authentication throttle must count those too, not only Authorization and X-API-Key.
-      config: { authenticatesClient: true },
+      // authentication throttle must count those too, not only Authorization and X-API-Key, and
+      // against the client id and the key they name.
+      config: { authenticatesClient: { presented: presentedClient, issued: issuedToken } },
       schema: operation({
         operationId: 'issueToken',
         permission: 'public',
@@ -257,30 +258,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     authorization: string | undefined,
     fields: Record<string, string>,
   ): Promise<Principal> {
-    let clientId = fields.client_id;
-    let secret = fields.client_secret;
-    const basic = authorization !== undefined && /^Basic /i.test(authorization);
-    if (basic) {
-      if (secret !== undefined)
-        throw new OAuthError('invalid_request', 'Send the client secret by HTTP Basic or in the form, not both.');
-      const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon === -1)
-        throw new OAuthError('invalid_client', 'HTTP Basic credentials must be client_id:client_secret.', true);
-      try {
-        clientId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-        secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-      } catch {
-        throw new OAuthError('invalid_client', 'HTTP Basic credentials are not form-urlencoded.', true);
-      }
-    }
-    if (clientId === undefined || secret === undefined || secret === '') {
-      throw new OAuthError(
-        'invalid_client',
-        'Client authentication is missing: HTTP Basic, or client_id and client_secret in the form.',
-        true,
-      );
-    }
+    const { clientId, secret, basic } = clientCredentialsOf(authorization, fields);
     let principal: Principal;
     try {
       principal = await auth.authenticateKey(secret);
@@ -294,6 +272,70 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return principal;
   }
 };
+
+/**
+ * The client id and secret of a token request (RFC 6749 §2.3.1): by HTTP Basic, form-urlencoded, or
+ * both in the form; never both ways. Throws the OAuth error of credentials sent wrong or not at all.
+ */
+function clientCredentialsOf(
+  authorization: string | undefined,
+  fields: Record<string, string | string[]>,
+): { clientId: string; secret: string; basic: boolean } {
+  let clientId = typeof fields.client_id === 'string' ? fields.client_id : undefined;
+  let secret = typeof fields.client_secret === 'string' ? fields.client_secret : undefined;
+  const basic = authorization !== undefined && /^Basic /i.test(authorization);
+  if (basic) {
+    if (fields.client_secret !== undefined)
+      throw new OAuthError('invalid_request', 'Send the client secret by HTTP Basic or in the form, not both.');
+    const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon === -1)
+      throw new OAuthError('invalid_client', 'HTTP Basic credentials must be client_id:client_secret.', true);
+    try {
+      clientId = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
+      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
+    } catch {
+      throw new OAuthError('invalid_client', 'HTTP Basic credentials are not form-urlencoded.', true);
+    }
+  }
+  if (clientId === undefined || secret === undefined || secret === '') {
+    throw new OAuthError(
+      'invalid_client',
+      'Client authentication is missing: HTTP Basic, or client_id and client_secret in the form.',
+      true,
+    );
+  }
+  return { clientId, secret, basic };
+}
+
+/**
+ * What a token request presents, for the failed-authentication budget (rate-limits/): its client id
+ * and secret when they can be read (nothing when they cannot: the request then spends its
+ * address's budget only).
+ */
+function presentedClient(request: FastifyRequest): { client?: string; credential?: string } {
+  const form = typeof request.body === 'object' && request.body !== null ? request.body : {};
+  try {
+    const { clientId, secret } = clientCredentialsOf(
+      request.headers.authorization,
+      form as Record<string, string | string[]>,
+    );
+    return { client: clientId, credential: secret };
+  } catch {
+    return {};
+  }
+}
+
+/** The access token a token response issued (a credential rowi made, valid from its first use). */
+function issuedToken(payload: unknown): string | undefined {
+  if (typeof payload !== 'string') return undefined;
+  try {
+    const token = (JSON.parse(payload) as { access_token?: unknown }).access_token;
+    return typeof token === 'string' ? token : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * RFC 6749 §3.3: the scopes asked for, each of which the caller must hold; all it holds by default.

@@ -50,7 +50,8 @@ export const LIMIT_SETTINGS = {
       minimum: 0,
       maximum: 1_000_000_000,
       default: 300,
-      description: '`POST /v1/orders` per minute per caller, within its overall budget; `0`: unlimited',
+      description:
+        'orders placed per minute per caller (`POST /v1/orders`, and each order of a batch or an import, which waits for it), within its overall budget; `0`: unlimited',
     }),
     'ROWI_RATE_LIMIT_ORDERS_CREATE',
   ),
@@ -60,7 +61,7 @@ export const LIMIT_SETTINGS = {
       maximum: 1_000_000,
       default: 10,
       description:
-        'requests with invalid credentials (a key, a token, or a client secret by HTTP Basic or form) per minute per client address before it gets 429; `0`: unlimited',
+        'requests with invalid credentials (a key, a token, or a client secret by HTTP Basic or form) per minute per client address, and per API key or client id they name, before those get 429 (a credential proven valid is still served: docs/security.md); `0`: unlimited',
     }),
     'ROWI_AUTH_FAILURE_LIMIT',
   ),
@@ -155,9 +156,49 @@ export const LIMIT_SETTINGS = {
       maximum: 64,
       default: 2,
       description:
-        'imports that run at once, per caller and in the whole deployment (counted in the database, so across `--workers` and instances); others wait `queued`',
+        'imports that run at once in the whole deployment (counted in the database, so across `--workers` and instances); others wait `queued`, and each free turn goes to the caller running the fewest, then to the one whose last import started longest ago',
     }),
     'ROWI_IMPORT_CONCURRENCY',
+  ),
+  importCallerConcurrency: setting(
+    Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 1,
+      description:
+        "imports one caller may run at once (within `ROWI_IMPORT_CONCURRENCY`): its next ones wait `queued`, and another caller's import may take the free turn",
+    }),
+    'ROWI_IMPORT_CALLER_CONCURRENCY',
+  ),
+  importQueueMax: setting(
+    Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000,
+      default: 10,
+      description:
+        'imports one caller may have waiting (`queued`) in the whole deployment; one more is 429 `import-queue-full` with Retry-After, before its file is read; `0`: unlimited',
+    }),
+    'ROWI_IMPORT_QUEUE_MAX',
+  ),
+  importQueueBytes: setting(
+    Type.Integer({
+      minimum: 0,
+      maximum: 1_099_511_627_776,
+      default: 2_147_483_648,
+      description:
+        "bytes the files of one caller's waiting (`queued`) imports may hold in the whole deployment (2 GiB by default); a file that would pass it is 429 `import-queue-full` (413 `import-too-large` when it alone is larger); `0`: unlimited",
+    }),
+    'ROWI_IMPORT_QUEUE_BYTES',
+  ),
+  importSpoolBytes: setting(
+    Type.Integer({
+      minimum: 0,
+      maximum: 1_099_511_627_776,
+      default: 4_294_967_296,
+      description:
+        'bytes the files of every waiting or running import may hold together, in the whole deployment (counted in the database; 4 GiB by default): a file that would pass it is 507 `import-spool-full` with Retry-After, and nothing of it is kept; `0`: unlimited',
+    }),
+    'ROWI_IMPORT_SPOOL_BYTES',
   ),
   importThread: setting(
     Type.Union([Type.Literal('auto'), Type.Literal('thread'), Type.Literal('main')], {

@@ -65,17 +65,23 @@ export function idempotencyScope(request: FastifyRequest): string {
   return principal.userId === null ? who : `${who}:user:${principal.userId}`;
 }
 
+/**
+ * Runs `work` in a unit of work, once per Idempotency-Key. `fingerprint` says what makes two
+ * requests the same; by default the method, the target and the parsed body (a route whose body is
+ * a stream it reads itself gives its own: streamedFingerprint).
+ */
 export async function runIdempotent(
   db: Db,
   request: FastifyRequest,
   work: (trx: Trx) => Promise<StoredResponse>,
+  fingerprint?: string,
 ): Promise<IdempotentResult> {
   const key = request.headers['idempotency-key'];
   if (typeof key !== 'string') {
     return { ...(await unitOfWork(db, work)), replayed: false };
   }
   const scope = idempotencyScope(request);
-  const fingerprint = fingerprintOf(request);
+  fingerprint ??= fingerprintOf(request);
   // The key is claimed (its row inserted) before the work: a concurrent request with the same key
   // waits on that row (SQLite's write lock; PostgreSQL's unique index) until this transaction
   // ends, then fails to claim it and, on its next pass, replays the committed response. (Claiming
@@ -112,6 +118,18 @@ export async function runIdempotent(
   }
 }
 
+/**
+ * Whether the request's Idempotency-Key already holds an answer for its caller: a retry that will
+ * replay it (if its request is the same), which a route that refuses early (before it reads a body)
+ * lets through to be compared.
+ */
+export async function isKeyAnswered(db: Db, request: FastifyRequest): Promise<boolean> {
+  const key = request.headers['idempotency-key'];
+  if (typeof key !== 'string') return false;
+  const existing = await findIdempotencyKey(db, idempotencyScope(request), key);
+  return existing !== undefined && existing.response !== '' && existing.expires_at > nowTimestamp();
+}
+
 /** A claim fails only when another request held the key; the next pass finds its outcome. */
 const MAX_CLAIM_ATTEMPTS = 5;
 
@@ -132,6 +150,24 @@ function fingerprintOf(request: FastifyRequest): string {
   return createHash('sha256')
     .update(`${request.method} ${request.url}\n`)
     .update(canonicalJson(request.body))
+    .digest('base64url');
+}
+
+/**
+ * What makes two requests with a streamed body (an uploaded file) the same: the method, the path,
+ * the options the route read from the query and headers (defaults filled in, so that leaving one
+ * out and giving its default are the same request), and the SHA-256 of the body's bytes.
+ */
+export function streamedFingerprint(
+  request: FastifyRequest,
+  options: Record<string, unknown>,
+  bodyDigest: string,
+): string {
+  const path = request.url.split('?')[0]!;
+  return createHash('sha256')
+    .update(`${request.method} ${path}\n`)
+    .update(canonicalJson(options))
+    .update(`\n${bodyDigest}`)
     .digest('base64url');
 }
 

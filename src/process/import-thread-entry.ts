@@ -29,10 +29,17 @@ const cloneable = (error: unknown) => (error instanceof Error ? error : new Erro
 storage.db.commits.onEventsCommitted(() => tell('events'));
 let stopping = false;
 const running = new Set<Promise<void>>();
+/** The main thread's answers to what the imports would spend of their callers' budgets, by request. */
+const spending = new Map<number, (spent: { allowed: boolean; retryMs: number }) => void>();
+let nextSpend = 0;
 
 parentPort!.on('message', (message: ToImportThread) => {
   if (message === 'stop') stopping = true;
-  else if (message === 'close')
+  else if (typeof message === 'object' && 'spent' in message) {
+    const { request, ...spent } = message.spent;
+    spending.get(request)?.(spent);
+    spending.delete(request);
+  } else if (message === 'close')
     void (async () => {
       stopping = true;
       await Promise.allSettled(running);
@@ -41,7 +48,20 @@ parentPort!.on('message', (message: ToImportThread) => {
       parentPort!.close();
     })();
   else {
-    const { operation, access, file } = message.run;
+    const { operation, access, file, budgetStep } = message.run;
+    // The budget's counters are the main thread's: each spend is asked of it.
+    const budget =
+      budgetStep === undefined
+        ? undefined
+        : {
+            step: budgetStep,
+            take: (units: number) =>
+              new Promise<{ allowed: boolean; retryMs: number }>((resolve) => {
+                const request = nextSpend++;
+                spending.set(request, resolve);
+                tell({ spend: { operation: operation.id, request, units } });
+              }),
+          };
     const job = runImport({
       db: storage.db,
       log,
@@ -52,6 +72,7 @@ parentPort!.on('message', (message: ToImportThread) => {
       stopping: () => stopping,
       // No request waits for this event loop: a chunk's statements run one after another.
       turns: false,
+      ...(budget === undefined ? {} : { budget }),
     }).then(
       () => tell({ ended: operation.id }),
       (error: unknown) => {

@@ -6,6 +6,7 @@ import type { Config } from '../config/config.js';
 import type { Commits } from '../db/commits.js';
 import { writeLockReleases } from '../db/sqlite-lock.js';
 import { faultOf } from '../observability/logger.js';
+import type { BudgetSpender } from '../rate-limits/rate-limit.js';
 import type { ImportElsewhere, ImportJob } from '../resources/import-runner.js';
 
 /** The thread's entry, as built (dist/); running from the sources (the in-process tests) there is none. */
@@ -20,11 +21,20 @@ export interface ImportThreadData {
   lockReleases: SharedArrayBuffer;
 }
 
-/** What the main thread tells the import thread. */
-export type ToImportThread = { run: ImportJob } | 'stop' | 'close';
+/** What the main thread tells the import thread: the budget's answer to a `spend` too. */
+export type ToImportThread =
+  { run: ImportJob } | { spent: { request: number; allowed: boolean; retryMs: number } } | 'stop' | 'close';
 
-/** What the import thread tells the main thread: a unit that wrote events committed, or how an import ended. */
-export type FromImportThread = 'events' | { ended: number } | { failed: number; error: unknown };
+/**
+ * What the import thread tells the main thread: a unit that wrote events committed, how an import
+ * ended, or that an import's rows would spend `units` of its caller's budget (whose counters, shared
+ * with the requests and, with Redis, with every instance, live on the main thread).
+ */
+export type FromImportThread =
+  | 'events'
+  | { ended: number }
+  | { failed: number; error: unknown }
+  | { spend: { operation: number; request: number; units: number } };
 
 /**
  * Imports on a thread of their own (docs/bulk.md "How an import runs"): reading the spooled file,
@@ -91,6 +101,8 @@ class ImportThread implements ImportElsewhere {
   readonly #log: FastifyBaseLogger;
   readonly #commits: Commits;
   readonly #imports = new Map<number, Waiting>();
+  /** The budgets the running imports spend from, by operation. */
+  readonly #budgets = new Map<number, BudgetSpender>();
   #worker: Worker | undefined;
   #stopping = false;
   /** Whether the event feed is to be woken at the next turn: the commits of one turn wake it once. */
@@ -103,9 +115,10 @@ class ImportThread implements ImportElsewhere {
     this.#worker = this.#start();
   }
 
-  run(job: ImportJob): Promise<void> {
+  run(job: ImportJob, budget?: BudgetSpender): Promise<void> {
     const worker = (this.#worker ??= this.#start());
     const id = job.operation.id;
+    if (budget !== undefined) this.#budgets.set(id, budget);
     return new Promise<void>((resolve, reject) => {
       this.#imports.set(id, { resolve, reject });
       worker.postMessage({ run: job } satisfies ToImportThread);
@@ -139,6 +152,7 @@ class ImportThread implements ImportElsewhere {
     const worker = new Worker(ENTRY, { workerData: this.#data });
     worker.on('message', (message: FromImportThread) => {
       if (message === 'events') this.#wakeFeed();
+      else if ('spend' in message) this.#spend(worker, message.spend);
       else if ('ended' in message) this.#settle(message.ended)?.resolve();
       else this.#settle(message.failed)?.reject(message.error);
     });
@@ -147,6 +161,7 @@ class ImportThread implements ImportElsewhere {
       if (this.#worker === worker) this.#worker = undefined;
       const lost = [...this.#imports.values()];
       this.#imports.clear();
+      this.#budgets.clear();
       for (const waiting of lost) waiting.reject(new Error(`the import thread ended (exit code ${code})`));
     });
     return worker;
@@ -155,7 +170,20 @@ class ImportThread implements ImportElsewhere {
   #settle(id: number): Waiting | undefined {
     const waiting = this.#imports.get(id);
     this.#imports.delete(id);
+    this.#budgets.delete(id);
     return waiting;
+  }
+
+  /** Spends from an import's budget for the thread and answers it (a budget that cannot answer: not allowed, try again soon). */
+  #spend(worker: Worker, { operation, request, units }: { operation: number; request: number; units: number }): void {
+    const answer = (spent: { allowed: boolean; retryMs: number }) =>
+      worker.postMessage({ spent: { request, ...spent } } satisfies ToImportThread);
+    const budget = this.#budgets.get(operation);
+    if (budget === undefined) return answer({ allowed: true, retryMs: 0 });
+    budget.take(units).then(answer, (error: unknown) => {
+      this.#log.warn({ err: error, operation }, "could not spend from an import's rate-limit budget");
+      answer({ allowed: false, retryMs: 1000 });
+    });
   }
 
   #wakeFeed(): void {

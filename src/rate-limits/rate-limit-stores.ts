@@ -34,6 +34,12 @@ redis.call('SET', KEYS[1], string.format('%.3f', nextArrival), 'PX', math.ceil(n
 return {1, math.floor((window - (nextArrival - now)) / interval), math.ceil(nextArrival - now), 0}
 `;
 
+/**
+ * What the instances tell one another through Redis: a subject (an address, a key, a client) that
+ * has spent its failed-authentication budget, and a credential proven valid (auth-failures.ts).
+ */
+export type Topic = 'failed-auth' | 'auth-proven';
+
 type RedisWithGcra = Redis & {
   gcra(key: string, interval: string, window: string, units: string): Promise<[number, number, number, number]>;
 };
@@ -110,28 +116,32 @@ export class RedisStore implements Store {
     }
   }
 
-  /** Tells every instance (every process subscribed with onBlocked) that an address is refused for `forMs`. */
-  publishBlocked(address: string, forMs: number): void {
-    this.#redis.publish(this.#blockedChannel, JSON.stringify({ address, forMs })).catch((error: unknown) => {
+  /** Tells every instance (every process subscribed with onAnnouncements) `message` on `topic`. */
+  announce(topic: Topic, message: Record<string, unknown>): void {
+    this.#redis.publish(this.#channelOf(topic), JSON.stringify(message)).catch((error: unknown) => {
       this.#degrade(error);
     });
   }
 
   /**
-   * Hears what publishBlocked says, on a connection of its own (Redis gives a subscribing
-   * connection to nothing else), subscribed again each time it reconnects.
+   * Hears what announce says on the topics given, on a connection of its own (Redis gives a
+   * subscribing connection to nothing else), subscribed again each time it reconnects.
    */
-  onBlocked(handler: (address: string, forMs: number) => void): () => void {
+  onAnnouncements(handlers: Partial<Record<Topic, (message: Record<string, unknown>) => void>>): () => void {
+    const channels = new Map(
+      Object.entries(handlers).map(([topic, handler]) => [this.#channelOf(topic as Topic), handler]),
+    );
     const subscriber = this.#redis.duplicate({ commandTimeout: undefined, autoResubscribe: false });
     // Its failures are the main connection's too, which says so (#degrade): nothing more to log.
     subscriber.on('error', () => {});
     // Subscribed on every connection, the first included (a command sent before it is ready would fail).
-    subscriber.on('ready', () => void subscriber.subscribe(this.#blockedChannel).catch(() => {}));
+    subscriber.on('ready', () => void subscriber.subscribe(...channels.keys()).catch(() => {}));
     subscriber.on('message', (channel: string, text: string) => {
-      if (channel !== this.#blockedChannel) return;
+      const handler = channels.get(channel);
+      if (handler === undefined) return;
       try {
-        const { address, forMs } = JSON.parse(text) as { address: unknown; forMs: unknown };
-        if (typeof address === 'string' && typeof forMs === 'number') handler(address, forMs);
+        const message = JSON.parse(text) as unknown;
+        if (typeof message === 'object' && message !== null) handler(message as Record<string, unknown>);
       } catch {
         // Not ours: another program on the channel.
       }
@@ -143,14 +153,14 @@ export class RedisStore implements Store {
     };
   }
 
-  /** Whether every connection subscribed with onBlocked is subscribed now (what it would hear is not missed). */
+  /** Whether every connection subscribed with onAnnouncements is subscribed now (what it would hear is not missed). */
   get listening(): boolean {
     for (const subscriber of this.#subscribers) if (subscriber.status !== 'ready') return false;
     return true;
   }
 
-  get #blockedChannel(): string {
-    return `${this.#prefix}failed-auth`;
+  #channelOf(topic: Topic): string {
+    return `${this.#prefix}${topic}`;
   }
 
   #degrade(error: unknown): void {

@@ -54,6 +54,21 @@ interface DeclaredBudget {
   store: MemoryStore;
 }
 
+/**
+ * What a failed authentication is counted against (auth-failures.ts): the client address, and what
+ * the guess was aimed at, the public prefix of an API key or an OAuth client id.
+ */
+export type FailureSubject = { kind: 'address' | 'key' | 'client'; value: string };
+
+const subjectKey = ({ kind, value }: FailureSubject) => (kind === 'address' ? value : `${kind}:${value}`);
+
+/** What a 429 of the failed-authentication budget says was spent, by what it was counted against. */
+const FAILURES_OF = {
+  address: 'Too many requests with invalid credentials came from this address',
+  key: 'Too many requests with invalid credentials named this API key',
+  client: 'Too many requests with invalid credentials named this client',
+} as const;
+
 /** The limits a request is counted against; empty when none applies. */
 export class RateLimiter {
   /** The callers' and addresses' own budgets, when counted in memory. */
@@ -62,7 +77,9 @@ export class RateLimiter {
   /** Failed authentications, by client address: the process group's and, with Redis, every instance's (auth-failures.ts). */
   readonly #failures: AuthFailures;
   readonly #redis: RedisStore | undefined;
-  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin' | 'failures', Policy | undefined>;
+  readonly #policies: Record<'address' | 'reader' | 'editor' | 'admin', Policy | undefined>;
+  /** The failed-authentication budget, as each kind of subject's 429 says it; undefined when off. */
+  readonly #failurePolicies: Record<FailureSubject['kind'], Policy> | undefined;
   readonly #sweep: NodeJS.Timeout;
 
   /**
@@ -84,12 +101,15 @@ export class RateLimiter {
       reader: unlessZero('caller', config.rateLimitReader),
       editor: unlessZero('caller', config.rateLimitEditor),
       admin: unlessZero('caller', config.rateLimitAdmin),
-      failures: unlessZero(
-        'failed-auth',
-        config.authFailureLimit,
-        'Too many requests with invalid credentials came from this address',
-      ),
     };
+    this.#failurePolicies =
+      config.authFailureLimit === 0
+        ? undefined
+        : {
+            address: policy('failed-auth', config.authFailureLimit, FAILURES_OF.address),
+            key: policy('failed-auth', config.authFailureLimit, FAILURES_OF.key),
+            client: policy('failed-auth', config.authFailureLimit, FAILURES_OF.client),
+          };
     this.#budgets = Object.fromEntries(
       Object.entries(BUDGETS).map(([name, budget]) => [
         name,
@@ -134,9 +154,9 @@ export class RateLimiter {
     return this.#budgets[budget].policy;
   }
 
-  /** Failed authentications per address; undefined when ROWI_AUTH_FAILURE_LIMIT is 0. */
+  /** Failed authentications per address (and per key, per client); undefined when ROWI_AUTH_FAILURE_LIMIT is 0. */
   failurePolicy(): Policy | undefined {
-    return this.#policies.failures;
+    return this.#failurePolicies?.address;
   }
 
   take(key: string, policy: Policy, units = 1): Decision | Promise<Decision> {
@@ -146,22 +166,46 @@ export class RateLimiter {
     return store.take(key, policy.quota, WINDOW_MS, units);
   }
 
-  /** A failed authentication, counted by the process group and, with Redis, by every instance. */
-  recordFailure(address: string): Decision | Promise<Decision> {
-    return this.#failures.record(address);
+  /** A failed authentication, counted against each subject by the process group and, with Redis, by every instance. */
+  recordFailure(subjects: readonly FailureSubject[]): Decision | Promise<Decision> {
+    return this.#failures.record(subjects.map(subjectKey));
   }
 
   /**
-   * Whether the address is over its failed-authentication budget now, without spending from it
-   * or asking anyone: the refusal (Retry-After: until one more may be tried), else undefined.
+   * Whether one of the subjects is over its failed-authentication budget now, without spending from
+   * it or asking anyone: the policy of the longest refusal and its decision (Retry-After: until one
+   * more may be tried), else undefined.
    */
-  throttled(address: string): Decision | undefined {
-    const policy = this.#policies.failures;
-    if (policy === undefined) return undefined;
-    const retryMs = this.#failures.refusedForMs(address);
-    if (retryMs === 0) return undefined;
+  throttled(subjects: readonly FailureSubject[]): { policy: Policy; decision: Decision } | undefined {
+    const policies = this.#failurePolicies;
+    if (policies === undefined) return undefined;
+    let longest: { subject: FailureSubject; retryMs: number } | undefined;
+    for (const subject of subjects) {
+      const retryMs = this.#failures.refusedForMs(subjectKey(subject));
+      if (retryMs > (longest?.retryMs ?? 0)) longest = { subject, retryMs };
+    }
+    if (longest === undefined) return undefined;
+    const policy = policies[longest.subject.kind];
+    const { retryMs } = longest;
     // The whole budget is back one window after the one request it now waits for.
-    return { allowed: false, remaining: 0, retryMs, resetMs: retryMs + WINDOW_MS - WINDOW_MS / policy.quota };
+    return {
+      policy,
+      decision: { allowed: false, remaining: 0, retryMs, resetMs: retryMs + WINDOW_MS - WINDOW_MS / policy.quota },
+    };
+  }
+
+  /** A credential that authenticated a request (or that rowi issued): let past a refusal to be checked (auth-failures.ts). */
+  prove(credential: string): void {
+    if (this.#failurePolicies !== undefined) this.#failures.prove(credential);
+  }
+
+  isProven(credential: string): boolean {
+    return this.#failures.isProven(credential);
+  }
+
+  /** A credential that failed its check: no longer let past a refusal. */
+  disprove(credential: string): void {
+    this.#failures.disprove(credential);
   }
 
   async close(): Promise<void> {

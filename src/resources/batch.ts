@@ -64,7 +64,7 @@ export interface BatchSpec {
   permission: Scope;
   /** Members in the order they run. */
   actions: BatchAction[];
-  /** A tighter rate-limit budget each create entry spends from too (orders-create). */
+  /** A tighter rate-limit budget each create entry spends from too (orders-create); other entries spend none of it. */
   rateLimitBudget?: 'orders-create';
   /** What the description adds (what the entries of this collection can do). */
   description: string;
@@ -148,7 +148,6 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
   app.post(
     `${spec.path}/batch`,
     {
-      config: spec.rateLimitBudget ? { rateLimitBudget: spec.rateLimitBudget } : {},
       schema: operation({
         operationId: `batch${spec.singular}s`,
         permission: spec.permission,
@@ -192,7 +191,14 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
       if (duplicates.length > 0)
         throw new BatchInvalidError('Entries name one record more than once; give each record one entry.', duplicates);
       const creates = present.find((action) => action.method === 'POST');
-      await spendMore(request, reply, count - 1, (creates ? batch[creates.member]!.length : 0) - 1);
+      // The budget its creates spend besides (orders-create): one unit an order placed, none without.
+      const budgetUnits = creates === undefined ? 0 : batch[creates.member]!.length;
+      await spendMore(
+        request,
+        reply,
+        count - 1,
+        spec.rateLimitBudget === undefined ? undefined : { name: spec.rateLimitBudget, units: budgetUnits },
+      );
       const done = await runIdempotent(db, request, async (trx) => {
         const results: Record<string, unknown[]> = {};
         const audit: AuditRecord[] = [];

@@ -4,15 +4,16 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { accessOf } from '../auth/access.js';
 import { assertMayCreate } from '../auth/visibility.js';
-import { unitOfWork } from '../db/unit-of-work.js';
 import { UnsupportedMediaTypeError } from '../errors.js';
+import { IdempotencyHeaders, isKeyAnswered, runIdempotent, streamedFingerprint } from '../http/idempotency.js';
 import { RESPONSE_HEADERS, operation, representation } from '../http/schemas.js';
 import { validatorCompiler } from '../http/validation.js';
 import { MEDIA_TYPES, type ImportMediaType } from './import-rows.js';
 import { spoolPath, type ImportRunner } from './import-runner.js';
 import type { ImportTarget } from './import-target.js';
+import { admitUpload, checkQueueRoom, importCallerOf } from './import-queue.js';
 import { importTooLarge, spoolUpload } from './import-upload.js';
-import { setHolder } from './operations/operations.repository.js';
+import { lockClaims, setHolder, type StoredOperation } from './operations/operations.repository.js';
 import { OperationSchema } from './operations/operations.schema.js';
 import { operationPath, presentOperation, queueOperation } from './operations/operations.service.js';
 
@@ -69,13 +70,19 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         description: `Streams a CSV (header row: ${target.columns.join(', ')}; required: ${target.required.join(', ')}) or NDJSON file of ${target.name} into an operation; 202 with Location /v1/operations/{id} to follow it. Needs ${target.scopes.join(' and ')}. A file may be sent compressed, with Content-Encoding gzip, deflate or br (another coding is 415, with Accept-Encoding; bytes that are not what their coding says are 400 malformed-body). At most ROWI_IMPORT_MAX_BYTES, counted as decoded (413 import-too-large); a file that is empty, not UTF-8, holds a NUL byte or whose CSV header is wrong is 422 import-invalid, and no operation starts. Rows are checked as the single request's body and written in chunks; see docs/bulk.md "Imports".${target.note === undefined ? '' : ` ${target.note}`}`,
         tags: [target.resource],
         querystring: importQuery(target),
+        headers: IdempotencyHeaders,
         body: fileBody(target),
         consumes: MEDIA_TYPES,
         response: {
-          202: representation(OperationSchema, 'The operation, queued', {
-            ...RESPONSE_HEADERS.location,
-            'Retry-After': { type: 'string', description: 'seconds before asking' },
-          }),
+          202: representation(
+            OperationSchema,
+            'The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued)',
+            {
+              ...RESPONSE_HEADERS.location,
+              ...RESPONSE_HEADERS.replayed,
+              'Retry-After': { type: 'string', description: 'seconds before asking' },
+            },
+          ),
         },
       }),
     },
@@ -91,43 +98,67 @@ export function importOperation(app: FastifyInstance, target: ImportTarget, runn
         on_conflict?: 'error' | 'skip' | 'update';
         dry_run?: string;
       };
+      const options = {
+        media_type: mediaType,
+        mode: query.mode ?? 'atomic',
+        on_conflict: query.on_conflict ?? 'error',
+        dry_run: query.dry_run === 'true' ? 1 : 0,
+      } as const;
+      const caller = importCallerOf(access);
+      // A full queue is refused before the file is read; not a retry whose key holds an answer, which replays it.
+      const room = (await isKeyAnswered(db, request))
+        ? { maxBytes: config.importMaxBytes }
+        : await admitUpload(db, caller, config, Number.isFinite(declared) ? declared : undefined);
       const file = await spoolUpload(request.body as Readable, {
         directory: runner.directory,
-        maxBytes: config.importMaxBytes,
+        ...room,
         mediaType,
         target,
       });
-      let created;
+      let created: StoredOperation | undefined;
+      let answer;
       try {
-        created = await unitOfWork(db, async (trx) => {
-          const stored = await queueOperation(trx, {
-            kind: 'import',
-            target: target.name,
-            status: 'queued',
-            media_type: mediaType,
-            mode: query.mode ?? 'atomic',
-            on_conflict: query.on_conflict ?? 'error',
-            dry_run: query.dry_run === 'true' ? 1 : 0,
-            access,
-            request_id: request.id,
-            holder: null,
-            lease_until: runner.leaseUntil(),
-            bytes_total: file.bytes,
-          });
-          return stored;
-        });
-        await rename(file.path, spoolPath(runner.directory, created.id));
+        // The same key with the same file and options answers the operation the first upload
+        // queued; the key is claimed in the transaction that queues it (http/idempotency.ts).
+        answer = await runIdempotent(
+          db,
+          request,
+          async (trx) => {
+            // Measured again under the claims' lock: exact across processes (import-queue.ts).
+            await lockClaims(trx);
+            await checkQueueRoom(trx, caller, config, file.bytes);
+            created = await queueOperation(trx, {
+              kind: 'import',
+              target: target.name,
+              status: 'queued',
+              ...options,
+              access,
+              request_id: request.id,
+              holder: null,
+              lease_until: runner.leaseUntil(),
+              bytes_total: file.bytes,
+            });
+            return {
+              status: 202,
+              location: operationPath(created.id),
+              body: presentOperation({ ...created, holder: runner.holder }, []),
+            };
+          },
+          streamedFingerprint(request, options, file.sha256),
+        );
+        if (answer.replayed) await rm(file.path, { force: true });
+        else {
+          await rename(file.path, spoolPath(runner.directory, created!.id));
+        }
       } catch (error) {
         await rm(file.path, { force: true });
         throw error;
       }
-      await setHolder(db, created.id, runner.holder, runner.leaseUntil());
-      runner.wake();
-      return reply
-        .code(202)
-        .header('location', operationPath(created.id))
-        .header('retry-after', '1')
-        .send(presentOperation({ ...created, holder: runner.holder }, []));
+      if (!answer.replayed) {
+        await setHolder(db, created!.id, runner.holder, runner.leaseUntil());
+        runner.wake();
+      } else reply.header('idempotent-replayed', 'true');
+      return reply.code(202).header('location', answer.location!).header('retry-after', '1').send(answer.body);
     },
   );
 }

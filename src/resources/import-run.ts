@@ -1,4 +1,4 @@
-import { setImmediate as turn } from 'node:timers/promises';
+import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { recordInTransaction, type AuditRecord } from '../audit-trail/audit-log.js';
 import { nowTimestamp } from '../db/clock.js';
@@ -29,6 +29,7 @@ import type { RowError } from './operations/operations.schema.js';
 import { operationPath, presentOperation, summaryOf } from './operations/operations.service.js';
 import { SEES_ALL } from '../db/visibility.js';
 import type { RequestAccess } from '../auth/access.js';
+import type { BudgetSpender } from '../rate-limits/rate-limit.js';
 
 /**
  * One import, run (docs/bulk.md "Imports"). Rows are read from the spooled file and written in
@@ -48,6 +49,12 @@ import type { RequestAccess } from '../auth/access.js';
  * - dry_run: the first pass only.
  *
  * Cancelling (and the process stopping) is looked at after every chunk: the import stops there.
+ *
+ * A target that declares a rate-limit budget (orders: orders-create) spends one unit a row from the
+ * caller's budget before each chunk is written, in the first pass that writes its rows (the check of
+ * an atomic import or a dry run, else the write), so a file's rows cost what their single requests
+ * would, once. When the budget is spent the import waits for it to refill, a second at a time,
+ * looking at cancelling and the process stopping between waits (spendBudget).
  */
 
 /**
@@ -72,7 +79,12 @@ export interface RunContext {
   stopping: () => boolean;
   /** Whether the writes give the event loop turns (ImportContext.turns): not on the import thread. */
   turns: boolean;
+  /** The caller's share of the target's rate-limit budget; undefined: none, or unlimited. */
+  budget?: BudgetSpender;
 }
+
+/** The longest an import waits for its budget before it looks at cancelling and the process stopping again. */
+const BUDGET_WAIT_MS = 1000;
 
 type PassKind = 'check' | 'chunks' | 'one-transaction';
 
@@ -93,21 +105,29 @@ export async function runImport(context: RunContext): Promise<StoredOperation | 
   const { operation } = context;
   const atomic = operation.mode === 'atomic';
   const errors = new ErrorLog(context.db, operation.id);
-  if (operation.dry_run === 1 || atomic) {
-    const checked = await runPass(context, 'check', errors);
+  const checking = operation.dry_run === 1 || atomic;
+  if (checking) {
+    const checked = await runPass(context, 'check', errors, true);
     if (operation.dry_run === 1 || checked.stopped !== undefined || checked.counts.rows_failed > 0)
       return end(context, checked, 'check');
   }
-  const written = await runPass(context, atomic && !isSqlite(context.db) ? 'one-transaction' : 'chunks', errors);
+  const written = await runPass(
+    context,
+    atomic && !isSqlite(context.db) ? 'one-transaction' : 'chunks',
+    errors,
+    !checking,
+  );
   return end(context, written, 'write');
 }
 
-async function runPass(context: RunContext, kind: PassKind, errors: ErrorLog): Promise<PassResult> {
+/** A pass over the file; `spends`: its rows spend from the target's rate-limit budget (one pass of an import does). */
+async function runPass(context: RunContext, kind: PassKind, errors: ErrorLog, spends: boolean): Promise<PassResult> {
   if (kind === 'one-transaction') {
     let result: PassResult | undefined;
     try {
       await unitOfWork(context.db, async (trx) => {
-        result = await readAndWrite(context, kind, errors, trx);
+        // Never paced: a transaction is not held open waiting for a budget (the check pass spent it).
+        result = await readAndWrite(context, kind, errors, trx, false);
         if (result.stopped !== undefined) throw new RolledBack({ written: [], errors: [] });
       });
     } catch (error) {
@@ -123,7 +143,7 @@ async function runPass(context: RunContext, kind: PassKind, errors: ErrorLog): P
     done.counts.rows_succeeded = 0;
     return done;
   }
-  return readAndWrite(context, kind, errors, undefined);
+  return readAndWrite(context, kind, errors, undefined, spends);
 }
 
 const lastRowOf = (result: PassResult & { lastRow?: number }) => result.lastRow ?? 0;
@@ -133,6 +153,7 @@ async function readAndWrite(
   kind: PassKind,
   errors: ErrorLog,
   outer: Trx | undefined,
+  spends: boolean,
 ): Promise<PassResult & { lastRow?: number }> {
   const { db, target, operation } = context;
   const source = readRows(context.file, operation.media_type as ImportMediaType, target);
@@ -168,6 +189,15 @@ async function readAndWrite(
     chunk = [];
     chunkKeys = new Map();
     refused = [];
+    if (spends && rows.length > 0) {
+      const halted = await spendBudget(context, rows.length);
+      if (halted !== undefined) {
+        // The chunk is not written: the import ends after the last one committed.
+        await unitOfWork(db, (trx) => errors.write(trx, pending));
+        stopped = halted;
+        return;
+      }
+    }
     importContext.now = nowTimestamp();
     counts.bytes_read = source.bytesRead();
     const through = lastRow;
@@ -285,6 +315,29 @@ async function readAndWrite(
   if (stopped === undefined || stopped === 'unreadable') await flush();
   counts.bytes_read = source.bytesRead();
   return { counts, lastRow, ...(stopped === undefined ? {} : { stopped }) };
+}
+
+/**
+ * Spends `units` from the caller's budget, a step at a time, waiting while it is spent (at most
+ * BUDGET_WAIT_MS at once, then looking again): resolves once spent, or with why the import is to
+ * stop instead (cancelled, or the process stopping).
+ */
+async function spendBudget(context: RunContext, units: number): Promise<'cancelled' | 'stopping' | undefined> {
+  const budget = context.budget;
+  if (budget === undefined) return undefined;
+  for (let left = units; left > 0;) {
+    if (context.stopping()) return 'stopping';
+    const step = Math.min(left, budget.step);
+    const taken = await budget.take(step);
+    if (taken.allowed) {
+      left -= step;
+      continue;
+    }
+    await sleep(Math.min(Math.max(taken.retryMs, 1), BUDGET_WAIT_MS));
+    const operation = await findOperationById(context.db, context.operation.id, SEES_ALL);
+    if (operation?.cancel_requested === 1) return 'cancelled';
+  }
+  return undefined;
 }
 
 function tally(counts: PassResult['counts'], outcome: ChunkOutcome): void {

@@ -6,14 +6,22 @@ import { accessFromStored, type RequestAccess } from '../auth/access.js';
 import { nowTimestamp } from '../db/clock.js';
 import { StorageCorruptError } from '../db/corruption.js';
 import { isCorruption } from '../db/driver-errors.js';
-import type { Db } from '../db/database.js';
+import type { Db, Trx } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { SEES_ALL } from '../db/visibility.js';
 import { recordEvent } from '../outbox/outbox.js';
 import { runImport } from './import-run.js';
 import type { ImportTarget } from './import-target.js';
+import type { BudgetSpender } from '../rate-limits/rate-limit.js';
+import type { Budget } from '../rate-limits/rate-limiter.js';
 import {
-  countRunning,
+  callerKey,
+  findImportTurns,
+  findLastStarts,
+  holdsQueuedImport,
+  type ImportTurn,
+} from './operations/import-turns.repository.js';
+import {
   findAbandoned,
   findOperationById,
   findQueued,
@@ -30,8 +38,11 @@ import { operationPath, presentOperation, summaryOf } from './operations/operati
  * (each --workers worker, each instance) has one, with an id of its own (`holder`).
  *
  * - Claiming: a queued operation starts only while fewer than `concurrency` run in the whole
- *   deployment and for its caller; the count and the claim are one transaction that takes its
- *   turn under a lock (operations.repository.ts lockClaims), so the cap holds across processes.
+ *   deployment and fewer than `callerConcurrency` for its caller; the count and the claim are one
+ *   transaction that takes its turn under a lock (operations.repository.ts lockClaims), so the caps
+ *   hold across processes. Turns are fair across callers (nextTurn): a free turn goes to the caller
+ *   running the fewest imports, then to the one whose last import started longest ago, whichever
+ *   process holds its file; one caller's backlog never keeps another's import waiting behind it.
  * - Leases: the holder renews the lease of its queued and running operations every
  *   LEASE_RENEW_MS; any process marks an operation whose lease ran out failed (its holder was
  *   killed), with the rows it committed: nothing is left `running` after a crash.
@@ -60,6 +71,8 @@ export interface ImportJob {
   /** The access of the request that asked for the import, restored from the operation (auth/access.ts). */
   access: RequestAccess;
   file: string;
+  /** The step of the caller's budget its rows spend (BudgetSpender.step), when they spend one: asked of this thread. */
+  budgetStep?: number;
 }
 
 /**
@@ -67,8 +80,11 @@ export interface ImportJob {
  * of their own (process/import-thread.ts), which the process wires in.
  */
 export interface ImportElsewhere {
-  /** Runs the import; resolves once it has ended (its operation says how), rejects on a fault that left it unended. */
-  run(job: ImportJob): Promise<void>;
+  /**
+   * Runs the import; resolves once it has ended (its operation says how), rejects on a fault that
+   * left it unended. `budget`: what its rows spend from, on this thread (the rate limits' counters).
+   */
+  run(job: ImportJob, budget?: BudgetSpender): Promise<void>;
   /** The imports running there stop at their next commit (the process is stopping). */
   stop(): void;
   /** Ends the thread, once no import runs there. */
@@ -80,11 +96,15 @@ export function startImportRunner(options: {
   log: FastifyBaseLogger;
   targets: readonly ImportTarget[];
   concurrency: number;
+  /** Imports one caller may run at once (at most `concurrency`). */
+  callerConcurrency: number;
   directory: string;
   /** Runs the imports on another thread; without it they run on this event loop, between requests. */
   elsewhere?: ImportElsewhere;
+  /** The caller's share of a rate-limit budget a target's rows spend (orders-create); undefined: unlimited. */
+  budgets?: (budget: Budget, access: RequestAccess) => BudgetSpender | undefined;
 }): ImportRunner {
-  const { db, log, concurrency, elsewhere } = options;
+  const { db, log, concurrency, callerConcurrency, elsewhere } = options;
   const holder = randomUUID();
   const targets = new Map(options.targets.map((target) => [target.name, target]));
   const running = new Map<number, Promise<void>>();
@@ -97,11 +117,30 @@ export function startImportRunner(options: {
     const target = targets.get(operation.target as ImportTarget['name'])!;
     // It runs with the access of the request that asked for it, as stored with it; never more.
     const access = accessFromStored(operation.access);
+    const budget =
+      target.rateLimitBudget === undefined || access === undefined
+        ? undefined
+        : options.budgets?.(target.rateLimitBudget, access);
     try {
       const file = fileOf(operation);
       if (access === undefined) await failAbandoned(db, operation, UNKNOWN_ACCESS);
-      else if (elsewhere !== undefined) await elsewhere.run({ operation, access, file });
-      else await runImport({ db, log, target, operation, access, file, stopping: () => stopping, turns: true });
+      else if (elsewhere !== undefined)
+        await elsewhere.run(
+          { operation, access, file, ...(budget === undefined ? {} : { budgetStep: budget.step }) },
+          budget,
+        );
+      else
+        await runImport({
+          db,
+          log,
+          target,
+          operation,
+          access,
+          file,
+          stopping: () => stopping,
+          turns: true,
+          ...(budget === undefined ? {} : { budget }),
+        });
     } catch (error) {
       log.error({ err: error, operation: operation.id }, 'an import failed unexpectedly');
       await failAbandoned(db, operation, 'The import met an unexpected fault (logged by rowi); it stopped.').catch(
@@ -112,22 +151,19 @@ export function startImportRunner(options: {
     }
   };
 
-  const claimOnce = async (): Promise<StoredOperation | undefined> =>
-    unitOfWork(db, async (trx) => {
+  const claimOnce = async (): Promise<StoredOperation | undefined> => {
+    // Most polls end here, without the lock: this process holds no waiting file.
+    if (!(await holdsQueuedImport(db, holder))) return undefined;
+    return unitOfWork(db, async (trx) => {
       await lockClaims(trx);
-      const counts = await countRunning(trx);
-      let total = 0;
-      for (const count of counts.values()) total += count;
-      if (total >= concurrency) return undefined;
-      for (const queued of await findQueued(trx, holder, 32)) {
-        if ((counts.get(queued.created_by) ?? 0) >= concurrency) continue;
-        const started = await markRunning(trx, queued.id, nowTimestamp());
-        if (started === undefined) continue;
-        await recordEvent(trx, 'operation.progressed', operationPath(started.id), presentOperation(started, []));
-        return started;
-      }
-      return undefined;
+      const id = await nextTurn(trx, await findImportTurns(trx, holder), concurrency, callerConcurrency);
+      if (id === undefined) return undefined;
+      const started = await markRunning(trx, id, nowTimestamp());
+      if (started === undefined) return undefined;
+      await recordEvent(trx, 'operation.progressed', operationPath(started.id), presentOperation(started, []));
+      return started;
     });
+  };
 
   const claim = async () => {
     for (;;) {
@@ -238,6 +274,31 @@ export function startImportRunner(options: {
       await elsewhere?.close();
     },
   };
+}
+
+/**
+ * The import this process may start now, if any: while a turn is free in the deployment, the
+ * callers that may run one more are ranked by how many they run (fewest first), then by when their
+ * last import started (longest ago, or never, first: a round robin), then by their oldest waiting
+ * import. Only the first caller's turn is taken, and only by a process that holds one of its files;
+ * another process holds the rest and takes it at its next look (within POLL_MS).
+ */
+async function nextTurn(
+  trx: Trx,
+  turns: ImportTurn[],
+  concurrency: number,
+  callerConcurrency: number,
+): Promise<number | undefined> {
+  const running = turns.reduce((total, turn) => total + turn.running, 0);
+  if (running >= concurrency) return undefined;
+  const waiting = turns.filter((turn) => turn.oldestQueued !== null && turn.running < callerConcurrency);
+  if (waiting.length === 0) return undefined;
+  const fewest = Math.min(...waiting.map((turn) => turn.running));
+  const tied = waiting.filter((turn) => turn.running === fewest);
+  const lastStarts = tied.length > 1 ? await findLastStarts(trx, tied) : new Map<string, string>();
+  const since = (turn: ImportTurn) => lastStarts.get(callerKey(turn)) ?? '';
+  tied.sort((a, b) => since(a).localeCompare(since(b)) || a.oldestQueued! - b.oldestQueued!);
+  return tied[0]!.held ?? undefined;
 }
 
 /**

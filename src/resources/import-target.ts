@@ -3,6 +3,7 @@ import type { TSchema } from 'typebox';
 import type { Scope } from '../auth/policy.js';
 import type { Executor, Trx } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
+import type { Budget } from '../rate-limits/rate-limiter.js';
 import type { ImportTargetName, RowError } from './operations/operations.schema.js';
 import type { RequestAccess } from '../auth/access.js';
 
@@ -45,6 +46,11 @@ export interface ImportTarget {
   keyField?: string;
   /** The path of the record a row wrote (its audit record's path). */
   recordPath(id: number): string;
+  /**
+   * The rate-limit budget each row spends from, as its single request does on top of the caller's
+   * own (orders: orders-create, one unit an order): spent as the import runs (import-run.ts).
+   */
+  rateLimitBudget?: Budget;
   /** Rows a chunk writes at most when not CHUNK_ROWS (orders: a record is many statements, so fewer). */
   chunkRows?: number;
   /** Writes the chunk's rows (checked, no two with one key); what became of each, and the refused ones. */

@@ -1,5 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough, Transform, type Readable } from 'node:stream';
@@ -19,6 +20,8 @@ import type { ImportTarget } from './import-target.js';
 export interface SpooledFile {
   path: string;
   bytes: number;
+  /** SHA-256 of its bytes (base64url), taken as they arrived: what an Idempotency-Key compares. */
+  sha256: string;
 }
 
 /**
@@ -31,7 +34,14 @@ const DISCARD_MS = 10_000;
 
 export async function spoolUpload(
   body: Readable,
-  options: { directory: string; maxBytes: number; mediaType: ImportMediaType; target: ImportTarget },
+  options: {
+    directory: string;
+    maxBytes: number;
+    /** The refusal once `reached` bytes passed maxBytes (by default 413 import-too-large naming ROWI_IMPORT_MAX_BYTES). */
+    overMax?: (reached: number) => AppError;
+    mediaType: ImportMediaType;
+    target: ImportTarget;
+  },
 ): Promise<SpooledFile> {
   await mkdir(options.directory, { recursive: true }).catch((error: unknown) => {
     discardRest(body);
@@ -43,9 +53,11 @@ export async function spoolUpload(
   let firstLineDone = false;
   let blank = true;
   const decoder = new TextDecoder('utf-8', { fatal: true });
+  const digest = createHash('sha256');
   const check = new Transform({
     transform(chunk: Buffer, _encoding, done) {
-      if (bytes + chunk.length > options.maxBytes) return done(tooLarge(options.maxBytes));
+      if (bytes + chunk.length > options.maxBytes)
+        return done(options.overMax === undefined ? tooLarge(options.maxBytes) : options.overMax(bytes + chunk.length));
       const nul = chunk.indexOf(0);
       if (nul !== -1) return done(invalid(`byte ${bytes + nul + 1} is NUL (0x00); a text file holds none`, '#'));
       try {
@@ -65,6 +77,7 @@ export async function spoolUpload(
         if (end !== -1 || firstLine.reduce((sum, part) => sum + part.length, 0) > HEADER_BYTES) firstLineDone = true;
       }
       bytes += chunk.length;
+      digest.update(chunk);
       done(null, chunk);
     },
     flush(done) {
@@ -88,19 +101,23 @@ export async function spoolUpload(
     if (!body.readableEnded) source.destroy(error instanceof AppError ? error : uploadEnded());
   };
   body.once('error', aborted).once('close', aborted).pipe(source);
+  const writer = createWriteStream(path);
   try {
-    await pipeline(source, check, createWriteStream(path));
+    await pipeline(source, check, writer);
     if (options.mediaType === 'text/csv') checkHeader(Buffer.concat(firstLine).toString('utf8'), options.target);
   } catch (error) {
     body.unpipe(source);
     discardRest(body);
+    // A file refused at its first chunk may not be open yet: removed only once its stream has
+    // closed, or the open that comes after would leave an empty file behind.
+    if (!writer.closed) await once(writer, 'close').catch(() => undefined);
     await rm(path, { force: true });
     throw spoolFault(error) ?? error;
   } finally {
     body.off('error', aborted).off('close', aborted);
     firstLine = [];
   }
-  return { path, bytes };
+  return { path, bytes, sha256: digest.digest('base64url') };
 }
 
 /**
@@ -197,10 +214,11 @@ function spoolFault(error: unknown): AppError | undefined {
   return undefined;
 }
 
-function tooLarge(maxBytes: number): AppError {
+/** 413: the file is larger than a limit on its own (no wait would let it through). */
+function tooLarge(maxBytes: number, setting = 'ROWI_IMPORT_MAX_BYTES'): AppError {
   return new AppError(
     'import-too-large',
-    `The file is larger than ${maxBytes} bytes (ROWI_IMPORT_MAX_BYTES); nothing of it was kept. Split it.`,
+    `The file is larger than ${maxBytes} bytes (${setting}); nothing of it was kept. Split it.`,
     { extensions: { max_bytes: maxBytes } },
   );
 }

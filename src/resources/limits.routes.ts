@@ -23,11 +23,26 @@ const Budget = (description: string) =>
 const LimitsSchema = Type.Object(
   {
     rate_limit: Budget("the caller's own budget (the client address's, without credentials)"),
-    orders_create: Budget('POST /v1/orders, spent on top of rate_limit'),
-    failed_authentication: Budget('requests with invalid credentials per client address before 429'),
+    orders_create: Budget('orders placed (POST /v1/orders, each order of a batch or an import), on top of rate_limit'),
+    failed_authentication: Budget(
+      'requests with invalid credentials per client address, and per API key or client id named, before 429',
+    ),
     counted: Type.String({ description: 'instance: each instance counts alone; redis: shared by every instance' }),
     body_limit_bytes: Type.Integer({ description: 'larger request bodies get 413' }),
     page_size_max: Type.Integer({ description: 'the largest limit a collection takes' }),
+    imports: Type.Object(
+      {
+        file_bytes_max: Type.Integer({ description: 'the largest file an import takes (413 import-too-large)' }),
+        running_max: Type.Integer({ description: "the caller's imports that run at once; the others wait queued" }),
+        queued_max: Type.Union([Type.Integer(), Type.Null()], {
+          description: 'imports the caller may have waiting (429 import-queue-full); null: unlimited',
+        }),
+        queued_bytes_max: Type.Union([Type.Integer(), Type.Null()], {
+          description: "bytes the caller's waiting files may hold together (429 import-queue-full); null: unlimited",
+        }),
+      },
+      { additionalProperties: false, description: 'what the caller may upload and have waiting (docs/bulk.md)' },
+    ),
     timeouts_ms: Type.Object(
       {
         headers: Type.Integer({ description: 'to send the request line and headers' }),
@@ -57,7 +72,7 @@ const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         permission: 'public',
         summary: 'The rate limits, sizes and time-outs that apply to the caller',
         description:
-          "The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.",
+          "The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, what it may upload and have waiting to import, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.",
         tags: ['service'],
         // Public, but credentials sent are checked: an invalid key is 401, as anywhere.
         problems: [401],
@@ -77,6 +92,12 @@ const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         counted: rateLimiter.sharing,
         body_limit_bytes: config.bodyLimit,
         page_size_max: MAX_LIMIT,
+        imports: {
+          file_bytes_max: config.importMaxBytes,
+          running_max: Math.min(config.importCallerConcurrency, config.importConcurrency),
+          queued_max: config.importQueueMax === 0 ? null : config.importQueueMax,
+          queued_bytes_max: config.importQueueBytes === 0 ? null : config.importQueueBytes,
+        },
         timeouts_ms: {
           headers: config.headersTimeout,
           request: config.requestTimeout,

@@ -157,16 +157,21 @@ describe('the TypeScript client (clients/typescript)', () => {
 
     const user = await rowi.POST('/v1/users', { body: { name: 'Typed buyer', email: 'typed.buyer@example.com' } });
     const itemId = listed.data!.data[0]!.id;
-    const orders = await importFile(
-      { baseUrl, apiKey: test.adminKey },
-      {
-        collection: 'orders',
-        file: `${JSON.stringify({ name: 'TC-ORDER', user_id: user.data!.id, lines: [{ item_id: itemId, quantity: 2 }] })}\n`,
-        mediaType: 'application/x-ndjson',
-        pollMs: 20,
-      },
-    );
+    const importOrders = () =>
+      importFile(
+        { baseUrl, apiKey: test.adminKey },
+        {
+          collection: 'orders',
+          file: `${JSON.stringify({ name: 'TC-ORDER', user_id: user.data!.id, lines: [{ item_id: itemId, quantity: 2 }] })}\n`,
+          mediaType: 'application/x-ndjson',
+          idempotencyKey: 'tc-orders-1',
+          pollMs: 20,
+        },
+      );
+    const orders = await importOrders();
     expect(orders).toMatchObject({ target: 'orders', status: 'succeeded', progress: { rows_succeeded: 1 } });
+    // Retried with the same key: the same operation, and the order is placed once.
+    expect((await importOrders()).id).toBe(orders.id);
     const placed = await rowi.GET('/v1/orders', { params: { query: { user_id: user.data!.id } } });
     expect(placed.data?.data.map((order) => [order.name, order.total])).toEqual([['TC-ORDER', '6.00']]);
   });

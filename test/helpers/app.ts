@@ -99,3 +99,18 @@ export async function listenOnLoopback(test: TestApp): Promise<string> {
   const address = test.app.server.address();
   return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
 }
+
+/** A request from a given client address (in-process injection lets the test choose it), as it comes: no key added. */
+export async function callFrom(test: TestApp, address: string, options: InjectOptions): Promise<Reply> {
+  const response = await test.app.inject({ remoteAddress: address, ...options });
+  const mediaType = String(response.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim();
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text: response.body,
+    json: mediaType.endsWith('json') ? JSON.parse(response.body) : undefined,
+    mediaType,
+  };
+}

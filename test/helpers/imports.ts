@@ -23,14 +23,19 @@ export class Importer {
       type = 'text/csv',
       query = '',
       key = this.test.adminKey,
-      headers,
+      headers = {},
     }: { type?: string; query?: string; key?: string; headers?: Record<string, string> } = {},
   ): Promise<Reply> {
     const path = join(this.folder, `file-${++this.#files}`);
     writeFileSync(path, text);
     const response = await fetch(`${this.base}/v1/${collection}/import${query}`, {
       method: 'POST',
-      headers: { 'content-type': type, ...(headers ?? { 'x-api-key': key }) },
+      // Credentials of another kind (a bearer token) replace the key; other headers come besides it.
+      headers: {
+        'content-type': type,
+        ...(headers.authorization === undefined ? { 'x-api-key': key } : {}),
+        ...headers,
+      },
       body: createReadStream(path) as unknown as RequestInit['body'],
       duplex: 'half',
     } as RequestInit);

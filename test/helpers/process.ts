@@ -1,4 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { request, type IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { join, resolve } from 'node:path';
 import { describeSettings } from '../../src/config/config.js';
 import { NO_RATE_LIMITS } from './rate-limits.js';
@@ -197,4 +199,42 @@ export async function callServer(
   const text = await reply.text();
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return { status: reply.status, json: (text === '' ? undefined : JSON.parse(text)) as any };
+}
+
+/**
+ * The workers (their numbers in the log of `rowi serve --workers N`) that answered a request with
+ * `status`; `request`: only requests of that method and path (`POST /v1/orders`).
+ */
+export function workersThatAnswered(server: RunningServer, status: number, request?: string): Set<number> {
+  const workers = new Set<number>();
+  for (const line of server.stdout().split('\n')) {
+    if (!line.includes('"msg":"request completed"') || !line.includes(`"status":${status}`)) continue;
+    const entry = JSON.parse(line) as { worker: number; method: string; path: string };
+    if (request === undefined || `${entry.method} ${entry.path}` === request) workers.add(entry.worker);
+  }
+  return workers;
+}
+
+/**
+ * One request on a connection of its own (no keep-alive: the primary of `rowi serve --workers N`
+ * deals each connection to the next worker); `body` a text or a stream (a file).
+ */
+export function sendAlone(
+  server: Pick<RunningServer, 'baseUrl'>,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | Readable,
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(new URL(path, server.baseUrl), { method, headers, agent: false }, (reply) => {
+      let text = '';
+      reply.setEncoding('utf8');
+      reply.on('data', (chunk: string) => (text += chunk));
+      reply.on('end', () => resolve({ status: reply.statusCode ?? 0, headers: reply.headers, text }));
+    });
+    outgoing.on('error', reject);
+    if (body === undefined || typeof body === 'string') outgoing.end(body);
+    else body.pipe(outgoing);
+  });
 }

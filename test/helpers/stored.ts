@@ -21,3 +21,12 @@ export async function storedInventory(test: TestApp) {
     lines: await db.selectFrom('order_lines').selectAll().orderBy('order_id').orderBy('item_id').execute(),
   };
 }
+
+/** How many operations (imports and backups) are stored: what "nothing was queued" is checked against. */
+export async function storedOperationCount(test: TestApp): Promise<number> {
+  const row = await test.storage.db
+    .selectFrom('operations')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,9 +1,8 @@
-import type { InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/db/connect.js';
-import { call, startApp, type Reply, type TestApp } from '../helpers/app.js';
+import { call, callFrom, startApp, type Reply, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerWithKey } from '../helpers/records.js';
 import { storedUsers } from '../helpers/stored.js';
@@ -29,21 +28,6 @@ afterEach(async () => {
   for (const started of apps.splice(0)) await started.close();
   for (const proxy of proxies.splice(0)) await proxy.close();
 });
-
-/** A request from a given client address (in-process injection lets the test choose it). */
-async function from(test: TestApp, address: string, options: InjectOptions): Promise<Reply> {
-  const response = await test.app.inject({ remoteAddress: address, ...options });
-  const mediaType = String(response.headers['content-type'] ?? '')
-    .split(';')[0]!
-    .trim();
-  return {
-    status: response.statusCode,
-    headers: response.headers,
-    text: response.body,
-    json: mediaType.endsWith('json') ? JSON.parse(response.body) : undefined,
-    mediaType,
-  };
-}
 
 /** The numbers of one policy in a RateLimit header: "name";r=<remaining>;t=<reset>. */
 function standing(reply: Reply, policy: string): { remaining: number; reset: number } {
@@ -107,14 +91,14 @@ describe('per-caller rate limits', () => {
   it('without credentials, requests are counted per client address ("address" policy); another address has its own budget; health probes are never counted', async () => {
     const test = await app({ ROWI_RATE_LIMIT_ANONYMOUS: '3' });
     const replies = [];
-    for (let index = 0; index < 4; index++) replies.push(await from(test, '10.1.1.1', { url: '/v1' }));
+    for (let index = 0; index < 4; index++) replies.push(await callFrom(test, '10.1.1.1', { url: '/v1' }));
     expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 429]);
     expect(replies[0]!.headers['ratelimit-policy']).toBe('"address";q=3;w=60');
     expect(replies.slice(0, 3).map((reply) => standing(reply, 'address').remaining)).toEqual([2, 1, 0]);
     expect(expectProblem(replies[3]!, 429, 'rate-limited').policy).toBe('address');
-    expect((await from(test, '10.1.1.2', { url: '/v1' })).status).toBe(200);
+    expect((await callFrom(test, '10.1.1.2', { url: '/v1' })).status).toBe(200);
     for (let index = 0; index < 5; index++) {
-      const probe = await from(test, '10.1.1.1', { url: '/health/live' });
+      const probe = await callFrom(test, '10.1.1.1', { url: '/health/live' });
       expect(probe.status).toBe(200);
       expect(probe.headers.ratelimit).toBeUndefined();
     }
@@ -178,13 +162,15 @@ describe('per-caller rate limits', () => {
     expect(after.headers['ratelimit-policy']).toBe('"caller";q=1000;w=60');
   });
 
-  it("GET /v1/limits lists the caller's budgets, the body limit, the page size cap and the time-outs; without credentials, the address's", async () => {
+  it("GET /v1/limits lists the caller's budgets, the body limit, the page size cap, what it may upload and have waiting to import, and the time-outs; without credentials, the address's", async () => {
     const test = await app({
       ROWI_RATE_LIMIT_ANONYMOUS: '30',
       ROWI_RATE_LIMIT_ADMIN: '900',
       ROWI_RATE_LIMIT_ORDERS_CREATE: '50',
       ROWI_AUTH_FAILURE_LIMIT: '7',
       ROWI_BODY_LIMIT: '65536',
+      ROWI_IMPORT_QUEUE_MAX: '4',
+      ROWI_IMPORT_QUEUE_BYTES: '0',
     });
     const mine = await test.call({ url: '/v1/limits' });
     expect(mine.status).toBe(200);
@@ -195,6 +181,7 @@ describe('per-caller rate limits', () => {
       counted: 'instance',
       body_limit_bytes: 65536,
       page_size_max: 500,
+      imports: { file_bytes_max: 1073741824, running_max: 1, queued_max: 4, queued_bytes_max: null },
       timeouts_ms: { headers: 10000, request: 30000, keep_alive: 72000, handler: 15000, database: 5000 },
     });
     const anonymous = await test.call({ url: '/v1/limits', key: null });
@@ -228,7 +215,7 @@ describe('failed authentication, per address', () => {
     const statuses: number[] = [];
     for (let index = 0; index < 6; index++) {
       const started = performance.now();
-      statuses.push((await from(test, '10.9.9.9', { url: '/v1/users', headers: bad })).status);
+      statuses.push((await callFrom(test, '10.9.9.9', { url: '/v1/users', headers: bad })).status);
       timings.push(performance.now() - started);
     }
     expect(statuses.slice(0, 4)).toEqual([401, 401, 401, 401]);
@@ -237,7 +224,7 @@ describe('failed authentication, per address', () => {
     expect(timings[3]).toBeGreaterThanOrEqual(200);
     expect(timings[0]).toBeLessThan(200);
     const usersBefore = await storedUsers(test);
-    const refused = await from(test, '10.9.9.9', {
+    const refused = await callFrom(test, '10.9.9.9', {
       method: 'POST',
       url: '/v1/users',
       headers: { ...bad, 'content-type': 'application/json' },
@@ -248,10 +235,10 @@ describe('failed authentication, per address', () => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
 
     // The admin's valid key from another address works; so does a request without credentials from the throttled one.
-    expect((await from(test, '10.7.7.7', { url: '/v1/users', headers: { 'x-api-key': test.adminKey } })).status).toBe(
-      200,
-    );
-    expect((await from(test, '10.9.9.9', { url: '/v1' })).status).toBe(200);
+    expect(
+      (await callFrom(test, '10.7.7.7', { url: '/v1/users', headers: { 'x-api-key': test.adminKey } })).status,
+    ).toBe(200);
+    expect((await callFrom(test, '10.9.9.9', { url: '/v1' })).status).toBe(200);
   });
 });
 
@@ -259,7 +246,7 @@ describe('failed authentication, every way of presenting a credential', () => {
   const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
   const WRONG_KEY = 'rowi_abcdefgh_notakeynotakeynotakeynotakeynotakeynotakey0';
   const tokenWithForm = (test: TestApp, address: string, secret: string) =>
-    from(test, address, {
+    callFrom(test, address, {
       method: 'POST',
       url: '/oauth/token',
       headers: FORM,
@@ -270,7 +257,7 @@ describe('failed authentication, every way of presenting a credential', () => {
       }).toString(),
     });
 
-  it('POST /oauth/token: a wrong client_secret in the form (client_secret_post) spends the budget: 401 four times, then 429 even with the right secret', async () => {
+  it('POST /oauth/token: a wrong client_secret in the form (client_secret_post) spends the budget: 401 four times, then 429 with the right secret too until it is proven valid (from the address, and for the client it names from any address); once it has authenticated a request, 200', async () => {
     const test = await app({
       ROWI_AUTH_FAILURE_LIMIT: '4',
       ROWI_RATE_LIMIT_ANONYMOUS: '0',
@@ -282,7 +269,13 @@ describe('failed authentication, every way of presenting a credential', () => {
     const refused = await tokenWithForm(test, '10.8.8.8', test.adminKey);
     expect(expectProblem(refused, 429, 'rate-limited').policy).toBe('failed-auth');
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    // Another address is not affected.
+    // The guesses named the client "admin": from another address too, until its secret is proven.
+    const elsewhere = await tokenWithForm(test, '10.8.8.9', test.adminKey);
+    expect(expectProblem(elsewhere, 429, 'rate-limited').detail).toMatch(/named this client/);
+    expect(
+      (await callFrom(test, '10.8.8.9', { url: '/v1/users', headers: { 'x-api-key': test.adminKey } })).status,
+    ).toBe(200);
+    expect((await tokenWithForm(test, '10.8.8.8', test.adminKey)).status).toBe(200);
     expect((await tokenWithForm(test, '10.8.8.9', test.adminKey)).status).toBe(200);
   });
 
@@ -295,9 +288,9 @@ describe('failed authentication, every way of presenting a credential', () => {
     const address = '10.6.6.6';
     const basic = `Basic ${Buffer.from(`admin:${WRONG_KEY}`).toString('base64')}`;
     const failures = [
-      await from(test, address, { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } }),
-      await from(test, address, { url: '/v1/users', headers: { authorization: 'Bearer not.a.token' } }),
-      await from(test, address, {
+      await callFrom(test, address, { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } }),
+      await callFrom(test, address, { url: '/v1/users', headers: { authorization: 'Bearer not.a.token' } }),
+      await callFrom(test, address, {
         method: 'POST',
         url: '/oauth/token',
         headers: { ...FORM, authorization: basic },
@@ -308,9 +301,9 @@ describe('failed authentication, every way of presenting a credential', () => {
     expect(failures.map((reply) => reply.status)).toEqual([401, 401, 401, 401]);
     for (const next of [
       () => tokenWithForm(test, address, WRONG_KEY),
-      () => from(test, address, { url: '/v1/users', headers: { 'x-api-key': test.adminKey } }),
+      () => callFrom(test, address, { url: '/v1/users', headers: { 'x-api-key': test.adminKey } }),
       () =>
-        from(test, address, {
+        callFrom(test, address, {
           method: 'POST',
           url: '/oauth/token',
           headers: { ...FORM, authorization: basic },
@@ -330,7 +323,9 @@ describe('failed authentication, every way of presenting a credential', () => {
     const started = performance.now();
     const statuses = new Set<number>();
     for (let index = 0; index < 30; index++) {
-      statuses.add((await from(test, '10.5.5.5', { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } })).status);
+      statuses.add(
+        (await callFrom(test, '10.5.5.5', { url: '/v1/users', headers: { 'x-api-key': WRONG_KEY } })).status,
+      );
       statuses.add((await tokenWithForm(test, '10.5.5.5', WRONG_KEY)).status);
     }
     expect([...statuses]).toEqual([401]);

@@ -467,3 +467,38 @@ describe('batch rate limits', () => {
     expect((await limited.storage.db.selectFrom('users').select('id').execute()).length).toBe(4);
   });
 });
+
+describe('the orders-create budget of an orders batch', () => {
+  let limited: TestApp;
+  beforeAll(async () => {
+    limited = await startApp({ ROWI_RATE_LIMIT_ORDERS_CREATE: '3' });
+  });
+  afterAll(() => limited.close());
+
+  it('POST /v1/orders/batch: each order placed spends a unit of orders-create and a batch that places none spends nothing of it, when the budget is spent', async () => {
+    const { user } = await createUser(limited);
+    const { item } = await createItem(limited);
+    await setStock(limited, item.id, 100);
+    const order = (name: string) => ({ name, user_id: user.id, lines: [{ item_id: item.id, quantity: 1 }] });
+    const batch = (body: unknown) => limited.call({ method: 'POST', url: '/v1/orders/batch', body });
+
+    const placed = await batch({ create: [order('B-1'), order('B-2'), order('B-3')] });
+    expect(placed.status).toBe(200);
+    expect(placed.headers['ratelimit-policy']).toBe('"orders-create";q=3;w=60');
+    expect(placed.headers.ratelimit).toMatch(/^"orders-create";r=0;t=\d+$/);
+    const ids = (placed.json.create as { location: string }[]).map((entry) => Number(entry.location.split('/')[3]));
+
+    // Cancelling orders places none: it spends nothing of the spent budget, as PATCH /v1/orders/{id} would not.
+    const cancelled = await batch({ change: [{ id: ids[0], status: 'cancelled' }] });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.headers['ratelimit-policy']).toBeUndefined();
+    expect(expectProblem(await batch({ create: [order('B-4')] }), 429, 'rate-limited').policy).toBe('orders-create');
+    expect(
+      expectProblem(
+        await batch({ create: [order('B-5'), order('B-6'), order('B-7'), order('B-8')] }),
+        413,
+        'batch-too-large',
+      ),
+    ).toMatchObject({ policy: 'orders-create', max_entries: 3 });
+  });
+});

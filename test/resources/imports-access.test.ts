@@ -397,6 +397,7 @@ describe('an operation stored without the access of its request', () => {
       log: test.app.log,
       targets: IMPORTERS,
       concurrency: 1,
+      callerConcurrency: 1,
       directory,
     });
     try {

@@ -1,7 +1,7 @@
 import { createReadStream, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../helpers/process.js';
+import { sendAlone, startServer, workersThatAnswered, type RunningServer } from '../helpers/process.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
@@ -128,6 +128,87 @@ describe('the import concurrency cap across processes', () => {
         .sort((a, b) => a.start - b.start);
       for (let index = 1; index < spans.length; index++)
         expect(spans[index]!.start).toBeGreaterThanOrEqual(spans[index - 1]!.end);
+    },
+  );
+});
+
+interface Answer {
+  status: number;
+  location: string | undefined;
+  retryAfter: string | undefined;
+  body: { type?: string; status?: string; started_at?: string | null };
+}
+
+/** Posts `file` on a connection of its own (dealt to the next worker). */
+async function uploadAlone(server: RunningServer, key: string, file: string): Promise<Answer> {
+  const headers = { 'content-type': 'text/csv', 'x-api-key': key, 'content-length': String(statSync(file).size) };
+  const reply = await sendAlone(server, 'POST', '/v1/items/import?mode=partial', headers, createReadStream(file));
+  return {
+    status: reply.status,
+    location: reply.headers.location,
+    retryAfter: reply.headers['retry-after'],
+    body: JSON.parse(reply.text) as Answer['body'],
+  };
+}
+
+describe('the import queue of rowi serve --workers 2', () => {
+  it(
+    "POST /v1/items/import: a second caller's one-row import runs before the first caller's backlog, the caller's queue is capped (429) and every file's bytes are capped (507), when the uploads reach both workers",
+    { timeout: 120_000 },
+    async () => {
+      const server = await startServer({
+        args: ['--workers', '2'],
+        env: {
+          ROWI_IMPORT_CONCURRENCY: '1',
+          ROWI_IMPORT_QUEUE_MAX: '3',
+          ROWI_IMPORT_SPOOL_BYTES: '3000000',
+          ROWI_IMPORT_DIRECTORY: join(tempFolder('spool-workers'), 'files'),
+        },
+        timeoutMs: 60_000,
+      });
+      servers.push(server);
+      const admin = server.adminKey;
+      const caller = await json<{ id: number }>(server, admin, 'POST', '/v1/callers', {
+        name: 'second',
+        role: 'editor',
+      });
+      const other = (await json<{ key: string }>(server, admin, 'POST', `/v1/callers/${caller.body.id}/keys`, {})).body
+        .key;
+
+      const first = await uploadAlone(server, admin, catalogue('W0', FIRST_ROWS));
+      expect(first.status).toBe(202);
+      let seen = (await json<Operation>(server, admin, 'GET', first.location!)).body;
+      for (let attempt = 0; attempt < 300 && seen.progress.committed_through === 0; attempt++) {
+        await pause(20);
+        seen = (await json<Operation>(server, admin, 'GET', first.location!)).body;
+      }
+      expect(seen.status).toBe('running');
+      const backlog: Answer[] = [];
+      for (const name of ['W1', 'W2', 'W3']) backlog.push(await uploadAlone(server, admin, catalogue(name, ROWS)));
+      expect(backlog.map((answer) => answer.status)).toEqual([202, 202, 202]);
+      // The fourth waiting import of the first caller, on whichever worker: its queue is full.
+      const refused = await uploadAlone(server, admin, catalogue('W4', 10));
+      expect(refused).toMatchObject({ status: 429, retryAfter: '30', body: { type: '/problems/import-queue-full' } });
+      const second = await uploadAlone(server, other, catalogue('X1', 1));
+      expect(second.status).toBe(202);
+      // 2.3 MB running and about 0.14 MB waiting: 0.7 MB more would pass 3,000,000 bytes.
+      const tooMuch = await uploadAlone(server, other, catalogue('X2', 30_000));
+      expect(tooMuch).toMatchObject({ status: 507, retryAfter: '60', body: { type: '/problems/import-spool-full' } });
+      expect((await json<Operation>(server, admin, 'GET', first.location!)).body.status).toBe('running');
+      expect(workersThatAnswered(server, 202)).toEqual(new Set([1, 2]));
+
+      const ended = async (location: string, key: string) => {
+        let operation = (await json<Operation>(server, key, 'GET', location)).body;
+        for (let attempt = 0; attempt < 900 && ['queued', 'running'].includes(operation.status); attempt++) {
+          await pause(100);
+          operation = (await json<Operation>(server, key, 'GET', location)).body;
+        }
+        expect(operation.status).toBe('succeeded');
+        return Date.parse(operation.started_at!);
+      };
+      const theirs = await ended(second.location!, other);
+      const backlogStarts = await Promise.all(backlog.map((answer) => ended(answer.location!, admin)));
+      for (const start of backlogStarts) expect(theirs).toBeLessThan(start);
     },
   );
 });

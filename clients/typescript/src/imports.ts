@@ -26,6 +26,11 @@ interface ImportOptions {
   mediaType: 'text/csv' | 'application/x-ndjson';
   mode?: 'atomic' | 'partial';
   dryRun?: boolean;
+  /**
+   * Makes the upload safe to retry: sent again with the same key, file and options (within 24
+   * hours), rowi answers the operation the first upload started instead of importing the file twice.
+   */
+  idempotencyKey?: string;
   /** Milliseconds between two reads of the operation when rowi sends no Retry-After (default 1,000). */
   pollMs?: number;
   /** Gives up waiting (the import goes on) after this many milliseconds (default 1 hour). */
@@ -66,7 +71,11 @@ export async function importFile(client: RowiClientOptions, options: ImportFileO
   const search = query.size > 0 ? `?${query.toString()}` : '';
   const posted = await fetch(`${baseUrl}${IMPORT_PATHS[options.collection]}${search}`, {
     method: 'POST',
-    headers: { ...headers, 'Content-Type': options.mediaType },
+    headers: {
+      ...headers,
+      'Content-Type': options.mediaType,
+      ...(options.idempotencyKey === undefined ? {} : { 'Idempotency-Key': options.idempotencyKey }),
+    },
     body: options.file as RequestInit['body'],
     ...(options.file instanceof ReadableStream ? { duplex: 'half' } : {}),
     ...(options.signal === undefined ? {} : { signal: options.signal }),

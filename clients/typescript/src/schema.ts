@@ -129,7 +129,7 @@ export interface paths {
         };
         /**
          * The rate limits, sizes and time-outs that apply to the caller
-         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
+         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, what it may upload and have waiting to import, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
          */
         get: operations["getLimits"];
         put?: never;
@@ -138,7 +138,7 @@ export interface paths {
         options?: never;
         /**
          * The rate limits, sizes and time-outs that apply to the caller
-         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
+         * @description The caller's rate limits (its requests a minute, placing orders, failed authentication, and where they are counted), the largest body and page, what it may upload and have waiting to import, and the time-outs. Public: without credentials, those of an anonymous caller; an invalid key is 401 as anywhere.
          */
         head: operations["getLimits-head"];
         patch?: never;
@@ -3502,7 +3502,7 @@ export interface components {
                 /** Format: int64 */
                 window_seconds: number;
             } | null;
-            /** @description POST /v1/orders, spent on top of rate_limit; null: unlimited */
+            /** @description orders placed (POST /v1/orders, each order of a batch or an import), on top of rate_limit; null: unlimited */
             orders_create: {
                 /** @description the name in RateLimit-Policy and RateLimit headers */
                 policy: string;
@@ -3514,7 +3514,7 @@ export interface components {
                 /** Format: int64 */
                 window_seconds: number;
             } | null;
-            /** @description requests with invalid credentials per client address before 429; null: unlimited */
+            /** @description requests with invalid credentials per client address, and per API key or client id named, before 429; null: unlimited */
             failed_authentication: {
                 /** @description the name in RateLimit-Policy and RateLimit headers */
                 policy: string;
@@ -3538,6 +3538,23 @@ export interface components {
              * @description the largest limit a collection takes
              */
             page_size_max: number;
+            /** @description what the caller may upload and have waiting (docs/bulk.md) */
+            imports: {
+                /**
+                 * Format: int64
+                 * @description the largest file an import takes (413 import-too-large)
+                 */
+                file_bytes_max: number;
+                /**
+                 * Format: int64
+                 * @description the caller's imports that run at once; the others wait queued
+                 */
+                running_max: number;
+                /** @description imports the caller may have waiting (429 import-queue-full); null: unlimited */
+                queued_max: number | null;
+                /** @description bytes the caller's waiting files may hold together (429 import-queue-full); null: unlimited */
+                queued_bytes_max: number | null;
+            };
             timeouts_ms: {
                 /**
                  * Format: int64
@@ -10179,7 +10196,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10193,13 +10213,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
@@ -10231,7 +10252,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10245,13 +10269,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
@@ -10283,7 +10308,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10297,13 +10325,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
@@ -10333,7 +10362,10 @@ export interface operations {
                 /** @description true: check every row as the import would, store nothing */
                 dry_run?: "true" | "false";
             };
-            header?: never;
+            header?: {
+                /** @description makes the POST safe to retry: the same key and body replay the first response for 24 hours */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10347,13 +10379,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation, queued */
+            /** @description The operation, queued (or, for a repeated Idempotency-Key, the one the first upload queued) */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };

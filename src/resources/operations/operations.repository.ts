@@ -69,18 +69,6 @@ export async function lockClaims(trx: Trx): Promise<void> {
   if (!isSqlite(trx)) await sql`select pg_advisory_xact_lock(hashtext('rowi.import-claim'))`.execute(trx);
 }
 
-/** Running imports per caller (null: a caller-less one); backups have their own turn (one at a time). */
-export async function countRunning(trx: Trx): Promise<Map<number | null, number>> {
-  const rows = await trx
-    .selectFrom('operations')
-    .select(['created_by', (eb) => eb.fn.countAll<number | string>().as('running')])
-    .where('status', '=', 'running')
-    .where('kind', '=', 'import')
-    .groupBy('created_by')
-    .execute();
-  return new Map(rows.map((row) => [row.created_by === null ? null : Number(row.created_by), Number(row.running)]));
-}
-
 /** The oldest queued imports whose files `holder` holds. */
 export async function findQueued(trx: Trx, holder: string, limit: number) {
   const rows = await trx

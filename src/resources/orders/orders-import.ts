@@ -46,6 +46,8 @@ export const ORDERS_IMPORT: ImportTarget = {
   fromCsv: (cells) => ({ ...cells }),
   csvGroup: { by: 'order', member: 'lines', max: MAX_LINES, fromCsvRows: orderOfRows },
   recordPath: (id) => `/v1/orders/${id}`,
+  // Each order spends from the caller's orders-create budget, as POST /v1/orders does.
+  rateLimitBudget: 'orders-create',
   chunkRows: 100,
   write: (trx, rows, context) => writeOrders(trx, rows as unknown as { row: number; value: OrderCreate }[], context),
 };
