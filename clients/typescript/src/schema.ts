@@ -949,7 +949,7 @@ export interface paths {
         };
         /**
          * Download every refused row of an operation
-         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.
+         * @description Every error of its rows (row, field, problem, detail), in row order, streamed from the database a page at a time, however many there are: NDJSON (application/x-ndjson or application/jsonl, one JSON object a line) when Accept is absent or allows anything, or a JSON or XML document `{"data": [...]}` when Accept asks for it.
          */
         get: operations["getOperationErrors"];
         put?: never;
@@ -958,7 +958,7 @@ export interface paths {
         options?: never;
         /**
          * Download every refused row of an operation
-         * @description Every error of its rows, one JSON object a line (row, field, problem, detail), in row order, streamed from the database a page at a time. Only as application/x-ndjson (application/jsonl): a file of any length, not a document, so there is no JSON or XML form of it (the first errors are in the operation itself, in either); an Accept that allows no NDJSON is 406 naming it.
+         * @description Every error of its rows (row, field, problem, detail), in row order, streamed from the database a page at a time, however many there are: NDJSON (application/x-ndjson or application/jsonl, one JSON object a line) when Accept is absent or allows anything, or a JSON or XML document `{"data": [...]}` when Accept asks for it.
          */
         head: operations["getOperationErrors-head"];
         patch?: never;
@@ -2010,11 +2010,11 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description scopes of the role taken away */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             /** @description what the caller may do: role + extra − removed */
-            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["PartialRecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
             rate_limit?: number | null;
@@ -2906,7 +2906,7 @@ export interface components {
          *       "summary": {
          *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
          *         "rows_committed": 39998,
-         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *         "committed": "The file's rows 2 to 40001 were committed (row 1 is its header), except the failed rows listed in errors; no later row was."
          *       },
          *       "errors": [
          *         {
@@ -3900,7 +3900,7 @@ export interface components {
          *       "summary": {
          *         "detail": "39998 rows stored, 0 skipped, 2 refused.",
          *         "rows_committed": 39998,
-         *         "committed": "Rows up to row 40001 were committed, except the failed rows listed in errors; no later row was."
+         *         "committed": "The file's rows 2 to 40001 were committed (row 1 is its header), except the failed rows listed in errors; no later row was."
          *       },
          *       "errors": [
          *         {
@@ -4000,6 +4000,11 @@ export interface components {
             problem: string;
             /** @description what is wrong with it */
             detail: string;
+        };
+        /** OperationRowErrors */
+        OperationRowErrors: {
+            /** @description every refused row, in row order */
+            data: components["schemas"]["OperationRowError"][];
         };
         /**
          * Order
@@ -5284,7 +5289,7 @@ export interface components {
             client_id?: string;
             /** @description one of the caller's API keys, when not sent by HTTP Basic */
             client_secret?: string;
-            /** @description the id of a user the token is to act for (docs/access.md "Acting for a user"): it then sees only that user's record (GET /v1/users/me) and orders. The caller needs users:act and must see the user */
+            /** @description the id of a user the token is to act for (docs/access.md "Acting for a user"): it then sees only that user's record (GET /v1/users/me) and orders, and carries only the scopes of records (those of data resources, orders:cancel, events:read, operations:*). The caller needs users:act and must see the user */
             user_id?: string;
         } & {
             [key: string]: unknown;
@@ -10690,7 +10695,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The errors, one a line */
+            /** @description The errors: one a line (NDJSON), or in one document (JSON, XML) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10700,6 +10705,8 @@ export interface operations {
                 };
                 content: {
                     "application/x-ndjson": string;
+                    "application/json": components["schemas"]["OperationRowErrors"];
+                    "application/xml": components["schemas"]["OperationRowErrors"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10725,7 +10732,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The errors, one a line */
+            /** @description The errors: one a line (NDJSON), or in one document (JSON, XML) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10735,6 +10742,8 @@ export interface operations {
                 };
                 content: {
                     "application/x-ndjson": string;
+                    "application/json": components["schemas"]["OperationRowErrors"];
+                    "application/xml": components["schemas"]["OperationRowErrors"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -109,6 +109,8 @@ export type OperationFields = components['schemas']['OperationFields'];
 export type OperationPage = components['schemas']['OperationPage'];
 /** OperationRowError */
 export type OperationRowError = components['schemas']['OperationRowError'];
+/** OperationRowErrors */
+export type OperationRowErrors = components['schemas']['OperationRowErrors'];
 /** Order */
 export type Order = components['schemas']['Order'];
 /** OrderBatch */
