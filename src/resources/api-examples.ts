@@ -163,6 +163,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
     counted: 'instance',
     body_limit_bytes: 1048576,
     page_size_max: 500,
+    imports: { file_bytes_max: 1073741824, running_max: 1, queued_max: 10, queued_bytes_max: 2147483648 },
     timeouts_ms: { headers: 10000, request: 30000, keep_alive: 72000, handler: 15000, database: 5000 },
   },
   ProblemType: {
@@ -274,6 +275,12 @@ export const API_EXAMPLES: Record<string, unknown> = {
     field: 'price',
     problem: 'validation-failed',
     detail: 'price must be a decimal string',
+  },
+  OperationRowErrors: {
+    data: [
+      { row: 17, field: 'price', problem: 'validation-failed', detail: 'price must be a decimal string' },
+      { row: 42, field: 'sku', problem: 'sku-taken', detail: 'another item already has the SKU MUG-1' },
+    ],
   },
   OrderBatch: {
     create: [

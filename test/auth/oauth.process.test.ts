@@ -202,6 +202,7 @@ describe('OAuth 2.0 client credentials, over a real socket', () => {
         ]),
         'events:read',
         'operations:read',
+        'orders:cancel',
         'operations:update',
       ].sort(),
     );

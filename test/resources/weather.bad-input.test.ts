@@ -362,14 +362,14 @@ describe('/v1/weather/{place}: segments that are not place slugs', () => {
     ['PATCH', { method: 'PATCH' as const, body: { name: 'x' } }],
     ['DELETE', { method: 'DELETE' as const }],
   ])(
-    '%s /v1/weather/: 404 not-found when the place is empty (trailing slash), never the list and never a fault; nothing stored changes',
+    '%s /v1/weather/: 308 to /v1/weather (a trailing slash names the collection), never a place with an empty name and never a fault; nothing stored changes',
     async (_method, request) => {
       const before = await storedWeather();
 
       const reply = await test.call({ ...request, url: '/v1/weather/' });
 
-      const problem = expectProblem(reply, 404, 'not-found');
-      expect(problem.instance).toBe('/v1/weather/');
+      expect(reply.status).toBe(308);
+      expect(reply.headers.location).toBe('/v1/weather');
       expect(await storedWeather()).toEqual(before);
     },
   );

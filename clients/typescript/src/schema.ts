@@ -3480,6 +3480,12 @@ export interface components {
          *       "counted": "instance",
          *       "body_limit_bytes": 1048576,
          *       "page_size_max": 500,
+         *       "imports": {
+         *         "file_bytes_max": 1073741824,
+         *         "running_max": 1,
+         *         "queued_max": 10,
+         *         "queued_bytes_max": 2147483648
+         *       },
          *       "timeouts_ms": {
          *         "headers": 10000,
          *         "request": 30000,
@@ -4001,7 +4007,25 @@ export interface components {
             /** @description what is wrong with it */
             detail: string;
         };
-        /** OperationRowErrors */
+        /**
+         * OperationRowErrors
+         * @example {
+         *       "data": [
+         *         {
+         *           "row": 17,
+         *           "field": "price",
+         *           "problem": "validation-failed",
+         *           "detail": "price must be a decimal string"
+         *         },
+         *         {
+         *           "row": 42,
+         *           "field": "sku",
+         *           "problem": "sku-taken",
+         *           "detail": "another item already has the SKU MUG-1"
+         *         }
+         *       ]
+         *     }
+         */
         OperationRowErrors: {
             /** @description every refused row, in row order */
             data: components["schemas"]["OperationRowError"][];
