@@ -6,9 +6,11 @@
  * Layers, from the bottom: the foundation (config/, observability/, errors.ts, version.ts), the
  * database (db/), the HTTP engine (http/), authentication (auth/), the audit trail and rate
  * limits (audit-trail/, rate-limits/), the outbox and its readers (outbox/: the feed, webhooks
- * and the bus; on the database only), upstream clients (upstream/), the resources
- * (resources/), and the process (process/ and app.ts), which wires them together. A layer
- * imports only the layers below it.
+ * and the bus; on the database only), upstream clients (upstream/), the resource engine (engine/:
+ * the collection operations, batches, imports, operations, reading in bulk), the resources
+ * (resources/, one folder each), the API put together (api/: what spans resources, such as the
+ * records one may embed and the collections files are imported into), and the process (process/
+ * and app.ts), which wires them together. A layer imports only the layers below it.
  */
 const FOUNDATION = '^src/(config|observability)/|^src/(errors|version)\\.ts$';
 const PROCESS = '^src/process/|^src/app\\.ts$';
@@ -37,7 +39,7 @@ export default {
     below(
       'foundation-imports-nothing',
       FOUNDATION,
-      '^src/(db|http|auth|audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
+      '^src/(db|http|auth|audit-trail|rate-limits|outbox|upstream|engine|resources|api)/|' + PROCESS,
       'config, observability, errors and version are the bottom layer.',
     ),
     {
@@ -50,49 +52,64 @@ export default {
     below(
       'db-knows-no-caller',
       '^src/db/',
-      '^src/(http|auth|audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
+      '^src/(http|auth|audit-trail|rate-limits|outbox|upstream|engine|resources|api)/|' + PROCESS,
       'The database layer serves every layer above it and knows none of them.',
     ),
     below(
       'http-knows-no-resource',
       '^src/http/',
-      '^src/(auth|audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
+      '^src/(auth|audit-trail|rate-limits|outbox|upstream|engine|resources|api)/|' + PROCESS,
       'The HTTP engine knows no resource and no detail of authentication.',
     ),
     below(
       'auth-knows-no-resource',
       '^src/auth/',
-      '^src/(audit-trail|rate-limits|outbox|upstream|resources)/|' + PROCESS,
+      '^src/(audit-trail|rate-limits|outbox|upstream|engine|resources|api)/|' + PROCESS,
       'Authentication knows no resource.',
     ),
     below(
       'audit-and-limits-know-no-resource',
       '^src/(audit-trail|rate-limits)/',
-      '^src/(outbox|upstream|resources)/|' + PROCESS,
+      '^src/(outbox|upstream|engine|resources|api)/|' + PROCESS,
       'The audit trail and the rate limits serve every route and know none.',
     ),
     below(
       'outbox-knows-no-resource',
       '^src/outbox/',
-      '^src/(http|auth|audit-trail|rate-limits|upstream|resources)/|' + PROCESS,
+      '^src/(http|auth|audit-trail|rate-limits|upstream|engine|resources|api)/|' + PROCESS,
       'The outbox, the feed, webhook delivery and the bus serve the resources and know none; they stand on the database and the foundation.',
     ),
     below(
       'upstream-knows-no-resource',
       '^src/upstream/',
-      '^src/(db|http|auth|audit-trail|rate-limits|outbox|resources)/|' + PROCESS,
+      '^src/(db|http|auth|audit-trail|rate-limits|outbox|engine|resources|api)/|' + PROCESS,
       'Upstream clients speak to other services and know nothing of rowi above the foundation.',
     ),
     below(
-      'resources-below-the-process',
-      '^src/resources/',
-      PROCESS,
-      'Resources are wired together by the process, not the other way.',
+      'engine-knows-no-resource',
+      '^src/engine/',
+      '^src/(upstream|resources|api)/|' + PROCESS,
+      'The engine does for every resource what is the same; a resource declares what differs, and the engine names none.',
     ),
+    below(
+      'resources-below-the-api',
+      '^src/resources/',
+      '^src/api/|' + PROCESS,
+      'Resources are put together by the API and wired by the process, not the other way.',
+    ),
+    below('api-below-the-process', '^src/api/', PROCESS, 'The API is wired by the process, not the other way.'),
+    {
+      name: 'resources-are-folders',
+      comment:
+        'src/resources/ holds one folder a resource; what several share is the engine (src/engine/) or the API (src/api/).',
+      severity: 'error',
+      from: {},
+      to: { path: '^src/resources/[^/]+\\.ts$' },
+    },
     {
       name: 'resources-one-way',
       comment:
-        'A resource imports another only down this order: users -> orders -> items (a user with orders cannot be deleted; an order moves stock). Anything shared by several lives in src/resources/ itself.',
+        'A resource imports another only down this order: users -> orders -> items (a user with orders cannot be deleted; an order moves stock). Anything shared by several belongs to the engine (src/engine/) or to the API (src/api/).',
       severity: 'error',
       from: { path: '^src/resources/([^/]+)/' },
       to: { path: '^src/resources/([^/]+)/', pathNot: ['^src/resources/$1/', '^src/resources/(orders|items)/'] },

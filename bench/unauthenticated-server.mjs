@@ -39,10 +39,10 @@ import { createLogger } from '../dist/src/observability/logger.js';
 import itemsRoutes from '../dist/src/resources/items/items.routes.js';
 import stockRoutes from '../dist/src/resources/items/stock.routes.js';
 import ordersRoutes from '../dist/src/resources/orders/orders.routes.js';
-import { API_DESCRIPTION, API_TAGS } from '../dist/src/resources/api-description.js';
-import { API_EXAMPLES } from '../dist/src/resources/api-examples.js';
-import rootRoutes from '../dist/src/resources/root.routes.js';
-import healthRoutes from '../dist/src/resources/health.routes.js';
+import { API_DESCRIPTION, API_TAGS } from '../dist/src/api/description.js';
+import { API_EXAMPLES } from '../dist/src/api/examples.js';
+import rootRoutes from '../dist/src/resources/root/root.routes.js';
+import healthRoutes from '../dist/src/resources/health/health.routes.js';
 import usersRoutes from '../dist/src/resources/users/users.routes.js';
 import { VERSION } from '../dist/src/version.js';
 

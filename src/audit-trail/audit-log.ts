@@ -231,7 +231,7 @@ async function insertValues(trx: Trx, values: unknown[]): Promise<void> {
 
 /**
  * Records written in the caller's transaction rather than buffered: the entries of a batch
- * (resources/batch.ts), each recorded as the single request it stands for, commit with the
+ * (engine/batches/batch.ts), each recorded as the single request it stands for, commit with the
  * changes they record or vanish with them.
  */
 export async function recordInTransaction(trx: Trx, records: readonly AuditRecord[]): Promise<void> {

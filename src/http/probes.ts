@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** true on the health probes (resources/health.routes.ts). */
+    /** true on the health probes (resources/health/health.routes.ts). */
     probe?: boolean;
   }
 }

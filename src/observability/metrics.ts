@@ -5,7 +5,7 @@ import { SeriesHistogram } from './metrics-histogram.js';
  * rowi's Prometheus metrics (docs: docs/operations.md "Metrics"), one set per process, which every layer
  * records into: the HTTP engine its requests, the database its transactions and pool waits, the
  * limits and authentication their refusals, the event streams their connections, the weather client its upstream calls. Served at
- * /metrics (resources/metrics.routes.ts); with --workers the primary adds up every worker's.
+ * /metrics (resources/metrics/metrics.routes.ts); with --workers the primary adds up every worker's.
  *
  * Labels are bounded: route templates (never concrete paths), methods, status classes, policy
  * and failure names from rowi's own lists.

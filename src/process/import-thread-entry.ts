@@ -2,8 +2,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openStorage } from '../db/connect.js';
 import { shareWriteLockReleases } from '../db/sqlite-lock.js';
 import { createLogger } from '../observability/logger.js';
-import { runImport } from '../resources/import-run.js';
-import { IMPORTERS } from '../resources/importers.js';
+import { runImport } from '../engine/imports/run.js';
+import { IMPORTERS } from '../api/importers.js';
 import type { FromImportThread, ImportThreadData, ToImportThread } from './import-thread.js';
 
 /** PostgreSQL connections the thread keeps at most: an atomic import holds its transaction and writes its progress beside it. */

@@ -7,7 +7,7 @@ import type { Commits } from '../db/commits.js';
 import { writeLockReleases } from '../db/sqlite-lock.js';
 import { faultOf } from '../observability/logger.js';
 import type { BudgetSpender } from '../rate-limits/rate-limit.js';
-import type { ImportElsewhere, ImportJob } from '../resources/import-runner.js';
+import type { ImportElsewhere, ImportJob } from '../engine/imports/runner.js';
 
 /** The thread's entry, as built (dist/); running from the sources (the in-process tests) there is none. */
 const ENTRY = new URL('./import-thread-entry.js', import.meta.url);
@@ -41,7 +41,7 @@ export type FromImportThread =
  * checking its rows and writing its chunks, on a database connection of the thread's, so that an
  * import never takes the event loop that answers requests, nor requests the import's.
  * The main thread keeps what the deployment sees of it: the operation's claim and lease
- * (resources/import-runner.ts), and the event feed, which the thread's commits wake through a
+ * (engine/imports/runner.ts), and the event feed, which the thread's commits wake through a
  * message. Answers undefined where imports are to run on the event loop (ROWI_IMPORT_THREAD=main,
  * or auto on PostgreSQL: importsRunOn) and where the thread cannot run (from the sources; on an
  * in-memory SQLite database, which exists on its one connection only): imports then run on the

@@ -72,7 +72,7 @@ describe('the documentation as files', () => {
   it('README.md is the front page: under 10 KB, linking every file of docs/', () => {
     const readme = readDoc('README.md');
     expect(Buffer.byteLength(readme)).toBeLessThan(10 * 1024);
-    for (const file of readdirSync(new URL('../../docs/', import.meta.url)).filter((name) => name.endsWith('.md')))
+    for (const file of readdirSync(new URL('../../docs', import.meta.url)).filter((name) => name.endsWith('.md')))
       expect(readme, `README links docs/${file}`).toContain(`](docs/${file})`);
   });
 
@@ -80,7 +80,7 @@ describe('the documentation as files', () => {
     const broken: string[] = [];
     for (const file of [
       'README.md',
-      ...readdirSync(new URL('../../docs/', import.meta.url))
+      ...readdirSync(new URL('../../docs', import.meta.url))
         .filter((name) => name.endsWith('.md'))
         .map((name) => `docs/${name}`),
     ]) {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BadRequestError } from '../../src/errors.js';
 import { expandablePaths, parseExpand, type Expandable } from '../../src/http/expand.js';
-import { MOVEMENT_RELATIONS, ORDER_RELATIONS } from '../../src/resources/related-records.schema.js';
+import { MOVEMENT_RELATIONS, ORDER_RELATIONS } from '../../src/api/related-records.schema.js';
 
 /** The parsing of expand= (http/expand.ts), on the relations orders and stock movements declare. */
 const refusal = (spec: Expandable, value: string | string[]) => {

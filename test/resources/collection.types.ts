@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { Trx } from '../../src/db/database.js';
-import type { BatchAction } from '../../src/resources/batch.js';
-import { createEntries } from '../../src/resources/batch-actions.js';
-import { createOperation, readOperation, type Collection } from '../../src/resources/collection.js';
-import { DELETED, withRowLocked } from '../../src/resources/preconditions.js';
+import type { BatchAction } from '../../src/engine/batches/batch.js';
+import { createEntries } from '../../src/engine/batches/actions.js';
+import { createOperation, readOperation, type Collection } from '../../src/engine/collection.js';
+import { DELETED, withRowLocked } from '../../src/engine/preconditions.js';
 import {
   USER_COLLECTION,
   UserCreateSchema,

@@ -3,7 +3,7 @@ import { buffer } from 'node:stream/consumers';
 import { parse as parseCsv } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CSV_DELIMITERS, RecordBound, type CsvDelimiter } from '../../src/resources/import-csv.js';
+import { CSV_DELIMITERS, RecordBound, type CsvDelimiter } from '../../src/engine/imports/csv.js';
 
 /**
  * RecordBound (docs/bulk.md "Imports": a row longer than 1 MiB refuses its row, and reading goes

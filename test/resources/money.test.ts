@@ -1,6 +1,6 @@
 import { Value } from 'typebox/value';
 import { describe, expect, it } from 'vitest';
-import { Amount, Price, formatMinorUnits, toMinorUnits } from '../../src/resources/money.js';
+import { Amount, Price, formatMinorUnits, toMinorUnits } from '../../src/resources/items/money.js';
 
 /** Money as decimal strings outside and integer minor units inside, never through a binary float. */
 describe('money', () => {

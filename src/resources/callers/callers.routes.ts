@@ -10,7 +10,7 @@ import {
   listOperation,
   readOperation,
   type Collection,
-} from '../collection.js';
+} from '../../engine/collection.js';
 import {
   API_KEY_COLLECTION,
   ApiKeyCreateSchema,

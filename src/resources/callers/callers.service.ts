@@ -28,7 +28,7 @@ import {
   DELETED,
   VERSION_MOVED,
   written,
-} from '../preconditions.js';
+} from '../../engine/preconditions.js';
 import {
   findCallerById,
   findAdmins,

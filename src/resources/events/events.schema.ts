@@ -3,7 +3,7 @@ import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../outbox/event-types.js';
 import { EVENT_ID_PATTERN, firstEventIdAt, lastEventIdAt } from '../../outbox/event-ids.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { RecordFields } from '../../http/schemas.js';
-import { EventId } from '../event-id.js';
+import { EventId } from '../../engine/event-id.js';
 
 export const EventTypeSchema = Type.Union(
   EVENT_TYPE_NAMES.map((type) => Type.Literal(type)),

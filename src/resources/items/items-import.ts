@@ -11,8 +11,8 @@ import {
   type ImportTarget,
   type RowError,
   type RowWritten,
-} from '../import-target.js';
-import { toMinorUnits } from '../money.js';
+} from '../../engine/imports/target.js';
+import { toMinorUnits } from './money.js';
 import { findItemsBySkus, insertItems, updateItemsAtVersions, type StoredItem } from './items.repository.js';
 import { ItemCreateSchema } from './items.schema.js';
 import { presentItem } from './items.service.js';

@@ -1,8 +1,8 @@
 import Type, { type Static } from 'typebox';
 import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
-import { Price } from '../money.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../engine/ownership.js';
+import { Price } from './money.js';
 
 export const Sku = Type.String({
   pattern: '^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$',

@@ -6,7 +6,7 @@ import type { ListQuery } from '../../db/keyset.js';
 import type { Sight } from '../../db/visibility.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
-import { formatMinorUnits, toMinorUnits } from '../money.js';
+import { formatMinorUnits, toMinorUnits } from './money.js';
 import type { VersionCondition } from '../../http/records.js';
 import {
   assertCondition,
@@ -15,8 +15,8 @@ import {
   DELETED,
   VERSION_MOVED,
   written,
-} from '../preconditions.js';
-import { createdByDiffers } from '../ownership.js';
+} from '../../engine/preconditions.js';
+import { createdByDiffers } from '../../engine/ownership.js';
 import {
   findItemById,
   findItems,

@@ -10,7 +10,7 @@ import {
   type ImportTarget,
   type RowError,
   type RowWritten,
-} from '../import-target.js';
+} from '../../engine/imports/target.js';
 import { findItemsBySkus, findVisibleItemIds } from './items.repository.js';
 import { Sku } from './items.schema.js';
 import { findStocks, insertMovements, setStockQuantityAtVersion, type NewMovement } from './stock.repository.js';

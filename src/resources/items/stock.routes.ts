@@ -16,15 +16,15 @@ import {
   operation,
   representation,
 } from '../../http/schemas.js';
-import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../batch.js';
-import { expandedListing, withExpand } from '../expansion.js';
+import { batchOperation, conditionOfEntry, recordResult, type BatchAction } from '../../engine/batches/batch.js';
+import { expandedListing, withExpand, type Expansion } from '../../engine/reading/expansion.js';
 import { expandHook } from '../../http/expand.js';
-import { MOVEMENT_EXPANSION } from '../related-records.js';
 import {
   StockAdjustEntrySchema,
   StockSetEntrySchema,
   MOVEMENT_COLLECTION,
   MovementSchema,
+  type Movement,
   StockPatchSchema,
   StockReplaceSchema,
   StockPageSchema,
@@ -38,8 +38,14 @@ import { sightOf } from '../../auth/visibility.js';
 /** The stock of an item is named by its item's id: that is what `fields` always answers. */
 const STOCK_FIELDS = { record: StockSchema, identifier: 'item_id' };
 
-/** /v1/items/{id}/stock and its ledger: what inventory systems read and set. */
-const stockRoutes: FastifyPluginAsyncTypebox = async (app) => {
+/**
+ * /v1/items/{id}/stock and its ledger: what inventory systems read and set. The records a movement
+ * may embed (`expand`) are the API's to say (src/api/related-records.ts).
+ */
+const stockRoutes: FastifyPluginAsyncTypebox<{ movements: Expansion<Movement> }> = async (
+  app,
+  { movements: MOVEMENT_EXPANSION },
+) => {
   const { db } = app;
 
   app.get(

@@ -11,7 +11,7 @@ import {
   withRowLocked,
   VERSION_MOVED,
   written,
-} from '../preconditions.js';
+} from '../../engine/preconditions.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import { findItemById } from './items.repository.js';
 import {

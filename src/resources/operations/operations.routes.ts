@@ -8,7 +8,7 @@ import { compileXmlElementWriter, type XmlSchema } from '../../http/xml.js';
 import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
-import { findOperationById, findOperationErrors } from './operations.repository.js';
+import { findOperationById, findOperationErrors } from '../../engine/operations/operations.repository.js';
 import {
   OPERATION_COLLECTION,
   OperationIdParams,
@@ -17,14 +17,14 @@ import {
   RowErrorListSchema,
   RowErrorSchema,
   type RowError,
-} from './operations.schema.js';
+} from '../../engine/operations/operations.schema.js';
 import {
   cancelOperation,
   getOperation,
   listOperations,
   operationNotFound,
   presentRowError,
-} from './operations.service.js';
+} from '../../engine/operations/operations.service.js';
 
 /**
  * Long-running operations (docs/bulk.md "Imports"): listed, read (with Retry-After while they

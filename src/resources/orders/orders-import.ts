@@ -9,7 +9,7 @@ import {
   type ImportTarget,
   type RowError,
   type RowWritten,
-} from '../import-target.js';
+} from '../../engine/imports/target.js';
 import { MAX_LINES, OrderCreateSchema, type OrderCreate } from './orders.schema.js';
 import { placeOrder } from './orders.service.js';
 import { holdStockOfCheckedOrders } from './placement.repository.js';

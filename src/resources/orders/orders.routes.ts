@@ -4,8 +4,8 @@ import { sightOf } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import { IdParams, IfMatchHeaders, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
-import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
-import { batchOperation } from '../batch.js';
+import { createEntries, deleteEntries, writeEntries } from '../../engine/batches/actions.js';
+import { batchOperation } from '../../engine/batches/batch.js';
 import {
   changeOperation,
   createOperation,
@@ -14,7 +14,7 @@ import {
   readOperation,
   replaceOperation,
   type Collection,
-} from '../collection.js';
+} from '../../engine/collection.js';
 import {
   type OrderCreate,
   type OrderPatch,
@@ -26,9 +26,17 @@ import {
   OrderReplaceSchema,
   OrderSchema,
 } from './orders.schema.js';
-import { readerOf } from '../references.js';
-import { ORDER_EXPANSION } from '../related-records.js';
-import { deleteOrder, getOrder, listOrders, patchOrder, placeOrder, replaceOrder } from './orders.service.js';
+import { readerOf } from '../../engine/reading/references.js';
+import type { Expansion } from '../../engine/reading/expansion.js';
+import {
+  deleteOrder,
+  getOrder,
+  listOrders,
+  patchOrder,
+  placeOrder,
+  replaceOrder,
+  type OrderView,
+} from './orders.service.js';
 
 /** What the descriptions of the operations that name a user or items say of the scopes that takes. */
 const REFERENCES =
@@ -49,9 +57,10 @@ const ORDERS: Collection<typeof OrderSchema> = {
  * /v1/orders: orders that reserve stock atomically (docs/guide.md). What differs from
  * other resources: placing spends from a tighter rate-limit budget, a replace re-reserves only
  * the difference, a change may move the status, and a delete releases what the order reserves.
+ * The records an order may embed (`expand`) are the API's to say (src/api/related-records.ts).
  */
-const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  listOperation(app, ORDERS, { list: listOrders, expansion: ORDER_EXPANSION });
+const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> }> = async (app, { expansion }) => {
+  listOperation(app, ORDERS, { list: listOrders, expansion });
   createOperation(app, ORDERS, {
     operationId: 'placeOrder',
     summary: 'Place an order, reserving stock for every line or for none',
@@ -62,7 +71,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     body: OrderCreateSchema,
     create: (trx, body, request) => placeOrder(trx, body, readerOf(request)),
   });
-  readOperation(app, ORDERS, { read: getOrder, expansion: ORDER_EXPANSION });
+  readOperation(app, ORDERS, { read: getOrder, expansion });
   replaceOperation(app, ORDERS, {
     summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
     body: OrderReplaceSchema,

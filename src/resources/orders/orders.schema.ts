@@ -1,8 +1,8 @@
 import Type, { type Static } from 'typebox';
 import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
-import { Amount, Price } from '../money.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
+import { Amount, Price } from '../items/money.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../engine/ownership.js';
 
 export const MAX_LINES = 100;
 export const MAX_LINE_QUANTITY = 1_000_000;

@@ -7,7 +7,7 @@ import { creatorOf, sightOf } from '../../auth/visibility.js';
 import { ConflictError, NotFoundError, UnprocessableError } from '../../errors.js';
 import { ownerOf, recordEvent, recordEvents } from '../../outbox/outbox.js';
 import { stockByItem, stockEvents } from '../items/stock.service.js';
-import { formatMinorUnits } from '../money.js';
+import { formatMinorUnits } from '../items/money.js';
 import type { VersionCondition } from '../../http/records.js';
 import {
   assertCondition,
@@ -16,9 +16,9 @@ import {
   DELETED,
   VERSION_MOVED,
   written,
-} from '../preconditions.js';
-import { createdByDiffers } from '../ownership.js';
-import { assertMayRefer, mayRead, type Reader, type Reference } from '../references.js';
+} from '../../engine/preconditions.js';
+import { createdByDiffers } from '../../engine/ownership.js';
+import { assertMayRefer, mayRead, type Reader, type Reference } from '../../engine/reading/references.js';
 import {
   findLines,
   findLinesOfOrders,

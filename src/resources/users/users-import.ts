@@ -9,7 +9,7 @@ import {
   type ImportTarget,
   type RowError,
   type RowWritten,
-} from '../import-target.js';
+} from '../../engine/imports/target.js';
 import {
   emailKey,
   findUsersByEmailKeys,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { createEntries, deleteEntries, writeEntries } from '../batch-actions.js';
-import { batchOperation } from '../batch.js';
+import { createEntries, deleteEntries, writeEntries } from '../../engine/batches/actions.js';
+import { batchOperation } from '../../engine/batches/batch.js';
 import {
   changeOperation,
   createOperation,
@@ -10,7 +10,7 @@ import {
   readOperation,
   replaceOperation,
   type Collection,
-} from '../collection.js';
+} from '../../engine/collection.js';
 import {
   type UserCreate,
   type UserPatch,

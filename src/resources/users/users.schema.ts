@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../ownership.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../engine/ownership.js';
 
 const Name = DisplayName;
 

@@ -15,8 +15,8 @@ import {
   DELETED,
   VERSION_MOVED,
   written,
-} from '../preconditions.js';
-import { createdByDiffers } from '../ownership.js';
+} from '../../engine/preconditions.js';
+import { createdByDiffers } from '../../engine/ownership.js';
 import {
   emailKey,
   findUserById,

@@ -6,7 +6,12 @@ import type { ListQuery } from '../../db/keyset.js';
 import type { Page } from '../../http/paging.js';
 import { NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { UpsertCondition, VersionCondition } from '../../http/records.js';
-import { assertCondition, assertMayCreate, assertReadOnlyEchoes, changedConcurrently } from '../preconditions.js';
+import {
+  assertCondition,
+  assertMayCreate,
+  assertReadOnlyEchoes,
+  changedConcurrently,
+} from '../../engine/preconditions.js';
 import {
   findObservations,
   findPlace,

@@ -19,7 +19,7 @@ import {
   READ_ONLY,
   readOperation,
   type Collection,
-} from '../collection.js';
+} from '../../engine/collection.js';
 import { registerDeliveryRoutes } from './deliveries.routes.js';
 import { endpointContext } from './endpoint-access.js';
 import {

@@ -3,7 +3,7 @@ import { EVENT_TYPE_NAMES } from '../../outbox/event-types.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { REFUSED_CHARACTERS, SPACE_CHARACTERS, freeText } from '../../http/free-text.js';
 import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp, oneOfLiterals } from '../../http/schemas.js';
-import { EventId } from '../event-id.js';
+import { EventId } from '../../engine/event-id.js';
 
 /** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
 const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');

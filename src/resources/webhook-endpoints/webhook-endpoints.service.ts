@@ -23,7 +23,7 @@ import {
   DELETED,
   VERSION_MOVED,
   written,
-} from '../preconditions.js';
+} from '../../engine/preconditions.js';
 import { assertMayChange, ownerFor, ownerScopes, type EndpointContext } from './endpoint-access.js';
 import type { WebhookEndpoint, WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
 
