@@ -15,8 +15,7 @@ import { listOrders, type OrderView } from '../resources/orders/orders.service.j
 import type { Expanded, Expansion } from '../engine/reading/expansion.js';
 import { readerOf, type Reader } from '../engine/reading/references.js';
 import { UserSchema, type User } from '../resources/users/users.schema.js';
-import { findUserById, type StoredUser } from '../resources/users/users.repository.js';
-import { listUsers } from '../resources/users/users.service.js';
+import { listUsers, USERS, type StoredUser } from '../resources/users/users.service.js';
 import {
   ExpandedMovementPageSchema,
   ExpandedMovementSchema,
@@ -104,7 +103,7 @@ const distinct = (ids: (number | null)[]) => [...new Set(ids.filter((id): id is 
 async function readUsers(db: Executor, ids: number[], reader: Reader): Promise<StoredUser[]> {
   const sight = sightOf(reader, 'users');
   if (ids.length !== 1) return readByIds(ids, 'id', (query) => listUsers(db, query, sight));
-  const user = await findUserById(db, ids[0]!, sight);
+  const user = await USERS.queries.findById(db, ids[0]!, sight);
   return user ? [user] : [];
 }
 

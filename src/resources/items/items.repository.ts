@@ -17,60 +17,21 @@ import {
   type Sight,
 } from '../../db/visibility.js';
 
-const ITEM_COLUMNS = ['id', 'name', 'sku', 'price', 'created_by', 'created_at', 'updated_at', 'version'] as const;
+export const ITEM_COLUMNS = [
+  'id',
+  'name',
+  'sku',
+  'price',
+  'created_by',
+  'created_at',
+  'updated_at',
+  'version',
+] as const;
 export type StoredItem = Pick<ItemRow, (typeof ITEM_COLUMNS)[number]>;
-
-const selectItemById = compiledVisibleById('items', (db, id: number) =>
-  db.selectFrom('items').select(ITEM_COLUMNS).where('id', '=', id),
-);
-
-/** The item, when it exists and the sight shows it. */
-export async function findItemById(db: Executor, id: number, sight: Sight): Promise<StoredItem | undefined> {
-  const [item] = await selectItemById(db, id, sight);
-  return item;
-}
-
-export function findItems(db: Executor, query: ListQuery, sight: Sight) {
-  return fetchPage(whereVisible(db.selectFrom('items').select(ITEM_COLUMNS), 'items', sight), query);
-}
 
 /** The items among `ids` that exist, with their current prices. */
 export function findItemPrices(db: Executor, ids: number[]): Promise<{ id: number; price: number }[]> {
   return db.selectFrom('items').select(['id', 'price']).where('id', 'in', ids).execute();
-}
-
-export function insertItem(
-  db: Executor,
-  item: { name: string; sku: string; price: number; created_by: number | null; now: string },
-): Promise<StoredItem> {
-  return db
-    .insertInto('items')
-    .values({
-      name: item.name,
-      sku: item.sku,
-      price: item.price,
-      created_by: item.created_by,
-      version: 1,
-      created_at: item.now,
-      updated_at: item.now,
-    })
-    .returning(ITEM_COLUMNS)
-    .executeTakeFirstOrThrow();
-}
-
-export function updateItemAtVersion(
-  db: Executor,
-  id: number,
-  version: number,
-  changes: { name: string; sku: string; price: number; now: string },
-): Promise<StoredItem | undefined> {
-  return db
-    .updateTable('items')
-    .set({ name: changes.name, sku: changes.sku, price: changes.price, version: version + 1, updated_at: changes.now })
-    .where('id', '=', id)
-    .where('version', '=', version)
-    .returning(ITEM_COLUMNS)
-    .executeTakeFirst();
 }
 
 /** True when any order, open or closed, has a line of this item. */

@@ -13,7 +13,6 @@ import {
   written,
 } from '../../engine/preconditions.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
-import { findItemById } from './items.repository.js';
 import {
   findMovements,
   findStock,
@@ -24,7 +23,7 @@ import {
   type NewMovement,
   type StoredStock,
 } from './stock.repository.js';
-import { itemNotFound } from './items.service.js';
+import { ITEMS, itemNotFound } from './items.service.js';
 import type { StockChange } from './stock.schema.js';
 
 /**
@@ -132,7 +131,7 @@ export async function listMovements(
   query: ListQuery,
   sights: { items: Sight; orders: Sight },
 ) {
-  if (!(await findItemById(db, itemId, sights.items))) throw itemNotFound(itemId);
+  if (!(await ITEMS.queries.findById(db, itemId, sights.items))) throw itemNotFound(itemId);
   return findMovements(db, itemId, query, sights.orders);
 }
 

@@ -1,73 +1,11 @@
 import { sql } from 'kysely';
 import { BULK_ROWS_PER_INSERT, compiledKeyLists, compiledRowInserts } from '../../db/compiled.js';
 import type { Executor, UserRow } from '../../db/database.js';
-import { fetchPage, type ListQuery } from '../../db/keyset.js';
-import {
-  compiledVisibleById,
-  eitherParameters,
-  visibleInEither,
-  whereVisible,
-  type Sight,
-} from '../../db/visibility.js';
+import { eitherParameters, visibleInEither, type Sight } from '../../db/visibility.js';
 
 /** The columns a user is read with: the API fields and the version its ETag comes from. */
-const USER_COLUMNS = ['id', 'name', 'email', 'created_by', 'created_at', 'updated_at', 'version'] as const;
+export const USER_COLUMNS = ['id', 'name', 'email', 'created_by', 'created_at', 'updated_at', 'version'] as const;
 export type StoredUser = Pick<UserRow, (typeof USER_COLUMNS)[number]>;
-
-const selectUserById = compiledVisibleById('users', (db, id: number) =>
-  db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id),
-);
-
-/** The user, when it exists and the sight shows it. */
-export async function findUserById(db: Executor, id: number, sight: Sight): Promise<StoredUser | undefined> {
-  const [user] = await selectUserById(db, id, sight);
-  return user;
-}
-
-export function findUsers(db: Executor, query: ListQuery, sight: Sight) {
-  return fetchPage(whereVisible(db.selectFrom('users').select(USER_COLUMNS), 'users', sight), query);
-}
-
-export function insertUser(
-  db: Executor,
-  user: { name: string; email: string; created_by: number | null; now: string },
-): Promise<StoredUser> {
-  return db
-    .insertInto('users')
-    .values({
-      name: user.name,
-      email: user.email,
-      email_key: emailKey(user.email),
-      created_by: user.created_by,
-      version: 1,
-      created_at: user.now,
-      updated_at: user.now,
-    })
-    .returning(USER_COLUMNS)
-    .executeTakeFirstOrThrow();
-}
-
-/** Writes new field values if the row is still at `version`; undefined when it is not. */
-export function updateUserAtVersion(
-  db: Executor,
-  id: number,
-  version: number,
-  changes: { name: string; email: string; now: string },
-): Promise<StoredUser | undefined> {
-  return db
-    .updateTable('users')
-    .set({
-      name: changes.name,
-      email: changes.email,
-      email_key: emailKey(changes.email),
-      version: version + 1,
-      updated_at: changes.now,
-    })
-    .where('id', '=', id)
-    .where('version', '=', version)
-    .returning(USER_COLUMNS)
-    .executeTakeFirst();
-}
 
 /**
  * The name and email of many users at once (an import's on_conflict=update, where the new email has

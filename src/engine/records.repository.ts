@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import type { Database, Executor } from '../db/database.js';
+import { fetchPage, type ListQuery } from '../db/keyset.js';
+import { compiledVisibleById, whereVisible, type OwnedTable, type Sight } from '../db/visibility.js';
+
+/**
+ * The statements of one table of versioned records with an owner (users, items, a declared
+ * resource's own table): read one by id and a page, each narrowed to what the sight shows; insert
+ * one at version 1; write one at the version read. A resource names its table and the columns a
+ * record is read with; the queries are the same for every one, compiled once per table.
+ */
+export interface RecordTable {
+  table: string;
+  /** The columns a record is read with: the API fields and the version its ETag comes from. */
+  columns: readonly string[];
+}
+
+export interface RecordQueries<Stored> {
+  findById(db: Executor, id: number, sight: Sight): Promise<Stored | undefined>;
+  findPage(
+    db: Executor,
+    query: ListQuery,
+    sight: Sight,
+  ): Promise<{ rows: Stored[]; nextAfter: (string | number)[] | undefined }>;
+  /** Inserts the record at version 1, created and updated `now`. */
+  insert(db: Executor, values: Record<string, unknown>, now: string): Promise<Stored>;
+  /** Writes `values` if the row is still at `version`; undefined when it is not. */
+  updateAtVersion(
+    db: Executor,
+    id: number,
+    version: number,
+    values: Record<string, unknown>,
+    now: string,
+  ): Promise<Stored | undefined>;
+}
+
+/**
+ * The table as a query builder sees one it knows only by name: Kysely's types list rowi's own
+ * tables, and a declared resource brings its table with it.
+ */
+type Untyped = Kysely<Record<string, Record<string, unknown>>>;
+const untyped = (db: Executor) => db as unknown as Untyped;
+/** What the typed helpers (paging, visibility) take: the same builder, typed as one of rowi's tables. */
+type Typed = Kysely<Database>;
+
+export function recordQueries<Stored>({ table, columns }: RecordTable): RecordQueries<Stored> {
+  const owned = table as OwnedTable;
+  const select = (db: Executor) =>
+    (untyped(db) as unknown as Typed).selectFrom(table as 'users').select(columns as 'id'[]);
+  const byId = compiledVisibleById(owned, (db, id: number) => select(db).where('id', '=', id));
+  return {
+    async findById(db, id, sight) {
+      const [row] = await byId(db, id, sight);
+      return row as Stored | undefined;
+    },
+    async findPage(db, query, sight) {
+      const page = await fetchPage(whereVisible(select(db), owned, sight), query);
+      return page as unknown as { rows: Stored[]; nextAfter: (string | number)[] | undefined };
+    },
+    async insert(db, values, now) {
+      const row = await untyped(db)
+        .insertInto(table)
+        .values({ ...values, version: 1, created_at: now, updated_at: now })
+        .returning(columns)
+        .executeTakeFirstOrThrow();
+      return row as Stored;
+    },
+    async updateAtVersion(db, id, version, values, now) {
+      const row = await untyped(db)
+        .updateTable(table)
+        .set({ ...values, version: version + 1, updated_at: now })
+        .where('id', '=', id)
+        .where('version', '=', version)
+        .returning(columns)
+        .executeTakeFirst();
+      return row as Stored | undefined;
+    },
+  };
+}
