@@ -8,14 +8,7 @@ import {
 } from '../../db/compiled.js';
 import type { Executor, ItemRow } from '../../db/database.js';
 import { isSqlite } from '../../db/dialect.js';
-import { fetchPage, type ListQuery } from '../../db/keyset.js';
-import {
-  compiledVisibleById,
-  eitherParameters,
-  visibleInEither,
-  whereVisible,
-  type Sight,
-} from '../../db/visibility.js';
+import { eitherParameters, visibleInEither, whereVisible, type Sight } from '../../db/visibility.js';
 
 export const ITEM_COLUMNS = [
   'id',

@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { Collection } from '../../engine/collection.js';
 import { resourceRoutes } from '../../engine/resource.js';
