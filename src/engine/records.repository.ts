@@ -1,7 +1,7 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database, Executor } from '../db/database.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
-import { compiledVisibleById, whereVisible, type OwnedTable, type Sight } from '../db/visibility.js';
+import { compiledVisibleById, visibleIn, whereVisible, type OwnedTable, type Sight } from '../db/visibility.js';
 
 /**
  * The statements of one table of versioned records with an owner (users, items, a declared
@@ -76,4 +76,52 @@ export function recordQueries<Stored>({ table, columns }: RecordTable): RecordQu
       return row as Stored | undefined;
     },
   };
+}
+
+/**
+ * The records whose key column holds one of `keys` (an import's chunk), each with whether the sight
+ * shows it: a key is taken whoever's record has it, but only a record the sight shows may be
+ * changed or skipped as the importer's own.
+ */
+export async function findByKeys<Stored>(
+  db: Executor,
+  { table, columns }: RecordTable,
+  column: string,
+  keys: readonly string[],
+  resource: string,
+  sight: Sight,
+): Promise<(Stored & { visible: boolean })[]> {
+  if (keys.length === 0) return [];
+  const shown = visibleIn(resource as OwnedTable, sight, table);
+  const rows = await untyped(db)
+    .selectFrom(table)
+    .select(columns)
+    .select(
+      shown === undefined
+        ? sql<number>`1`.as('visible')
+        : sql<number>`case when ${shown} then 1 else 0 end`.as('visible'),
+    )
+    .where(column, 'in', [...keys])
+    .execute();
+  return rows.map((row) => ({ ...row, visible: Number(row.visible) === 1 }) as Stored & { visible: boolean });
+}
+
+/**
+ * Inserts many records at version 1 in one statement; with a key column, a row whose key is taken
+ * meanwhile (a concurrent request) is left out. The records inserted, in no promised order.
+ */
+export async function insertMany<Stored>(
+  db: Executor,
+  { table, columns }: RecordTable,
+  rows: readonly Record<string, unknown>[],
+  now: string,
+  keyColumn?: string,
+): Promise<Stored[]> {
+  if (rows.length === 0) return [];
+  const insert = untyped(db)
+    .insertInto(table)
+    .values(rows.map((row) => ({ ...row, version: 1, created_at: now, updated_at: now })));
+  const guarded =
+    keyColumn === undefined ? insert : insert.onConflict((conflict) => conflict.column(keyColumn).doNothing());
+  return (await guarded.returning(columns).execute()) as Stored[];
 }

@@ -60,6 +60,8 @@ export interface RecordRules<Stored extends StoredRecord, Body extends object> {
     field: keyof Body & keyof Stored & string;
     /** The key compared, when not the value as written (an email without regard to case). */
     key?: (value: string) => string;
+    /** The column the key is stored in, when not the field's own (a user's email_key). */
+    column?: string;
     problem: ProblemType;
     detail: (value: string) => string;
   };

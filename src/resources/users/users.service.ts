@@ -27,6 +27,7 @@ export const USERS = recordService<StoredUser, UserCreate>({
     constraint: 'users.email_key',
     field: 'email',
     key: emailKey,
+    column: 'email_key',
     problem: 'email-taken',
     detail: (email) =>
       `Another user already has the email ${emailKey(email)} (emails are compared without regard to case).`,
