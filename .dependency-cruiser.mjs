@@ -12,6 +12,9 @@
  * records one may embed and the collections files are imported into), the app (app.ts), which
  * wires them together, and the process (process/: the command, the cluster, startup, the threads),
  * which runs the app. A layer imports only the layers below it.
+ *
+ * The typed client (clients/typescript/src) is checked with this file too: only the rules that
+ * name no folder of src/ reach it (no cycle, every import resolvable).
  */
 const FOUNDATION = '^src/(config|observability)/|^src/(errors|version)\\.ts$';
 const PROCESS = '^src/process/|^src/app\\.ts$';
