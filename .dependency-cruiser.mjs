@@ -9,8 +9,12 @@
  * and the bus; on the database only), upstream clients (upstream/), the resource engine (engine/:
  * the collection operations, batches, imports, operations, reading in bulk), the resources
  * (resources/, one folder each), the API put together (api/: what spans resources, such as the
- * records one may embed and the collections files are imported into), and the process (process/
- * and app.ts), which wires them together. A layer imports only the layers below it.
+ * records one may embed and the collections files are imported into), the app (app.ts), which
+ * wires them together, and the process (process/: the command, the cluster, startup, the threads),
+ * which runs the app. A layer imports only the layers below it.
+ *
+ * The typed client (clients/typescript/src) is checked with this file too: only the rules that
+ * name no folder of src/ reach it (no cycle, every import resolvable).
  */
 const FOUNDATION = '^src/(config|observability)/|^src/(errors|version)\\.ts$';
 const PROCESS = '^src/process/|^src/app\\.ts$';
@@ -98,6 +102,12 @@ export default {
       'Resources are put together by the API and wired by the process, not the other way.',
     ),
     below('api-below-the-process', '^src/api/', PROCESS, 'The API is wired by the process, not the other way.'),
+    below(
+      'app-below-the-process',
+      '^src/app\\.ts$',
+      '^src/process/',
+      'The process builds the app and runs it; what the app runs on a thread of the process is passed in (AppThreads).',
+    ),
     {
       name: 'resources-are-folders',
       comment:

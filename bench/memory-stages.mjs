@@ -31,6 +31,7 @@ measure('logger (pino)');
 const { openStorage } = await load('db/connect.js');
 measure('database layer (kysely, the SQLite driver; pg only on PostgreSQL)');
 const { buildApp } = await load('app.js');
+const { APP_THREADS } = await load('process/threads.js');
 measure('the app modules (fastify, routes, schemas, plugins)');
 
 const folder = mkdtempSync(join(tmpdir(), 'rowi-memory-'));
@@ -44,7 +45,7 @@ const storage = await openStorage(config, logger);
 const { prepareDatabase } = await load('process/startup.js');
 await prepareDatabase(storage);
 measure('database opened and migrated');
-const app = await buildApp({ config, storage, logger });
+const app = await buildApp({ config, storage, logger, threads: APP_THREADS });
 measure('app built (routes registered)');
 await app.ready();
 measure('app ready (validators and serialisers compiled)');

@@ -21,6 +21,7 @@ const load = (path) => import(new URL(path, dist).href);
 const { loadConfig } = await load('config/config.js');
 const { openStorage } = await load('db/connect.js');
 const { buildApp } = await load('app.js');
+const { APP_THREADS } = await load('process/threads.js');
 const { prepareDatabase } = await load('process/startup.js');
 const { ensureFirstAdmin } = await load('resources/callers/api-keys.service.js');
 const { openSqliteConnection, execute } = await load('db/sqlite-connection.js');
@@ -44,7 +45,7 @@ const config = loadConfig({
 const storage = await openStorage(config, logger);
 await prepareDatabase(storage);
 const admin = await ensureFirstAdmin(storage.db);
-const app = await buildApp({ config, storage, logger });
+const app = await buildApp({ config, storage, logger, threads: APP_THREADS });
 await app.ready();
 const headers = { 'x-api-key': admin.key, 'content-type': 'application/json' };
 const call = async (method, url, body, extra = {}) => {

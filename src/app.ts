@@ -12,6 +12,7 @@ import oauthRoutes from './auth/oauth.routes.js';
 import { Authenticator } from './auth/principals.js';
 import { TokenService } from './auth/tokens.js';
 import type { Config } from './config/config.js';
+import type { Commits } from './db/commits.js';
 import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
 import { registerCors } from './http/cors.js';
@@ -35,8 +36,6 @@ import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
 import { SECURITY_SCHEMES } from './auth/policy.js';
 import { eventSightOfOwner } from './auth/visibility.js';
-import { webhookThreadStarter } from './process/webhook-thread.js';
-import { importThreadStarter } from './process/import-thread.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
 import { validatorCompiler } from './http/validation.js';
@@ -56,7 +55,9 @@ import weatherRoutes from './resources/weather/weather.routes.js';
 import { upstreamWeatherFor, type UpstreamWeather } from './upstream/upstream-weather.js';
 import eventsRoutes from './resources/events/events.routes.js';
 import webhookEndpointsRoutes from './resources/webhook-endpoints/webhook-endpoints.routes.js';
+import type { Wakes } from './outbox/outbox-worker.js';
 import { startEvents } from './outbox/readers.js';
+import type { Dispatching } from './outbox/webhook-standby.js';
 import { eventTables } from './outbox/retention.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { VERSION } from './version.js';
@@ -68,7 +69,7 @@ import operationsRoutes from './resources/operations/operations.routes.js';
 import backupsRoutes from './resources/backups/backups.routes.js';
 import { backupsUnavailable, startBackupRunner } from './resources/backups/backups.service.js';
 import importsRoutes, { operationsRetention } from './engine/imports/routes.js';
-import { startImportRunner } from './engine/imports/runner.js';
+import { startImportRunner, type ImportElsewhere } from './engine/imports/runner.js';
 import { IMPORTERS } from './api/importers.js';
 import { importDirectoryOf } from './config/limits.settings.js';
 
@@ -92,6 +93,22 @@ export interface AppDependencies {
   logger: FastifyBaseLogger;
   /** The metrics exposition: this process's, unless a --workers worker asks its primary for all of them. */
   collectMetrics?: () => Promise<string>;
+  /** Where imports and webhook delivery may run off the event loop; without it, both run on it. */
+  threads?: AppThreads;
+}
+
+/**
+ * How the process starts the threads that take work off the event loop that answers requests
+ * (process/import-thread.ts, process/webhook-thread.ts). The process wires them in: the app only
+ * says when each is wanted. Each answers undefined where its work stays on the event loop.
+ */
+export interface AppThreads {
+  imports(config: Config, log: FastifyBaseLogger, commits: Commits): ImportElsewhere | undefined;
+  webhooks(
+    config: Config,
+    log: FastifyBaseLogger,
+    userAgent: string,
+  ): ((feed: Wakes, owner: string) => Dispatching) | undefined;
 }
 
 /**
@@ -104,6 +121,7 @@ export async function buildApp({
   storage,
   logger,
   collectMetrics = () => registry.metrics(),
+  threads,
 }: AppDependencies): Promise<FastifyInstance> {
   const { db } = storage;
   const app = Fastify({
@@ -202,7 +220,7 @@ export async function buildApp({
     db,
     log: logger,
     targets: IMPORTERS,
-    elsewhere: importThreadStarter(config, logger, db.commits),
+    elsewhere: threads?.imports(config, logger, db.commits),
     concurrency: config.importConcurrency,
     callerConcurrency: Math.min(config.importCallerConcurrency, config.importConcurrency),
     // An orders import spends the caller's orders-create budget as it runs, as POST /v1/orders does.
@@ -235,7 +253,7 @@ export async function buildApp({
     log: logger,
     userAgent: `rowi-webhooks/${VERSION}`,
     readableBy: eventSightOfOwner,
-    dispatchElsewhere: webhookThreadStarter(config, logger, `rowi-webhooks/${VERSION}`),
+    dispatchElsewhere: threads?.webhooks(config, logger, `rowi-webhooks/${VERSION}`),
   });
   app.addHook('onClose', () => events.close());
   await app.register(eventsRoutes, { feed: events.feed, config });

@@ -72,7 +72,7 @@ export interface WebhookDeliveriesTable {
   lease_until: string | null;
   /** The lease holder that claimed it last (outbox/lease.ts). */
   claimed_by: string | null;
-  /** The resource its event is about (outbox/webhooks.ts resourceKeyOf): deliveries of one resource go in order (migration 0015). */
+  /** The resource its event is about (outbox/webhook-deliveries.ts resourceKeyOf): deliveries of one resource go in order (migration 0015). */
   resource_key: string | null;
   /** Its place among the deliveries of its resource to its endpoint, from 1; null when made before migration 0015. */
   sequence: number | string | null;

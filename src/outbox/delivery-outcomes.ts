@@ -49,6 +49,11 @@ export interface OutcomeRules {
 
 const JITTER = 0.2;
 
+/** Parses ROWI_WEBHOOK_RETRY_SCHEDULE. */
+export function retrySchedule(text: string): number[] {
+  return text.split(',').map(Number);
+}
+
 /** An attempt that was not made, and why. */
 export function notSent(error: string): AttemptOutcome {
   return { ok: false, statusCode: null, durationMs: 0, error };

@@ -5,11 +5,12 @@ import type { Db } from '../db/database.js';
 import type { Signals } from '../db/signals.js';
 import { EventFeed } from './feed.js';
 import { leaseHolderName } from './lease.js';
+import { retrySchedule } from './delivery-outcomes.js';
 import { AddressPolicy } from './ssrf.js';
 import type { Wakes } from './outbox-worker.js';
 import type { ReadableBy } from './webhook-owners.js';
 import { WebhookStandby, type Dispatching } from './webhook-standby.js';
-import { retrySchedule, WebhookDispatcher, type WebhookOptions } from './webhooks.js';
+import { WebhookDispatcher, type WebhookOptions } from './webhook-dispatcher.js';
 
 export interface EventsDependencies {
   db: Db;

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { isCorruption } from '../db/driver-errors.js';
 import { faultOf } from '../observability/logger.js';
 import { anyEnabledEndpoint } from './webhook-endpoints.repository.js';
-import { beatWebhookLease, holdsWebhookLease, skipWhileNoEndpoint, webhookLease } from './webhooks.js';
+import { beatWebhookLease, holdsWebhookLease, skipWhileNoEndpoint, webhookLease } from './webhook-lease.js';
 
 /** As often as the dispatcher's heartbeat: an endpoint enabled anywhere starts the thread within about a second. */
 const BEAT_MS = 1000;

@@ -124,8 +124,14 @@ async function started(
   let app;
   try {
     // Loaded here, not at the top: the primary of --workers imports this file and serves no routes.
-    const { buildApp } = await import('../app.js');
-    app = await buildApp({ config, storage, logger, ...(collectMetrics === undefined ? {} : { collectMetrics }) });
+    const [{ buildApp }, { APP_THREADS }] = await Promise.all([import('../app.js'), import('./threads.js')]);
+    app = await buildApp({
+      config,
+      storage,
+      logger,
+      threads: APP_THREADS,
+      ...(collectMetrics === undefined ? {} : { collectMetrics }),
+    });
     await listenOn(app);
     return app;
   } catch (error) {

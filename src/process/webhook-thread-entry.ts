@@ -5,7 +5,7 @@ import { shareWriteLockReleases } from '../db/sqlite-lock.js';
 import type { Wakes } from '../outbox/outbox-worker.js';
 import { webhookOptions } from '../outbox/readers.js';
 import { AddressPolicy } from '../outbox/ssrf.js';
-import { WebhookDispatcher } from '../outbox/webhooks.js';
+import { WebhookDispatcher } from '../outbox/webhook-dispatcher.js';
 import { createLogger } from '../observability/logger.js';
 import type { WebhookThreadData } from './webhook-thread.js';
 

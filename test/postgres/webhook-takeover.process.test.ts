@@ -3,7 +3,7 @@ import { callServer, startServer, type RunningServer } from '../helpers/process.
 import { eventually, Receiver } from '../helpers/receiver.js';
 
 /**
- * The webhook dispatcher's heartbeat (outbox/webhooks.ts, docs/events.md): two rowi processes on
+ * The webhook dispatcher's heartbeat (outbox/webhook-dispatcher.ts, docs/events.md): two rowi processes on
  * one PostgreSQL database; the one that sends stops answering (SIGSTOP: its pid still runs, as a
  * process on another host would seem to), and the other takes its work over within a few
  * seconds, its claims included, not after its lease (15 s before) and claims (30 s) ran out.

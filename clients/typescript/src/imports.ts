@@ -1,5 +1,5 @@
 import type { ImportOperation, Problem } from './types.js';
-import type { RowiClientOptions } from './index.js';
+import type { RowiClientOptions } from './client-options.js';
 
 /** The collections a file can be imported into, and where. */
 const IMPORT_PATHS = {

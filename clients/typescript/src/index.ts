@@ -1,27 +1,16 @@
 import createClient, { type Client } from 'openapi-fetch';
+import type { RowiClientOptions } from './client-options.js';
 import type { paths } from './schema.js';
 
 export type { components, operations, paths } from './schema.js';
 export type * from './types.js';
+export type { RowiClientOptions } from './client-options.js';
 
 /** The media types the client asks for and reads: JSON, and problems as JSON (RFC 9457). */
 type Json = 'application/json' | 'application/problem+json';
 
 /** A rowi client: `GET`, `POST`, `PUT`, `PATCH`, `DELETE` of openapi-fetch, typed by rowi's paths. */
 export type RowiClient = Client<paths, Json>;
-
-export interface RowiClientOptions {
-  /** Where rowi is, e.g. `http://127.0.0.1:8080` (the paths begin with /v1). */
-  baseUrl: string;
-  /** An API key (`rowi_…`), sent as X-API-Key. Give this or `token`. */
-  apiKey?: string;
-  /** An access token (from POST /oauth/token, or your identity provider's), sent as a bearer token. */
-  token?: string;
-  /** Headers for every request, e.g. a `traceparent`. */
-  headers?: Record<string, string>;
-  /** A fetch of your own (tests, proxies); the global fetch otherwise. */
-  fetch?: typeof globalThis.fetch;
-}
 
 /**
  * A typed client for rowi: every path, parameter, body and answer is typed from rowi's OpenAPI

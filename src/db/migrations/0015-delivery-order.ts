@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { textType } from './portable.js';
 
 /**
- * Webhook deliveries in order per resource (outbox/webhooks.ts, docs/events.md): each delivery
+ * Webhook deliveries in order per resource (outbox/webhook-dispatcher.ts, docs/events.md): each delivery
  * names the resource its event is about (`resource_key`, the event's path, a stock's being its
  * item's) and carries its place among the deliveries of that resource to that endpoint
  * (`sequence`, 1, 2, 3… without gaps), counted in `webhook_sequences`. Deliveries made before

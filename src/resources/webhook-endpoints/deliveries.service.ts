@@ -13,7 +13,7 @@ import {
 } from '../../outbox/deliveries.repository.js';
 import { nextEventId } from '../../outbox/event-ids.js';
 import { recordEvent } from '../../outbox/outbox.js';
-import { newDelivery } from '../../outbox/webhooks.js';
+import { newDelivery } from '../../outbox/webhook-deliveries.js';
 import { ConflictError, NotFoundError } from '../../errors.js';
 import { assertMayChange, type EndpointContext } from './endpoint-access.js';
 import { findStoredEndpoint, presentEndpoint } from './webhook-endpoints.service.js';
