@@ -71,6 +71,7 @@ import { backupsUnavailable, startBackupRunner } from './resources/backups/backu
 import importsRoutes, { operationsRetention } from './engine/imports/routes.js';
 import { startImportRunner, type ImportElsewhere } from './engine/imports/runner.js';
 import { IMPORTERS } from './api/importers.js';
+import type { ResourceModule } from './engine/resource.js';
 import { importDirectoryOf } from './config/limits.settings.js';
 
 declare module 'fastify' {
@@ -95,6 +96,11 @@ export interface AppDependencies {
   collectMetrics?: () => Promise<string>;
   /** Where imports and webhook delivery may run off the event loop; without it, both run on it. */
   threads?: AppThreads;
+  /**
+   * Resources declared beside rowi's own (engine/resource.ts; docs/architecture.md "Adding a
+   * resource"): their operations join the API and the document, their imports run on the event loop.
+   */
+  resources?: readonly ResourceModule[];
 }
 
 /**
@@ -122,6 +128,7 @@ export async function buildApp({
   logger,
   collectMetrics = () => registry.metrics(),
   threads,
+  resources = [],
 }: AppDependencies): Promise<FastifyInstance> {
   const { db } = storage;
   const app = Fastify({
@@ -215,11 +222,13 @@ export async function buildApp({
   await app.register(weatherRoutes);
   await app.register(callersRoutes);
   await app.register(auditRoutes);
+  for (const resource of resources) await app.register(resource.routes);
+  const importers = [...IMPORTERS, ...resources.flatMap((resource) => (resource.import ? [resource.import] : []))];
   // Imports run in the background, in every process: each runs the files it received (docs/bulk.md "Imports").
   const imports = startImportRunner({
     db,
     log: logger,
-    targets: IMPORTERS,
+    targets: importers,
     elsewhere: threads?.imports(config, logger, db.commits),
     concurrency: config.importConcurrency,
     callerConcurrency: Math.min(config.importCallerConcurrency, config.importConcurrency),
@@ -228,7 +237,7 @@ export async function buildApp({
     directory: importDirectoryOf(config),
   });
   app.addHook('onClose', () => imports.close());
-  await app.register(importsRoutes, { runner: imports, targets: IMPORTERS });
+  await app.register(importsRoutes, { runner: imports, targets: importers });
   await app.register(operationsRoutes);
   // Backups over HTTP run in the process that took the request, under the lease its import runner renews.
   const backups =

@@ -17,7 +17,17 @@ import {
   type View,
 } from './collection.js';
 import type { Page } from '../http/paging.js';
+import type { ImportTarget } from './imports/target.js';
 import type { RecordService, StoredRecord } from './records.js';
+
+/**
+ * A resource as the app takes one declared beside its own (app.ts `resources`): the plugin that adds
+ * its operations, and its import when it has one.
+ */
+export interface ResourceModule {
+  routes: FastifyPluginAsyncTypebox;
+  import?: ImportTarget;
+}
 
 /** The Fastify instance a resource's routes are added to. */
 type App = Parameters<FastifyPluginAsyncTypebox>[0];

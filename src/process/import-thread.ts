@@ -1,3 +1,4 @@
+import { IMPORTERS } from '../api/importers.js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -96,6 +97,8 @@ interface Waiting {
  * that ends while imports run (a fault, its memory exhausted) rejects them: the runner marks each
  * failed with the rows its last commit kept, and the next import starts a new thread.
  */
+const THREAD_TARGETS = new Set(IMPORTERS.map((target) => target.name as string));
+
 class ImportThread implements ImportElsewhere {
   readonly #data: ImportThreadData;
   readonly #log: FastifyBaseLogger;
@@ -113,6 +116,11 @@ class ImportThread implements ImportElsewhere {
     this.#log = log;
     this.#commits = commits;
     this.#worker = this.#start();
+  }
+
+  /** The thread imports into rowi's own collections (api/importers.ts), the ones its entry loads. */
+  knows(target: string): boolean {
+    return THREAD_TARGETS.has(target);
   }
 
   run(job: ImportJob, budget?: BudgetSpender): Promise<void> {

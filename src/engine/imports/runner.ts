@@ -85,6 +85,8 @@ export interface ImportElsewhere {
    * left it unended. `budget`: what its rows spend from, on this thread (the rate limits' counters).
    */
   run(job: ImportJob, budget?: BudgetSpender): Promise<void>;
+  /** Whether the import of this target can run there (a resource declared beside rowi's own runs here). */
+  knows(target: string): boolean;
   /** The imports running there stop at their next commit (the process is stopping). */
   stop(): void;
   /** Ends the thread, once no import runs there. */
@@ -124,7 +126,7 @@ export function startImportRunner(options: {
     try {
       const file = fileOf(operation);
       if (access === undefined) await failAbandoned(db, operation, UNKNOWN_ACCESS);
-      else if (elsewhere !== undefined)
+      else if (elsewhere?.knows(target.name))
         await elsewhere.run(
           { operation, access, file, ...(budget === undefined ? {} : { budgetStep: budget.step }) },
           budget,
