@@ -3,6 +3,7 @@ import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { openStorage, type Storage } from '../../src/db/connect.js';
+import type { ResourceModule } from '../../src/engine/resource.js';
 import { prepareDatabase } from '../../src/process/startup.js';
 import { ensureFirstAdmin } from '../../src/resources/callers/api-keys.service.js';
 import { createTestDatabase } from './database.js';
@@ -42,17 +43,22 @@ export interface Reply {
   mediaType: string;
 }
 
-/** A fresh database of the run's backend per call (see database.ts), migrated, with the real app on it (logging to `logger`). */
+/**
+ * A fresh database of the run's backend per call (see database.ts), migrated, with the real app on
+ * it (logging to `logger`); with `resources` declared beside rowi's own, whose tables `prepare` makes.
+ */
 export async function startApp(
   settings: Record<string, string> = {},
   logger: pino.Logger = pino({ level: 'silent' }),
+  extra: { resources?: readonly ResourceModule[]; prepare?: (storage: Storage) => Promise<void> } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = loadConfig({ ...database.env, ROWI_LOG_LEVEL: 'silent', ...NO_RATE_LIMITS, ...settings });
   const storage = await openStorage(config, logger);
   await prepareDatabase(storage);
+  await extra.prepare?.(storage);
   const admin = await ensureFirstAdmin(storage.db);
-  const app = await buildApp({ config, storage, logger });
+  const app = await buildApp({ config, storage, logger, ...(extra.resources ? { resources: extra.resources } : {}) });
   await app.ready();
   return {
     app,

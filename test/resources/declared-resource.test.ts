@@ -1,0 +1,352 @@
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import Type, { type Static } from 'typebox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { declareDataResource } from '../../src/auth/policy.js';
+import { addIdColumn, textType } from '../../src/db/migrations/portable.js';
+import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../src/engine/ownership.js';
+import { recordImport } from '../../src/engine/imports/records.js';
+import { recordService } from '../../src/engine/records.js';
+import { resourceRoutes } from '../../src/engine/resource.js';
+import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema } from '../../src/http/paging.js';
+import { EchoedReadOnly, RecordFields } from '../../src/http/schemas.js';
+import { declareEventTypes } from '../../src/outbox/event-types.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { Importer } from '../helpers/imports.js';
+import { expectProblem } from '../helpers/problems.js';
+import { createCallerThroughApi } from '../helpers/records.js';
+import { tempFolder } from '../helpers/temp.js';
+
+// A resource declared only here (docs/architecture.md "Adding a resource"): notes, with a title and
+// a text, owned by the caller that created them. Its table is made by the test; everything else
+// comes from the engine, which names no note anywhere.
+const Title = Type.String({ minLength: 1, maxLength: 200, description: 'what the note is about' });
+const Text = Type.String({ maxLength: 2000, description: 'the note itself' });
+const NoteSchema = Type.Object(
+  {
+    id: RecordFields.id,
+    title: Title,
+    text: Text,
+    created_by: CreatedBy,
+    created_at: RecordFields.created_at,
+    updated_at: RecordFields.updated_at,
+  },
+  { additionalProperties: false, xml: { name: 'note' }, title: 'Note' },
+);
+const NoteCreate = Type.Object(
+  { title: Title, text: Text },
+  { additionalProperties: false, xml: { name: 'note' }, title: 'NoteCreate' },
+);
+const NoteReplace = Type.Object(
+  { title: Title, text: Text, ...EchoedReadOnly, ...EchoedCreatedBy },
+  { additionalProperties: false, xml: { name: 'note' }, title: 'NoteReplace' },
+);
+const NotePatch = Type.Object(
+  { title: Type.Optional(Title), text: Type.Optional(Text), ...EchoedReadOnly, ...EchoedCreatedBy },
+  { additionalProperties: false, xml: { name: 'note' }, title: 'NotePatch' },
+);
+type StoredNote = Static<typeof NoteSchema> & { version: number };
+const NOTE_COLUMNS = ['id', 'title', 'text', 'created_by', 'created_at', 'updated_at', 'version'] as const;
+const NOTES = recordService<StoredNote, Static<typeof NoteCreate>>({
+  resource: 'notes',
+  path: '/v1/notes',
+  noun: 'Note',
+  table: 'notes',
+  columns: NOTE_COLUMNS,
+  writable: { title: (title) => title, text: (text) => text },
+  events: { created: 'note.created', updated: 'note.updated', deleted: 'note.deleted' },
+});
+const NOTES_MODULE = {
+  routes: resourceRoutes({
+    collection: {
+      path: '/v1/notes',
+      name: 'notes',
+      singular: 'Note',
+      article: 'a',
+      listing: {
+        ids: INTEGER_IDS,
+        sortable: { id: 'integer', title: 'string', created_at: 'string' },
+        filters: { ...CREATED_RANGE_FILTERS, ...CREATED_BY_FILTER },
+      },
+      record: NoteSchema,
+      page: pageSchema(NoteSchema, 'notes'),
+      exports: true,
+    },
+    service: NOTES,
+    create: { summary: 'Create a note', body: NoteCreate },
+    replace: NoteReplace,
+    patch: NotePatch,
+    remove: { summary: 'Delete a note' },
+    batch: { description: 'Two entries may not name one note.' },
+  }),
+  import: recordImport(NOTES, {
+    scopes: ['notes:create'],
+    columns: ['title', 'text'],
+    required: ['title', 'text'],
+    example: { title: 'Stock count', text: 'Count the shelves on Friday.' },
+    schema: NoteCreate,
+  }),
+};
+
+/** The notes table, as a migration of the application that declares them would make it. */
+async function createNotesTable(db: Kysely<unknown>): Promise<void> {
+  const text = textType(db);
+  await db.schema
+    .createTable('notes')
+    .$call((table) => addIdColumn(db, table))
+    .addColumn('title', text, (column) => column.notNull())
+    .addColumn('text', text, (column) => column.notNull())
+    .addColumn('created_by', 'bigint')
+    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull())
+    .execute();
+  for (const column of ['title', 'created_at', 'created_by'])
+    await db.schema.createIndex(`notes_${column}_id`).on('notes').columns([column, 'id']).execute();
+}
+
+let test: TestApp;
+let base: string;
+let importer: Importer;
+const undo: (() => void)[] = [];
+beforeAll(async () => {
+  // Declared before the app is built, and undone after: the files of a worker share its modules.
+  undo.push(declareDataResource('notes', { owned: true, actingMayCreate: true }));
+  undo.push(
+    declareEventTypes({
+      'note.created': { resource: 'notes', description: 'A note was created; data is the note.' },
+      'note.updated': { resource: 'notes', description: 'A note was changed; data is the note.' },
+      'note.deleted': { resource: 'notes', description: 'A note was deleted; data holds its id.' },
+    }),
+  );
+  const folder = tempFolder('notes');
+  test = await startApp({ ROWI_IMPORT_DIRECTORY: join(folder, 'spool') }, undefined, {
+    resources: [NOTES_MODULE],
+    prepare: (storage) => createNotesTable(storage.db as unknown as Kysely<unknown>),
+  });
+  base = await test.app.listen({ host: '127.0.0.1', port: 0 });
+  importer = new Importer(test, base, folder);
+});
+afterAll(async () => {
+  await test.close();
+  for (const step of undo.reverse()) step();
+});
+
+const note = (title: string, text = `about ${title}`) => ({ title, text });
+const stored = (id: number) =>
+  test.storage.db
+    .selectFrom('notes' as never)
+    .selectAll()
+    .where('id' as never, '=', id as never)
+    .executeTakeFirst() as Promise<Record<string, unknown> | undefined>;
+
+describe('a resource declared only in a test gets every operation', () => {
+  it('POST /v1/notes: 201 with Location, ETag and the note as stored, owned by the caller; a repeated Idempotency-Key answers the first answer again', async () => {
+    const headers = { 'idempotency-key': 'note-1' };
+    const created = await test.call({ method: 'POST', url: '/v1/notes', body: note('Shelves'), headers });
+    expect(created.status).toBe(201);
+    expect(created.json).toEqual({
+      id: expect.any(Number),
+      title: 'Shelves',
+      text: 'about Shelves',
+      created_by: 1,
+      created_at: expect.any(String),
+      updated_at: created.json.created_at,
+    });
+    expect(created.headers.location).toBe(`/v1/notes/${created.json.id}`);
+    expect(created.headers.etag).toBe('"v1"');
+    const again = await test.call({ method: 'POST', url: '/v1/notes', body: note('Shelves'), headers });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.json).toEqual(created.json);
+    const list = await test.call({ url: '/v1/notes?title=Shelves' });
+    expect(list.status).toBe(400);
+    const all = await test.call({ url: '/v1/notes' });
+    expect(all.json.data.filter((row: { title: string }) => row.title === 'Shelves')).toHaveLength(1);
+  });
+
+  it('POST /v1/notes: 422 for a body its schema refuses, and nothing is stored', async () => {
+    const before = (await test.call({ url: '/v1/notes?limit=100' })).json.data.length;
+    expectProblem(
+      await test.call({ method: 'POST', url: '/v1/notes', body: { title: '', text: 'x' } }),
+      422,
+      'validation-failed',
+    );
+    expectProblem(
+      await test.call({ method: 'POST', url: '/v1/notes', body: { ...note('A'), id: 7 } }),
+      422,
+      'validation-failed',
+    );
+    expect((await test.call({ url: '/v1/notes?limit=100' })).json.data.length).toBe(before);
+  });
+
+  it('GET /v1/notes/{id}: the note with its ETag, 304 for a current copy, fields= narrows it; 404 for none', async () => {
+    const { json } = await test.call({ method: 'POST', url: '/v1/notes', body: note('Read me') });
+    const read = await test.call({ url: `/v1/notes/${json.id}` });
+    expect(read.status).toBe(200);
+    expect(read.json).toEqual(json);
+    const current = await test.call({
+      url: `/v1/notes/${json.id}`,
+      headers: { 'if-none-match': read.headers.etag as string },
+    });
+    expect(current.status).toBe(304);
+    expect((await test.call({ url: `/v1/notes/${json.id}?fields=title` })).json).toEqual({ title: 'Read me' });
+    expectProblem(await test.call({ url: '/v1/notes/999999' }), 404, 'not-found');
+  });
+
+  it('GET /v1/notes: pages with a Link to the next, ?id= reads several by id, sorted as asked; CSV and NDJSON exports', async () => {
+    const ids: number[] = [];
+    for (const title of ['page-b', 'page-a', 'page-c'])
+      ids.push((await test.call({ method: 'POST', url: '/v1/notes', body: note(title) })).json.id);
+    const byIds = await test.call({ url: `/v1/notes?id=${ids.join(',')}&sort=title&fields=id,title` });
+    expect(byIds.status).toBe(200);
+    expect(byIds.json.data).toEqual([
+      { id: ids[1], title: 'page-a' },
+      { id: ids[0], title: 'page-b' },
+      { id: ids[2], title: 'page-c' },
+    ]);
+    const first = await test.call({ url: `/v1/notes?id=${ids.join(',')}&limit=2` });
+    expect(first.json.data).toHaveLength(2);
+    expect(first.headers.link).toMatch(/rel="next"/);
+    const csv = await test.call({
+      url: `/v1/notes?id=${ids.join(',')}&fields=id,title&sort=id`,
+      headers: { accept: 'text/csv' },
+    });
+    expect(csv.status).toBe(200);
+    expect(csv.mediaType).toBe('text/csv');
+    expect(csv.text.trim().split(/\r?\n/)).toEqual([
+      'id,title',
+      `${ids[0]},page-b`,
+      `${ids[1]},page-a`,
+      `${ids[2]},page-c`,
+    ]);
+    const ndjson = await test.call({ url: `/v1/notes?id=${ids[0]}`, headers: { accept: 'application/x-ndjson' } });
+    expect(ndjson.mediaType).toBe('application/x-ndjson');
+    expect(JSON.parse(ndjson.text.trim())).toMatchObject({ id: ids[0], title: 'page-b' });
+  });
+
+  it('PUT and PATCH /v1/notes/{id}: checked against If-Match (412 on a stale ETag, nothing written); a change moves the version, one that changes nothing keeps it', async () => {
+    const { json } = await test.call({ method: 'POST', url: '/v1/notes', body: note('Draft') });
+    const url = `/v1/notes/${json.id}`;
+    const replaced = await test.call({
+      method: 'PUT',
+      url,
+      body: note('Final', 'done'),
+      headers: { 'if-match': '"v1"' },
+    });
+    expect(replaced.status).toBe(200);
+    expect(replaced.json).toMatchObject({ title: 'Final', text: 'done' });
+    expect(replaced.headers.etag).toBe('"v2"');
+    expectProblem(
+      await test.call({ method: 'PATCH', url, body: { text: 'late' }, headers: { 'if-match': '"v1"' } }),
+      412,
+      'precondition-failed',
+    );
+    expect(await stored(json.id)).toMatchObject({ text: 'done', version: 2 });
+    const same = await test.call({ method: 'PATCH', url, body: { title: 'Final' } });
+    expect(same.headers.etag).toBe('"v2"');
+    const changed = await test.call({ method: 'PATCH', url, body: { text: 'edited' } });
+    expect(changed.json).toMatchObject({ title: 'Final', text: 'edited' });
+    expect(changed.headers.etag).toBe('"v3"');
+    expectProblem(await test.call({ method: 'PATCH', url, body: { created_by: 99 } }), 422, 'read-only-field');
+  });
+
+  it('DELETE /v1/notes/{id}: 204, then 404; the events tell of each change in order', async () => {
+    const { json } = await test.call({ method: 'POST', url: '/v1/notes', body: note('Short-lived') });
+    await test.call({ method: 'PATCH', url: `/v1/notes/${json.id}`, body: { text: 'changed' } });
+    expect((await test.call({ method: 'DELETE', url: `/v1/notes/${json.id}` })).status).toBe(204);
+    expectProblem(await test.call({ url: `/v1/notes/${json.id}` }), 404, 'not-found');
+    expect(await stored(json.id)).toBeUndefined();
+    const events = await test.call({ url: '/v1/events?limit=100' });
+    expect(events.status).toBe(200);
+    const mine = events.json.data.filter((event: { path: string }) => event.path === `/v1/notes/${json.id}`);
+    expect(mine.map((event: { type: string }) => event.type)).toEqual(['note.created', 'note.updated', 'note.deleted']);
+    expect(mine[1].data).toMatchObject({ id: json.id, text: 'changed' });
+  });
+
+  it('POST /v1/notes/batch: every entry as its single request, all or nothing', async () => {
+    const { json } = await test.call({ method: 'POST', url: '/v1/notes', body: note('Batched') });
+    const batch = await test.call({
+      method: 'POST',
+      url: '/v1/notes/batch',
+      body: { create: [note('From a batch')], change: [{ id: json.id, text: 'by batch' }] },
+    });
+    expect(batch.status).toBe(200);
+    expect(batch.json.create[0]).toMatchObject({ status: 201, record: { title: 'From a batch' } });
+    expect(batch.json.change[0]).toMatchObject({ status: 200, record: { id: json.id, text: 'by batch' } });
+    const refused = await test.call({
+      method: 'POST',
+      url: '/v1/notes/batch',
+      body: { create: [note('Never stored')], delete: [{ id: 999999 }] },
+    });
+    expect(refused.status).toBe(422);
+    const titles = (await test.call({ url: '/v1/notes?limit=100' })).json.data.map(
+      (row: { title: string }) => row.title,
+    );
+    expect(titles).not.toContain('Never stored');
+  });
+
+  it('POST /v1/notes/import: an NDJSON file becomes notes, owned by the importer; a bad row is refused with its line', async () => {
+    const upload = await importer.upload(
+      'notes',
+      `${JSON.stringify(note('Imported 1'))}\n${JSON.stringify({ title: 'x' })}\n${JSON.stringify(note('Imported 2'))}\n`,
+      {
+        type: 'application/x-ndjson',
+        query: '?mode=partial',
+      },
+    );
+    expect(upload.status).toBe(202);
+    const done = await importer.finished(upload.headers.location as string);
+    expect(done.json).toMatchObject({ status: 'succeeded', target: 'notes' });
+    expect(done.json.errors).toEqual([expect.objectContaining({ row: 2, problem: 'validation-failed' })]);
+    const titles = (await test.call({ url: '/v1/notes?limit=100' })).json.data.map(
+      (row: { title: string }) => row.title,
+    );
+    expect(titles).toEqual(expect.arrayContaining(['Imported 1', 'Imported 2']));
+  });
+
+  it('ownership: a caller that sees only its own notes lists, reads and changes only those; another caller’s note is 404 as a missing one', async () => {
+    const shop = await createCallerThroughApi(test, 'notes-shop', { role: 'editor', record_access: { notes: 'own' } });
+    const theirs = (await test.call({ method: 'POST', url: '/v1/notes', body: note('Admin only') })).json;
+    const mine = await test.call({ method: 'POST', url: '/v1/notes', body: note('Shop note'), key: shop.key });
+    expect(mine.status).toBe(201);
+    expect(mine.json.created_by).toBe(shop.id);
+    const listed = await test.call({ url: '/v1/notes?limit=100', key: shop.key });
+    expect(listed.json.data.map((row: { id: number }) => row.id)).toEqual([mine.json.id]);
+    expectProblem(await test.call({ url: `/v1/notes/${theirs.id}`, key: shop.key }), 404, 'not-found');
+    expectProblem(
+      await test.call({ method: 'PATCH', url: `/v1/notes/${theirs.id}`, body: { text: 'x' }, key: shop.key }),
+      404,
+      'not-found',
+    );
+    expect(await stored(theirs.id)).toMatchObject({ text: theirs.text });
+    const reader = await createCallerThroughApi(test, 'notes-reader', { role: 'reader' });
+    expectProblem(
+      await test.call({ method: 'POST', url: '/v1/notes', body: note('No'), key: reader.key }),
+      403,
+      'insufficient-scope',
+    );
+  });
+
+  it('the OpenAPI document describes every operation of notes, with its scopes', async () => {
+    const document = (await test.call({ url: '/openapi.json', key: null })).json;
+    const operations = Object.entries(document.paths as Record<string, Record<string, { operationId: string }>>)
+      .filter(([path]) => path.startsWith('/v1/notes'))
+      .flatMap(([path, methods]) =>
+        Object.entries(methods).map(([method, spec]) => `${method.toUpperCase()} ${path} ${spec.operationId}`),
+      );
+    expect(operations).toEqual(
+      expect.arrayContaining([
+        'GET /v1/notes listNotes',
+        'POST /v1/notes createNote',
+        'GET /v1/notes/{id} getNote',
+        'PUT /v1/notes/{id} replaceNote',
+        'PATCH /v1/notes/{id} patchNote',
+        'DELETE /v1/notes/{id} deleteNote',
+        'POST /v1/notes/batch batchNotes',
+        expect.stringMatching(/^POST \/v1\/notes\/import /),
+      ]),
+    );
+    expect(document.paths['/v1/notes'].post['x-permission']).toBe('notes:create');
+  });
+});
