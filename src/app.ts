@@ -33,7 +33,7 @@ import { registerContentDecoding } from './http/content-encoding.js';
 import { budgetSpender, registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { SECURITY_SCHEMES } from './auth/policy.js';
+import { securitySchemes } from './auth/policy.js';
 import { eventSightOfOwner } from './auth/visibility.js';
 import { webhookThreadStarter } from './process/webhook-thread.js';
 import { importThreadStarter } from './process/import-thread.js';
@@ -173,7 +173,7 @@ export async function buildApp({
     version: VERSION,
     description: API_DESCRIPTION,
     tags: API_TAGS,
-    securitySchemes: SECURITY_SCHEMES,
+    securitySchemes: securitySchemes(),
     examples: API_EXAMPLES,
     publicUrl: config.publicUrl,
   });
