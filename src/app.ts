@@ -211,7 +211,8 @@ export async function buildApp({
   });
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: IMPORTERS });
-  await app.register(operationsRoutes);
+  const importTargets = IMPORTERS.map((target) => target.name);
+  await app.register(operationsRoutes, { importTargets });
   // Backups over HTTP run in the process that took the request, under the lease its import runner renews.
   const backups =
     backupsUnavailable(config) === undefined
@@ -225,7 +226,7 @@ export async function buildApp({
         })
       : undefined;
   if (backups !== undefined) app.addHook('onClose', () => backups.close());
-  await app.register(backupsRoutes, { runner: backups });
+  await app.register(backupsRoutes, { runner: backups, importTargets });
   // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,
