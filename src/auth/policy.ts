@@ -1,5 +1,5 @@
 import type { Role } from '../db/database.js';
-import { declareOwnedTable } from '../db/visibility.js';
+import { declareOwnedTable, userColumnOf } from '../db/visibility.js';
 
 /**
  * Who may do what (docs/security.md), as pure data and functions: scopes are `<resource>:<action>`;
@@ -14,8 +14,6 @@ export interface DataResourceRule {
   owned: boolean;
   /** Whether a request acting for a user may create its records (docs/access.md "Acting for a user"). */
   actingMayCreate: boolean;
-  /** The column naming a record's user, by which acting for a user narrows it; none: acting does not. */
-  userColumn?: string;
 }
 
 /**
@@ -23,10 +21,10 @@ export interface DataResourceRule {
  * before the app is built (declareDataResource), in the order declared.
  */
 const DATA_RULES = new Map<string, DataResourceRule>([
-  ['users', { owned: true, actingMayCreate: false, userColumn: 'id' }],
+  ['users', { owned: true, actingMayCreate: false }],
   ['items', { owned: true, actingMayCreate: false }],
   ['stock', { owned: false, actingMayCreate: true }],
-  ['orders', { owned: true, actingMayCreate: true, userColumn: 'user_id' }],
+  ['orders', { owned: true, actingMayCreate: true }],
   ['weather', { owned: false, actingMayCreate: true }],
 ]);
 
@@ -63,9 +61,12 @@ export function actingMayCreate(resource: string): boolean {
   return DATA_RULES.get(resource)?.actingMayCreate !== false;
 }
 
-/** Whether acting for a user narrows `resource` to that user's records: it names a user by a column. */
+/**
+ * Whether acting for a user narrows `resource` to that user's records: an owned resource whose
+ * table names a record's user by a column (db/visibility.ts; users by id, orders by user_id).
+ */
 export function actingNarrows(resource: string): boolean {
-  return DATA_RULES.get(resource)?.userColumn !== undefined;
+  return isOwnedResource(resource) && userColumnOf(resource) !== undefined;
 }
 
 /** The stored form (space-separated resources seen own-only) as the representation's map. */
@@ -302,7 +303,7 @@ function replaceAll<T>(list: readonly T[], items: readonly T[]): void {
  * editor and admin roles as the other data resources' are, after the built-in ones; its record
  * access (all or own) when owned, whose table is then owned (db/visibility.ts declareOwnedTable,
  * the table named as the resource); whether acting for a user may create it, and the column by
- * which acting narrows it. Call it before the app is built, whose schemas and OpenAPI document
+ * which acting narrows it (an owned resource only). Call it before the app is built, whose schemas and OpenAPI document
  * then list it. Returns what undoes it.
  */
 export function declareDataResource(
@@ -313,7 +314,7 @@ export function declareDataResource(
   const undoTable = rule.owned
     ? declareOwnedTable(name, rule.userColumn === undefined ? {} : { userColumn: rule.userColumn })
     : undefined;
-  DATA_RULES.set(name, { ...rule });
+  DATA_RULES.set(name, { owned: rule.owned, actingMayCreate: rule.actingMayCreate });
   refreshCatalogue();
   return () => {
     DATA_RULES.delete(name);

@@ -23,10 +23,11 @@ export type Seer = Pick<Principal, 'callerId' | 'ownRecords' | 'userId'>;
  * Which records of a resource a request may see (docs/access.md): every record, or only those its
  * caller created, as the caller's record access says; a request that acts for a user sees, of
  * those, that user's record and orders only (acting narrows: it never sees more than its caller),
- * and items as its caller does (they belong to no user: a resource without a user column). The one place this is decided; the Sight
- * it returns is what every query of users, items and orders composes with (db/visibility.ts). A
- * request without a principal (rowi's own work) and an external issuer's subject that acts for no
- * user (which is no caller, so owns nothing) see by their scopes alone.
+ * and items as its caller does (they belong to no user: a resource declared without a user
+ * column, policy.ts actingNarrows). The one place this is decided; the Sight it returns is what
+ * every query of an owned table composes with (db/visibility.ts). A request without a principal
+ * (rowi's own work) and an external issuer's subject that acts for no user (which is no caller,
+ * so owns nothing) see by their scopes alone.
  */
 export function sightOf(principal: Seer | null, resource: OwnedResource): Sight {
   if (principal === null) return SEES_ALL;

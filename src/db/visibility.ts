@@ -74,6 +74,11 @@ function ruleOf(table: OwnedTable): OwnedTableRule {
   return rule;
 }
 
+/** The column of `table` that names a record's user; undefined when its records belong to no user. */
+export function userColumnOf(table: OwnedTable): string | undefined {
+  return ruleOf(table).userColumn;
+}
+
 /**
  * Where an event of `resource` finds its record's owner: the user column, if any (created_by is
  * the owner); undefined when its events carry no owner (no owned table of that name).
