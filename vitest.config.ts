@@ -17,7 +17,7 @@ const PROCESS_FILES = 'test/**/*.process.test.ts';
 const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
   'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals,stored-answers,query-parameters,fields-document}.test.ts',
-  'test/auth/{api-keys,bearer-tokens,credential-changes,enforcement,idempotency-scope,permission-matrix}.test.ts',
+  'test/auth/{api-keys,bearer-tokens,credential-changes,declared-resources,enforcement,idempotency-scope,permission-matrix}.test.ts',
   'test/audit-trail/**/*.test.ts',
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',

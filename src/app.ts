@@ -34,7 +34,7 @@ import { registerContentDecoding } from './http/content-encoding.js';
 import { budgetSpender, registerRateLimits } from './rate-limits/rate-limit.js';
 import { RateLimiter } from './rate-limits/rate-limiter.js';
 import { registerRequestId, requestIdOf, requestLogger } from './http/request-id.js';
-import { SECURITY_SCHEMES } from './auth/policy.js';
+import { securitySchemes } from './auth/policy.js';
 import { eventSightOfOwner } from './auth/visibility.js';
 import { completeRoute } from './http/route-completion.js';
 import { serializerFactory } from './http/serializers.js';
@@ -198,7 +198,7 @@ export async function buildApp({
     version: VERSION,
     description: API_DESCRIPTION,
     tags: API_TAGS,
-    securitySchemes: SECURITY_SCHEMES,
+    securitySchemes: securitySchemes(),
     examples: API_EXAMPLES,
     publicUrl: config.publicUrl,
   });
@@ -238,7 +238,8 @@ export async function buildApp({
   });
   app.addHook('onClose', () => imports.close());
   await app.register(importsRoutes, { runner: imports, targets: importers });
-  await app.register(operationsRoutes);
+  const importTargets = importers.map((target) => target.name);
+  await app.register(operationsRoutes, { importTargets });
   // Backups over HTTP run in the process that took the request, under the lease its import runner renews.
   const backups =
     backupsUnavailable(config) === undefined
@@ -252,7 +253,7 @@ export async function buildApp({
         })
       : undefined;
   if (backups !== undefined) app.addHook('onClose', () => backups.close());
-  await app.register(backupsRoutes, { runner: backups });
+  await app.register(backupsRoutes, { runner: backups, importTargets });
   // The feed wakes after each commit that wrote events (db.commits), and on the signals of other processes.
   const events = startEvents({
     db,

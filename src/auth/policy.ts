@@ -1,4 +1,5 @@
 import type { Role } from '../db/database.js';
+import { declareOwnedTable, userColumnOf } from '../db/visibility.js';
 
 /**
  * Who may do what (docs/security.md), as pure data and functions: scopes are `<resource>:<action>`;
@@ -7,8 +8,28 @@ import type { Role } from '../db/database.js';
 export const ACTIONS = ['read', 'create', 'update', 'delete'] as const;
 export type Action = (typeof ACTIONS)[number];
 
+/** What a data resource's declaration says of who sees and creates its records. */
+export interface DataResourceRule {
+  /** Whether its records have an owner, the caller that created them (record access: all or own). */
+  owned: boolean;
+  /** Whether a request acting for a user may create its records (docs/access.md "Acting for a user"). */
+  actingMayCreate: boolean;
+}
+
+/**
+ * The data resources other systems read and change, by name: the built-in ones, then any declared
+ * before the app is built (declareDataResource), in the order declared.
+ */
+const DATA_RULES = new Map<string, DataResourceRule>([
+  ['users', { owned: true, actingMayCreate: false }],
+  ['items', { owned: true, actingMayCreate: false }],
+  ['stock', { owned: false, actingMayCreate: true }],
+  ['orders', { owned: true, actingMayCreate: true }],
+  ['weather', { owned: false, actingMayCreate: true }],
+]);
+
 /** The data resources other systems read and change. */
-export const DATA_RESOURCES = ['users', 'items', 'stock', 'orders', 'weather'] as const;
+export const DATA_RESOURCES: readonly string[] = [];
 
 export const ROLES = ['reader', 'editor', 'admin', 'channel'] as const satisfies readonly Role[];
 
@@ -16,8 +37,8 @@ export const ROLES = ['reader', 'editor', 'admin', 'channel'] as const satisfies
  * The resources whose records have an owner, the caller that created them (docs/access.md): per
  * resource a caller sees all records or only its own, whatever the action.
  */
-export const OWNED_RESOURCES = ['users', 'items', 'orders'] as const;
-export type OwnedResource = (typeof OWNED_RESOURCES)[number];
+export const OWNED_RESOURCES: readonly string[] = [];
+export type OwnedResource = string;
 export type RecordAccess = Record<OwnedResource, 'all' | 'own'>;
 
 /**
@@ -32,7 +53,20 @@ export const ROLE_OWN_RECORDS: Record<Role, readonly OwnedResource[]> = {
 };
 
 export function isOwnedResource(text: string): text is OwnedResource {
-  return (OWNED_RESOURCES as readonly string[]).includes(text);
+  return DATA_RULES.get(text)?.owned === true;
+}
+
+/** Whether a request acting for a user may create records of `resource` (any resource but a data resource that says not). */
+export function actingMayCreate(resource: string): boolean {
+  return DATA_RULES.get(resource)?.actingMayCreate !== false;
+}
+
+/**
+ * Whether acting for a user narrows `resource` to that user's records: an owned resource whose
+ * table names a record's user by a column (db/visibility.ts; users by id, orders by user_id).
+ */
+export function actingNarrows(resource: string): boolean {
+  return isOwnedResource(resource) && userColumnOf(resource) !== undefined;
 }
 
 /** The stored form (space-separated resources seen own-only) as the representation's map. */
@@ -99,9 +133,13 @@ export function seesAllOperations(scopes: ReadonlySet<string>): boolean {
  */
 export const BACKUP_SCOPES: readonly Scope[] = ['backups:read', 'backups:create'];
 
-/** Every scope there is, in a stable order. */
-export const ALL_SCOPES: readonly Scope[] = [
-  ...DATA_RESOURCES.flatMap((resource) => ACTIONS.map((action): Scope => `${resource}:${action}`)),
+/** The scopes of the built-in data resources. */
+const BUILT_IN_DATA_SCOPES: readonly Scope[] = [...DATA_RULES.keys()].flatMap((resource) =>
+  ACTIONS.map((action): Scope => `${resource}:${action}`),
+);
+
+/** The scopes of every other built-in resource. */
+const OTHER_SCOPES: readonly Scope[] = [
   CANCEL_ORDERS,
   ACT_FOR_USERS,
   ...MANAGEMENT_SCOPES,
@@ -113,6 +151,9 @@ export const ALL_SCOPES: readonly Scope[] = [
   ...BACKUP_SCOPES,
 ];
 
+/** Every scope there is, in a stable order: the built-in ones, then those of declared data resources. */
+export const ALL_SCOPES: readonly Scope[] = [];
+
 /**
  * What a request acting for one user may do (docs/access.md "Acting for a user"): the data
  * resources, cancelling orders, the events and its own operations; never what concerns the whole
@@ -122,8 +163,7 @@ export const ALL_SCOPES: readonly Scope[] = [
 export function mayUseWhileActing(scope: string): boolean {
   const split = scope.lastIndexOf(':');
   return (
-    ((DATA_RESOURCES as readonly string[]).includes(scope.slice(0, split)) &&
-      (ACTIONS as readonly string[]).includes(scope.slice(split + 1))) ||
+    (DATA_RULES.has(scope.slice(0, split)) && (ACTIONS as readonly string[]).includes(scope.slice(split + 1))) ||
     scope === CANCEL_ORDERS ||
     scope === 'events:read' ||
     (OPERATION_SCOPES as readonly string[]).includes(scope)
@@ -134,7 +174,7 @@ export function mayUseWhileActing(scope: string): boolean {
  * The resources an event can be of, each seen with its own read scope: a caller reads an event
  * only when it may read the resource the event is about.
  */
-export const EVENT_RESOURCES = [...DATA_RESOURCES, 'callers', 'webhook-endpoints', 'operations'] as const;
+export const EVENT_RESOURCES: readonly string[] = [];
 
 /**
  * What decides which events a caller sees: its scopes, the resources it sees only its own records
@@ -165,40 +205,50 @@ export function readableResources(reach: Reach): string[] {
   );
 }
 
-/** The credentials an operation accepts, as OpenAPI security schemes (docs/security.md). */
-export const SECURITY_SCHEMES = {
-  apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key of the caller (rowi_…)' },
-  oauth2: {
-    type: 'oauth2',
-    description:
-      "client credentials: the caller's name as client id, one of its API keys as secret; the access token is a short-lived JWT (ROWI_TOKEN_LIFETIME) checked as RFC8725 advises (one pinned algorithm, issuer, audience and expiry)",
-    flows: {
-      clientCredentials: {
-        tokenUrl: '/oauth/token',
-        scopes: Object.fromEntries(ALL_SCOPES.map((scope) => [scope, `${scope.split(':')[1]} ${scope.split(':')[0]}`])),
+/** The credentials an operation accepts, as OpenAPI security schemes (docs/security.md), with the scopes there are now. */
+export function securitySchemes() {
+  return {
+    apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key of the caller (rowi_…)' },
+    oauth2: {
+      type: 'oauth2',
+      description:
+        "client credentials: the caller's name as client id, one of its API keys as secret; the access token is a short-lived JWT (ROWI_TOKEN_LIFETIME) checked as RFC8725 advises (one pinned algorithm, issuer, audience and expiry)",
+      flows: {
+        clientCredentials: {
+          tokenUrl: '/oauth/token',
+          scopes: Object.fromEntries(
+            ALL_SCOPES.map((scope) => [scope, `${scope.split(':')[1]} ${scope.split(':')[0]}`]),
+          ),
+        },
       },
     },
-  },
-  bearer: {
-    type: 'http',
-    scheme: 'bearer',
-    bearerFormat: 'JWT',
-    description:
-      'a JWT of the configured external issuer, checked as RFC8725 advises (the algorithms of ROWI_JWT_ALGORITHMS only, issuer, audience and expiry)',
-  },
-} as const;
+    bearer: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description:
+        'a JWT of the configured external issuer, checked as RFC8725 advises (the algorithms of ROWI_JWT_ALGORITHMS only, issuer, audience and expiry)',
+    },
+  } as const;
+}
 
 /** The OpenAPI security requirement of a permission: any one of the three credentials. */
 export function securityOf(permission: Scope | 'public') {
   return permission === 'public' ? [] : [{ apiKey: [] }, { oauth2: [permission] }, { bearer: [] }];
 }
 
-const dataScopes = (...actions: Action[]): Scope[] =>
-  DATA_RESOURCES.flatMap((resource) => actions.map((action): Scope => `${resource}:${action}`));
+const dataScopes = (resources: readonly string[], ...actions: Action[]): Scope[] =>
+  resources.flatMap((resource) => actions.map((action): Scope => `${resource}:${action}`));
 
+const BUILT_IN_DATA = [...DATA_RULES.keys()];
+
+/**
+ * The scopes of each role. Reader and editor hold data scopes, filled in by refreshCatalogue:
+ * those of a declared data resource come after everything a built-in role holds.
+ */
 export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
-  reader: [...dataScopes('read'), 'events:read', ...OPERATION_SCOPES],
-  editor: [...dataScopes('read', 'create', 'update'), CANCEL_ORDERS, 'events:read', ...OPERATION_SCOPES],
+  reader: [],
+  editor: [],
   admin: ALL_SCOPES,
   // A sales channel places orders for its customers and cancels them, reads the catalogue, and
   // follows its own records' events (docs/access.md): it sees only its own users and orders.
@@ -215,7 +265,65 @@ export const ROLE_SCOPES: Record<Role, readonly Scope[]> = {
   ],
 };
 
-const KNOWN = new Set<string>(ALL_SCOPES);
+const KNOWN = new Set<string>();
+
+/** Fills the lists above from the data resources there are now (at load, and at each declaration or its undoing). */
+function refreshCatalogue(): void {
+  const resources = [...DATA_RULES.keys()];
+  const declared = resources.filter((resource) => !BUILT_IN_DATA.includes(resource));
+  const owned = resources.filter((resource) => DATA_RULES.get(resource)!.owned);
+  replaceAll(DATA_RESOURCES, resources);
+  replaceAll(OWNED_RESOURCES, owned);
+  replaceAll(EVENT_RESOURCES, [...BUILT_IN_DATA, 'callers', 'webhook-endpoints', 'operations', ...declared]);
+  replaceAll(ALL_SCOPES, [...BUILT_IN_DATA_SCOPES, ...OTHER_SCOPES, ...dataScopes(declared, ...ACTIONS)]);
+  ROLE_SCOPES.reader = [
+    ...dataScopes(BUILT_IN_DATA, 'read'),
+    'events:read',
+    ...OPERATION_SCOPES,
+    ...dataScopes(declared, 'read'),
+  ];
+  ROLE_SCOPES.editor = [
+    ...dataScopes(BUILT_IN_DATA, 'read', 'create', 'update'),
+    CANCEL_ORDERS,
+    'events:read',
+    ...OPERATION_SCOPES,
+    ...dataScopes(declared, 'read', 'create', 'update'),
+  ];
+  KNOWN.clear();
+  for (const scope of ALL_SCOPES) KNOWN.add(scope);
+}
+
+/** Replaces what a catalogue list holds, in place: its importers hold the list itself. */
+function replaceAll<T>(list: readonly T[], items: readonly T[]): void {
+  (list as T[]).splice(0, list.length, ...items);
+}
+
+/**
+ * Declares a data resource (notes): its scopes `name:read|create|update|delete`, in the reader,
+ * editor and admin roles as the other data resources' are, after the built-in ones; its record
+ * access (all or own) when owned, whose table is then owned (db/visibility.ts declareOwnedTable,
+ * the table named as the resource); whether acting for a user may create it, and the column by
+ * which acting narrows it (an owned resource only). Call it before the app is built, whose schemas and OpenAPI document
+ * then list it. Returns what undoes it.
+ */
+export function declareDataResource(
+  name: string,
+  rule: { owned: boolean; actingMayCreate: boolean; userColumn?: string },
+): () => void {
+  if (DATA_RULES.has(name) || KNOWN.has(`${name}:read`)) throw new Error(`The resource ${name} is declared already`);
+  const undoTable = rule.owned
+    ? declareOwnedTable(name, rule.userColumn === undefined ? {} : { userColumn: rule.userColumn })
+    : undefined;
+  DATA_RULES.set(name, { owned: rule.owned, actingMayCreate: rule.actingMayCreate });
+  refreshCatalogue();
+  return () => {
+    DATA_RULES.delete(name);
+    undoTable?.();
+    refreshCatalogue();
+  };
+}
+
+refreshCatalogue();
 
 export function isScope(text: string): text is Scope {
   return KNOWN.has(text);

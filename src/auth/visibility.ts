@@ -1,6 +1,8 @@
 import { SEES_ALL, type EventSight, type Sight } from '../db/visibility.js';
 import { AppError } from '../errors.js';
 import {
+  actingMayCreate,
+  actingNarrows,
   isOwnedResource,
   reachOfGrants,
   readableResources,
@@ -21,15 +23,16 @@ export type Seer = Pick<Principal, 'callerId' | 'ownRecords' | 'userId'>;
  * Which records of a resource a request may see (docs/access.md): every record, or only those its
  * caller created, as the caller's record access says; a request that acts for a user sees, of
  * those, that user's record and orders only (acting narrows: it never sees more than its caller),
- * and items as its caller does (they belong to no user). The one place this is decided; the Sight
- * it returns is what every query of users, items and orders composes with (db/visibility.ts). A
- * request without a principal (rowi's own work) and an external issuer's subject that acts for no
- * user (which is no caller, so owns nothing) see by their scopes alone.
+ * and items as its caller does (they belong to no user: a resource declared without a user
+ * column, policy.ts actingNarrows). The one place this is decided; the Sight it returns is what
+ * every query of an owned table composes with (db/visibility.ts). A request without a principal
+ * (rowi's own work) and an external issuer's subject that acts for no user (which is no caller,
+ * so owns nothing) see by their scopes alone.
  */
 export function sightOf(principal: Seer | null, resource: OwnedResource): Sight {
   if (principal === null) return SEES_ALL;
   const owner = principal.callerId !== null && principal.ownRecords.has(resource) ? principal.callerId : null;
-  const user = principal.userId !== null && resource !== 'items' ? principal.userId : null;
+  const user = principal.userId !== null && actingNarrows(resource) ? principal.userId : null;
   return owner === null && user === null ? SEES_ALL : { owner, user };
 }
 
@@ -54,9 +57,10 @@ export function sightOnCollection(principal: Seer | null, collection: string): S
 
 /**
  * The owner of a record of `resource` the request creates: its caller; null for an external
- * issuer's subject. A request acting for a user creates no users or items (403 acting-forbidden,
- * docs/access.md): acting serves one person, whose orders it places; a customer's app may not
- * reserve other emails or add to the catalogue. Every path that creates asks here.
+ * issuer's subject. A request acting for a user creates no users or items, nor any resource
+ * declared so (403 acting-forbidden, docs/access.md): acting serves one person, whose orders it
+ * places; a customer's app may not reserve other emails or add to the catalogue. Every path that
+ * creates asks here.
  */
 export function creatorOf(principal: Seer | null, resource: OwnedResource): number | null {
   assertMayCreate(principal, resource);
@@ -65,16 +69,12 @@ export function creatorOf(principal: Seer | null, resource: OwnedResource): numb
 
 /** 403 acting-forbidden when the request acts for a user and `resource` is one acting may not create. */
 export function assertMayCreate(principal: Seer | null, resource: string): void {
-  if (principal === null || principal.userId === null || !(ACTING_CREATES_NONE as readonly string[]).includes(resource))
-    return;
+  if (principal === null || principal.userId === null || actingMayCreate(resource)) return;
   throw new AppError(
     'acting-forbidden',
     `A request acting for user ${principal.userId} may not create ${resource}: acting serves one person. Create ${resource} with the caller's own credentials.`,
   );
 }
-
-/** The resources a request acting for a user may not create. */
-const ACTING_CREATES_NONE = ['users', 'items'] as const satisfies readonly OwnedResource[];
 
 /**
  * Which operations (imports, backups) a request sees: every one for a caller that sees all

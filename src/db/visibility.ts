@@ -24,14 +24,69 @@ export interface Sight {
   readonly user: number | null;
 }
 
-/** The tables whose records have an owner (created_by, migrations 0013 and 0014). */
-export type OwnedTable = 'users' | 'items' | 'orders' | 'operations';
+/**
+ * A table whose records have an owner (created_by, migrations 0013 and 0014): users, items, orders
+ * and operations, and the table of any owned resource declared since (declareOwnedTable).
+ */
+export type OwnedTable = string;
 
 /** What a caller that sees every record sees; also what rowi's own work (not a request) sees. */
 export const SEES_ALL: Sight = Object.freeze({ owner: null, user: null });
 
-/** The column that names a record's user: a user is its own, an order its user_id's, an operation its acting user's. */
-const USER_COLUMN: Partial<Record<OwnedTable, string>> = { users: 'id', orders: 'user_id', operations: 'user_id' };
+interface OwnedTableRule {
+  /** The column that names a record's user (the one a token acts for); none: its records belong to no user. */
+  readonly userColumn?: string;
+  /** Whether an event of the table's resource carries its record's owner (outbox.ts ownerOf). */
+  readonly eventsCarryOwner: boolean;
+}
+
+/**
+ * The owned tables: a user is its own user, an order its user_id's, an operation its acting
+ * user's; an item belongs to no user. An operation event carries no owner: only callers that see
+ * every operation are sent them (auth/policy.ts readableResources).
+ */
+const OWNED_TABLES = new Map<string, OwnedTableRule>([
+  ['users', { userColumn: 'id', eventsCarryOwner: true }],
+  ['items', { eventsCarryOwner: true }],
+  ['orders', { userColumn: 'user_id', eventsCarryOwner: true }],
+  ['operations', { userColumn: 'user_id', eventsCarryOwner: false }],
+]);
+
+/**
+ * Makes `table` an owned table (its records have created_by), for a resource declared before the
+ * app is built; its events carry their record's owner. Returns what undoes it.
+ */
+export function declareOwnedTable(table: string, rule: { userColumn?: string }): () => void {
+  if (OWNED_TABLES.has(table)) throw new Error(`The owned table ${table} is declared already`);
+  OWNED_TABLES.set(table, {
+    ...(rule.userColumn === undefined ? {} : { userColumn: rule.userColumn }),
+    eventsCarryOwner: true,
+  });
+  return () => {
+    OWNED_TABLES.delete(table);
+  };
+}
+
+/** The rule of an owned table; a table never declared is a programming error. */
+function ruleOf(table: OwnedTable): OwnedTableRule {
+  const rule = OWNED_TABLES.get(table);
+  if (rule === undefined) throw new Error(`${table} is no owned table: declare it with declareOwnedTable`);
+  return rule;
+}
+
+/** The column of `table` that names a record's user; undefined when its records belong to no user. */
+export function userColumnOf(table: OwnedTable): string | undefined {
+  return ruleOf(table).userColumn;
+}
+
+/**
+ * Where an event of `resource` finds its record's owner: the user column, if any (created_by is
+ * the owner); undefined when its events carry no owner (no owned table of that name).
+ */
+export function eventOwnerRuleOf(resource: string): { userColumn?: string } | undefined {
+  const rule = OWNED_TABLES.get(resource);
+  return rule?.eventsCarryOwner === true ? rule : undefined;
+}
 
 interface Limit {
   column: string;
@@ -46,7 +101,7 @@ interface Limit {
 function limitsOf(table: OwnedTable, sight: Sight): Limit[] {
   const limits: Limit[] = [];
   if (sight.owner !== null) limits.push({ column: 'created_by', value: sight.owner });
-  const userColumn = USER_COLUMN[table];
+  const userColumn = ruleOf(table).userColumn;
   if (sight.user !== null && userColumn !== undefined) limits.push({ column: userColumn, value: sight.user });
   return limits;
 }
@@ -71,14 +126,14 @@ export function visibleIn(table: OwnedTable, sight: Sight, alias: string = table
  */
 export function visibleInEither(table: OwnedTable, alias: string, owner: unknown, user?: unknown): RawBuilder<SqlBool> {
   const byOwner = sql<SqlBool>`(cast(${owner} as bigint) is null or ${sql.ref(`${alias}.created_by`)} = ${owner})`;
-  const userColumn = USER_COLUMN[table];
+  const userColumn = ruleOf(table).userColumn;
   if (userColumn === undefined) return byOwner;
   return sql<SqlBool>`${byOwner} and (cast(${user} as bigint) is null or ${sql.ref(`${alias}.${userColumn}`)} = ${user})`;
 }
 
 /** The parameters visibleInEither takes for a sight (a table without a user column takes no user). */
 export function eitherParameters(table: OwnedTable, sight: Sight): [owner: number | null, user: number | null] {
-  return [sight.owner, USER_COLUMN[table] === undefined ? null : sight.user];
+  return [sight.owner, ruleOf(table).userColumn === undefined ? null : sight.user];
 }
 
 interface Filterable {

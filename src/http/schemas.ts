@@ -31,6 +31,20 @@ export function oneOfLiterals<const T extends string>(
 
 export const IdParams = Type.Object({ id: Id });
 
+/**
+ * What is built from catalogues a resource may add to before the app is built (scopes, event
+ * types): built when first asked for and again only once `key` (the catalogues' state) changes,
+ * so the routes of one app share one schema and the OpenAPI document names it once.
+ */
+export function builtPerCatalogue<T>(key: () => string, build: () => T): () => T {
+  let built: { key: string; value: T } | undefined;
+  return () => {
+    const now = key();
+    if (built?.key !== now) built = { key: now, value: build() };
+    return built.value;
+  };
+}
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339, UTC' });
 
 /** The fields every stored record has; read-only. */

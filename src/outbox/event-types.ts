@@ -1,9 +1,16 @@
+/** What an event type is of and what it tells. */
+export interface EventTypeRule {
+  /** The resource whose read scope sees it (a caller without orders:read never sees an order event). */
+  resource: string;
+  description: string;
+}
+
 /**
- * Every event type rowi writes, with the resource whose read scope sees it (a caller without
- * orders:read never sees an order event) and what it tells. The catalogue is served in the
- * OpenAPI document (the `type` enum) and checked against the documentation.
+ * Every event type rowi writes, with the resource whose read scope sees it and what it tells; a
+ * resource declared before the app is built adds its own (declareEventTypes). The catalogue is
+ * served in the OpenAPI document (the `type` enum) and checked against the documentation.
  */
-export const EVENT_TYPES = {
+const rules: Record<string, EventTypeRule> = {
   'user.created': { resource: 'users', description: 'A user was created; data is the user.' },
   'user.updated': { resource: 'users', description: "A user's fields changed; data is the user as stored." },
   'user.deleted': { resource: 'users', description: 'A user was deleted; data holds its id.' },
@@ -71,17 +78,43 @@ export const EVENT_TYPES = {
     description:
       'A test event sent to one webhook endpoint by POST /v1/webhook-endpoints/{id}/ping; never fanned out to others.',
   },
-} as const satisfies Record<string, { resource: string; description: string }>;
+};
 
-export type EventType = keyof typeof EVENT_TYPES;
+/** An event type's name (user.created): one of EVENT_TYPE_NAMES. */
+export type EventType = string;
 
-export const EVENT_TYPE_NAMES = Object.keys(EVENT_TYPES) as EventType[];
+export const EVENT_TYPES: Readonly<Record<string, Readonly<EventTypeRule>>> = rules;
 
-export function isEventType(text: string): text is EventType {
-  return Object.hasOwn(EVENT_TYPES, text);
+const names: EventType[] = Object.keys(rules);
+
+/** Every event type, the built-in ones first, then the declared ones in the order declared. */
+export const EVENT_TYPE_NAMES: readonly EventType[] = names;
+
+/**
+ * Adds the event types of a resource declared before the app is built (its schemas and the
+ * OpenAPI document list them from then on). Returns what undoes it.
+ */
+export function declareEventTypes(types: Record<string, EventTypeRule>): () => void {
+  const added = Object.keys(types);
+  for (const type of added) if (isEventType(type)) throw new Error(`The event type ${type} is declared already`);
+  for (const type of added) {
+    rules[type] = { ...types[type]! };
+    names.push(type);
+  }
+  return () => {
+    for (const type of added) {
+      delete rules[type];
+      names.splice(names.indexOf(type), 1);
+    }
+  };
 }
 
-/** The resource whose read scope sees events of this type. */
+export function isEventType(text: string): text is EventType {
+  return Object.hasOwn(rules, text);
+}
+
+/** The resource whose read scope sees events of this type; a type never declared is a programming error. */
 export function resourceOf(type: EventType): string {
-  return EVENT_TYPES[type].resource;
+  if (!isEventType(type)) throw new Error(`${type} is no event type: declare it with declareEventTypes`);
+  return rules[type]!.resource;
 }

@@ -1,5 +1,5 @@
 import type { Trx } from '../db/database.js';
-import type { EventOwner } from '../db/visibility.js';
+import { eventOwnerRuleOf, type EventOwner } from '../db/visibility.js';
 import { nextEventId } from './event-ids.js';
 import { resourceOf, type EventType } from './event-types.js';
 import { insertEvents, type NewEvent, type StoredEvent } from './outbox.repository.js';
@@ -60,21 +60,20 @@ export function recordEvent(trx: Trx, type: EventType, path: string, data: unkno
 
 const NO_OWNER: EventOwner = Object.freeze({ created_by: null, user_id: null });
 
-/** Whose record a user, item or order is, from the record itself; nobody's for other resources. */
+/**
+ * Whose record a record of `resource` is, from the record itself, by the owner rule its owned
+ * table declares (db/visibility.ts): its created_by, and its user column's value as its user (a
+ * user's id, an order's user_id); nobody's for a resource whose events carry no owner.
+ */
 export function ownerOf(resource: string, data: unknown): EventOwner {
-  if (typeof data !== 'object' || data === null) return NO_OWNER;
-  const record = data as { id?: unknown; created_by?: unknown; user_id?: unknown };
+  const rule = eventOwnerRuleOf(resource);
+  if (rule === undefined || typeof data !== 'object' || data === null) return NO_OWNER;
+  const record = data as Record<string, unknown>;
   const number = (value: unknown) => (typeof value === 'number' ? value : null);
-  switch (resource) {
-    case 'users':
-      return { created_by: number(record.created_by), user_id: number(record.id) };
-    case 'orders':
-      return { created_by: number(record.created_by), user_id: number(record.user_id) };
-    case 'items':
-      return { created_by: number(record.created_by), user_id: null };
-    default:
-      return NO_OWNER;
-  }
+  return {
+    created_by: number(record.created_by),
+    user_id: rule.userColumn === undefined ? null : number(record[rule.userColumn]),
+  };
 }
 
 /** An event as the API, the stream, webhooks and the bus show it. */

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readableResources, scopesOf } from '../../src/auth/policy.js';
 import type { Role } from '../../src/db/database.js';
-import { EVENT_TYPES, type EventType } from '../../src/outbox/event-types.js';
+import { resourceOf } from '../../src/outbox/event-types.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { dereferenced } from '../helpers/openapi.js';
 import { eventually, Receiver } from '../helpers/receiver.js';
@@ -314,7 +314,7 @@ describe('webhook endpoints changed by callers of every role', () => {
         );
         for (const actor of actors) {
           for (const received of actor.receiver.received) {
-            const resource = EVENT_TYPES[received.event.type as EventType].resource;
+            const resource = resourceOf(received.event.type);
             expect(
               couldRead(actor, received.at, resource),
               `${actor.name} received ${received.event.type} (${resource}) at ${received.at}`,

@@ -14,7 +14,7 @@ import type { ImportTarget } from './target.js';
 import { admitUpload, checkQueueRoom, importCallerOf } from './queue.js';
 import { importTooLarge, spoolUpload } from './upload.js';
 import { lockClaims, setHolder, type StoredOperation } from '../operations/operations.repository.js';
-import { OperationSchema } from '../operations/operations.schema.js';
+import { operationSchemas } from '../operations/operations.schema.js';
 import { operationPath, presentOperation, queueOperation } from '../operations/operations.service.js';
 
 /**
@@ -55,8 +55,15 @@ const fileBody = (target: ImportTarget) =>
     examples: [`${JSON.stringify(target.example)}\n`],
   });
 
-export function importOperation(app: FastifyInstance, target: ImportTarget, runner: ImportRunner): void {
+/** `POST ${target.path}/import`; `targets` are every target the app registers, which an operation names. */
+export function importOperation(
+  app: FastifyInstance,
+  target: ImportTarget,
+  runner: ImportRunner,
+  targets: readonly ImportTarget[],
+): void {
   const { db, config } = app;
+  const { OperationSchema } = operationSchemas(targets.map((each) => each.name));
   app.post(
     `${target.path}/import`,
     {

@@ -11,7 +11,7 @@ const importsRoutes: FastifyPluginAsync<{ runner: ImportRunner; targets: readonl
   { runner, targets },
 ) => {
   registerImportBodies(app);
-  for (const target of targets) importOperation(app, target, runner);
+  for (const target of targets) importOperation(app, target, runner, targets);
 };
 
 export default importsRoutes;

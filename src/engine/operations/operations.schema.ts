@@ -1,4 +1,4 @@
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TObject } from 'typebox';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { Id, Nullable, RecordFields, Timestamp } from '../../http/schemas.js';
 import { BackupOutcomeSchema } from './backups.schema.js';
@@ -7,8 +7,8 @@ import { CREATED_BY_FILTER, CreatedBy } from '../ownership.js';
 const Count = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
 
 export const OPERATION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
-export const IMPORT_TARGETS = ['users', 'items', 'stock', 'orders'] as const;
-export type ImportTargetName = (typeof IMPORT_TARGETS)[number];
+/** The name of a collection an import writes: one of the import targets the app registers (src/api/importers.ts). */
+export type ImportTargetName = string;
 
 export const RowErrorSchema = Type.Object(
   {
@@ -42,68 +42,69 @@ export const ImportOptionsSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const ImportOperationSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    kind: Type.Literal('import', { description: 'what the operation does: an import of a file' }),
-    target: Type.Union([Type.Literal('users'), Type.Literal('items'), Type.Literal('stock'), Type.Literal('orders')], {
-      description: 'the collection it writes',
-    }),
-    status: Type.Union(
-      [
-        Type.Literal('queued'),
-        Type.Literal('running'),
-        Type.Literal('succeeded'),
-        Type.Literal('failed'),
-        Type.Literal('cancelled'),
-      ],
-      { description: 'queued (waiting for a turn), running, or how it ended: succeeded, failed, cancelled' },
-    ),
-    media_type: Type.String({ maxLength: 100, description: 'the media type of the file' }),
-    options: ImportOptionsSchema,
-    progress: Type.Object(
+/**
+ * An import's fields; its target is named by the targets the app registers (operationSchemas).
+ * Built at load, as a spread of a shared schema (Timestamp) must be, before the engine adds its
+ * bound to it when routes are registered (route-completion.ts bound).
+ */
+const IMPORT_FIELDS = {
+  id: RecordFields.id,
+  kind: Type.Literal('import', { description: 'what the operation does: an import of a file' }),
+  target: Type.String({ description: 'the collection it writes' }),
+  status: Type.Union(
+    [
+      Type.Literal('queued'),
+      Type.Literal('running'),
+      Type.Literal('succeeded'),
+      Type.Literal('failed'),
+      Type.Literal('cancelled'),
+    ],
+    { description: 'queued (waiting for a turn), running, or how it ended: succeeded, failed, cancelled' },
+  ),
+  media_type: Type.String({ maxLength: 100, description: 'the media type of the file' }),
+  options: ImportOptionsSchema,
+  progress: Type.Object(
+    {
+      bytes_read: Count('bytes of the file read'),
+      bytes_total: Count("the file's size"),
+      rows_read: Count('rows read (the header not counted)'),
+      rows_succeeded: Count('rows stored (or, in a dry run, that would be)'),
+      rows_skipped: Count('rows skipped: on_conflict=skip and the key was taken, or the row changed nothing'),
+      rows_failed: Count('rows refused (listed in errors)'),
+      committed_through: Count(
+        'every row of the file up to this one is committed, except those failed; 0: none is committed',
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  created_by: CreatedBy,
+  caller_name: Nullable(Type.String({ maxLength: 200, description: 'the name of the caller that started it' })),
+  created_at: RecordFields.created_at,
+  updated_at: RecordFields.updated_at,
+  started_at: Nullable(Type.String({ ...Timestamp, description: 'when it started running' })),
+  finished_at: Nullable(Type.String({ ...Timestamp, description: 'when it ended' })),
+  summary: Type.Union([
+    Type.Object(
       {
-        bytes_read: Count('bytes of the file read'),
-        bytes_total: Count("the file's size"),
-        rows_read: Count('rows read (the header not counted)'),
-        rows_succeeded: Count('rows stored (or, in a dry run, that would be)'),
-        rows_skipped: Count('rows skipped: on_conflict=skip and the key was taken, or the row changed nothing'),
-        rows_failed: Count('rows refused (listed in errors)'),
-        committed_through: Count(
-          'every row of the file up to this one is committed, except those failed; 0: none is committed',
-        ),
+        detail: Type.String({ maxLength: 2000, description: 'how it ended, in words' }),
+        rows_committed: Count('rows committed and kept'),
+        committed: Type.String({
+          maxLength: 2000,
+          description: 'which rows were committed: a range of rows, less the failed ones',
+        }),
       },
       { additionalProperties: false },
     ),
-    created_by: CreatedBy,
-    caller_name: Nullable(Type.String({ maxLength: 200, description: 'the name of the caller that started it' })),
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
-    started_at: Nullable(Type.String({ ...Timestamp, description: 'when it started running' })),
-    finished_at: Nullable(Type.String({ ...Timestamp, description: 'when it ended' })),
-    summary: Type.Union([
-      Type.Object(
-        {
-          detail: Type.String({ maxLength: 2000, description: 'how it ended, in words' }),
-          rows_committed: Count('rows committed and kept'),
-          committed: Type.String({
-            maxLength: 2000,
-            description: 'which rows were committed: a range of rows, less the failed ones',
-          }),
-        },
-        { additionalProperties: false },
-      ),
-      Type.Null(),
-    ]),
-    errors: Type.Array(RowErrorSchema, {
-      maxItems: 20,
-      description: 'the first errors of its rows (all of them at errors_url)',
-    }),
-    errors_url: Type.String({ maxLength: 100, description: 'every row error, as NDJSON' }),
-  },
-  { additionalProperties: false, title: 'ImportOperation', xml: { name: 'operation' } },
-);
-export type ImportOperation = Static<typeof ImportOperationSchema>;
+    Type.Null(),
+  ]),
+  errors: Type.Array(RowErrorSchema, {
+    maxItems: 20,
+    description: 'the first errors of its rows (all of them at errors_url)',
+  }),
+  errors_url: Type.String({ maxLength: 100, description: 'every row error, as NDJSON' }),
+};
+
+const IMPORT_OPTIONS = { additionalProperties: false, title: 'ImportOperation', xml: { name: 'operation' } } as const;
 
 const OperationStatus = Type.Union(
   [
@@ -137,45 +138,78 @@ export const BackupOperationSchema = Type.Object(
 );
 export type BackupOperation = Static<typeof BackupOperationSchema>;
 
-/** A long-running operation: an import of a file, or a backup; `kind` says which. */
-export const OperationSchema = Type.Union([ImportOperationSchema, BackupOperationSchema], {
-  title: 'Operation',
-  xml: { name: 'operation' },
-  description: 'a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation)',
-});
-export type Operation = Static<typeof OperationSchema>;
-
-export const OperationPageSchema = pageSchema(OperationSchema, 'operations');
+/** An import, its target a string (operationSchemas names the targets there are). */
+export type ImportOperation = Static<TObject<typeof IMPORT_FIELDS>>;
+export type Operation = ImportOperation | BackupOperation;
 
 export const OperationIdParams = Type.Object({ id: Id });
 
-export const OPERATION_COLLECTION: CollectionSpec = {
-  sortable: { id: 'integer', created_at: 'string', status: 'string', target: 'string' },
-  filters: {
-    kind: {
-      schema: Type.Union([Type.Literal('import'), Type.Literal('backup')], {
-        description: 'only operations of this kind: imports or backups',
-      }),
-      column: 'kind',
-      operator: '=',
-    },
-    status: {
-      schema: Type.Union(
-        OPERATION_STATUSES.map((status) => Type.Literal(status)),
-        { description: 'only operations in this status' },
+/** The filters of the operations' list that name no import target. */
+const KIND_FILTER = {
+  schema: Type.Union([Type.Literal('import'), Type.Literal('backup')], {
+    description: 'only operations of this kind: imports or backups',
+  }),
+  column: 'kind',
+  operator: '=',
+} as const;
+const STATUS_FILTER = {
+  schema: Type.Union(
+    OPERATION_STATUSES.map((status) => Type.Literal(status)),
+    { description: 'only operations in this status' },
+  ),
+  column: 'status',
+  operator: '=',
+} as const;
+
+/**
+ * The schemas that name the import targets (an import's `target`, the list's filter), from the
+ * targets the app registers: an operation names one of them, and a list asks for one of them.
+ */
+export const operationSchemas = (() => {
+  const built = new Map<string, ReturnType<typeof buildOperationSchemas>>();
+  return (targets: readonly ImportTargetName[]) => {
+    const key = targets.join(' ');
+    let schemas = built.get(key);
+    if (schemas === undefined) built.set(key, (schemas = buildOperationSchemas(targets)));
+    return schemas;
+  };
+})();
+
+function buildOperationSchemas(targets: readonly ImportTargetName[]) {
+  const ImportOperationSchema = Type.Object(
+    {
+      ...IMPORT_FIELDS,
+      target: Type.Union(
+        targets.map((target) => Type.Literal(target)),
+        { description: 'the collection it writes' },
       ),
-      column: 'status',
-      operator: '=',
     },
-    target: {
-      schema: Type.Union(
-        IMPORT_TARGETS.map((target) => Type.Literal(target)),
-        { description: 'only imports into this collection' },
-      ),
-      column: 'target',
-      operator: '=',
+    IMPORT_OPTIONS,
+  );
+  /** A long-running operation: an import of a file, or a backup; `kind` says which. */
+  const OperationSchema = Type.Union([ImportOperationSchema, BackupOperationSchema], {
+    title: 'Operation',
+    xml: { name: 'operation' },
+    description:
+      'a long-running operation; `kind` says which: an import (ImportOperation) or a backup (BackupOperation)',
+  });
+  const OperationPageSchema = pageSchema(OperationSchema, 'operations');
+  const OPERATION_COLLECTION: CollectionSpec = {
+    sortable: { id: 'integer', created_at: 'string', status: 'string', target: 'string' },
+    filters: {
+      kind: KIND_FILTER,
+      status: STATUS_FILTER,
+      target: {
+        schema: Type.Union(
+          targets.map((target) => Type.Literal(target)),
+          { description: 'only imports into this collection' },
+        ),
+        column: 'target',
+        operator: '=',
+      },
+      ...CREATED_RANGE_FILTERS,
+      ...CREATED_BY_FILTER,
     },
-    ...CREATED_RANGE_FILTERS,
-    ...CREATED_BY_FILTER,
-  },
-};
+  };
+  return { OperationSchema, OperationPageSchema, OPERATION_COLLECTION };
+}

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { accessOf } from '../../auth/access.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
-import { OperationSchema } from '../../engine/operations/operations.schema.js';
+import { operationSchemas, type ImportTargetName } from '../../engine/operations/operations.schema.js';
 import { operationPath } from '../../engine/operations/operations.service.js';
 import {
   BackupListQuery,
@@ -15,10 +15,14 @@ import { backupsUnavailable, getBackup, listBackupPage, type BackupRunner } from
  * Backups of the SQLite file over HTTP (docs/operations.md "Backups and restore"): start one (an
  * operation to follow), list those in ROWI_BACKUP_DIR, read one. `runner` is undefined where there
  * is nothing to back up into (no ROWI_BACKUP_DIR, or PostgreSQL): every route then answers 409
- * with the reason.
+ * with the reason. `importTargets` are the import targets the app registers, which an operation may name.
  */
-const backupsRoutes: FastifyPluginAsyncTypebox<{ runner: BackupRunner | undefined }> = async (app, { runner }) => {
+const backupsRoutes: FastifyPluginAsyncTypebox<{
+  runner: BackupRunner | undefined;
+  importTargets: readonly ImportTargetName[];
+}> = async (app, { runner, importTargets }) => {
   const { config } = app;
+  const { OperationSchema } = operationSchemas(importTargets);
   const available = () => {
     const reason = backupsUnavailable(config);
     if (reason !== undefined || runner === undefined) throw reason;

@@ -18,12 +18,9 @@ import {
   ApiKeyParams,
   ApiKeySchema,
   CALLER_COLLECTION,
-  CallerCreateSchema,
-  CallerPageSchema,
   CallerParams,
-  CallerPatchSchema,
-  CallerSchema,
   NewApiKeySchema,
+  callerSchemas,
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
 import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
@@ -38,6 +35,7 @@ import { unitOfWork } from '../../db/unit-of-work.js';
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
+  const { CallerCreateSchema, CallerPageSchema, CallerPatchSchema, CallerSchema } = callerSchemas();
   const callers: Collection<typeof CallerSchema, CallerView> = {
     path: '/v1/callers',
     name: 'callers',

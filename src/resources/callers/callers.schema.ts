@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { ALL_SCOPES, OWNED_RESOURCES, ROLES } from '../../auth/policy.js';
 import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { EchoedReadOnly, Id, RecordFields, Timestamp, oneOfLiterals } from '../../http/schemas.js';
+import { EchoedReadOnly, Id, RecordFields, Timestamp, builtPerCatalogue, oneOfLiterals } from '../../http/schemas.js';
 
 /** A caller's name: also its OAuth client_id, so it is kept to characters that need no escaping. */
 export const CALLER_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]*$';
@@ -20,93 +20,107 @@ const Role = oneOfLiterals(ROLES, {
     'reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock',
 });
 
-const ScopeName = oneOfLiterals(ALL_SCOPES, { description: '<resource>:<action>' });
-
-const ScopeList = (description: string) =>
-  Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
-
 const Access = Type.Union([Type.Literal('all'), Type.Literal('own')]);
-
-/** Per owned resource, whether the caller sees every record or only those it created (docs/access.md). */
-const RecordAccess = Type.Object(
-  Object.fromEntries(
-    OWNED_RESOURCES.map((resource) => [resource, Type.Union(Access.anyOf, { description: `all or own ${resource}` })]),
-  ),
-  {
-    additionalProperties: false,
-    title: 'RecordAccess',
-    description:
-      'per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist',
-  },
-);
-
-/** The same, as a body sets it: the resources named change, the others stay (or take the role's default on creation). */
-const RecordAccessChange = Type.Partial(RecordAccess, {
-  additionalProperties: false,
-  title: 'RecordAccessChange',
-  description:
-    "the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles)",
-});
 
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()], {
   description: 'requests per minute this caller may make; null: its role\'s default (docs/operations.md "Limits")',
 });
 
-export const CallerSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    name: CallerName,
-    role: Role,
-    extra_scopes: ScopeList("scopes granted beyond the role's (caller management cannot be granted)"),
-    removed_scopes: ScopeList('scopes of the role taken away'),
-    scopes: Type.Array(ScopeName, {
-      readOnly: true,
-      description: 'what the caller may do: role + extra − removed',
-      xml: { wrapped: true },
-    }),
-    record_access: RecordAccess,
-    rate_limit: RateLimit,
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
-  },
-  { additionalProperties: false, xml: { name: 'caller' }, title: 'Caller' },
-);
-export type Caller = Static<typeof CallerSchema>;
+/**
+ * The caller's schemas, which name every scope and every owned resource: built from the
+ * catalogues there are when the routes are registered, so a resource declared before the app is
+ * built has its scopes and its record access.
+ */
+export const callerSchemas = builtPerCatalogue(
+  () => `${ALL_SCOPES.join(' ')} | ${OWNED_RESOURCES.join(' ')}`,
+  () => {
+    const ScopeName = oneOfLiterals(ALL_SCOPES, { description: '<resource>:<action>' });
 
-export const CallerCreateSchema = Type.Object(
-  {
-    name: CallerName,
-    role: Role,
-    extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's")),
-    removed_scopes: Type.Optional(ScopeList('scopes of the role taken away')),
-    record_access: Type.Optional(RecordAccessChange),
-    rate_limit: Type.Optional(RateLimit),
-  },
-  { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerCreate' },
-);
+    const ScopeList = (description: string) =>
+      Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });
 
-export const CallerPatchSchema = Type.Object(
-  {
-    name: Type.Optional(CallerName),
-    role: Type.Optional(Role),
-    extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's; replaces the list")),
-    removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
-    record_access: Type.Optional(RecordAccessChange),
-    rate_limit: Type.Optional(RateLimit),
-    scopes: Type.Optional(
-      Type.Array(ScopeName, {
-        readOnly: true,
-        maxItems: ALL_SCOPES.length * 2,
+    /** Per owned resource, whether the caller sees every record or only those it created (docs/access.md). */
+    const RecordAccess = Type.Object(
+      Object.fromEntries(
+        OWNED_RESOURCES.map((resource) => [
+          resource,
+          Type.Union(Access.anyOf, { description: `all or own ${resource}` }),
+        ]),
+      ),
+      {
+        additionalProperties: false,
+        title: 'RecordAccess',
         description:
-          'read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to',
-      }),
-    ),
-    ...EchoedReadOnly,
-  },
-  { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerPatch' },
-);
+          'per resource, whether the caller sees all records (all) or only those it created (own), whatever the action; a record it may not see is 404 to it, as if it did not exist',
+      },
+    );
 
-export const CallerPageSchema = pageSchema(CallerSchema, 'callers');
+    /** The same, as a body sets it: the resources named change, the others stay (or take the role's default on creation). */
+    const RecordAccessChange = Type.Partial(RecordAccess, {
+      additionalProperties: false,
+      title: 'RecordAccessChange',
+      description:
+        "the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles)",
+    });
+
+    const CallerSchema = Type.Object(
+      {
+        id: RecordFields.id,
+        name: CallerName,
+        role: Role,
+        extra_scopes: ScopeList("scopes granted beyond the role's (caller management cannot be granted)"),
+        removed_scopes: ScopeList('scopes of the role taken away'),
+        scopes: Type.Array(ScopeName, {
+          readOnly: true,
+          description: 'what the caller may do: role + extra − removed',
+          xml: { wrapped: true },
+        }),
+        record_access: RecordAccess,
+        rate_limit: RateLimit,
+        created_at: RecordFields.created_at,
+        updated_at: RecordFields.updated_at,
+      },
+      { additionalProperties: false, xml: { name: 'caller' }, title: 'Caller' },
+    );
+
+    const CallerCreateSchema = Type.Object(
+      {
+        name: CallerName,
+        role: Role,
+        extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's")),
+        removed_scopes: Type.Optional(ScopeList('scopes of the role taken away')),
+        record_access: Type.Optional(RecordAccessChange),
+        rate_limit: Type.Optional(RateLimit),
+      },
+      { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerCreate' },
+    );
+
+    const CallerPatchSchema = Type.Object(
+      {
+        name: Type.Optional(CallerName),
+        role: Type.Optional(Role),
+        extra_scopes: Type.Optional(ScopeList("scopes granted beyond the role's; replaces the list")),
+        removed_scopes: Type.Optional(ScopeList('scopes of the role taken away; replaces the list')),
+        record_access: Type.Optional(RecordAccessChange),
+        rate_limit: Type.Optional(RateLimit),
+        scopes: Type.Optional(
+          Type.Array(ScopeName, {
+            readOnly: true,
+            maxItems: ALL_SCOPES.length * 2,
+            description:
+              'read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to',
+          }),
+        ),
+        ...EchoedReadOnly,
+      },
+      { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerPatch' },
+    );
+
+    const CallerPageSchema = pageSchema(CallerSchema, 'callers');
+    return { CallerSchema, CallerCreateSchema, CallerPatchSchema, CallerPageSchema };
+  },
+);
+export type Caller = Static<ReturnType<typeof callerSchemas>['CallerSchema']>;
 
 export const CALLER_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer', name: 'string', created_at: 'string' },

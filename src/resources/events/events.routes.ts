@@ -8,11 +8,9 @@ import { entityTag } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { sendTagged } from '../../http/records.js';
 import { IfNoneMatchHeaders, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import { EVENTS_COLLECTION, EventPageSchema, EventParams, EventSchema } from './events.schema.js';
+import { EventParams, eventSchemas } from './events.schema.js';
 import { getEvent, listEvents } from './events.service.js';
 import { registerEventStream } from './stream.js';
-
-const EVENT_FIELDS = { record: EventSchema };
 
 const DESCRIPTION =
   'Every change a caller can see is an event, written in the transaction of the change: a committed change always has its event, a rolled-back one never. A caller sees the events of the resources it may read (orders:read for order events…). Events are kept ROWI_EVENTS_RETENTION seconds (30 days by default).';
@@ -20,6 +18,8 @@ const DESCRIPTION =
 /** GET /v1/events, /v1/events/{id} and the live stream (docs/events.md). */
 const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config }> = async (app, { feed, config }) => {
   const { db } = app;
+  const { EVENTS_COLLECTION, EventPageSchema, EventSchema } = eventSchemas();
+  const EVENT_FIELDS = { record: EventSchema };
   app.get(
     '/v1/events',
     {

@@ -11,7 +11,7 @@ import { findEventById, latestPosition, positionOf, type Position } from '../../
 import { problemFor } from '../../http/problem.js';
 import { sendHeadOfStream } from '../../http/export.js';
 import { RESPONSE_HEADERS, operation } from '../../http/schemas.js';
-import { StreamHeaders, StreamQuery } from './events.schema.js';
+import { StreamHeaders, eventSchemas } from './events.schema.js';
 import { StreamAccess } from './stream-access.js';
 import { StreamConnection } from './stream-connection.js';
 
@@ -51,7 +51,7 @@ export function registerEventStream(
           "The events the caller may see, as they commit, in text/event-stream: `id` is the event id, `event` its type, `data` the event as JSON (the stream is JSON only). Resume with Last-Event-ID (EventSource sends it by itself): every event after it is sent first. A comment line is sent when the stream is idle. The stream keeps to the caller's access as it changes, as its requests do (at once on the instance where the change was made, within a second elsewhere): it stops sending the events of a resource the caller may no longer read, and when its key or token stops working (revoked, expired, caller deleted) or loses events:read, its last event is `stream.ended`, whose data is the problem (401, 403) a request would get now. A shutdown also ends it with `stream.ended` (503): resume elsewhere with Last-Event-ID. A stream holds at most ROWI_EVENTS_STREAM_BUFFER bytes unsent: past it, what a slow client is owed waits in the outbox until it reads; a client that takes nothing for two ROWI_EVENTS_HEARTBEAT intervals is disconnected, and resumes with Last-Event-ID. At most ROWI_EVENTS_MAX_STREAMS open streams per caller on one instance, each counted until its connection has closed.",
         tags: ['events'],
         eventStream: true,
-        querystring: StreamQuery,
+        querystring: eventSchemas().StreamQuery,
         headers: StreamHeaders,
         problems: [410],
         response: {

@@ -10,12 +10,11 @@ import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js'
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { findOperationById, findOperationErrors } from '../../engine/operations/operations.repository.js';
 import {
-  OPERATION_COLLECTION,
   OperationIdParams,
-  OperationPageSchema,
-  OperationSchema,
   RowErrorListSchema,
   RowErrorSchema,
+  operationSchemas,
+  type ImportTargetName,
   type RowError,
 } from '../../engine/operations/operations.schema.js';
 import {
@@ -54,10 +53,14 @@ const ERRORS_WRITERS: Record<
     item: (error) => errorElement(error),
   },
 };
-const OPERATION_FIELDS = { record: OperationSchema };
-
-const operationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+/** `importTargets` are the import targets the app registers: an operation names one, a list may ask for one. */
+const operationsRoutes: FastifyPluginAsyncTypebox<{ importTargets: readonly ImportTargetName[] }> = async (
+  app,
+  { importTargets },
+) => {
   const { db } = app;
+  const { OPERATION_COLLECTION, OperationPageSchema, OperationSchema } = operationSchemas(importTargets);
+  const OPERATION_FIELDS = { record: OperationSchema };
   const unfinished = (status: string) => status === 'queued' || status === 'running';
 
   app.get(

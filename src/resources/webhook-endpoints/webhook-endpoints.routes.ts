@@ -22,15 +22,7 @@ import {
 } from '../../engine/collection.js';
 import { registerDeliveryRoutes } from './deliveries.routes.js';
 import { endpointContext } from './endpoint-access.js';
-import {
-  WEBHOOK_ENDPOINTS_COLLECTION,
-  WebhookEndpointCreateSchema,
-  WebhookEndpointPageSchema,
-  WebhookEndpointPatchSchema,
-  WebhookEndpointSchema,
-  WebhookEndpointWithSecretSchema,
-  WHO_MAY_CHANGE,
-} from './webhook-endpoints.schema.js';
+import { WEBHOOK_ENDPOINTS_COLLECTION, WHO_MAY_CHANGE, webhookEndpointSchemas } from './webhook-endpoints.schema.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -41,23 +33,29 @@ import {
   type EndpointView,
 } from './webhook-endpoints.service.js';
 
-const ENDPOINTS: Collection<typeof WebhookEndpointSchema, EndpointView> = {
-  path: '/v1/webhook-endpoints',
-  name: 'webhook-endpoints',
-  singular: 'WebhookEndpoint',
-  article: 'a',
-  listing: WEBHOOK_ENDPOINTS_COLLECTION,
-  record: WebhookEndpointSchema,
-  page: WebhookEndpointPageSchema,
-  formats: ['json'],
-};
-
 /** /v1/webhook-endpoints: where events are POSTed, signed (docs/events.md). */
 const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy: AddressPolicy }> = async (
   app,
   { config, policy },
 ) => {
   const { db } = app;
+  const {
+    WebhookEndpointCreateSchema,
+    WebhookEndpointPageSchema,
+    WebhookEndpointPatchSchema,
+    WebhookEndpointSchema,
+    WebhookEndpointWithSecretSchema,
+  } = webhookEndpointSchemas();
+  const ENDPOINTS: Collection<typeof WebhookEndpointSchema, EndpointView> = {
+    path: '/v1/webhook-endpoints',
+    name: 'webhook-endpoints',
+    singular: 'WebhookEndpoint',
+    article: 'a',
+    listing: WEBHOOK_ENDPOINTS_COLLECTION,
+    record: WebhookEndpointSchema,
+    page: WebhookEndpointPageSchema,
+    formats: ['json'],
+  };
   const context = endpointContext;
   const checkUrl = async (body: { url?: string }) => {
     if (body.url !== undefined) await policy.assertAllowed(body.url);

@@ -2,22 +2,16 @@ import Type, { type Static } from 'typebox';
 import { EVENT_TYPE_NAMES } from '../../outbox/event-types.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { REFUSED_CHARACTERS, SPACE_CHARACTERS, freeText } from '../../http/free-text.js';
-import { EchoedReadOnly, Id, Nullable, RecordFields, Timestamp, oneOfLiterals } from '../../http/schemas.js';
+import {
+  EchoedReadOnly,
+  Id,
+  Nullable,
+  RecordFields,
+  Timestamp,
+  builtPerCatalogue,
+  oneOfLiterals,
+} from '../../http/schemas.js';
 import { EventId } from '../../engine/event-id.js';
-
-/** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
-const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
-
-const EventTypeOrAll = oneOfLiterals(['*' as const, ...SUBSCRIBABLE], {
-  description: 'an event type, or * for every type',
-});
-
-const Events = Type.Array(EventTypeOrAll, {
-  minItems: 1,
-  maxItems: SUBSCRIBABLE.length,
-  uniqueItems: true,
-  description: 'the event types sent to the endpoint; ["*"] for all (of the resources its owner may read)',
-});
 
 /**
  * A URL parser drops tab, CR and LF, so a URL holding them would list one host and call another:
@@ -37,7 +31,12 @@ const Description = freeText({
   description: 'what the endpoint is for, up to 500 characters on one line',
 });
 
-const endpointFields = {
+/**
+ * The fields of an endpoint before and after its events, which do not depend on the event types:
+ * built at load, as a spread of a shared schema (Timestamp) must be, before the engine adds its
+ * bound to it when routes are registered (route-completion.ts bound).
+ */
+const LEADING_FIELDS = {
   id: RecordFields.id,
   url: Url,
   owner_caller_id: Type.Union([Type.Integer({ ...Id }), Type.Null()], {
@@ -46,7 +45,9 @@ const endpointFields = {
       'the caller the endpoint acts for (its owner, the caller that created it): it is sent events only of resources this caller may read now, checked at every delivery. When that caller is deleted the endpoint is disabled, and the caller that enables it again becomes its owner. Only the owner may change the URL',
   }),
   description: Description,
-  events: Events,
+};
+
+const TRAILING_FIELDS = {
   enabled: Type.Boolean({
     description:
       'false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row)',
@@ -73,45 +74,79 @@ const endpointFields = {
   updated_at: RecordFields.updated_at,
 };
 
-export const WebhookEndpointSchema = Type.Object(endpointFields, {
-  additionalProperties: false,
-  title: 'WebhookEndpoint',
-});
-
 const Secret = Type.String({
   description: 'the signing secret (whsec_ and base64, as Standard Webhooks): shown only in this answer',
 });
 
-export const WebhookEndpointWithSecretSchema = Type.Object(
-  { ...endpointFields, secret: Secret },
-  { additionalProperties: false, title: 'WebhookEndpointWithSecret' },
-);
+/**
+ * The endpoint's schemas, whose `events` name the types an endpoint may ask for: built from the
+ * event types there are when the routes are registered, so a resource declared before the app
+ * is built has its events subscribable.
+ */
+export const webhookEndpointSchemas = builtPerCatalogue(
+  () => EVENT_TYPE_NAMES.join(' '),
+  () => {
+    /** The types an endpoint may ask for: every type but the ping (sent to one endpoint by hand), or * for all. */
+    const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
 
-export const WebhookEndpointPageSchema = pageSchema(WebhookEndpointSchema, 'webhook_endpoints');
+    const EventTypeOrAll = oneOfLiterals(['*' as const, ...SUBSCRIBABLE], {
+      description: 'an event type, or * for every type',
+    });
 
-export const WebhookEndpointCreateSchema = Type.Object(
-  {
-    url: Url,
-    events: Type.Optional(Events),
-    enabled: Type.Optional(Type.Boolean({ default: true })),
-    description: Type.Optional(Description),
+    const Events = Type.Array(EventTypeOrAll, {
+      minItems: 1,
+      maxItems: SUBSCRIBABLE.length,
+      uniqueItems: true,
+      description: 'the event types sent to the endpoint; ["*"] for all (of the resources its owner may read)',
+    });
+
+    const endpointFields = { ...LEADING_FIELDS, events: Events, ...TRAILING_FIELDS };
+
+    const WebhookEndpointSchema = Type.Object(endpointFields, {
+      additionalProperties: false,
+      title: 'WebhookEndpoint',
+    });
+
+    const WebhookEndpointWithSecretSchema = Type.Object(
+      { ...endpointFields, secret: Secret },
+      { additionalProperties: false, title: 'WebhookEndpointWithSecret' },
+    );
+
+    const WebhookEndpointPageSchema = pageSchema(WebhookEndpointSchema, 'webhook_endpoints');
+
+    const WebhookEndpointCreateSchema = Type.Object(
+      {
+        url: Url,
+        events: Type.Optional(Events),
+        enabled: Type.Optional(Type.Boolean({ default: true })),
+        description: Type.Optional(Description),
+      },
+      { additionalProperties: false, title: 'WebhookEndpointCreate' },
+    );
+
+    const WebhookEndpointPatchSchema = Type.Object(
+      {
+        url: Type.Optional(Url),
+        events: Type.Optional(Events),
+        enabled: Type.Optional(Type.Boolean()),
+        description: Type.Optional(Description),
+        ...EchoedReadOnly,
+      },
+      { additionalProperties: false, title: 'WebhookEndpointPatch' },
+    );
+    return {
+      WebhookEndpointSchema,
+      WebhookEndpointWithSecretSchema,
+      WebhookEndpointPageSchema,
+      WebhookEndpointCreateSchema,
+      WebhookEndpointPatchSchema,
+    };
   },
-  { additionalProperties: false, title: 'WebhookEndpointCreate' },
 );
-export type WebhookEndpoint = Static<typeof WebhookEndpointSchema>;
-export type WebhookEndpointCreate = Static<typeof WebhookEndpointCreateSchema>;
-
-export const WebhookEndpointPatchSchema = Type.Object(
-  {
-    url: Type.Optional(Url),
-    events: Type.Optional(Events),
-    enabled: Type.Optional(Type.Boolean()),
-    description: Type.Optional(Description),
-    ...EchoedReadOnly,
-  },
-  { additionalProperties: false, title: 'WebhookEndpointPatch' },
-);
-export type WebhookEndpointPatch = Static<typeof WebhookEndpointPatchSchema>;
+type EndpointSchemas = ReturnType<typeof webhookEndpointSchemas>;
+export type WebhookEndpoint = Static<EndpointSchemas['WebhookEndpointSchema']>;
+export type WebhookEndpointCreate = Static<EndpointSchemas['WebhookEndpointCreateSchema']>;
+export type WebhookEndpointPatch = Static<EndpointSchemas['WebhookEndpointPatchSchema']>;
 
 /** What the operations that change an endpoint say of who may (endpoint-access.ts). */
 export const WHO_MAY_CHANGE =

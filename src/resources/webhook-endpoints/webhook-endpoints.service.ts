@@ -3,7 +3,7 @@ import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
 import { deleteAtVersion } from '../../db/versioned.js';
-import { EVENT_TYPES, type EventType } from '../../outbox/event-types.js';
+import { resourceOf } from '../../outbox/event-types.js';
 import { newSecret } from '../../outbox/signing.js';
 import {
   findEndpointWithOwner,
@@ -249,7 +249,7 @@ function allowedResources(events: readonly string[], reach: Reach, whose: string
   }
   const errors: FieldError[] = [];
   events.forEach((type, index) => {
-    const resource = EVENT_TYPES[type as EventType].resource;
+    const resource = resourceOf(type);
     if (!readable.includes(resource))
       errors.push({
         in: 'body',
@@ -259,5 +259,5 @@ function allowedResources(events: readonly string[], reach: Reach, whose: string
   });
   if (errors.length > 0)
     throw new UnprocessableError(`The endpoint asks for events of resources ${whose} may not read.`, errors);
-  return [...new Set(events.map((type) => EVENT_TYPES[type as EventType].resource))].sort();
+  return [...new Set(events.map((type) => resourceOf(type)))].sort();
 }
