@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Static, TObject, TSchema } from 'typebox';
 import { creatorOf } from '../auth/visibility.js';
-import type { OwnedResource } from '../auth/policy.js';
 import { createEntries, deleteEntries, writeEntries } from './batches/actions.js';
 import { batchOperation } from './batches/batch.js';
 import {
@@ -71,7 +70,7 @@ export function resourceRoutes<
 >(declaration: ResourceDeclaration<Record, Stored, Create, Replace, Patch>): FastifyPluginAsyncTypebox {
   type Body = Static<Create>;
   const { collection, service } = declaration;
-  const creator = (request: FastifyRequest) => creatorOf(request.principal, collection.name as OwnedResource);
+  const creator = (request: FastifyRequest) => creatorOf(request.principal, collection.name);
   const create = (trx: Parameters<typeof service.create>[0], body: Body, request: FastifyRequest) =>
     service.create(trx, body, creator(request));
   const unique = service.rules.unique;

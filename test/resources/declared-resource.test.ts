@@ -190,7 +190,10 @@ describe('a resource declared only in a test gets every operation', () => {
       headers: { 'if-none-match': read.headers.etag as string },
     });
     expect(current.status).toBe(304);
-    expect((await test.call({ url: `/v1/notes/${json.id}?fields=title` })).json).toEqual({ title: 'Read me' });
+    expect((await test.call({ url: `/v1/notes/${json.id}?fields=title` })).json).toEqual({
+      id: json.id,
+      title: 'Read me',
+    });
     expectProblem(await test.call({ url: '/v1/notes/999999' }), 404, 'not-found');
   });
 
@@ -251,7 +254,7 @@ describe('a resource declared only in a test gets every operation', () => {
     expectProblem(await test.call({ method: 'PATCH', url, body: { created_by: 99 } }), 422, 'read-only-field');
   });
 
-  it('DELETE /v1/notes/{id}: 204, then 404; the events tell of each change in order', async () => {
+  it('DELETE /v1/notes/{id}: 204, then 404; the events tell of each change, newest first', async () => {
     const { json } = await test.call({ method: 'POST', url: '/v1/notes', body: note('Short-lived') });
     await test.call({ method: 'PATCH', url: `/v1/notes/${json.id}`, body: { text: 'changed' } });
     expect((await test.call({ method: 'DELETE', url: `/v1/notes/${json.id}` })).status).toBe(204);
@@ -260,7 +263,7 @@ describe('a resource declared only in a test gets every operation', () => {
     const events = await test.call({ url: '/v1/events?limit=100' });
     expect(events.status).toBe(200);
     const mine = events.json.data.filter((event: { path: string }) => event.path === `/v1/notes/${json.id}`);
-    expect(mine.map((event: { type: string }) => event.type)).toEqual(['note.created', 'note.updated', 'note.deleted']);
+    expect(mine.map((event: { type: string }) => event.type)).toEqual(['note.deleted', 'note.updated', 'note.created']);
     expect(mine[1].data).toMatchObject({ id: json.id, text: 'changed' });
   });
 
@@ -329,7 +332,7 @@ describe('a resource declared only in a test gets every operation', () => {
   });
 
   it('the OpenAPI document describes every operation of notes, with its scopes', async () => {
-    const document = (await test.call({ url: '/openapi.json', key: null })).json;
+    const document = (await test.call({ url: '/v1/openapi.json', key: null })).json;
     const operations = Object.entries(document.paths as Record<string, Record<string, { operationId: string }>>)
       .filter(([path]) => path.startsWith('/v1/notes'))
       .flatMap(([path, methods]) =>

@@ -1,6 +1,6 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { TSchema } from 'typebox';
-import type { OwnedResource, Scope } from '../../auth/policy.js';
+import type { Scope } from '../../auth/policy.js';
 import { creatorOf, sightOnCollection } from '../../auth/visibility.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { Sight } from '../../db/visibility.js';
@@ -109,7 +109,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
 
   async function write(trx: Trx, rows: readonly Row<Body>[], context: ImportContext): Promise<ChunkOutcome> {
     const sight = sightOnCollection(context.access, rules.resource);
-    const creator = creatorOf(context.access, rules.resource as OwnedResource);
+    const creator = creatorOf(context.access, rules.resource);
     const written: RowWritten[] = [];
     const errors: RowError[] = [];
     const events: EventDraft[] = [];
