@@ -36,6 +36,7 @@ import {
   insertCaller,
   lockCallerManagement,
   updateCallerAtVersion,
+  type CallerFields,
   type StoredCaller,
 } from '../../auth/callers.repository.js';
 
@@ -203,14 +204,7 @@ export async function findStoredCaller(db: Executor, id: number): Promise<Stored
   return caller;
 }
 
-function checkedFields(input: CallerInput): {
-  name: string;
-  role: Role;
-  extra_scopes: string;
-  removed_scopes: string;
-  own_records: string;
-  rate_limit: number | null;
-} {
+function checkedFields(input: CallerInput): CallerFields {
   const extra = [...new Set(input.extra_scopes ?? [])];
   const removed = [...new Set(input.removed_scopes ?? [])];
   const errors: FieldError[] = extra
