@@ -13,7 +13,8 @@
 import { pathToFileURL } from 'node:url';
 import Fastify, { LogController } from 'fastify';
 import { registerAccessLog } from '../dist/src/app.js';
-import { ALL_SCOPES, SECURITY_SCHEMES } from '../dist/src/auth/policy.js';
+import { ALL_SCOPES, securitySchemes } from '../dist/src/auth/policy.js';
+import { MOVEMENT_EXPANSION, ORDER_EXPANSION } from '../dist/src/api/related-records.js';
 import { loadConfig } from '../dist/src/config/config.js';
 import { openStorage } from '../dist/src/db/connect.js';
 import { migrateToLatest } from '../dist/src/db/migrate.js';
@@ -113,7 +114,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
     version: VERSION,
     description: API_DESCRIPTION,
     tags: API_TAGS,
-    securitySchemes: SECURITY_SCHEMES,
+    securitySchemes: securitySchemes(),
     examples: API_EXAMPLES,
     publicUrl: config.publicUrl,
   });
@@ -122,8 +123,8 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   await app.register(healthRoutes, { version: VERSION });
   await app.register(usersRoutes);
   await app.register(itemsRoutes);
-  await app.register(stockRoutes);
-  await app.register(ordersRoutes);
+  await app.register(stockRoutes, { movements: MOVEMENT_EXPANSION });
+  await app.register(ordersRoutes, { expansion: ORDER_EXPANSION });
   // Left out: callersRoutes, auditRoutes and oauthRoutes (they need app.auth).
   registerOpenApiRoute(app);
 
