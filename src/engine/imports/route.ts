@@ -2,7 +2,6 @@ import { rename, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { accessOf } from '../../auth/access.js';
 import { assertMayCreate } from '../../auth/visibility.js';
 import { UnsupportedMediaTypeError } from '../../errors.js';
 import { IdempotencyHeaders, isKeyAnswered, runIdempotent, streamedFingerprint } from '../../http/idempotency.js';
@@ -95,7 +94,7 @@ export function importOperation(
     },
     async (request, reply) => {
       // Run with the access of this request, wherever it runs; acting for a user creates no users or items.
-      const access = accessOf(request.principal!);
+      const { access, requestId } = request.context!;
       assertMayCreate(access, target.resource);
       const mediaType = mediaTypeOf(request);
       const declared = Number(request.headers['content-length']);
@@ -140,7 +139,7 @@ export function importOperation(
               status: 'queued',
               ...options,
               access,
-              request_id: request.id,
+              request_id: requestId,
               holder: null,
               lease_until: runner.leaseUntil(),
               bytes_total: file.bytes,
