@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { IdempotencyClaim } from '../http/idempotency.js';
 import { accessOf, type RequestAccess } from './access.js';
 import type { Principal } from './principals.js';
 
@@ -12,33 +13,54 @@ declare module 'fastify' {
 /**
  * Everything about who asks that a path serving the request decides from, resolved once, when the
  * request is authenticated (authenticate.ts): what it may see and do (its access), the id that
- * traces it (and that its audit record and any operation it starts carry), and the Idempotency-Key
- * it came with. Routes, batches, imports, exports, expand, the event stream and operations take
- * this value, never the principal, so no path decides access its own way. What a request spends
- * of its rate budgets is not in it: the limiter decides that after authentication, from the
- * caller's role and its own limit, which are not access (rate-limits/rate-limit.ts).
+ * traces it (and that its audit records and any operation it starts carry), and the
+ * Idempotency-Key it came with, in the scope of its caller. Routes, batches, imports, exports,
+ * expand, the event stream, webhook endpoints and operations take this value, never the
+ * principal, so no path decides access its own way. What a request spends of its rate budgets is
+ * not in it: the limiter decides that after authentication, from the caller's role and its own
+ * limit, which are not access (rate-limits/rate-limit.ts).
  */
 export interface RequestContext {
   access: RequestAccess;
   /** The request's id (X-Request-Id): its trace. */
   requestId: string;
-  /** The Idempotency-Key the request came with; undefined: none, or not one header. */
-  idempotencyKey: string | undefined;
+  idempotency: IdempotencyClaim;
+}
+
+/** What a principal's requests share: made once, never changed after. */
+interface Resolved {
+  access: RequestAccess;
+  idempotencyScope: string;
 }
 
 /**
- * The access of each principal, made once: the authenticator hands out the same principal while
- * it is fresh, so a request pays for no copy of its scopes. An access is never changed once made.
+ * What each principal resolves to, made once: the authenticator hands out the same principal
+ * while it is fresh, so a request pays for no copy of its scopes.
  */
-const accesses = new WeakMap<Principal, RequestAccess>();
+const resolved = new WeakMap<Principal, Resolved>();
 
 /** The context of a request its principal authenticated. */
 export function contextOf(request: FastifyRequest, principal: Principal): RequestContext {
-  let access = accesses.get(principal);
-  if (access === undefined) {
-    access = accessOf(principal);
-    accesses.set(principal, access);
+  let known = resolved.get(principal);
+  if (known === undefined) {
+    const access = accessOf(principal);
+    known = { access, idempotencyScope: idempotencyScopeOf(access) };
+    resolved.set(principal, known);
   }
   const key = request.headers['idempotency-key'];
-  return { access, requestId: request.id, idempotencyKey: typeof key === 'string' ? key : undefined };
+  return {
+    access: known.access,
+    requestId: request.id,
+    idempotency: { key: typeof key === 'string' ? key : undefined, scope: known.idempotencyScope },
+  };
+}
+
+/**
+ * Whose Idempotency-Keys: each caller's (or external subject's) keys are its own, so callers cannot
+ * replay each other's responses; and a caller's keys used while acting for a user are that
+ * user's, so a token acting for one user never replays what was answered for another.
+ */
+function idempotencyScopeOf(access: RequestAccess): string {
+  const who = access.callerId !== null ? `caller:${access.callerId}` : `external:${access.name}`;
+  return access.userId === null ? who : `${who}:user:${access.userId}`;
 }

@@ -290,7 +290,7 @@ export function createOperation<Record extends TSchema, Stored extends Versioned
     },
     async (request, reply) => {
       await spec.check?.(request.body);
-      const result = await runIdempotent(db, request, async (trx) => {
+      const result = await runIdempotent(db, request, request.context!.idempotency, async (trx) => {
         const record = await spec.create(trx, request.body, request.context!);
         return {
           status: 201,

@@ -201,7 +201,7 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
         count - 1,
         spec.rateLimitBudget === undefined ? undefined : { name: spec.rateLimitBudget, units: budgetUnits },
       );
-      const done = await runIdempotent(db, request, async (trx) => {
+      const done = await runIdempotent(db, request, context.idempotency, async (trx) => {
         const results: Record<string, unknown[]> = {};
         const audit: AuditRecord[] = [];
         for (const action of present) {

@@ -94,7 +94,7 @@ export function importOperation(
     },
     async (request, reply) => {
       // Run with the access of this request, wherever it runs; acting for a user creates no users or items.
-      const { access, requestId } = request.context!;
+      const { access, requestId, idempotency } = request.context!;
       assertMayCreate(access, target.resource);
       const mediaType = mediaTypeOf(request);
       const declared = Number(request.headers['content-length']);
@@ -112,7 +112,7 @@ export function importOperation(
       } as const;
       const caller = importCallerOf(access);
       // A full queue is refused before the file is read; not a retry whose key holds an answer, which replays it.
-      const room = (await isKeyAnswered(db, request))
+      const room = (await isKeyAnswered(db, idempotency))
         ? { maxBytes: config.importMaxBytes }
         : await admitUpload(db, caller, config, Number.isFinite(declared) ? declared : undefined);
       const file = await spoolUpload(request.body as Readable, {
@@ -129,6 +129,7 @@ export function importOperation(
         answer = await runIdempotent(
           db,
           request,
+          idempotency,
           async (trx) => {
             // Measured again under the claims' lock: exact across processes (engine/imports/queue.ts).
             await lockClaims(trx);
