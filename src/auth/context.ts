@@ -12,24 +12,30 @@ declare module 'fastify' {
 
 /**
  * Everything about who asks that a path serving the request decides from, resolved once, when the
- * request is authenticated (authenticate.ts): what it may see and do (its access), the id that
- * traces it (and that its audit records and any operation it starts carry), and the
- * Idempotency-Key it came with, in the scope of its caller. Routes, batches, imports, exports,
- * expand, the event stream, webhook endpoints and operations take this value, never the
- * principal, so no path decides access its own way. What a request spends of its rate budgets is
- * not in it: the limiter decides that after authentication, from the caller's role and its own
- * limit, which are not access (rate-limits/rate-limit.ts).
+ * request is authenticated (authenticate.ts): what it may see and do (its access), what its own
+ * rate budget is sized by, the id that traces it (and that its audit records and any operation it
+ * starts carry), and the Idempotency-Key it came with, in the scope of its caller. Routes,
+ * batches, imports, exports, expand, the event stream, webhook endpoints, operations and the rate
+ * limits take this value, never the principal, so no path decides access its own way.
  */
 export interface RequestContext {
   access: RequestAccess;
+  budget: CallerBudget;
   /** The request's id (X-Request-Id): its trace. */
   requestId: string;
   idempotency: IdempotencyClaim;
 }
 
+/**
+ * What the caller's own rate budget is sized by (rate-limits/rate-limiter.ts policyOf): its role,
+ * and a limit set for it alone; both null for an external issuer's subject.
+ */
+export type CallerBudget = Pick<Principal, 'role' | 'rateLimit'>;
+
 /** What a principal's requests share: made once, never changed after. */
 interface Resolved {
   access: RequestAccess;
+  budget: CallerBudget;
   idempotencyScope: string;
 }
 
@@ -44,12 +50,14 @@ export function contextOf(request: FastifyRequest, principal: Principal): Reques
   let known = resolved.get(principal);
   if (known === undefined) {
     const access = accessOf(principal);
-    known = { access, idempotencyScope: idempotencyScopeOf(access) };
+    const budget = { role: principal.role, rateLimit: principal.rateLimit };
+    known = { access, budget, idempotencyScope: idempotencyScopeOf(access) };
     resolved.set(principal, known);
   }
   const key = request.headers['idempotency-key'];
   return {
     access: known.access,
+    budget: known.budget,
     requestId: request.id,
     idempotency: { key: typeof key === 'string' ? key : undefined, scope: known.idempotencyScope },
   };
