@@ -13,6 +13,7 @@
 import { pathToFileURL } from 'node:url';
 import Fastify, { LogController } from 'fastify';
 import { registerAccessLog } from '../dist/src/app.js';
+import { contextOf } from '../dist/src/auth/context.js';
 import { ALL_SCOPES, securitySchemes } from '../dist/src/auth/policy.js';
 import { MOVEMENT_EXPANSION, ORDER_EXPANSION } from '../dist/src/api/related-records.js';
 import { loadConfig } from '../dist/src/config/config.js';
@@ -98,9 +99,10 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   registerLoadShedding(app, config);
   registerAccessLog(app);
   // Left out: registerAudit(app, …) and registerAuthentication(app, …). Only the request
-  // decoration of registerAuthentication is kept, so requests have the same shape as rowi's and
-  // code that reads request.principal (idempotency scopes) sees "nobody" rather than undefined.
+  // decorations of registerAuthentication are kept, so requests have the same shape as rowi's and
+  // code that reads request.context (the rate limits) sees "nobody" rather than undefined.
   app.decorateRequest('principal', null);
+  app.decorateRequest('context', null);
   // Counted as rowi counts (without a principal, per client address), so the comparison with rowi
   // measures credentials and the audit trail, not rate limiting as well.
   registerRateLimits(app, await RateLimiter.create(config, storage.describe, logger));
@@ -108,6 +110,7 @@ export async function buildUnauthenticatedApp({ config, storage, logger }) {
   // what it may read (an order's references, the stock it lacks), see a caller holding every scope.
   app.addHook('preHandler', (request, _reply, done) => {
     request.principal = EVERY_SCOPE;
+    request.context = contextOf(request, EVERY_SCOPE);
     done();
   });
   await registerOpenApi(app, {

@@ -272,16 +272,16 @@ export function registerAudit(
       if (isProbe(request)) return;
       permission = request.routeOptions.config.permission ?? null;
     }
-    const principal = request.principal;
+    const access = request.context?.access;
     const recordId = permission === null || permission.scope === 'public' ? undefined : lastParameterOf(request.params);
     const elapsed = reply.elapsedTime;
     audit.record({
       at: Date.now() - elapsed,
       request_id: request.id,
-      caller_id: principal?.callerId ?? null,
-      caller_name: principal?.name ?? null,
-      credential: principal?.credential ?? null,
-      user_id: principal?.userId ?? null,
+      caller_id: access?.callerId ?? null,
+      caller_name: access?.name ?? null,
+      credential: access?.credential ?? null,
+      user_id: access?.userId ?? null,
       method: request.method,
       path: pathOf(request),
       resource: permission?.resource ?? null,

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { AuthenticationError, ForbiddenError } from '../errors.js';
 import { missingScopes, permissionOf, securityOf, type Permission, type Scope } from './policy.js';
 import { BEARER_CHALLENGE, challenge } from './challenge.js';
+import { contextOf } from './context.js';
 import type { Authenticator, Principal } from './principals.js';
 
 declare module 'fastify' {
@@ -36,6 +37,7 @@ const CREDENTIALS_IN_QUERY = /[?&](?:api[_-]?key|access_token|x-api-key)=/i;
 export function registerAuthentication(app: FastifyInstance, authenticator: Authenticator): void {
   app.decorate('auth', authenticator);
   app.decorateRequest('principal', null);
+  app.decorateRequest('context', null);
   app.decorateRequest('permission', null);
   app.addHook('onRoute', (route) => guard(route, authenticator));
   // Every request, public routes and unknown paths too: credentials in a URL are refused.
@@ -172,9 +174,13 @@ export function authenticateAgain(
   return principal instanceof Promise ? principal.then(permitted) : permitted(principal);
 }
 
-/** Undefined when the principal may proceed; the 403 otherwise. */
+/**
+ * Undefined when the principal may proceed; the 403 otherwise. The request's context is resolved
+ * here, once, with its principal: a refused request is audited as its caller's too.
+ */
 function authorize(request: FastifyRequest, principal: Principal, permission: Permission): ForbiddenError | undefined {
   request.principal = principal;
+  request.context = contextOf(request, principal);
   return refusalOf(principal, permission);
 }
 

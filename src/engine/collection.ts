@@ -8,6 +8,7 @@ import type {
   RouteGenericInterface,
 } from 'fastify';
 import Type, { type Static, type TSchema } from 'typebox';
+import type { RequestContext } from '../auth/context.js';
 import { sightOnCollection } from '../auth/visibility.js';
 import type { Db, Trx } from '../db/database.js';
 import type { ListQuery } from '../db/keyset.js';
@@ -231,7 +232,7 @@ export function listOperation<Record extends TSchema, Stored>(
     async (request, reply) => {
       const query = parseListQuery(collection.listing, request.query);
       const fields = selectFields(expansion?.selectable ?? collection, request.query.fields);
-      const sight = sightOnCollection(request.principal, collection.name);
+      const sight = sightOnCollection(request.context!.access, collection.name);
       const list = (page: ListQuery) => spec.list(db, page, sight);
       const listing = { name: collection.name, record: collection.record, query, fields, list };
       return answerList(
@@ -259,7 +260,7 @@ export function createOperation<Record extends TSchema, Stored extends Versioned
       summary: string;
       created?: string;
       createdRecord?: TSchema;
-      create: (trx: Trx, body: Validated<Body>, request: FastifyRequest) => Promise<Stored>;
+      create: (trx: Trx, body: Validated<Body>, context: RequestContext) => Promise<Stored>;
     },
 ): void {
   const { db } = app;
@@ -289,8 +290,8 @@ export function createOperation<Record extends TSchema, Stored extends Versioned
     },
     async (request, reply) => {
       await spec.check?.(request.body);
-      const result = await runIdempotent(db, request, async (trx) => {
-        const record = await spec.create(trx, request.body, request);
+      const result = await runIdempotent(db, request, request.context!.idempotency, async (trx) => {
+        const record = await spec.create(trx, request.body, request.context!);
         return {
           status: 201,
           body: presented(collection, record),
@@ -343,7 +344,7 @@ export function readOperation<Record extends TSchema, Stored>(
     async (request, reply) => {
       const fields = selectFields(expansion?.selectable ?? collection, request.query.fields);
       const paths = expansion ? checkedPaths(request, expansion, fields) : undefined;
-      const sight = sightOnCollection(request.principal, collection.name);
+      const sight = sightOnCollection(request.context!.access, collection.name);
       const record = presented(collection, await spec.read(db, request.params.id, sight));
       if (!expansion || !paths) return sendRecord(request, reply, record, 200, fields);
       return sendExpanded(db, request, reply, expansion, record, paths, fields);
@@ -357,7 +358,7 @@ type Write<Body extends TSchema, Stored> = (
   body: Validated<Body>,
   condition: VersionCondition,
   sight: Sight,
-  request: FastifyRequest,
+  context: RequestContext,
 ) => Promise<Stored>;
 
 /** PUT /collection/:id: replaces the writable fields, checked against If-Match. */
@@ -428,8 +429,9 @@ function writeOperation<Record extends TSchema, Stored, Body extends TSchema>(
     async (request, reply) => {
       const { id } = request.params;
       await spec.check?.(request.body);
-      const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await unitOfWork(db, (trx) => write(trx, id, request.body, conditionOf(request), sight, request));
+      const context = request.context!;
+      const sight = sightOnCollection(context.access, collection.name);
+      const stored = await unitOfWork(db, (trx) => write(trx, id, request.body, conditionOf(request), sight, context));
       await collection.afterChange?.();
       return sendRecord(request, reply, presented(collection, stored));
     },
@@ -442,7 +444,7 @@ export function deleteOperation<Record extends TSchema, Stored>(
   collection: Collection<Record, Stored>,
   spec: Documented & {
     summary: string;
-    remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight, request: FastifyRequest) => Promise<void>;
+    remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight, context: RequestContext) => Promise<void>;
   },
 ): void {
   const { db } = app;
@@ -463,8 +465,9 @@ export function deleteOperation<Record extends TSchema, Stored>(
     },
     async (request, reply) => {
       const { id } = request.params;
-      const sight = sightOnCollection(request.principal, collection.name);
-      await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), sight, request));
+      const context = request.context!;
+      const sight = sightOnCollection(context.access, collection.name);
+      await unitOfWork(db, (trx) => spec.remove(trx, id, conditionOf(request), sight, context));
       await collection.afterChange?.();
       return sendEmpty(reply, 204);
     },

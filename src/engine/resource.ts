@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import type { Static, TObject, TSchema } from 'typebox';
+import type { RequestContext } from '../auth/context.js';
 import { creatorOf } from '../auth/visibility.js';
 import { createEntries, deleteEntries, writeEntries } from './batches/actions.js';
 import { batchOperation } from './batches/batch.js';
@@ -70,9 +70,8 @@ export function resourceRoutes<
 >(declaration: ResourceDeclaration<Record, Stored, Create, Replace, Patch>): FastifyPluginAsyncTypebox {
   type Body = Static<Create>;
   const { collection, service } = declaration;
-  const creator = (request: FastifyRequest) => creatorOf(request.principal, collection.name);
-  const create = (trx: Parameters<typeof service.create>[0], body: Body, request: FastifyRequest) =>
-    service.create(trx, body, creator(request));
+  const create = (trx: Parameters<typeof service.create>[0], body: Body, context: RequestContext) =>
+    service.create(trx, body, creatorOf(context.access, collection.name));
   const unique = service.rules.unique;
   // Two entries of a batch may not name one record, by id or by its natural key.
   const keyOf = (entry: object) => {
@@ -92,7 +91,7 @@ export function resourceRoutes<
     createOperation(app, collection, {
       summary: declaration.create.summary,
       body: declaration.create.body,
-      create: (trx, body, request) => create(trx, body as Body, request),
+      create: (trx, body, context) => create(trx, body as Body, context),
     });
     declaration.routes?.(app, service);
     readOperation(app, collection, { read: service.get });
@@ -113,7 +112,7 @@ export function resourceRoutes<
       permission: `${collection.name}:update`,
       description: declaration.batch.description,
       actions: [
-        createEntries(collection, declaration.create.body, (trx, body, request) => create(trx, body, request), keyOf),
+        createEntries(collection, declaration.create.body, (trx, body, context) => create(trx, body, context), keyOf),
         writeEntries(
           collection,
           'replace',

@@ -54,15 +54,14 @@ export interface IdempotentResult extends StoredResponse {
 }
 
 /**
- * Whose keys: each caller's (or external subject's) keys are its own, so callers cannot replay
- * each other's responses; and a caller's keys used while acting for a user are that user's, so
- * a token acting for one user never replays what was answered for another.
+ * The Idempotency-Key a request claims, and whose keys it is one of: what the request's context
+ * resolved when it arrived (auth/context.ts), so that this engine knows nothing of callers.
  */
-export function idempotencyScope(request: FastifyRequest): string {
-  const principal = request.principal;
-  if (principal === null) return 'anonymous';
-  const who = principal.callerId !== null ? `caller:${principal.callerId}` : `external:${principal.name}`;
-  return principal.userId === null ? who : `${who}:user:${principal.userId}`;
+export interface IdempotencyClaim {
+  /** The Idempotency-Key header; undefined: the request sent none. */
+  key: string | undefined;
+  /** Whose keys: a response is replayed only to a request of the same scope. */
+  scope: string;
 }
 
 /**
@@ -73,14 +72,13 @@ export function idempotencyScope(request: FastifyRequest): string {
 export async function runIdempotent(
   db: Db,
   request: FastifyRequest,
+  { key, scope }: IdempotencyClaim,
   work: (trx: Trx) => Promise<StoredResponse>,
   fingerprint?: string,
 ): Promise<IdempotentResult> {
-  const key = request.headers['idempotency-key'];
-  if (typeof key !== 'string') {
+  if (key === undefined) {
     return { ...(await unitOfWork(db, work)), replayed: false };
   }
-  const scope = idempotencyScope(request);
   fingerprint ??= fingerprintOf(request);
   // The key is claimed (its row inserted) before the work: a concurrent request with the same key
   // waits on that row (SQLite's write lock; PostgreSQL's unique index) until this transaction
@@ -123,10 +121,9 @@ export async function runIdempotent(
  * replay it (if its request is the same), which a route that refuses early (before it reads a body)
  * lets through to be compared.
  */
-export async function isKeyAnswered(db: Db, request: FastifyRequest): Promise<boolean> {
-  const key = request.headers['idempotency-key'];
-  if (typeof key !== 'string') return false;
-  const existing = await findIdempotencyKey(db, idempotencyScope(request), key);
+export async function isKeyAnswered(db: Db, { key, scope }: IdempotencyClaim): Promise<boolean> {
+  if (key === undefined) return false;
+  const existing = await findIdempotencyKey(db, scope, key);
   return existing !== undefined && existing.response !== '' && existing.expires_at > nowTimestamp();
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { prefixOf } from '../auth/api-keys.js';
 import { hasCredentials } from '../auth/authenticate.js';
-import type { Principal } from '../auth/principals.js';
+import type { RequestAccess } from '../auth/access.js';
 import { AppError } from '../errors.js';
 import { isProbe } from '../http/probes.js';
 import type { Decision } from './rate-limit-stores.js';
@@ -93,9 +93,10 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): 
 
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (isProbe(request)) return done(null, payload);
-    const policy = limiter.policyOf(request.principal);
+    const context = request.context;
+    const policy = limiter.policyOf(context === null ? null : context.budget);
     const budget = request.routeOptions.config.rateLimitBudget;
-    const declared = budget !== undefined && request.principal !== null ? limiter.budgetPolicy(budget) : undefined;
+    const declared = budget !== undefined && context !== null ? limiter.budgetPolicy(budget) : undefined;
     if (policy === undefined && declared === undefined) return done(null, payload);
     const finish = (decisions: Counted[]) => {
       const single = decisions.length === 1 ? decisions[0]! : undefined;
@@ -190,7 +191,7 @@ function proveCredentials(
   if (guess.credential === undefined) return;
   const client = request.routeOptions.config.authenticatesClient;
   if (client === undefined) {
-    if (request.principal) limiter.prove(guess.credential);
+    if (request.context !== null) limiter.prove(guess.credential);
     return;
   }
   if (reply.statusCode !== 200) return;
@@ -199,16 +200,16 @@ function proveCredentials(
   if (issued !== undefined) limiter.prove(issued);
 }
 
-/** Bucket keys of principals, made once per principal (the authenticator keeps them while they are fresh). */
-const subjects = new WeakMap<Principal, string>();
+/** Bucket keys of accesses, made once per access (a principal's requests share one while it is fresh: auth/context.ts). */
+const subjects = new WeakMap<RequestAccess, string>();
 
 function subjectOf(request: FastifyRequest): string {
-  const principal = request.principal;
-  if (principal === null) return request.ip;
-  let subject = subjects.get(principal);
+  const access = request.context?.access;
+  if (access === undefined) return request.ip;
+  let subject = subjects.get(access);
   if (subject === undefined) {
-    subject = budgetSubjectOf(principal);
-    subjects.set(principal, subject);
+    subject = budgetSubjectOf(access);
+    subjects.set(access, subject);
   }
   return subject;
 }
@@ -315,9 +316,11 @@ export async function spendMore(
 ): Promise<void> {
   const limiter = request.server.rateLimiter;
   // Each: the policy, the units to take now, and those the request took before (its own first one).
-  const spends: [Policy | undefined, number, number][] = [[limiter.policyOf(request.principal), units, 1]];
-  if (budget !== undefined && request.principal !== null)
-    spends.push([limiter.budgetPolicy(budget.name), budget.units, 0]);
+  const context = request.context;
+  const spends: [Policy | undefined, number, number][] = [
+    [limiter.policyOf(context === null ? null : context.budget), units, 1],
+  ];
+  if (budget !== undefined && context !== null) spends.push([limiter.budgetPolicy(budget.name), budget.units, 0]);
   const counted: Counted[] = [];
   for (const [policy, more, before] of spends) {
     if (policy === undefined || more <= 0) continue;

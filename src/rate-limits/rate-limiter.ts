@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Principal } from '../auth/principals.js';
+import type { CallerBudget } from '../auth/context.js';
 import type { Config } from '../config/config.js';
 import { AuthFailures } from './auth-failures.js';
 import { MemoryStore, type Decision } from './memory-store.js';
@@ -138,13 +138,13 @@ export class RateLimiter {
     return this.#redis.degradedSince === undefined && this.#redis.listening ? 'redis' : 'instance (Redis unreachable)';
   }
 
-  /** The caller's (or the address's) own policy. */
-  policyOf(principal: Principal | null): Policy | undefined {
-    if (principal === null) return this.#policies.address;
-    if (principal.rateLimit !== null) return policy('caller', principal.rateLimit);
-    return principal.role === 'reader'
+  /** The caller's (or, for null, the address's) own policy. */
+  policyOf(caller: CallerBudget | null): Policy | undefined {
+    if (caller === null) return this.#policies.address;
+    if (caller.rateLimit !== null) return policy('caller', caller.rateLimit);
+    return caller.role === 'reader'
       ? this.#policies.reader
-      : principal.role === 'admin'
+      : caller.role === 'admin'
         ? this.#policies.admin
         : this.#policies.editor;
   }

@@ -1,5 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import Type, { type Static, type TObject, type TSchema } from 'typebox';
+import type { RequestContext } from '../../auth/context.js';
 import { sightOnCollection } from '../../auth/visibility.js';
 import type { Trx } from '../../db/database.js';
 import type { Sight } from '../../db/visibility.js';
@@ -28,14 +28,14 @@ type Write<Body, Stored> = (
   body: Omit<Targeted<Body>, 'if_match'>,
   condition: VersionCondition,
   sight: Sight,
-  request: FastifyRequest,
+  context: RequestContext,
 ) => Promise<Stored>;
 
 /** `create`: entries are the POST body; `targets` names the natural key (an email, a SKU) two creates may not share. */
 export function createEntries<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(
   collection: Collection<Record, Stored>,
   body: Body,
-  create: (trx: Trx, body: Static<Body>, request: FastifyRequest) => Promise<Stored>,
+  create: (trx: Trx, body: Static<Body>, context: RequestContext) => Promise<Stored>,
   targets?: (entry: Static<Body>) => string[],
 ): BatchAction<Body> {
   return {
@@ -44,8 +44,8 @@ export function createEntries<Record extends TSchema, Stored extends Versioned, 
     method: 'POST',
     entry: body,
     ...(targets ? { targets } : {}),
-    run: async (trx, entry, request) => {
-      const record = await create(trx, entry, request);
+    run: async (trx, entry, context) => {
+      const record = await create(trx, entry, context);
       return recordResult(201, `${collection.path}/${record.id}`, record, presented(collection, record));
     },
   };
@@ -65,9 +65,9 @@ export function writeEntries<Record extends TSchema, Stored extends { version: n
     method: kind === 'replace' ? 'PUT' : 'PATCH',
     entry: targetedEntry(body, `${collection.singular}Batch${kind === 'replace' ? 'Replace' : 'Change'}`),
     targets,
-    run: async (trx, entry: Targeted<Static<Body>>, request) => {
-      const sight = sightOnCollection(request.principal, collection.name);
-      const stored = await write(trx, entry.id, bodyOf(entry), conditionOfEntry(entry), sight, request);
+    run: async (trx, entry: Targeted<Static<Body>>, context) => {
+      const sight = sightOnCollection(context.access, collection.name);
+      const stored = await write(trx, entry.id, bodyOf(entry), conditionOfEntry(entry), sight, context);
       return recordResult(200, `${collection.path}/${entry.id}`, stored, presented(collection, stored));
     },
   };
@@ -84,8 +84,8 @@ export function deleteEntries<Record extends TSchema, Stored>(
     method: 'DELETE',
     entry: targetedEntry(Type.Object({}), `${collection.singular}BatchDelete`),
     targets: (entry: { id: number }) => [`id:${entry.id}`],
-    run: async (trx, entry: { id: number; if_match?: string }, request) => {
-      await remove(trx, entry.id, conditionOfEntry(entry), sightOnCollection(request.principal, collection.name));
+    run: async (trx, entry: { id: number; if_match?: string }, context) => {
+      await remove(trx, entry.id, conditionOfEntry(entry), sightOnCollection(context.access, collection.name));
       return { status: 204, location: `${collection.path}/${entry.id}` };
     },
   };

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type Static, type TObject, type TSchema } from 'typebox';
 import { recordInTransaction, type AuditRecord } from '../../audit-trail/audit-log.js';
 import { challenge } from '../../auth/challenge.js';
+import type { RequestContext } from '../../auth/context.js';
 import type { Action, Scope } from '../../auth/policy.js';
 import type { Trx } from '../../db/database.js';
 import { AppError, ForbiddenError, PROBLEM_TYPES, type FieldError } from '../../errors.js';
@@ -48,7 +49,7 @@ export interface BatchAction<Entry extends TSchema = TSchema> {
   entry: Entry;
   /** The records an entry names (`id:5`, `email:…`): two entries naming one record are refused. */
   targets?(entry: Static<Entry>): string[];
-  run(trx: Trx, entry: Static<Entry>, request: FastifyRequest): Promise<EntryResult>;
+  run(trx: Trx, entry: Static<Entry>, context: RequestContext): Promise<EntryResult>;
 }
 
 export interface BatchSpec {
@@ -184,7 +185,8 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
         throw new BatchInvalidError(`The batch holds no entry; give at least one in ${members}.`, [
           { in: 'body', pointer: '#', detail: 'holds no entry' },
         ]);
-      assertMayRun(request, spec, present);
+      const context = request.context!;
+      assertMayRun(context, spec, present);
       const duplicates = duplicateErrors(
         present.map((action) => ({ member: action.member, entries: batch[action.member]!, targets: action.targets })),
       );
@@ -199,7 +201,7 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
         count - 1,
         spec.rateLimitBudget === undefined ? undefined : { name: spec.rateLimitBudget, units: budgetUnits },
       );
-      const done = await runIdempotent(db, request, async (trx) => {
+      const done = await runIdempotent(db, request, context.idempotency, async (trx) => {
         const results: Record<string, unknown[]> = {};
         const audit: AuditRecord[] = [];
         for (const action of present) {
@@ -208,7 +210,7 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
           for (let index = 0; index < entries.length; index++) {
             let outcome: EntryResult;
             try {
-              outcome = await action.run(trx, entries[index], request);
+              outcome = await action.run(trx, entries[index], context);
             } catch (error) {
               throw entryFailure(error, `#/${action.member}/${index}`, request);
             }
@@ -218,7 +220,7 @@ export function batchOperation(app: FastifyInstance, spec: BatchSpec): void {
               ...(outcome.version === undefined ? {} : { etag: etagFor(outcome.version, 'json') }),
               ...(outcome.record === undefined ? {} : { record: outcome.record }),
             });
-            audit.push(auditRecordOf(request, spec.resource, action, outcome));
+            audit.push(auditRecordOf(context, request.ip, spec.resource, action, outcome));
           }
         }
         await recordInTransaction(trx, audit);
@@ -246,30 +248,30 @@ function tooLarge(count: number, max: number): AppError {
  * 403 unless the caller holds the scope of each action the batch holds. The route's own (update, and
  * read of what entries name, as for a single record: auth/policy.ts permissionOf) was checked before.
  */
-function assertMayRun(request: FastifyRequest, spec: BatchSpec, present: BatchAction[]): void {
-  const scopes = request.principal!.scopes;
+function assertMayRun(context: RequestContext, spec: BatchSpec, present: BatchAction[]): void {
+  const { scopes, name } = context.access;
   const needed = present.map((action): Scope => `${spec.resource}:${action.action}`);
   const missing = [...new Set(needed)].filter((scope) => !scopes.has(scope));
   if (missing.length === 0) return;
-  const detail = `${request.principal!.name} lacks ${missing.join(' and ')}, which entries of this batch need.`;
+  const detail = `${name} lacks ${missing.join(' and ')}, which entries of this batch need.`;
   throw new ForbiddenError(detail, missing, challenge('insufficient_scope', detail, missing.join(' ')));
 }
 
 /** The audit record of one entry: the single request it stands for, within the batch's request id. */
 function auditRecordOf(
-  request: FastifyRequest,
+  { access, requestId }: RequestContext,
+  clientIp: string,
   resource: string,
   action: BatchAction,
   outcome: EntryResult,
 ): AuditRecord {
-  const principal = request.principal;
   return {
     at: Date.now(),
-    request_id: request.id,
-    caller_id: principal?.callerId ?? null,
-    caller_name: principal?.name ?? null,
-    credential: principal?.credential ?? null,
-    user_id: principal?.userId ?? null,
+    request_id: requestId,
+    caller_id: access.callerId,
+    caller_name: access.name,
+    credential: access.credential,
+    user_id: access.userId,
     method: action.method,
     path: outcome.location,
     resource,
@@ -277,7 +279,7 @@ function auditRecordOf(
     action: action.action,
     status: outcome.status,
     duration_ms: 0,
-    client_ip: request.ip,
+    client_ip: clientIp,
   };
 }
 

@@ -2,7 +2,6 @@ import { rename, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { accessOf } from '../../auth/access.js';
 import { assertMayCreate } from '../../auth/visibility.js';
 import { UnsupportedMediaTypeError } from '../../errors.js';
 import { IdempotencyHeaders, isKeyAnswered, runIdempotent, streamedFingerprint } from '../../http/idempotency.js';
@@ -95,7 +94,7 @@ export function importOperation(
     },
     async (request, reply) => {
       // Run with the access of this request, wherever it runs; acting for a user creates no users or items.
-      const access = accessOf(request.principal!);
+      const { access, requestId, idempotency } = request.context!;
       assertMayCreate(access, target.resource);
       const mediaType = mediaTypeOf(request);
       const declared = Number(request.headers['content-length']);
@@ -113,7 +112,7 @@ export function importOperation(
       } as const;
       const caller = importCallerOf(access);
       // A full queue is refused before the file is read; not a retry whose key holds an answer, which replays it.
-      const room = (await isKeyAnswered(db, request))
+      const room = (await isKeyAnswered(db, idempotency))
         ? { maxBytes: config.importMaxBytes }
         : await admitUpload(db, caller, config, Number.isFinite(declared) ? declared : undefined);
       const file = await spoolUpload(request.body as Readable, {
@@ -130,6 +129,7 @@ export function importOperation(
         answer = await runIdempotent(
           db,
           request,
+          idempotency,
           async (trx) => {
             // Measured again under the claims' lock: exact across processes (engine/imports/queue.ts).
             await lockClaims(trx);
@@ -140,7 +140,7 @@ export function importOperation(
               status: 'queued',
               ...options,
               access,
-              request_id: request.id,
+              request_id: requestId,
               holder: null,
               lease_until: runner.leaseUntil(),
               bytes_total: file.bytes,

@@ -18,7 +18,7 @@ export interface Reader extends Seer {
 
 /** The authenticated caller of a route that needs credentials. */
 export function readerOf(request: FastifyRequest): Reader {
-  return request.principal!;
+  return request.context!.access;
 }
 
 export function mayRead(reader: Reader, resource: string): boolean {

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { accessOf } from '../../auth/access.js';
 import { RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { operationSchemas, type ImportTargetName } from '../../engine/operations/operations.schema.js';
 import { operationPath } from '../../engine/operations/operations.service.js';
@@ -51,7 +50,7 @@ const backupsRoutes: FastifyPluginAsyncTypebox<{
     },
     async (request, reply) => {
       const { runner: backups } = available();
-      const view = await backups.start({ access: accessOf(request.principal!), requestId: request.id });
+      const view = await backups.start(request.context!);
       return reply.code(202).header('location', operationPath(view.id)).header('retry-after', '1').send(view);
     },
   );

@@ -41,7 +41,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
     async (request, reply) => {
       const query = parseListQuery(EVENTS_COLLECTION, request.query as Record<string, unknown>);
       const fields = selectFields(EVENT_FIELDS, (request.query as { fields?: string }).fields);
-      const list = (page: typeof query) => listEvents(db, page, request.principal!);
+      const list = (page: typeof query) => listEvents(db, page, request.context!.access);
       return answerList(request, reply, { name: 'events', record: EventSchema, query, list, fields }, config);
     },
   );
@@ -67,7 +67,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
     },
     async (request, reply) => {
       const fields = selectFields(EVENT_FIELDS, request.query.fields);
-      const event = await getEvent(db, request.params.id, request.principal!);
+      const event = await getEvent(db, request.params.id, request.context!.access);
       return sendTagged(request, reply, event, entityTag(event.id, 'json', false, fields), 200, fields);
     },
   );

@@ -71,8 +71,8 @@ export function registerEventStream(
       }),
     },
     async (request, reply) => {
-      const principal = request.principal!;
-      const key = principal.callerId === null ? `external:${principal.name}` : `caller:${principal.callerId}`;
+      const caller = request.context!.access;
+      const key = caller.callerId === null ? `external:${caller.name}` : `caller:${caller.callerId}`;
       if ((open.get(key) ?? 0) >= config.eventsMaxStreams) {
         throw new AppError(
           'too-many-streams',
@@ -89,7 +89,7 @@ export function registerEventStream(
         if (left === 0) open.delete(key);
         else open.set(key, left);
       };
-      const sight = eventSightOf(principal);
+      const sight = eventSightOf(caller);
       let from;
       try {
         from = await startingPosition(db, request.headers, sight);

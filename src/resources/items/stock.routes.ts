@@ -67,7 +67,7 @@ const stockRoutes: FastifyPluginAsyncTypebox<{ movements: Expansion<Movement> }>
     async (request, reply) => {
       const query = parseListQuery(STOCK_COLLECTION, request.query);
       const fields = selectFields(STOCK_FIELDS, request.query.fields);
-      const sight = sightOf(request.principal, 'items');
+      const sight = sightOf(request.context!.access, 'items');
       const list = (page: typeof query) => listStock(db, page, sight);
       return answerList(request, reply, { name: 'stock', record: StockSchema, query, list, fields }, app.config);
     },
@@ -93,7 +93,7 @@ const stockRoutes: FastifyPluginAsyncTypebox<{ movements: Expansion<Movement> }>
     },
     async (request, reply) => {
       const fields = selectFields(STOCK_FIELDS, request.query.fields);
-      const stock = await getStock(db, request.params.id, sightOf(request.principal, 'items'));
+      const stock = await getStock(db, request.params.id, sightOf(request.context!.access, 'items'));
       return sendRecord(request, reply, stock, 200, fields);
     },
   );
@@ -120,8 +120,9 @@ const stockRoutes: FastifyPluginAsyncTypebox<{ movements: Expansion<Movement> }>
         }),
       },
       async (request, reply) => {
+        const sight = sightOf(request.context!.access, 'items');
         const stock = await unitOfWork(db, (trx) =>
-          setStock(trx, request.params.id, request.body, conditionOf(request), sightOf(request.principal, 'items')),
+          setStock(trx, request.params.id, request.body, conditionOf(request), sight),
         );
         return sendRecord(request, reply, stock);
       },
@@ -155,7 +156,8 @@ const stockRoutes: FastifyPluginAsyncTypebox<{ movements: Expansion<Movement> }>
     async (request, reply) => {
       const query = parseListQuery(MOVEMENT_COLLECTION, request.query);
       const fields = selectFields(MOVEMENT_EXPANSION.selectable, request.query.fields);
-      const sights = { items: sightOf(request.principal, 'items'), orders: sightOf(request.principal, 'orders') };
+      const { access } = request.context!;
+      const sights = { items: sightOf(access, 'items'), orders: sightOf(access, 'orders') };
       const list = (page: typeof query) => listMovements(db, request.params.id, page, sights);
       const listing = { name: 'stock-movements', record: MovementSchema, query, list, fields };
       return answerList(request, reply, expandedListing(db, request, MOVEMENT_EXPANSION, listing), app.config);
@@ -183,8 +185,8 @@ const STOCK_SET: BatchAction<typeof StockSetEntrySchema> = {
   method: 'PUT',
   entry: StockSetEntrySchema,
   targets: itemOf,
-  run: async (trx, entry, request) => {
-    const sight = sightOf(request.principal, 'items');
+  run: async (trx, entry, context) => {
+    const sight = sightOf(context.access, 'items');
     const stock = await setStock(trx, entry.item_id, { quantity: entry.quantity }, conditionOfEntry(entry), sight);
     return recordResult(200, stockPath(entry.item_id), stock);
   },
@@ -196,8 +198,8 @@ const STOCK_ADJUST: BatchAction<typeof StockAdjustEntrySchema> = {
   method: 'PATCH',
   entry: StockAdjustEntrySchema,
   targets: itemOf,
-  run: async (trx, entry, request) => {
-    const sight = sightOf(request.principal, 'items');
+  run: async (trx, entry, context) => {
+    const sight = sightOf(context.access, 'items');
     const stock = await adjustStock(trx, entry.item_id, entry.by, conditionOfEntry(entry), sight);
     return recordResult(200, stockPath(entry.item_id), stock);
   },

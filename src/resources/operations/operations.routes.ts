@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+import type { RequestContext } from '../../auth/context.js';
 import { sightOnOperations } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { sendHeadOfStream } from '../../http/export.js';
@@ -80,7 +81,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox<{ importTargets: readonly Impo
     async (request, reply) => {
       const query = parseListQuery(OPERATION_COLLECTION, request.query as Record<string, unknown>);
       const fields = selectFields(OPERATION_FIELDS, (request.query as { fields?: string }).fields);
-      const page = await listOperations(db, query, sightOnOperations(request.principal!));
+      const page = await listOperations(db, query, sightOnOperations(request.context!.access));
       return sendPage(request, reply, page, query, fields);
     },
   );
@@ -102,14 +103,14 @@ const operationsRoutes: FastifyPluginAsyncTypebox<{ importTargets: readonly Impo
     },
     async (request, reply) => {
       const fields = selectFields(OPERATION_FIELDS, request.query.fields);
-      const view = await getOperation(db, request.params.id, sightOnOperations(request.principal!));
+      const view = await getOperation(db, request.params.id, sightOnOperations(request.context!.access));
       if (unfinished(view.status)) reply.header('retry-after', '1');
       return sendFields(request, reply.header('cache-control', 'no-store'), view, fields);
     },
   );
 
-  const cancel = async (id: number, principal: NonNullable<Parameters<typeof sightOnOperations>[0]>) =>
-    unitOfWork(db, (trx) => cancelOperation(trx, id, sightOnOperations(principal)));
+  const cancel = async (id: number, { access }: RequestContext) =>
+    unitOfWork(db, (trx) => cancelOperation(trx, id, sightOnOperations(access)));
   const cancelSchema = (operationId: string, summary: string) =>
     operation({
       operationId,
@@ -133,7 +134,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox<{ importTargets: readonly Impo
       url,
       schema: cancelSchema(operationId, summary),
       handler: async (request, reply) => {
-        const view = await cancel((request.params as { id: number }).id, request.principal!);
+        const view = await cancel((request.params as { id: number }).id, request.context!);
         if (unfinished(view.status)) reply.header('retry-after', '1');
         return reply.code(202).send(view);
       },
@@ -174,7 +175,7 @@ const operationsRoutes: FastifyPluginAsyncTypebox<{ importTargets: readonly Impo
     },
     async (request, reply) => {
       const id = request.params.id;
-      if ((await findOperationById(db, id, sightOnOperations(request.principal!))) === undefined)
+      if ((await findOperationById(db, id, sightOnOperations(request.context!.access))) === undefined)
         throw operationNotFound(id);
       const format = request.format as 'ndjson' | 'json' | 'xml';
       reply.type(ERRORS_MEDIA_TYPES[format]).header('cache-control', 'no-store');

@@ -26,7 +26,6 @@ import {
   OrderReplaceSchema,
   OrderSchema,
 } from './orders.schema.js';
-import { readerOf } from '../../engine/reading/references.js';
 import type { Expansion } from '../../engine/reading/expansion.js';
 import {
   deleteOrder,
@@ -69,21 +68,20 @@ const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> 
     // Placing orders spends from a tighter budget as well as the caller's own (docs/operations.md "Limits").
     config: { rateLimitBudget: 'orders-create' },
     body: OrderCreateSchema,
-    create: (trx, body, request) => placeOrder(trx, body, readerOf(request)),
+    create: (trx, body, context) => placeOrder(trx, body, context.access),
   });
   readOperation(app, ORDERS, { read: getOrder, expansion });
   replaceOperation(app, ORDERS, {
     summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
     body: OrderReplaceSchema,
-    replace: (trx, id, body, condition, sight, request) =>
-      replaceOrder(trx, id, body, condition, sight, readerOf(request)),
+    replace: (trx, id, body, condition, sight, context) =>
+      replaceOrder(trx, id, body, condition, sight, context.access),
   });
   changeOperation(app, ORDERS, {
     summary: 'Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)',
     description: `status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. ${REFERENCES}`,
     body: OrderPatchSchema,
-    change: (trx, id, body, condition, sight, request) =>
-      patchOrder(trx, id, body, condition, sight, readerOf(request)),
+    change: (trx, id, body, condition, sight, context) => patchOrder(trx, id, body, condition, sight, context.access),
   });
   app.post(
     '/v1/orders/:id/cancel',
@@ -102,9 +100,10 @@ const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> 
       }),
     },
     async (request, reply) => {
-      const sight = sightOf(request.principal, 'orders');
+      const { access } = request.context!;
+      const sight = sightOf(access, 'orders');
       const order = await unitOfWork(app.db, (trx) =>
-        patchOrder(trx, request.params.id, { status: 'cancelled' }, conditionOf(request), sight, readerOf(request)),
+        patchOrder(trx, request.params.id, { status: 'cancelled' }, conditionOf(request), sight, access),
       );
       return sendRecord(request, reply, order);
     },
@@ -124,14 +123,14 @@ const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> 
     rateLimitBudget: 'orders-create',
     description: `Every order of the batch reserves its stock in the one transaction: stock that cannot cover the last entry rolls back the reservations of the first (409 batch-entry-conflict, insufficient-stock in failed_entry), and the ledger stays balanced. Two entries may not name one order. ${REFERENCES}`,
     actions: [
-      createEntries(ORDERS, OrderCreateSchema, (trx, body: OrderCreate, request) =>
-        placeOrder(trx, body, readerOf(request)),
+      createEntries(ORDERS, OrderCreateSchema, (trx, body: OrderCreate, context) =>
+        placeOrder(trx, body, context.access),
       ),
-      writeEntries(ORDERS, 'replace', OrderReplaceSchema, (trx, id, body: OrderReplace, condition, sight, request) =>
-        replaceOrder(trx, id, body, condition, sight, readerOf(request)),
+      writeEntries(ORDERS, 'replace', OrderReplaceSchema, (trx, id, body: OrderReplace, condition, sight, context) =>
+        replaceOrder(trx, id, body, condition, sight, context.access),
       ),
-      writeEntries(ORDERS, 'change', OrderPatchSchema, (trx, id, body: OrderPatch, condition, sight, request) =>
-        patchOrder(trx, id, body, condition, sight, readerOf(request)),
+      writeEntries(ORDERS, 'change', OrderPatchSchema, (trx, id, body: OrderPatch, condition, sight, context) =>
+        patchOrder(trx, id, body, condition, sight, context.access),
       ),
       deleteEntries(ORDERS, deleteOrder),
     ],

@@ -60,13 +60,13 @@ const usersRoutes = resourceRoutes({
         }),
       },
       async (request, reply) => {
-        const principal = request.principal!;
+        const { access } = request.context!;
         const fields = selectFields({ record: UserSchema }, request.query.fields);
-        if (principal.userId === null)
+        if (access.userId === null)
           throw new NotFoundError(
             'This request acts for no user: /v1/users/me is the user a token acts for (POST /oauth/token with user_id).',
           );
-        const user = await service.get(app.db, principal.userId, sightOf(principal, 'users'));
+        const user = await service.get(app.db, access.userId, sightOf(access, 'users'));
         return sendRecord(request, reply, user, 200, fields);
       },
     );

@@ -139,7 +139,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }),
     },
     async (request, reply) => {
-      const recordedBy = request.principal?.name ?? 'anonymous';
+      const recordedBy = request.context?.access.name ?? 'anonymous';
       const result = await unitOfWork(db, (trx) =>
         recordObservation(trx, request.params.place, request.body, recordedBy, upsertConditionOf(request)),
       );

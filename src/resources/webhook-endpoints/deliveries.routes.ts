@@ -81,7 +81,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
     async (request, reply) => {
       const params = request.params as { id: number; delivery_id: number };
       const delivery = await unitOfWork(db, (trx) =>
-        retryDelivery(trx, params.id, params.delivery_id, endpointContext(request)),
+        retryDelivery(trx, params.id, params.delivery_id, endpointContext(request.context!)),
       );
       return reply.code(202).send(delivery);
     },
@@ -105,7 +105,7 @@ export function registerDeliveryRoutes(app: FastifyInstance): void {
     },
     async (request, reply) => {
       const id = (request.params as { id: number }).id;
-      const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id, endpointContext(request)));
+      const delivery = await unitOfWork(db, (trx) => pingEndpoint(trx, id, endpointContext(request.context!)));
       return reply.code(202).header('location', `/v1/webhook-endpoints/${id}/deliveries/${delivery.id}`).send(delivery);
     },
   );

@@ -1,3 +1,4 @@
+import type { RequestContext } from '../../auth/context.js';
 import { reachOfGrants, readableResources, type Reach } from '../../auth/policy.js';
 import type { EndpointWithOwner } from '../../outbox/webhook-endpoints.repository.js';
 import { sentResources } from '../../outbox/webhook-owners.js';
@@ -19,9 +20,9 @@ export interface EndpointContext extends Reach {
   callerId: number | null;
 }
 
-/** The context of a request that passed authentication. */
-export function endpointContext(request: { principal: EndpointContext | null }): EndpointContext {
-  const { callerId, scopes, ownRecords, userId } = request.principal!;
+/** What a change of an endpoint needs of the request's context. */
+export function endpointContext({ access }: RequestContext): EndpointContext {
+  const { callerId, scopes, ownRecords, userId } = access;
   return { callerId, scopes, ownRecords, userId };
 }
 

@@ -56,7 +56,6 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     page: WebhookEndpointPageSchema,
     formats: ['json'],
   };
-  const context = endpointContext;
   const checkUrl = async (body: { url?: string }) => {
     if (body.url !== undefined) await policy.assertAllowed(body.url);
   };
@@ -69,7 +68,7 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     createdRecord: WebhookEndpointWithSecretSchema,
     problems: [409, 422],
     check: checkUrl,
-    create: (trx, body, request) => createEndpoint(trx, body, context(request)),
+    create: (trx, body, context) => createEndpoint(trx, body, endpointContext(context)),
   });
   readOperation(app, ENDPOINTS, { read: getEndpoint });
   changeOperation(app, ENDPOINTS, {
@@ -77,12 +76,13 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     description: `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the endpoint as stored. ${READ_ONLY} ${WHO_MAY_CHANGE} Only its owner may change its URL. Enabling an endpoint whose owner was deleted makes the caller its owner. ${CONDITIONAL_WRITE}`,
     body: WebhookEndpointPatchSchema,
     check: checkUrl,
-    change: (trx, id, body, condition, _sight, request) => patchEndpoint(trx, id, body, condition, context(request)),
+    change: (trx, id, body, condition, _sight, context) =>
+      patchEndpoint(trx, id, body, condition, endpointContext(context)),
   });
   deleteOperation(app, ENDPOINTS, {
     summary: 'Delete a webhook endpoint and its deliveries',
     description: `Deletes the endpoint and its deliveries: 204. ${WHO_MAY_CHANGE} ${CONDITIONAL_WRITE}`,
-    remove: (trx, id, condition, _sight, request) => deleteEndpoint(trx, id, condition, context(request)),
+    remove: (trx, id, condition, _sight, context) => deleteEndpoint(trx, id, condition, endpointContext(context)),
   });
 
   app.post(
@@ -109,7 +109,13 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
     },
     async (request, reply) => {
       const rotated = await unitOfWork(db, (trx) =>
-        rotateSecret(trx, request.params.id, conditionOf(request), config.webhookSecretOverlap, context(request)),
+        rotateSecret(
+          trx,
+          request.params.id,
+          conditionOf(request),
+          config.webhookSecretOverlap,
+          endpointContext(request.context!),
+        ),
       );
       return sendRecord(request, reply, rotated);
     },
