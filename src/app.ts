@@ -68,7 +68,7 @@ import metricsRoutes from './resources/metrics/metrics.routes.js';
 import operationsRoutes from './resources/operations/operations.routes.js';
 import backupsRoutes from './resources/backups/backups.routes.js';
 import { backupsUnavailable, startBackupRunner } from './resources/backups/backups.service.js';
-import importsRoutes, { operationsRetention } from './engine/imports/routes.js';
+import importsRoutes, { operationsRetention } from './engine/imports/imports.routes.js';
 import { startImportRunner, type ImportElsewhere } from './engine/imports/runner.js';
 import { IMPORTERS } from './api/importers.js';
 import type { ResourceModule } from './engine/resource.js';

@@ -78,6 +78,15 @@ export interface RecordRules<Stored extends StoredRecord, Body extends object> {
 export interface RecordService<Stored extends StoredRecord, Body extends object> {
   rules: RecordRules<Stored, Body>;
   queries: RecordQueries<Stored>;
+  /** A body's writable fields as stored (an item's price in minor units). */
+  fieldsOf(body: Body): Fields<Stored, Body>;
+  /** What a write stores: the writable fields and the columns derived from them. */
+  columnsOf(fields: Fields<Stored, Body>): Record<string, unknown>;
+  /** Whether writing `fields` would change the stored record (one that would not keeps its version). */
+  changes(stored: Stored, fields: Fields<Stored, Body>): boolean;
+  /** The record as answered and as its events tell it. */
+  shown(stored: Stored): unknown;
+  pathOf(id: number): string;
   get(db: Executor, id: number, sight: Sight): Promise<Stored>;
   list(
     db: Executor,
@@ -92,7 +101,8 @@ export interface RecordService<Stored extends StoredRecord, Body extends object>
   notFound(id: number): NotFoundError;
 }
 
-type Fields<Stored, Body> = Pick<Stored, keyof Body & keyof Stored>;
+/** The writable fields of a record, as stored. */
+export type Fields<Stored, Body> = Pick<Stored, keyof Body & keyof Stored>;
 
 export function recordService<Stored extends StoredRecord, Body extends object>(
   rules: RecordRules<Stored, Body>,
@@ -106,7 +116,11 @@ export function recordService<Stored extends StoredRecord, Body extends object>(
   const notFound = (id: number) => new NotFoundError(`There is no ${rules.noun.toLowerCase()} ${id}.`);
   const convert = (field: keyof Body & keyof Stored, value: unknown) =>
     (rules.writable[field] as (value: unknown) => unknown)(value);
-  const columnsOf = (fields: Fields<Stored, Body>) => ({ ...fields, ...rules.derived?.(fields) });
+  const columnsOf = (fields: Fields<Stored, Body>): Record<string, unknown> => ({
+    ...fields,
+    ...rules.derived?.(fields),
+  });
+  const changes = (stored: Stored, fields: Fields<Stored, Body>) => names.some((name) => fields[name] !== stored[name]);
 
   async function withUniqueness<T>(fields: Fields<Stored, Body>, write: () => Promise<T>): Promise<T> {
     try {
@@ -143,7 +157,7 @@ export function recordService<Stored extends StoredRecord, Body extends object>(
         assertReadOnlyEchoes(stored, body, createdByDiffers(stored, body));
         const wanted = next(stored);
         // A write that changes nothing keeps the version, so ETags held by clients stay valid.
-        if (names.every((name) => wanted[name] === stored[name])) return written(stored);
+        if (!changes(stored, wanted)) return written(stored);
         const updated = await withUniqueness(wanted, () =>
           queries.updateAtVersion(trx, id, stored.version, columnsOf(wanted), nowTimestamp()),
         );
@@ -161,6 +175,11 @@ export function recordService<Stored extends StoredRecord, Body extends object>(
   return {
     rules,
     queries,
+    fieldsOf,
+    columnsOf,
+    changes,
+    shown,
+    pathOf,
     get,
     notFound,
     list: (db, query, sight) => queries.findPage(db, query, sight),

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { declareDataResource } from '../../src/auth/policy.js';
 import { addIdColumn, textType } from '../../src/db/migrations/portable.js';
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../src/engine/ownership.js';
-import { recordImport } from '../../src/engine/imports/records.js';
+import { recordImport } from '../../src/engine/imports/record-import.js';
 import { recordService } from '../../src/engine/records.js';
 import { resourceRoutes } from '../../src/engine/resource.js';
 import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema } from '../../src/http/paging.js';
@@ -282,7 +282,8 @@ describe('a resource declared only in a test gets every operation', () => {
       url: '/v1/notes/batch',
       body: { create: [note('Never stored')], delete: [{ id: 999999 }] },
     });
-    expect(refused.status).toBe(422);
+    expectProblem(refused, 422, 'batch-entry-refused');
+    expect(refused.json.failed_entry).toMatchObject({ status: 404 });
     const titles = (await test.call({ url: '/v1/notes?limit=100' })).json.data.map(
       (row: { title: string }) => row.title,
     );
@@ -329,6 +330,10 @@ describe('a resource declared only in a test gets every operation', () => {
       403,
       'insufficient-scope',
     );
+    const titles = (await test.call({ url: '/v1/notes?limit=100' })).json.data.map(
+      (row: { title: string }) => row.title,
+    );
+    expect(titles).not.toContain('No');
   });
 
   it('the OpenAPI document describes every operation of notes, with its scopes', async () => {

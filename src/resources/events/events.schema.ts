@@ -3,7 +3,7 @@ import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../outbox/event-types.js';
 import { EVENT_ID_PATTERN, firstEventIdAt, lastEventIdAt } from '../../outbox/event-ids.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
 import { RecordFields, builtPerCatalogue } from '../../http/schemas.js';
-import { EventId } from '../../engine/event-id.js';
+import { EventId } from '../../engine/event-id.schema.js';
 
 /**
  * Built at load: spread later, it would copy the bound the engine adds to the shared

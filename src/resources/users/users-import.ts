@@ -1,4 +1,4 @@
-import { recordImport } from '../../engine/imports/records.js';
+import { recordImport } from '../../engine/imports/record-import.js';
 import { findUsersByEmailKeys, insertUsers, updateUsersAtVersions } from './users.repository.js';
 import { UserCreateSchema } from './users.schema.js';
 import { USERS } from './users.service.js';

@@ -11,7 +11,7 @@ import {
   builtPerCatalogue,
   oneOfLiterals,
 } from '../../http/schemas.js';
-import { EventId } from '../../engine/event-id.js';
+import { EventId } from '../../engine/event-id.schema.js';
 
 /**
  * A URL parser drops tab, CR and LF, so a URL holding them would list one host and call another:

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { RetainedTable } from '../../db/retention.js';
-import { importOperation, registerImportBodies } from './route.js';
+import { importOperation, registerImportBodies } from './upload-route.js';
 import type { ImportRunner } from './runner.js';
 import type { ImportTarget } from './target.js';
 import { deleteOperationsBefore } from '../operations/operations.repository.js';

@@ -5,7 +5,7 @@ import { creatorOf, sightOnCollection } from '../../auth/visibility.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { Sight } from '../../db/visibility.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
-import type { RecordService, StoredRecord } from '../records.js';
+import type { Fields, RecordService, StoredRecord } from '../records.js';
 import { findByKeys, insertMany } from '../records.repository.js';
 import {
   inSlices,
@@ -23,8 +23,12 @@ import {
  */
 export interface BulkStatements<Stored, Body> {
   findByKeys(db: Executor, keys: string[], sight: Sight): Promise<(Stored & { visible: boolean })[]>;
-  insert(db: Executor, rows: (Body & { created_by: number | null })[], now: string): Promise<Stored[]>;
-  updateAtVersions(db: Executor, changes: (Body & { id: number; version: number })[], now: string): Promise<Stored[]>;
+  insert(db: Executor, rows: (Fields<Stored, Body> & { created_by: number | null })[], now: string): Promise<Stored[]>;
+  updateAtVersions(
+    db: Executor,
+    changes: (Fields<Stored, Body> & { id: number; version: number })[],
+    now: string,
+  ): Promise<Stored[]>;
 }
 
 /** What a resource's import declares beyond its service: the columns of its files and an example row. */
@@ -60,19 +64,10 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
   const { rules } = service;
   const unique = rules.unique;
   const keyOfValue = (value: unknown) => (unique?.key ? unique.key(String(value)) : String(value));
-  const names = Object.keys(rules.writable) as (keyof Body & keyof Stored & string)[];
-  const shown = (stored: Stored) => {
-    const record = Object.fromEntries(rules.columns.map((column) => [column, stored[column]])) as unknown as Stored;
-    return rules.present ? rules.present(record) : record;
-  };
-  const convert = (name: keyof Body & keyof Stored, value: unknown) =>
-    (rules.writable[name] as (value: unknown) => unknown)(value);
-  /** The row's writable fields as stored (a price in minor units). */
-  const fieldsOf = (value: Body) => Object.fromEntries(names.map((name) => [name, convert(name, value[name])])) as Body;
-  const columnsOf = (fields: Body): Record<string, unknown> => ({
-    ...(fields as object),
-    ...rules.derived?.(fields as never),
-  });
+  const { fieldsOf, columnsOf, pathOf } = service;
+  // Bulk statements may read more than the record's columns (a user's email key): an event tells the record.
+  const shown = (stored: Stored) =>
+    service.shown(Object.fromEntries(rules.columns.map((column) => [column, stored[column]])) as unknown as Stored);
   const bulk: BulkStatements<Stored, Body> = spec.bulk ?? {
     findByKeys: (db, keys, sight) =>
       findByKeys<Stored>(
@@ -94,7 +89,13 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
     updateAtVersions: async (db, changes, now) => {
       const updated: Stored[] = [];
       for (const { id, version, ...fields } of changes) {
-        const stored = await service.queries.updateAtVersion(db, id, version, columnsOf(fields as Body), now);
+        const stored = await service.queries.updateAtVersion(
+          db,
+          id,
+          version,
+          columnsOf(fields as unknown as Fields<Stored, Body>),
+          now,
+        );
         if (stored !== undefined) updated.push(stored);
       }
       return updated;
@@ -114,7 +115,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
     const errors: RowError[] = [];
     const events: EventDraft[] = [];
     const fresh: Row<Body>[] = [];
-    const changed: (Row<Body> & { fields: Body; stored: Stored })[] = [];
+    const changed: (Row<Body> & { fields: Fields<Stored, Body>; stored: Stored })[] = [];
     const stored = new Map(
       unique === undefined
         ? []
@@ -135,8 +136,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
       else if (context.onConflict === 'error') errors.push(taken(row.row, row.value[unique!.field]));
       else {
         const fields = fieldsOf(row.value);
-        if (names.every((name) => (fields[name] as unknown) === record[name]))
-          written.push({ row: row.row, outcome: 'skipped', id: record.id });
+        if (!service.changes(record, fields)) written.push({ row: row.row, outcome: 'skipped', id: record.id });
         else changed.push({ ...row, fields, stored: record });
       }
     }
@@ -163,7 +163,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
         });
         continue;
       }
-      events.push({ type: rules.events.updated, path: `${rules.path}/${record.id}`, data: shown(record) });
+      events.push({ type: rules.events.updated, path: pathOf(record.id), data: shown(record) });
       written.push({ row, outcome: 'updated', id: record.id });
     }
     if (fresh.length > 0) {
@@ -187,7 +187,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
           errors.push(taken(row.row, row.value[unique!.field]));
           return;
         }
-        events.push({ type: rules.events.created, path: `${rules.path}/${record.id}`, data: shown(record) });
+        events.push({ type: rules.events.created, path: pathOf(record.id), data: shown(record) });
         written.push({ row: row.row, outcome: 'created', id: record.id });
       });
     }
