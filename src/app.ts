@@ -71,7 +71,7 @@ import { backupsUnavailable, startBackupRunner } from './resources/backups/backu
 import importsRoutes, { operationsRetention } from './engine/imports/imports.routes.js';
 import { startImportRunner, type ImportElsewhere } from './engine/imports/runner.js';
 import { IMPORTERS } from './api/importers.js';
-import type { ResourceModule } from './engine/resource.js';
+import { declareResources, type ResourceModule } from './engine/resource.js';
 import { importDirectoryOf } from './config/limits.settings.js';
 
 declare module 'fastify' {
@@ -122,14 +122,21 @@ export interface AppThreads {
  * (request id, representations, problems, OpenAPI), then the resources. The caller owns the
  * database and closes it after the app.
  */
-export async function buildApp({
-  config,
-  storage,
-  logger,
-  collectMetrics = () => registry.metrics(),
-  threads,
-  resources = [],
-}: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp(dependencies: AppDependencies): Promise<FastifyInstance> {
+  // Before any route: the schemas and the document list the declared resources' scopes and events.
+  const undeclare = declareResources(dependencies.resources ?? []);
+  try {
+    return await assemble(dependencies, undeclare);
+  } catch (error) {
+    undeclare();
+    throw error;
+  }
+}
+
+async function assemble(
+  { config, storage, logger, collectMetrics = () => registry.metrics(), threads, resources = [] }: AppDependencies,
+  undeclare: () => void,
+): Promise<FastifyInstance> {
   const { db } = storage;
   const app = Fastify({
     loggerInstance: logger,
@@ -153,6 +160,7 @@ export async function buildApp({
   });
 
   const routeTable = new RouteTable();
+  app.addHook('onClose', async () => undeclare());
   app.decorate('config', config);
   app.decorate('db', db);
   app.decorate('storage', storage);

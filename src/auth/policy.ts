@@ -298,6 +298,11 @@ function replaceAll<T>(list: readonly T[], items: readonly T[]): void {
   (list as T[]).splice(0, list.length, ...items);
 }
 
+/** A declared data resource's rule, and the column naming its records' user when acting narrows them. */
+export interface DataResourceDeclaration extends DataResourceRule {
+  userColumn?: string;
+}
+
 /**
  * Declares a data resource (notes): its scopes `name:read|create|update|delete`, in the reader,
  * editor and admin roles as the other data resources' are, after the built-in ones; its record
@@ -306,10 +311,7 @@ function replaceAll<T>(list: readonly T[], items: readonly T[]): void {
  * which acting narrows it (an owned resource only). Call it before the app is built, whose schemas and OpenAPI document
  * then list it. Returns what undoes it.
  */
-export function declareDataResource(
-  name: string,
-  rule: { owned: boolean; actingMayCreate: boolean; userColumn?: string },
-): () => void {
+export function declareDataResource(name: string, rule: DataResourceDeclaration): () => void {
   if (DATA_RULES.has(name) || KNOWN.has(`${name}:read`)) throw new Error(`The resource ${name} is declared already`);
   const undoTable = rule.owned
     ? declareOwnedTable(name, rule.userColumn === undefined ? {} : { userColumn: rule.userColumn })

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static, TObject, TSchema } from 'typebox';
 import type { RequestContext } from '../auth/context.js';
+import { declareDataResource, type DataResourceDeclaration } from '../auth/policy.js';
 import { creatorOf } from '../auth/visibility.js';
+import { declareEventTypes, type EventTypeRule } from '../outbox/event-types.js';
 import { createEntries, deleteEntries, writeEntries } from './batches/actions.js';
 import { batchOperation } from './batches/batch.js';
 import {
@@ -20,12 +22,40 @@ import type { ImportTarget } from './imports/target.js';
 import type { RecordService, StoredRecord } from './records.js';
 
 /**
- * A resource as the app takes one declared beside its own (app.ts `resources`): the plugin that adds
- * its operations, and its import when it has one.
+ * A resource as the app takes one declared beside its own (app.ts `resources`): its place in the
+ * access rules, its event types, the plugin that adds its operations, and its import when it has
+ * one. The app declares its access and events when it is built and undoes them when it closes.
  */
 export interface ResourceModule {
+  /** Its name and record rules (auth/policy.ts declareDataResource): scopes, owned records, acting. */
+  access: { name: string } & DataResourceDeclaration;
+  /** The event types its writes record (outbox/event-types.ts declareEventTypes). */
+  events: Record<string, EventTypeRule>;
   routes: FastifyPluginAsyncTypebox;
   import?: ImportTarget;
+}
+
+/**
+ * Declares what the resources add to the catalogues of scopes, owned tables and event types, before
+ * the routes whose schemas list them are added (per process: the catalogues are module state).
+ * Returns what undoes every declaration, and undoes what it did itself when one is refused.
+ */
+export function declareResources(resources: readonly ResourceModule[]): () => void {
+  const undo: (() => void)[] = [];
+  const undoAll = () => {
+    for (const step of undo.splice(0).reverse()) step();
+  };
+  try {
+    for (const { access, events } of resources) {
+      const { name, ...rule } = access;
+      undo.push(declareDataResource(name, rule));
+      undo.push(declareEventTypes(events));
+    }
+  } catch (error) {
+    undoAll();
+    throw error;
+  }
+  return undoAll;
 }
 
 /** The Fastify instance a resource's routes are added to. */

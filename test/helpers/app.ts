@@ -58,8 +58,17 @@ export async function startApp(
   await prepareDatabase(storage);
   await extra.prepare?.(storage);
   const admin = await ensureFirstAdmin(storage.db);
-  const app = await buildApp({ config, storage, logger, ...(extra.resources ? { resources: extra.resources } : {}) });
-  await app.ready();
+  let built: FastifyInstance | undefined;
+  try {
+    built = await buildApp({ config, storage, logger, ...(extra.resources ? { resources: extra.resources } : {}) });
+    await built.ready();
+  } catch (error) {
+    await built?.close();
+    await storage.close();
+    await database.drop();
+    throw error;
+  }
+  const app = built;
   return {
     app,
     storage,

@@ -2,15 +2,15 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import Type, { type Static } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { declareDataResource } from '../../src/auth/policy.js';
+import { isScope } from '../../src/auth/policy.js';
 import { addIdColumn, textType } from '../../src/db/migrations/portable.js';
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../src/engine/ownership.js';
 import { recordImport } from '../../src/engine/imports/record-import.js';
 import { recordService } from '../../src/engine/records.js';
-import { resourceRoutes } from '../../src/engine/resource.js';
+import { resourceRoutes, type ResourceModule } from '../../src/engine/resource.js';
 import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema } from '../../src/http/paging.js';
 import { EchoedReadOnly, RecordFields } from '../../src/http/schemas.js';
-import { declareEventTypes } from '../../src/outbox/event-types.js';
+import { isEventType } from '../../src/outbox/event-types.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { Importer } from '../helpers/imports.js';
 import { expectProblem } from '../helpers/problems.js';
@@ -56,7 +56,13 @@ const NOTES = recordService<StoredNote, Static<typeof NoteCreate>>({
   writable: { title: (title) => title, text: (text) => text },
   events: { created: 'note.created', updated: 'note.updated', deleted: 'note.deleted' },
 });
-const NOTES_MODULE = {
+const NOTES_MODULE: ResourceModule = {
+  access: { name: 'notes', owned: true, actingMayCreate: true },
+  events: {
+    'note.created': { resource: 'notes', description: 'A note was created; data is the note.' },
+    'note.updated': { resource: 'notes', description: 'A note was changed; data is the note.' },
+    'note.deleted': { resource: 'notes', description: 'A note was deleted; data holds its id.' },
+  },
   routes: resourceRoutes({
     collection: {
       path: '/v1/notes',
@@ -108,17 +114,7 @@ async function createNotesTable(db: Kysely<unknown>): Promise<void> {
 let test: TestApp;
 let base: string;
 let importer: Importer;
-const undo: (() => void)[] = [];
 beforeAll(async () => {
-  // Declared before the app is built, and undone after: the files of a worker share its modules.
-  undo.push(declareDataResource('notes', { owned: true, actingMayCreate: true }));
-  undo.push(
-    declareEventTypes({
-      'note.created': { resource: 'notes', description: 'A note was created; data is the note.' },
-      'note.updated': { resource: 'notes', description: 'A note was changed; data is the note.' },
-      'note.deleted': { resource: 'notes', description: 'A note was deleted; data holds its id.' },
-    }),
-  );
   const folder = tempFolder('notes');
   test = await startApp({ ROWI_IMPORT_DIRECTORY: join(folder, 'spool') }, undefined, {
     resources: [NOTES_MODULE],
@@ -129,7 +125,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await test.close();
-  for (const step of undo.reverse()) step();
 });
 
 const note = (title: string, text = `about ${title}`) => ({ title, text });
@@ -356,5 +351,38 @@ describe('a resource declared only in a test gets every operation', () => {
       ]),
     );
     expect(document.paths['/v1/notes'].post['x-permission']).toBe('notes:create');
+  });
+});
+
+describe('the app declares what its resources add, and undoes it when it closes', () => {
+  it("a declaration the catalogues refuse (an event type rowi has) fails the build and leaves nothing of the module's declared", async () => {
+    const letters: ResourceModule = {
+      access: { name: 'letters', owned: false, actingMayCreate: true },
+      events: { 'user.created': { resource: 'letters', description: 'Not a letter event.' } },
+      routes: async () => {},
+    };
+    await expect(startApp({}, undefined, { resources: [letters] })).rejects.toThrow(
+      /user\.created is declared already/,
+    );
+    expect(isScope('letters:read')).toBe(false);
+    // The running app's own declarations stand.
+    expect(isScope('notes:read')).toBe(true);
+    expect(isEventType('note.created')).toBe(true);
+  });
+
+  it('an app closed takes its resources out: their scopes and event types are known no more', async () => {
+    const drafts: ResourceModule = {
+      access: { name: 'drafts', owned: false, actingMayCreate: true },
+      events: { 'draft.created': { resource: 'drafts', description: 'A draft was created.' } },
+      routes: async () => {},
+    };
+    const other = await startApp({}, undefined, { resources: [drafts] });
+    expect(isScope('drafts:read')).toBe(true);
+    expect(isEventType('draft.created')).toBe(true);
+    const scopes = (await other.call({ url: '/v1/openapi.json', key: null })).json.components.securitySchemes;
+    expect(JSON.stringify(scopes)).toContain('drafts:read');
+    await other.close();
+    expect(isScope('drafts:read')).toBe(false);
+    expect(isEventType('draft.created')).toBe(false);
   });
 });
