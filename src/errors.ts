@@ -364,7 +364,45 @@ export const PROBLEM_TYPES = {
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
-export type ProblemType = keyof typeof PROBLEM_TYPES;
+/** What a problem type is: its one status, its title and what it means. */
+export interface ProblemTypeRule {
+  status: number;
+  title: string;
+  description: string;
+}
+
+/**
+ * A problem type a resource declared beside rowi's own adds (engine/resource.ts ResourceModule
+ * `problems`): named with declaredProblem, so a typo in one of rowi's own types stays a compile error.
+ */
+export type DeclaredProblemType = string & { readonly declaredProblem: true };
+export const declaredProblem = (name: string): DeclaredProblemType => name as DeclaredProblemType;
+
+export type ProblemType = keyof typeof PROBLEM_TYPES | DeclaredProblemType;
+
+/** The problem types declared resources add, after the built-in ones (declareProblemTypes). */
+const DECLARED_PROBLEMS = new Map<string, ProblemTypeRule>();
+
+/**
+ * Adds problem types (a declared resource's natural key taken), served at GET /problems/{type} as
+ * rowi's own are. A type rowi or an earlier declaration has is refused. Returns what undoes it.
+ */
+export function declareProblemTypes(types: Record<string, ProblemTypeRule>): () => void {
+  const added = Object.keys(types);
+  for (const type of added)
+    if (problemTypeOf(type) !== undefined) throw new Error(`The problem type ${type} is declared already`);
+  for (const type of added) DECLARED_PROBLEMS.set(type, { ...types[type]! });
+  return () => {
+    for (const type of added) DECLARED_PROBLEMS.delete(type);
+  };
+}
+
+/** The problem type named so, rowi's own or declared; undefined for a name neither has. */
+export function problemTypeOf(name: string): ProblemTypeRule | undefined {
+  return Object.hasOwn(PROBLEM_TYPES, name)
+    ? PROBLEM_TYPES[name as keyof typeof PROBLEM_TYPES]
+    : DECLARED_PROBLEMS.get(name);
+}
 
 /** One offending location in a request: a JSON Pointer (RFC 6901, fragment form) and why. */
 export interface FieldError {
@@ -396,8 +434,10 @@ export class AppError extends Error {
     super(detail);
     this.name = new.target.name;
     this.type = type;
-    this.status = options.status ?? PROBLEM_TYPES[type].status;
-    this.title = PROBLEM_TYPES[type].title;
+    const known = problemTypeOf(type);
+    if (known === undefined) throw new Error(`${type} is no problem type: declare it with the resource`);
+    this.status = options.status ?? known.status;
+    this.title = known.title;
     this.errors = options.errors;
     this.extensions = options.extensions;
     this.headers = options.headers;

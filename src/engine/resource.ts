@@ -3,6 +3,7 @@ import type { Static, TObject, TSchema } from 'typebox';
 import type { RequestContext } from '../auth/context.js';
 import { declareDataResource, type DataResourceDeclaration } from '../auth/policy.js';
 import { creatorOf } from '../auth/visibility.js';
+import { declareProblemTypes, type ProblemTypeRule } from '../errors.js';
 import { declareEventTypes, type EventTypeRule } from '../outbox/event-types.js';
 import { createEntries, deleteEntries, writeEntries } from './batches/actions.js';
 import { batchOperation } from './batches/batch.js';
@@ -31,12 +32,14 @@ export interface ResourceModule {
   access: { name: string } & DataResourceDeclaration;
   /** The event types its writes record (outbox/event-types.ts declareEventTypes). */
   events: Record<string, EventTypeRule>;
+  /** Problem types of its own (errors.ts declareProblemTypes), named in code with declaredProblem. */
+  problems?: Record<string, ProblemTypeRule>;
   routes: FastifyPluginAsyncTypebox;
   import?: ImportTarget;
 }
 
 /**
- * Declares what the resources add to the catalogues of scopes, owned tables and event types, before
+ * Declares what the resources add to the catalogues of scopes, owned tables, event and problem types, before
  * the routes whose schemas list them are added (per process: the catalogues are module state).
  * Returns what undoes every declaration, and undoes what it did itself when one is refused.
  */
@@ -46,10 +49,11 @@ export function declareResources(resources: readonly ResourceModule[]): () => vo
     for (const step of undo.splice(0).reverse()) step();
   };
   try {
-    for (const { access, events } of resources) {
+    for (const { access, events, problems = {} } of resources) {
       const { name, ...rule } = access;
       undo.push(declareDataResource(name, rule));
       undo.push(declareEventTypes(events));
+      undo.push(declareProblemTypes(problems));
     }
   } catch (error) {
     undoAll();

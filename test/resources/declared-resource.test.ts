@@ -9,7 +9,8 @@ import { recordImport } from '../../src/engine/imports/record-import.js';
 import { recordService } from '../../src/engine/records.js';
 import { resourceRoutes, type ResourceModule } from '../../src/engine/resource.js';
 import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema } from '../../src/http/paging.js';
-import { EchoedReadOnly, RecordFields } from '../../src/http/schemas.js';
+import { EchoedReadOnly, RecordFields, noContent, operation } from '../../src/http/schemas.js';
+import { ConflictError, declaredProblem } from '../../src/errors.js';
 import { isEventType } from '../../src/outbox/event-types.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { Importer } from '../helpers/imports.js';
@@ -370,19 +371,50 @@ describe('the app declares what its resources add, and undoes it when it closes'
     expect(isEventType('note.created')).toBe(true);
   });
 
-  it('an app closed takes its resources out: their scopes and event types are known no more', async () => {
+  it('an app closed takes its resources out: their scopes, event types and problem types are known no more', async () => {
     const drafts: ResourceModule = {
       access: { name: 'drafts', owned: false, actingMayCreate: true },
       events: { 'draft.created': { resource: 'drafts', description: 'A draft was created.' } },
-      routes: async () => {},
+      problems: {
+        'draft-taken': { status: 409, title: 'Draft taken', description: 'Another draft has this title.' },
+      },
+      routes: async (app) => {
+        app.post(
+          '/v1/drafts',
+          {
+            schema: operation({
+              operationId: 'createDraft',
+              permission: 'drafts:create',
+              summary: 'Create a draft',
+              tags: ['drafts'],
+              problems: [409],
+              response: { 204: noContent('Never: every draft is taken') },
+            }),
+          },
+          async () => {
+            throw new ConflictError(declaredProblem('draft-taken'), 'Another draft is titled Plans.');
+          },
+        );
+      },
     };
     const other = await startApp({}, undefined, { resources: [drafts] });
     expect(isScope('drafts:read')).toBe(true);
     expect(isEventType('draft.created')).toBe(true);
     const scopes = (await other.call({ url: '/v1/openapi.json', key: null })).json.components.securitySchemes;
     expect(JSON.stringify(scopes)).toContain('drafts:read');
+    const taken = await other.call({ method: 'POST', url: '/v1/drafts' });
+    expectProblem(taken, 409, 'draft-taken');
+    expect(taken.json).toMatchObject({ title: 'Draft taken', detail: 'Another draft is titled Plans.' });
+    const described = await other.call({ url: '/problems/draft-taken', key: null });
+    expect(described.status).toBe(200);
+    expect(described.json).toMatchObject({
+      status: 409,
+      title: 'Draft taken',
+      description: 'Another draft has this title.',
+    });
     await other.close();
     expect(isScope('drafts:read')).toBe(false);
     expect(isEventType('draft.created')).toBe(false);
+    expectProblem(await test.call({ url: '/problems/draft-taken', key: null }), 404, 'not-found');
   });
 });

@@ -5,7 +5,7 @@ import { challenge } from '../../auth/challenge.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Action, Scope } from '../../auth/policy.js';
 import type { Trx } from '../../db/database.js';
-import { AppError, ForbiddenError, PROBLEM_TYPES, type FieldError } from '../../errors.js';
+import { AppError, ForbiddenError, type FieldError } from '../../errors.js';
 import { etagFor, ifMatchAllows } from '../../http/etag.js';
 import { IdempotencyHeaders, runIdempotent } from '../../http/idempotency.js';
 import { PROBLEM_TYPE_BASE, toAppError } from '../../http/problem.js';
@@ -322,7 +322,7 @@ function entryFailure(error: unknown, pointer: string, request: FastifyRequest):
       failed_entry: {
         pointer,
         type: `${PROBLEM_TYPE_BASE}${known.type}`,
-        title: PROBLEM_TYPES[known.type].title,
+        title: known.title,
         status: known.status,
         detail: known.message,
         ...known.extensions,

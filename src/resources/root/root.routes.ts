@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { PROBLEM_TYPES, NotFoundError, type ProblemType } from '../../errors.js';
+import { NotFoundError, problemTypeOf } from '../../errors.js';
 import { OPENAPI_PATH } from '../../http/openapi.js';
 import { PROBLEM_TYPE_BASE } from '../../http/problem.js';
 import { sendEmpty } from '../../http/records.js';
@@ -101,8 +101,8 @@ const rootRoutes: FastifyPluginAsyncTypebox<{ version: string }> = async (app, {
     },
     async (request) => {
       const name = request.params.type;
-      if (!Object.hasOwn(PROBLEM_TYPES, name)) throw new NotFoundError(`There is no problem type ${name}.`);
-      const problemType = PROBLEM_TYPES[name as ProblemType];
+      const problemType = problemTypeOf(name);
+      if (problemType === undefined) throw new NotFoundError(`There is no problem type ${name}.`);
       return { type: `${PROBLEM_TYPE_BASE}${name}`, ...problemType };
     },
   );
