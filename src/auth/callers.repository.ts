@@ -4,8 +4,24 @@ import { isSqlite } from '../db/dialect.js';
 import { compiledQuery } from '../db/compiled.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
 
-/** Callers and their API keys: every query of both. */
+/**
+ * Callers and their API keys: every query of both, but the reads and writes of one caller and a page
+ * of them, which the engine makes from these columns (resources/callers/callers.service.ts).
+ */
 export type StoredCaller = CallerRow;
+
+export const CALLER_COLUMNS = [
+  'id',
+  'name',
+  'role',
+  'extra_scopes',
+  'removed_scopes',
+  'own_records',
+  'rate_limit',
+  'version',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof StoredCaller)[];
 
 const KEY_COLUMNS = [
   'id',
@@ -24,10 +40,6 @@ const selectCallerById = compiledQuery((db, id: number) => db.selectFrom('caller
 export async function findCallerById(db: Executor, id: number): Promise<StoredCaller | undefined> {
   const [caller] = await selectCallerById(db, id);
   return caller;
-}
-
-export function findCallers(db: Executor, query: ListQuery) {
-  return fetchPage(db.selectFrom('callers').selectAll(), query);
 }
 
 export async function countCallers(db: Executor): Promise<number> {
@@ -90,31 +102,6 @@ export interface CallerFields {
   removed_scopes: string;
   own_records: string;
   rate_limit: number | null;
-}
-
-export function insertCaller(db: Executor, caller: CallerFields & { now: string }): Promise<StoredCaller> {
-  const { now, ...fields } = caller;
-  return db
-    .insertInto('callers')
-    .values({ ...fields, version: 1, created_at: now, updated_at: now })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-}
-
-export function updateCallerAtVersion(
-  db: Executor,
-  id: number,
-  version: number,
-  changes: CallerFields & { now: string },
-): Promise<StoredCaller | undefined> {
-  const { now, ...fields } = changes;
-  return db
-    .updateTable('callers')
-    .set({ ...fields, version: version + 1, updated_at: now })
-    .where('id', '=', id)
-    .where('version', '=', version)
-    .returningAll()
-    .executeTakeFirst();
 }
 
 export function insertApiKey(

@@ -1,18 +1,21 @@
 import { sql, type Kysely } from 'kysely';
+import { compiledQuery } from '../db/compiled.js';
 import type { Database, Executor } from '../db/database.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
 import { compiledVisibleById, visibleIn, whereVisible, type OwnedTable, type Sight } from '../db/visibility.js';
 
 /**
- * The statements of one table of versioned records with an owner (users, items, a declared
- * resource's own table): read one by id and a page, each narrowed to what the sight shows; insert
- * one at version 1; write one at the version read. A resource names its table and the columns a
- * record is read with; the queries are the same for every one, compiled once per table.
+ * The statements of one table of versioned records (users, items, callers, a declared resource's own
+ * table): read one by id and a page, each narrowed to what the sight shows where its records have an
+ * owner; insert one at version 1; write one at the version read. A resource names its table and the
+ * columns a record is read with; the queries are the same for every one, compiled once per table.
  */
 export interface RecordTable {
   table: string;
   /** The columns a record is read with: the API fields and the version its ETag comes from. */
   columns: readonly string[];
+  /** Its records have no owner: no sight narrows what is read (callers, webhook endpoints). */
+  ownerless?: boolean | undefined;
 }
 
 export interface RecordQueries<Stored> {
@@ -43,18 +46,22 @@ const untyped = (db: Executor) => db as unknown as Untyped;
 /** What the typed helpers (paging, visibility) take: the same builder, typed as one of rowi's tables. */
 type Typed = Kysely<Database>;
 
-export function recordQueries<Stored>({ table, columns }: RecordTable): RecordQueries<Stored> {
+export function recordQueries<Stored>({ table, columns, ownerless }: RecordTable): RecordQueries<Stored> {
   const owned = table as OwnedTable;
   const select = (db: Executor) =>
     (untyped(db) as unknown as Typed).selectFrom(table as 'users').select(columns as 'id'[]);
-  const byId = compiledVisibleById(owned, (db, id: number) => select(db).where('id', '=', id));
+  const byIdOnly = (db: Executor, id: number) => select(db).where('id', '=', id);
+  const any = compiledQuery(byIdOnly);
+  const byId = ownerless ? (db: Executor, id: number) => any(db, id) : compiledVisibleById(owned, byIdOnly);
+  const visible = <Query extends Parameters<typeof whereVisible>[0]>(query: Query, sight: Sight) =>
+    ownerless ? query : whereVisible(query, owned, sight);
   return {
     async findById(db, id, sight) {
       const [row] = await byId(db, id, sight);
       return row as Stored | undefined;
     },
     async findPage(db, query, sight) {
-      const page = await fetchPage(whereVisible(select(db), owned, sight), query);
+      const page = await fetchPage(visible(select(db), sight), query);
       return page as unknown as { rows: Stored[]; nextAfter: (string | number)[] | undefined };
     },
     async insert(db, values, now) {

@@ -1,32 +1,33 @@
 import type { Executor } from '../db/database.js';
 import type { WebhookEndpointRow } from '../db/event-tables.js';
-import { fetchPage, type ListQuery } from '../db/keyset.js';
 import type { OwnerGrants } from './webhook-owners.js';
 
 export type StoredEndpoint = WebhookEndpointRow;
 /** An endpoint with its owner's grants as stored now; owner null when that caller no longer exists. */
 export type EndpointWithOwner = StoredEndpoint & { owner: OwnerGrants | null };
 
-export type NewEndpoint = Omit<
-  StoredEndpoint,
-  'id' | 'version' | 'failures' | 'disabled_reason' | 'previous_secret' | 'previous_secret_expires_at'
->;
-
-export function insertEndpoint(db: Executor, endpoint: NewEndpoint): Promise<StoredEndpoint> {
-  return db
-    .insertInto('webhook_endpoints')
-    .values({ ...endpoint, failures: 0, version: 1 })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-}
-
-export function findEndpointById(db: Executor, id: number): Promise<StoredEndpoint | undefined> {
-  return db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export function findEndpoints(db: Executor, query: ListQuery) {
-  return fetchPage(db.selectFrom('webhook_endpoints').selectAll(), query);
-}
+/**
+ * The columns an endpoint is read with (all of them: its secrets sign its deliveries). The engine
+ * reads a page of endpoints and writes one from them (resources/webhook-endpoints); its read of one
+ * takes its owner's grants too (findEndpointWithOwner).
+ */
+export const ENDPOINT_COLUMNS = [
+  'id',
+  'url',
+  'description',
+  'events',
+  'resources',
+  'owner_caller_id',
+  'enabled',
+  'disabled_reason',
+  'failures',
+  'secret',
+  'previous_secret',
+  'previous_secret_expires_at',
+  'version',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof StoredEndpoint)[];
 
 function selectWithOwner(db: Executor) {
   return db
@@ -107,23 +108,6 @@ export type EndpointChanges = Partial<
     | 'previous_secret_expires_at'
   >
 >;
-
-/** Changes the endpoint if it is still at `version`, with a new version; undefined when it moved. */
-export function updateEndpointAtVersion(
-  db: Executor,
-  id: number,
-  version: number,
-  changes: EndpointChanges,
-  now: string,
-): Promise<StoredEndpoint | undefined> {
-  return db
-    .updateTable('webhook_endpoints')
-    .set({ ...changes, version: version + 1, updated_at: now })
-    .where('id', '=', id)
-    .where('version', '=', version)
-    .returningAll()
-    .executeTakeFirst();
-}
 
 /** More failed attempts in a row; answers the count. */
 export async function addEndpointFailures(db: Executor, id: number, count: number): Promise<number> {

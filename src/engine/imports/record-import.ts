@@ -62,6 +62,8 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
   spec: RecordImport<Stored, Body>,
 ): ImportTarget {
   const { rules } = service;
+  // A resource imported is one whose writes tell events.
+  const recorded = rules.events!;
   const unique = rules.unique;
   const keyOfValue = (value: unknown) => (unique?.key ? unique.key(String(value)) : String(value));
   const { fieldsOf, columnsOf, pathOf } = service;
@@ -163,7 +165,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
         });
         continue;
       }
-      events.push({ type: rules.events.updated, path: pathOf(record.id), data: shown(record) });
+      events.push({ type: recorded.updated, path: pathOf(record.id), data: shown(record) });
       written.push({ row, outcome: 'updated', id: record.id });
     }
     if (fresh.length > 0) {
@@ -187,7 +189,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
           errors.push(taken(row.row, row.value[unique!.field]));
           return;
         }
-        events.push({ type: rules.events.created, path: pathOf(record.id), data: shown(record) });
+        events.push({ type: recorded.created, path: pathOf(record.id), data: shown(record) });
         written.push({ row: row.row, outcome: 'created', id: record.id });
       });
     }

@@ -1,4 +1,3 @@
-import { recordEvent } from '../../outbox/outbox.js';
 import {
   CALLER_MANAGEMENT_CORE,
   canManageCallers,
@@ -16,26 +15,15 @@ import {
 } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Role, Trx } from '../../db/database.js';
-import { isUniqueViolation } from '../../db/driver-errors.js';
 import type { ListQuery } from '../../db/keyset.js';
-import { deleteAtVersion } from '../../db/versioned.js';
-import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
+import { SEES_ALL } from '../../db/visibility.js';
+import { ConflictError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
+import { recordService } from '../../engine/records.js';
 import {
-  assertCondition,
-  assertReadOnlyEchoes,
-  withRowLocked,
-  DELETED,
-  VERSION_MOVED,
-  written,
-} from '../../engine/preconditions.js';
-import {
-  findCallerById,
+  CALLER_COLUMNS,
   findAdmins,
-  findCallers,
-  insertCaller,
   lockCallerManagement,
-  updateCallerAtVersion,
   type CallerFields,
   type StoredCaller,
 } from '../../auth/callers.repository.js';
@@ -91,22 +79,69 @@ export function presentCaller(caller: StoredCaller): CallerView {
   };
 }
 
+/**
+ * Callers as the engine stores them (engine/records.ts): a name no two share, a role and its grants,
+ * stored as made from the whole body (grants as lists, record access as the resources seen own-only);
+ * no owner, as only admins see them. Changes and deletions take turns with every change that could
+ * leave nobody able to manage callers, and refuse the one that would (the last admin).
+ */
+export const CALLERS = recordService<StoredCaller, CallerInput>({
+  resource: 'callers',
+  path: '/v1/callers',
+  noun: 'Caller',
+  table: 'callers',
+  columns: CALLER_COLUMNS,
+  ownerless: true,
+  stores: checkedFields,
+  patches: (stored, patch) => checkedFields(patchedInput(stored, patch)),
+  unique: {
+    constraint: 'callers.name',
+    field: 'name',
+    problem: 'caller-name-taken',
+    detail: (name) => `Another caller is already named ${name}.`,
+  },
+  events: { created: 'caller.created', updated: 'caller.updated', deleted: 'caller.deleted' },
+  present: presentCaller,
+  takeTurns: lockCallerManagement,
+  // scopes is what role and grants add up to: it may be echoed as read, in any order.
+  echoesDiffering: (stored, body) => {
+    const { scopes } = body as CallerPatch;
+    return scopes !== undefined && !sameMembers(scopes, presentCaller(stored).scopes) ? ['scopes'] : [];
+  },
+  // Only an admin manages callers: changing any other caller cannot end that.
+  async assertChange(trx, stored, columns) {
+    if (stored.role !== 'admin') return;
+    const id = stored.id;
+    // checkedFields made every column.
+    const { role, removed_scopes } = columns as CallerFields;
+    const removed = parseScopeList(removed_scopes);
+    await assertManagementSurvives(trx, { callerId: id, role, removed }, () =>
+      role !== 'admin'
+        ? `Caller ${id} is the last caller that can manage callers; demoting it to ${role} would leave nobody able to.`
+        : `Removing ${CALLER_MANAGEMENT_CORE.filter((scope) => removed.includes(scope)).join(' and ')} from caller ${id} would leave no caller that can manage callers (that takes callers:read and callers:update).`,
+    );
+  },
+  async beforeDelete(trx, stored) {
+    if (stored.role !== 'admin') return;
+    await assertManagementSurvives(
+      trx,
+      { callerId: stored.id, deleted: true },
+      () => `Caller ${stored.id} is the last caller that can manage callers; deleting it would leave nobody able to.`,
+    );
+  },
+});
+
 export async function getCaller(db: Executor, id: number): Promise<CallerView> {
   return presentCaller(await findStoredCaller(db, id));
 }
 
 export async function listCallers(db: Executor, query: ListQuery) {
-  const page = await findCallers(db, query);
+  const page = await CALLERS.list(db, query, SEES_ALL);
   return { rows: page.rows.map(presentCaller), nextAfter: page.nextAfter };
 }
 
 export async function createCaller(trx: Trx, input: CallerInput): Promise<CallerView> {
-  const fields = checkedFields(input);
-  const caller = presentCaller(
-    await withNameUniqueness(fields.name, () => insertCaller(trx, { ...fields, now: nowTimestamp() })),
-  );
-  await recordEvent(trx, 'caller.created', callerPath(caller.id), caller);
-  return caller;
+  return presentCaller(await CALLERS.create(trx, input, null));
 }
 
 /** JSON Merge Patch of name, role and grants; the last caller that can manage callers cannot stop being one. */
@@ -116,79 +151,12 @@ export async function patchCaller(
   patch: CallerPatch,
   condition: VersionCondition,
 ): Promise<CallerView> {
-  await lockCallerManagement(trx);
-  return withRowLocked(
-    trx,
-    { table: 'callers', id },
-    async () => {
-      const stored = await findStoredCaller(trx, id);
-      assertCondition(condition, stored.version, `Caller ${id}`);
-      const current = presentCaller(stored);
-      // scopes is what role and grants add up to: it may be echoed as read, in any order.
-      const scopesDiffer = patch.scopes !== undefined && !sameMembers(patch.scopes, current.scopes);
-      assertReadOnlyEchoes(stored, patch, scopesDiffer ? ['scopes'] : []);
-      const fields = checkedFields({
-        name: patch.name ?? current.name,
-        role: patch.role ?? current.role,
-        extra_scopes: patch.extra_scopes ?? current.extra_scopes,
-        removed_scopes: patch.removed_scopes ?? current.removed_scopes,
-        // A new role brings its own default record access, which the patch's record_access then changes.
-        record_access: {
-          ...(patch.role !== undefined && patch.role !== stored.role
-            ? recordAccessOf(new Set(ROLE_OWN_RECORDS[patch.role]))
-            : current.record_access),
-          ...patch.record_access,
-        },
-        // Merge patch: null sets the role's default back, absent keeps what is stored.
-        rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
-      });
-      // Only an admin manages callers: changing any other caller cannot end that.
-      if (stored.role === 'admin') {
-        const removed = parseScopeList(fields.removed_scopes);
-        await assertManagementSurvives(trx, { callerId: id, role: fields.role, removed }, () =>
-          fields.role !== 'admin'
-            ? `Caller ${id} is the last caller that can manage callers; demoting it to ${fields.role} would leave nobody able to.`
-            : `Removing ${CALLER_MANAGEMENT_CORE.filter((scope) => removed.includes(scope)).join(' and ')} from caller ${id} would leave no caller that can manage callers (that takes callers:read and callers:update).`,
-        );
-      }
-      const unchanged = (Object.keys(fields) as (keyof typeof fields)[]).every(
-        (field) => fields[field] === stored[field],
-      );
-      if (unchanged) return written(current);
-      const updated = await withNameUniqueness(fields.name, () =>
-        updateCallerAtVersion(trx, id, stored.version, { ...fields, now: nowTimestamp() }),
-      );
-      if (!updated) return VERSION_MOVED;
-      const caller = presentCaller(updated);
-      await recordEvent(trx, 'caller.updated', callerPath(id), caller);
-      return written(caller);
-    },
-    `Caller ${id}`,
-  );
+  return presentCaller(await CALLERS.patch(trx, id, patch, condition, SEES_ALL));
 }
 
 /** Deleting a caller deletes its keys; its audit events stay, naming it. */
-export async function deleteCaller(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
-  await lockCallerManagement(trx);
-  await withRowLocked(
-    trx,
-    { table: 'callers', id },
-    async () => {
-      const stored = await findStoredCaller(trx, id);
-      assertCondition(condition, stored.version, `Caller ${id}`);
-      if (stored.role === 'admin') {
-        await assertManagementSurvives(
-          trx,
-          { callerId: id, deleted: true },
-          () => `Caller ${id} is the last caller that can manage callers; deleting it would leave nobody able to.`,
-        );
-      }
-      if (!(await deleteAtVersion(trx, 'callers', id, stored.version))) return VERSION_MOVED;
-      await recordEvent(trx, 'caller.deleted', callerPath(id), { id });
-      return DELETED;
-    },
-    `Caller ${id}`,
-  );
+export function deleteCaller(trx: Trx, id: number, condition: VersionCondition): Promise<void> {
+  return CALLERS.remove(trx, id, condition, SEES_ALL);
 }
 
 export const callerPath = (id: number) => `/v1/callers/${id}`;
@@ -198,10 +166,28 @@ function sameMembers(echoed: readonly string[], stored: readonly string[]): bool
   return set.size === stored.length && stored.every((scope) => set.has(scope));
 }
 
-export async function findStoredCaller(db: Executor, id: number): Promise<StoredCaller> {
-  const caller = await findCallerById(db, id);
-  if (!caller) throw new NotFoundError(`There is no caller ${id}.`);
-  return caller;
+export function findStoredCaller(db: Executor, id: number): Promise<StoredCaller> {
+  return CALLERS.get(db, id, SEES_ALL);
+}
+
+/** The whole caller a merge patch makes with the stored one, as a create body would give it. */
+function patchedInput(stored: StoredCaller, patch: CallerPatch): CallerInput {
+  const current = presentCaller(stored);
+  return {
+    name: patch.name ?? current.name,
+    role: patch.role ?? current.role,
+    extra_scopes: patch.extra_scopes ?? current.extra_scopes,
+    removed_scopes: patch.removed_scopes ?? current.removed_scopes,
+    // A new role brings its own default record access, which the patch's record_access then changes.
+    record_access: {
+      ...(patch.role !== undefined && patch.role !== stored.role
+        ? recordAccessOf(new Set(ROLE_OWN_RECORDS[patch.role]))
+        : current.record_access),
+      ...patch.record_access,
+    },
+    // Merge patch: null sets the role's default back, absent keeps what is stored.
+    rate_limit: patch.rate_limit === undefined ? current.rate_limit : patch.rate_limit,
+  };
 }
 
 function checkedFields(input: CallerInput): CallerFields {
@@ -281,17 +267,4 @@ export async function assertManagementSurvives(trx: Trx, change: ManagementChang
     'last-admin',
     `${why()} Make another caller an admin and give it an API key first (or, with access to the database, run rowi callers create).`,
   );
-}
-
-async function withNameUniqueness<T>(name: string, write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (isUniqueViolation(error, 'callers.name')) {
-      throw new ConflictError('caller-name-taken', `Another caller is already named ${name}.`, {
-        conflicting_field: 'name',
-      });
-    }
-    throw error;
-  }
 }

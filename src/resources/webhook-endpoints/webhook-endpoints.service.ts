@@ -2,28 +2,19 @@ import { readableResources, type Reach } from '../../auth/policy.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
-import { deleteAtVersion } from '../../db/versioned.js';
+import { SEES_ALL } from '../../db/visibility.js';
 import { resourceOf } from '../../outbox/event-types.js';
 import { newSecret } from '../../outbox/signing.js';
 import {
+  ENDPOINT_COLUMNS,
   findEndpointWithOwner,
-  findEndpoints,
-  insertEndpoint,
-  updateEndpointAtVersion,
   type EndpointChanges,
   type EndpointWithOwner,
   type StoredEndpoint,
 } from '../../outbox/webhook-endpoints.repository.js';
-import { ConflictError, NotFoundError, UnprocessableError, type FieldError } from '../../errors.js';
+import { ConflictError, UnprocessableError, type FieldError } from '../../errors.js';
 import type { VersionCondition } from '../../http/records.js';
-import {
-  assertCondition,
-  assertReadOnlyEchoes,
-  withRowLocked,
-  DELETED,
-  VERSION_MOVED,
-  written,
-} from '../../engine/preconditions.js';
+import { recordService } from '../../engine/records.js';
 import { assertMayChange, ownerFor, ownerScopes, type EndpointContext } from './endpoint-access.js';
 import type { WebhookEndpoint, WebhookEndpointCreate, WebhookEndpointPatch } from './webhook-endpoints.schema.js';
 
@@ -68,18 +59,42 @@ export function presentEndpoint(endpoint: StoredEndpoint): EndpointView {
   };
 }
 
+/**
+ * Webhook endpoints as the engine stores them (engine/records.ts): no owner in the records' sense (who
+ * sees them is the scope's alone), no events of their own changes; read with their owner's grants,
+ * stored as made from the whole body, and changed only by a caller that may (endpoint-access.ts).
+ */
+export const ENDPOINTS = recordService<StoredEndpoint, WebhookEndpointCreate, EndpointContext, EndpointWithOwner>({
+  resource: 'webhook-endpoints',
+  path: '/v1/webhook-endpoints',
+  noun: 'Webhook endpoint',
+  table: 'webhook_endpoints',
+  columns: ENDPOINT_COLUMNS,
+  ownerless: true,
+  read: findEndpointWithOwner,
+  stores: newEndpoint,
+  patches: changedColumns,
+  present: presentEndpoint,
+  mayChange(stored, context, patch) {
+    if (patch === undefined) return assertMayChange(stored, context);
+    const setUp = changedSetUp(stored, patch, context);
+    assertMayChange(stored, context, {
+      resources: setUp.resources ?? stored.resources,
+      url: setUp.url !== undefined,
+    });
+  },
+});
+
 export async function getEndpoint(db: Executor, id: number): Promise<EndpointView> {
   return presentEndpoint(await findStoredEndpoint(db, id));
 }
 
-export async function findStoredEndpoint(db: Executor, id: number): Promise<EndpointWithOwner> {
-  const endpoint = await findEndpointWithOwner(db, id);
-  if (!endpoint) throw new NotFoundError(`There is no webhook endpoint ${id}.`);
-  return endpoint;
+export function findStoredEndpoint(db: Executor, id: number): Promise<EndpointWithOwner> {
+  return ENDPOINTS.get(db, id, SEES_ALL);
 }
 
 export async function listEndpoints(db: Executor, query: ListQuery) {
-  const page = await findEndpoints(db, query);
+  const page = await ENDPOINTS.list(db, query, SEES_ALL);
   return { ...page, rows: page.rows.map(presentEndpoint) };
 }
 
@@ -89,9 +104,14 @@ export async function createEndpoint(
   input: WebhookEndpointCreate,
   context: EndpointContext,
 ): Promise<EndpointView & { secret: string }> {
+  const stored = await ENDPOINTS.create(trx, input, null, context);
+  return { ...presentEndpoint(stored), secret: stored.secret };
+}
+
+/** A new endpoint's columns: it acts for the caller creating it, for the types asked for (every one by default). */
+function newEndpoint(input: WebhookEndpointCreate, context: EndpointContext): Partial<StoredEndpoint> {
   const events = input.events ?? ['*'];
-  const now = nowTimestamp();
-  const stored = await insertEndpoint(trx, {
+  return {
     url: storedUrl(input.url),
     owner_caller_id: ownerFor(context),
     description: input.description ?? '',
@@ -99,10 +119,8 @@ export async function createEndpoint(
     resources: JSON.stringify(allowedResources(events, context, 'this caller')),
     enabled: input.enabled === false ? 0 : 1,
     secret: newSecret(),
-    created_at: now,
-    updated_at: now,
-  });
-  return { ...presentEndpoint(stored), secret: stored.secret };
+    failures: 0,
+  };
 }
 
 /**
@@ -110,122 +128,100 @@ export async function createEndpoint(
  * failure count again. The events are checked against what its owner may read; an endpoint
  * without an owner (deleted) becomes the changing caller's, and is set up for what it may read.
  */
-export function patchEndpoint(
+export async function patchEndpoint(
   trx: Trx,
   id: number,
   patch: WebhookEndpointPatch,
   condition: VersionCondition,
   context: EndpointContext,
 ): Promise<EndpointView> {
-  return withRowLocked(
-    trx,
-    { table: 'webhook_endpoints', id },
-    async () => {
-      const stored = await findStoredEndpoint(trx, id);
-      const owner = ownerScopes(stored);
-      const url = patch.url === undefined ? stored.url : storedUrl(patch.url);
-      const changes: EndpointChanges = {};
-      if (url !== stored.url) changes.url = url;
-      if (owner === undefined) changes.owner_caller_id = ownerFor(context);
-      if (patch.events !== undefined || owner === undefined) {
-        const events = patch.events ?? (JSON.parse(stored.events) as string[]);
-        const resources = JSON.stringify(
-          owner === undefined
-            ? allowedResources(events, context, 'this caller')
-            : allowedResources(events, owner, `its owner (caller ${stored.owner_caller_id})`),
-        );
-        if (JSON.stringify(events) !== stored.events) changes.events = JSON.stringify(events);
-        if (resources !== stored.resources) changes.resources = resources;
-      }
-      assertMayChange(stored, context, {
-        resources: changes.resources ?? stored.resources,
-        url: changes.url !== undefined,
-      });
-      assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
-      assertReadOnlyEchoes(stored, patch);
-      if (patch.description !== undefined && patch.description !== stored.description)
-        changes.description = patch.description;
-      if (patch.enabled !== undefined && (patch.enabled ? 1 : 0) !== stored.enabled) {
-        changes.enabled = patch.enabled ? 1 : 0;
-        changes.disabled_reason = null;
-        if (patch.enabled) changes.failures = 0;
-      }
-      if (Object.keys(changes).length === 0) return written(presentEndpoint(stored));
-      const updated = await updateEndpointAtVersion(trx, id, stored.version, changes, nowTimestamp());
-      return updated ? written(presentEndpoint(updated)) : VERSION_MOVED;
-    },
-    `Webhook endpoint ${id}`,
-  );
+  return presentEndpoint(await ENDPOINTS.patch(trx, id, patch, condition, SEES_ALL, context));
 }
 
-/** The stored endpoint, once the caller may change it and the request's condition holds. */
-async function findEndpointToChange(
-  trx: Trx,
-  id: number,
-  condition: VersionCondition,
+/** What a patch changes of where the endpoint sends and for whom: its URL, owner, events and their resources. */
+function changedSetUp(
+  stored: EndpointWithOwner,
+  patch: Partial<WebhookEndpointCreate>,
   context: EndpointContext,
-): Promise<EndpointWithOwner> {
-  const stored = await findStoredEndpoint(trx, id);
-  assertMayChange(stored, context);
-  assertCondition(condition, stored.version, `Webhook endpoint ${id}`);
-  return stored;
+): EndpointChanges {
+  const owner = ownerScopes(stored);
+  const url = patch.url === undefined ? stored.url : storedUrl(patch.url);
+  const changes: EndpointChanges = {};
+  if (url !== stored.url) changes.url = url;
+  if (owner === undefined) changes.owner_caller_id = ownerFor(context);
+  if (patch.events !== undefined || owner === undefined) {
+    const events = patch.events ?? (JSON.parse(stored.events) as string[]);
+    const resources = JSON.stringify(
+      owner === undefined
+        ? allowedResources(events, context, 'this caller')
+        : allowedResources(events, owner, `its owner (caller ${stored.owner_caller_id})`),
+    );
+    if (JSON.stringify(events) !== stored.events) changes.events = JSON.stringify(events);
+    if (resources !== stored.resources) changes.resources = resources;
+  }
+  return changes;
 }
 
-export async function deleteEndpoint(
+/** The columns a patch changes (those that differ from the stored ones). */
+function changedColumns(
+  stored: EndpointWithOwner,
+  patch: Partial<WebhookEndpointCreate>,
+  context: EndpointContext,
+): EndpointChanges {
+  const changes = changedSetUp(stored, patch, context);
+  if (patch.description !== undefined && patch.description !== stored.description)
+    changes.description = patch.description;
+  if (patch.enabled !== undefined && (patch.enabled ? 1 : 0) !== stored.enabled) {
+    changes.enabled = patch.enabled ? 1 : 0;
+    changes.disabled_reason = null;
+    if (patch.enabled) changes.failures = 0;
+  }
+  return changes;
+}
+
+export function deleteEndpoint(
   trx: Trx,
   id: number,
   condition: VersionCondition,
   context: EndpointContext,
 ): Promise<void> {
-  await withRowLocked(
-    trx,
-    { table: 'webhook_endpoints', id },
-    async () => {
-      const stored = await findEndpointToChange(trx, id, condition, context);
-      return (await deleteAtVersion(trx, 'webhook_endpoints', id, stored.version)) ? DELETED : VERSION_MOVED;
-    },
-    `Webhook endpoint ${id}`,
-  );
+  return ENDPOINTS.remove(trx, id, condition, SEES_ALL, context);
 }
 
 /**
  * A new signing secret; the current one keeps signing beside it for `overlapSeconds`. Refused
  * while an earlier rotation's overlap lasts: a third secret would drop one receivers may still use.
  */
-export function rotateSecret(
+export async function rotateSecret(
   trx: Trx,
   id: number,
   condition: VersionCondition,
   overlapSeconds: number,
   context: EndpointContext,
 ): Promise<EndpointView & { secret: string }> {
-  return withRowLocked(
+  const rotated = await ENDPOINTS.update(
     trx,
-    { table: 'webhook_endpoints', id },
-    async () => {
-      const stored = await findEndpointToChange(trx, id, condition, context);
-      const now = nowTimestamp();
-      if (stored.previous_secret_expires_at !== null && stored.previous_secret_expires_at > now) {
-        throw new ConflictError(
-          'rotation-in-progress',
-          `Webhook endpoint ${id}'s previous secret signs until ${stored.previous_secret_expires_at}; rotate again after that.`,
-          {
-            previous_secret_expires_at: stored.previous_secret_expires_at,
-          },
-        );
-      }
-      const expires = new Date(Date.now() + overlapSeconds * 1000).toISOString();
-      const updated = await updateEndpointAtVersion(
-        trx,
-        id,
-        stored.version,
-        { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires },
-        now,
-      );
-      return updated ? written({ ...presentEndpoint(updated), secret: updated.secret }) : VERSION_MOVED;
-    },
-    `Webhook endpoint ${id}`,
+    id,
+    condition,
+    (stored) => rotation(stored, overlapSeconds),
+    SEES_ALL,
+    context,
   );
+  return { ...presentEndpoint(rotated), secret: rotated.secret };
+}
+
+function rotation(stored: StoredEndpoint, overlapSeconds: number): EndpointChanges {
+  if (stored.previous_secret_expires_at !== null && stored.previous_secret_expires_at > nowTimestamp()) {
+    throw new ConflictError(
+      'rotation-in-progress',
+      `Webhook endpoint ${stored.id}'s previous secret signs until ${stored.previous_secret_expires_at}; rotate again after that.`,
+      {
+        previous_secret_expires_at: stored.previous_secret_expires_at,
+      },
+    );
+  }
+  const expires = new Date(Date.now() + overlapSeconds * 1000).toISOString();
+  return { secret: newSecret(), previous_secret: stored.secret, previous_secret_expires_at: expires };
 }
 
 /**
