@@ -7,14 +7,7 @@ import type { Sight } from '../../db/visibility.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import type { Fields, RecordService, StoredRecord } from '../records.js';
 import { findByKeys, insertMany } from '../records.repository.js';
-import {
-  inSlices,
-  type ChunkOutcome,
-  type ImportContext,
-  type ImportTarget,
-  type RowError,
-  type RowWritten,
-} from './target.js';
+import { ChunkReport, inSlices, type ImportContext, type ImportTarget, type ImportRow } from './target.js';
 
 /**
  * The statements a resource may bring for its import's chunks, where it writes them faster than the
@@ -70,11 +63,6 @@ export interface AlsoWritten {
   changed: ReadonlySet<number>;
 }
 
-interface Row<Value> {
-  row: number;
-  value: Value;
-}
-
 /**
  * The import of a declared resource (docs/bulk.md "Imports"): a row is its create body; with a
  * natural key, a key not stored creates the record and one stored follows on_conflict (update: the
@@ -87,7 +75,7 @@ interface Row<Value> {
 export function recordImport<Stored extends StoredRecord, Body extends object, Value extends Body = Body>(
   service: RecordService<Stored, Body>,
   spec: RecordImport<Stored, Body, Value>,
-): ImportTarget {
+): ImportTarget<Value> {
   const { rules } = service;
   const unique = rules.unique;
   const keyOfValue = (value: unknown) => (unique?.key ? unique.key(String(value)) : String(value));
@@ -128,21 +116,15 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
       return updated;
     },
   };
-  const taken = (row: number, value: unknown): RowError => ({
-    row,
-    field: unique!.field,
-    problem: unique!.problem,
-    detail: lowerFirst(unique!.detail(String(value)).replace(/\.$/, '')),
-  });
-
-  async function write(trx: Trx, rows: readonly Row<Value>[], context: ImportContext): Promise<ChunkOutcome> {
+  async function write(trx: Trx, rows: readonly ImportRow<Value>[], context: ImportContext): Promise<ChunkReport> {
     const sight = sightOnCollection(context.access, rules.resource);
     const creator = creatorOf(context.access, rules.resource);
-    const written: RowWritten[] = [];
-    const errors: RowError[] = [];
-    const fresh: Row<Value>[] = [];
+    const report = new ChunkReport();
+    const taken = (row: number, value: unknown) =>
+      report.refused(row, unique!.field, unique!.problem, lowerFirst(unique!.detail(String(value)).replace(/\.$/, '')));
+    const fresh: ImportRow<Value>[] = [];
     // The stored records the rows name (on_conflict=update), in the rows' order: changed or not.
-    const existing: (Row<Value> & { fields: Fields<Stored, Body>; stored: Stored; changes: boolean })[] = [];
+    const existing: (ImportRow<Value> & { fields: Fields<Stored, Body>; stored: Stored; changes: boolean })[] = [];
     const stored = new Map(
       unique === undefined
         ? []
@@ -158,9 +140,9 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
       const record = unique === undefined ? undefined : stored.get(keyOfValue(row.value[unique.field]));
       if (record === undefined) fresh.push(row);
       // A record the importer cannot see is one it would create, whose key is taken: as the single POST answers.
-      else if (!record.visible) errors.push(taken(row.row, row.value[unique!.field]));
-      else if (context.onConflict === 'skip') written.push({ row: row.row, outcome: 'skipped' });
-      else if (context.onConflict === 'error') errors.push(taken(row.row, row.value[unique!.field]));
+      else if (!record.visible) taken(row.row, row.value[unique!.field]);
+      else if (context.onConflict === 'skip') report.wrote(row.row, 'skipped');
+      else if (context.onConflict === 'error') taken(row.row, row.value[unique!.field]);
       else {
         const fields = fieldsOf(row.value);
         existing.push({ ...row, fields, stored: record, changes: service.changes(record, fields) });
@@ -184,7 +166,7 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
       fresh.forEach((row, index) => {
         const record = byKey === undefined ? inserted[index] : byKey.get(keyOfValue(row.value[unique!.field]));
         // Not inserted: a concurrent request took the key after the read (PostgreSQL).
-        if (record === undefined) errors.push(taken(row.row, row.value[unique!.field]));
+        if (record === undefined) taken(row.row, row.value[unique!.field]);
         else results.push({ row: row.row, value: row.value, record, outcome: 'created' });
       });
     }
@@ -204,12 +186,12 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
     for (const { row, value, stored, changes } of existing) {
       const record = changes ? updated.get(stored.id) : stored;
       if (record === undefined) {
-        errors.push({
+        report.refused(
           row,
-          field: unique!.field,
-          problem: 'precondition-failed',
-          detail: `${rules.noun.toLowerCase()} ${stored.id} changed while the import ran; retry`,
-        });
+          unique!.field,
+          'precondition-failed',
+          `${rules.noun.toLowerCase()} ${stored.id} changed while the import ran; retry`,
+        );
         continue;
       }
       results.push({ row, value, record, outcome: changes ? 'updated' : 'unchanged' });
@@ -220,19 +202,15 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
       if (outcome !== 'unchanged')
         events.push({ type: rules.events[outcome], path: pathOf(record.id), data: shown(record) });
       const touched = outcome !== 'unchanged' || also?.changed.has(row) === true;
-      written.push({
-        row,
-        outcome: outcome === 'created' ? 'created' : touched ? 'updated' : 'skipped',
-        id: record.id,
-      });
+      report.wrote(row, outcome === 'created' ? 'created' : touched ? 'updated' : 'skipped', record.id);
     }
     if (also !== undefined) events.push(...also.events);
     await inSlices(trx, context, events, (slice) => recordEvents(trx, slice));
-    return { written, errors };
+    return report;
   }
 
   return {
-    name: rules.resource as ImportTarget['name'],
+    name: rules.resource,
     path: rules.path,
     resource: rules.resource,
     scopes: spec.scopes,
@@ -241,9 +219,9 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
     required: spec.required,
     schema: spec.schema,
     fromCsv: spec.fromCsv ?? ((cells) => ({ ...cells })),
-    ...(unique === undefined ? {} : { keyOf: (row: Body) => keyOfValue(row[unique.field]), keyField: unique.field }),
+    ...(unique === undefined ? {} : { keyOf: (row: Value) => keyOfValue(row[unique.field]), keyField: unique.field }),
     recordPath: (id) => `${rules.path}/${id}`,
-    write: (trx, rows, context) => write(trx, rows as unknown as Row<Value>[], context),
+    write,
   };
 }
 
