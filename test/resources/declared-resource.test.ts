@@ -1,132 +1,26 @@
 import { join } from 'node:path';
-import type { Kysely } from 'kysely';
-import Type, { type Static } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isScope } from '../../src/auth/policy.js';
-import { addIdColumn, textType } from '../../src/db/migrations/portable.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../src/engine/ownership.js';
-import { recordImport } from '../../src/engine/imports/record-import.js';
-import { recordService } from '../../src/engine/records.js';
-import { resourceRoutes, type ResourceModule } from '../../src/engine/resource.js';
-import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema } from '../../src/http/paging.js';
-import { EchoedReadOnly, RecordFields, noContent, operation } from '../../src/http/schemas.js';
+import type { ResourceModule } from '../../src/engine/resource.js';
 import { ConflictError, declaredProblem } from '../../src/errors.js';
+import { noContent, operation } from '../../src/http/schemas.js';
 import { isEventType } from '../../src/outbox/event-types.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { Importer } from '../helpers/imports.js';
+import { startNotesApp } from '../helpers/notes.js';
 import { expectProblem } from '../helpers/problems.js';
 import { createCallerThroughApi } from '../helpers/records.js';
 import { tempFolder } from '../helpers/temp.js';
 
-// A resource declared only here (docs/architecture.md "Adding a resource"): notes, with a title and
-// a text, owned by the caller that created them. Its table is made by the test; everything else
-// comes from the engine, which names no note anywhere.
-const Title = Type.String({ minLength: 1, maxLength: 200, description: 'what the note is about' });
-const Text = Type.String({ maxLength: 2000, description: 'the note itself' });
-const NoteSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    title: Title,
-    text: Text,
-    created_by: CreatedBy,
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
-  },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'Note' },
-);
-const NoteCreate = Type.Object(
-  { title: Title, text: Text },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'NoteCreate' },
-);
-const NoteReplace = Type.Object(
-  { title: Title, text: Text, ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'NoteReplace' },
-);
-const NotePatch = Type.Object(
-  { title: Type.Optional(Title), text: Type.Optional(Text), ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'NotePatch' },
-);
-type StoredNote = Static<typeof NoteSchema> & { version: number };
-const NOTE_COLUMNS = ['id', 'title', 'text', 'created_by', 'created_at', 'updated_at', 'version'] as const;
-const NOTES = recordService<StoredNote, Static<typeof NoteCreate>>({
-  resource: 'notes',
-  path: '/v1/notes',
-  noun: 'Note',
-  table: 'notes',
-  columns: NOTE_COLUMNS,
-  writable: { title: (title) => title, text: (text) => text },
-  events: { created: 'note.created', updated: 'note.updated', deleted: 'note.deleted' },
-});
-const NOTES_MODULE: ResourceModule = {
-  access: { name: 'notes', owned: true, actingMayCreate: true },
-  events: {
-    'note.created': { resource: 'notes', description: 'A note was created; data is the note.' },
-    'note.updated': { resource: 'notes', description: 'A note was changed; data is the note.' },
-    'note.deleted': { resource: 'notes', description: 'A note was deleted; data holds its id.' },
-  },
-  routes: resourceRoutes({
-    collection: {
-      path: '/v1/notes',
-      name: 'notes',
-      singular: 'Note',
-      article: 'a',
-      listing: {
-        ids: INTEGER_IDS,
-        sortable: { id: 'integer', title: 'string', created_at: 'string' },
-        filters: { ...CREATED_RANGE_FILTERS, ...CREATED_BY_FILTER },
-      },
-      record: NoteSchema,
-      page: pageSchema(NoteSchema, 'notes'),
-      exports: true,
-    },
-    service: NOTES,
-    create: { summary: 'Create a note', body: NoteCreate },
-    replace: NoteReplace,
-    patch: NotePatch,
-    remove: { summary: 'Delete a note' },
-    batch: { description: 'Two entries may not name one note.' },
-  }),
-  import: recordImport(NOTES, {
-    scopes: ['notes:create'],
-    columns: ['title', 'text'],
-    required: ['title', 'text'],
-    example: { title: 'Stock count', text: 'Count the shelves on Friday.' },
-    schema: NoteCreate,
-  }),
-};
-
-/** The notes table, as a migration of the application that declares them would make it. */
-async function createNotesTable(db: Kysely<unknown>): Promise<void> {
-  const text = textType(db);
-  await db.schema
-    .createTable('notes')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('title', text, (column) => column.notNull())
-    .addColumn('text', text, (column) => column.notNull())
-    .addColumn('created_by', 'bigint')
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
-    .execute();
-  for (const column of ['title', 'created_at', 'created_by'])
-    await db.schema.createIndex(`notes_${column}_id`).on('notes').columns([column, 'id']).execute();
-}
-
+// notes: a resource declared only in the tests (test/helpers/notes.ts); the engine names no note anywhere.
 let test: TestApp;
-let base: string;
 let importer: Importer;
 beforeAll(async () => {
   const folder = tempFolder('notes');
-  test = await startApp({ ROWI_IMPORT_DIRECTORY: join(folder, 'spool') }, undefined, {
-    resources: [NOTES_MODULE],
-    prepare: (storage) => createNotesTable(storage.db as unknown as Kysely<unknown>),
-  });
-  base = await test.app.listen({ host: '127.0.0.1', port: 0 });
-  importer = new Importer(test, base, folder);
+  test = await startNotesApp({ ROWI_IMPORT_DIRECTORY: join(folder, 'spool') });
+  importer = new Importer(test, await test.app.listen({ host: '127.0.0.1', port: 0 }), folder);
 });
-afterAll(async () => {
-  await test.close();
-});
+afterAll(() => test.close());
 
 const note = (title: string, text = `about ${title}`) => ({ title, text });
 const stored = (id: number) =>

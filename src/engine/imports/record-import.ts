@@ -7,14 +7,7 @@ import type { Sight } from '../../db/visibility.js';
 import { recordEvents, type EventDraft } from '../../outbox/outbox.js';
 import type { Fields, RecordService, StoredRecord } from '../records.js';
 import { findByKeys, insertMany } from '../records.repository.js';
-import {
-  inSlices,
-  type ChunkOutcome,
-  type ImportContext,
-  type ImportTarget,
-  type RowError,
-  type RowWritten,
-} from './target.js';
+import { ChunkReport, inSlices, type ImportContext, type ImportTarget, type ImportRow } from './target.js';
 
 /**
  * The statements a resource may bring for its import's chunks, where it writes them faster than the
@@ -32,7 +25,7 @@ export interface BulkStatements<Stored, Body> {
 }
 
 /** What a resource's import declares beyond its service: the columns of its files and an example row. */
-export interface RecordImport<Stored extends StoredRecord, Body extends object> {
+export interface RecordImport<Stored extends StoredRecord, Body extends object, Value extends Body = Body> {
   scopes: readonly Scope[];
   columns: readonly string[];
   required: readonly string[];
@@ -42,11 +35,32 @@ export interface RecordImport<Stored extends StoredRecord, Body extends object> 
   /** A CSV row's text cells as the JSON the schema checks; the cells as they are by default. */
   fromCsv?: (cells: Record<string, string>) => Record<string, unknown>;
   bulk?: BulkStatements<Stored, Body>;
+  /**
+   * What a row writes besides its record (an item's stock), in the chunk's transaction once its
+   * records are written: given every row whose record was created, updated or found unchanged
+   * (on_conflict=update), set-based, as a few statements for the whole chunk. It answers the
+   * events of what it wrote, recorded after the records' own, and the rows it changed: a row whose
+   * record was unchanged but which changed something here counts as updated.
+   */
+  alsoWrites?: (
+    trx: Trx,
+    rows: readonly RecordWritten<Stored, Value>[],
+    context: ImportContext,
+  ) => Promise<AlsoWritten>;
 }
 
-interface Row<Body> {
+/** A row whose record an import created, updated or left as it was. */
+export interface RecordWritten<Stored, Value> {
   row: number;
-  value: Body;
+  value: Value;
+  record: Stored;
+  outcome: 'created' | 'updated' | 'unchanged';
+}
+
+export interface AlsoWritten {
+  events: EventDraft[];
+  /** The rows (their numbers) whose other writes changed something. */
+  changed: ReadonlySet<number>;
 }
 
 /**
@@ -55,12 +69,13 @@ interface Row<Body> {
  * writable fields as the row says; a row that changes nothing is skipped), a record the importer
  * cannot see is one whose key is taken, as the single POST answers; without one, every row creates a
  * record. A chunk is a few statements whatever its size: a read of its keys, an insert of the new
- * records and an update of the changed ones, a slice at a time, and their events.
+ * records and an update of the changed ones, a slice at a time, what the rows also write
+ * (alsoWrites), and the events: the created records', the updated ones', then the other writes'.
  */
-export function recordImport<Stored extends StoredRecord, Body extends object>(
+export function recordImport<Stored extends StoredRecord, Body extends object, Value extends Body = Body>(
   service: RecordService<Stored, Body>,
-  spec: RecordImport<Stored, Body>,
-): ImportTarget {
+  spec: RecordImport<Stored, Body, Value>,
+): ImportTarget<Value> {
   const { rules } = service;
   // A resource imported is one whose writes tell events.
   const recorded = rules.events!;
@@ -103,21 +118,15 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
       return updated;
     },
   };
-  const taken = (row: number, value: unknown): RowError => ({
-    row,
-    field: unique!.field,
-    problem: unique!.problem,
-    detail: lowerFirst(unique!.detail(String(value)).replace(/\.$/, '')),
-  });
-
-  async function write(trx: Trx, rows: readonly Row<Body>[], context: ImportContext): Promise<ChunkOutcome> {
+  async function write(trx: Trx, rows: readonly ImportRow<Value>[], context: ImportContext): Promise<ChunkReport> {
     const sight = sightOnCollection(context.access, rules.resource);
     const creator = creatorOf(context.access, rules.resource);
-    const written: RowWritten[] = [];
-    const errors: RowError[] = [];
-    const events: EventDraft[] = [];
-    const fresh: Row<Body>[] = [];
-    const changed: (Row<Body> & { fields: Fields<Stored, Body>; stored: Stored })[] = [];
+    const report = new ChunkReport();
+    const taken = (row: number, value: unknown) =>
+      report.refused(row, unique!.field, unique!.problem, lowerFirst(unique!.detail(String(value)).replace(/\.$/, '')));
+    const fresh: ImportRow<Value>[] = [];
+    // The stored records the rows name (on_conflict=update), in the rows' order: changed or not.
+    const existing: (ImportRow<Value> & { fields: Fields<Stored, Body>; stored: Stored; changes: boolean })[] = [];
     const stored = new Map(
       unique === undefined
         ? []
@@ -133,41 +142,15 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
       const record = unique === undefined ? undefined : stored.get(keyOfValue(row.value[unique.field]));
       if (record === undefined) fresh.push(row);
       // A record the importer cannot see is one it would create, whose key is taken: as the single POST answers.
-      else if (!record.visible) errors.push(taken(row.row, row.value[unique!.field]));
-      else if (context.onConflict === 'skip') written.push({ row: row.row, outcome: 'skipped' });
-      else if (context.onConflict === 'error') errors.push(taken(row.row, row.value[unique!.field]));
+      else if (!record.visible) taken(row.row, row.value[unique!.field]);
+      else if (context.onConflict === 'skip') report.wrote(row.row, 'skipped');
+      else if (context.onConflict === 'error') taken(row.row, row.value[unique!.field]);
       else {
         const fields = fieldsOf(row.value);
-        if (!service.changes(record, fields)) written.push({ row: row.row, outcome: 'skipped', id: record.id });
-        else changed.push({ ...row, fields, stored: record });
+        existing.push({ ...row, fields, stored: record, changes: service.changes(record, fields) });
       }
     }
-    // One UPDATE a slice for the records to change, each at the version read.
-    const updated = new Map(
-      (
-        await inSlices(trx, context, changed, (slice) =>
-          bulk.updateAtVersions(
-            trx,
-            slice.map(({ fields, stored }) => ({ ...fields, id: stored.id, version: stored.version })),
-            context.now,
-          ),
-        )
-      ).map((record) => [record.id, record]),
-    );
-    for (const { row, stored } of changed) {
-      const record = updated.get(stored.id);
-      if (record === undefined) {
-        errors.push({
-          row,
-          field: unique!.field,
-          problem: 'precondition-failed',
-          detail: `${rules.noun.toLowerCase()} ${stored.id} changed while the import ran; retry`,
-        });
-        continue;
-      }
-      events.push({ type: recorded.updated, path: pathOf(record.id), data: shown(record) });
-      written.push({ row, outcome: 'updated', id: record.id });
-    }
+    const results: RecordWritten<Stored, Value>[] = [];
     if (fresh.length > 0) {
       // A slice at a time, the event loop given a turn between: requests are read and answered meanwhile.
       const inserted = await inSlices(trx, context, fresh, (slice) =>
@@ -185,20 +168,51 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
       fresh.forEach((row, index) => {
         const record = byKey === undefined ? inserted[index] : byKey.get(keyOfValue(row.value[unique!.field]));
         // Not inserted: a concurrent request took the key after the read (PostgreSQL).
-        if (record === undefined) {
-          errors.push(taken(row.row, row.value[unique!.field]));
-          return;
-        }
-        events.push({ type: recorded.created, path: pathOf(record.id), data: shown(record) });
-        written.push({ row: row.row, outcome: 'created', id: record.id });
+        if (record === undefined) taken(row.row, row.value[unique!.field]);
+        else results.push({ row: row.row, value: row.value, record, outcome: 'created' });
       });
     }
+    // One UPDATE a slice for the records to change, each at the version read.
+    const changed = existing.filter((row) => row.changes);
+    const updated = new Map(
+      (
+        await inSlices(trx, context, changed, (slice) =>
+          bulk.updateAtVersions(
+            trx,
+            slice.map(({ fields, stored }) => ({ ...fields, id: stored.id, version: stored.version })),
+            context.now,
+          ),
+        )
+      ).map((record) => [record.id, record]),
+    );
+    for (const { row, value, stored, changes } of existing) {
+      const record = changes ? updated.get(stored.id) : stored;
+      if (record === undefined) {
+        report.refused(
+          row,
+          unique!.field,
+          'precondition-failed',
+          `${rules.noun.toLowerCase()} ${stored.id} changed while the import ran; retry`,
+        );
+        continue;
+      }
+      results.push({ row, value, record, outcome: changes ? 'updated' : 'unchanged' });
+    }
+    const also = spec.alsoWrites === undefined ? undefined : await spec.alsoWrites(trx, results, context);
+    const events: EventDraft[] = [];
+    for (const { row, record, outcome } of results) {
+      if (outcome !== 'unchanged')
+        events.push({ type: recorded[outcome], path: pathOf(record.id), data: shown(record) });
+      const touched = outcome !== 'unchanged' || also?.changed.has(row) === true;
+      report.wrote(row, outcome === 'created' ? 'created' : touched ? 'updated' : 'skipped', record.id);
+    }
+    if (also !== undefined) events.push(...also.events);
     await inSlices(trx, context, events, (slice) => recordEvents(trx, slice));
-    return { written, errors };
+    return report;
   }
 
   return {
-    name: rules.resource as ImportTarget['name'],
+    name: rules.resource,
     path: rules.path,
     resource: rules.resource,
     scopes: spec.scopes,
@@ -207,9 +221,9 @@ export function recordImport<Stored extends StoredRecord, Body extends object>(
     required: spec.required,
     schema: spec.schema,
     fromCsv: spec.fromCsv ?? ((cells) => ({ ...cells })),
-    ...(unique === undefined ? {} : { keyOf: (row: Body) => keyOfValue(row[unique.field]), keyField: unique.field }),
+    ...(unique === undefined ? {} : { keyOf: (row: Value) => keyOfValue(row[unique.field]), keyField: unique.field }),
     recordPath: (id) => `${rules.path}/${id}`,
-    write: (trx, rows, context) => write(trx, rows as unknown as Row<Body>[], context),
+    write,
   };
 }
 

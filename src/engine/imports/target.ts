@@ -13,9 +13,10 @@ export type { RowError };
  * A collection an import writes (docs/bulk.md "Imports"): the columns of its CSV files, the schema
  * each row is checked against (the same as its single request's body), its natural key, and how
  * a chunk of checked rows is written, set-based: a few multi-row statements for the whole chunk,
- * with every row's event and stock movement, in the chunk's unit of work.
+ * with every row's event and stock movement, in the chunk's unit of work. `Value` is a row as its
+ * schema checked it; the runner, which knows no target's rows, holds them as `never`.
  */
-export interface ImportTarget {
+export interface ImportTarget<Value = never> {
   name: ImportTargetName;
   /** The collection's path: `${path}/import` takes the files; a row's record is at `${path}/{id}`. */
   path: string;
@@ -41,7 +42,7 @@ export interface ImportTarget {
    */
   csvGroup?: CsvGroup;
   /** The natural key two rows of one file may not share but by on_conflict's rule (an item's SKU, a user's email). */
-  keyOf?: (value: never) => string;
+  keyOf?(value: Value): string;
   /** The field that holds the natural key (sku, email), named in a duplicate's error. */
   keyField?: string;
   /** The path of the record a row wrote (its audit record's path). */
@@ -54,13 +55,13 @@ export interface ImportTarget {
   /** Rows a chunk writes at most when not CHUNK_ROWS (orders: a record is many statements, so fewer). */
   chunkRows?: number;
   /** Writes the chunk's rows (checked, no two with one key); what became of each, and the refused ones. */
-  write(trx: Trx, rows: readonly ImportRow[], context: ImportContext): Promise<ChunkOutcome>;
+  write(trx: Trx, rows: readonly ImportRow<Value>[], context: ImportContext): Promise<ChunkOutcome>;
 }
 
-export interface ImportRow {
+export interface ImportRow<Value = never> {
   /** The file's row (CSV: the header is row 1; NDJSON: the line). */
   row: number;
-  value: never;
+  value: Value;
 }
 
 export interface ImportContext {
@@ -103,6 +104,22 @@ export interface RowWritten {
 export interface ChunkOutcome {
   written: RowWritten[];
   errors: RowError[];
+}
+
+/** A chunk's outcome as its writer learns it, a row at a time: what each row wrote, or why it was refused. */
+export class ChunkReport implements ChunkOutcome {
+  readonly written: RowWritten[] = [];
+  readonly errors: RowError[] = [];
+
+  /** The row's record was created, updated or left alone; `id` is the record's (none when a skipped row's was not read). */
+  wrote(row: number, outcome: RowWritten['outcome'], id?: number): void {
+    this.written.push(id === undefined ? { row, outcome } : { row, outcome, id });
+  }
+
+  /** The row is refused: the column or member concerned (null: the whole row), the problem type and what is wrong. */
+  refused(row: number, field: string | null, problem: string, detail: string): void {
+    this.errors.push({ row, field, problem, detail });
+  }
 }
 
 /**

@@ -4,12 +4,11 @@ import type { Trx } from '../../db/database.js';
 import { Id } from '../../http/schemas.js';
 import { recordEvents } from '../../outbox/outbox.js';
 import {
+  ChunkReport,
   integerCell,
-  type ChunkOutcome,
   type ImportContext,
+  type ImportRow,
   type ImportTarget,
-  type RowError,
-  type RowWritten,
 } from '../../engine/imports/target.js';
 import { findItemsBySkus, findVisibleItemIds } from './items.repository.js';
 import { Sku } from './items.schema.js';
@@ -28,7 +27,7 @@ const StockImportRow = Type.Object(
 );
 type Row = Static<typeof StockImportRow>;
 
-export const STOCK_IMPORT: ImportTarget = {
+export const STOCK_IMPORT: ImportTarget<Row> = {
   name: 'stock',
   path: '/v1/items/stock',
   resource: 'stock',
@@ -38,19 +37,14 @@ export const STOCK_IMPORT: ImportTarget = {
   required: ['quantity'],
   schema: StockImportRow,
   fromCsv: (cells) => ({ ...cells, ...integerCell(cells, 'item_id'), ...integerCell(cells, 'quantity') }),
-  keyOf: (row: Row) => (row.item_id === undefined ? `sku:${row.sku ?? ''}` : `id:${row.item_id}`),
+  keyOf: (row) => (row.item_id === undefined ? `sku:${row.sku ?? ''}` : `id:${row.item_id}`),
   keyField: 'item',
   recordPath: (id) => `/v1/items/${id}/stock`,
-  write: (trx, rows, context) => writeLevels(trx, rows as unknown as { row: number; value: Row }[], context),
+  write: writeLevels,
 };
 
-async function writeLevels(
-  trx: Trx,
-  rows: readonly { row: number; value: Row }[],
-  context: ImportContext,
-): Promise<ChunkOutcome> {
-  const written: RowWritten[] = [];
-  const errors: RowError[] = [];
+async function writeLevels(trx: Trx, rows: readonly ImportRow<Row>[], context: ImportContext): Promise<ChunkReport> {
+  const report = new ChunkReport();
   const skus = rows
     .filter((row) => row.value.item_id === undefined && row.value.sku !== undefined)
     .map((row) => row.value.sku!);
@@ -61,22 +55,12 @@ async function writeLevels(
   const resolved: { row: number; itemId: number; quantity: number }[] = [];
   for (const { row, value } of rows) {
     if ((value.item_id === undefined) === (value.sku === undefined)) {
-      errors.push({
-        row,
-        field: 'item_id',
-        problem: 'validation-failed',
-        detail: 'name the item by item_id or by sku (one of them)',
-      });
+      report.refused(row, 'item_id', 'validation-failed', 'name the item by item_id or by sku (one of them)');
       continue;
     }
     const itemId = value.item_id ?? idOfSku.get(value.sku!);
     if (itemId === undefined) {
-      errors.push({
-        row,
-        field: 'sku',
-        problem: 'unknown-reference',
-        detail: `there is no item with the SKU ${value.sku}`,
-      });
+      report.refused(row, 'sku', 'unknown-reference', `there is no item with the SKU ${value.sku}`);
       continue;
     }
     resolved.push({ row, itemId, quantity: value.quantity });
@@ -94,21 +78,21 @@ async function writeLevels(
   for (const { row, itemId, quantity } of resolved) {
     const stock = stocks.get(itemId);
     if (stock === undefined || !visible.has(itemId)) {
-      errors.push({ row, field: 'item_id', problem: 'unknown-reference', detail: `there is no item ${itemId}` });
+      report.refused(row, 'item_id', 'unknown-reference', `there is no item ${itemId}`);
       continue;
     }
     if (stock.quantity === quantity) {
-      written.push({ row, outcome: 'skipped', id: itemId });
+      report.wrote(row, 'skipped', itemId);
       continue;
     }
     const set = await setStockQuantityAtVersion(trx, itemId, stock.version, quantity, context.now);
     if (set === undefined) {
-      errors.push({
+      report.refused(
         row,
-        field: 'quantity',
-        problem: 'precondition-failed',
-        detail: `the stock of item ${itemId} changed while the import ran; retry`,
-      });
+        'quantity',
+        'precondition-failed',
+        `the stock of item ${itemId} changed while the import ran; retry`,
+      );
       continue;
     }
     stocks.set(itemId, set);
@@ -122,9 +106,9 @@ async function writeLevels(
       order_id: null,
       created_at: context.now,
     });
-    written.push({ row, outcome: 'updated', id: itemId });
+    report.wrote(row, 'updated', itemId);
   }
   await insertMovements(trx, movements);
   await recordEvents(trx, stockEvents(movements));
-  return { written, errors };
+  return report;
 }

@@ -3,12 +3,11 @@ import type { Trx } from '../../db/database.js';
 import { withSavepoint } from '../../db/savepoint.js';
 import { AppError } from '../../errors.js';
 import {
+  ChunkReport,
   integerCell,
-  type ChunkOutcome,
   type ImportContext,
+  type ImportRow,
   type ImportTarget,
-  type RowError,
-  type RowWritten,
 } from '../../engine/imports/target.js';
 import { MAX_LINES, OrderCreateSchema, type OrderCreate } from './orders.schema.js';
 import { placeOrder } from './orders.service.js';
@@ -32,7 +31,7 @@ import { holdStockOfCheckedOrders } from './placement.repository.js';
 const CSV_NOTE =
   'CSV: one row per line; consecutive rows with the same `order` value are one order (`name` defaults to it; `name` and `user_id` as on its first row). NDJSON: one order a line, the body of POST /v1/orders. Orders have no natural key: there is no on_conflict.';
 
-export const ORDERS_IMPORT: ImportTarget = {
+export const ORDERS_IMPORT: ImportTarget<OrderCreate> = {
   name: 'orders',
   path: '/v1/orders',
   resource: 'orders',
@@ -49,7 +48,7 @@ export const ORDERS_IMPORT: ImportTarget = {
   // Each order spends from the caller's orders-create budget, as POST /v1/orders does.
   rateLimitBudget: 'orders-create',
   chunkRows: 100,
-  write: (trx, rows, context) => writeOrders(trx, rows as unknown as { row: number; value: OrderCreate }[], context),
+  write: writeOrders,
 };
 
 /** Orders placed between two turns of the event loop, so that requests are read meanwhile. */
@@ -57,11 +56,10 @@ const ORDERS_PER_TURN = 25;
 
 async function writeOrders(
   trx: Trx,
-  rows: readonly { row: number; value: OrderCreate }[],
+  rows: readonly ImportRow<OrderCreate>[],
   context: ImportContext,
-): Promise<ChunkOutcome> {
-  const written: RowWritten[] = [];
-  const errors: RowError[] = [];
+): Promise<ChunkReport> {
+  const report = new ChunkReport();
   if (context.checking) {
     const items = new Set(rows.flatMap((row) => row.value.lines.map((line) => line.item_id)));
     await holdStockOfCheckedOrders(trx, new Map([...context.carried].filter(([itemId]) => items.has(itemId))));
@@ -70,24 +68,24 @@ async function writeOrders(
   for (const { row, value } of rows) {
     try {
       const order = await withSavepoint(trx, 'import_order', () => placeOrder(trx, value, context.access));
-      written.push({ row, outcome: 'created', id: order.id });
+      report.wrote(row, 'created', order.id);
       if (context.checking)
         for (const line of order.lines)
           context.carried.set(line.item_id, (context.carried.get(line.item_id) ?? 0) + line.quantity);
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      errors.push(refusal(row, error));
+      refuse(report, row, error);
     }
     if (++placed % ORDERS_PER_TURN === 0 && context.turns) await turn();
   }
-  return { written, errors };
+  return report;
 }
 
 /** An order refused as POST /v1/orders would refuse it: its problem type, the member concerned, its words. */
-function refusal(row: number, error: AppError): RowError {
+function refuse(report: ChunkReport, row: number, error: AppError): void {
   const pointer = error.errors?.[0]?.pointer ?? '#/lines';
   const [, field = null] = pointer.replace(/^#/, '').split('/');
-  return { row, field, problem: error.type, detail: error.message };
+  report.refused(row, field, error.type, error.message);
 }
 
 /** An order's CSV rows as the body of POST /v1/orders: its name and user from its first row, a line a row. */
