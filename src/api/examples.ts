@@ -38,18 +38,16 @@ const movement = {
   order_id: 1,
   created_at: AT,
 };
-const observation = {
-  id: 1,
-  place: 'tokyo',
+/** What Tokyo's example observation measured: the recorded observation, and the place's latest weather. */
+const measurements = {
   temperature_c: 12.5,
   humidity_pct: 60,
   wind_kph: 8,
   conditions: 'partly-cloudy',
   observed_at: '2026-06-01T09:00:00.000Z',
   source: 'weather-feed',
-  created_at: AT,
-  updated_at: AT,
 };
+const observation = { id: 1, place: 'tokyo', ...measurements, created_at: AT, updated_at: AT };
 const editorScopes = ['users', 'items', 'stock', 'orders', 'weather'].flatMap((resource) =>
   ['read', 'create', 'update'].map((action) => `${resource}:${action}`),
 );
@@ -314,12 +312,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
     name: 'Tokyo',
     latitude: 35.68,
     longitude: 139.69,
-    temperature_c: 12.5,
-    humidity_pct: 60,
-    wind_kph: 8,
-    conditions: 'partly-cloudy',
-    observed_at: '2026-06-01T09:00:00.000Z',
-    source: 'weather-feed',
+    ...measurements,
     stale: false,
     created_at: AT,
     updated_at: AT,

@@ -1,16 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { Kysely } from 'kysely';
 import { ConfigError, type Config } from '../config/config.js';
-import { withCommits } from './commits.js';
-import type { Database } from './database.js';
 import { processSignals } from './signals.js';
-import type { Storage } from './storage.js';
+import { databaseHandle, withHandleBeside, type Storage } from './storage.js';
 import { startCheckpoints } from './checkpoints.js';
 import { CorruptionWatch, repairAdvice } from './corruption.js';
 import { isCorruption } from './driver-errors.js';
-import { DatabaseOutage, withOutage } from './outage.js';
+import { DatabaseOutage } from './outage.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
 
@@ -99,17 +96,13 @@ export async function openSqlite(
     : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
   if (reader !== writer) execute(reader.prepare(`pragma cache_size = -${READER_PAGE_CACHE_KIB}`));
   const outage = new DatabaseOutage(log);
-  const db = withOutage(
-    withCommits(
-      new Kysely<Database>({
-        dialect: new RowiSqliteDialect({
-          writer,
-          reader,
-          lockTimeoutMs: settings.databaseTimeout ?? 5000,
-          ...diskFullReporter(settings.data, log),
-        }),
-      }),
-    ),
+  const db = databaseHandle(
+    new RowiSqliteDialect({
+      writer,
+      reader,
+      lockTimeoutMs: settings.databaseTimeout ?? 5000,
+      ...diskFullReporter(settings.data, log),
+    }),
     outage,
   );
   outage.watch(db);
@@ -130,24 +123,12 @@ export async function openSqlite(
         busyTimeoutMs: MIGRATION_LOCK_WAIT_MS,
         guard: corruption.writerGuard,
       });
-      const patient = withOutage(
-        withCommits(
-          new Kysely<Database>({
-            dialect: new RowiSqliteDialect({
-              writer: connection,
-              reader: connection,
-              lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
-            }),
-          }),
-          db.commits,
-        ),
-        outage,
-      );
-      try {
-        return await work(patient);
-      } finally {
-        await patient.destroy();
-      }
+      const patient = new RowiSqliteDialect({
+        writer: connection,
+        reader: connection,
+        lockTimeoutMs: MIGRATION_LOCK_WAIT_MS,
+      });
+      return withHandleBeside(db, patient, work);
     },
     async close() {
       outage.stop();

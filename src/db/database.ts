@@ -26,18 +26,26 @@ export interface Database extends EventTables, OperationTables {
   observations: ObservationsTable;
 }
 
-export interface UsersTable {
+/** The columns of a row that changes at a version: the version, and when it was made and last changed. */
+export interface VersionedColumns {
+  /** Incremented on every change; the ETag is derived from it. */
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The columns of a versioned record with an owner (engine/records.ts). */
+export interface OwnedColumns extends VersionedColumns {
+  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
+  created_by: ColumnType<number | null, number | null | undefined, never>;
+}
+
+export interface UsersTable extends OwnedColumns {
   id: Generated<number>;
   name: string;
   email: string;
   /** The email folded to lower case: the unique key that makes email case-insensitive. */
   email_key: string;
-  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
-  created_by: ColumnType<number | null, number | null | undefined, never>;
-  /** Incremented on every change; the ETag is derived from it. */
-  version: number;
-  created_at: string;
-  updated_at: string;
 }
 export type UserRow = Selectable<UsersTable>;
 export type NewUserRow = Insertable<UsersTable>;
@@ -65,16 +73,11 @@ export type Trx = Transaction<Database> & { wroteEvents?: boolean };
 export type Executor = Db | Trx;
 
 /** Money is stored as integer minor units (cents); the API shows it as a decimal string. */
-export interface ItemsTable {
+export interface ItemsTable extends OwnedColumns {
   id: Generated<number>;
   name: string;
   sku: string;
   price: number;
-  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
-  created_by: ColumnType<number | null, number | null | undefined, never>;
-  version: number;
-  created_at: string;
-  updated_at: string;
 }
 export type ItemRow = Selectable<ItemsTable>;
 
@@ -110,18 +113,13 @@ export type StockMovementRow = Selectable<StockMovementsTable>;
 
 export type OrderStatus = 'placed' | 'fulfilled' | 'cancelled';
 
-export interface OrdersTable {
+export interface OrdersTable extends OwnedColumns {
   id: Generated<number>;
   name: string;
   /** Null once the user has been deleted (only possible when none of their orders is placed). */
   user_id: number | null;
   status: OrderStatus;
   total: number;
-  /** The caller that created it (migration 0013); null when made before owners existed with no admin to assign it to. */
-  created_by: ColumnType<number | null, number | null | undefined, never>;
-  version: number;
-  created_at: string;
-  updated_at: string;
 }
 export type OrderRow = Selectable<OrdersTable>;
 
@@ -139,7 +137,7 @@ export type OrderLineRow = Selectable<OrderLinesTable>;
 export type Role = 'reader' | 'editor' | 'admin' | 'channel';
 
 /** A system that uses the API (docs/security.md). Users are data; callers are who asks. */
-export interface CallersTable {
+export interface CallersTable extends VersionedColumns {
   id: Generated<number>;
   /** Also the OAuth client_id. */
   name: string;
@@ -151,9 +149,6 @@ export interface CallersTable {
   own_records: ColumnType<string, string | undefined, string>;
   /** Requests per minute; null: the role's default. */
   rate_limit: number | null;
-  version: number;
-  created_at: string;
-  updated_at: string;
 }
 export type CallerRow = Selectable<CallersTable>;
 
@@ -219,7 +214,7 @@ export interface Measurements {
 }
 
 /** A place weather is known for, with a copy of its latest observation. */
-export interface PlacesTable {
+export interface PlacesTable extends VersionedColumns {
   id: Generated<number>;
   /** The slug, lower-cased (places are matched case-insensitively). */
   place: string;
@@ -232,9 +227,6 @@ export interface PlacesTable {
   conditions: string | null;
   observed_at: string | null;
   source: string | null;
-  version: number;
-  created_at: string;
-  updated_at: string;
 }
 export type PlaceRow = Selectable<PlacesTable>;
 

@@ -1,15 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { Kysely, PostgresDialect } from 'kysely';
+import { PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError, type Config } from '../config/config.js';
 import { faultOf } from '../observability/logger.js';
-import { withCommits } from './commits.js';
 import { CorruptionWatch } from './corruption.js';
-import type { Database } from './database.js';
-import { DatabaseOutage, withOutage } from './outage.js';
+import { DatabaseOutage } from './outage.js';
 import { PreparingPool } from './prepared-statements.js';
 import { EVERYTHING, Handlers, processSignals, type Signals } from './signals.js';
-import type { Storage } from './storage.js';
+import { databaseHandle, withHandleBeside, type Storage } from './storage.js';
 
 /**
  * PostgreSQL: the pool, its Kysely, and LISTEN/NOTIFY between instances. In a file of its own,
@@ -63,14 +61,7 @@ export async function openPostgres(
   const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
   const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
   const outage = new DatabaseOutage(log);
-  const db = withOutage(
-    withCommits(
-      new Kysely<Database>({
-        dialect: new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }),
-      }),
-    ),
-    outage,
-  );
+  const db = databaseHandle(new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }), outage);
   outage.watch(db);
   // A second opening in a process (its webhook thread) is told of changes by the first: no listener of its own.
   const signals = listens ? postgresSignals(pool, clientConfig, `rowi.${schema}`, log) : processSignals();
@@ -82,20 +73,7 @@ export async function openPostgres(
     corruption,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      const single = withOutage(
-        withCommits(
-          new Kysely<Database>({
-            dialect: new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }),
-          }),
-          db.commits,
-        ),
-        outage,
-      );
-      try {
-        return await work(single);
-      } finally {
-        await single.destroy();
-      }
+      return withHandleBeside(db, new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }), work);
     },
     async close() {
       outage.stop();

@@ -1,5 +1,8 @@
+import { Kysely, type Dialect } from 'kysely';
+import { withCommits, type Commits } from './commits.js';
 import type { CorruptionWatch } from './corruption.js';
-import type { Db } from './database.js';
+import type { Database, Db } from './database.js';
+import { withOutage, type DatabaseOutage } from './outage.js';
 import type { Signals } from './signals.js';
 
 /** An open database, SQLite (connect.ts) or PostgreSQL (postgres.ts), with what rowi keeps beside it. */
@@ -18,4 +21,26 @@ export interface Storage {
    */
   unbounded<T>(work: (db: Db) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/**
+ * A handle on the database through `dialect`, with the Commits its units of work tell and the
+ * outage it reports to: new Commits for a database's own handle, or those of the handle it stands
+ * beside.
+ */
+export function databaseHandle(dialect: Dialect, outage: DatabaseOutage, commits?: Commits): Db {
+  return withOutage(withCommits(new Kysely<Database>({ dialect }), commits), outage);
+}
+
+/**
+ * Runs `work` on a handle of its own through `dialect` (Storage#unbounded), which tells `db`'s
+ * Commits and reports to its outage, and closes that handle once the work has ended.
+ */
+export async function withHandleBeside<T>(db: Db, dialect: Dialect, work: (db: Db) => Promise<T>): Promise<T> {
+  const beside = databaseHandle(dialect, db.outage, db.commits);
+  try {
+    return await work(beside);
+  } finally {
+    await beside.destroy();
+  }
 }

@@ -1,5 +1,6 @@
+import type { Selectable, Updateable } from 'kysely';
 import { compiledQuery } from './compiled.js';
-import type { Executor, Trx } from './database.js';
+import type { Database, Executor, Trx } from './database.js';
 import { isSqlite } from './dialect.js';
 
 /** Tables whose rows carry a `version` (incremented on every change; ETags derive from it). */
@@ -14,6 +15,29 @@ export async function deleteAtVersion(
 ): Promise<boolean> {
   const result = await db.deleteFrom(table).where('id', '=', id).where('version', '=', version).executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/**
+ * Writes `changes` to the row if it is still at `version`, moving it to the next version, updated
+ * `now`: the row as written, or undefined when it is at another version (or gone).
+ */
+export async function updateAtVersion<Table extends VersionedTable>(
+  db: Executor,
+  table: Table,
+  id: number,
+  version: number,
+  changes: Updateable<Database[Table]>,
+  now: string,
+): Promise<Selectable<Database[Table]> | undefined> {
+  // Widened to every versioned table: Kysely types a statement on a table chosen by a type parameter no further.
+  const row = await db
+    .updateTable(table as VersionedTable)
+    .set({ ...changes, version: version + 1, updated_at: now })
+    .where('id', '=', id)
+    .where('version', '=', version)
+    .returningAll()
+    .executeTakeFirst();
+  return row as Selectable<Database[Table]> | undefined;
 }
 
 /** Tables whose rows a write locks before it reads them; stock is keyed by its item. */

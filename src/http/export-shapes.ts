@@ -299,22 +299,32 @@ export function csvRowsText(layout: CsvLayout, records: readonly unknown[], head
 }
 
 /**
+ * Copies of an object with the members `members` names, in their order, each through its own
+ * function (a member the object lacks stays out); a value that is no object passes as it is, null
+ * for undefined.
+ */
+export function memberCopier(
+  members: readonly (readonly [name: string, copy: (value: unknown) => unknown])[],
+): (value: unknown) => unknown {
+  return (value) => {
+    if (value === null || typeof value !== 'object') return value ?? null;
+    const source = value as Record<string, unknown>;
+    const copy: Record<string, unknown> = {};
+    for (const [name, copyMember] of members) if (source[name] !== undefined) copy[name] = copyMember(source[name]);
+    return copy;
+  };
+}
+
+/**
  * A record as a page's data holds it: the schema's members only, in its order, nested objects
  * and arrays of objects likewise (what the JSON serializer of a page writes).
  */
 export function projector(schema: TSchema): (value: unknown) => unknown {
   const shape = structureOf(schema as Shape);
   if (shape.type === 'object' && shape.properties) {
-    const members = Object.entries(shape.properties).map(
-      ([name, member]) => [name, projector(member as TSchema)] as const,
+    return memberCopier(
+      Object.entries(shape.properties).map(([name, member]) => [name, projector(member as TSchema)] as const),
     );
-    return (value) => {
-      if (value === null || typeof value !== 'object') return value ?? null;
-      const source = value as Record<string, unknown>;
-      const copy: Record<string, unknown> = {};
-      for (const [name, project] of members) if (source[name] !== undefined) copy[name] = project(source[name]);
-      return copy;
-    };
   }
   if (shape.type === 'array' && shape.items) {
     const project = projector(shape.items as TSchema);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema } from 'typebox';
 import { BadRequestError } from '../errors.js';
-import { projector, structureOf, type CsvColumn, type Shape } from './export-shapes.js';
+import { memberCopier, projector, structureOf, type CsvColumn, type Shape } from './export-shapes.js';
 import { MEDIA_TYPES } from './negotiate.js';
 import { branchFor } from './schema-branches.js';
 
@@ -262,13 +262,7 @@ function picker(tree: Tree, schema: Shape): (value: unknown) => unknown {
       const node = tree.get(name)!;
       return [name, node === true ? projector(member as TSchema) : picker(node, member)] as const;
     });
-  return (value) => {
-    if (value === null || typeof value !== 'object') return value ?? null;
-    const source = value as Record<string, unknown>;
-    const copy: Record<string, unknown> = {};
-    for (const [name, pick] of members) if (source[name] !== undefined) copy[name] = pick(source[name]);
-    return copy;
-  };
+  return memberCopier(members);
 }
 
 function identifierOf(selectable: Selectable): string | undefined {

@@ -9,6 +9,7 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   UnsupportedMediaTypeError,
+  type ProblemType,
 } from '../errors.js';
 import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/driver-errors.js';
 import type { DatabaseOutage } from '../db/outage.js';
@@ -159,25 +160,31 @@ export function toAppError(error: FastifyError, request: FastifyRequest): AppErr
   return undefined;
 }
 
+/** A problem of the database's, which the caller may retry after `seconds` (Retry-After). */
+function retryLater(type: ProblemType, detail: string, seconds: number): AppError {
+  return new AppError(type, detail, { headers: { 'retry-after': String(seconds) } });
+}
+
 /** Seconds a caller is asked to wait after a write found no space: freeing space takes someone a while. */
 const DISK_FULL_RETRY_AFTER_S = 30;
 
 function diskFull(): AppError {
-  return new AppError(
+  return retryLater(
     'insufficient-storage',
     'The database has no space left for this write; nothing was written. Reads go on; retry after Retry-After seconds (a POST retried with the same Idempotency-Key takes effect at most once).',
-    { headers: { 'retry-after': String(DISK_FULL_RETRY_AFTER_S) } },
+    DISK_FULL_RETRY_AFTER_S,
   );
 }
 
+/** Seconds a caller is asked to wait after damage was found: an operator must restore the database first. */
+const CORRUPT_RETRY_AFTER_S = 60;
+
 /** The storage layer logs damage once (db/corruption.ts), with what to do; the caller learns no more than that it is there. */
 function storageCorrupt(): AppError {
-  return new AppError(
+  return retryLater(
     'storage-corrupt',
     'The database of this instance is damaged; rowi refuses writes to it until an operator restores it (nothing of this request was written). Retry after Retry-After seconds.',
-    {
-      headers: { 'retry-after': '60' },
-    },
+    CORRUPT_RETRY_AFTER_S,
   );
 }
 
@@ -185,10 +192,10 @@ function storageCorrupt(): AppError {
 const DATABASE_RETRY_AFTER_S = 2;
 
 function databaseUnavailable(): AppError {
-  return new AppError(
+  return retryLater(
     'service-unavailable',
     'The database could not take this request now (unreachable, restarting or too busy). Retry after Retry-After seconds; a POST retried with the same Idempotency-Key takes effect at most once.',
-    { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) } },
+    DATABASE_RETRY_AFTER_S,
   );
 }
 

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { addIdColumn, textType } from './portable.js';
+import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
@@ -9,15 +9,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('name', text, (column) => column.notNull())
     .addColumn('email', text, (column) => column.notNull())
     .addColumn('email_key', text, (column) => column.notNull())
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .execute();
   await db.schema.createIndex('users_email_key_unique').on('users').column('email_key').unique().execute();
-  // Keyset paging sorts by a field and then by id: these indexes serve the sortable fields.
-  await db.schema.createIndex('users_name_id').on('users').columns(['name', 'id']).execute();
-  await db.schema.createIndex('users_created_at_id').on('users').columns(['created_at', 'id']).execute();
-  await db.schema.createIndex('users_updated_at_id').on('users').columns(['updated_at', 'id']).execute();
+  await createSortIndexes(db, 'users', ['name', 'created_at', 'updated_at']);
 
   await db.schema
     .createTable('idempotency_keys')

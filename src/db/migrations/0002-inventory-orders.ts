@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn, textType } from './portable.js';
+import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
 
 /**
  * Items, their stock, the stock ledger, and orders with their lines.
@@ -15,14 +15,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('name', text, (column) => column.notNull())
     .addColumn('sku', text, (column) => column.notNull())
     .addColumn('price', 'bigint', (column) => column.notNull().check(sql`price >= 0`))
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .execute();
   await db.schema.createIndex('items_sku_unique').on('items').column('sku').unique().execute();
-  await db.schema.createIndex('items_name_id').on('items').columns(['name', 'id']).execute();
-  await db.schema.createIndex('items_price_id').on('items').columns(['price', 'id']).execute();
-  await db.schema.createIndex('items_created_at_id').on('items').columns(['created_at', 'id']).execute();
+  await createSortIndexes(db, 'items', ['name', 'price', 'created_at']);
 
   // quantity: on hand and unreserved; reserved: held by placed orders; fulfilled: units that
   // left with fulfilled orders. quantity + reserved + fulfilled = everything ever put in.
@@ -44,14 +40,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('user_id', 'bigint', (column) => column.references('users.id').onDelete('set null'))
     .addColumn('status', text, (column) => column.notNull().check(sql`status in ('placed', 'fulfilled', 'cancelled')`))
     .addColumn('total', 'bigint', (column) => column.notNull().check(sql`total >= 0`))
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .execute();
   await db.schema.createIndex('orders_user_id_status').on('orders').columns(['user_id', 'status']).execute();
-  await db.schema.createIndex('orders_status_id').on('orders').columns(['status', 'id']).execute();
-  await db.schema.createIndex('orders_created_at_id').on('orders').columns(['created_at', 'id']).execute();
-  await db.schema.createIndex('orders_total_id').on('orders').columns(['total', 'id']).execute();
+  await createSortIndexes(db, 'orders', ['status', 'created_at', 'total']);
 
   // An item on any order (open or closed) cannot be deleted: the order would lose its meaning.
   await db.schema

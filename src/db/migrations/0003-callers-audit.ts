@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn, textType } from './portable.js';
+import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
 
 /**
  * Callers (the systems that use the API), their API keys, the keys that sign rowi's own access
@@ -19,12 +19,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // Space-separated scopes added to and removed from the role's.
     .addColumn('extra_scopes', text, (column) => column.notNull().defaultTo(''))
     .addColumn('removed_scopes', text, (column) => column.notNull().defaultTo(''))
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .execute();
   await db.schema.createIndex('callers_name_unique').on('callers').column('name').unique().execute();
-  await db.schema.createIndex('callers_created_at_id').on('callers').columns(['created_at', 'id']).execute();
+  await createSortIndexes(db, 'callers', ['created_at']);
 
   await db.schema
     .createTable('api_keys')
@@ -39,7 +37,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('revoked_at', text)
     .execute();
   await db.schema.createIndex('api_keys_prefix_unique').on('api_keys').column('prefix').unique().execute();
-  await db.schema.createIndex('api_keys_caller_id_id').on('api_keys').columns(['caller_id', 'id']).execute();
+  await createSortIndexes(db, 'api_keys', ['caller_id']);
 
   await db.schema
     .createTable('signing_keys')
@@ -71,8 +69,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('client_ip', text)
     .execute();
   // Admins read the trail newest first, usually narrowed to one caller or a time range.
-  await db.schema.createIndex('audit_events_caller_id_id').on('audit_events').columns(['caller_id', 'id']).execute();
-  await db.schema.createIndex('audit_events_at_id').on('audit_events').columns(['at', 'id']).execute();
+  await createSortIndexes(db, 'audit_events', ['caller_id', 'at']);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -1,5 +1,5 @@
 import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
-import { addIdColumn, textType } from './portable.js';
+import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
 
 /**
  * Places and their recorded weather observations.
@@ -37,15 +37,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('latitude', 'double precision', (column) => column.check(sql`latitude between -90 and 90`))
     .addColumn('longitude', 'double precision', (column) => column.check(sql`longitude between -180 and 180`))
     .$call((table) => measurements(table, true))
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .addCheckConstraint('places_coordinates_together', sql`(latitude is null) = (longitude is null)`)
     .execute();
   await db.schema.createIndex('places_place_unique').on('places').column('place').unique().execute();
-  await db.schema.createIndex('places_name_id').on('places').columns(['name', 'id']).execute();
-  await db.schema.createIndex('places_created_at_id').on('places').columns(['created_at', 'id']).execute();
-  await db.schema.createIndex('places_updated_at_id').on('places').columns(['updated_at', 'id']).execute();
+  await createSortIndexes(db, 'places', ['name', 'created_at', 'updated_at']);
 
   await db.schema
     .createTable('observations')

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { isSqlite } from '../dialect.js';
-import { addIdColumn, textType } from './portable.js';
+import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
 
 /**
  * The outbox of events and the webhooks that deliver them.
@@ -37,7 +37,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // ranges of time, as ids begin with their time) and the type (listing by type). On SQLite the
   // readers' order is seq, the table's own key; on PostgreSQL (txid, seq) needs one more.
   await db.schema.createIndex('events_id_unique').on('events').column('id').unique().execute();
-  await db.schema.createIndex('events_type_id').on('events').columns(['type', 'id']).execute();
+  await createSortIndexes(db, 'events', ['type']);
   if (!sqlite) await db.schema.createIndex('events_txid_seq').on('events').columns(['txid', 'seq']).execute();
 
   await db.schema
@@ -63,15 +63,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('secret', text, (column) => column.notNull())
     .addColumn('previous_secret', text)
     .addColumn('previous_secret_expires_at', text)
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .execute();
-  await db.schema
-    .createIndex('webhook_endpoints_created_at_id')
-    .on('webhook_endpoints')
-    .columns(['created_at', 'id'])
-    .execute();
+  await createSortIndexes(db, 'webhook_endpoints', ['created_at']);
 
   await db.schema
     .createTable('webhook_deliveries')
@@ -89,11 +83,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', text, (column) => column.notNull())
     .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
-  await db.schema
-    .createIndex('webhook_deliveries_endpoint_id_id')
-    .on('webhook_deliveries')
-    .columns(['endpoint_id', 'id'])
-    .execute();
+  await createSortIndexes(db, 'webhook_deliveries', ['endpoint_id']);
   await db.schema
     .createIndex('webhook_deliveries_status_endpoint_id')
     .on('webhook_deliveries')
@@ -112,11 +102,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('duration_ms', 'integer', (column) => column.notNull())
     .addColumn('error', text)
     .execute();
-  await db.schema
-    .createIndex('webhook_attempts_delivery_id_id')
-    .on('webhook_attempts')
-    .columns(['delivery_id', 'id'])
-    .execute();
+  await createSortIndexes(db, 'webhook_attempts', ['delivery_id']);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -20,3 +20,24 @@ export function addIdColumn<T extends string>(db: Kysely<unknown>, table: Create
 export function textType(db: Kysely<unknown>): 'text' | RawBuilder<unknown> {
   return isSqlite(db) ? 'text' : sql`text collate "C"`;
 }
+
+/**
+ * The columns of a record written at a version (db/versioned.ts): the version, from 1, and when
+ * the record was made and last changed.
+ */
+export function addVersionColumns<T extends string>(db: Kysely<unknown>, table: CreateTableBuilder<T>) {
+  const text = textType(db);
+  return table
+    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
+    .addColumn('created_at', text, (column) => column.notNull())
+    .addColumn('updated_at', text, (column) => column.notNull());
+}
+
+/**
+ * Keyset paging sorts by a field and then by id: for each field named, in that order, the index
+ * `<table>_<field>_id` on (field, id) that serves it.
+ */
+export async function createSortIndexes(db: Kysely<unknown>, table: string, fields: readonly string[]): Promise<void> {
+  for (const field of fields)
+    await db.schema.createIndex(`${table}_${field}_id`).on(table).columns([field, 'id']).execute();
+}

@@ -42,6 +42,15 @@ export const ImportOptionsSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Who started an operation, and when it was made and last changed: the same for every kind. */
+const STARTED_BY = {
+  created_by: CreatedBy,
+  caller_name: Nullable(Type.String({ maxLength: 200, description: 'the name of the caller that started it' })),
+  created_at: RecordFields.created_at,
+  updated_at: RecordFields.updated_at,
+};
+const FinishedAt = Nullable(Type.String({ ...Timestamp, description: 'when it ended' }));
+
 /**
  * An import's fields; its target is named by the targets the app registers (operationSchemas).
  * Built at load, as a spread of a shared schema (Timestamp) must be, before the engine adds its
@@ -77,12 +86,9 @@ const IMPORT_FIELDS = {
     },
     { additionalProperties: false },
   ),
-  created_by: CreatedBy,
-  caller_name: Nullable(Type.String({ maxLength: 200, description: 'the name of the caller that started it' })),
-  created_at: RecordFields.created_at,
-  updated_at: RecordFields.updated_at,
+  ...STARTED_BY,
   started_at: Nullable(Type.String({ ...Timestamp, description: 'when it started running' })),
-  finished_at: Nullable(Type.String({ ...Timestamp, description: 'when it ended' })),
+  finished_at: FinishedAt,
   summary: Type.Union([
     Type.Object(
       {
@@ -123,12 +129,9 @@ export const BackupOperationSchema = Type.Object(
     id: RecordFields.id,
     kind: Type.Literal('backup', { description: 'what the operation does: a backup of the database' }),
     status: OperationStatus,
-    created_by: CreatedBy,
-    caller_name: Nullable(Type.String({ maxLength: 200, description: 'the name of the caller that started it' })),
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
+    ...STARTED_BY,
     started_at: Nullable(Type.String({ ...Timestamp, description: 'when it started copying' })),
-    finished_at: Nullable(Type.String({ ...Timestamp, description: 'when it ended' })),
+    finished_at: FinishedAt,
     summary: Type.Union([BackupOutcomeSchema, Type.Null()], {
       description:
         'once ended: how, and on success the backup written (its file, size, SHA-256, schema version, row counts)',

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { answerList, withExports } from '../../http/export.js';
 import { fieldsParameter, selectFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery } from '../../http/paging.js';
-import { conditionOf, sendRecord } from '../../http/records.js';
+import { conditionOf, sendRecord, type VersionCondition } from '../../http/records.js';
 import {
   CONDITIONAL_READ,
   CONDITIONAL_WRITE,
@@ -31,7 +31,9 @@ import {
   StockSchema,
   STOCK_COLLECTION,
 } from './stock.schema.js';
-import { adjustStock, getStock, listMovements, listStock, setStock } from './stock.service.js';
+import { adjustStock, getStock, listMovements, listStock, setStock, type StoredStock } from './stock.service.js';
+import type { Trx } from '../../db/database.js';
+import type { Sight } from '../../db/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { sightOf } from '../../auth/visibility.js';
 
@@ -179,30 +181,36 @@ const stockRoutes: FastifyPluginAsyncTypebox<{ movements: Expansion<Movement> }>
 const stockPath = (itemId: number) => `/v1/items/${itemId}/stock`;
 const itemOf = (entry: { item_id: number }) => [`item:${entry.item_id}`];
 
-const STOCK_SET: BatchAction<typeof StockSetEntrySchema> = {
-  member: 'set',
-  action: 'update',
-  method: 'PUT',
-  entry: StockSetEntrySchema,
-  targets: itemOf,
-  run: async (trx, entry, context) => {
-    const sight = sightOf(context.access, 'items');
-    const stock = await setStock(trx, entry.item_id, { quantity: entry.quantity }, conditionOfEntry(entry), sight);
-    return recordResult(200, stockPath(entry.item_id), stock);
-  },
-};
+/**
+ * A batch entry that updates an item's stock, as PUT or PATCH of /v1/items/{id}/stock would:
+ * `write` stores its change, with the entry's If-Match and the items the caller sees.
+ */
+function stockAction<Entry extends typeof StockSetEntrySchema | typeof StockAdjustEntrySchema>(
+  member: string,
+  method: 'PUT' | 'PATCH',
+  entry: Entry,
+  write: (trx: Trx, entry: Static<Entry>, condition: VersionCondition, sight: Sight) => Promise<StoredStock>,
+): BatchAction<Entry> {
+  return {
+    member,
+    action: 'update',
+    method,
+    entry,
+    targets: itemOf,
+    run: async (trx, entry, context) => {
+      const sight = sightOf(context.access, 'items');
+      const stock = await write(trx, entry, conditionOfEntry(entry), sight);
+      return recordResult(200, stockPath(entry.item_id), stock);
+    },
+  };
+}
 
-const STOCK_ADJUST: BatchAction<typeof StockAdjustEntrySchema> = {
-  member: 'adjust',
-  action: 'update',
-  method: 'PATCH',
-  entry: StockAdjustEntrySchema,
-  targets: itemOf,
-  run: async (trx, entry, context) => {
-    const sight = sightOf(context.access, 'items');
-    const stock = await adjustStock(trx, entry.item_id, entry.by, conditionOfEntry(entry), sight);
-    return recordResult(200, stockPath(entry.item_id), stock);
-  },
-};
+const STOCK_SET = stockAction('set', 'PUT', StockSetEntrySchema, (trx, entry, condition, sight) =>
+  setStock(trx, entry.item_id, { quantity: entry.quantity }, condition, sight),
+);
+
+const STOCK_ADJUST = stockAction('adjust', 'PATCH', StockAdjustEntrySchema, (trx, entry, condition, sight) =>
+  adjustStock(trx, entry.item_id, entry.by, condition, sight),
+);
 
 export default stockRoutes;

@@ -2,6 +2,7 @@ import type { Executor, Measurements, ObservationRow, PlaceRow } from '../../db/
 import { compiledQuery } from '../../db/compiled.js';
 import { isSqlite } from '../../db/dialect.js';
 import { fetchPage, type ListQuery } from '../../db/keyset.js';
+import { updateAtVersion } from '../../db/versioned.js';
 
 export type StoredPlace = PlaceRow;
 
@@ -75,13 +76,7 @@ export function updatePlaceAtVersion(
   changes: Partial<Pick<PlaceRow, 'name' | 'latitude' | 'longitude'> & Measurements> & { now: string },
 ): Promise<StoredPlace | undefined> {
   const { now, ...fields } = changes;
-  return db
-    .updateTable('places')
-    .set({ ...fields, version: version + 1, updated_at: now })
-    .where('id', '=', id)
-    .where('version', '=', version)
-    .returningAll()
-    .executeTakeFirst();
+  return updateAtVersion(db, 'places', id, version, fields, now);
 }
 
 /** Records an observation; one of the same place and instant is corrected instead (PUT is idempotent). */

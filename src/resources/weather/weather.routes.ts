@@ -38,8 +38,12 @@ import {
 } from './weather.service.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
-/** Lists show recorded weather only, which any PUT can change: reuse only after asking again. */
-const RECORDED_FRESHNESS = {
+/**
+ * The headers of a page of recorded weather: its links, and its freshness. Lists show recorded
+ * weather only, which any PUT can change: reuse only after asking again.
+ */
+const RECORDED_PAGE_HEADERS = {
+  ...RESPONSE_HEADERS.link,
   'Cache-Control': RESPONSE_HEADERS.cache['Cache-Control'],
   Age: RESPONSE_HEADERS.cache.Age,
 };
@@ -60,10 +64,11 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['weather'],
         querystring: listQuerySchema(PLACE_COLLECTION, { record: WeatherSchema }),
         response: {
-          200: representation(WeatherPageSchema, 'A page of places, by place unless sorted otherwise', {
-            ...RESPONSE_HEADERS.link,
-            ...RECORDED_FRESHNESS,
-          }),
+          200: representation(
+            WeatherPageSchema,
+            'A page of places, by place unless sorted otherwise',
+            RECORDED_PAGE_HEADERS,
+          ),
         },
       }),
     },
@@ -214,10 +219,7 @@ const weatherRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: PlaceParams,
         querystring: listQuerySchema(OBSERVATION_COLLECTION, { record: ObservationSchema }),
         response: {
-          200: representation(ObservationPageSchema, 'A page of observations', {
-            ...RESPONSE_HEADERS.link,
-            ...RECORDED_FRESHNESS,
-          }),
+          200: representation(ObservationPageSchema, 'A page of observations', RECORDED_PAGE_HEADERS),
         },
       }),
     },
