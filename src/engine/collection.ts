@@ -140,12 +140,69 @@ interface WithBody<Body extends TSchema> {
   check?: (body: Validated<Body>) => Promise<void>;
 }
 
+/** GET /collection: how a page is read (the records as answered), and the records they may embed. */
+export type ListSpec<Record extends TSchema> = Documented & {
+  list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>>;
+  expansion?: Expansion<View<Record>>;
+};
+
+/** POST /collection: the body, the service function that creates, and what the 201 answers. */
+export type CreateSpec<Stored, Body extends TSchema> = Documented &
+  WithBody<Body> & {
+    summary: string;
+    /** The 201's description, when not `Created` (Placed). */
+    created?: string;
+    /** The record the 201 answers, when it holds more than a read does (a signing secret). */
+    createdRecord?: TSchema;
+    create: (trx: Trx, body: Validated<Body>, context: RequestContext) => Promise<Stored>;
+  };
+
+/** GET /collection/:id: how one record is read, and the records it may embed. */
+export type ReadSpec<Record extends TSchema, Stored> = Documented & {
+  read: (db: Db, id: number, sight: Sight) => Promise<Stored>;
+  expansion?: Expansion<View<Record>>;
+};
+
+/** What a PUT or PATCH of a record does: the service function, handed what the request may see and its context. */
+export type Write<Body extends TSchema, Stored> = (
+  trx: Trx,
+  id: number,
+  body: Validated<Body>,
+  condition: VersionCondition,
+  sight: Sight,
+  context: RequestContext,
+) => Promise<Stored>;
+
+/** PUT or PATCH /collection/:id: the body and the words; the service function is the operation's own `Write`. */
+export type WriteSpec<Body extends TSchema> = Documented & WithBody<Body>;
+
+/** DELETE /collection/:id: the service function that deletes. */
+export type DeleteSpec = Documented & {
+  summary: string;
+  remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight, context: RequestContext) => Promise<void>;
+};
+
 const nounOf = (collection: CollectionDeclaration<TSchema>) => collection.singular.toLowerCase();
 
-/** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
 /** What a PUT or PATCH says of read-only and unknown fields. */
 export const READ_ONLY =
   'Read-only fields may be sent only with their stored values (422 read-only-field otherwise); unknown fields are 422.';
+/** The two writes of a record by id: the method, the verb of the operation's id, and the summary when it says nothing more. */
+const WRITES = {
+  replace: {
+    method: 'put',
+    verb: 'replace',
+    summary: (collection: CollectionDeclaration<TSchema>) =>
+      `Replace ${collection.article} ${nounOf(collection)}'s writable fields`,
+  },
+  change: {
+    method: 'patch',
+    verb: 'patch',
+    summary: (collection: CollectionDeclaration<TSchema>) =>
+      `Change some fields of ${collection.article} ${nounOf(collection)} (JSON Merge Patch)`,
+  },
+} as const;
+/** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
 const usualDescription = {
   list: (collection: CollectionDeclaration<TSchema>) =>
     `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,
@@ -194,10 +251,7 @@ function consumes(collection: CollectionDeclaration<TSchema>, method: 'post' | '
 export function listOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & {
-    list: (db: Db, query: ListQuery, sight: Sight) => Promise<Page<View<Record>>>;
-    expansion?: Expansion<View<Record>>;
-  },
+  spec: ListSpec<Record>,
 ): void {
   const { db } = app;
   const { expansion } = spec;
@@ -255,13 +309,7 @@ const exported = (
 export function createOperation<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented &
-    WithBody<Body> & {
-      summary: string;
-      created?: string;
-      createdRecord?: TSchema;
-      create: (trx: Trx, body: Validated<Body>, context: RequestContext) => Promise<Stored>;
-    },
+  spec: CreateSpec<Stored, Body>,
 ): void {
   const { db } = app;
   app.post(
@@ -308,10 +356,7 @@ export function createOperation<Record extends TSchema, Stored extends Versioned
 export function readOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & {
-    read: (db: Db, id: number, sight: Sight) => Promise<Stored>;
-    expansion?: Expansion<View<Record>>;
-  },
+  spec: ReadSpec<Record, Stored>,
 ): void {
   const { db } = app;
   const { expansion } = spec;
@@ -352,63 +397,26 @@ export function readOperation<Record extends TSchema, Stored>(
   );
 }
 
-type Write<Body extends TSchema, Stored> = (
-  trx: Trx,
-  id: number,
-  body: Validated<Body>,
-  condition: VersionCondition,
-  sight: Sight,
-  context: RequestContext,
-) => Promise<Stored>;
-
-/** PUT /collection/:id: replaces the writable fields, checked against If-Match. */
-export function replaceOperation<Record extends TSchema, Stored, Body extends TSchema>(
+/**
+ * PUT /collection/:id replaces the writable fields; PATCH, a JSON Merge Patch (or a partial JSON or
+ * XML body), changes some. Both are checked against If-Match.
+ */
+export function writeOperation<Record extends TSchema, Stored, Body extends TSchema>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & WithBody<Body> & { replace: Write<Body, Stored> },
-): void {
-  writeOperation(
-    app,
-    collection,
-    'put',
-    spec,
-    spec.replace,
-    spec.summary ?? `Replace ${collection.article} ${nounOf(collection)}'s writable fields`,
-  );
-}
-
-/** PATCH /collection/:id: a JSON Merge Patch (or a partial JSON or XML body), checked against If-Match. */
-export function changeOperation<Record extends TSchema, Stored, Body extends TSchema>(
-  app: App,
-  collection: Collection<Record, Stored>,
-  spec: Documented & WithBody<Body> & { change: Write<Body, Stored> },
-): void {
-  writeOperation(
-    app,
-    collection,
-    'patch',
-    spec,
-    spec.change,
-    spec.summary ?? `Change some fields of ${collection.article} ${nounOf(collection)} (JSON Merge Patch)`,
-  );
-}
-
-function writeOperation<Record extends TSchema, Stored, Body extends TSchema>(
-  app: App,
-  collection: Collection<Record, Stored>,
-  method: 'put' | 'patch',
-  spec: Documented & WithBody<Body>,
+  kind: 'replace' | 'change',
+  spec: WriteSpec<Body>,
   write: Write<Body, Stored>,
-  summary: string,
 ): void {
   const { db } = app;
+  const { method, verb, summary } = WRITES[kind];
   app[method](
     `${collection.path}/:id`,
     {
       schema: operation({
         ...documented(collection, spec, 'update', {
-          operationId: `${method === 'put' ? 'replace' : 'patch'}${collection.singular}`,
-          summary,
+          operationId: `${verb}${collection.singular}`,
+          summary: summary(collection),
           description: usualDescription[method](collection),
           problems: [409, 412],
         }),
@@ -442,10 +450,7 @@ function writeOperation<Record extends TSchema, Stored, Body extends TSchema>(
 export function deleteOperation<Record extends TSchema, Stored>(
   app: App,
   collection: Collection<Record, Stored>,
-  spec: Documented & {
-    summary: string;
-    remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight, context: RequestContext) => Promise<void>;
-  },
+  spec: DeleteSpec,
 ): void {
   const { db } = app;
   app.delete(

@@ -1,16 +1,22 @@
 import Type, { type Static, type TObject, type TSchema } from 'typebox';
-import type { RequestContext } from '../../auth/context.js';
 import { sightOnCollection } from '../../auth/visibility.js';
-import type { Trx } from '../../db/database.js';
-import type { Sight } from '../../db/visibility.js';
-import type { VersionCondition } from '../../http/records.js';
 import { bodyOf, conditionOfEntry, recordResult, targetedEntry, type BatchAction } from './batch.js';
-import { presented, type Collection } from '../collection.js';
+import {
+  presented,
+  type Collection,
+  type CreateSpec,
+  type DeleteSpec,
+  type Validated,
+  type Write,
+} from '../collection.js';
 
 /**
  * The members of a collection's batch (engine/batches/batch.ts), each made from the service function of the
  * single request it stands for, so an entry follows exactly the rules that request follows:
- * `create` (POST), `replace` (PUT), `change` (PATCH) and `delete` (DELETE) of a record by id.
+ * `create` (POST), `replace` (PUT), `change` (PATCH) and `delete` (DELETE) of a record by id. An
+ * entry's fields are what the single request's body schema validates, so the service function is
+ * handed them as that request's body (`Validated`, which TypeScript cannot resolve for a schema not
+ * yet known).
  */
 
 interface Versioned {
@@ -21,21 +27,11 @@ interface Versioned {
 /** An entry that names its record, with the fields of the single request's body. */
 type Targeted<Body> = Body & { id: number; if_match?: string };
 
-/** The same shape as the collection's single write (engine/collection.ts): the request's Sight decides what the entry may touch. */
-type Write<Body, Stored> = (
-  trx: Trx,
-  id: number,
-  body: Omit<Targeted<Body>, 'if_match'>,
-  condition: VersionCondition,
-  sight: Sight,
-  context: RequestContext,
-) => Promise<Stored>;
-
 /** `create`: entries are the POST body; `targets` names the natural key (an email, a SKU) two creates may not share. */
 export function createEntries<Record extends TSchema, Stored extends Versioned, Body extends TSchema>(
   collection: Collection<Record, Stored>,
   body: Body,
-  create: (trx: Trx, body: Static<Body>, context: RequestContext) => Promise<Stored>,
+  create: CreateSpec<Stored, Body>['create'],
   targets?: (entry: Static<Body>) => string[],
 ): BatchAction<Body> {
   return {
@@ -45,7 +41,7 @@ export function createEntries<Record extends TSchema, Stored extends Versioned, 
     entry: body,
     ...(targets ? { targets } : {}),
     run: async (trx, entry, context) => {
-      const record = await create(trx, entry, context);
+      const record = await create(trx, entry as Validated<Body>, context);
       return recordResult(201, `${collection.path}/${record.id}`, record, presented(collection, record));
     },
   };
@@ -56,7 +52,7 @@ export function writeEntries<Record extends TSchema, Stored extends { version: n
   collection: Collection<Record, Stored>,
   kind: 'replace' | 'change',
   body: Body,
-  write: Write<Static<Body>, Stored>,
+  write: Write<Body, Stored>,
   targets: (entry: Targeted<Static<Body>>) => string[] = (entry) => [`id:${entry.id}`],
 ): BatchAction {
   return {
@@ -67,7 +63,8 @@ export function writeEntries<Record extends TSchema, Stored extends { version: n
     targets,
     run: async (trx, entry: Targeted<Static<Body>>, context) => {
       const sight = sightOnCollection(context.access, collection.name);
-      const stored = await write(trx, entry.id, bodyOf(entry), conditionOfEntry(entry), sight, context);
+      const fields = bodyOf(entry) as Validated<Body>;
+      const stored = await write(trx, entry.id, fields, conditionOfEntry(entry), sight, context);
       return recordResult(200, `${collection.path}/${entry.id}`, stored, presented(collection, stored));
     },
   };
@@ -76,7 +73,7 @@ export function writeEntries<Record extends TSchema, Stored extends { version: n
 /** `delete`: entries are `{id, if_match?}`. */
 export function deleteEntries<Record extends TSchema, Stored>(
   collection: Collection<Record, Stored>,
-  remove: (trx: Trx, id: number, condition: VersionCondition, sight: Sight) => Promise<void>,
+  remove: DeleteSpec['remove'],
 ): BatchAction {
   return {
     member: 'delete',
@@ -85,7 +82,7 @@ export function deleteEntries<Record extends TSchema, Stored>(
     entry: targetedEntry(Type.Object({}), `${collection.singular}BatchDelete`),
     targets: (entry: { id: number }) => [`id:${entry.id}`],
     run: async (trx, entry: { id: number; if_match?: string }, context) => {
-      await remove(trx, entry.id, conditionOfEntry(entry), sightOnCollection(context.access, collection.name));
+      await remove(trx, entry.id, conditionOfEntry(entry), sightOnCollection(context.access, collection.name), context);
       return { status: 204, location: `${collection.path}/${entry.id}` };
     },
   };

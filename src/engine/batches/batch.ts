@@ -12,6 +12,7 @@ import { PROBLEM_TYPE_BASE, toAppError } from '../../http/problem.js';
 import type { VersionCondition } from '../../http/records.js';
 import { IF_MATCH_PATTERN, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
 import { spendMore } from '../../rate-limits/rate-limit.js';
+import type { Budget } from '../../rate-limits/rate-limiter.js';
 import { BatchInvalidError, BATCH_KEYS, countEntries, duplicateErrors, nestedErrors } from './checks.js';
 
 /**
@@ -66,7 +67,7 @@ export interface BatchSpec {
   /** Members in the order they run. */
   actions: BatchAction[];
   /** A tighter rate-limit budget each create entry spends from too (orders-create); other entries spend none of it. */
-  rateLimitBudget?: 'orders-create';
+  rateLimitBudget?: Budget;
   /** What the description adds (what the entries of this collection can do). */
   description: string;
 }

@@ -3,14 +3,8 @@ import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js'
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendEmpty } from '../../http/records.js';
 import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
-import {
-  changeOperation,
-  createOperation,
-  deleteOperation,
-  listOperation,
-  readOperation,
-  type Collection,
-} from '../../engine/collection.js';
+import type { Collection } from '../../engine/collection.js';
+import { addOperations } from '../../engine/resource.js';
 import {
   API_KEY_COLLECTION,
   ApiKeyCreateSchema,
@@ -48,21 +42,21 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     afterChange: () => auth.forget(),
   };
 
-  listOperation(app, callers, { list: listCallers });
-  createOperation(app, callers, {
-    summary: 'Create a caller (then give it a key with POST /v1/callers/{id}/keys)',
-    body: CallerCreateSchema,
-    create: createCaller,
-  });
-  readOperation(app, callers, { read: getCaller });
-  changeOperation(app, callers, {
-    summary: "Change a caller's name, role or grants (JSON Merge Patch)",
-    body: CallerPatchSchema,
-    change: patchCaller,
-  });
-  deleteOperation(app, callers, {
-    summary: 'Delete a caller and its keys (its audit events stay)',
-    remove: deleteCaller,
+  addOperations(app, {
+    collection: callers,
+    list: { list: listCallers },
+    create: {
+      summary: 'Create a caller (then give it a key with POST /v1/callers/{id}/keys)',
+      body: CallerCreateSchema,
+      create: createCaller,
+    },
+    read: { read: getCaller },
+    change: {
+      summary: "Change a caller's name, role or grants (JSON Merge Patch)",
+      body: CallerPatchSchema,
+      change: patchCaller,
+    },
+    remove: { summary: 'Delete a caller and its keys (its audit events stay)', remove: deleteCaller },
   });
 
   app.get(

@@ -4,21 +4,9 @@ import { sightOf } from '../../auth/visibility.js';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { conditionOf, sendRecord } from '../../http/records.js';
 import { IdParams, IfMatchHeaders, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
-import { createEntries, deleteEntries, writeEntries } from '../../engine/batches/actions.js';
-import { batchOperation } from '../../engine/batches/batch.js';
+import type { Collection } from '../../engine/collection.js';
+import { addOperations, type App } from '../../engine/resource.js';
 import {
-  changeOperation,
-  createOperation,
-  deleteOperation,
-  listOperation,
-  readOperation,
-  replaceOperation,
-  type Collection,
-} from '../../engine/collection.js';
-import {
-  type OrderCreate,
-  type OrderPatch,
-  type OrderReplace,
   ORDER_COLLECTION,
   OrderCreateSchema,
   OrderPageSchema,
@@ -58,31 +46,47 @@ const ORDERS: Collection<typeof OrderSchema> = {
  * the difference, a change may move the status, and a delete releases what the order reserves.
  * The records an order may embed (`expand`) are the API's to say (src/api/related-records.ts).
  */
-const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> }> = async (app, { expansion }) => {
-  listOperation(app, ORDERS, { list: listOrders, expansion });
-  createOperation(app, ORDERS, {
-    operationId: 'placeOrder',
-    summary: 'Place an order, reserving stock for every line or for none',
-    description: `All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines (with the quantity available to a caller with stock:read). ${REFERENCES}`,
-    created: 'Placed',
-    // Placing orders spends from a tighter budget as well as the caller's own (docs/operations.md "Limits").
-    config: { rateLimitBudget: 'orders-create' },
-    body: OrderCreateSchema,
-    create: (trx, body, context) => placeOrder(trx, body, context.access),
+const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> }> = async (app, { expansion }) =>
+  addOperations(app, {
+    collection: ORDERS,
+    list: { list: listOrders, expansion },
+    create: {
+      operationId: 'placeOrder',
+      summary: 'Place an order, reserving stock for every line or for none',
+      description: `All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines (with the quantity available to a caller with stock:read). ${REFERENCES}`,
+      created: 'Placed',
+      // Placing orders spends from a tighter budget as well as the caller's own, in a batch too
+      // (docs/operations.md "Limits").
+      config: { rateLimitBudget: 'orders-create' },
+      body: OrderCreateSchema,
+      create: (trx, body, context) => placeOrder(trx, body, context.access),
+    },
+    read: { read: getOrder, expansion },
+    replace: {
+      summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
+      body: OrderReplaceSchema,
+      replace: (trx, id, body, condition, sight, context) =>
+        replaceOrder(trx, id, body, condition, sight, context.access),
+    },
+    change: {
+      summary: 'Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)',
+      description: `status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. ${REFERENCES}`,
+      body: OrderPatchSchema,
+      change: (trx, id, body, condition, sight, context) => patchOrder(trx, id, body, condition, sight, context.access),
+    },
+    after: { change: addCancel },
+    remove: {
+      summary: 'Delete an order, releasing the stock it still reserves',
+      problems: [412],
+      remove: deleteOrder,
+    },
+    batch: {
+      description: `Every order of the batch reserves its stock in the one transaction: stock that cannot cover the last entry rolls back the reservations of the first (409 batch-entry-conflict, insufficient-stock in failed_entry), and the ledger stays balanced. Two entries may not name one order. ${REFERENCES}`,
+    },
   });
-  readOperation(app, ORDERS, { read: getOrder, expansion });
-  replaceOperation(app, ORDERS, {
-    summary: 'Replace the name, user and lines of a placed order, re-reserving only the difference',
-    body: OrderReplaceSchema,
-    replace: (trx, id, body, condition, sight, context) =>
-      replaceOrder(trx, id, body, condition, sight, context.access),
-  });
-  changeOperation(app, ORDERS, {
-    summary: 'Move an order to fulfilled or cancelled, or change some of its fields (JSON Merge Patch)',
-    description: `status: placed → fulfilled (reserved stock leaves inventory) or placed → cancelled (reserved stock returns); any other transition is 409 invalid-transition. ${REFERENCES}`,
-    body: OrderPatchSchema,
-    change: (trx, id, body, condition, sight, context) => patchOrder(trx, id, body, condition, sight, context.access),
-  });
+
+/** POST /v1/orders/:id/cancel: the one change a caller with orders:cancel may make. */
+function addCancel(app: App): void {
   app.post(
     '/v1/orders/:id/cancel',
     {
@@ -108,33 +112,6 @@ const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> 
       return sendRecord(request, reply, order);
     },
   );
-  deleteOperation(app, ORDERS, {
-    summary: 'Delete an order, releasing the stock it still reserves',
-    problems: [412],
-    remove: deleteOrder,
-  });
-  batchOperation(app, {
-    path: ORDERS.path,
-    resource: 'orders',
-    singular: 'Order',
-    record: OrderSchema,
-    permission: 'orders:update',
-    // Each order placed spends from the orders-create budget too, as POST /v1/orders does.
-    rateLimitBudget: 'orders-create',
-    description: `Every order of the batch reserves its stock in the one transaction: stock that cannot cover the last entry rolls back the reservations of the first (409 batch-entry-conflict, insufficient-stock in failed_entry), and the ledger stays balanced. Two entries may not name one order. ${REFERENCES}`,
-    actions: [
-      createEntries(ORDERS, OrderCreateSchema, (trx, body: OrderCreate, context) =>
-        placeOrder(trx, body, context.access),
-      ),
-      writeEntries(ORDERS, 'replace', OrderReplaceSchema, (trx, id, body: OrderReplace, condition, sight, context) =>
-        replaceOrder(trx, id, body, condition, sight, context.access),
-      ),
-      writeEntries(ORDERS, 'change', OrderPatchSchema, (trx, id, body: OrderPatch, condition, sight, context) =>
-        patchOrder(trx, id, body, condition, sight, context.access),
-      ),
-      deleteEntries(ORDERS, deleteOrder),
-    ],
-  });
-};
+}
 
 export default ordersRoutes;

@@ -11,15 +11,8 @@ import {
   operation,
   representation,
 } from '../../http/schemas.js';
-import {
-  changeOperation,
-  createOperation,
-  deleteOperation,
-  listOperation,
-  READ_ONLY,
-  readOperation,
-  type Collection,
-} from '../../engine/collection.js';
+import { READ_ONLY, type Collection } from '../../engine/collection.js';
+import { addOperations } from '../../engine/resource.js';
 import { registerDeliveryRoutes } from './deliveries.routes.js';
 import { endpointContext } from './endpoint-access.js';
 import { WEBHOOK_ENDPOINTS_COLLECTION, WHO_MAY_CHANGE, webhookEndpointSchemas } from './webhook-endpoints.schema.js';
@@ -59,30 +52,33 @@ const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ config: Config; policy
   const checkUrl = async (body: { url?: string }) => {
     if (body.url !== undefined) await policy.assertAllowed(body.url);
   };
-  listOperation(app, ENDPOINTS, { list: listEndpoints });
-  createOperation(app, ENDPOINTS, {
-    summary: 'Create a webhook endpoint (its signing secret is in this answer only)',
-    description:
-      "Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The endpoint acts for the caller creating it, its owner (owner_caller_id): it is sent only what the owner may read at each delivery; the subject of an external issuer's token may not create one (403 webhook-endpoint-forbidden). The answer holds the signing secret: it is never shown again (rotate it to get a new one).",
-    body: WebhookEndpointCreateSchema,
-    createdRecord: WebhookEndpointWithSecretSchema,
-    problems: [409, 422],
-    check: checkUrl,
-    create: (trx, body, context) => createEndpoint(trx, body, endpointContext(context)),
-  });
-  readOperation(app, ENDPOINTS, { read: getEndpoint });
-  changeOperation(app, ENDPOINTS, {
-    summary: "Change a webhook endpoint's URL, events, description, or enable it again (JSON Merge Patch)",
-    description: `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the endpoint as stored. ${READ_ONLY} ${WHO_MAY_CHANGE} Only its owner may change its URL. Enabling an endpoint whose owner was deleted makes the caller its owner. ${CONDITIONAL_WRITE}`,
-    body: WebhookEndpointPatchSchema,
-    check: checkUrl,
-    change: (trx, id, body, condition, _sight, context) =>
-      patchEndpoint(trx, id, body, condition, endpointContext(context)),
-  });
-  deleteOperation(app, ENDPOINTS, {
-    summary: 'Delete a webhook endpoint and its deliveries',
-    description: `Deletes the endpoint and its deliveries: 204. ${WHO_MAY_CHANGE} ${CONDITIONAL_WRITE}`,
-    remove: (trx, id, condition, _sight, context) => deleteEndpoint(trx, id, condition, endpointContext(context)),
+  addOperations(app, {
+    collection: ENDPOINTS,
+    list: { list: listEndpoints },
+    create: {
+      summary: 'Create a webhook endpoint (its signing secret is in this answer only)',
+      description:
+        "Events of the types asked for, of the resources the caller may read, are POSTed to the URL as they commit, signed as Standard Webhooks says. The endpoint acts for the caller creating it, its owner (owner_caller_id): it is sent only what the owner may read at each delivery; the subject of an external issuer's token may not create one (403 webhook-endpoint-forbidden). The answer holds the signing secret: it is never shown again (rotate it to get a new one).",
+      body: WebhookEndpointCreateSchema,
+      createdRecord: WebhookEndpointWithSecretSchema,
+      problems: [409, 422],
+      check: checkUrl,
+      create: (trx, body, context) => createEndpoint(trx, body, endpointContext(context)),
+    },
+    read: { read: getEndpoint },
+    change: {
+      summary: "Change a webhook endpoint's URL, events, description, or enable it again (JSON Merge Patch)",
+      description: `JSON Merge Patch (RFC 7396): the fields given change, the others stay; 200 with the endpoint as stored. ${READ_ONLY} ${WHO_MAY_CHANGE} Only its owner may change its URL. Enabling an endpoint whose owner was deleted makes the caller its owner. ${CONDITIONAL_WRITE}`,
+      body: WebhookEndpointPatchSchema,
+      check: checkUrl,
+      change: (trx, id, body, condition, _sight, context) =>
+        patchEndpoint(trx, id, body, condition, endpointContext(context)),
+    },
+    remove: {
+      summary: 'Delete a webhook endpoint and its deliveries',
+      description: `Deletes the endpoint and its deliveries: 204. ${WHO_MAY_CHANGE} ${CONDITIONAL_WRITE}`,
+      remove: (trx, id, condition, _sight, context) => deleteEndpoint(trx, id, condition, endpointContext(context)),
+    },
   });
 
   app.post(
