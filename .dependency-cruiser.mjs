@@ -3,7 +3,7 @@
  * `npm run lint:imports` in `.ci/run`: a wrong-way import or a cycle fails the run. The rules
  * name folders, never files: a new file follows the rule of the folder it lands in.
  *
- * Layers, from the bottom: the foundation (config/, observability/, errors.ts, version.ts), the
+ * Layers, from the bottom: the foundation (config/, observability/, errors.ts, problem-types.ts, version.ts), the
  * database (db/), the HTTP engine (http/), authentication (auth/), the audit trail and rate
  * limits (audit-trail/, rate-limits/), the outbox and its readers (outbox/: the feed, webhooks
  * and the bus; on the database only), upstream clients (upstream/), the resource engine (engine/:
@@ -16,7 +16,7 @@
  * The typed client (clients/typescript/src) is checked with this file too: only the rules that
  * name no folder of src/ reach it (no cycle, every import resolvable).
  */
-const FOUNDATION = '^src/(config|observability)/|^src/(errors|version)\\.ts$';
+const FOUNDATION = '^src/(config|observability)/|^src/(errors|problem-types|version)\\.ts$';
 const PROCESS = '^src/process/|^src/app\\.ts$';
 
 /** A rule forbidding `from` to import any of `to`. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static, TObject, TSchema } from 'typebox';
 import { declareDataResource, type DataResourceDeclaration } from '../auth/policy.js';
 import { creatorOf } from '../auth/visibility.js';
-import { declareProblemTypes, type ProblemTypeRule } from '../errors.js';
+import { declareProblemTypes, type ProblemTypeRule } from '../problem-types.js';
 import { declareEventTypes, type EventTypeRule } from '../outbox/event-types.js';
 import { createEntries, deleteEntries, writeEntries } from './batches/actions.js';
 import { batchOperation, type BatchSpec } from './batches/batch.js';

@@ -9,8 +9,8 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   UnsupportedMediaTypeError,
-  type ProblemType,
 } from '../errors.js';
+import type { ProblemType } from '../problem-types.js';
 import { isCorruption, isDiskFull, isForeignKeyViolation, isUnavailable } from '../db/driver-errors.js';
 import type { DatabaseOutage } from '../db/outage.js';
 import { addVary, BOTH_FORMATS, chooseFormat, MEDIA_TYPES } from './negotiate.js';

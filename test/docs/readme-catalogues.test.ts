@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ALL_SCOPES, DATA_RESOURCES } from '../../src/auth/policy.js';
-import { PROBLEM_TYPES } from '../../src/errors.js';
+import { PROBLEM_TYPES } from '../../src/problem-types.js';
 import { POLICY_NAMES } from '../../src/rate-limits/rate-limiter.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -6,7 +6,7 @@ import { NO_RATE_LIMITS } from '../helpers/rate-limits.js';
 import { startServer, type RunningServer } from '../helpers/process.js';
 import { tempFolder } from '../helpers/temp.js';
 import { EXAMPLE_FILES, readDoc } from '../helpers/docs.js';
-import { PROBLEM_TYPES } from '../../src/errors.js';
+import { PROBLEM_TYPES } from '../../src/problem-types.js';
 
 const run = promisify(execFile);
 

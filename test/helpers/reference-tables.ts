@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Metric } from 'prom-client';
 import { describeSettings } from '../../src/config/config.js';
-import { PROBLEM_TYPES } from '../../src/errors.js';
+import { PROBLEM_TYPES } from '../../src/problem-types.js';
 import { registry } from '../../src/observability/metrics.js';
 
 /**
@@ -22,7 +22,7 @@ const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ')
 export const TABLES: Table[] = [
   {
     file: 'docs/errors.md',
-    name: 'problem types, from src/errors.ts',
+    name: 'problem types, from src/problem-types.ts',
     rows: () =>
       ['| Status | `type` | Title | When |', '|---|---|---|---|']
         .concat(

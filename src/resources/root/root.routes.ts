@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { NotFoundError, problemTypeOf } from '../../errors.js';
+import { NotFoundError } from '../../errors.js';
+import { problemTypeOf } from '../../problem-types.js';
 import { OPENAPI_PATH } from '../../http/openapi.js';
 import { PROBLEM_TYPE_BASE } from '../../http/problem.js';
 import { sendEmpty } from '../../http/records.js';
