@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import Type, { type Static } from 'typebox';
-import { addIdColumn, textType } from '../../src/db/migrations/portable.js';
+import { addIdColumn, addVersionColumns, createSortIndexes, textType } from '../../src/db/migrations/portable.js';
 import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../src/engine/ownership.js';
 import { recordImport } from '../../src/engine/imports/record-import.js';
 import { recordService } from '../../src/engine/records.js';
@@ -95,12 +95,9 @@ async function createNotesTable(db: Kysely<unknown>): Promise<void> {
     .addColumn('title', text, (column) => column.notNull())
     .addColumn('text', text, (column) => column.notNull())
     .addColumn('created_by', 'bigint')
-    .addColumn('version', 'integer', (column) => column.notNull().defaultTo(1))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call((table) => addVersionColumns(db, table))
     .execute();
-  for (const column of ['title', 'created_at', 'created_by'])
-    await db.schema.createIndex(`notes_${column}_id`).on('notes').columns([column, 'id']).execute();
+  await createSortIndexes(db, 'notes', ['title', 'created_at', 'created_by']);
 }
 
 /**

@@ -77,8 +77,12 @@ export function recordImport<Stored extends StoredRecord, Body extends object, V
   spec: RecordImport<Stored, Body, Value>,
 ): ImportTarget<Value> {
   const { rules } = service;
-  // A resource imported is one whose writes tell events.
-  const recorded = rules.events!;
+  // A resource imported is one whose writes tell events: refused when it is declared, not mid-import.
+  const recorded =
+    rules.events ??
+    (() => {
+      throw new Error(`${rules.resource} records no events, so it cannot be imported`);
+    })();
   const unique = rules.unique;
   const keyOfValue = (value: unknown) => (unique?.key ? unique.key(String(value)) : String(value));
   const { fieldsOf, columnsOf, pathOf } = service;
