@@ -5,6 +5,7 @@ import { ItemSchema } from '../resources/items/items.schema.js';
 import { MovementSchema, StockSchema } from '../resources/items/stock.schema.js';
 import { OrderLineSchema, OrderSchema } from '../resources/orders/orders.schema.js';
 import { UserSchema } from '../resources/users/users.schema.js';
+import { closedObject } from '../http/schemas.js';
 
 /**
  * What `expand=` may embed (docs/reading.md "Related records in one call"), and the shapes of
@@ -60,12 +61,12 @@ export const ExpandedItemSchema = Type.Object(
     // The item's stock, present only when expand names lines.item.stock (every item has one).
     stock: Type.Optional(StockSchema),
   },
-  { additionalProperties: false, xml: { name: 'item' }, title: 'ExpandedItem' },
+  closedObject('item', 'ExpandedItem'),
 );
 
 const ExpandedLineSchema = Type.Object(
   { ...OrderLineSchema.properties, item: related(ExpandedItemSchema, 'the item (expand=lines.item)') },
-  { additionalProperties: false, xml: { name: 'line' }, title: 'ExpandedOrderLine' },
+  closedObject('line', 'ExpandedOrderLine'),
 );
 
 /** An order as GET answers it: its user and its lines' items embedded when `expand` names them. */
@@ -77,13 +78,13 @@ export const ExpandedOrderSchema = Type.Object(
       user: related(UserSchema, 'the user (expand=user)'),
     },
   ),
-  { additionalProperties: false, xml: { name: 'order' }, title: 'ExpandedOrder' },
+  closedObject('order', 'ExpandedOrder'),
 );
 export const ExpandedOrderPageSchema = pageTitled(ExpandedOrderSchema, 'orders', 'OrderPage');
 
 /** A stock movement as its list answers it: its order embedded when `expand` names it. */
 export const ExpandedMovementSchema = Type.Object(
   withAfter(MovementSchema.properties, 'order_id', { order: related(ExpandedOrderSchema, 'the order (expand=order)') }),
-  { additionalProperties: false, xml: { name: 'movement' }, title: 'ExpandedStockMovement' },
+  closedObject('movement', 'ExpandedStockMovement'),
 );
 export const ExpandedMovementPageSchema = pageTitled(ExpandedMovementSchema, 'movements', 'StockMovementPage');

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import type { FilterSpec } from '../http/paging.js';
-import { Id } from '../http/schemas.js';
+import { Id, RecordFields } from '../http/schemas.js';
 
 /**
  * What users, items and orders say of their owner, the caller that created them (docs/access.md):
@@ -15,6 +15,13 @@ export const CreatedBy = Type.Union(
       "the caller that created it, its owner (docs/access.md); null when an external issuer's subject created it, or it predates owners and there was no admin to assign it to",
   },
 );
+
+/** The last fields of an owned record as answered: its owner, and when it was made and last changed. */
+export const OwnedFields = {
+  created_by: CreatedBy,
+  created_at: RecordFields.created_at,
+  updated_at: RecordFields.updated_at,
+};
 
 /** created_by as a PUT or PATCH body may echo it. */
 export const EchoedCreatedBy = { created_by: Type.Optional(CreatedBy) };

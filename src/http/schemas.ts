@@ -58,6 +58,13 @@ export const RecordFields = {
   }),
 };
 
+/**
+ * The options of a closed object: unknown fields refused (422), the XML element its
+ * representation is named by, and its title in the OpenAPI document.
+ */
+export const closedObject = (element: string, title: string) =>
+  ({ additionalProperties: false, xml: { name: element }, title }) as const;
+
 /** A string field that may also be null. */
 export const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import Type, { type Static } from 'typebox';
 import { addIdColumn, addVersionColumns, createSortIndexes, textType } from '../../src/db/migrations/portable.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../src/engine/ownership.js';
+import { CREATED_BY_FILTER } from '../../src/engine/ownership.js';
+import { ownedRecordSchemas } from '../../src/engine/record-schemas.js';
 import { recordImport } from '../../src/engine/imports/record-import.js';
 import { recordService } from '../../src/engine/records.js';
 import { resourceRoutes, type ResourceModule } from '../../src/engine/resource.js';
-import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema } from '../../src/http/paging.js';
-import { EchoedReadOnly, RecordFields } from '../../src/http/schemas.js';
+import { CREATED_RANGE_FILTERS, INTEGER_IDS } from '../../src/http/paging.js';
 import { startApp, type TestApp } from './app.js';
 
 // A resource declared only in the tests (docs/architecture.md "Adding a resource"): notes, with a
@@ -14,32 +14,10 @@ import { startApp, type TestApp } from './app.js';
 // else comes from the engine, which names no note anywhere.
 const Title = Type.String({ minLength: 1, maxLength: 200, description: 'what the note is about' });
 const Text = Type.String({ maxLength: 2000, description: 'the note itself' });
-const NoteSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    title: Title,
-    text: Text,
-    created_by: CreatedBy,
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
-  },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'Note' },
-);
-const NoteCreate = Type.Object(
-  { title: Title, text: Text },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'NoteCreate' },
-);
-const NoteReplace = Type.Object(
-  { title: Title, text: Text, ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'NoteReplace' },
-);
-const NotePatch = Type.Object(
-  { title: Type.Optional(Title), text: Type.Optional(Text), ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'note' }, title: 'NotePatch' },
-);
-type StoredNote = Static<typeof NoteSchema> & { version: number };
+const NOTE = ownedRecordSchemas('note', 'Note', 'notes', { title: Title, text: Text });
+type StoredNote = Static<typeof NOTE.record> & { version: number };
 const NOTE_COLUMNS = ['id', 'title', 'text', 'created_by', 'created_at', 'updated_at', 'version'] as const;
-const NOTES = recordService<StoredNote, Static<typeof NoteCreate>>({
+const NOTES = recordService<StoredNote, Static<typeof NOTE.create>>({
   resource: 'notes',
   path: '/v1/notes',
   noun: 'Note',
@@ -66,14 +44,14 @@ const NOTES_MODULE: ResourceModule = {
         sortable: { id: 'integer', title: 'string', created_at: 'string' },
         filters: { ...CREATED_RANGE_FILTERS, ...CREATED_BY_FILTER },
       },
-      record: NoteSchema,
-      page: pageSchema(NoteSchema, 'notes'),
+      record: NOTE.record,
+      page: NOTE.page,
       exports: true,
     },
     service: NOTES,
-    create: { summary: 'Create a note', body: NoteCreate },
-    replace: NoteReplace,
-    patch: NotePatch,
+    create: { summary: 'Create a note', body: NOTE.create },
+    replace: NOTE.replace,
+    patch: NOTE.patch,
     remove: { summary: 'Delete a note' },
     batch: { description: 'Two entries may not name one note.' },
   }),
@@ -82,7 +60,7 @@ const NOTES_MODULE: ResourceModule = {
     columns: ['title', 'text'],
     required: ['title', 'text'],
     example: { title: 'Stock count', text: 'Count the shelves on Friday.' },
-    schema: NoteCreate,
+    schema: NOTE.create,
   }),
 };
 

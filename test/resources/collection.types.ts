@@ -5,12 +5,7 @@ import type { BatchAction } from '../../src/engine/batches/batch.js';
 import { createEntries } from '../../src/engine/batches/actions.js';
 import { createOperation, readOperation, type Collection } from '../../src/engine/collection.js';
 import { DELETED, withRowLocked } from '../../src/engine/preconditions.js';
-import {
-  USER_COLLECTION,
-  UserCreateSchema,
-  UserPageSchema,
-  UserSchema,
-} from '../../src/resources/users/users.schema.js';
+import { USER, USER_COLLECTION, UserSchema } from '../../src/resources/users/users.schema.js';
 
 /**
  * Type-level checks, run by `npm run typecheck` (this file is never executed): a resource's
@@ -27,7 +22,7 @@ const declared = {
   article: 'a',
   listing: USER_COLLECTION,
   record: UserSchema,
-  page: UserPageSchema,
+  page: USER.page,
 } as const;
 
 /** A user as a service might store it: `created_by` as text, which the schema answers as an integer. */
@@ -52,7 +47,7 @@ export const presentedCollection: Collection<typeof UserSchema, StoredAsText> = 
 export function declarations(app: App, trx: Trx): void {
   createOperation(app, plain, {
     summary: 'Create a user',
-    body: UserCreateSchema,
+    body: USER.create,
     // The body is typed by its schema: reading a field it does not have does not compile.
     // @ts-expect-error UserCreate has no `role`
     check: async (body) => void body.role,
@@ -60,7 +55,7 @@ export function declarations(app: App, trx: Trx): void {
   });
   createOperation(app, plain, {
     summary: 'Create a user',
-    body: UserCreateSchema,
+    body: USER.create,
     // @ts-expect-error what create returns must be a user as answered (here, without its email)
     create: async (_trx, body) => ({
       id: 1,
@@ -76,7 +71,7 @@ export function declarations(app: App, trx: Trx): void {
 
   createEntries(
     plain,
-    UserCreateSchema,
+    USER.create,
     async (_trx, body) => ({ ...body, id: 1, created_by: null, created_at: '', updated_at: '', version: 1 }),
     // @ts-expect-error an entry is typed by its schema: a create entry has no id
     (entry) => [`id:${entry.id}`],

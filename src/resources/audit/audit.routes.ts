@@ -20,6 +20,7 @@ import {
   Timestamp,
   operation,
   representation,
+  closedObject,
 } from '../../http/schemas.js';
 
 export const AuditEventSchema = Type.Object(
@@ -49,7 +50,7 @@ export const AuditEventSchema = Type.Object(
       Type.String({ description: 'the client address (from X-Forwarded-For only behind a trusted proxy)' }),
     ),
   },
-  { additionalProperties: false, xml: { name: 'audit_event' }, title: 'AuditEvent' },
+  closedObject('audit_event', 'AuditEvent'),
 );
 
 const AuditEventPageSchema = pageSchema(AuditEventSchema, 'audit_events');

@@ -2,7 +2,15 @@ import Type, { type Static } from 'typebox';
 import { ALL_SCOPES, OWNED_RESOURCES, ROLES } from '../../auth/policy.js';
 import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { EchoedReadOnly, Id, RecordFields, Timestamp, builtPerCatalogue, oneOfLiterals } from '../../http/schemas.js';
+import {
+  EchoedReadOnly,
+  Id,
+  RecordFields,
+  Timestamp,
+  builtPerCatalogue,
+  oneOfLiterals,
+  closedObject,
+} from '../../http/schemas.js';
 
 /** A caller's name: also its OAuth client_id, so it is kept to characters that need no escaping. */
 export const CALLER_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]*$';
@@ -80,7 +88,7 @@ export const callerSchemas = builtPerCatalogue(
         created_at: RecordFields.created_at,
         updated_at: RecordFields.updated_at,
       },
-      { additionalProperties: false, xml: { name: 'caller' }, title: 'Caller' },
+      closedObject('caller', 'Caller'),
     );
 
     const CallerCreateSchema = Type.Object(
@@ -92,7 +100,7 @@ export const callerSchemas = builtPerCatalogue(
         record_access: Type.Optional(RecordAccessChange),
         rate_limit: Type.Optional(RateLimit),
       },
-      { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerCreate' },
+      closedObject('caller', 'CallerCreate'),
     );
 
     const CallerPatchSchema = Type.Object(
@@ -113,7 +121,7 @@ export const callerSchemas = builtPerCatalogue(
         ),
         ...EchoedReadOnly,
       },
-      { additionalProperties: false, xml: { name: 'caller' }, title: 'CallerPatch' },
+      closedObject('caller', 'CallerPatch'),
     );
 
     const CallerPageSchema = pageSchema(CallerSchema, 'callers');
@@ -164,7 +172,7 @@ export const ApiKeySchema = Type.Object(ApiKeyFields, {
 /** The answer to creating a key: the only time the key itself is shown. */
 export const NewApiKeySchema = Type.Object(
   { ...ApiKeyFields, key: Type.String({ description: 'the API key; shown only in this response: store it now' }) },
-  { additionalProperties: false, xml: { name: 'api_key' }, title: 'NewApiKey' },
+  closedObject('api_key', 'NewApiKey'),
 );
 
 export const ApiKeyCreateSchema = Type.Object(
@@ -176,7 +184,7 @@ export const ApiKeyCreateSchema = Type.Object(
       Type.String({ ...Timestamp, description: 'when the key stops working (RFC 3339, in the future)' }),
     ),
   },
-  { additionalProperties: false, xml: { name: 'api_key' }, title: 'ApiKeyCreate' },
+  closedObject('api_key', 'ApiKeyCreate'),
 );
 
 export const ApiKeyPageSchema = pageSchema(ApiKeySchema, 'api_keys');

@@ -4,7 +4,7 @@ import type { Trx } from '../../db/database.js';
 import { recordImport, type AlsoWritten, type RecordWritten } from '../../engine/imports/record-import.js';
 import { inSlices, integerCell, type ImportContext } from '../../engine/imports/target.js';
 import { findItemsBySkus, insertItems, updateItemsAtVersions, type StoredItem } from './items.repository.js';
-import { ItemCreateSchema } from './items.schema.js';
+import { ITEM } from './items.schema.js';
 import { ITEMS } from './items.service.js';
 import {
   findStocks,
@@ -17,7 +17,7 @@ import { StockQuantity } from './stock.schema.js';
 import { stockEvents } from './stock.service.js';
 
 const ItemImportRow = Type.Object(
-  { ...ItemCreateSchema.properties, quantity: Type.Optional(StockQuantity) },
+  { ...ITEM.create.properties, quantity: Type.Optional(StockQuantity) },
   { additionalProperties: false, title: 'ItemImportRow' },
 );
 type ItemImportValue = Static<typeof ItemImportRow>;

@@ -1,13 +1,6 @@
 import type { Collection } from '../../engine/collection.js';
 import { resourceRoutes } from '../../engine/resource.js';
-import {
-  ITEM_COLLECTION,
-  ItemCreateSchema,
-  ItemPageSchema,
-  ItemPatchSchema,
-  ItemReplaceSchema,
-  ItemSchema,
-} from './items.schema.js';
+import { ITEM, ITEM_COLLECTION, ItemSchema } from './items.schema.js';
 import { ITEMS as ITEM_RECORDS, presentItem } from './items.service.js';
 import type { StoredItem } from './items.repository.js';
 
@@ -18,7 +11,7 @@ const ITEMS: Collection<typeof ItemSchema, StoredItem> = {
   article: 'an',
   listing: ITEM_COLLECTION,
   record: ItemSchema,
-  page: ItemPageSchema,
+  page: ITEM.page,
   exports: true,
   present: presentItem,
 };
@@ -27,9 +20,9 @@ const ITEMS: Collection<typeof ItemSchema, StoredItem> = {
 const itemsRoutes = resourceRoutes({
   collection: ITEMS,
   service: ITEM_RECORDS,
-  create: { summary: 'Create an item (and its stock, at quantity 0)', body: ItemCreateSchema },
-  replace: ItemReplaceSchema,
-  patch: ItemPatchSchema,
+  create: { summary: 'Create an item (and its stock, at quantity 0)', body: ITEM.create },
+  replace: ITEM.replace,
+  patch: ITEM.patch,
   remove: { summary: 'Delete an item that is on no order (with its stock and stock ledger)' },
   batch: {
     description:

@@ -1,7 +1,8 @@
 import Type, { type Static } from 'typebox';
-import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../engine/ownership.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, type CollectionSpec } from '../../http/paging.js';
+import { DisplayName } from '../../http/schemas.js';
+import { CREATED_BY_FILTER } from '../../engine/ownership.js';
+import { ownedRecordSchemas } from '../../engine/record-schemas.js';
 import { Price } from './money.js';
 
 export const Sku = Type.String({
@@ -10,45 +11,14 @@ export const Sku = Type.String({
   description: 'stock-keeping unit: unique, compared exactly (case matters)',
 });
 
-export const ItemSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    name: DisplayName,
-    sku: Sku,
-    price: Price,
-    created_by: CreatedBy,
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
-  },
-  { additionalProperties: false, xml: { name: 'item' }, title: 'Item' },
-);
-export type Item = Static<typeof ItemSchema>;
-
-export const ItemCreateSchema = Type.Object(
-  { name: DisplayName, sku: Sku, price: Price },
-  { additionalProperties: false, xml: { name: 'item' }, title: 'ItemCreate' },
-);
-export type ItemCreate = Static<typeof ItemCreateSchema>;
-
-export const ItemReplaceSchema = Type.Object(
-  { name: DisplayName, sku: Sku, price: Price, ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'item' }, title: 'ItemReplace' },
-);
-export type ItemReplace = Static<typeof ItemReplaceSchema>;
-
-export const ItemPatchSchema = Type.Object(
-  {
-    name: Type.Optional(DisplayName),
-    sku: Type.Optional(Sku),
-    price: Type.Optional(Price),
-    ...EchoedReadOnly,
-    ...EchoedCreatedBy,
-  },
-  { additionalProperties: false, xml: { name: 'item' }, title: 'ItemPatch' },
-);
-export type ItemPatch = Static<typeof ItemPatchSchema>;
-
-export const ItemPageSchema = pageSchema(ItemSchema, 'items');
+/**
+ * The item as answered, a page of them, and the bodies of a create (the writable fields), a replace and a
+ * change (engine/record-schemas.ts).
+ */
+export const ITEM = ownedRecordSchemas('item', 'Item', 'items', { name: DisplayName, sku: Sku, price: Price });
+export const ItemSchema = ITEM.record;
+export type Item = Static<typeof ITEM.record>;
+export type ItemCreate = Static<typeof ITEM.create>;
 
 export const ITEM_COLLECTION: CollectionSpec = {
   ids: INTEGER_IDS,

@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { CREATED_RANGE_FILTERS, INTEGER_IDS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { IF_MATCH_PATTERN, Id, RecordFields } from '../../http/schemas.js';
+import { IF_MATCH_PATTERN, Id, RecordFields, closedObject } from '../../http/schemas.js';
 
 const MovementKind = Type.Union(
   [Type.Literal('set'), Type.Literal('reserve'), Type.Literal('release'), Type.Literal('fulfil')],
@@ -24,7 +24,7 @@ export const StockSchema = Type.Object(
     reserved: Type.Integer({ minimum: 0, readOnly: true, description: 'units held by placed orders' }),
     updated_at: RecordFields.updated_at,
   },
-  { additionalProperties: false, xml: { name: 'stock' }, title: 'Stock' },
+  closedObject('stock', 'Stock'),
 );
 export type Stock = Static<typeof StockSchema>;
 
@@ -47,11 +47,11 @@ const EchoedStock = {
 
 export const StockReplaceSchema = Type.Object(
   { quantity: StockQuantity, ...EchoedStock },
-  { additionalProperties: false, xml: { name: 'stock' }, title: 'StockReplace' },
+  closedObject('stock', 'StockReplace'),
 );
 export const StockPatchSchema = Type.Object(
   { quantity: Type.Optional(StockQuantity), ...EchoedStock },
-  { additionalProperties: false, xml: { name: 'stock' }, title: 'StockPatch' },
+  closedObject('stock', 'StockPatch'),
 );
 export type StockChange = Static<typeof StockPatchSchema>;
 
@@ -98,7 +98,7 @@ export const MovementSchema = Type.Object(
     }),
     created_at: RecordFields.created_at,
   },
-  { additionalProperties: false, xml: { name: 'movement' }, title: 'StockMovement' },
+  closedObject('movement', 'StockMovement'),
 );
 export type Movement = Static<typeof MovementSchema>;
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { optionalPrincipal } from '../../auth/authenticate.js';
 import { MAX_LIMIT } from '../../http/paging.js';
-import { operation, representation } from '../../http/schemas.js';
+import { operation, representation, closedObject } from '../../http/schemas.js';
 
 const Budget = (description: string) =>
   Type.Union(
@@ -54,7 +54,7 @@ const LimitsSchema = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false, xml: { name: 'limits' }, title: 'Limits' },
+  closedObject('limits', 'Limits'),
 );
 
 /**

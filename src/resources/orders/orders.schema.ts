@@ -1,8 +1,8 @@
 import Type, { type Static } from 'typebox';
 import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { DisplayName, EchoedReadOnly, Id, RecordFields } from '../../http/schemas.js';
+import { DisplayName, EchoedReadOnly, Id, RecordFields, closedObject } from '../../http/schemas.js';
 import { Amount, Price } from '../items/money.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../engine/ownership.js';
+import { CREATED_BY_FILTER, EchoedCreatedBy, OwnedFields } from '../../engine/ownership.js';
 
 export const MAX_LINES = 100;
 export const MAX_LINE_QUANTITY = 1_000_000;
@@ -46,11 +46,9 @@ export const OrderSchema = Type.Object(
     status: Status,
     lines: Type.Array(OrderLineSchema, { xml: { wrapped: true } }),
     total: Type.String({ ...Amount, readOnly: true, description: 'sum of the line totals' }),
-    created_by: CreatedBy,
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
+    ...OwnedFields,
   },
-  { additionalProperties: false, xml: { name: 'order' }, title: 'Order' },
+  closedObject('order', 'Order'),
 );
 export type Order = Static<typeof OrderSchema>;
 
@@ -60,7 +58,7 @@ export const OrderCreateSchema = Type.Object(
     user_id: Type.Integer({ ...Id, description: 'the user the order is for' }),
     lines: Lines,
   },
-  { additionalProperties: false, xml: { name: 'order' }, title: 'OrderCreate' },
+  closedObject('order', 'OrderCreate'),
 );
 export type OrderCreate = Static<typeof OrderCreateSchema>;
 
@@ -80,7 +78,7 @@ export const OrderReplaceSchema = Type.Object(
     ),
     ...EchoedOrder,
   },
-  { additionalProperties: false, xml: { name: 'order' }, title: 'OrderReplace' },
+  closedObject('order', 'OrderReplace'),
 );
 export type OrderReplace = Static<typeof OrderReplaceSchema>;
 
@@ -102,7 +100,7 @@ export const OrderPatchSchema = Type.Object(
     ),
     ...EchoedOrder,
   },
-  { additionalProperties: false, xml: { name: 'order' }, title: 'OrderPatch' },
+  closedObject('order', 'OrderPatch'),
 );
 export type OrderPatch = Static<typeof OrderPatchSchema>;
 

@@ -5,7 +5,7 @@ import { problemTypeOf } from '../../problem-types.js';
 import { OPENAPI_PATH } from '../../http/openapi.js';
 import { PROBLEM_TYPE_BASE } from '../../http/problem.js';
 import { sendEmpty } from '../../http/records.js';
-import { noContent, operation, representation } from '../../http/schemas.js';
+import { noContent, operation, representation, closedObject } from '../../http/schemas.js';
 
 const IndexSchema = Type.Object(
   {
@@ -24,7 +24,7 @@ const IndexSchema = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false, xml: { name: 'index' }, title: 'Index' },
+  closedObject('index', 'Index'),
 );
 
 const ProblemTypeSchema = Type.Object(
@@ -34,7 +34,7 @@ const ProblemTypeSchema = Type.Object(
     title: Type.String(),
     description: Type.String(),
   },
-  { additionalProperties: false, xml: { name: 'problem_type' }, title: 'ProblemType' },
+  closedObject('problem_type', 'ProblemType'),
 );
 
 /** The service's own resources: the index of collections, the root redirect, problem types. */

@@ -1,6 +1,6 @@
 import { recordImport } from '../../engine/imports/record-import.js';
 import { findUsersByEmailKeys, insertUsers, updateUsersAtVersions } from './users.repository.js';
-import { UserCreateSchema } from './users.schema.js';
+import { USER } from './users.schema.js';
 import { USERS } from './users.service.js';
 
 /**
@@ -15,6 +15,6 @@ export const USERS_IMPORT = recordImport(USERS, {
   example: { name: 'Ada Lovelace', email: 'ada@example.com' },
   columns: ['name', 'email'],
   required: ['name', 'email'],
-  schema: UserCreateSchema,
+  schema: USER.create,
   bulk: { findByKeys: findUsersByEmailKeys, insert: insertUsers, updateAtVersions: updateUsersAtVersions },
 });

@@ -1,14 +1,7 @@
 import Type from 'typebox';
 import type { Collection } from '../../engine/collection.js';
 import { resourceRoutes } from '../../engine/resource.js';
-import {
-  USER_COLLECTION,
-  UserCreateSchema,
-  UserPageSchema,
-  UserPatchSchema,
-  UserReplaceSchema,
-  UserSchema,
-} from './users.schema.js';
+import { USER, USER_COLLECTION, UserSchema } from './users.schema.js';
 import { sightOf } from '../../auth/visibility.js';
 import { NotFoundError } from '../../errors.js';
 import { fieldsParameter, selectFields } from '../../http/fields.js';
@@ -30,7 +23,7 @@ const USERS: Collection<typeof UserSchema> = {
   article: 'a',
   listing: USER_COLLECTION,
   record: UserSchema,
-  page: UserPageSchema,
+  page: USER.page,
   exports: true,
 };
 
@@ -38,7 +31,7 @@ const USERS: Collection<typeof UserSchema> = {
 const usersRoutes = resourceRoutes({
   collection: USERS,
   service: USER_RECORDS,
-  create: { summary: 'Create a user', body: UserCreateSchema },
+  create: { summary: 'Create a user', body: USER.create },
   // Before /v1/users/:id in the document; Fastify prefers the static path whatever the order.
   routes: (app, service) => {
     app.get(
@@ -71,8 +64,8 @@ const usersRoutes = resourceRoutes({
       },
     );
   },
-  replace: UserReplaceSchema,
-  patch: UserPatchSchema,
+  replace: USER.replace,
+  patch: USER.patch,
   remove: { summary: 'Delete a user (409 while the user has placed orders)' },
   batch: { description: 'Two entries may not name one user, by id or by email (422 batch-invalid).' },
 });

@@ -1,7 +1,8 @@
 import Type, { type Static } from 'typebox';
-import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
-import { DisplayName, EchoedReadOnly, RecordFields } from '../../http/schemas.js';
-import { CREATED_BY_FILTER, CreatedBy, EchoedCreatedBy } from '../../engine/ownership.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, type CollectionSpec } from '../../http/paging.js';
+import { DisplayName } from '../../http/schemas.js';
+import { CREATED_BY_FILTER } from '../../engine/ownership.js';
+import { ownedRecordSchemas } from '../../engine/record-schemas.js';
 
 const Name = DisplayName;
 
@@ -11,41 +12,14 @@ const Email = Type.String({
   description: 'unique, compared case-insensitively',
 });
 
-export const UserSchema = Type.Object(
-  {
-    id: RecordFields.id,
-    name: Name,
-    email: Email,
-    created_by: CreatedBy,
-    created_at: RecordFields.created_at,
-    updated_at: RecordFields.updated_at,
-  },
-  { additionalProperties: false, xml: { name: 'user' }, title: 'User' },
-);
-export type User = Static<typeof UserSchema>;
-
-/** POST: the writable fields; read-only ones are refused like any unknown field. */
-export const UserCreateSchema = Type.Object(
-  { name: Name, email: Email },
-  { additionalProperties: false, xml: { name: 'user' }, title: 'UserCreate' },
-);
-export type UserCreate = Static<typeof UserCreateSchema>;
-
-/** PUT: every writable field. */
-export const UserReplaceSchema = Type.Object(
-  { name: Name, email: Email, ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'user' }, title: 'UserReplace' },
-);
-export type UserReplace = Static<typeof UserReplaceSchema>;
-
-/** PATCH (JSON Merge Patch, RFC 7396): any writable field; null would remove a required field, so it is refused. */
-export const UserPatchSchema = Type.Object(
-  { name: Type.Optional(Name), email: Type.Optional(Email), ...EchoedReadOnly, ...EchoedCreatedBy },
-  { additionalProperties: false, xml: { name: 'user' }, title: 'UserPatch' },
-);
-export type UserPatch = Static<typeof UserPatchSchema>;
-
-export const UserPageSchema = pageSchema(UserSchema, 'users');
+/**
+ * The user as answered, a page of them, and the bodies of a create (the writable fields), a replace and a
+ * change (engine/record-schemas.ts).
+ */
+export const USER = ownedRecordSchemas('user', 'User', 'users', { name: Name, email: Email });
+export const UserSchema = USER.record;
+export type User = Static<typeof USER.record>;
+export type UserCreate = Static<typeof USER.create>;
 
 export const USER_COLLECTION: CollectionSpec = {
   ids: INTEGER_IDS,

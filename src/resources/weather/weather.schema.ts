@@ -1,7 +1,7 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, timeBound, type CollectionSpec } from '../../http/paging.js';
-import { DisplayName, EchoedReadOnly, RecordFields, Timestamp } from '../../http/schemas.js';
+import { DisplayName, EchoedReadOnly, RecordFields, Timestamp, closedObject } from '../../http/schemas.js';
 import { CONDITIONS, type Condition } from '../../upstream/conditions.js';
 import { MEASUREMENT_RANGES } from '../../upstream/ranges.js';
 
@@ -96,7 +96,7 @@ export const WeatherSchema = Type.Object(
     created_at: RecordFields.created_at,
     updated_at: RecordFields.updated_at,
   },
-  { additionalProperties: false, xml: { name: 'weather' }, title: 'Weather' },
+  closedObject('weather', 'Weather'),
 );
 // TypeBox cannot infer a union built from a mapped list, so the vocabulary is typed by hand.
 export type Weather = Omit<Static<typeof WeatherSchema>, 'conditions'> & { conditions: Condition | null };
@@ -114,7 +114,7 @@ export const ObservationInputSchema = Type.Object(
     ),
     ...EchoedReadOnly,
   },
-  { additionalProperties: false, xml: { name: 'weather' }, title: 'ObservationInput' },
+  closedObject('weather', 'ObservationInput'),
 );
 export type ObservationInput = Omit<Static<typeof ObservationInputSchema>, 'conditions'> & { conditions: Condition };
 
@@ -137,7 +137,7 @@ export const PlacePatchSchema = Type.Object(
     ),
     ...EchoedReadOnly,
   },
-  { additionalProperties: false, xml: { name: 'weather' }, title: 'PlacePatch' },
+  closedObject('weather', 'PlacePatch'),
 );
 export type PlacePatch = Static<typeof PlacePatchSchema>;
 
@@ -154,7 +154,7 @@ export const ObservationSchema = Type.Object(
       description: 'when the observation was last corrected (a PUT with the same observed_at)',
     }),
   },
-  { additionalProperties: false, xml: { name: 'observation' }, title: 'Observation' },
+  closedObject('observation', 'Observation'),
 );
 export type Observation = Omit<Static<typeof ObservationSchema>, 'conditions'> & { conditions: Condition };
 
