@@ -68,6 +68,13 @@ async function recordOutcome(folder: string, change: Partial<BackupStatus>): Pro
   await rename(temporary, join(folder, STATUS_FILE));
 }
 
+/** What a backup is of (the database file `data`), where it goes, and how many are kept there. */
+export interface BackupPlace {
+  data: string;
+  folder: string;
+  keep: number;
+}
+
 /**
  * Takes one backup of `data` into `folder`, as the schedule does and as a backup started over
  * HTTP does: under the folder's lock (one at a time, whatever process), named by time, the outcome
@@ -75,19 +82,17 @@ async function recordOutcome(folder: string, change: Partial<BackupStatus>): Pro
  * failures), and all but the newest `keep` deleted after a good one. Throws BackupError when it
  * fails; the database is never changed.
  */
-export async function takeBackup(options: {
-  data: string;
-  folder: string;
-  keep: number;
-  log: FastifyBaseLogger;
-  /** Called once if another backup into the folder runs and this one waits for it. */
-  waiting?: () => void;
-  /** Ends the wait for the folder (rowi stops). */
-  signal?: AbortSignal;
-  /** Called once this one holds the folder and starts copying. */
-  starting?: () => Promise<void>;
-}): Promise<{ manifest: BackupManifest; removed: string[] }> {
-  const { data, folder, keep } = options;
+export async function takeBackup(
+  { data, folder, keep }: BackupPlace,
+  options: {
+    /** Called once if another backup into the folder runs and this one waits for it. */
+    waiting?: () => void;
+    /** Ends the wait for the folder (rowi stops). */
+    signal?: AbortSignal;
+    /** Called once this one holds the folder and starts copying. */
+    starting?: () => Promise<void>;
+  },
+): Promise<{ manifest: BackupManifest; removed: string[] }> {
   const lock = await lockBackupFolder(folder, options.waiting, options.signal).catch(async (error: unknown) => {
     if (options.signal?.aborted) throw error;
     await countUnrecorded();
@@ -115,22 +120,16 @@ export async function takeBackup(options: {
   }
 }
 
-export function startBackupSchedule(options: {
-  data: string;
-  folder: string;
-  intervalMs: number;
-  keep: number;
-  log: FastifyBaseLogger;
-}): BackupSchedule {
-  const { data, folder, intervalMs, keep, log } = options;
+export function startBackupSchedule({
+  intervalMs,
+  log,
+  ...place
+}: BackupPlace & { intervalMs: number; log: FastifyBaseLogger }): BackupSchedule {
+  const { data, folder } = place;
   let running: Promise<BackupManifest | undefined> | undefined;
   const attempt = async (): Promise<BackupManifest | undefined> => {
     try {
-      const { manifest, removed } = await takeBackup({
-        data,
-        folder,
-        keep,
-        log,
+      const { manifest, removed } = await takeBackup(place, {
         waiting: () => log.info(`the scheduled backup of ${data} waits for the backup running into ${folder}`),
       });
       const target = join(folder, manifest.file);

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { RequestAccess } from '../../auth/access.js';
 import type { Config } from '../../config/config.js';
 import { BackupError, listBackups, manifestOf, readManifest, type BackupManifest } from '../../db/backup.js';
-import { POSTGRES_BACKUPS, takeBackup } from '../../db/backup-schedule.js';
+import { POSTGRES_BACKUPS, takeBackup, type BackupPlace } from '../../db/backup-schedule.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/driver-errors.js';
@@ -85,16 +85,18 @@ export interface BackupRunner {
   close(): Promise<void>;
 }
 
-export function startBackupRunner(options: {
+export function startBackupRunner({
+  db,
+  log,
+  leases,
+  ...place
+}: BackupPlace & {
   db: Db;
   log: FastifyBaseLogger;
-  data: string;
-  folder: string;
-  keep: number;
   /** The process's operation lease: its holder id, renewed by the import runner, and a new lease's end. */
   leases: { holder: string; leaseUntil(): string };
 }): BackupRunner {
-  const { db, log, data, folder, keep, leases } = options;
+  const { data, folder } = place;
   const running = new Set<Promise<void>>();
   const stopping = new AbortController();
 
@@ -112,11 +114,7 @@ export function startBackupRunner(options: {
   const run = async (operation: StoredOperation) => {
     const { id } = operation;
     try {
-      const { manifest, removed } = await takeBackup({
-        data,
-        folder,
-        keep,
-        log,
+      const { manifest, removed } = await takeBackup(place, {
         signal: stopping.signal,
         waiting: () =>
           log.info({ operation: id }, `backup ${operationPath(id)} waits for the backup running into ${folder}`),

@@ -3,13 +3,8 @@ import { sightOf } from '../../auth/visibility.js';
 import type { Trx } from '../../db/database.js';
 import { Id } from '../../http/schemas.js';
 import { recordEvents } from '../../outbox/outbox.js';
-import {
-  ChunkReport,
-  integerCell,
-  type ImportContext,
-  type ImportRow,
-  type ImportTarget,
-} from '../../engine/imports/target.js';
+import { ChunkReport, integerCell } from '../../engine/imports/target.js';
+import type { ImportContext, ImportRow, ImportTarget } from '../../engine/imports/target.js';
 import { findItemsBySkus, findVisibleItemIds } from './items.repository.js';
 import { Sku } from './items.schema.js';
 import { findStocks, insertMovements, setStockQuantityAtVersion, type NewMovement } from './stock.repository.js';

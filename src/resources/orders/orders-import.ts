@@ -2,13 +2,8 @@ import { setImmediate as turn } from 'node:timers/promises';
 import type { Trx } from '../../db/database.js';
 import { withSavepoint } from '../../db/savepoint.js';
 import { AppError } from '../../errors.js';
-import {
-  ChunkReport,
-  integerCell,
-  type ImportContext,
-  type ImportRow,
-  type ImportTarget,
-} from '../../engine/imports/target.js';
+import { ChunkReport, integerCell } from '../../engine/imports/target.js';
+import type { ImportContext, ImportRow, ImportTarget } from '../../engine/imports/target.js';
 import { MAX_LINES, OrderCreateSchema, type OrderCreate } from './orders.schema.js';
 import { placeOrder } from './orders.service.js';
 import { holdStockOfCheckedOrders } from './placement.repository.js';
