@@ -1,6 +1,12 @@
 import type { Kysely } from 'kysely';
 import Type, { type Static } from 'typebox';
-import { addIdColumn, addVersionColumns, createSortIndexes, textType } from '../../src/db/migrations/portable.js';
+import {
+  addVersionColumns,
+  createIdTable,
+  createSortIndexes,
+  required,
+  textType,
+} from '../../src/db/migrations/portable.js';
 import { CREATED_BY_FILTER } from '../../src/engine/ownership.js';
 import { ownedRecordSchemas } from '../../src/engine/record-schemas.js';
 import { recordImport } from '../../src/engine/imports/record-import.js';
@@ -67,11 +73,8 @@ const NOTES_MODULE: ResourceModule = {
 /** The notes table, as a migration of the application that declares them would make it. */
 async function createNotesTable(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
-  await db.schema
-    .createTable('notes')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('title', text, (column) => column.notNull())
-    .addColumn('text', text, (column) => column.notNull())
+  await createIdTable(db, 'notes')
+    .$call(required(text, ['title', 'text']))
     .addColumn('created_by', 'bigint')
     .$call((table) => addVersionColumns(db, table))
     .execute();

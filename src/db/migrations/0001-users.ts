@@ -1,14 +1,10 @@
 import type { Kysely } from 'kysely';
-import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
+import { addVersionColumns, createSortIndexes, textType, createIdTable, required } from './portable.js';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
-  await db.schema
-    .createTable('users')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('name', text, (column) => column.notNull())
-    .addColumn('email', text, (column) => column.notNull())
-    .addColumn('email_key', text, (column) => column.notNull())
+  await createIdTable(db, 'users')
+    .$call(required(text, ['name', 'email', 'email_key']))
     .$call((table) => addVersionColumns(db, table))
     .execute();
   await db.schema.createIndex('users_email_key_unique').on('users').column('email_key').unique().execute();
@@ -16,12 +12,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await db.schema
     .createTable('idempotency_keys')
-    .addColumn('scope', text, (column) => column.notNull())
-    .addColumn('key', text, (column) => column.notNull())
-    .addColumn('fingerprint', text, (column) => column.notNull())
-    .addColumn('response', text, (column) => column.notNull())
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('expires_at', text, (column) => column.notNull())
+    .$call(required(text, ['scope', 'key', 'fingerprint', 'response', 'created_at', 'expires_at']))
     .addPrimaryKeyConstraint('idempotency_keys_pk', ['scope', 'key'])
     .execute();
   await db.schema.createIndex('idempotency_keys_expires_at').on('idempotency_keys').column('expires_at').execute();

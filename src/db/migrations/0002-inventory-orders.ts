@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
+import { addVersionColumns, createSortIndexes, textType, createIdTable, required } from './portable.js';
 
 /**
  * Items, their stock, the stock ledger, and orders with their lines.
@@ -9,11 +9,8 @@ import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './p
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
-  await db.schema
-    .createTable('items')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('name', text, (column) => column.notNull())
-    .addColumn('sku', text, (column) => column.notNull())
+  await createIdTable(db, 'items')
+    .$call(required(text, ['name', 'sku']))
     .addColumn('price', 'bigint', (column) => column.notNull().check(sql`price >= 0`))
     .$call((table) => addVersionColumns(db, table))
     .execute();
@@ -32,9 +29,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', text, (column) => column.notNull())
     .execute();
 
-  await db.schema
-    .createTable('orders')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'orders')
     .addColumn('name', text, (column) => column.notNull())
     // SET NULL: a user whose orders are all closed may be deleted; the orders stay as history.
     .addColumn('user_id', 'bigint', (column) => column.references('users.id').onDelete('set null'))
@@ -58,15 +53,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('order_lines_item_id').on('order_lines').column('item_id').execute();
 
   // The ledger outlives the orders it names (an order may be deleted), so order_id is no key.
-  await db.schema
-    .createTable('stock_movements')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'stock_movements')
     .addColumn('item_id', 'bigint', (column) => column.notNull().references('items.id').onDelete('cascade'))
     .addColumn('kind', text, (column) => column.notNull().check(sql`kind in ('set', 'reserve', 'release', 'fulfil')`))
-    .addColumn('quantity_change', 'bigint', (column) => column.notNull())
-    .addColumn('reserved_change', 'bigint', (column) => column.notNull())
-    .addColumn('quantity_after', 'bigint', (column) => column.notNull())
-    .addColumn('reserved_after', 'bigint', (column) => column.notNull())
+    .$call(required('bigint', ['quantity_change', 'reserved_change', 'quantity_after', 'reserved_after']))
     .addColumn('order_id', 'bigint')
     .addColumn('created_at', text, (column) => column.notNull())
     .execute();

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
+import { addVersionColumns, createSortIndexes, textType, createIdTable, required } from './portable.js';
 
 /**
  * Callers (the systems that use the API), their API keys, the keys that sign rowi's own access
@@ -11,9 +11,7 @@ import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './p
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
-  await db.schema
-    .createTable('callers')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'callers')
     .addColumn('name', text, (column) => column.notNull())
     .addColumn('role', text, (column) => column.notNull().check(sql`role in ('reader', 'editor', 'admin')`))
     // Space-separated scopes added to and removed from the role's.
@@ -24,12 +22,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('callers_name_unique').on('callers').column('name').unique().execute();
   await createSortIndexes(db, 'callers', ['created_at']);
 
-  await db.schema
-    .createTable('api_keys')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'api_keys')
     .addColumn('caller_id', 'bigint', (column) => column.notNull().references('callers.id').onDelete('cascade'))
-    .addColumn('prefix', text, (column) => column.notNull())
-    .addColumn('secret_hash', text, (column) => column.notNull())
+    .$call(required(text, ['prefix', 'secret_hash']))
     .addColumn('description', text, (column) => column.notNull().defaultTo(''))
     .addColumn('created_at', text, (column) => column.notNull())
     .addColumn('expires_at', text)
@@ -42,25 +37,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('signing_keys')
     .addColumn('kid', text, (column) => column.primaryKey())
-    .addColumn('algorithm', text, (column) => column.notNull())
-    .addColumn('private_jwk', text, (column) => column.notNull())
-    .addColumn('public_jwk', text, (column) => column.notNull())
-    .addColumn('created_at', text, (column) => column.notNull())
+    .$call(required(text, ['algorithm', 'private_jwk', 'public_jwk', 'created_at']))
     // Set when a newer key takes over signing; the public key stays published until the
     // tokens it signed have expired.
     .addColumn('retired_at', text)
     .execute();
 
-  await db.schema
-    .createTable('audit_events')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('at', text, (column) => column.notNull())
-    .addColumn('request_id', text, (column) => column.notNull())
+  await createIdTable(db, 'audit_events')
+    .$call(required(text, ['at', 'request_id']))
     .addColumn('caller_id', 'bigint')
     .addColumn('caller_name', text)
     .addColumn('credential', text)
-    .addColumn('method', text, (column) => column.notNull())
-    .addColumn('path', text, (column) => column.notNull())
+    .$call(required(text, ['method', 'path']))
     .addColumn('resource', text)
     .addColumn('record_id', text)
     .addColumn('action', text)

@@ -1,5 +1,5 @@
 import { sql, type CreateTableBuilder, type Kysely } from 'kysely';
-import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
+import { addVersionColumns, createSortIndexes, textType, createIdTable, required } from './portable.js';
 
 /**
  * Places and their recorded weather observations.
@@ -28,12 +28,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('observed_at', text, (column) => (nullable ? column : column.notNull()))
       .addColumn('source', text, (column) => (nullable ? column : column.notNull()));
 
-  await db.schema
-    .createTable('places')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'places')
     // The slug, lower-cased: the unique key that makes place names case-insensitive.
-    .addColumn('place', text, (column) => column.notNull())
-    .addColumn('name', text, (column) => column.notNull())
+    .$call(required(text, ['place', 'name']))
     .addColumn('latitude', 'double precision', (column) => column.check(sql`latitude between -90 and 90`))
     .addColumn('longitude', 'double precision', (column) => column.check(sql`longitude between -180 and 180`))
     .$call((table) => measurements(table, true))
@@ -43,13 +40,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('places_place_unique').on('places').column('place').unique().execute();
   await createSortIndexes(db, 'places', ['name', 'created_at', 'updated_at']);
 
-  await db.schema
-    .createTable('observations')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'observations')
     .addColumn('place_id', 'bigint', (column) => column.notNull().references('places.id').onDelete('cascade'))
     .$call((table) => measurements(table, false))
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call(required(text, ['created_at', 'updated_at']))
     .execute();
   // History is read newest first; the unique key is also that index.
   await db.schema

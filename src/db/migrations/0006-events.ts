@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { isSqlite } from '../dialect.js';
-import { addIdColumn, addVersionColumns, createSortIndexes, textType } from './portable.js';
+import { addVersionColumns, createSortIndexes, textType, createIdTable, required } from './portable.js';
 
 /**
  * The outbox of events and the webhooks that deliver them.
@@ -25,11 +25,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('txid', 'bigint', (column) =>
       column.notNull().defaultTo(sqlite ? 0 : sql`(pg_current_xact_id()::text::bigint)`),
     )
-    .addColumn('id', text, (column) => column.notNull())
-    .addColumn('type', text, (column) => column.notNull())
+    .$call(required(text, ['id', 'type']))
     // The resource whose read scope sees the event (orders → orders:read).
-    .addColumn('resource', text, (column) => column.notNull())
-    .addColumn('path', text, (column) => column.notNull())
+    .$call(required(text, ['resource', 'path']))
     // No created_at: the id begins with the event's time (outbox/event-ids.ts).
     .addColumn('data', text, (column) => column.notNull())
     .execute();
@@ -43,20 +41,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('event_cursors')
     .addColumn('name', text, (column) => column.primaryKey())
-    .addColumn('txid', 'bigint', (column) => column.notNull())
-    .addColumn('seq', 'bigint', (column) => column.notNull())
+    .$call(required('bigint', ['txid', 'seq']))
     .addColumn('lease_owner', text)
     .addColumn('lease_until', text)
     .execute();
 
-  await db.schema
-    .createTable('webhook_endpoints')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('url', text, (column) => column.notNull())
-    .addColumn('description', text, (column) => column.notNull())
+  await createIdTable(db, 'webhook_endpoints')
+    .$call(required(text, ['url', 'description']))
     // JSON arrays: the event types wanted (["*"] for all), and the resources its creator could read.
-    .addColumn('events', text, (column) => column.notNull())
-    .addColumn('resources', text, (column) => column.notNull())
+    .$call(required(text, ['events', 'resources']))
     .addColumn('enabled', 'integer', (column) => column.notNull())
     .addColumn('disabled_reason', text)
     .addColumn('failures', 'integer', (column) => column.notNull().defaultTo(0))
@@ -67,21 +60,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await createSortIndexes(db, 'webhook_endpoints', ['created_at']);
 
-  await db.schema
-    .createTable('webhook_deliveries')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'webhook_deliveries')
     .addColumn('endpoint_id', 'bigint', (column) =>
       column.notNull().references('webhook_endpoints.id').onDelete('cascade'),
     )
-    .addColumn('event_id', text, (column) => column.notNull())
-    .addColumn('event_type', text, (column) => column.notNull())
+    .$call(required(text, ['event_id', 'event_type']))
     // pending (to be sent, now or at next_attempt_at), succeeded, dead (given up: the dead letter).
     .addColumn('status', text, (column) => column.notNull())
     .addColumn('attempts', 'integer', (column) => column.notNull().defaultTo(0))
     .addColumn('next_attempt_at', text)
     .addColumn('lease_until', text)
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call(required(text, ['created_at', 'updated_at']))
     .execute();
   await createSortIndexes(db, 'webhook_deliveries', ['endpoint_id']);
   await db.schema
@@ -91,9 +80,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await db.schema.createIndex('webhook_deliveries_created_at').on('webhook_deliveries').column('created_at').execute();
 
-  await db.schema
-    .createTable('webhook_attempts')
-    .$call((table) => addIdColumn(db, table))
+  await createIdTable(db, 'webhook_attempts')
     .addColumn('delivery_id', 'bigint', (column) =>
       column.notNull().references('webhook_deliveries.id').onDelete('cascade'),
     )

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { addIdColumn, textType } from './portable.js';
+import { textType, createIdTable, required } from './portable.js';
 
 /**
  * Long-running operations (docs/bulk.md "Imports"): an import of a file into users, items, stock
@@ -17,11 +17,8 @@ import { addIdColumn, textType } from './portable.js';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const text = textType(db);
-  await db.schema
-    .createTable('operations')
-    .$call((table) => addIdColumn(db, table))
-    .addColumn('kind', text, (column) => column.notNull())
-    .addColumn('target', text, (column) => column.notNull())
+  await createIdTable(db, 'operations')
+    .$call(required(text, ['kind', 'target']))
     .addColumn('status', text, (column) =>
       column.notNull().check(sql`status in ('queued', 'running', 'succeeded', 'failed', 'cancelled')`),
     )
@@ -44,8 +41,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('committed_through', 'bigint', (column) => column.notNull().defaultTo(0))
     .addColumn('summary', text)
     .addColumn('version', 'integer', (column) => column.notNull())
-    .addColumn('created_at', text, (column) => column.notNull())
-    .addColumn('updated_at', text, (column) => column.notNull())
+    .$call(required(text, ['created_at', 'updated_at']))
     .addColumn('started_at', text)
     .addColumn('finished_at', text)
     .execute();
@@ -58,11 +54,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('operation_errors')
     .addColumn('operation_id', 'bigint', (column) => column.notNull().references('operations.id').onDelete('cascade'))
-    .addColumn('seq', 'bigint', (column) => column.notNull())
-    .addColumn('row', 'bigint', (column) => column.notNull())
+    .$call(required('bigint', ['seq', 'row']))
     .addColumn('field', text)
-    .addColumn('problem', text, (column) => column.notNull())
-    .addColumn('detail', text, (column) => column.notNull())
+    .$call(required(text, ['problem', 'detail']))
     .addPrimaryKeyConstraint('operation_errors_key', ['operation_id', 'seq'])
     .execute();
 }

@@ -1,4 +1,7 @@
 import { sql, type CreateTableBuilder, type Kysely, type RawBuilder } from 'kysely';
+
+/** A column's type as addColumn takes it: a name ('integer') or an expression (textType). */
+type ColumnType = Parameters<CreateTableBuilder<string>['addColumn']>[1];
 import { isSqlite } from '../dialect.js';
 
 /**
@@ -10,6 +13,20 @@ export function addIdColumn<T extends string>(db: Kysely<unknown>, table: Create
   return isSqlite(db)
     ? table.addColumn('id', 'integer', (column) => column.primaryKey().autoIncrement())
     : table.addColumn('id', 'bigint', (column) => column.primaryKey().generatedByDefaultAsIdentity());
+}
+
+/** Creates a table whose rows are numbered by the server (addIdColumn); its other columns follow the id. */
+export function createIdTable<T extends string>(db: Kysely<unknown>, name: T) {
+  return addIdColumn(db, db.schema.createTable(name));
+}
+
+/** Adds NOT NULL columns of one type, in the order named; for `$call`, beside the table's other columns. */
+export function required(type: ColumnType, names: readonly string[]) {
+  return <T extends string, C extends string>(table: CreateTableBuilder<T, C>) =>
+    names.reduce<CreateTableBuilder<T, string>>(
+      (built, name) => built.addColumn(name, type, (column) => column.notNull()),
+      table,
+    );
 }
 
 /**
