@@ -16,6 +16,7 @@ import {
   DELETED,
   VERSION_MOVED,
   written,
+  type LockedWrite,
 } from '../../engine/preconditions.js';
 import { createdByDiffers } from '../../engine/ownership.js';
 import { assertMayRefer, mayRead, type Reader, type Reference } from '../../engine/reading/references.js';
@@ -191,28 +192,19 @@ export function patchOrder(
 
 /** Deletes the order; stock it still reserves (a placed order) is released. */
 export async function deleteOrder(trx: Trx, id: number, condition: VersionCondition, sight: Sight): Promise<void> {
-  await withRowLocked(
-    trx,
-    { table: 'orders', id },
-    async () => {
-      const order = await findOrderById(trx, id, sight);
-      if (!order) throw orderNotFound(id);
-      assertCondition(condition, order.version, `Order ${id}`);
-      const lines = await findLines(trx, id);
-      if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return VERSION_MOVED;
-      await recordEvents(trx, [
-        { type: 'order.deleted', path: orderPath(id), data: { id }, owner: ownerOf('orders', order) },
-      ]);
-      if (order.status === 'placed')
-        await applyStockMoves(trx, {
-          orderId: id,
-          moves: lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })),
-          now: nowTimestamp(),
-        });
-      return DELETED;
-    },
-    `Order ${id}`,
-  );
+  await withOrderLocked(trx, id, condition, sight, async (order, lines) => {
+    if (!(await deleteAtVersion(trx, 'orders', id, order.version))) return VERSION_MOVED;
+    await recordEvents(trx, [
+      { type: 'order.deleted', path: orderPath(id), data: { id }, owner: ownerOf('orders', order) },
+    ]);
+    if (order.status === 'placed')
+      await applyStockMoves(trx, {
+        orderId: id,
+        moves: lines.map((line) => ({ itemId: line.item_id, kind: 'release', units: line.quantity })),
+        now: nowTimestamp(),
+      });
+    return DELETED;
+  });
 }
 
 /** Which statuses an order in a status may move to. */
@@ -231,76 +223,92 @@ async function changeOrder(
   mode: 'replace' | 'patch',
   reader: Reader,
 ): Promise<OrderView> {
+  return withOrderLocked(trx, id, condition, sight, async (stored, storedLines) => {
+    assertOrderEchoes(stored, body, mode);
+
+    const wantedLines = body.lines ? mergeLines(body.lines) : undefined;
+    const linesChange = wantedLines !== undefined && !sameLines(wantedLines, storedLines);
+    const userId = body.user_id ?? stored.user_id;
+    const userChanges = userId !== stored.user_id;
+    assertMayRefer(reader, newReferences(storedLines, wantedLines, userChanges));
+    if (stored.status !== 'placed' && (mode === 'replace' || linesChange || userChanges)) {
+      throw new ConflictError(
+        'order-not-placed',
+        `Order ${id} is ${stored.status}; only a placed order's lines and user can change.`,
+        { current_status: stored.status },
+      );
+    }
+    const status =
+      mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
+    const name = body.name ?? stored.name;
+    if (!linesChange && !userChanges && status === stored.status && name === stored.name)
+      return written(presentOrder(stored, storedLines));
+
+    const facts =
+      userChanges || linesChange
+        ? await findPlacementFacts(trx, {
+            userId: userChanges ? userId : null,
+            itemIds: linesChange ? [...wantedLines.keys()] : [],
+            sights: referenceSights(reader),
+          })
+        : undefined;
+    if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
+    const now = nowTimestamp();
+    let lines = storedLines;
+    let total = stored.total;
+    const moves: StockMove[] = [];
+    if (linesChange) {
+      const current = new Map(storedLines.map((line) => [line.item_id, line]));
+      const prices = priceLines(facts!, wantedLines, current);
+      total = totalOf(wantedLines, prices);
+      assertStockCovers(facts!, wantedLines, current, mayRead(reader, 'stock'));
+      lines = linesToStore(wantedLines, prices).map((line) => ({ order_id: id, ...line }));
+      moves.push(...lineDifference(current, wantedLines));
+    }
+    if (status !== stored.status) {
+      const kind = status === 'fulfilled' ? 'fulfil' : 'release';
+      moves.push(...lines.map((line): StockMove => ({ itemId: line.item_id, kind, units: line.quantity })));
+    }
+
+    // The version is claimed first: if another writer got in, nothing below has happened yet.
+    const updated = await updateOrderAtVersion(trx, id, stored.version, {
+      name,
+      user_id: userId,
+      status,
+      total,
+      now,
+    });
+    if (!updated) return VERSION_MOVED;
+    if (linesChange) await replaceLines(trx, id, lines);
+    const order = presentOrder(updated, lines);
+    if (status !== stored.status)
+      await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
+    else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
+    await applyStockMoves(trx, { orderId: id, moves, now }, mayRead(reader, 'stock'));
+    return written(order);
+  });
+}
+
+/**
+ * Runs `write` on the order and its lines under the order's row lock, once the order is found among
+ * those the request sees (404 otherwise) and If-Match holds (412); 412 too when `write` finds the
+ * version moved.
+ */
+function withOrderLocked<T>(
+  trx: Trx,
+  id: number,
+  condition: VersionCondition,
+  sight: Sight,
+  write: (order: StoredOrder, lines: StoredLine[]) => Promise<LockedWrite<T>>,
+): Promise<T> {
   return withRowLocked(
     trx,
     { table: 'orders', id },
     async () => {
-      const stored = await findOrderById(trx, id, sight);
-      if (!stored) throw orderNotFound(id);
-      assertCondition(condition, stored.version, `Order ${id}`);
-      const storedLines = await findLines(trx, id);
-      assertOrderEchoes(stored, body, mode);
-
-      const wantedLines = body.lines ? mergeLines(body.lines) : undefined;
-      const linesChange = wantedLines !== undefined && !sameLines(wantedLines, storedLines);
-      const userId = body.user_id ?? stored.user_id;
-      const userChanges = userId !== stored.user_id;
-      assertMayRefer(reader, newReferences(storedLines, wantedLines, userChanges));
-      if (stored.status !== 'placed' && (mode === 'replace' || linesChange || userChanges)) {
-        throw new ConflictError(
-          'order-not-placed',
-          `Order ${id} is ${stored.status}; only a placed order's lines and user can change.`,
-          { current_status: stored.status },
-        );
-      }
-      const status =
-        mode === 'patch' && body.status !== undefined ? assertTransition(stored, body.status) : stored.status;
-      const name = body.name ?? stored.name;
-      if (!linesChange && !userChanges && status === stored.status && name === stored.name)
-        return written(presentOrder(stored, storedLines));
-
-      const facts =
-        userChanges || linesChange
-          ? await findPlacementFacts(trx, {
-              userId: userChanges ? userId : null,
-              itemIds: linesChange ? [...wantedLines.keys()] : [],
-              sights: referenceSights(reader),
-            })
-          : undefined;
-      if (userChanges && userId !== null && !facts!.userFound) throw unknownUser(userId);
-      const now = nowTimestamp();
-      let lines = storedLines;
-      let total = stored.total;
-      const moves: StockMove[] = [];
-      if (linesChange) {
-        const current = new Map(storedLines.map((line) => [line.item_id, line]));
-        const prices = priceLines(facts!, wantedLines, current);
-        total = totalOf(wantedLines, prices);
-        assertStockCovers(facts!, wantedLines, current, mayRead(reader, 'stock'));
-        lines = linesToStore(wantedLines, prices).map((line) => ({ order_id: id, ...line }));
-        moves.push(...lineDifference(current, wantedLines));
-      }
-      if (status !== stored.status) {
-        const kind = status === 'fulfilled' ? 'fulfil' : 'release';
-        moves.push(...lines.map((line): StockMove => ({ itemId: line.item_id, kind, units: line.quantity })));
-      }
-
-      // The version is claimed first: if another writer got in, nothing below has happened yet.
-      const updated = await updateOrderAtVersion(trx, id, stored.version, {
-        name,
-        user_id: userId,
-        status,
-        total,
-        now,
-      });
-      if (!updated) return VERSION_MOVED;
-      if (linesChange) await replaceLines(trx, id, lines);
-      const order = presentOrder(updated, lines);
-      if (status !== stored.status)
-        await recordEvent(trx, 'order.status_changed', orderPath(id), { ...order, previous_status: stored.status });
-      else await recordEvent(trx, mode === 'replace' ? 'order.replaced' : 'order.updated', orderPath(id), order);
-      await applyStockMoves(trx, { orderId: id, moves, now }, mayRead(reader, 'stock'));
-      return written(order);
+      const order = await findOrderById(trx, id, sight);
+      if (!order) throw orderNotFound(id);
+      assertCondition(condition, order.version, `Order ${id}`);
+      return write(order, await findLines(trx, id));
     },
     `Order ${id}`,
   );
