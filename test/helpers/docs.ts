@@ -9,6 +9,7 @@ export const EXAMPLE_FILES = [
   'docs/guide.md',
   'docs/conventions.md',
   'docs/security.md',
+  'docs/access.md',
   'docs/limits.md',
   'docs/operations.md',
   'docs/backups.md',
