@@ -7,10 +7,15 @@ import { readFileSync } from 'node:fs';
  */
 export const EXAMPLE_FILES = [
   'docs/guide.md',
+  'docs/conventions.md',
   'docs/security.md',
+  'docs/access.md',
+  'docs/limits.md',
   'docs/operations.md',
+  'docs/backups.md',
   'docs/bulk.md',
   'docs/reading.md',
+  'docs/events.md',
   'README.md',
 ] as const;
 
@@ -18,9 +23,13 @@ export const EXAMPLE_FILES = [
 export const DOC_FILES = [
   'README.md',
   'docs/guide.md',
+  'docs/conventions.md',
   'docs/security.md',
   'docs/errors.md',
+  'docs/limits.md',
   'docs/operations.md',
+  'docs/deployment.md',
+  'docs/backups.md',
   'docs/bulk.md',
   'docs/reading.md',
   'docs/events.md',
