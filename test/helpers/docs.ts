@@ -2,10 +2,11 @@ import { readFileSync } from 'node:fs';
 
 /**
  * rowi's documentation: the README (the front page) and docs/. The files whose curl examples are
- * run (test/docs/readme.process.test.ts), in the order they run against one server: the guide first
- * (it creates the records the others use), the README's example last.
+ * run (test/docs/readme.process.test.ts), in the order they run against one server: the start
+ * tutorial first (it creates the records the others use), then the guide, the README's example last.
  */
 export const EXAMPLE_FILES = [
+  'docs/start.md',
   'docs/guide.md',
   'docs/conventions.md',
   'docs/security.md',
@@ -22,6 +23,7 @@ export const EXAMPLE_FILES = [
 /** Every documentation file the reference checks read. */
 export const DOC_FILES = [
   'README.md',
+  'docs/start.md',
   'docs/guide.md',
   'docs/conventions.md',
   'docs/security.md',
@@ -33,6 +35,7 @@ export const DOC_FILES = [
   'docs/bulk.md',
   'docs/reading.md',
   'docs/events.md',
+  'docs/guarantees.md',
   'docs/development.md',
   'docs/performance.md',
 ] as const;
