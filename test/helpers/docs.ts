@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 export const EXAMPLE_FILES = [
   'docs/start.md',
   'docs/guide.md',
+  'docs/orders.md',
   'docs/conventions.md',
   'docs/security.md',
   'docs/access.md',
@@ -25,6 +26,7 @@ export const DOC_FILES = [
   'README.md',
   'docs/start.md',
   'docs/guide.md',
+  'docs/orders.md',
   'docs/conventions.md',
   'docs/security.md',
   'docs/errors.md',
