@@ -1,6 +1,6 @@
 // npm run bench:backups [-- --megabytes 1024 --duration 10 --rounds 3 --warmup 3 --connections 64 --wait 600]
 //
-// Requests while a backup runs (issue 33, docs/operations.md "Backups and restore"), on SQLite,
+// Requests while a backup runs (issue 33, docs/backups.md), on SQLite,
 // one process, in one run: rowi on a database grown to `--megabytes` (200 MB by default; the
 // issue's figure is 1 GB: `--megabytes 1024`) with audit rows of about 800 bytes made with INSERT …
 // SELECT (not through the API: a million requests would take too long here), then a warm-up load of

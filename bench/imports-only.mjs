@@ -1,4 +1,4 @@
-// The import targets alone (docs/performance.md "Imports"): a rowi on a fresh SQLite file, 1,000
+// The import targets alone (bench/NOTES.md "Imports"): a rowi on a fresh SQLite file, 1,000
 // users (the GET probe among them), then measureImports as `npm run bench` runs it, for the row
 // counts given (--rows 100000,1000000; default 100,000 only; each import bounded in time).
 // --postgres: the same imports on a rowi on PostgreSQL too (ROWI_BENCH_PG_URL, else

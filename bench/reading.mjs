@@ -1,6 +1,6 @@
 // npm run bench:reading [-- --postgres] [--no-sqlite]
 //
-// The reading targets of issue 32 alone (docs/performance.md "Reading in bulk"): many items by id
+// The reading targets of issue 32 alone (bench/NOTES.md "Reading in bulk"): many items by id
 // against single reads, and an order read with expand=user,lines.item against its plain read, on
 // one rowi (one process) on SQLite and, with --postgres, on PostgreSQL (a schema of its own in the
 // database of ROWI_BENCH_PG_URL, else ROWI_TEST_PG_URL, else the local `test` database, created

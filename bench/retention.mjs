@@ -1,6 +1,6 @@
 // npm run bench:retention [-- --rows 5000000 --duration 5 --rounds 3 --wait 300]
 //
-// Reads while the audit trail's backlog is pruned (docs/performance.md "Pruning a backlog"), on
+// Reads while the audit trail's backlog is pruned (bench/NOTES.md "Pruning a backlog"), on
 // SQLite, one process each, in one run:
 //
 // - "no backlog": rowi on a database of 200 users and an empty audit trail;

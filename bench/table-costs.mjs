@@ -1,4 +1,4 @@
-// What each growing table costs per request on SQLite (docs/operations.md "Data kept and its retention").
+// What each growing table costs per request on SQLite (docs/limits.md "Data kept and its retention").
 // Run after `npm run build`: node bench/table-costs.mjs [--requests 3000]
 //
 // A rowi (in this process, on a fresh file) answers `--requests` authenticated reads

@@ -280,7 +280,7 @@ async function assemble(
   registerOpenApiRoute(app);
   registerDocsPage(app);
 
-  // The tables that grow with use, pruned past their retention (docs/operations.md "Data kept and its retention").
+  // The tables that grow with use, pruned past their retention (docs/limits.md "Data kept and its retention").
   const retention = startRetention(
     db,
     [
@@ -300,7 +300,7 @@ async function assemble(
 /**
  * The line of a request whose client closed its connection before the answer was sent whole: an
  * aborted upload, a client that gave up waiting. It is the client's doing, said at info like any
- * request, with no stack (docs/operations.md "Logs").
+ * request, with no stack (docs/conventions.md, "Tracing").
  */
 function logAbandoned(request: FastifyRequest, reply: FastifyReply, status: number): void {
   request.log.info(

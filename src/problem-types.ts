@@ -301,7 +301,7 @@ export const PROBLEM_TYPES = {
     status: 409,
     title: "Backups on PostgreSQL are PostgreSQL's own",
     description:
-      'rowi backs up its SQLite file only; on PostgreSQL (ROWI_DATABASE_URL) use PostgreSQL\'s own tools: pg_dump and pg_restore, or pg_basebackup with WAL archiving for point-in-time recovery (docs/operations.md "Backups and restore").',
+      "rowi backs up its SQLite file only; on PostgreSQL (ROWI_DATABASE_URL) use PostgreSQL's own tools: pg_dump and pg_restore, or pg_basebackup with WAL archiving for point-in-time recovery (docs/backups.md).",
   },
   'idempotency-key-reused': {
     status: 422,

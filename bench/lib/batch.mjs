@@ -1,4 +1,4 @@
-// The batch target (docs/performance.md "Batches"): setting 1,000 stock levels in one
+// The batch target (bench/NOTES.md "Batches"): setting 1,000 stock levels in one
 // POST /v1/items/stock/batch against the same 1,000 single PUT /v1/items/{id}/stock, one after
 // another over one kept-alive connection (what a client without batches does), on the same rowi in
 // the same run. Bounded: ROUNDS rounds of ENTRIES writes each, every request with a time-out.

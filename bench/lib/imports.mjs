@@ -1,4 +1,4 @@
-// The import targets (docs/performance.md "Imports"): a CSV of new items with their stock levels,
+// The import targets (bench/NOTES.md "Imports"): a CSV of new items with their stock levels,
 // uploaded to POST /v1/items/import (mode=partial), timed from the upload's first byte to the
 // operation's end, on SQLite (the main rowi) and on PostgreSQL (a rowi of its own, in a schema of
 // its own); the server's RSS sampled while it runs (its growth over the RSS before the upload),

@@ -1,4 +1,4 @@
-// The reading targets of issue 32 (docs/performance.md "Reading in bulk"), on one rowi, same run:
+// The reading targets of issue 32 (bench/NOTES.md "Reading in bulk"), on one rowi, same run:
 // - GET /v1/items?id= with 100 ids against the same 100 single GET /v1/items/{id}, one after
 //   another over one kept-alive connection (what a client without ?id= does): ≥ 30× faster;
 // - GET /v1/orders/{id}?expand=user,lines.item against the plain GET /v1/orders/{id} of the same

@@ -127,7 +127,7 @@ export function seesAllOperations(scopes: ReadonlySet<string>): boolean {
 }
 
 /**
- * Backups of the SQLite file (docs/operations.md "Backups and restore"): listing them and starting
+ * Backups of the SQLite file (docs/backups.md): listing them and starting
  * one. Only the admin role has them; they can be granted to another caller (a monitoring system
  * that reads the list, say).
  */

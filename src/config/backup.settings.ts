@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import { setting } from './serving.settings.js';
 
-/** The settings of scheduled backups of the SQLite file (docs/operations.md "Backups and restore"). */
+/** The settings of scheduled backups of the SQLite file (docs/backups.md). */
 export const BACKUP_SETTINGS = {
   backupDir: setting(
     Type.String({

@@ -4,7 +4,7 @@ import Type from 'typebox';
 import { setting } from './serving.settings.js';
 
 /**
- * The limits rowi keeps to (docs/operations.md "Limits", and `GET /v1/limits` for a caller): rate
+ * The limits rowi keeps to (docs/limits.md, and `GET /v1/limits` for a caller): rate
  * limits and where they are counted, time limits, load shedding, and the audit trail's flush.
  */
 export const LIMIT_SETTINGS = {

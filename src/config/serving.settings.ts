@@ -203,7 +203,7 @@ export const START_CHECK_SETTINGS = {
     Type.Union([Type.Literal('quick'), Type.Literal('full'), Type.Literal('off')], {
       default: 'quick',
       description:
-        'how a SQLite file is checked for damage before any command uses it. `quick`: SQLite\'s quick_check, every page of every table and index (a 1.2 GB file: 2 to 3 s from the page cache, 25 s from disk); `full`: integrity_check, also that each index holds its table\'s rows (about 3× as long); `off`: not checked. Damage stops rowi with exit code 2 (docs/operations.md "Damaged database")',
+        'how a SQLite file is checked for damage before any command uses it. `quick`: SQLite\'s quick_check, every page of every table and index (a 1.2 GB file: 2 to 3 s from the page cache, 25 s from disk); `full`: integrity_check, also that each index holds its table\'s rows (about 3× as long); `off`: not checked. Damage stops rowi with exit code 2 (docs/backups.md "Damaged database")',
     }),
     'ROWI_SQLITE_CHECK',
   ),

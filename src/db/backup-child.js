@@ -6,7 +6,7 @@
  * fsync, so that the copy is on the disk before backup.ts renames it into place.
  * `check` does the same checks on a file already there (`rowi restore`).
  *
- * A backup must not stall the requests it runs beside (docs/operations.md "Backups and restore"):
+ * A backup must not stall the requests it runs beside (docs/backups.md):
  * every thread of the process runs at the lowest CPU priority (nice 19): Node 24's node:sqlite
  * copies each step on libuv's thread pool, which a thread's nice value (a worker thread's, as
  * before) did not reach. The copy goes 4 MB at a time, each step's pages flushed to the disk before

@@ -213,4 +213,4 @@ export function checkBackupSettings(config: Pick<Config, 'backupDir' | 'data' | 
 }
 
 export const POSTGRES_BACKUPS =
-  'rowi backs up its SQLite file only; on PostgreSQL (ROWI_DATABASE_URL) use its own tools: pg_dump (or pg_basebackup with WAL archiving for point-in-time recovery), and pg_restore; see docs/operations.md "Backups and restore"';
+  'rowi backs up its SQLite file only; on PostgreSQL (ROWI_DATABASE_URL) use its own tools: pg_dump (or pg_basebackup with WAL archiving for point-in-time recovery), and pg_restore; see docs/backups.md';

@@ -56,7 +56,7 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * commits (WAL mode: docs/events.md), so on a service that writes it rarely holds much for long;
  * but one long read (an export of 1,000,000 orders, its size check) filled all 16 MB, 15 MB of
  * the process's RSS growth during the export, never given back. Pages it misses come from the
- * operating system's cache (docs/performance.md "Reading in bulk").
+ * operating system's cache (bench/NOTES.md "Reading in bulk").
  */
 const READER_PAGE_CACHE_KIB = 2000;
 

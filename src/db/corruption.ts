@@ -34,7 +34,7 @@ export interface CorruptionWatchOptions {
 }
 
 /**
- * What this process knows of damage to its database (docs/operations.md "Damaged database").
+ * What this process knows of damage to its database (docs/backups.md "Damaged database").
  * The first statement that fails with SQLITE_CORRUPT / SQLITE_NOTADB (or PostgreSQL's XX001 /
  * XX002) is remembered until the process ends and logged once, with what to do; from then on
  * `/health/ready` fails, and on SQLite every write is refused before it runs (writerGuard): more

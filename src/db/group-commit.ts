@@ -187,7 +187,7 @@ export class GroupCommitWriter {
     // One name for every unit: they run one at a time, each released before the next begins, and
     // one SQL text is prepared once (a name per unit would flood the statement cache). The first
     // unit of a group takes none: under a savepoint SQLite copies every page a unit changes to a
-    // statement journal first, which for an import's chunk is thousands (docs/performance.md "Imports").
+    // statement journal first, which for an import's chunk is thousands (bench/NOTES.md "Imports").
     const savepoint = this.#group!.units === 0 ? undefined : 'unit';
     try {
       next.session.unit = { savepoint, done: false };

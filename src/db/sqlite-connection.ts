@@ -147,7 +147,7 @@ function openNodeSqlite(
 /**
  * better-sqlite3 binds an array given as one argument element by element through V8's generic
  * property lookup, and values given as arguments directly: for a multi-row insert of an import
- * (about 45 values a row) that is 0.1–0.15 µs a value less (docs/performance.md "Imports"). Past
+ * (about 45 values a row) that is 0.1–0.15 µs a value less (bench/NOTES.md "Imports"). Past
  * this many the array goes as it is, so a long IN list never spreads onto the stack.
  */
 const MAX_SPREAD_PARAMETERS = 4096;

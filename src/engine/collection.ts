@@ -202,7 +202,7 @@ const WRITES = {
       `Change some fields of ${collection.article} ${nounOf(collection)} (JSON Merge Patch)`,
   },
 } as const;
-/** What each kind of operation does, for its description when the operation says nothing more (docs/guide.md "Conventions"). */
+/** What each kind of operation does, for its description when the operation says nothing more (docs/conventions.md). */
 const usualDescription = {
   list: (collection: CollectionDeclaration<TSchema>) =>
     `A page of ${collection.name}, in the order \`sort\` asks (comma-separated fields, - for descending; ties by id), at most \`limit\` a page. The next page is at the Link header's rel="next" and the page's \`next\` cursor; filters narrow the list; any other query parameter is 400.`,

@@ -36,7 +36,7 @@ interface ReadOnlyFields {
 
 /**
  * A read-only field in a PUT/PATCH body is ignored when it equals the stored value (so a client
- * may send back what it read), and refused with 422 otherwise (docs/guide.md "Conventions"). Timestamps
+ * may send back what it read), and refused with 422 otherwise (docs/conventions.md). Timestamps
  * are compared as instants, so "…:00Z" equals "…:00.000Z". `others` names further read-only
  * fields of the resource that differ, so that one problem lists them all.
  */

@@ -10,7 +10,7 @@ import { AppError, BadRequestError } from '../errors.js';
  * a small body that inflates to gigabytes is refused when it passes the limit, having cost no more
  * than that. Any other coding is refused with 415 and `Accept-Encoding` naming those taken
  * (RFC 9110 §12.5.3); a body that is not what its coding says is 400 `malformed-body`. Only routes
- * that take a body and answer 415 look at the header (docs/guide.md "Conventions").
+ * that take a body and answer 415 look at the header (docs/conventions.md).
  */
 export const CONTENT_CODINGS = ['gzip', 'deflate', 'br'] as const;
 type ContentCoding = (typeof CONTENT_CODINGS)[number];

@@ -196,7 +196,7 @@ export function expandedTag(
   format: Format,
   fieldsTag?: string,
 ): string {
-  // With fields, the field set is part of the representation too (docs/reading.md "ETags").
+  // With fields, the field set is part of the representation too (docs/reading.md "Only the fields asked for").
   const digest = createHash('sha256')
     .update(`${[...paths].sort().join(',')}|${embedded}${fieldsTag === undefined ? '' : `|f${fieldsTag}`}`)
     .digest()

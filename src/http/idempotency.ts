@@ -16,7 +16,7 @@ import {
 } from './idempotency.repository.js';
 
 /**
- * Idempotency-Key on POST (docs/guide.md "Conventions", draft-ietf-httpapi-idempotency-key-header): a retry with the
+ * Idempotency-Key on POST (docs/conventions.md, draft-ietf-httpapi-idempotency-key-header): a retry with the
  * same key and the same request replays the first response; the same key with a different
  * request is refused with 422.
  *

@@ -14,7 +14,7 @@ const MIB = 1024 * 1024;
 const SHED_RETRY_AFTER_S = 5;
 
 /**
- * Load shedding (docs/operations.md "Limits": 503 when overloaded): while the event loop lags behind by more than
+ * Load shedding (docs/limits.md: 503 when overloaded): while the event loop lags behind by more than
  * ROWI_MAX_EVENT_LOOP_DELAY ms, or the V8 heap holds more than ROWI_MAX_HEAP_USED MiB, a request
  * is answered at once with a 503 problem and Retry-After, before authentication, body or
  * database, instead of joining a queue that only grows. Either limit at 0 is off.

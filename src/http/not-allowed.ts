@@ -3,7 +3,7 @@ import { MethodNotAllowedError } from '../errors.js';
 import { BOTH_FORMATS, chooseFormat } from './negotiate.js';
 
 /**
- * Fastify answers a method that a path does not support with 404. rowi's contract (docs/guide.md "Conventions") wants
+ * Fastify answers a method that a path does not support with 404. rowi's contract (docs/conventions.md) wants
  * 405 with an Allow header listing the methods the path does support, and OPTIONS answered with
  * that list. Every route is recorded here as it is registered, so the list cannot go stale.
  *

@@ -8,7 +8,7 @@ import { answerSelected, fieldsParameter, type FieldSelection, type Selectable }
 import { Timestamp } from './schemas.js';
 
 /**
- * Collections (docs/guide.md "Conventions"): keyset cursor paging, equality and time-range filters and `sort`, all
+ * Collections (docs/conventions.md): keyset cursor paging, equality and time-range filters and `sort`, all
  * declared per resource in a CollectionSpec and enforced here. The same declaration produces
  * the query-string schema (validation and OpenAPI) and the ListQuery the repository runs.
  */
@@ -211,7 +211,7 @@ function badQuery(parameter: string, detail: string): BadRequestError {
   );
 }
 
-/** The collection envelope's schema: `{data: [...], next_cursor}` (docs/guide.md "Conventions"). */
+/** The collection envelope's schema: `{data: [...], next_cursor}` (docs/conventions.md). */
 export function pageSchema(item: TSchema & { xml?: { name?: string }; title?: string }, rootName: string) {
   return Type.Object(
     {

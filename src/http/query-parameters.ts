@@ -2,7 +2,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import { BadRequestError } from '../errors.js';
 
 /**
- * A route takes the query parameters its schema names and no other (docs/guide.md "Conventions"):
+ * A route takes the query parameters its schema names and no other (docs/conventions.md):
  * a parameter it does not know is a mistake of the caller (a typo, `?mdoe=partial`, or a
  * parameter of another operation), and ignoring it would answer something else than was asked
  * (a backup for `?file=…`, every record for `?limt=10`). So, for every route as it is

@@ -102,7 +102,7 @@ export function correlate(request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id).header('traceresponse', traceResponseOf(request.raw));
 }
 
-/** Every response, errors included, carries the request id and the trace (docs/guide.md "Conventions"). */
+/** Every response, errors included, carries the request id and the trace (docs/conventions.md). */
 export function registerRequestId(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     correlate(request, reply);

@@ -6,7 +6,7 @@ import type { RouteTable } from './not-allowed.js';
  * answered with a permanent redirect (308: the method and the body kept) to the path without it,
  * so that each resource has one URL (one cache entry, one ETag, one path in the audit trail).
  * Without this, a route with a parameter last (`/v1/users/:id`) took `/v1/users/` for a record with
- * an empty id (404), and `/v1/` found nothing. docs/guide.md "Conventions".
+ * an empty id (404), and `/v1/` found nothing. docs/conventions.md.
  */
 export function registerTrailingSlashRedirect(app: FastifyInstance, routes: RouteTable): void {
   app.addHook('onRequest', (request, reply, done) => {

@@ -1,7 +1,7 @@
 import { BadRequestError } from '../errors.js';
 
 /**
- * What an XML body may hold, checked in one pass before any parsing work (docs/guide.md "Conventions").
+ * What an XML body may hold, checked in one pass before any parsing work (docs/conventions.md).
  * rowi's largest document (an order of 100 lines) is a few levels deep, about 300 elements and a
  * few kilobytes of text, with at most two attributes an element (nil, xmlns). The validator and
  * the parser cost 70–100 ms a megabyte and far more for some shapes (90,000 attributes on one

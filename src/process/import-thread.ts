@@ -38,7 +38,7 @@ export type FromImportThread =
   | { spend: { operation: number; request: number; units: number } };
 
 /**
- * Imports on a thread of their own (docs/bulk.md "How an import runs"): reading the spooled file,
+ * Imports on a thread of their own (docs/bulk.md "Imports"): reading the spooled file,
  * checking its rows and writing its chunks, on a database connection of the thread's, so that an
  * import never takes the event loop that answers requests, nor requests the import's.
  * The main thread keeps what the deployment sees of it: the operation's claim and lease
@@ -77,7 +77,7 @@ function threadCannotRun(config: Config, setting: string): string | undefined {
  * every request for a statement's time: a thread. On PostgreSQL statements run in the server while
  * the event loop goes on: the thread spares requests nothing there (a GET beside an import had a
  * p99 of 6-9 ms either way) and costs about 40 MB a process, and 25 MB more growth during an
- * import, for a rate 1.05-1.2x the event loop's (docs/performance.md "Imports").
+ * import, for a rate 1.05-1.2x the event loop's (bench/NOTES.md "Imports").
  */
 export function importsRunOn(config: Pick<Config, 'importThread' | 'databaseUrl'>): 'thread' | 'main' {
   if (config.importThread !== 'auto') return config.importThread;
@@ -156,7 +156,7 @@ class ImportThread implements ImportElsewhere {
     // Its young generation is the process's (16 MB semi-spaces: npm start and the Dockerfile give
     // --max-semi-space-size=16, which V8 takes over a thread's resourceLimits). A chunk's rows and
     // events outlive a smaller one: with 4 MB semi-spaces an import cost 1.06-1.22x the CPU a row,
-    // for 9 MB less idle RSS (docs/performance.md "The import on a thread of its own").
+    // for 9 MB less idle RSS (bench/NOTES.md "The import on a thread of its own").
     const worker = new Worker(ENTRY, { workerData: this.#data });
     worker.on('message', (message: FromImportThread) => {
       if (message === 'events') this.#wakeFeed();

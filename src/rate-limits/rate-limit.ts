@@ -9,7 +9,7 @@ import { metrics } from '../observability/metrics.js';
 import type { Budget, FailureSubject, Policy, RateLimiter } from './rate-limiter.js';
 
 /**
- * Per-caller rate limits (docs/operations.md "Limits"), counted with GCRA (the generic cell rate algorithm, a token
+ * Per-caller rate limits (docs/limits.md), counted with GCRA (the generic cell rate algorithm, a token
  * bucket kept as one timestamp per key): a caller may spend its whole quota at once, then one
  * request every window/quota. Counted after authentication, so per caller, not per address;
  * requests without credentials are counted per client address. Every counted response says

@@ -14,7 +14,7 @@ import type { RedisStore } from './rate-limit-stores.js';
 const WINDOW_S = 60;
 const WINDOW_MS = WINDOW_S * 1000;
 
-/** The names of the policies, as RateLimit-Policy and a 429's `policy` give them (docs/operations.md "Limits"). */
+/** The names of the policies, as RateLimit-Policy and a 429's `policy` give them (docs/limits.md). */
 export const POLICY_NAMES = ['caller', 'address', 'orders-create', 'failed-auth'] as const;
 
 export interface Policy {

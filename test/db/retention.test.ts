@@ -7,7 +7,7 @@ import { buildUser, createUser } from '../helpers/records.js';
 import { createEndpoint, deliveriesOf, WEBHOOK_SETTINGS } from '../helpers/webhooks.js';
 
 /**
- * Retention (docs/operations.md "Data kept and its retention"): rows past it are pruned by the
+ * Retention (docs/limits.md "Data kept and its retention"): rows past it are pruned by the
  * background sweep, in batches, on both databases; the rest stay; the metrics show each table.
  * The sweep is run at once here (app.retention.sweep) instead of waiting for its minute.
  */

@@ -247,7 +247,7 @@ function pathValue(schema: Schema, known: (string | number)[], last: boolean): f
     },
   );
   // Not empty at the end of the path: `/v1/users/` is the collection's URL with a trailing slash,
-  // redirected there (docs/guide.md "Conventions"), not this operation.
+  // redirected there (docs/conventions.md), not this operation.
   return last ? values.filter((value) => value !== '') : values;
 }
 

@@ -6,7 +6,7 @@ import { storedInventory, storedUsers } from '../helpers/stored.js';
 import { buildObservation, weatherHelpers } from '../helpers/weather.js';
 
 /**
- * Request text rowi refuses, on every database (docs/guide.md "Conventions"): XML past its limits or of
+ * Request text rowi refuses, on every database (docs/conventions.md): XML past its limits or of
  * any hostile shape, NUL in a body or a query string, bytes that are not UTF-8, lone surrogates,
  * and bodies holding more values than any document of rowi's. Each gets a clear 400 problem (never
  * a 5xx), and nothing stored changes.

@@ -4,7 +4,7 @@ import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 
 /**
- * Request bodies with a Content-Encoding (docs/guide.md "Conventions"): decoded (gzip, deflate,
+ * Request bodies with a Content-Encoding (docs/conventions.md): decoded (gzip, deflate,
  * br) for JSON, XML and batches alike, the body limit counting decoded bytes; any other coding 415.
  */
 let test: TestApp;

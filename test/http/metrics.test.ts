@@ -107,7 +107,7 @@ describe('GET /metrics', () => {
       statuses.push((await test.call({ url: '/v1/users', key: reader.key })).status);
     expect(statuses.filter((status) => status === 429)).toHaveLength(2);
     const after = await scrape();
-    // The reader's quota is the "caller" policy's (docs/operations.md "Limits").
+    // The reader's quota is the "caller" policy's (docs/limits.md).
     expect(
       sample(after, 'rowi_rate_limit_rejections_total', { policy: 'caller' }) -
         sample(before, 'rowi_rate_limit_rejections_total', { policy: 'caller' }),

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { expectProblem } from '../helpers/problems.js';
 
-/** A path with a trailing slash (docs/guide.md "Conventions"): redirected to the one URL of its resource. */
+/** A path with a trailing slash (docs/conventions.md): redirected to the one URL of its resource. */
 let test: TestApp;
 beforeAll(async () => {
   test = await startApp();

@@ -9,7 +9,7 @@ import { storedUsers } from '../helpers/stored.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
- * Per-caller rate limits (docs/operations.md "Limits"): GCRA buckets per caller (per address without
+ * Per-caller rate limits (docs/limits.md): GCRA buckets per caller (per address without
  * credentials), RateLimit-Policy and RateLimit headers on every counted response, 429 problems
  * with Retry-After, a tighter budget for POST /v1/orders, per-caller overrides, failed
  * authentications throttled per address, and counters shared through Redis.

@@ -16,7 +16,7 @@ import { keptLog } from '../helpers/log.js';
 import { tempFolder } from '../helpers/temp.js';
 import { mountTmpfs, unmountTmpfs } from '../helpers/tmpfs.js';
 
-/** Backups over HTTP (docs/operations.md "Backups and restore"): POST /v1/backups, GET /v1/backups, GET /v1/backups/{name}. */
+/** Backups over HTTP (docs/backups.md): POST /v1/backups, GET /v1/backups, GET /v1/backups/{name}. */
 async function ended(test: TestApp, location: string) {
   for (let attempt = 0; attempt < 200; attempt++) {
     const reply = await test.call({ url: location });

@@ -6,7 +6,7 @@ import { startServer, type RunningServer } from '../helpers/process.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
- * Imports on the import thread (docs/bulk.md "Where an import runs"): the built rowi runs every
+ * Imports on the import thread (docs/bulk.md "Queue and turns"): the built rowi runs every
  * import on a thread of its own (ROWI_IMPORT_THREAD=thread; auto, the default, chooses it on
  * SQLite), with a database connection of its own. What the process's main thread must still do
  * for it: wake its event stream on the events the thread commits, carry a cancel to it, and stop

@@ -526,7 +526,7 @@ describe('orders and stock under load, over a real socket', () => {
 });
 
 /**
- * Several processes, one database (docs/operations.md "Deployment"), on the run's backend: two `rowi serve` processes on
+ * Several processes, one database (docs/deployment.md), on the run's backend: two `rowi serve` processes on
  * different ports, and one `rowi serve --workers 2` whose workers share a port.
  */
 describe.each([

@@ -1929,7 +1929,7 @@ export interface components {
             /** @description what the caller may do: role + extra − removed */
             readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access: components["schemas"]["RecordAccess"];
-            /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
+            /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit: number | null;
             /**
              * Format: date-time
@@ -1959,7 +1959,7 @@ export interface components {
             /** @description scopes of the role taken away */
             removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["RecordAccessChange"];
-            /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
+            /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit?: number | null;
         };
         /**
@@ -2016,7 +2016,7 @@ export interface components {
             /** @description what the caller may do: role + extra − removed */
             readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["PartialRecordAccess"];
-            /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
+            /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit?: number | null;
             /**
              * Format: date-time
@@ -2091,7 +2091,7 @@ export interface components {
             /** @description scopes of the role taken away; replaces the list */
             removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
             record_access?: components["schemas"]["RecordAccessChange"];
-            /** @description requests per minute this caller may make; null: its role's default (docs/operations.md "Limits") */
+            /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
             readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];

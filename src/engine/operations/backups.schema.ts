@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { MAX_LIMIT, pageSchema } from '../../http/paging.js';
 import { Nullable, Timestamp } from '../../http/schemas.js';
 
-/** Backups of the SQLite file in ROWI_BACKUP_DIR, as their manifests (`FILE.json`) record them (docs/operations.md "Backups and restore"). */
+/** Backups of the SQLite file in ROWI_BACKUP_DIR, as their manifests (`FILE.json`) record them (docs/backups.md). */
 const Count = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
 
 /** A backup's file name: no folder, no leading dot (what the schedule and POST /v1/backups write: rowi-TIME.sqlite). */

@@ -123,7 +123,7 @@ const OperationStatus = Type.Union(
   { description: 'queued (waiting for its turn), running, or how it ended: succeeded, failed, cancelled' },
 );
 
-/** A backup of the SQLite file into ROWI_BACKUP_DIR, started by POST /v1/backups (docs/operations.md "Backups and restore"). */
+/** A backup of the SQLite file into ROWI_BACKUP_DIR, started by POST /v1/backups (docs/backups.md). */
 export const BackupOperationSchema = Type.Object(
   {
     id: RecordFields.id,

@@ -11,7 +11,7 @@ import {
 import { backupsUnavailable, getBackup, listBackupPage, type BackupRunner } from './backups.service.js';
 
 /**
- * Backups of the SQLite file over HTTP (docs/operations.md "Backups and restore"): start one (an
+ * Backups of the SQLite file over HTTP (docs/backups.md): start one (an
  * operation to follow), list those in ROWI_BACKUP_DIR, read one. `runner` is undefined where there
  * is nothing to back up into (no ROWI_BACKUP_DIR, or PostgreSQL): every route then answers 409
  * with the reason. `importTargets` are the import targets the app registers, which an operation may name.

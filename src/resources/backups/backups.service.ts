@@ -27,7 +27,7 @@ import {
 import { BACKUP_FAILURES, type Backup, type BackupFailure } from '../../engine/operations/backups.schema.js';
 
 /**
- * Backups over HTTP (docs/operations.md "Backups and restore"): POST /v1/backups starts one as an
+ * Backups over HTTP (docs/backups.md): POST /v1/backups starts one as an
  * operation, and the backups in ROWI_BACKUP_DIR are a collection read from their manifests.
  *
  * - One at a time: a second POST while one is queued or running is refused (409 backup-running,

@@ -31,7 +31,7 @@ const Role = oneOfLiterals(ROLES, {
 const Access = Type.Union([Type.Literal('all'), Type.Literal('own')]);
 
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()], {
-  description: 'requests per minute this caller may make; null: its role\'s default (docs/operations.md "Limits")',
+  description: "requests per minute this caller may make; null: its role's default (docs/limits.md)",
 });
 
 /**

@@ -131,7 +131,7 @@ const healthRoutes: FastifyPluginAsyncTypebox<{ version: string; auditTrail: () 
 
 /**
  * With ROWI_REDIS_URL: whether the rate-limit counters are shared. Redis unreachable is a warning,
- * not a failure: the instance still serves, counting alone (docs/operations.md "Limits").
+ * not a failure: the instance still serves, counting alone (docs/limits.md).
  */
 function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
   if (sharing === undefined || sharing === 'instance') return {};
@@ -149,7 +149,7 @@ function rateLimitCheck(sharing: string | undefined): { rate_limits?: Check } {
 /**
  * Only while the audit trail cannot be written: a warning, not a failure. Every instance on the
  * database fails alike then (it is unreachable, or its disk full), and requests are still served
- * and their events kept in memory until it takes them (docs/operations.md "Health").
+ * and their events kept in memory until it takes them (docs/guide.md "Health probes").
  */
 function auditTrailCheck({ pending, failingSince }: AuditTrailState): { audit_trail?: Check } {
   if (failingSince === undefined) return {};

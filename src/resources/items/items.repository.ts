@@ -71,7 +71,7 @@ const selectItemsBySkus = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, skus, owne
  *   work (its group holds the write lock, and runs one unit at a time), so a SKU taken is an error,
  *   and the ids are not returned but counted: a statement's new rows take consecutive ids
  *   (AUTOINCREMENT, one writer), the last of them its last rowid. `returning` made SQLite keep
- *   every row of a statement aside before handing it back (docs/performance.md "Imports").
+ *   every row of a statement aside before handing it back (bench/NOTES.md "Imports").
  */
 export async function insertItems(
   db: Executor,

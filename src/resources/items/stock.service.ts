@@ -180,7 +180,7 @@ function movement(
   };
 }
 
-/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (docs/guide.md "Conventions"). */
+/** Read-only stock fields in a PUT/PATCH body must equal the stored ones (docs/conventions.md). */
 function assertStockEchoes(stored: StoredStock, body: StockChange): void {
   assertEchoesMatch([
     ...(body.item_id !== undefined && body.item_id !== stored.item_id ? ['item_id'] : []),

@@ -59,7 +59,7 @@ const LimitsSchema = Type.Object(
 
 /**
  * GET /v1/limits: every limit that applies to the caller, so that it can stay within them
- * before it meets one (docs/operations.md "Limits"). Public: without credentials it describes the client address's
+ * before it meets one (docs/limits.md). Public: without credentials it describes the client address's
  * budget; with them, the caller's.
  */
 const limitsRoutes: FastifyPluginAsyncTypebox = async (app) => {

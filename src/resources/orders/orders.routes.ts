@@ -56,7 +56,7 @@ const ordersRoutes: FastifyPluginAsyncTypebox<{ expansion: Expansion<OrderView> 
       description: `All lines are reserved in one transaction; when stock cannot cover every line, nothing is reserved and the 409 insufficient-stock problem lists each short line in short_lines (with the quantity available to a caller with stock:read). ${REFERENCES}`,
       created: 'Placed',
       // Placing orders spends from a tighter budget as well as the caller's own, in a batch too
-      // (docs/operations.md "Limits").
+      // (docs/limits.md).
       config: { rateLimitBudget: 'orders-create' },
       body: OrderCreateSchema,
       create: (trx, body, context) => placeOrder(trx, body, context.access),

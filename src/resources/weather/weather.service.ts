@@ -235,7 +235,7 @@ function checkObservation(input: ObservationInput, recordedBy: string): Measurem
   };
 }
 
-/** The rules of writes (docs/guide.md "Conventions") for place bodies: id and timestamps as for every record, and `place` naming the path's. */
+/** The rules of writes (docs/conventions.md) for place bodies: id and timestamps as for every record, and `place` naming the path's. */
 function assertEchoes(
   stored: StoredPlace,
   body: { place?: string; id?: number; created_at?: string; updated_at?: string },
