@@ -109,7 +109,9 @@ export async function openSqlite(
   const checkpoints =
     inMemory || !checkpointing
       ? undefined
-      : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
+      : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log, {
+          whenWritten: true,
+        });
   return {
     db,
     kind: 'sqlite',

@@ -20,6 +20,10 @@ export async function serveAsWorker(config: Config): Promise<void> {
   let storage: Storage | undefined;
   let app: FastifyInstance;
   try {
+    // The app's modules load while the primary's preparer may still be migrating the database.
+    const loading = import('../app.js');
+    loading.catch(() => {});
+    await primaryPrepared();
     storage = await openStorage(config, logger);
     app = await serveHandedConnections(config, storage, logger, await workerMetrics());
   } catch (error) {
@@ -70,4 +74,17 @@ export async function serveAsWorker(config: Config): Promise<void> {
   // A primary that is gone (killed) leaves no one to hand out connections: finish and go too.
   process.on('disconnect', close);
   process.send!({ type: 'rowi:ready' } satisfies WorkerMessage);
+}
+
+/** Once the primary's preparer has migrated the database (the primary answers at once when it has). */
+function primaryPrepared(): Promise<void> {
+  return new Promise((resolve) => {
+    const listener = (message: unknown) => {
+      if (!isWorkerMessage(message) || message.type !== 'rowi:prepared') return;
+      process.off('message', listener);
+      resolve();
+    };
+    process.on('message', listener);
+    process.send!({ type: 'rowi:waiting' } satisfies WorkerMessage);
+  });
 }

@@ -15,7 +15,8 @@ import { listenRefusal } from './listen-refusal.js';
 
 /**
  * `rowi serve --workers N`: the primary has its preparer (process/preparer.ts) check the settings
- * and migrate the database, forks N workers, and once they are ready listens on the port itself
+ * and migrate the database, forks N workers once the settings are checked (they load rowi while the
+ * preparer migrates, and open the database once it has), and once they are ready listens on the port itself
  * and deals each connection it accepts to the next worker (round robin), which serves it as its
  * own (process/cluster-worker.ts); the preparer creates the first admin once it listens. The
  * primary replaces a worker that dies, and drains them all on SIGTERM/SIGINT. Each worker is a
@@ -32,6 +33,8 @@ import { listenRefusal } from './listen-refusal.js';
  * is served like the others (http/draining.ts).
  */
 export type WorkerMessage =
+  | { type: 'rowi:waiting' }
+  | { type: 'rowi:prepared' }
   | { type: 'rowi:ready' }
   | { type: 'rowi:failed'; message: string; config: boolean }
   | { type: 'rowi:origin'; origin: string }
@@ -68,7 +71,9 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
   const logger = createLogger(config);
   const damage = new WorkersDamage();
   preparer.onDamage(() => damage.foundElsewhere());
-  await preparer.prepared();
+  // The workers start loading rowi while the preparer migrates; each opens the database only once it is prepared.
+  const prepared = preparer.prepared();
+  prepared.catch(() => {});
   relayWorkerSignals();
   aggregateWorkerMetrics();
   countWorkerAuthFailures();
@@ -84,6 +89,10 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
     const worker = cluster.fork();
     started.set(worker, Date.now());
     worker.on('message', (message: unknown) => {
+      if (isWorkerMessage(message) && message.type === 'rowi:waiting')
+        void prepared.then(
+          () => worker.isConnected() && worker.send({ type: 'rowi:prepared' } satisfies WorkerMessage),
+        );
       if (!isWorkerMessage(message) || message.type !== 'rowi:ready') return;
       serving.push(worker);
       damage.ready(worker);
@@ -155,7 +164,7 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
 
   // Every worker is ready, or the start fails as a whole (a bad certificate fails in each worker);
   // then the port is opened, so that no connection waits for a worker still starting.
-  await new Promise<void>((resolve, reject) => {
+  const allReady = new Promise<void>((resolve, reject) => {
     let readyWorkers = 0;
     const settle = (outcome: () => void) => {
       cluster.off('message', onMessage);
@@ -179,7 +188,18 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
       );
     cluster.on('message', onMessage);
     cluster.on('exit', onExit);
-  })
+  });
+  // Handled below, once the preparer is done; a worker may fail before.
+  allReady.catch(() => {});
+  try {
+    await prepared;
+  } catch (error) {
+    // The preparer ended the start (it said why): no worker is left behind.
+    shuttingDown = true;
+    for (const worker of started.keys()) worker.process.kill('SIGKILL');
+    throw error;
+  }
+  await allReady
     .then(async () => {
       listener = createServer({ pauseOnConnect: true }, deal);
       await new Promise<void>((resolve, reject) => {

@@ -90,12 +90,12 @@ interface Waiting {
 }
 
 /**
- * One thread per process, started with it (so that an import never waits for the thread's start,
- * about half a second of loading its modules, and the memory it takes, about 36 MB, is there from
- * the start, not a jump during the first import) and kept while it runs; every import of the
- * process runs there (at most ROWI_IMPORT_CONCURRENCY at once, as the runner claims them). A thread
- * that ends while imports run (a fault, its memory exhausted) rejects them: the runner marks each
- * failed with the rows its last commit kept, and the next import starts a new thread.
+ * One thread per process, started by its first import (idle, a process holds no thread: about
+ * 36 MB less) and kept while the process runs; every import of the process runs there (at most
+ * ROWI_IMPORT_CONCURRENCY at once, as the runner claims them). The first import waits for the
+ * thread to load its modules, about half a second. A thread that ends while imports run (a fault,
+ * its memory exhausted) rejects them: the runner marks each failed with the rows its last commit
+ * kept, and the next import starts a new thread.
  */
 const THREAD_TARGETS = new Set(IMPORTERS.map((target) => target.name as string));
 
@@ -115,7 +115,6 @@ class ImportThread implements ImportElsewhere {
     this.#data = data;
     this.#log = log;
     this.#commits = commits;
-    this.#worker = this.#start();
   }
 
   /** The thread imports into rowi's own collections (api/importers.ts), the ones its entry loads. */

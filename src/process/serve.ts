@@ -18,7 +18,7 @@ import { checkWritableFolders } from './folders.js';
  * With ROWI_WORKERS / --workers N above 1 (0, the default, means one per core), the process
  * becomes the primary of N worker processes that share the port (node:cluster: the primary
  * accepts connections and hands them out). Its preparer migrates the database before the workers
- * start and creates the first admin once every worker listens; each worker is a whole rowi with
+ * open it and creates the first admin once every worker listens; each worker is a whole rowi with
  * its own pool; a worker that dies is replaced; SIGTERM/SIGINT to the primary drains every worker.
  * The primary starts lean (process/cli.ts); this is the way when that did not apply.
  */
