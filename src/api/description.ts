@@ -1,14 +1,26 @@
 /**
- * What the OpenAPI document says of the API as a whole: what it is, and the groups (tags) its
+ * What the OpenAPI document says of the API as a whole, as the docs page opens: what rowi is, how to
+ * get a key and try an operation, where the guides are; and the groups (tags) its
  * operations are listed under, in the document's order: the resources first, the service's own
  * plumbing (index, probes, problem types) last, as the docs page shows them. Each route names its
  * group in its operation().
  */
-export const API_DESCRIPTION =
-  'Resource-Oriented Web Interface: users, items, stock, orders and weather over REST. ' +
-  'Every operation answers in JSON or XML (chosen by Accept), except batches, events and webhook endpoints (JSON only) and what is a file or a stream by nature, offered in that form only: exports of lists (CSV, NDJSON), the event stream and the metrics; every failure is an RFC 9457 problem. ' +
-  "XML maps JSON one-to-one: members become child elements, array items are wrapped in the array's element " +
-  'and named by the item schema\'s xml.name (or "i"), and null is an empty element with nil="true".';
+export const API_DESCRIPTION = [
+  'rowi is the REST interface through which other systems (a sales system, an inventory system, a weather feed) ' +
+    'read and change users, items and their stock, orders and weather data.',
+  '**To try an operation here**, press *Authorize* and paste an API key as `X-API-Key`. `npm start` prints the ' +
+    "first admin's key on an empty database; an admin makes more with `POST /v1/callers` or " +
+    '`rowi callers create --name NAME --role reader|editor|admin`. A caller with a client secret may use a bearer ' +
+    'token from `POST /oauth/token` instead.',
+  "**Guides** (in rowi's `docs/` folder): start and first calls (`start.md`), orders and stock (`orders.md`), " +
+    'callers, keys and roles (`security.md`, `access.md`), bulk work (`bulk.md`), reading in bulk (`reading.md`), ' +
+    'events and webhooks (`events.md`), backups (`backups.md`), deployment (`deployment.md`); the rules every ' +
+    'operation follows (paging, ETags, idempotency, JSON and XML) are in `conventions.md`, the guarantees in ' +
+    '`guarantees.md`.',
+  'Every operation answers in JSON or XML (chosen by `Accept`), except batches, events and webhook endpoints ' +
+    '(JSON only) and what is a file or a stream by nature: exports (CSV, NDJSON), the event stream and the ' +
+    'metrics. Every failure is an RFC 9457 problem.',
+].join('\n\n');
 
 export const API_TAGS = [
   { name: 'users', description: 'People the other resources refer to' },
