@@ -11,6 +11,9 @@ const PROBLEMS_LISTED = 10;
 
 type CheckOutcome = { problems: string[]; ms: number } | { error: string; ms: number };
 
+/** Whether the SQLite file holds anything to check: decided before rowi opens it, which makes a new one. */
+export const holdsData = (file: string): boolean => existsSync(file) && statSync(file).size > 0;
+
 /**
  * Checks the SQLite file for damage before rowi writes to it (ROWI_SQLITE_CHECK: `quick` runs
  * SQLite's quick_check, `full` its integrity_check, `off` nothing), in a process of its own
@@ -26,13 +29,7 @@ export async function checkSqliteFile(
   onLateDamage: (detail: string) => void,
 ): Promise<Promise<void> | undefined> {
   const file = config.data;
-  if (
-    config.databaseUrl !== '' ||
-    config.sqliteCheck === 'off' ||
-    file === ':memory:' ||
-    !existsSync(file) ||
-    statSync(file).size === 0
-  )
+  if (config.databaseUrl !== '' || config.sqliteCheck === 'off' || file === ':memory:' || !holdsData(file))
     return undefined;
   const pragma = config.sqliteCheck === 'full' ? 'integrity_check' : 'quick_check';
   const outcome = runCheck(file, pragma);

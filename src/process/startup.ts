@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { openStorage, type Storage } from '../db/connect.js';
-import { checkSqliteFile } from '../db/sqlite-check.js';
+import { checkSqliteFile, holdsData } from '../db/sqlite-check.js';
 import { createLogger } from '../observability/logger.js';
 import { migrateStorage, type MigrationOutcome } from '../db/migrate.js';
 import { describeAssignedOwners } from '../db/migrations/0013-owners.js';
@@ -29,11 +29,15 @@ export async function openCheckedStorage(
   onLateDamage?: (detail: string, storage: Storage) => void,
   onCheckGoesOn?: (checkEnds: Promise<void>) => void,
 ): Promise<Storage> {
+  // A file that is new (opening it makes it) has nothing to check: no process is started for it.
+  const existed = holdsData(config.data);
   const storage = await openStorage(config, logger);
   try {
-    const checkEnds = await checkSqliteFile(config, logger, (detail) =>
-      (onLateDamage ?? ((late) => storage.corruption.report(late)))(detail, storage),
-    );
+    const checkEnds = existed
+      ? await checkSqliteFile(config, logger, (detail) =>
+          (onLateDamage ?? ((late) => storage.corruption.report(late)))(detail, storage),
+        )
+      : undefined;
     if (checkEnds !== undefined) onCheckGoesOn?.(checkEnds);
   } catch (error) {
     await storage.close();
