@@ -7,17 +7,25 @@ import { defineConfig } from 'vitest/config';
  * - "process": the tests that run the built CLI (`*.process.test.ts`: real sockets, several
  *   processes, workers, crashes, draining, TLS, the README's curl examples). Their global setup
  *   builds dist/ once a run, when a source changed (test/helpers/build-once.ts).
- * - "fast-postgres" and "process-postgres": the files that touch storage, again on PostgreSQL
+ * - "fast-postgres" and "process-postgres": the files about storage, again on PostgreSQL
  *   (test/helpers/database.ts), plus those only PostgreSQL has. Without ROWI_TEST_PG_URL they are
  *   left out, and global-setup.ts says so.
- * `npm test` runs them all; `npx vitest run --project fast` is the quick loop while writing code.
+ * `npm test` runs them all; `npm run test:fast` (the fast project) is the quick loop while writing code.
+ * ROWI_TEST_STORAGE_ONLY=1 narrows fast and process to the storage files too: .ci/run's pass on
+ * the other SQLite driver (better-sqlite3 under Node 20), the one thing that differs there.
  */
 const PROCESS_FILES = 'test/**/*.process.test.ts';
-/** The files that touch storage, run again on PostgreSQL, and those only PostgreSQL has. */
+/**
+ * The files about storage, run again on PostgreSQL, and those only PostgreSQL has. Every app in a
+ * test stores through the database, but a file is here only when what it asserts could differ with
+ * it: what is stored and read back, values a database refuses (NUL, lone surrogates, huge numbers),
+ * locking, signals. Those checking the OpenAPI document, media types, read-only fields, query
+ * parameters and which route needs which permission (all decided before a query runs) run once.
+ */
 const POSTGRES_FAST = [
   'test/resources/**/*.test.ts',
-  'test/http/{conventions,idempotency,health,openapi,timestamps,read-only-fields,media-types,bodies,documented-refusals,stored-answers,query-parameters,fields-document}.test.ts',
-  'test/auth/{api-keys,bearer-tokens,credential-changes,declared-resources,enforcement,idempotency-scope,permission-matrix}.test.ts',
+  'test/http/{conventions,idempotency,health,timestamps,bodies,documented-refusals,stored-answers,fields-document}.test.ts',
+  'test/auth/{api-keys,bearer-tokens,credential-changes,declared-resources,idempotency-scope}.test.ts',
   'test/audit-trail/**/*.test.ts',
   'test/postgres/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
@@ -42,6 +50,10 @@ const POSTGRES_PROCESS = [
   'test/outbox/**/*.process.test.ts',
   'test/resources/events.stream-slow-readers.process.test.ts',
 ];
+/** SQLite's own: its driver, locks, checkpoints, backups and damage (no PostgreSQL run: test/postgres/ has theirs). */
+const SQLITE_FAST = ['test/db/**/*.test.ts'];
+const SQLITE_PROCESS = ['test/db/**/*.process.test.ts', 'test/process/backup.process.test.ts'];
+const STORAGE_ONLY = process.env.ROWI_TEST_STORAGE_ONLY === '1';
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
 const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };
@@ -62,11 +74,20 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [PROCESS_FILES, 'test/postgres/**'] },
+        test: {
+          name: 'fast',
+          include: STORAGE_ONLY ? [...POSTGRES_FAST, ...SQLITE_FAST] : ['test/**/*.test.ts'],
+          exclude: [PROCESS_FILES, 'test/postgres/**'],
+        },
       },
       {
         extends: true,
-        test: { name: 'process', include: [PROCESS_FILES], exclude: ['test/postgres/**'], globalSetup: [SETUP, BUILD] },
+        test: {
+          name: 'process',
+          include: STORAGE_ONLY ? [...POSTGRES_PROCESS, ...SQLITE_PROCESS] : [PROCESS_FILES],
+          exclude: ['test/postgres/**'],
+          globalSetup: [SETUP, BUILD],
+        },
       },
       ...(process.env.ROWI_TEST_PG_URL
         ? [
