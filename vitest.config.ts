@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -57,6 +58,15 @@ const STORAGE_ONLY = process.env.ROWI_TEST_STORAGE_ONLY === '1';
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
 const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };
+/**
+ * The in-process files run one per core (two at once on 2 cores, where vitest's default is one):
+ * a file waits on SQLite's fsyncs and PostgreSQL's answers as much as it computes, and each has its
+ * own database. They go first, as a group of their own (vitest wants one maxWorkers a group); the
+ * process files keep vitest's default (cores - 1), since each starts servers that take cores of
+ * their own and some assert a bound in time (a change seen by another worker within 1 s).
+ */
+const IN_PROCESS = { maxWorkers: availableParallelism(), sequence: { groupOrder: 0 } };
+const PROCESS = { sequence: { groupOrder: 1 } };
 
 export default defineConfig({
   test: {
@@ -76,6 +86,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'fast',
+          ...IN_PROCESS,
           include: STORAGE_ONLY ? [...POSTGRES_FAST, ...SQLITE_FAST] : ['test/**/*.test.ts'],
           exclude: [PROCESS_FILES, 'test/postgres/**'],
         },
@@ -84,6 +95,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'process',
+          ...PROCESS,
           include: STORAGE_ONLY ? [...POSTGRES_PROCESS, ...SQLITE_PROCESS] : [PROCESS_FILES],
           exclude: ['test/postgres/**'],
           globalSetup: [SETUP, BUILD],
@@ -95,6 +107,7 @@ export default defineConfig({
               extends: true as const,
               test: {
                 name: 'fast-postgres',
+                ...IN_PROCESS,
                 include: POSTGRES_FAST,
                 exclude: [PROCESS_FILES, 'test/resources/{money,order-lines}.test.ts'],
                 env: POSTGRES,
@@ -102,7 +115,13 @@ export default defineConfig({
             },
             {
               extends: true as const,
-              test: { name: 'process-postgres', include: POSTGRES_PROCESS, globalSetup: [SETUP, BUILD], env: POSTGRES },
+              test: {
+                name: 'process-postgres',
+                ...PROCESS,
+                include: POSTGRES_PROCESS,
+                globalSetup: [SETUP, BUILD],
+                env: POSTGRES,
+              },
             },
           ]
         : []),
