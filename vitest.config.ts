@@ -2,9 +2,10 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four projects, by what a test needs:
+ * Five projects, by what a test needs:
  * - "fast": every test that runs in this process on the sources (unit tests of pure code, and
- *   the app in-process on a fresh SQLite file per test app). No build.
+ *   the app in-process on a fresh SQLite file per test app), but the exhaustive ones. No build.
+ * - "exhaustive": the in-process files that sweep everything (EXHAUSTIVE below), on SQLite.
  * - "process": the tests that run the built CLI (`*.process.test.ts`: real sockets, several
  *   processes, workers, crashes, draining, TLS, the README's curl examples). Their global setup
  *   builds dist/ once a run, when a source changed (test/helpers/build-once.ts).
@@ -16,6 +17,17 @@ import { defineConfig } from 'vitest/config';
  * the other SQLite driver (better-sqlite3 under Node 20), the one thing that differs there.
  */
 const PROCESS_FILES = 'test/**/*.process.test.ts';
+/**
+ * In-process files that sweep everything and take the longest: the fuzzing, every schema compiled,
+ * every route × credential, the docs page in a browser, the generated client, the compatibility
+ * checker. `npm test` runs them (the "exhaustive" project); the quick loop leaves them out.
+ */
+const EXHAUSTIVE = [
+  'test/fuzz/**/*.test.ts',
+  'test/http/{openapi,docs-page,compatibility}.test.ts',
+  'test/auth/permission-matrix.test.ts',
+  'test/clients/typescript-client.test.ts',
+];
 /**
  * The files about storage, run again on PostgreSQL, and those only PostgreSQL has. Every app in a
  * test stores through the database, but a file is here only when what it asserts could differ with
@@ -88,8 +100,12 @@ export default defineConfig({
           name: 'fast',
           ...IN_PROCESS,
           include: STORAGE_ONLY ? [...POSTGRES_FAST, ...SQLITE_FAST] : ['test/**/*.test.ts'],
-          exclude: [PROCESS_FILES, 'test/postgres/**'],
+          exclude: [PROCESS_FILES, 'test/postgres/**', ...(STORAGE_ONLY ? [] : EXHAUSTIVE)],
         },
+      },
+      {
+        extends: true,
+        test: { name: 'exhaustive', ...IN_PROCESS, include: EXHAUSTIVE },
       },
       {
         extends: true,
