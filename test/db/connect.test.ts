@@ -3,8 +3,6 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite, type Storage } from '../../src/db/connect.js';
-import { walPending } from '../../src/db/wal-state.js';
-import { eventually } from '../helpers/receiver.js';
 import { openSqliteFile } from '../helpers/sqlite-file.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -21,15 +19,6 @@ async function open(sqliteSynchronous: 'full' | 'normal') {
   const storage = await openSqlite({ data: join(folder, 'nested', 'rowi.db'), sqliteSynchronous });
   opened.push({ storage, folder });
   return storage;
-}
-
-/** A database of its own, at a path the test reads beside it. */
-async function openFile() {
-  const folder = tempFolder('db');
-  const file = join(folder, 'rowi.db');
-  const storage = await openSqlite({ data: file, sqliteSynchronous: 'full' });
-  opened.push({ storage, folder });
-  return { storage, file };
 }
 
 async function pragma(storage: Storage, name: string): Promise<unknown> {
@@ -66,7 +55,10 @@ describe('openSqlite', () => {
   });
 
   it('openSqlite: a transaction holds the write lock from BEGIN (BEGIN IMMEDIATE), before its first write', async () => {
-    const { storage, file } = await openFile();
+    const folder = tempFolder('db');
+    const file = join(folder, 'rowi.db');
+    const storage = await openSqlite({ data: file, sqliteSynchronous: 'full' });
+    opened.push({ storage, folder });
     await sql`create table t (v integer)`.execute(storage.db);
     const other = await openSqliteFile(file, { busyTimeoutMs: 0 });
     try {
@@ -80,20 +72,5 @@ describe('openSqlite', () => {
     } finally {
       other.close();
     }
-  });
-
-  it('openSqlite: once the write-ahead log holds more than 1,000 pages no checkpoint has copied back, a checkpoint copies them all back', async () => {
-    const { storage, file } = await openFile();
-    await sql`create table t (v blob)`.execute(storage.db);
-    // About 1,500 pages of 4 KB in one transaction.
-    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 1500)
-      insert into t select randomblob(4000) from n`.execute(storage.db);
-    expect(walPending(file)).toBeGreaterThan(1000);
-    // The thread is started when the process next looks (every second), and copies at its first checkpoint.
-    await eventually(
-      async () => walPending(file),
-      (pending) => pending === 0,
-      30_000,
-    );
   });
 });
