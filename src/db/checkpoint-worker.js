@@ -12,17 +12,14 @@
  * finds it, from dist/ and under the test runner (which loads src/) alike. It opens its
  * connection with node:sqlite where Node has it, else better-sqlite3 (sqlite-plain.js).
  *
- * Given `idleMs` and `idleFrames`, it ends by itself once, for `idleMs`, fewer frames than that have
- * been written to the log and all was copied back; checkpoints.ts starts it again once the log needs it.
- *
  * Messages in: { close: true }. Messages out: { checkpointed: { log, checkpointed, busy, ms } }
  * after each checkpoint that moved pages, { error } when one fails.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPlainConnection } from './sqlite-plain.js';
 
-/** @type {{ file: string; synchronous: 'FULL' | 'NORMAL'; intervalMs: number; restartPages: number; idleMs?: number; idleFrames?: number }} */
-const { file, synchronous, intervalMs, restartPages, idleMs, idleFrames = 0 } = workerData;
+/** @type {{ file: string; synchronous: 'FULL' | 'NORMAL'; intervalMs: number; restartPages: number }} */
+const { file, synchronous, intervalMs, restartPages } = workerData;
 /**
  * How long a RESTART checkpoint may wait for the writer to end its transaction, and then for the
  * readers to leave the log: the writer waits for it meanwhile (it holds the write lock).
@@ -60,11 +57,6 @@ async function open() {
 }
 
 const connection = await open();
-let closed = false;
-/** The log's length at the last checkpoint; the frames written since `quietSince`, a moment when all was copied back. */
-let lastLog = 0;
-let written = 0;
-let quietSince = performance.now();
 const timer = setInterval(() => {
   const started = performance.now();
   try {
@@ -73,33 +65,22 @@ const timer = setInterval(() => {
       port.postMessage({
         checkpointed: { log, checkpointed, busy, ms: Math.round((performance.now() - started) * 10) / 10 },
       });
-    if (idleMs === undefined) return;
-    // A log started again from its beginning holds only frames written since.
-    written += log >= lastLog ? log - lastLog : log;
-    lastLog = log;
-    if (checkpointed < log || written >= idleFrames) {
-      written = 0;
-      quietSince = started;
-    } else if (started - quietSince >= idleMs) end();
   } catch (error) {
     port.postMessage({ error: error instanceof Error ? error.message : String(error) });
   }
 }, intervalMs);
 
-function end() {
+let closed = false;
+port.on('message', (/** @type {{ close: true }} */ message) => {
+  // A second close (asked for again while the first was on its way) finds nothing left to do.
+  if (!('close' in message) || closed) return;
   closed = true;
   clearInterval(timer);
-  connection.close();
-  port.close();
-}
-
-port.on('message', (/** @type {{ close: true }} */ message) => {
-  // A second close (asked for again while the first was on its way, or after the thread ended by itself) finds nothing left to do.
-  if (!('close' in message) || closed) return;
   // A last one, so a process that stops leaves a short log behind.
   try {
     connection.checkpoint();
   } finally {
-    end();
+    connection.close();
+    port.close();
   }
 });

@@ -109,9 +109,7 @@ export async function openSqlite(
   const checkpoints =
     inMemory || !checkpointing
       ? undefined
-      : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log, {
-          whenWritten: true,
-        });
+      : startCheckpoints(settings.data, settings.sqliteSynchronous === 'normal' ? 'NORMAL' : 'FULL', log);
   return {
     db,
     kind: 'sqlite',
