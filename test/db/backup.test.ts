@@ -58,8 +58,9 @@ describe('a backup of the SQLite file taken in steps while another connection wr
       const target = join(tempFolder('backups'), 'copy.sqlite');
       const backup = backupSqlite(data, target).finally(() => (done = true));
       let lowest = false;
-      // One commit every few milliseconds until the backup ends (at most 3,000, about 30 s).
-      for (let tick = 0; tick < 3000 && !done; tick++) {
+      // One commit every few milliseconds until the backup ends (at most 12,000, about 2 minutes: the
+      // copy runs at nice 19, and waits while another test file keeps both cores busy).
+      for (let tick = 0; tick < 12_000 && !done; tick++) {
         writer.exec('insert into ticks default values');
         lowest ||= childProcesses().some(
           (pid) => niceOfThreads(pid).length > 1 && niceOfThreads(pid).every((nice) => nice === 19),
@@ -84,5 +85,6 @@ describe('a backup of the SQLite file taken in steps while another connection wr
       // A file of its own: not in WAL mode (header bytes 18 and 19 are 1).
       expect([...readFileSync(target).subarray(18, 20)]).toEqual([1, 1]);
     },
+    180_000,
   );
 });

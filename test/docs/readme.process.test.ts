@@ -125,5 +125,5 @@ describe('documentation examples (README and docs/)', () => {
       const type = String(documented.type).replace('/problems/', '');
       expect(answered.get(type), `an example answering ${type}, shown in the documentation`).toMatchObject(documented);
     }
-  });
+  }, 120_000); // every guide's curl lines (a few hundred requests, servers started on the way): longer than one test's usual 30 s on a busy machine
 });
