@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace';
 import cluster from 'node:cluster';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { ConfigError, type Config } from '../config/config.js';
 import { openStorage, type Storage } from '../db/connect.js';
 import { CLOSING_MARGIN_MS, serveHandedConnections, setOrigin } from './startup.js';
@@ -23,7 +23,7 @@ export async function serveAsWorker(config: Config): Promise<void> {
     // The app's modules load while the primary's preparer may still be migrating the database.
     const loading = import('../app.js');
     loading.catch(() => {});
-    await primaryPrepared();
+    await primaryPrepared(logger);
     storage = await openStorage(config, logger);
     app = await serveHandedConnections(config, storage, logger, await workerMetrics());
   } catch (error) {
@@ -76,15 +76,24 @@ export async function serveAsWorker(config: Config): Promise<void> {
   process.send!({ type: 'rowi:ready' } satisfies WorkerMessage);
 }
 
-/** Once the primary's preparer has migrated the database (the primary answers at once when it has). */
-function primaryPrepared(): Promise<void> {
+/**
+ * Once the primary's preparer has migrated the database (the primary answers at once when it has).
+ * A primary that is gone meanwhile (killed) will never answer: the worker exits rather than wait.
+ */
+function primaryPrepared(logger: Pick<FastifyBaseLogger, 'warn'>): Promise<void> {
   return new Promise((resolve) => {
+    const gone = () => {
+      logger.warn('lost the primary process before the database was prepared; exiting');
+      process.exit(1);
+    };
     const listener = (message: unknown) => {
       if (!isWorkerMessage(message) || message.type !== 'rowi:prepared') return;
       process.off('message', listener);
+      process.off('disconnect', gone);
       resolve();
     };
     process.on('message', listener);
+    process.once('disconnect', gone);
     process.send!({ type: 'rowi:waiting' } satisfies WorkerMessage);
   });
 }
