@@ -16,7 +16,7 @@
 //
 // Printed: orders/s, p99, main-thread CPU per order, each against the first column; the delivery
 // lag (the event's time, taken in its transaction, to the receiver's answer) p50/p99 during the
-// load, how long after the load every event was delivered, and the targets (docs/events.md) with
+// load, how long after the load every event was delivered, and the targets (docs/performance.md) with
 // ✓/✗. Loopback only; bounded loads (each `duration` s, the drains at most 15 s).
 //
 // --webhook-thread main: the webhook's rowi delivers on the thread that answers requests
@@ -53,7 +53,7 @@ const bench = {
   threads: 1,
   connections: Number(options.connections),
 };
-/** The receiver's answer time, and the targets (docs/events.md, "Webhooks: what keeps up"). */
+/** The receiver's answer time, and the targets (docs/performance.md, "Targets"). */
 const ANSWER_MS = 5;
 const LAG_P99_GOAL_MS = 2000;
 const DRAIN_GOAL_MS = 5000;

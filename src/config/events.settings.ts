@@ -75,7 +75,7 @@ export const EVENT_SETTINGS = {
     Type.Union([Type.Literal('thread'), Type.Literal('main')], {
       default: 'thread',
       description:
-        "`thread`: webhooks are delivered on a thread of their own, with database connections of their own, started in the process that holds the dispatcher's lease while an endpoint is enabled (about 38 MB more memory there; on SQLite it keeps more of the requests' rate under webhook volume: docs/events.md); `main`: on the event loop that answers requests",
+        "`thread`: webhooks are delivered from a thread of their own, in the process that sends them, while an endpoint is enabled (about 38 MB more memory there; on SQLite, more of the requests' rate under webhook volume: docs/events.md); `main`: from the event loop that answers requests",
     }),
     'ROWI_WEBHOOK_THREAD',
   ),

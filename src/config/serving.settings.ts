@@ -195,7 +195,7 @@ export const START_CHECK_SETTINGS = {
     Type.Union([Type.Literal('refuse'), Type.Literal('warn')], {
       default: 'refuse',
       description:
-        "an environment variable named `ROWI_…` that is no setting (a misspelling: `ROWI_PROT`). `refuse`: stop with exit code 2, naming it and the nearest setting; `warn`: say so on stderr and start, for an environment other programs share. Never settings: `ROWI_KEY` (the examples' API key) and the tools' `ROWI_TEST_…`, `ROWI_BENCH_…`, `ROWI_CI_…`",
+        "a `ROWI_…` variable that is no setting (a misspelling: `ROWI_PROT`). `refuse`: stop with exit code 2, naming the nearest setting; `warn`: say so on stderr and start. Never settings: `ROWI_KEY` (the examples' key) and the tools' `ROWI_TEST_…`, `ROWI_BENCH_…`, `ROWI_CI_…`",
     }),
     'ROWI_UNKNOWN_SETTINGS',
   ),
@@ -203,7 +203,7 @@ export const START_CHECK_SETTINGS = {
     Type.Union([Type.Literal('quick'), Type.Literal('full'), Type.Literal('off')], {
       default: 'quick',
       description:
-        'how a SQLite file is checked for damage before any command uses it. `quick`: SQLite\'s quick_check, every page of every table and index (a 1.2 GB file: 2 to 3 s from the page cache, 25 s from disk); `full`: integrity_check, also that each index holds its table\'s rows (about 3× as long); `off`: not checked. Damage stops rowi with exit code 2 (docs/backups.md "Damaged database")',
+        'how a SQLite file is checked for damage before any command uses it. `quick`: SQLite\'s quick_check (a 1.2 GB file: 2 to 3 s from the page cache, 25 s from disk); `full`: integrity_check, indexes too (about 3× as long); `off`: not checked. Damage stops rowi with exit code 2 (docs/backups.md "Damaged database")',
     }),
     'ROWI_SQLITE_CHECK',
   ),
