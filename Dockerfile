@@ -14,9 +14,11 @@ COPY package.json package-lock.json ./
 # The optional package of better-sqlite3 is skipped on Node 24 (its engines say Node 20).
 COPY packages ./packages
 RUN npm ci
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
-RUN npm run build \
+# The server, bundled into dist/rowi/ (scripts/build.mjs); esbuild goes with the other dev packages.
+RUN node scripts/build.mjs \
  && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
@@ -39,5 +41,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ROWI_PORT || 8080) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # V8 on Node 24 sizes its young generation from the machine's memory; 16 MB semispaces keep a
 # process's heap as on Node 20 (README, Benchmark: peak RSS 249 MB against 172 MB under load).
-ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/src/process/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/rowi/cli.js"]
 CMD ["serve"]

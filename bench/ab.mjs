@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { load, measure, median } from './lib/load.mjs';
 import { ORDERED_ITEMS, STOCK_PER_ITEM } from './lib/order-mix.mjs';
-import { ROOT, adminKeyOf, startProcess, startRowi, stopServers } from './lib/processes.mjs';
+import { ROOT, adminKeyOf, cliOf, startProcess, startRowi, stopServers } from './lib/processes.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
 import { seedItems, seedUsers } from './lib/setup.mjs';
 
@@ -33,7 +33,7 @@ const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-ab-')), children: new Set
 try {
   const servers = [];
   for (const [name, root] of Object.entries(builds)) {
-    const cli = join(root, 'dist/src/process/cli.js');
+    const cli = cliOf(join(root, 'dist'));
     const server = await startRowi(bench, name, sqliteEnv(join(bench.work, `${name}.db`), 1), [cli, 'serve']);
     const key = await adminKeyOf(server);
     server.headers = { accept: 'application/json', 'x-api-key': key };

@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findLoadTool, measure } from './lib/load.mjs';
 import { ORDERED_ITEMS, STOCK_PER_ITEM } from './lib/order-mix.mjs';
-import { ROOT, adminKeyOf, startRowi, stopServers } from './lib/processes.mjs';
+import { ROOT, adminKeyOf, cliOf, startRowi, stopServers } from './lib/processes.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
 import { seedItems, seedUsers, send } from './lib/setup.mjs';
 
@@ -108,7 +108,7 @@ async function main() {
   const plain = await prepare('outbox', {});
   servers.push(plain);
   const profiled = options.profile
-    ? ['--cpu-prof', `--cpu-prof-dir=${options.profile}`, join(ROOT, 'dist/src/process/cli.js'), 'serve']
+    ? ['--cpu-prof', `--cpu-prof-dir=${options.profile}`, cliOf(join(ROOT, 'dist')), 'serve']
     : undefined;
   const hooked = await prepare(
     'outbox + 1 webhook',

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { PG_URL } from './lib/postgres.mjs';
-import { ROOT, adminKeyOf, rssMbOf, startRowi, stopServers } from './lib/processes.mjs';
+import { ROOT, adminKeyOf, cliOf, rssMbOf, startRowi, stopServers } from './lib/processes.mjs';
 import { postgresEnv, sqliteEnv } from './lib/rowi-env.mjs';
 import { describeUrl, send } from './lib/setup.mjs';
 
@@ -59,7 +59,7 @@ const PG_SCHEMA = `rowi_bench_exports_${process.pid}`;
 const bench = { work: mkdtempSync(join(tmpdir(), 'rowi-bench-exports-')), children: new Set() };
 
 const serveArgs = (name, dist = values.dist ? resolve(values.dist) : join(ROOT, 'dist')) => {
-  const serve = [join(dist, 'src/process/cli.js'), 'serve'];
+  const serve = [cliOf(dist), 'serve'];
   if (!values['cpu-prof']) return serve;
   const dir = resolve(values['cpu-prof']);
   mkdirSync(dir, { recursive: true });

@@ -14,7 +14,7 @@ import { Agent, get } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { adminKeyOf, startRowi, stopServers } from './lib/processes.mjs';
+import { adminKeyOf, cliOf, startRowi, stopServers } from './lib/processes.mjs';
 import { HIGH_LIMITS } from './lib/rowi-env.mjs';
 import { send } from './lib/setup.mjs';
 
@@ -40,7 +40,7 @@ try {
     { name: 'list of 50, fields', path: '/v1/orders?limit=50&fields=name,lines.quantity' },
   ].map((target) => ({ ...target, server }));
   if (values.base) {
-    const base = await startSeeded('rowi-base', [join(values.base, 'src/process/cli.js'), 'serve']);
+    const base = await startSeeded('rowi-base', [cliOf(values.base), 'serve']);
     targets.push(
       { name: 'base: read', path: `/v1/orders/${base.order}`, server: base },
       { name: 'base: list of 50', path: '/v1/orders?limit=50', server: base },

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { importGoalLines, measureImports } from './lib/imports.mjs';
 import { createBenchSchema, dropBenchSchema } from './lib/postgres.mjs';
-import { ROOT, adminKeyOf, startRowi, stopServers } from './lib/processes.mjs';
+import { ROOT, adminKeyOf, cliOf, startRowi, stopServers } from './lib/processes.mjs';
 import { postgresEnv, sqliteEnv } from './lib/rowi-env.mjs';
 import { seedUsers } from './lib/setup.mjs';
 
@@ -39,7 +39,7 @@ const load = () =>
     .join(' ');
 
 async function startBuild(label, dist, env) {
-  const serve = [join(ROOT, dist, 'src/process/cli.js'), 'serve'];
+  const serve = [cliOf(join(ROOT, dist)), 'serve'];
   const args = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, ...serve] : serve;
   const rowi = await startRowi(bench, label.replace(/\W+/g, '-'), env, args);
   const adminKey = await adminKeyOf(rowi);

@@ -78,6 +78,7 @@ import { printStorageTable, storageTableOf } from './lib/storage-table.mjs';
 import { BATCH_OPERATION, batchGoalLine, measureBatch } from './lib/batch.mjs';
 import { IMPORT_OPERATION, importGoalLines, measureImports } from './lib/imports.mjs';
 import { READING_OPERATION, measureReading, readingGoalLines } from './lib/reading.mjs';
+import { measureStart, startGoalLine } from './lib/start-time.mjs';
 import { LABELS, RATE_LIMIT_OPERATION, STORAGE_OPERATIONS, pair, storageTarget, targetOf } from './lib/targets.mjs';
 
 const { values: options } = parseArgs({
@@ -133,6 +134,8 @@ try {
 
 async function main() {
   const tool = findLoadTool();
+  // First, alone on the machine: how long the Quick start's `npm start` takes to answer.
+  const start = options.only === '' ? await measureStart(join(bench.work, 'start.db')) : undefined;
   const rowiData = join(bench.work, 'rowi.db');
   const rowi = await startRowi(bench, 'rowi', sqliteEnv(rowiData, 1));
   // On an empty database rowi creates the caller "admin" and shows its key once, on stderr.
@@ -439,6 +442,7 @@ async function main() {
     ...(batch === undefined ? [] : [batchGoalLine(batch)]),
     ...(imports === undefined ? [] : importGoalLines(imports)),
     ...(reading === undefined ? [] : readingGoalLines(reading)),
+    ...(start === undefined ? [] : [startGoalLine(start)]),
   ]);
 
   writeRecord({

@@ -2,13 +2,21 @@
 // (as rowi logs in production), and each is recorded in bench.children so that stopServers can end
 // them all, cluster workers included, however the run ends.
 import { spawn } from 'node:child_process';
-import { openSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SERVE = [join(ROOT, 'dist/src/process/cli.js'), 'serve'];
+/**
+ * The CLI of a build's dist/ folder: the bundle that `npm start` runs (dist/rowi/cli.js), or, in a
+ * build from before the bundle, the compiled modules' (dist/src/process/cli.js).
+ */
+export function cliOf(dist) {
+  const bundled = join(dist, 'rowi/cli.js');
+  return existsSync(bundled) ? bundled : join(dist, 'src/process/cli.js');
+}
+const SERVE = [cliOf(join(ROOT, 'dist')), 'serve'];
 const LISTENING = /"msg":"listening on (http:\/\/[^"\s]+)\/v1/;
 
 // Preloaded into every rowi process (workers inherit it): the event loop's delay during each load.

@@ -204,7 +204,7 @@ export const LIMIT_SETTINGS = {
     Type.Union([Type.Literal('auto'), Type.Literal('thread'), Type.Literal('main')], {
       default: 'auto',
       description:
-        '`thread`: imports run on a thread of their own, with its own database connection, started by a process\'s first import (36-40 MB more memory): they never take the event loop that answers requests (docs/bulk.md); `main`: on that event loop, between requests; `auto` (the default): `thread` on SQLite, `main` on PostgreSQL',
+        "`thread`: imports run on a thread of their own, with its own database connection, started by a process's first import (36-40 MB more memory): they never take the event loop that answers requests (docs/bulk.md); `main`: on that event loop, between requests; `auto` (the default): `thread` on SQLite, `main` on PostgreSQL",
     }),
     'ROWI_IMPORT_THREAD',
   ),

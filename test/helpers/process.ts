@@ -8,10 +8,7 @@ import { createTestDatabase } from './database.js';
 import { tempFolder } from './temp.js';
 
 /** The built CLI; `npm test` builds before it runs the tests. */
-export const CLI = resolve(
-  import.meta.dirname ?? new URL('.', import.meta.url).pathname,
-  '../../dist/src/process/cli.js',
-);
+export const CLI = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../../dist/rowi/cli.js');
 
 export interface RunningServer {
   child: ChildProcessWithoutNullStreams;
