@@ -1,7 +1,8 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Five projects, by what a test needs:
+ * Six projects, by what a test needs:
  * - "fast": every test that runs in this process on the sources (unit tests of pure code, and
  *   the app in-process on a fresh SQLite file per test app), but the exhaustive ones. No build.
  * - "exhaustive": the in-process files that sweep everything (EXHAUSTIVE below), on SQLite.
@@ -11,6 +12,7 @@ import { defineConfig } from 'vitest/config';
  * - "fast-postgres" and "process-postgres": the files about storage, again on PostgreSQL
  *   (test/helpers/database.ts), plus those only PostgreSQL has. Without ROWI_TEST_PG_URL they are
  *   left out, and global-setup.ts says so.
+ * - "alone": the backups (ALONE below), one file at a time, last.
  * `npm test` runs them all; `npm run test:fast` (the fast project) is the quick loop while writing code.
  * ROWI_TEST_STORAGE_ONLY=1 narrows fast and process to the storage files too: .ci/run's pass on
  * the other SQLite driver (better-sqlite3 under Node 20), the one thing that differs there.
@@ -65,19 +67,29 @@ const POSTGRES_PROCESS = [
 /** SQLite's own: its driver, locks, checkpoints, backups and damage (no PostgreSQL run: test/postgres/ has theirs). */
 const SQLITE_FAST = ['test/db/**/*.test.ts'];
 const SQLITE_PROCESS = ['test/db/**/*.process.test.ts', 'test/process/backup.process.test.ts'];
+/**
+ * Backups, which copy in a child process at the lowest CPU priority (nice 19): beside another test
+ * file keeping both cores busy, such a copy was starved past the test's patience. They run alone.
+ */
+const ALONE = [
+  'test/resources/backups.test.ts',
+  'test/db/{backup,backup-schedule}.test.ts',
+  'test/process/backup.process.test.ts',
+];
 const STORAGE_ONLY = process.env.ROWI_TEST_STORAGE_ONLY === '1';
 const SETUP = 'test/helpers/global-setup.ts';
 const BUILD = 'test/helpers/build-once.ts';
 const POSTGRES = { ROWI_TEST_BACKEND: 'postgres' };
 /**
- * The in-process files on SQLite go first, as a group of their own (vitest wants one maxWorkers a
- * group), then the rest; every group runs vitest's default of files at once (cores - 1: one on 2
- * cores). Two at once was tried: a backup's copy runs at nice 19 and was starved past its time-out
- * while another file kept both cores busy (backups, backup-schedule), and the PostgreSQL files
- * failed with their schema gone (not understood yet).
+ * Files run two at once (one a core, at least two: most of a test's time is spent waiting for a
+ * timer, a child process or a socket, so two overlap well even on one core; at most four). The
+ * in-process files go first, as a group (vitest wants one maxWorkers a group), then those running
+ * the built CLI, then the backups, alone. Each file uses its own database (file or schema) and port 0.
  */
-const IN_PROCESS = { sequence: { groupOrder: 0 } };
-const ONE_AT_A_TIME = { sequence: { groupOrder: 1 } };
+const AT_ONCE = Math.min(4, Math.max(2, availableParallelism()));
+const IN_PROCESS = { sequence: { groupOrder: 0 }, maxWorkers: AT_ONCE };
+const PROCESSES = { sequence: { groupOrder: 1 }, maxWorkers: AT_ONCE };
+const ONE_AT_A_TIME = { sequence: { groupOrder: 2 }, maxWorkers: 1 };
 
 export default defineConfig({
   resolve: {
@@ -95,8 +107,6 @@ export default defineConfig({
     isolate: false,
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Suites that spawn servers or hammer sockets stay correct in parallel; each uses its own
-    // database (file or schema) and port 0.
     fileParallelism: true,
     projects: [
       {
@@ -105,7 +115,7 @@ export default defineConfig({
           name: 'fast',
           ...IN_PROCESS,
           include: STORAGE_ONLY ? [...POSTGRES_FAST, ...SQLITE_FAST] : ['test/**/*.test.ts'],
-          exclude: [PROCESS_FILES, 'test/postgres/**', ...(STORAGE_ONLY ? [] : EXHAUSTIVE)],
+          exclude: [PROCESS_FILES, 'test/postgres/**', ...ALONE, ...(STORAGE_ONLY ? [] : EXHAUSTIVE)],
         },
       },
       {
@@ -116,11 +126,15 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'process',
-          ...ONE_AT_A_TIME,
+          ...PROCESSES,
           include: STORAGE_ONLY ? [...POSTGRES_PROCESS, ...SQLITE_PROCESS] : [PROCESS_FILES],
-          exclude: ['test/postgres/**'],
+          exclude: ['test/postgres/**', ...ALONE],
           globalSetup: [SETUP, BUILD],
         },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', ...ONE_AT_A_TIME, include: ALONE, globalSetup: [SETUP, BUILD] },
       },
       ...(process.env.ROWI_TEST_PG_URL
         ? [
@@ -128,7 +142,7 @@ export default defineConfig({
               extends: true as const,
               test: {
                 name: 'fast-postgres',
-                ...ONE_AT_A_TIME,
+                ...IN_PROCESS,
                 include: POSTGRES_FAST,
                 exclude: [PROCESS_FILES, 'test/resources/{money,order-lines}.test.ts'],
                 env: POSTGRES,
@@ -138,7 +152,7 @@ export default defineConfig({
               extends: true as const,
               test: {
                 name: 'process-postgres',
-                ...ONE_AT_A_TIME,
+                ...PROCESSES,
                 include: POSTGRES_PROCESS,
                 globalSetup: [SETUP, BUILD],
                 env: POSTGRES,
