@@ -14,7 +14,7 @@ import { defineConfig } from 'vitest/config';
  *   left out, and global-setup.ts says so.
  * - "alone": the backups (ALONE below), one file at a time, last.
  * `npm test` runs them all; `npm run test:fast` (the fast project) is the quick loop while writing code.
- * ROWI_TEST_STORAGE_ONLY=1 narrows fast and process to the storage files too: .ci/run's pass on
+ * ROWI_TEST_STORAGE_ONLY=1 narrows fast and process to the storage files (alone holds only such): .ci/run's pass on
  * the other SQLite driver (better-sqlite3 under Node 20), the one thing that differs there.
  */
 const PROCESS_FILES = 'test/**/*.process.test.ts';
@@ -66,7 +66,7 @@ const POSTGRES_PROCESS = [
 ];
 /** SQLite's own: its driver, locks, checkpoints, backups and damage (no PostgreSQL run: test/postgres/ has theirs). */
 const SQLITE_FAST = ['test/db/**/*.test.ts'];
-const SQLITE_PROCESS = ['test/db/**/*.process.test.ts', 'test/process/backup.process.test.ts'];
+const SQLITE_PROCESS = ['test/db/**/*.process.test.ts'];
 /**
  * Backups, which copy in a child process at the lowest CPU priority (nice 19): beside another test
  * file keeping both cores busy, such a copy was starved past the test's patience. They run alone.

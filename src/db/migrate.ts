@@ -1,11 +1,4 @@
-import {
-  Migrator,
-  sql,
-  type DatabaseIntrospector,
-  type Migration,
-  type MigrationProvider,
-  type TableMetadata,
-} from 'kysely';
+import { Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
 import type { Storage } from './connect.js';
 import type { Db } from './database.js';
 import * as m0001 from './migrations/0001-users.js';
@@ -63,39 +56,7 @@ export interface MigrationOutcome {
 async function migratorFor(db: Db): Promise<Migrator> {
   if (isSqlite(db)) return new Migrator({ db, provider });
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-  const schema = rows[0]!.schema;
-  return new Migrator({ db: withSchemaIntrospection(db, schema), provider, migrationTableSchema: schema });
-}
-
-/**
- * The database as the migrator sees it on PostgreSQL: Kysely's own introspector lists every column
- * of every table in every schema of the database, checking each schema's privilege by its name, to
- * learn whether its two tables exist. That read grows with every schema beside rowi's, and it
- * fails ("schema … does not exist") when another schema is dropped while it runs, so a start beside
- * another instance's `drop schema` failed. This one asks about rowi's own schema only.
- */
-function withSchemaIntrospection(db: Db, schema: string): Db {
-  const introspection: DatabaseIntrospector = {
-    getSchemas: async () => {
-      const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace`.execute(db);
-      return rows;
-    },
-    getTables: async () => {
-      const { rows } = await sql<{ name: string; view: boolean }>`
-        select c.relname as name, c.relkind = 'v' as view
-        from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-        where n.nspname = ${schema} and c.relkind in ('r', 'v', 'p')`.execute(db);
-      return rows.map((row): TableMetadata => ({ name: row.name, schema, isView: row.view, columns: [] }));
-    },
-    getMetadata: async () => ({ tables: await introspection.getTables() }),
-  };
-  return new Proxy(db, {
-    get(target, property) {
-      if (property === 'introspection') return introspection;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  return new Migrator({ db, provider, migrationTableSchema: rows[0]!.schema });
 }
 
 /**

@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError, type Config } from '../config/config.js';
 import { faultOf } from '../observability/logger.js';
 import { CorruptionWatch } from './corruption.js';
 import { DatabaseOutage } from './outage.js';
+import { RowiPostgresDialect } from './postgres-dialect.js';
 import { PreparingPool } from './prepared-statements.js';
 import { EVERYTHING, Handlers, processSignals, type Signals } from './signals.js';
 import { databaseHandle, withHandleBeside, type Storage } from './storage.js';
@@ -61,7 +61,7 @@ export async function openPostgres(
   const describe = `PostgreSQL ${where}${schema === 'public' ? '' : ` schema ${schema}`}`;
   const corruption = new CorruptionWatch({ kind: 'postgres', describe, log });
   const outage = new DatabaseOutage(log);
-  const db = databaseHandle(new PostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }), outage);
+  const db = databaseHandle(new RowiPostgresDialect({ pool: new PreparingPool(pool, corruption.observe) }), outage);
   outage.watch(db);
   // A second opening in a process (its webhook thread) is told of changes by the first: no listener of its own.
   const signals = listens ? postgresSignals(pool, clientConfig, `rowi.${schema}`, log) : processSignals();
@@ -73,7 +73,7 @@ export async function openPostgres(
     corruption,
     async unbounded(work) {
       const { statement_timeout: _limit, ...unlimited } = clientConfig;
-      return withHandleBeside(db, new PostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }), work);
+      return withHandleBeside(db, new RowiPostgresDialect({ pool: watchedPool({ ...unlimited, max: 1 }, log) }), work);
     },
     async close() {
       outage.stop();

@@ -10,9 +10,10 @@ import { tempFolder } from '../helpers/temp.js';
 
 /**
  * The benchmark's "rowi without authentication" server imports rowi's built modules (here the
- * sources, through vitest.config.ts's alias) and wires them as app.ts does; nothing else loads it, so a change of a module's interface would break
- * the bench silently (it did once), or let it drift from app.ts (it had: no rate limits, no XML
- * serialisers). It must start, answer what rowi answers, and close.
+ * sources, through vitest.config.ts's alias) and wires them as app.ts does; nothing else loads it,
+ * so a change of a module's interface would break the bench silently (it did once), or let it
+ * drift from app.ts (it had: no rate limits, no XML serialisers). It must start, answer what rowi
+ * answers, and close.
  */
 describe('the bench baseline without authentication', () => {
   let app: Awaited<ReturnType<typeof buildUnauthenticatedApp>>;

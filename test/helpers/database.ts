@@ -19,6 +19,8 @@ export const SCHEMA_PREFIX = 'rowi_test_';
 export interface TestDatabase {
   /** The environment that points rowi at this database (ROWI_DATA or ROWI_DATABASE_URL). */
   env: Record<string, string>;
+  /** The PostgreSQL schema's name (the only entry of the URL's search_path); undefined on SQLite. */
+  schema?: string;
   /** Removes it (the schema and everything in it, or the folder of the file). */
   drop(): Promise<void>;
 }
@@ -36,6 +38,7 @@ export async function createTestDatabase(backend = BACKEND): Promise<TestDatabas
   await adminQuery(`create schema ${schema}`);
   return {
     env: { ROWI_DATABASE_URL: schemaUrl(schema) },
+    schema,
     drop: async () => {
       await adminQuery(`drop schema if exists ${schema} cascade`);
     },

@@ -33,8 +33,7 @@ async function serve(options: StartOptions): Promise<RunningServer> {
 async function database(): Promise<TestDatabase & { url: string; schema: string }> {
   const created = await createTestDatabase('postgres');
   databases.push(created);
-  const url = created.env.ROWI_DATABASE_URL!;
-  return { ...created, url, schema: schemaOf(url) };
+  return { ...created, url: created.env.ROWI_DATABASE_URL!, schema: created.schema! };
 }
 
 afterEach(async () => {
@@ -46,13 +45,6 @@ afterEach(async () => {
   for (const proxy of proxies.splice(0)) await proxy.close();
   for (const created of databases.splice(0)) await created.drop();
 });
-
-/** The schema named in the URL's `options=-c search_path=…` (createTestDatabase). */
-function schemaOf(url: string): string {
-  const match = /search_path=(\w+)/.exec(new URL(url).searchParams.get('options') ?? '');
-  if (!match) throw new Error(`no search_path in ${url}`);
-  return match[1]!;
-}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

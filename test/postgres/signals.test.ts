@@ -22,8 +22,7 @@ afterEach(async () => {
 async function schema(): Promise<{ url: string; name: string }> {
   const database = await createTestDatabase('postgres');
   databases.push(database);
-  const url = database.env.ROWI_DATABASE_URL!;
-  return { url, name: /search_path=(\w+)/.exec(new URL(url).searchParams.get('options') ?? '')![1]! };
+  return { url: database.env.ROWI_DATABASE_URL!, name: database.schema! };
 }
 
 /** Topics a subscriber heard, in order. */
