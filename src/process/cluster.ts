@@ -89,9 +89,12 @@ async function serveAsPrimary(config: Config, count: number, preparer: Preparer)
     const worker = cluster.fork();
     started.set(worker, Date.now());
     worker.on('message', (message: unknown) => {
+      // A preparer that ended the start rejects `prepared`: handled below, not here (once a worker
+      // waits, an unhandled rejection here would end the start with exit code 1, not the preparer's).
       if (isWorkerMessage(message) && message.type === 'rowi:waiting')
-        void prepared.then(
+        prepared.then(
           () => worker.isConnected() && worker.send({ type: 'rowi:prepared' } satisfies WorkerMessage),
+          () => {},
         );
       if (!isWorkerMessage(message) || message.type !== 'rowi:ready') return;
       serving.push(worker);

@@ -81,7 +81,7 @@ describe('rowi on a damaged SQLite file: the start', () => {
       const file = await damagedCopy(where);
       const before = readFileSync(file);
       const result = await runCli(['serve', '--port', '0'], { ROWI_DATA: file, ROWI_LOG_LEVEL: 'info' });
-      expect(result.code).toBe(2);
+      expect(result.code, result.stderr).toBe(2);
       expect(result.stderr).toContain(`rowi: ROWI_DATA=${JSON.stringify(file)}`);
       expect(result.stderr).toContain(named);
       expect(result.stderr).toContain(`sqlite3 ${file} .recover | sqlite3 `);
@@ -104,7 +104,7 @@ describe('rowi on a damaged SQLite file: the start', () => {
   it('rowi serve: exit code 2 naming integrity_check when ROWI_SQLITE_CHECK=full and an index is damaged', async () => {
     const file = await damagedCopy({ tree: 'users_name_id' });
     const result = await runCli(['serve', '--port', '0'], { ROWI_DATA: file, ROWI_SQLITE_CHECK: 'full' });
-    expect(result.code).toBe(2);
+    expect(result.code, result.stderr).toBe(2);
     expect(result.stderr).toContain("SQLite's integrity_check found damage");
     expect(result.stderr).toContain('users_name_id: Tree');
   });
