@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BACKEND } from '../helpers/database.js';
 import { runCli, startServer, type RunningServer, type StartOptions } from '../helpers/process.js';
 
 /**
@@ -116,29 +117,37 @@ describe('rowi serve --workers 2', () => {
     ).toEqual([]);
   });
 
-  it('a start that fails in the workers (a TLS certificate that does not exist) exits 2 naming the setting, and leaves no process behind', async () => {
-    const result = await runCli([
-      'serve',
-      '--port',
-      '0',
-      '--workers',
-      '2',
-      '--tls-cert',
-      '/nonexistent/cert.pem',
-      '--tls-key',
-      '/nonexistent/key.pem',
-    ]);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('ROWI_TLS_CERT');
-  });
+  // Refusals of settings, before any database is opened: SQLite's run only.
+  const settingsOnly = it.runIf(BACKEND === 'sqlite');
+  settingsOnly(
+    'a start that fails in the workers (a TLS certificate that does not exist) exits 2 naming the setting, and leaves no process behind',
+    async () => {
+      const result = await runCli([
+        'serve',
+        '--port',
+        '0',
+        '--workers',
+        '2',
+        '--tls-cert',
+        '/nonexistent/cert.pem',
+        '--tls-key',
+        '/nonexistent/key.pem',
+      ]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('ROWI_TLS_CERT');
+    },
+  );
 
-  it("a bad setting beside --workers 2 (checked by the primary's preparer): exit code 2, the setting named once", async () => {
-    const result = await runCli(['serve', '--workers', '2', '--port', 'abc']);
-    expect(result.code).toBe(2);
-    expect(result.stderr.match(/--port="abc" is not a valid setting/g)).toHaveLength(1);
-  });
+  settingsOnly(
+    "a bad setting beside --workers 2 (checked by the primary's preparer): exit code 2, the setting named once",
+    async () => {
+      const result = await runCli(['serve', '--workers', '2', '--port', 'abc']);
+      expect(result.code).toBe(2);
+      expect(result.stderr.match(/--port="abc" is not a valid setting/g)).toHaveLength(1);
+    },
+  );
 
-  it('ROWI_WORKERS=many and --workers -1: exit code 2 naming the setting', async () => {
+  settingsOnly('ROWI_WORKERS=many and --workers -1: exit code 2 naming the setting', async () => {
     const bad = await runCli(['serve'], { ROWI_WORKERS: 'many' });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('ROWI_WORKERS');

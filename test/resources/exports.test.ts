@@ -304,11 +304,12 @@ describe('bounds of an export', () => {
         connection.close();
       }
     } else {
-      // Only the export's reads count: rowi's own background work (the outbox, webhooks, leases)
-      // may be between two statements of a short transaction of its own at this moment.
+      // Only the export's reads count: transactions waiting with a lock on this app's users table
+      // (rowi's own background work may be between two statements of a short transaction of its
+      // own at this moment, and other test files use users tables of their own schemas).
       const open = await sql<{
         count: string;
-      }>`select count(*) as count from pg_stat_activity where datname = current_database() and state like 'idle in transaction%' and query ilike '%"users"%'`.execute(
+      }>`select count(*) as count from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.relation = 'users'::regclass and a.state like 'idle in transaction%'`.execute(
         test.storage.db,
       );
       expect(Number(open.rows[0]?.count)).toBe(0);

@@ -17,8 +17,11 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.stop('SIGKILL')));
 });
 
-/** Rows of the first import (long enough to upload the others while it runs), and of the others. */
-const FIRST_ROWS = 100_000;
+/**
+ * Rows of the first import (long enough to upload the others while it runs: 2 to 12 s at 3 to 20k
+ * rows a second, the uploads below take well under one), and of the others.
+ */
+const FIRST_ROWS = 40_000;
 const ROWS = 2_000;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -161,7 +164,7 @@ describe('the import queue of rowi serve --workers 2', () => {
         env: {
           ROWI_IMPORT_CONCURRENCY: '1',
           ROWI_IMPORT_QUEUE_MAX: '3',
-          ROWI_IMPORT_SPOOL_BYTES: '3000000',
+          ROWI_IMPORT_SPOOL_BYTES: '1500000',
           ROWI_IMPORT_DIRECTORY: join(tempFolder('spool-workers'), 'files'),
         },
         timeoutMs: 60_000,
@@ -191,7 +194,7 @@ describe('the import queue of rowi serve --workers 2', () => {
       expect(refused).toMatchObject({ status: 429, retryAfter: '30', body: { type: '/problems/import-queue-full' } });
       const second = await uploadAlone(server, other, catalogue('X1', 1));
       expect(second.status).toBe(202);
-      // 2.3 MB running and about 0.14 MB waiting: 0.7 MB more would pass 3,000,000 bytes.
+      // 1.06 MB running and about 0.14 MB waiting: 0.79 MB more would pass 1,500,000 bytes.
       const tooMuch = await uploadAlone(server, other, catalogue('X2', 30_000));
       expect(tooMuch).toMatchObject({ status: 507, retryAfter: '60', body: { type: '/problems/import-spool-full' } });
       expect((await json<Operation>(server, admin, 'GET', first.location!)).body.status).toBe('running');
