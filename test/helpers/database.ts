@@ -1,14 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
+import { it } from 'vitest';
 import { tempFolder } from './temp.js';
 
 /**
  * Which database the tests of this run use. vitest.config.ts runs the storage-touching test files
- * twice, as the projects "sqlite" and "postgres" (the latter only when ROWI_TEST_PG_URL is set);
- * the project sets ROWI_TEST_BACKEND.
+ * twice, on SQLite and in the PostgreSQL projects (only when ROWI_TEST_PG_URL is set), which set
+ * ROWI_TEST_BACKEND.
  */
 export const BACKEND: 'sqlite' | 'postgres' = process.env.ROWI_TEST_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * `it` for a test no database decides (a setting refused before anything is opened, a shutdown
+ * with nothing stored) in a file the PostgreSQL projects run too: it runs once, on SQLite.
+ */
+export const itOnce = it.runIf(BACKEND === 'sqlite');
 
 /** PostgreSQL of this machine or CI (trust auth on loopback), or undefined. */
 export const PG_URL = process.env.ROWI_TEST_PG_URL || undefined;

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BACKEND } from '../helpers/database.js';
+import { itOnce } from '../helpers/database.js';
 import { runCli, startServer, type RunningServer, type StartOptions } from '../helpers/process.js';
 
 /**
@@ -117,9 +117,8 @@ describe('rowi serve --workers 2', () => {
     ).toEqual([]);
   });
 
-  // Refusals of settings, before any database is opened: SQLite's run only.
-  const settingsOnly = it.runIf(BACKEND === 'sqlite');
-  settingsOnly(
+  // Refusals of settings, before any database is opened.
+  itOnce(
     'a start that fails in the workers (a TLS certificate that does not exist) exits 2 naming the setting, and leaves no process behind',
     async () => {
       const result = await runCli([
@@ -138,7 +137,7 @@ describe('rowi serve --workers 2', () => {
     },
   );
 
-  settingsOnly(
+  itOnce(
     "a bad setting beside --workers 2 (checked by the primary's preparer): exit code 2, the setting named once",
     async () => {
       const result = await runCli(['serve', '--workers', '2', '--port', 'abc']);
@@ -147,7 +146,7 @@ describe('rowi serve --workers 2', () => {
     },
   );
 
-  settingsOnly('ROWI_WORKERS=many and --workers -1: exit code 2 naming the setting', async () => {
+  itOnce('ROWI_WORKERS=many and --workers -1: exit code 2 naming the setting', async () => {
     const bad = await runCli(['serve'], { ROWI_WORKERS: 'many' });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('ROWI_WORKERS');
