@@ -17,6 +17,7 @@ RUN npm ci
 COPY tsconfig.json ./
 COPY scripts ./scripts
 COPY src ./src
+COPY console ./console
 # The server, bundled into dist/rowi/ (scripts/build.mjs); esbuild goes with the other dev packages.
 RUN node scripts/build.mjs \
  && npm prune --omit=dev

@@ -30,6 +30,32 @@ export default tseslint.config(
     },
   },
   {
+    // The console runs in the browser (console/src, bundled by scripts/build-console.mjs).
+    files: ['console/**'],
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        navigator: 'readonly',
+        addEventListener: 'readonly',
+        removeEventListener: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        DOMException: 'readonly',
+        URLSearchParams: 'readonly',
+        Headers: 'readonly',
+        Response: 'readonly',
+        TextDecoder: 'readonly',
+        Blob: 'readonly',
+        File: 'readonly',
+        HTMLElement: 'readonly',
+        HTMLInputElement: 'readonly',
+        HTMLButtonElement: 'readonly',
+      },
+    },
+  },
+  {
     files: ['bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Six projects, by what a test needs:
+ * Seven projects, by what a test needs:
  * - "fast": every test that runs in this process on the sources (unit tests of pure code, and
  *   the app in-process on a fresh SQLite file per test app), but the exhaustive ones. No build.
  * - "exhaustive": the in-process files that sweep everything (EXHAUSTIVE below), on SQLite.
@@ -13,11 +13,15 @@ import { defineConfig } from 'vitest/config';
  *   (test/helpers/database.ts), plus those only PostgreSQL has. Without ROWI_TEST_PG_URL they are
  *   left out, and global-setup.ts says so.
  * - "alone": the backups (ALONE below), one file at a time, last.
+ * - "console": the console (console/) in headless Chromium against the app in-process; its global
+ *   setup builds dist/ as the process projects' does, since the app serves the built console.
  * `npm test` runs them all; `npm run test:fast` (the fast project) is the quick loop while writing code.
  * ROWI_TEST_STORAGE_ONLY=1 narrows fast and process to the storage files (alone holds only such): .ci/run's pass on
  * the other SQLite driver (better-sqlite3 under Node 20), the one thing that differs there.
  */
 const PROCESS_FILES = 'test/**/*.process.test.ts';
+/** The console in headless Chromium, against the app in this process, serving the built console. */
+const CONSOLE_FILES = 'test/console/**/*.test.ts';
 /**
  * In-process files that sweep everything and take the longest: the fuzzing, every schema compiled,
  * every route × credential, the docs page in a browser, the generated client, the compatibility
@@ -120,9 +124,23 @@ export default defineConfig({
           name: 'fast',
           ...IN_PROCESS,
           include: STORAGE_ONLY ? [...POSTGRES_FAST, ...SQLITE_FAST] : ['test/**/*.test.ts'],
-          exclude: [PROCESS_FILES, 'test/postgres/**', ...ALONE, ...(STORAGE_ONLY ? NOT_STORAGE : EXHAUSTIVE)],
+          exclude: [
+            PROCESS_FILES,
+            CONSOLE_FILES,
+            'test/postgres/**',
+            ...ALONE,
+            ...(STORAGE_ONLY ? NOT_STORAGE : EXHAUSTIVE),
+          ],
         },
       },
+      ...(STORAGE_ONLY
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: { name: 'console', ...IN_PROCESS, include: [CONSOLE_FILES], globalSetup: [SETUP, BUILD] },
+            },
+          ]),
       {
         extends: true,
         test: { name: 'exhaustive', ...IN_PROCESS, include: EXHAUSTIVE },

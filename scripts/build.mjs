@@ -10,14 +10,16 @@
 // webhook threads, the checkpoint thread, a backup's copy, the SQLite check) finds it there as in
 // src/. Types are not checked here: `npm run typecheck` does that (and CI runs it). `npm run build`
 // also compiles each module to dist/src/ with tsc, for the benchmarks that import modules.
+// The console's files (console/, served at /console) are built with it, into dist/console/.
 import { build } from 'esbuild';
 import { readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { buildConsole } from './build-console.mjs';
 import { join } from 'node:path';
 
 const ROOT = join(import.meta.dirname, '..');
 const OUT = join(ROOT, 'dist', 'rowi');
 const STAMP = join(OUT, '.built');
-const INPUTS = ['src', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts/build.mjs'];
+const INPUTS = ['src', 'console', 'package.json', 'package-lock.json', 'tsconfig.json', 'scripts'];
 
 /** The programs: the CLI, and each file a thread or a child process is started from. */
 const ENTRIES = {
@@ -75,6 +77,7 @@ if (force || Math.max(...INPUTS.map((input) => newest(join(ROOT, input)))) >= mt
       js: "import { createRequire as __rowiCreateRequire } from 'node:module'; const require = __rowiCreateRequire(import.meta.url);",
     },
   });
+  await buildConsole(ROOT);
   writeFileSync(STAMP, '');
   // The stamp is as new as the moment the build began: a source saved during the build is newer.
   utimesSync(STAMP, started / 1000, started / 1000);

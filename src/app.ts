@@ -16,6 +16,7 @@ import type { Commits } from './db/commits.js';
 import type { Storage } from './db/connect.js';
 import type { Db } from './db/database.js';
 import { registerCors } from './http/cors.js';
+import { registerConsolePage } from './http/console-page.js';
 import { registerDocsPage } from './http/docs-page.js';
 import { registerDraining } from './http/draining.js';
 import { registerLingeringClose } from './http/lingering-close.js';
@@ -279,6 +280,7 @@ async function assemble(
   await app.register(oauthRoutes);
   registerOpenApiRoute(app);
   registerDocsPage(app);
+  registerConsolePage(app);
 
   // The tables that grow with use, pruned past their retention (docs/limits.md "Data kept and its retention").
   const retention = startRetention(
