@@ -4,7 +4,7 @@
 // scripts/build.mjs calls it whenever it builds the server.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /** The browsers the console is written for: those of the last two years. */
@@ -13,7 +13,7 @@ const TARGET = ['chrome120', 'firefox121', 'safari17'];
 export async function buildConsole(root) {
   const out = join(root, 'dist', 'console');
   const assets = join(out, 'assets');
-  rmSync(out, { recursive: true, force: true });
+  const started = Date.now();
   const result = await build({
     absWorkingDir: root,
     entryPoints: { console: 'console/src/main.tsx' },
@@ -40,5 +40,17 @@ export async function buildConsole(root) {
   const icon = `icon-${createHash('sha256').update(iconSource).digest('hex').slice(0, 8).toUpperCase()}.svg`;
   mkdirSync(assets, { recursive: true });
   writeFileSync(join(assets, icon), iconSource);
-  writeFileSync(join(out, 'manifest.json'), JSON.stringify({ script, style, icon }, null, 2) + '\n');
+  // The manifest is replaced in one step, and the files of earlier builds stay a while: a rowi
+  // started before this build (a test, a second checkout's run) still finds the files it named.
+  const manifest = join(out, `manifest-${process.pid}.json`);
+  writeFileSync(manifest, JSON.stringify({ script, style, icon }, null, 2) + '\n');
+  renameSync(manifest, join(out, 'manifest.json'));
+  const current = new Set([script, style, icon, `${script}.map`, `${style}.map`]);
+  for (const name of readdirSync(assets)) {
+    const path = join(assets, name);
+    if (!current.has(name) && statSync(path).mtimeMs < started - KEEP_MS) rmSync(path, { force: true });
+  }
 }
+
+/** How long the files of an earlier build are kept beside the current ones. */
+const KEEP_MS = 10 * 60_000;
