@@ -103,6 +103,12 @@ export default {
     ),
     below('api-below-the-process', '^src/api/', PROCESS, 'The API is wired by the process, not the other way.'),
     below(
+      'console-is-a-client',
+      '^console/',
+      '^src/',
+      'The console (console/) is a client of the public API over HTTP, like any script: it imports no module of the server.',
+    ),
+    below(
       'app-below-the-process',
       '^src/app\\.ts$',
       '^src/process/',
@@ -145,7 +151,7 @@ export default {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {
-      extensions: ['.ts', '.js'],
+      extensions: ['.ts', '.tsx', '.js'],
       exportsFields: ['exports'],
       conditionNames: ['import', 'types', 'node', 'default'],
     },

@@ -10,6 +10,12 @@ export interface Route {
   params: URLSearchParams;
 }
 
+/** What a section's view is given: the route's segments after its own (`#/webhooks/4` → `['4']`) and its query. */
+export interface ViewProps {
+  parts: string[];
+  params: URLSearchParams;
+}
+
 export function parseRoute(hash: string): Route {
   const text = hash.replace(/^#\/?/, '');
   const [path = '', search = ''] = text.split('?', 2);

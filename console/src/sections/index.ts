@@ -6,12 +6,9 @@ import { ImportsView, ExportsView, BackupsView } from './files.js';
 import { OverviewView } from './overview.js';
 import { UsersView, ItemsView, OrdersView } from './records.js';
 import { WebhooksView, EventTypesView } from './webhooks.js';
+import type { ViewProps } from '../router.js';
 
-/** What a view is given: the route's segments after its own (`#/webhooks/4` → `['4']`) and its query. */
-export interface ViewProps {
-  parts: string[];
-  params: URLSearchParams;
-}
+export type { ViewProps };
 
 export interface SectionEntry {
   /** The first segment of its routes: `#/webhooks/…`. */

@@ -4,9 +4,8 @@ import { ApiError, call, get, type Page } from '../api.js';
 import { count, duration, percent } from '../format.js';
 import { useCan } from '../identity.js';
 import { compare, parseMetrics, readingOf, type Reading, type Traffic } from '../metrics.js';
-import { href } from '../router.js';
+import { href, type ViewProps } from '../router.js';
 import { Badge, Header, ProblemView, Section, Table, Time } from '../ui.js';
-import type { ViewProps } from './index.js';
 
 /** How often the view reads again while it is open. */
 const EVERY_MS = 5000;
