@@ -28,6 +28,24 @@ const TYPES: Record<string, string> = {
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/**
+ * The compressed forms the build wrote beside each file, by preference: the one sent is the first
+ * that Accept-Encoding takes (a coding with q=0 is refused; `*` takes any).
+ */
+const CODINGS = ['br', 'gzip'] as const;
+type Coding = (typeof CODINGS)[number];
+
+export function codingFor(acceptEncoding: string | undefined): Coding | undefined {
+  if (!acceptEncoding) return undefined;
+  const weights = new Map<string, number>();
+  for (const part of acceptEncoding.toLowerCase().split(',')) {
+    const [name = '', ...parameters] = part.split(';').map((piece) => piece.trim());
+    const q = parameters.find((parameter) => parameter.startsWith('q='));
+    weights.set(name, q === undefined ? 1 : Number(q.slice(2)) || 0);
+  }
+  return CODINGS.find((coding) => (weights.get(coding) ?? weights.get('*') ?? 0) > 0);
+}
+
 /** A hashed file never changes: a year, and the browser need not ask again. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -84,6 +102,14 @@ export function registerConsolePage(app: FastifyInstance): void {
     return loaded;
   };
   const files = new Map<string, Promise<Buffer | undefined>>();
+  const read = (folder: string, name: string) => {
+    let file = files.get(name);
+    if (file === undefined) {
+      file = readFile(join(folder, 'assets', name)).catch(() => undefined);
+      files.set(name, file);
+    }
+    return file;
+  };
 
   app.get(CONSOLE_PATH, { schema: common }, async (_request, reply) => {
     const { html } = await load();
@@ -105,17 +131,22 @@ export function registerConsolePage(app: FastifyInstance): void {
       if (type === undefined || !/^[A-Za-z0-9-]+\.(js|css|svg|js\.map|css\.map)$/.test(asset))
         throw new NotFoundError(`Nothing is found at ${CONSOLE_PATH}/assets/${asset}.`);
       const { folder } = await load();
-      let file = files.get(asset);
-      if (file === undefined) {
-        file = readFile(join(folder, 'assets', asset)).catch(() => undefined);
-        files.set(asset, file);
-      }
-      const body = await file;
+      const body = await read(folder, asset);
       if (body === undefined) {
         files.delete(asset);
         throw new NotFoundError(`Nothing is found at ${CONSOLE_PATH}/assets/${asset}.`);
       }
-      return reply.type(type).header('cache-control', IMMUTABLE).header('x-content-type-options', 'nosniff').send(body);
+      reply
+        .type(type)
+        .header('cache-control', IMMUTABLE)
+        .header('x-content-type-options', 'nosniff')
+        .header('vary', 'accept-encoding');
+      const coding = asset.endsWith('.map') ? undefined : codingFor(request.headers['accept-encoding']);
+      const compressed =
+        coding === undefined ? undefined : await read(folder, `${asset}.${coding === 'br' ? 'br' : 'gz'}`);
+      if (coding !== undefined && compressed !== undefined)
+        return reply.header('content-encoding', coding).send(compressed);
+      return reply.send(body);
     },
   );
 }

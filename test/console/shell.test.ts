@@ -1,3 +1,4 @@
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browserMissing } from '../helpers/browser.js';
 import {
@@ -45,6 +46,33 @@ describe('GET /console: the page and its files', () => {
       expect(asset.status).toBe(200);
       expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
       expect(asset.headers['x-content-type-options']).toBe('nosniff');
+    }
+  });
+
+  it('GET /console/assets/{file}: brotli or gzip as Accept-Encoding takes them (Vary says so), the same bytes once decoded', async () => {
+    const page = await rig!.test.call({ url: '/console', key: null });
+    const script = /src="([^"]+\.js)"/.exec(page.text)![1]!;
+    const plain = await rig!.test.app.inject({ url: script });
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toMatch(/accept-encoding/i);
+    const cases = [
+      ['gzip, deflate, br', 'br'],
+      ['gzip', 'gzip'],
+      ['br;q=0, gzip;q=0.5', 'gzip'],
+      ['*', 'br'],
+      ['identity', undefined],
+    ] as const;
+    for (const [accept, coding] of cases) {
+      const reply = await rig!.test.app.inject({ url: script, headers: { 'accept-encoding': accept } });
+      expect(reply.statusCode, accept).toBe(200);
+      expect(reply.headers['content-encoding'], accept).toBe(coding);
+      const decoded =
+        coding === 'br'
+          ? brotliDecompressSync(reply.rawPayload)
+          : coding === 'gzip'
+            ? gunzipSync(reply.rawPayload)
+            : reply.rawPayload;
+      expect(decoded.equals(plain.rawPayload), accept).toBe(true);
     }
   });
 
