@@ -332,6 +332,16 @@ export const API_EXAMPLES: Record<string, unknown> = {
   RecordAccessChange: { orders: 'own' },
   CallerCreate: { name: 'sales-system', role: 'editor' },
   CallerPatch: { rate_limit: 600 },
+  // A sales channel's token acting for its customer 12 (docs/access.md "Acting for a user").
+  Identity: {
+    caller_id: 3,
+    name: 'web-shop',
+    role: 'channel',
+    credential: 'oauth',
+    scopes: ['items:read', 'orders:cancel', 'orders:create', 'orders:read', 'users:read'],
+    record_access: { users: 'own', items: 'all', orders: 'own' },
+    user_id: 12,
+  },
   ApiKey: apiKey,
   ApiKeyCreate: { description: 'sales system, production', expires_at: '2027-06-01T00:00:00Z' },
   NewApiKey: { ...apiKey, last_used_at: null, key: 'rowi_geej5b4a_xJQRB8HDy7_cZ_kpLwHaoqUX6OywiXDi773aFBy09uI' },

@@ -55,7 +55,8 @@ export function storedAccessOf(access: RequestAccess): string {
   return JSON.stringify(stored);
 }
 
-const CREDENTIALS: readonly string[] = ['api_key', 'oauth', 'external'] satisfies RequestAccess['credential'][];
+/** The kinds of credential a request may come with. */
+export const CREDENTIALS = ['api_key', 'oauth', 'external'] as const satisfies readonly RequestAccess['credential'][];
 const isId = (value: unknown): value is number | null =>
   value === null || (typeof value === 'number' && Number.isSafeInteger(value) && value > 0);
 
@@ -75,7 +76,7 @@ export function accessFromStored(text: string | null): RequestAccess | undefined
   if (
     typeof stored !== 'object' ||
     stored === null ||
-    !CREDENTIALS.includes(stored.credential as string) ||
+    !(CREDENTIALS as readonly string[]).includes(stored.credential as string) ||
     !isId(stored.caller_id) ||
     !isId(stored.user_id) ||
     typeof stored.name !== 'string' ||

@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
 import { AuthenticationError, ForbiddenError } from '../errors.js';
-import { missingScopes, permissionOf, securityOf, type Permission, type Scope } from './policy.js';
+import {
+  missingScopes,
+  permissionOf,
+  securityOf,
+  type DeclaredPermission,
+  type Permission,
+  type Scope,
+} from './policy.js';
 import { BEARER_CHALLENGE, challenge } from './challenge.js';
 import { contextOf } from './context.js';
 import type { Authenticator, Principal } from './principals.js';
@@ -61,11 +68,11 @@ export function registerAuthentication(app: FastifyInstance, authenticator: Auth
  */
 function guard(route: RouteOptions, authenticator: Authenticator): void {
   const schema = route.schema as
-    { 'x-permission'?: Scope | 'public'; 'x-also-scopes'?: readonly Scope[]; security?: unknown } | undefined;
+    { 'x-permission'?: DeclaredPermission; 'x-also-scopes'?: readonly Scope[]; security?: unknown } | undefined;
   const scope = schema?.['x-permission'];
   if (schema === undefined || scope === undefined) {
     throw new Error(
-      `${String(route.method)} ${route.url} declares no permission: give its operation() a permission (a scope or 'public')`,
+      `${String(route.method)} ${route.url} declares no permission: give its operation() a permission (a scope, 'authenticated' or 'public')`,
     );
   }
   // The OpenAPI document (generated from these schemas when first asked for) says which credentials it takes.

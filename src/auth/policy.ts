@@ -91,8 +91,15 @@ export const CANCEL_ORDERS = 'orders:cancel';
 
 export type Scope = `${string}:${Action}` | typeof ACT_FOR_USERS | typeof CANCEL_ORDERS;
 
+/**
+ * What a route declares it needs: a scope; 'authenticated', any valid credential whatever scopes
+ * it holds (an answer about that credential itself: GET /v1/callers/me, as OAuth token
+ * introspection answers any valid token); or 'public', no credentials at all.
+ */
+export type DeclaredPermission = Scope | 'authenticated' | 'public';
+
 declare module '../http/schemas.js' {
-  /** A route declares one of these scopes as its permission (or 'public'). */
+  /** A route declares one of these scopes as its permission (or 'authenticated', or 'public'). */
   // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the scopes, merged into the engine's interface
   interface RoutePermissions extends Record<Scope, true> {}
 }
@@ -232,9 +239,13 @@ export function securitySchemes() {
   } as const;
 }
 
-/** The OpenAPI security requirement of a permission: any one of the three credentials. */
-export function securityOf(permission: Scope | 'public') {
-  return permission === 'public' ? [] : [{ apiKey: [] }, { oauth2: [permission] }, { bearer: [] }];
+/**
+ * The OpenAPI security requirement of a permission: any one of the three credentials; a token
+ * with any scopes (none listed) where no scope is needed.
+ */
+export function securityOf(permission: DeclaredPermission) {
+  if (permission === 'public') return [];
+  return [{ apiKey: [] }, { oauth2: permission === 'authenticated' ? [] : [permission] }, { bearer: [] }];
 }
 
 const dataScopes = (resources: readonly string[], ...actions: Action[]): Scope[] =>
@@ -373,8 +384,11 @@ export function parseScopeList(text: string | undefined): string[] {
 }
 
 export interface Permission {
-  /** The scope the operation needs, or public for the few routes anyone may call. */
-  scope: Scope | 'public';
+  /**
+   * The scope the operation needs; authenticated for those any valid credential may call, public
+   * for the few anyone may call.
+   */
+  scope: DeclaredPermission;
   /**
    * Scopes that must be held as well. A route that addresses one record (`/v1/orders/:id…`)
    * also needs read on that collection, so a caller who may not read orders cannot learn from
@@ -382,14 +396,20 @@ export interface Permission {
    * that has scopes of its own (`/v1/items/:id/stock` needs stock:read too), whose answers show it.
    */
   also: readonly Scope[];
-  /** The scope's two halves, as the audit trail records them; null for a public route. */
+  /**
+   * The scope's two halves, as the audit trail records them; null for a public route. A route
+   * any credential may call has no scope: its resource is the collection its URL names
+   * (`/v1/callers/me`: callers), its action that of its method (null here).
+   */
   resource: string | null;
   action: Action | null;
 }
 
 /** The permission of a route, from its declared scope and its URL. */
-export function permissionOf(scope: Scope | 'public', url: string): Permission {
+export function permissionOf(scope: DeclaredPermission, url: string): Permission {
   if (scope === 'public') return { scope, also: [], resource: null, action: null };
+  if (scope === 'authenticated')
+    return { scope, also: [], resource: /^\/v1\/([a-z-]+)/.exec(url)?.[1] ?? null, action: null };
   // A batch (`/v1/users/batch`, `/v1/items/stock/batch`) addresses records by id in its entries, so it needs the same reads;
   // so does the stock of many items (`/v1/items/stock?id=`), which answers item ids.
   const addressed = /^\/v1\/[a-z-]+\/(:|([a-z-]+\/)?batch$|stock$)/.test(url)
@@ -412,10 +432,12 @@ const NONE: readonly Scope[] = Object.freeze([]);
 /** The scopes of `permission` that `held` lacks (empty when the call may proceed). */
 export function missingScopes(held: ReadonlySet<string>, permission: Permission): readonly Scope[] {
   if (permission.scope === 'public') return NONE;
+  // Any credential may call an authenticated route: only scopes it names besides (none so far) are needed.
+  const own = permission.scope === 'authenticated' ? undefined : permission.scope;
   // Every authorised request comes here: answer it without allocating.
-  if (held.has(permission.scope) && permission.also.every((scope) => held.has(scope))) return NONE;
+  if ((own === undefined || held.has(own)) && permission.also.every((scope) => held.has(scope))) return NONE;
   const missing: Scope[] = [];
-  if (!held.has(permission.scope)) missing.push(permission.scope);
+  if (own !== undefined && !held.has(own)) missing.push(own);
   for (const scope of permission.also) if (!held.has(scope)) missing.push(scope);
   return missing;
 }

@@ -227,12 +227,14 @@ export const REQUEST_BODY_TYPES = {
 } as const;
 
 /**
- * What a route may declare as its permission: 'public', or one of the scopes that the
- * authentication layer adds to this interface (declaration merging, in auth/policy.ts). The
- * engine checks every declaration at compile time without knowing a scope.
+ * What a route may declare as its permission: 'public' (no credentials), 'authenticated' (any
+ * valid credential, whatever its scopes: an answer about the credential itself), or one of the
+ * scopes that the authentication layer adds to this interface (declaration merging, in
+ * auth/policy.ts). The engine checks every declaration at compile time without knowing a scope.
  */
 export interface RoutePermissions {
   public: true;
+  authenticated: true;
 }
 export type RoutePermission = keyof RoutePermissions & string;
 
@@ -248,7 +250,7 @@ interface OperationSpec {
   consumes?: readonly string[];
   response: Record<number, unknown>;
   /**
-   * The scope the operation needs (`users:read`), or public. Every route must declare one:
+   * The scope the operation needs (`users:read`), authenticated or public. Every route must declare one:
    * the authentication plugin refuses to start with a route that does not (docs/security.md).
    */
   permission: RoutePermission;
@@ -300,8 +302,10 @@ export function operation<const S extends OperationSpec>(spec: S) {
     503,
     ...(spec.problems ?? []),
   ]);
-  // Credentials are checked on every non-public route: malformed (400), missing or invalid (401), lacking a scope (403).
-  if (spec.permission !== 'public') for (const status of [400, 401, 403]) statuses.add(status);
+  // Credentials are checked on every non-public route: malformed (400), missing or invalid (401);
+  // and a scope on every route that needs one (403).
+  if (spec.permission !== 'public') for (const status of [400, 401]) statuses.add(status);
+  if (spec.permission !== 'public' && spec.permission !== 'authenticated') statuses.add(403);
   if (spec.params) statuses.add(404);
   if (spec.querystring || spec.headers) statuses.add(400);
   if (spec.body) for (const status of [400, 413, 415, 422]) statuses.add(status);

@@ -35,8 +35,13 @@ describe('every route declares its permission', () => {
     expect(operations.length).toBeGreaterThan(30);
     for (const { route, operation } of operations) {
       // orders:cancel: the one scope beyond the four actions a route declares (docs/access.md, the channel role).
-      expect(operation['x-permission'], route).toMatch(/^(public|[a-z-]+:(read|create|update|delete)|orders:cancel)$/);
+      // authenticated: any valid credential, whatever its scopes (GET /v1/callers/me).
+      expect(operation['x-permission'], route).toMatch(
+        /^(public|authenticated|[a-z-]+:(read|create|update|delete)|orders:cancel)$/,
+      );
       if (operation['x-permission'] === 'public') expect(operation.security, route).toEqual([]);
+      else if (operation['x-permission'] === 'authenticated')
+        expect(operation.security, route).toEqual([{ apiKey: [] }, { oauth2: [] }, { bearer: [] }]);
       else
         expect(operation.security, route).toEqual([
           { apiKey: [] },

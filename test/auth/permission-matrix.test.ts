@@ -10,8 +10,11 @@ import { ADMIN, CHANNEL, EDITOR, READER } from '../helpers/roles.js';
  * app's own route table, so a route added without an entry in EXPECTED fails here.
  */
 
-/** 'describes caller': public, but credentials sent are checked (401 when invalid), since the answer is about the caller. */
-type Needs = 'public' | 'describes caller' | string[];
+/**
+ * 'describes caller': public, but credentials sent are checked (401 when invalid), since the answer is about the caller.
+ * 'authenticated': any valid credential, whatever its scopes (401 without one or with an invalid one; never 403).
+ */
+type Needs = 'public' | 'describes caller' | 'authenticated' | string[];
 
 /** What each route needs, as docs/security.md reads: a route that addresses a record also needs read on its collection. */
 const EXPECTED: Record<string, Needs> = {
@@ -111,6 +114,8 @@ const EXPECTED: Record<string, Needs> = {
   'GET /v1/weather/:place/observations': ['weather:read'],
   'HEAD /v1/weather/:place/observations': ['weather:read'],
 
+  'GET /v1/callers/me': 'authenticated',
+  'HEAD /v1/callers/me': 'authenticated',
   'GET /v1/callers': ['callers:read'],
   'HEAD /v1/callers': ['callers:read'],
   'POST /v1/callers': ['callers:create'],
@@ -448,6 +453,7 @@ function check(
       wrong.push(`detail ${JSON.stringify(reply.json?.detail)}`);
     return { expected: `401 ${outcome.refused}`, wrong };
   }
+  if (needs === 'authenticated') return allowed('any credential: not 401/403');
   const missing = needs.filter((scope) => !outcome.holds.has(scope)).sort();
   if (missing.length === 0) return allowed('allowed: not 401/403');
   if (reply.status !== 403) wrong.push(`status ${reply.status} ≠ 403`);

@@ -149,6 +149,15 @@ describe('policy: permissionOf and missingScopes', () => {
     });
   });
 
+  it('permissionOf: no scope, the resource its URL names and the action of its method, when any credential may call the route', () => {
+    expect(permissionOf('authenticated', '/v1/callers/me')).toEqual({
+      scope: 'authenticated',
+      also: [],
+      resource: 'callers',
+      action: null,
+    });
+  });
+
   it('permissionOf: nothing more when the route is public', () => {
     expect(permissionOf('public', '/problems/:type')).toMatchObject({ scope: 'public', also: [] });
     expect(permissionOf('public', '/v1/openapi.json')).toMatchObject({ scope: 'public', also: [] });
@@ -159,6 +168,10 @@ describe('policy: permissionOf and missingScopes', () => {
       missingScopes(new Set(['orders:delete', 'orders:read']), permissionOf('orders:delete', '/v1/orders/:id')),
     ).toEqual([]);
     expect(missingScopes(new Set(), permissionOf('public', '/'))).toEqual([]);
+  });
+
+  it('missingScopes: empty for a credential holding no scope at all when the route needs only authentication', () => {
+    expect(missingScopes(new Set(), permissionOf('authenticated', '/v1/callers/me'))).toEqual([]);
   });
 
   it('missingScopes: each scope not held, the declared one first, when some are lacking', () => {

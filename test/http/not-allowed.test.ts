@@ -61,6 +61,8 @@ describe('methods a path does not serve', () => {
     ['GET', '/v1/users/batch', 'POST, OPTIONS'],
     ['HEAD', '/v1/items/batch', 'POST, OPTIONS'],
     ['PATCH', '/v1/users/me', 'GET, HEAD, OPTIONS'],
+    ['PATCH', '/v1/callers/me', 'GET, HEAD, OPTIONS'],
+    ['DELETE', '/v1/callers/me', 'GET, HEAD, OPTIONS'],
     ['DELETE', '/v1/users/import', 'POST, OPTIONS'],
     ['PUT', '/v1/items/stock', 'GET, HEAD, OPTIONS'],
     ['GET', '/v1/items/stock/batch', 'POST, OPTIONS'],

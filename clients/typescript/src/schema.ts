@@ -648,6 +648,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/callers/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the request is: its caller, credential, scopes and record access
+         * @description Who signed the request, as rowi resolved its credential: the caller (or an external issuer's subject), its role, the kind of credential, the scopes this request holds (a token may hold fewer than its caller), its record access per owned resource and the user a token acts for (docs/access.md). Any valid API key or token may ask, whatever its scopes; 401 without one.
+         */
+        get: operations["getIdentity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Who the request is: its caller, credential, scopes and record access
+         * @description Who signed the request, as rowi resolved its credential: the caller (or an external issuer's subject), its role, the kind of credential, the scopes this request holds (a token may hold fewer than its caller), its record access per owned resource and the user a token acts for (docs/access.md). Any valid API key or token may ask, whatever its scopes; 401 without one.
+         */
+        head: operations["getIdentity-head"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/callers": {
         parameters: {
             query?: never;
@@ -2730,6 +2754,44 @@ export interface components {
                     output?: string;
                 };
             };
+        };
+        /**
+         * Identity
+         * @description Who the request is: its caller (or external subject), role, credential, the scopes it holds, its record access and the user it acts for
+         * @example {
+         *       "caller_id": 3,
+         *       "name": "web-shop",
+         *       "role": "channel",
+         *       "credential": "oauth",
+         *       "scopes": [
+         *         "items:read",
+         *         "orders:cancel",
+         *         "orders:create",
+         *         "orders:read",
+         *         "users:read"
+         *       ],
+         *       "record_access": {
+         *         "users": "own",
+         *         "items": "all",
+         *         "orders": "own"
+         *       },
+         *       "user_id": 12
+         *     }
+         */
+        Identity: {
+            /** @description the caller's id; null for the subject of an external issuer's token */
+            caller_id: number | null;
+            /** @description the caller's name, or the subject (sub) of an external issuer's token */
+            name: string;
+            /** @description the caller's role; null for the subject of an external issuer's token */
+            role: "reader" | "editor" | "admin" | "channel" | null;
+            /** @description what signed the request: api_key (X-API-Key), oauth (a token from POST /oauth/token), external (a token of the configured external issuer) */
+            credential: "api_key" | "oauth" | "external";
+            /** @description the scopes this request holds, sorted: a key's are its caller's; a token's are those it was issued with that its caller still holds (fewer while it acts for a user) */
+            scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            record_access: components["schemas"]["RecordAccess"];
+            /** @description the user the token acts for (docs/access.md "Acting for a user"); null: none */
+            user_id: number | null;
         };
         /**
          * ImportOperation
@@ -9467,6 +9529,72 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Who the request is */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description no-store: the answer is about the credential of this request */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Identity"];
+                    "application/xml": components["schemas"]["Identity"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getIdentity-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Who the request is */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description no-store: the answer is about the credential of this request */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Identity"];
+                    "application/xml": components["schemas"]["Identity"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             406: components["responses"]["NotAcceptable"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];

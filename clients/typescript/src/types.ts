@@ -55,6 +55,8 @@ export type ExpandedStockMovement = components['schemas']['ExpandedStockMovement
 export type ExpandedStockMovementFields = components['schemas']['ExpandedStockMovementFields'];
 /** Health */
 export type Health = components['schemas']['Health'];
+/** Who the request is: its caller (or external subject), role, credential, the scopes it holds, its record access and the user it acts for */
+export type Identity = components['schemas']['Identity'];
 /** ImportOperation */
 export type ImportOperation = components['schemas']['ImportOperation'];
 /** as a read or a list answers it: every member, or only those `fields` names (id always) */

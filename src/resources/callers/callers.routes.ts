@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
 import { sendEmpty } from '../../http/records.js';
-import { RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import { RESPONSE_HEADERS, header, noContent, operation, representation } from '../../http/schemas.js';
 import type { Collection } from '../../engine/collection.js';
 import { addOperations } from '../../engine/resource.js';
 import {
@@ -17,19 +17,28 @@ import {
   callerSchemas,
 } from './callers.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeKey } from './api-keys.service.js';
-import { createCaller, deleteCaller, getCaller, listCallers, patchCaller, type CallerView } from './callers.service.js';
+import {
+  createCaller,
+  deleteCaller,
+  getCaller,
+  identityOf,
+  listCallers,
+  patchCaller,
+  type CallerView,
+} from './callers.service.js';
 import Type from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 
 /**
- * /v1/callers and their keys (docs/security.md), for admins. Every change forgets what this instance
+ * /v1/callers and their keys (docs/security.md), for admins; and /v1/callers/me, who the request
+ * is, for any credential. Every change forgets what this instance
  * believed about callers and keys, so a revoked key or a narrowed role takes effect at once here,
  * and tells the other instances on the database (Signals), which forget as soon as they hear it
  * (within FRESH_MS in any case).
  */
 const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { db, auth } = app;
-  const { CallerCreateSchema, CallerPageSchema, CallerPatchSchema, CallerSchema } = callerSchemas();
+  const { CallerCreateSchema, CallerPageSchema, CallerPatchSchema, CallerSchema, IdentitySchema } = callerSchemas();
   const callers: Collection<typeof CallerSchema, CallerView> = {
     path: '/v1/callers',
     name: 'callers',
@@ -41,6 +50,28 @@ const callersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     params: CallerParams,
     afterChange: () => auth.forget(),
   };
+
+  // Before /v1/callers/:id in the document; Fastify prefers the static path whatever the order.
+  app.get(
+    '/v1/callers/me',
+    {
+      schema: operation({
+        operationId: 'getIdentity',
+        // Any valid credential, whatever its scopes: a caller that may not read callers may still ask who it is.
+        permission: 'authenticated',
+        summary: 'Who the request is: its caller, credential, scopes and record access',
+        description:
+          "Who signed the request, as rowi resolved its credential: the caller (or an external issuer's subject), its role, the kind of credential, the scopes this request holds (a token may hold fewer than its caller), its record access per owned resource and the user a token acts for (docs/access.md). Any valid API key or token may ask, whatever its scopes; 401 without one.",
+        tags: ['callers'],
+        response: {
+          200: representation(IdentitySchema, 'Who the request is', {
+            'Cache-Control': header('no-store: the answer is about the credential of this request'),
+          }),
+        },
+      }),
+    },
+    async (request, reply) => reply.header('cache-control', 'no-store').send(identityOf(request.context!)),
+  );
 
   addOperations(app, {
     collection: callers,

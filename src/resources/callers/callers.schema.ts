@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { CREDENTIALS } from '../../auth/access.js';
 import { ALL_SCOPES, OWNED_RESOURCES, ROLES } from '../../auth/policy.js';
 import { freeText } from '../../http/free-text.js';
 import { CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
@@ -125,10 +126,42 @@ export const callerSchemas = builtPerCatalogue(
     );
 
     const CallerPageSchema = pageSchema(CallerSchema, 'callers');
-    return { CallerSchema, CallerCreateSchema, CallerPatchSchema, CallerPageSchema };
+
+    /** Who a request is, as its credential resolved (GET /v1/callers/me): what it holds now, not what its caller may hold. */
+    const IdentitySchema = Type.Object(
+      {
+        caller_id: Type.Union([Id, Type.Null()], {
+          description: "the caller's id; null for the subject of an external issuer's token",
+        }),
+        name: Type.String({ description: "the caller's name, or the subject (sub) of an external issuer's token" }),
+        role: Type.Union([...Role.anyOf, Type.Null()], {
+          description: "the caller's role; null for the subject of an external issuer's token",
+        }),
+        credential: oneOfLiterals(CREDENTIALS, {
+          description:
+            'what signed the request: api_key (X-API-Key), oauth (a token from POST /oauth/token), external (a token of the configured external issuer)',
+        }),
+        scopes: Type.Array(ScopeName, {
+          description:
+            "the scopes this request holds, sorted: a key's are its caller's; a token's are those it was issued with that its caller still holds (fewer while it acts for a user)",
+          xml: { wrapped: true },
+        }),
+        record_access: RecordAccess,
+        user_id: Type.Union([Id, Type.Null()], {
+          description: 'the user the token acts for (docs/access.md "Acting for a user"); null: none',
+        }),
+      },
+      {
+        ...closedObject('identity', 'Identity'),
+        description:
+          'Who the request is: its caller (or external subject), role, credential, the scopes it holds, its record access and the user it acts for',
+      },
+    );
+    return { CallerSchema, CallerCreateSchema, CallerPatchSchema, CallerPageSchema, IdentitySchema };
   },
 );
 export type Caller = Static<ReturnType<typeof callerSchemas>['CallerSchema']>;
+export type Identity = Static<ReturnType<typeof callerSchemas>['IdentitySchema']>;
 
 export const CALLER_COLLECTION: CollectionSpec = {
   sortable: { id: 'integer', name: 'string', created_at: 'string' },

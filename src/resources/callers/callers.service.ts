@@ -13,6 +13,7 @@ import {
   isScope,
   type Scope,
 } from '../../auth/policy.js';
+import type { RequestContext } from '../../auth/context.js';
 import { nowTimestamp } from '../../db/clock.js';
 import type { Executor, Role, Trx } from '../../db/database.js';
 import type { ListQuery } from '../../db/keyset.js';
@@ -27,6 +28,7 @@ import {
   type CallerFields,
   type StoredCaller,
 } from '../../auth/callers.repository.js';
+import type { Identity } from './callers.schema.js';
 
 /** A caller as the API shows it: grants as arrays, and the scopes they add up to. */
 export interface CallerView {
@@ -76,6 +78,22 @@ export function presentCaller(caller: StoredCaller): CallerView {
     created_at: caller.created_at,
     updated_at: caller.updated_at,
     version: caller.version,
+  };
+}
+
+/**
+ * Who a request is (GET /v1/callers/me), from its context as authentication resolved it: the
+ * scopes and record access it holds now, which for a token may be fewer than its caller's.
+ */
+export function identityOf({ access, budget }: RequestContext): Identity {
+  return {
+    caller_id: access.callerId,
+    name: access.name,
+    role: budget.role,
+    credential: access.credential,
+    scopes: [...access.scopes].filter(isScope).sort(),
+    record_access: recordAccessOf(access.ownRecords),
+    user_id: access.userId,
   };
 }
 
