@@ -1,4 +1,5 @@
 import { dereferenced } from '../helpers/openapi.js';
+import { CONSOLE_PATH } from '../../src/http/console-page.js';
 import { DOCS_PATH } from '../../src/http/docs-page.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,10 +67,10 @@ describe('GET /v1/openapi.json', () => {
     expect(() => validator.resolveRefs()).not.toThrow();
   });
 
-  it('GET /v1/openapi.json: every registered route (method and path) is in the document, but the docs page (HTML, not the API)', () => {
+  it('GET /v1/openapi.json: every registered route (method and path) is in the document, but the docs page and the console (HTML, not the API)', () => {
     const missing = test.app.routeTable
       .list()
-      .filter(({ url }) => url !== DOCS_PATH && !url.startsWith(`${DOCS_PATH}/`))
+      .filter(({ url }) => ![DOCS_PATH, CONSOLE_PATH].some((page) => url === page || url.startsWith(`${page}/`)))
       .map(({ method, url }) => [method.toLowerCase(), url.replace(/:([A-Za-z_]+)/g, '{$1}')] as const)
       .filter(([method, path]) => document.paths[path]?.[method] === undefined);
     expect(missing).toEqual([]);
