@@ -270,7 +270,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
     await page.context().close();
   });
 
-  it('when an order is opened, then its lines (item, quantity, price), total and user show; cancelling it, confirmed, returns its stock', async () => {
+  it('when an order is opened, then its lines (item, quantity, price), total and user show; its lines change; cancelling it, confirmed, returns its stock', async () => {
     const { user } = await createUser(rig!.test, { name: 'Margaret Heafield', email: 'margaret.heafield@example.com' });
     const { item: cable } = await createItem(rig!.test, { name: 'USB-C cable', price: '9.90' });
     const { item: dock } = await createItem(rig!.test, { name: 'Docking station', price: '149.00' });
@@ -344,6 +344,74 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
     expect((await rig!.test.call({ url: `/v1/orders/${order.id}` })).json.status).toBe('cancelled');
     expect((await rig!.test.call({ url: `/v1/items/${dock.id}/stock` })).json).toMatchObject({
       quantity: 12,
+      reserved: 0,
+    });
+    expectClean(tab);
+    await page.context().close();
+  });
+
+  it('when an item is created in the console, then it opens, said created, and is stored; a refused price is explained; stock changed meanwhile is refused (412) and reloaded', async () => {
+    const tab = await signedIn(rig!);
+    const page = tab.page;
+    await goTo(tab, 'Items and stock');
+    await page.getByRole('button', { name: 'New item' }).click();
+    const form = page.getByRole('region', { name: 'New item' });
+    await form.getByLabel('Name').fill('Walnut desk');
+    await form.getByLabel('SKU').fill('DESK-WALNUT-140');
+    await form.getByLabel('Price').fill('12.345');
+    await form.getByRole('button', { name: 'Create' }).click();
+    const refused = form.getByRole('alert');
+    await refused.waitFor();
+    expect(await refused.textContent()).toContain('Not created');
+    expect(await refused.textContent()).toContain('/price');
+    await form.getByLabel('Price').fill('389.00');
+    await form.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Walnut desk' }).waitFor();
+    expect(await page.getByRole('status').first().textContent()).toContain('Item created');
+    const id = Number((await hashOf(page)).split('/').at(-1));
+    expect((await rig!.test.call({ url: `/v1/items/${id}` })).json).toMatchObject({
+      name: 'Walnut desk',
+      sku: 'DESK-WALNUT-140',
+      price: '389.00',
+    });
+
+    // The stock is its own record with its own ETag: set by someone else after the console read it.
+    const stock = page.getByRole('region', { name: 'Stock', exact: true });
+    await expect.poll(() => stock.locator('.stat').first().textContent()).toContain('0');
+    await setStock(rig!.test, id, 30);
+    await stock.getByLabel('Set on hand to').fill('25');
+    await stock.getByRole('button', { name: 'Set stock' }).click();
+    await stock.getByRole('alert').waitFor();
+    expect(await stock.getByRole('alert').textContent()).toContain('Someone changed this record');
+    expect((await rig!.test.call({ url: `/v1/items/${id}/stock` })).json.quantity).toBe(30);
+    await stock.getByRole('button', { name: 'Reload' }).click();
+    await expect.poll(() => stock.locator('.stat').first().textContent()).toContain('30');
+    await stock.getByLabel('Set on hand to').fill('25');
+    await stock.getByRole('button', { name: 'Set stock' }).click();
+    await expect.poll(() => stock.getByRole('status').textContent()).toContain('On hand set to 25');
+    expect((await rig!.test.call({ url: `/v1/items/${id}/stock` })).json.quantity).toBe(25);
+    expect(tab.errors.filter((error) => !/4(12|22)/.test(error))).toEqual([]);
+    expect(tab.dialogs).toEqual([]);
+    await page.context().close();
+  });
+
+  it('when an order is marked fulfilled, confirmed, then its status says so, its reserved stock has left, and it can no longer be cancelled', async () => {
+    const { user } = await createUser(rig!.test, { name: 'Fulfilled Customer' });
+    const { item } = await createItem(rig!.test, { name: 'Oak shelf' });
+    await setStock(rig!.test, item.id, 8);
+    const order = await placeOrder('SO-FULFIL', user.id, [{ item_id: item.id, quantity: 2 }]);
+    const tab = await signedIn(rig!, rig!.test.adminKey, WIDE, `#/orders/${order.id}`);
+    const page = tab.page;
+    await page.getByRole('heading', { level: 1, name: 'SO-FULFIL' }).waitFor();
+    await page.getByRole('button', { name: 'Mark fulfilled' }).click();
+    await page.getByRole('button', { name: 'Yes, mark fulfilled' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Order fulfilled');
+    expect(await fieldOf(page, 'Order', 'Status')).toBe('fulfilled');
+    for (const name of ['Cancel order', 'Mark fulfilled', 'Change lines'])
+      expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0);
+    expect((await rig!.test.call({ url: `/v1/orders/${order.id}` })).json.status).toBe('fulfilled');
+    expect((await rig!.test.call({ url: `/v1/items/${item.id}/stock` })).json).toMatchObject({
+      quantity: 6,
       reserved: 0,
     });
     expectClean(tab);

@@ -543,7 +543,11 @@ const USER_FIELDS: EditSpec[] = [
 ];
 
 export function UsersView({ parts, params }: ViewProps): JSX.Element {
-  return parts[0] === undefined ? <UserList params={params} /> : <UserRecord id={parts[0]} />;
+  return (
+    <div class="records-view">
+      {parts[0] === undefined ? <UserList params={params} /> : <UserRecord id={parts[0]} />}
+    </div>
+  );
 }
 
 function UserList({ params }: { params: URLSearchParams }): JSX.Element {
@@ -558,7 +562,7 @@ function UserList({ params }: { params: URLSearchParams }): JSX.Element {
     ),
   );
   const columns: Column<User>[] = [
-    { label: 'Id', render: (user) => user.id, numeric: true },
+    { label: 'Id', render: (user) => user.id, numeric: true, optional: true },
     { label: 'Name', render: (user) => <a href={href('users', user.id)}>{user.name}</a> },
     { label: 'Email', render: (user) => user.email },
     { label: 'Created', render: (user) => <Time at={user.created_at} />, optional: true },
@@ -725,7 +729,11 @@ const ITEM_FIELDS: EditSpec[] = [
 ];
 
 export function ItemsView({ parts, params }: ViewProps): JSX.Element {
-  return parts[0] === undefined ? <ItemList params={params} /> : <ItemRecord id={parts[0]} />;
+  return (
+    <div class="records-view">
+      {parts[0] === undefined ? <ItemList params={params} /> : <ItemRecord id={parts[0]} />}
+    </div>
+  );
 }
 
 function ItemList({ params }: { params: URLSearchParams }): JSX.Element {
@@ -753,7 +761,7 @@ function ItemList({ params }: { params: URLSearchParams }): JSX.Element {
   );
   const stockOf = (item: Item) => stock.data?.[item.id];
   const columns: Column<Item>[] = [
-    { label: 'Id', render: (item) => item.id, numeric: true },
+    { label: 'Id', render: (item) => item.id, numeric: true, optional: true },
     { label: 'Name', render: (item) => <a href={href('items', item.id)}>{item.name}</a> },
     { label: 'SKU', render: (item) => <code>{item.sku}</code> },
     { label: 'Price', render: (item) => item.price, numeric: true },
@@ -1000,13 +1008,15 @@ function Movements({ itemId, round }: { itemId: number; round: number }): JSX.El
     {
       label: 'Kind',
       render: (movement) => (
-        <Badge tone={MOVEMENT_KINDS[movement.kind].tone}>{MOVEMENT_KINDS[movement.kind].label}</Badge>
+        <span class="records-nowrap">
+          <Badge tone={MOVEMENT_KINDS[movement.kind].tone}>{MOVEMENT_KINDS[movement.kind].label}</Badge>
+        </span>
       ),
     },
-    { label: 'On hand change', render: (movement) => signed(movement.quantity_change), numeric: true },
+    { label: 'Change', render: (movement) => signed(movement.quantity_change), numeric: true },
+    { label: 'On hand', render: (movement) => count(movement.quantity_after), numeric: true },
     { label: 'Reserved change', render: (movement) => signed(movement.reserved_change), numeric: true, optional: true },
-    { label: 'On hand after', render: (movement) => count(movement.quantity_after), numeric: true },
-    { label: 'Reserved after', render: (movement) => count(movement.reserved_after), numeric: true, optional: true },
+    { label: 'Reserved', render: (movement) => count(movement.reserved_after), numeric: true, optional: true },
     {
       label: 'Order',
       render: (movement) =>
@@ -1054,7 +1064,11 @@ const STATUS_TONES: Record<OrderStatus, 'good' | 'bad' | 'warn' | 'neutral'> = {
 };
 
 function StatusBadge({ status }: { status: OrderStatus }): JSX.Element {
-  return <Badge tone={STATUS_TONES[status] ?? 'neutral'}>{status}</Badge>;
+  return (
+    <span class="records-nowrap">
+      <Badge tone={STATUS_TONES[status] ?? 'neutral'}>{status}</Badge>
+    </span>
+  );
 }
 
 const ORDER_FILTERS: FilterSpec[] = [
@@ -1102,7 +1116,7 @@ function UserRef({ order }: { order: Order }): JSX.Element {
 
 function orderColumns(withUser: boolean): Column<Order>[] {
   const columns: Column<Order>[] = [
-    { label: 'Id', render: (order) => order.id, numeric: true },
+    { label: 'Id', render: (order) => order.id, numeric: true, optional: true },
     { label: 'Reference', render: (order) => <a href={href('orders', order.id)}>{order.name}</a> },
   ];
   if (withUser) columns.push({ label: 'User', render: (order) => <UserRef order={order} /> });
@@ -1213,7 +1227,11 @@ function LinesForm({
 }
 
 export function OrdersView({ parts, params }: ViewProps): JSX.Element {
-  return parts[0] === undefined ? <OrderList params={params} /> : <OrderRecord id={parts[0]} />;
+  return (
+    <div class="records-view">
+      {parts[0] === undefined ? <OrderList params={params} /> : <OrderRecord id={parts[0]} />}
+    </div>
+  );
 }
 
 function OrderList({ params }: { params: URLSearchParams }): JSX.Element {
