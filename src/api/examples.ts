@@ -135,6 +135,20 @@ const importOperation = {
   errors_url: '/v1/operations/1/errors',
 };
 
+const event = {
+  id: 'evt_01a214fb578f000000b9bd50f327',
+  type: 'order.created',
+  created_at: AT,
+  path: '/v1/orders/1',
+  data: order,
+};
+const orderCreatedType = {
+  type: 'order.created',
+  resource: 'orders',
+  description: 'An order was placed, reserving its stock; data is the order.',
+  example: event,
+};
+
 export const API_EXAMPLES: Record<string, unknown> = {
   Index: {
     name: 'rowi',
@@ -362,13 +376,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
     duration_ms: 4.2,
     client_ip: '192.0.2.10',
   },
-  Event: {
-    id: 'evt_01a214fb578f000000b9bd50f327',
-    type: 'order.created',
-    created_at: AT,
-    path: '/v1/orders/1',
-    data: order,
-  },
+  Event: event,
   WebhookEndpoint: endpoint,
   WebhookEndpointCreate: {
     url: 'https://hooks.example.com/rowi',
@@ -391,6 +399,18 @@ export const API_EXAMPLES: Record<string, unknown> = {
     created_at: AT,
     updated_at: LATER,
   },
+  WebhookEndpointHealth: {
+    endpoint_id: 1,
+    window_start: '2026-05-31T12:05:00.000Z',
+    deliveries: { pending: 3, succeeded: 120, dead: 1 },
+    attempts: { total: 130, succeeded: 120, failed: 10 },
+    success_rate: 0.923,
+    lag_ms: 5400,
+    last_success_at: LATER,
+    last_failure: { at: '2026-06-01T12:04:10.000Z', delivery_id: 9, status_code: 500, error: 'answered 500' },
+  },
+  EventTypeDescription: orderCreatedType,
+  EventTypeCatalogue: { data: [orderCreatedType] },
   TokenRequest: {
     grant_type: 'client_credentials',
     client_id: 'sales-system',

@@ -35,6 +35,9 @@ export function nameComponents<T extends Json>(document: T, examples: Record<str
     for (const [key, member] of Object.entries(value)) {
       // The whole record a partial one stands for is named, not written where it stands (fields-document.ts).
       if (key === WHOLE_RECORD) visit(member, true);
+      // The members of `properties` are names of fields, not keywords: a field named `example` is a schema.
+      else if (key === 'properties' && isObject(member))
+        out[key] = Object.fromEntries(Object.entries(member).map(([name, field]) => [name, visit(field, true)]));
       else out[key] = DATA_MEMBERS.has(key) || key.startsWith('x-') ? member : visit(member, true);
     }
     const title = out.title;

@@ -145,6 +145,8 @@ const EXPECTED: Record<string, Needs> = {
   'HEAD /v1/events/stream': ['events:read'],
   'GET /v1/events/:id': ['events:read'],
   'HEAD /v1/events/:id': ['events:read'],
+  'GET /v1/event-types': 'public',
+  'HEAD /v1/event-types': 'public',
 
   'GET /v1/webhook-endpoints': ['webhook-endpoints:read'],
   'HEAD /v1/webhook-endpoints': ['webhook-endpoints:read'],
@@ -155,6 +157,8 @@ const EXPECTED: Record<string, Needs> = {
   'DELETE /v1/webhook-endpoints/:id': ['webhook-endpoints:delete', 'webhook-endpoints:read'],
   'POST /v1/webhook-endpoints/:id/rotate-secret': ['webhook-endpoints:update', 'webhook-endpoints:read'],
   'POST /v1/webhook-endpoints/:id/ping': ['webhook-endpoints:update', 'webhook-endpoints:read'],
+  'GET /v1/webhook-endpoints/:id/health': ['webhook-endpoints:read'],
+  'HEAD /v1/webhook-endpoints/:id/health': ['webhook-endpoints:read'],
   'GET /v1/webhook-endpoints/:id/deliveries': ['webhook-endpoints:read'],
   'HEAD /v1/webhook-endpoints/:id/deliveries': ['webhook-endpoints:read'],
   'GET /v1/webhook-endpoints/:id/deliveries/:delivery_id': ['webhook-endpoints:read'],

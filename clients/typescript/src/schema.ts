@@ -1088,6 +1088,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event types, each with an example event
+         * @description Every type of event rowi writes, in the order of the catalogue (those of a resource together), with the resource whose read scope sees it, what it tells, and an example event exactly as GET /v1/events/{id} answers it (a webhook body is that, with resource and sequence). Public, like the OpenAPI document.
+         */
+        get: operations["listEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The event types, each with an example event
+         * @description Every type of event rowi writes, in the order of the catalogue (those of a resource together), with the resource whose read scope sees it, what it tells, and an example event exactly as GET /v1/events/{id} answers it (a webhook body is that, with resource and sequence). Public, like the OpenAPI document.
+         */
+        head: operations["listEventTypes-head"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/stream": {
         parameters: {
             query?: never;
@@ -1189,6 +1213,30 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether a webhook endpoint's receiver keeps up: its deliveries and attempts of the last 24 hours
+         * @description Its deliveries pending now and how long the oldest has waited (lag_ms); those that succeeded or went dead in the last 24 hours; the attempts of those hours, their success rate and the latest failure; when a delivery last succeeded. Counted at each request, never cached.
+         */
+        get: operations["getWebhookEndpointHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Whether a webhook endpoint's receiver keeps up: its deliveries and attempts of the last 24 hours
+         * @description Its deliveries pending now and how long the oldest has waited (lag_ms); those that succeeded or went dead in the last 24 hours; the attempts of those hours, their success rate and the latest failure; when a delivery last succeeded. Counted at each request, never cached.
+         */
+        head: operations["getWebhookEndpointHealth-head"];
         patch?: never;
         trace?: never;
     };
@@ -2260,6 +2308,88 @@ export interface components {
             data: components["schemas"]["EventFields"][];
             /** @description pass as cursor to get the next page; null on the last page */
             next_cursor: string | null;
+        };
+        /**
+         * EventTypeCatalogue
+         * @example {
+         *       "data": [
+         *         {
+         *           "type": "order.created",
+         *           "resource": "orders",
+         *           "description": "An order was placed, reserving its stock; data is the order.",
+         *           "example": {
+         *             "id": "evt_01a214fb578f000000b9bd50f327",
+         *             "type": "order.created",
+         *             "created_at": "2026-06-01T12:00:00.000Z",
+         *             "path": "/v1/orders/1",
+         *             "data": {
+         *               "id": 1,
+         *               "name": "SO-1001",
+         *               "user_id": 1,
+         *               "status": "placed",
+         *               "lines": [
+         *                 {
+         *                   "item_id": 1,
+         *                   "quantity": 2,
+         *                   "unit_price": "2.50",
+         *                   "line_total": "5.00"
+         *                 }
+         *               ],
+         *               "total": "5.00",
+         *               "created_by": 2,
+         *               "created_at": "2026-06-01T12:00:00.000Z",
+         *               "updated_at": "2026-06-01T12:00:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        EventTypeCatalogue: {
+            /** @description every event type rowi writes, in the order of the catalogue: those of a resource together */
+            data: components["schemas"]["EventTypeDescription"][];
+        };
+        /**
+         * EventTypeDescription
+         * @description an event type, and in `example` an event of it as GET /v1/events/{id} answers it (a webhook body is that, with `resource` and `sequence`)
+         * @example {
+         *       "type": "order.created",
+         *       "resource": "orders",
+         *       "description": "An order was placed, reserving its stock; data is the order.",
+         *       "example": {
+         *         "id": "evt_01a214fb578f000000b9bd50f327",
+         *         "type": "order.created",
+         *         "created_at": "2026-06-01T12:00:00.000Z",
+         *         "path": "/v1/orders/1",
+         *         "data": {
+         *           "id": 1,
+         *           "name": "SO-1001",
+         *           "user_id": 1,
+         *           "status": "placed",
+         *           "lines": [
+         *             {
+         *               "item_id": 1,
+         *               "quantity": 2,
+         *               "unit_price": "2.50",
+         *               "line_total": "5.00"
+         *             }
+         *           ],
+         *           "total": "5.00",
+         *           "created_by": 2,
+         *           "created_at": "2026-06-01T12:00:00.000Z",
+         *           "updated_at": "2026-06-01T12:00:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        EventTypeDescription: {
+            /** @description the event type, one of those of Event.type (user.created …) */
+            type: string;
+            /** @description the resource whose read scope sees events of this type (orders: orders:read), on GET /v1/events and the stream; a webhook endpoint is sent them while its owner has it */
+            resource: string;
+            /** @description when an event of this type is written, and what its data is */
+            description: string;
+            example: components["schemas"]["Event"];
         };
         /**
          * ExpandedItem
@@ -6199,6 +6329,102 @@ export interface components {
              * @description when the record last changed (RFC 3339, UTC)
              */
             readonly updated_at?: string;
+        };
+        /**
+         * WebhookEndpointHealth
+         * @description whether the endpoint's receiver keeps up: its deliveries pending now and how long the oldest has waited, what succeeded and failed in the last 24 hours, and when a delivery last succeeded
+         * @example {
+         *       "endpoint_id": 1,
+         *       "window_start": "2026-05-31T12:05:00.000Z",
+         *       "deliveries": {
+         *         "pending": 3,
+         *         "succeeded": 120,
+         *         "dead": 1
+         *       },
+         *       "attempts": {
+         *         "total": 130,
+         *         "succeeded": 120,
+         *         "failed": 10
+         *       },
+         *       "success_rate": 0.923,
+         *       "lag_ms": 5400,
+         *       "last_success_at": "2026-06-01T12:05:00.000Z",
+         *       "last_failure": {
+         *         "at": "2026-06-01T12:04:10.000Z",
+         *         "delivery_id": 9,
+         *         "status_code": 500,
+         *         "error": "answered 500"
+         *       }
+         *     }
+         */
+        WebhookEndpointHealth: {
+            /**
+             * Format: int64
+             * @description the endpoint
+             */
+            endpoint_id: number;
+            /**
+             * Format: date-time
+             * @description the start of the window counted: 24 hours before the answer. The counts of succeeded and dead deliveries and of attempts, and last_failure, are of this window
+             */
+            window_start: string;
+            /** @description deliveries by their status (those of GET …/deliveries?status=): every one pending now; those that became succeeded or dead in the window. A delivery sent again by hand counts by its latest status */
+            deliveries: {
+                /**
+                 * Format: int64
+                 * @description deliveries waiting to be sent now, however old: due, or waiting for their next attempt after a failure (not only those of the window)
+                 */
+                pending: number;
+                /**
+                 * Format: int64
+                 * @description deliveries that succeeded in the window (the endpoint answered 2xx)
+                 */
+                succeeded: number;
+                /**
+                 * Format: int64
+                 * @description deliveries that went dead in the window: given up after the retry schedule, not sent (the event no longer kept, or one the owner may not read), or dead-lettered when the endpoint was disabled
+                 */
+                dead: number;
+            };
+            /** @description the attempts of all its deliveries made in the window */
+            attempts: {
+                /**
+                 * Format: int64
+                 * @description attempts made in the window
+                 */
+                total: number;
+                /**
+                 * Format: int64
+                 * @description of them, those the endpoint answered with 2xx in time
+                 */
+                succeeded: number;
+                /**
+                 * Format: int64
+                 * @description of them, those that failed (an error status, no answer in time, a refused address), and turns in which nothing was sent, whose error says why
+                 */
+                failed: number;
+            };
+            /** @description attempts.succeeded / attempts.total, rounded to three decimals; null when no attempt was made in the window */
+            success_rate: number | null;
+            /** @description how long the oldest pending delivery has waited, in milliseconds since the delivery was made (one sent again by hand counts from then too); null when none is pending */
+            lag_ms: number | null;
+            last_success_at: string | null;
+            /** @description the latest failed attempt in the window; null when none failed in it */
+            last_failure: {
+                /**
+                 * Format: date-time
+                 * @description when the failed attempt was made
+                 */
+                at: string;
+                /**
+                 * Format: int64
+                 * @description its delivery (GET /v1/webhook-endpoints/{id}/deliveries/{delivery_id})
+                 */
+                delivery_id: number;
+                /** @description the endpoint's answer; null when none came (a time-out, a refused connection, not sent) */
+                status_code: number | null;
+                error: string | null;
+            } | null;
         };
         /**
          * WebhookEndpointPage
@@ -11319,6 +11545,98 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listEventTypes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag of the copy the client holds (304 when current) */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event types */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    /** @description public, max-age=3600: it changes only with the version of rowi */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeCatalogue"];
+                };
+            };
+            /** @description The copy the client holds is current */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "listEventTypes-head": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag of the copy the client holds (304 when current) */
+                "if-none-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event types */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    /** @description public, max-age=3600: it changes only with the version of rowi */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeCatalogue"];
+                };
+            };
+            /** @description The copy the client holds is current */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     streamEvents: {
         parameters: {
             query?: {
@@ -11774,6 +12092,80 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
             507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getWebhookEndpointHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's health */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description private, no-store: counted at each request */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointHealth"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    "getWebhookEndpointHealth-head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description server-assigned identifier */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint's health */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description private, no-store: counted at each request */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointHealth"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookDeliveries: {

@@ -41,6 +41,10 @@ export type Event = components['schemas']['Event'];
 export type EventFields = components['schemas']['EventFields'];
 /** EventPage */
 export type EventPage = components['schemas']['EventPage'];
+/** EventTypeCatalogue */
+export type EventTypeCatalogue = components['schemas']['EventTypeCatalogue'];
+/** an event type, and in `example` an event of it as GET /v1/events/{id} answers it (a webhook body is that, with `resource` and `sequence`) */
+export type EventTypeDescription = components['schemas']['EventTypeDescription'];
 /** ExpandedItem */
 export type ExpandedItem = components['schemas']['ExpandedItem'];
 /** ExpandedOrder */
@@ -231,6 +235,8 @@ export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 export type WebhookEndpointCreate = components['schemas']['WebhookEndpointCreate'];
 /** as a read or a list answers it: every member, or only those `fields` names (id always) */
 export type WebhookEndpointFields = components['schemas']['WebhookEndpointFields'];
+/** whether the endpoint's receiver keeps up: its deliveries pending now and how long the oldest has waited, what succeeded and failed in the last 24 hours, and when a delivery last succeeded */
+export type WebhookEndpointHealth = components['schemas']['WebhookEndpointHealth'];
 /** WebhookEndpointPage */
 export type WebhookEndpointPage = components['schemas']['WebhookEndpointPage'];
 /** WebhookEndpointPatch */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { Config } from '../../config/config.js';
@@ -7,7 +8,16 @@ import { fieldsParameter, selectFields } from '../../http/fields.js';
 import { entityTag } from '../../http/etag.js';
 import { listQuerySchema, parseListQuery } from '../../http/paging.js';
 import { sendTagged } from '../../http/records.js';
-import { IfNoneMatchHeaders, RESPONSE_HEADERS, noContent, operation, representation } from '../../http/schemas.js';
+import {
+  IfNoneMatchHeaders,
+  RESPONSE_HEADERS,
+  header,
+  noContent,
+  operation,
+  representation,
+} from '../../http/schemas.js';
+import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../../outbox/event-types.js';
+import { exampleEvents } from './event-examples.js';
 import { EventParams, eventSchemas } from './events.schema.js';
 import { getEvent, listEvents } from './events.service.js';
 import { registerEventStream } from './stream.js';
@@ -18,7 +28,7 @@ const DESCRIPTION =
 /** GET /v1/events, /v1/events/{id} and the live stream (docs/events.md). */
 const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config }> = async (app, { feed, config }) => {
   const { db } = app;
-  const { EVENTS_COLLECTION, EventPageSchema, EventSchema } = eventSchemas();
+  const { EVENTS_COLLECTION, EventPageSchema, EventSchema, EventTypeCatalogueSchema } = eventSchemas();
   const EVENT_FIELDS = { record: EventSchema };
   app.get(
     '/v1/events',
@@ -72,7 +82,57 @@ const eventsRoutes: FastifyPluginAsyncTypebox<{ feed: EventFeed; config: Config 
     },
   );
 
+  /**
+   * Public, as the OpenAPI document is: it is documentation (every type and its description are in
+   * the document already, the examples are made up), and a receiver's developer may hold no key.
+   * Made once, from the document, when first asked: it changes only with rowi's version and the
+   * resources declared, never while a process runs.
+   */
+  let catalogue: { body: string; etag: string } | undefined;
+  app.get(
+    '/v1/event-types',
+    {
+      schema: operation({
+        operationId: 'listEventTypes',
+        permission: 'public',
+        summary: 'The event types, each with an example event',
+        description:
+          'Every type of event rowi writes, in the order of the catalogue (those of a resource together), with the resource whose read scope sees it, what it tells, and an example event exactly as GET /v1/events/{id} answers it (a webhook body is that, with resource and sequence). Public, like the OpenAPI document.',
+        tags: ['events'],
+        headers: IfNoneMatchHeaders,
+        response: {
+          200: representation(
+            EventTypeCatalogueSchema,
+            'The event types',
+            {
+              ...RESPONSE_HEADERS.etag,
+              'Cache-Control': header('public, max-age=3600: it changes only with the version of rowi'),
+            },
+            ['json'],
+          ),
+          304: noContent('The copy the client holds is current', RESPONSE_HEADERS.etag),
+        },
+      }),
+    },
+    async (request, reply) => {
+      catalogue ??= eventTypeCatalogue(app.swagger() as unknown as Record<string, unknown>);
+      reply.header('cache-control', 'public, max-age=3600').type('application/json; charset=utf-8');
+      return sendTagged(request, reply, catalogue.body, catalogue.etag);
+    },
+  );
+
   registerEventStream(app, feed, config);
 };
+
+/** The catalogue's answer, serialised once, and its tag (a digest of it). */
+function eventTypeCatalogue(document: Record<string, unknown>): { body: string; etag: string } {
+  const examples = exampleEvents(document);
+  const data = EVENT_TYPE_NAMES.map((type) => {
+    const { resource, description } = EVENT_TYPES[type]!;
+    return { type, resource, description, example: examples.get(type)! };
+  });
+  const body = JSON.stringify({ data });
+  return { body, etag: entityTag(createHash('sha256').update(body).digest('base64url').slice(0, 22), 'json') };
+}
 
 export default eventsRoutes;

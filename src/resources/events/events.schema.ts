@@ -45,6 +45,35 @@ export const eventSchemas = builtPerCatalogue(
 
     const EventPageSchema = pageSchema(EventSchema, 'events');
 
+    const EventTypeDescriptionSchema = Type.Object(
+      {
+        // Not the enum again (it is Event.type's, with every type's description): the document stays small.
+        type: Type.String({ description: 'the event type, one of those of Event.type (user.created …)' }),
+        resource: Type.String({
+          description:
+            'the resource whose read scope sees events of this type (orders: orders:read), on GET /v1/events and the stream; a webhook endpoint is sent them while its owner has it',
+        }),
+        description: Type.String({ description: 'when an event of this type is written, and what its data is' }),
+        // The example Event, as GET /v1/events/{id} answers it (described on the object: a $ref takes no description).
+        example: EventSchema,
+      },
+      {
+        additionalProperties: false,
+        title: 'EventTypeDescription',
+        description:
+          'an event type, and in `example` an event of it as GET /v1/events/{id} answers it (a webhook body is that, with `resource` and `sequence`)',
+      },
+    );
+
+    const EventTypeCatalogueSchema = Type.Object(
+      {
+        data: Type.Array(EventTypeDescriptionSchema, {
+          description: 'every event type rowi writes, in the order of the catalogue: those of a resource together',
+        }),
+      },
+      { additionalProperties: false, title: 'EventTypeCatalogue' },
+    );
+
     const EVENTS_COLLECTION: CollectionSpec = {
       ids: { column: 'id', pattern: EVENT_ID_PATTERN.slice(1, -1), integer: false, says: 'event ids' },
       sortable: { id: 'string' },
@@ -78,7 +107,15 @@ export const eventSchemas = builtPerCatalogue(
       },
       { additionalProperties: false },
     );
-    return { EventTypeSchema, EventSchema, EventPageSchema, EVENTS_COLLECTION, StreamQuery };
+    return {
+      EventTypeSchema,
+      EventSchema,
+      EventPageSchema,
+      EventTypeDescriptionSchema,
+      EventTypeCatalogueSchema,
+      EVENTS_COLLECTION,
+      StreamQuery,
+    };
   },
 );
 

@@ -3,9 +3,11 @@ import Type from 'typebox';
 import { unitOfWork } from '../../db/unit-of-work.js';
 import { fieldsParameter, selectFields, sendFields } from '../../http/fields.js';
 import { listQuerySchema, parseListQuery, sendPage } from '../../http/paging.js';
-import { IdParams, RESPONSE_HEADERS, operation, representation } from '../../http/schemas.js';
+import { IdParams, RESPONSE_HEADERS, header, operation, representation } from '../../http/schemas.js';
 import { getDelivery, listDeliveries, pingEndpoint, retryDelivery } from './deliveries.service.js';
 import { endpointContext } from './endpoint-access.js';
+import { WebhookEndpointHealthSchema } from './endpoint-health.schema.js';
+import { getEndpointHealth } from './endpoint-health.service.js';
 import {
   DELIVERIES_COLLECTION,
   DeliveryPageSchema,
@@ -16,9 +18,36 @@ import {
 
 const TAGS = ['webhook-endpoints'];
 
-/** The deliveries of an endpoint, with every attempt; retry by hand; a test event. */
+/** The deliveries of an endpoint, with every attempt; how they fare; retry by hand; a test event. */
 export function registerDeliveryRoutes(app: FastifyInstance): void {
   const { db } = app;
+  app.get(
+    '/v1/webhook-endpoints/:id/health',
+    {
+      schema: operation({
+        operationId: 'getWebhookEndpointHealth',
+        permission: 'webhook-endpoints:read',
+        summary: "Whether a webhook endpoint's receiver keeps up: its deliveries and attempts of the last 24 hours",
+        description:
+          'Its deliveries pending now and how long the oldest has waited (lag_ms); those that succeeded or went dead in the last 24 hours; the attempts of those hours, their success rate and the latest failure; when a delivery last succeeded. Counted at each request, never cached.',
+        tags: TAGS,
+        params: IdParams,
+        response: {
+          200: representation(
+            WebhookEndpointHealthSchema,
+            "The endpoint's health",
+            { 'Cache-Control': header('private, no-store: counted at each request') },
+            ['json'],
+          ),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const health = await getEndpointHealth(db, (request.params as { id: number }).id);
+      return reply.header('cache-control', 'private, no-store').send(health);
+    },
+  );
+
   app.get(
     '/v1/webhook-endpoints/:id/deliveries',
     {
