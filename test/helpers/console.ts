@@ -80,7 +80,7 @@ export async function openConsole(
 
 /** Signs in with an API key and waits for the console's menu. */
 export async function signIn(tab: ConsoleTab, key: string): Promise<void> {
-  await tab.page.getByLabel('API key').fill(key);
+  await tab.page.getByRole('textbox', { name: /^API key/ }).fill(key);
   await tab.page.getByRole('button', { name: 'Sign in' }).click();
   await tab.page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
