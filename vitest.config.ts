@@ -83,6 +83,7 @@ const ALONE = [
   'test/resources/backups.test.ts',
   'test/db/{backup,backup-schedule}.test.ts',
   'test/process/backup.process.test.ts',
+  'test/console/backups.test.ts',
 ];
 const STORAGE_ONLY = process.env.ROWI_TEST_STORAGE_ONLY === '1';
 const SETUP = 'test/helpers/global-setup.ts';
@@ -138,7 +139,13 @@ export default defineConfig({
         : [
             {
               extends: true as const,
-              test: { name: 'console', ...IN_PROCESS, include: [CONSOLE_FILES], globalSetup: [SETUP, BUILD] },
+              test: {
+                name: 'console',
+                ...IN_PROCESS,
+                include: [CONSOLE_FILES],
+                exclude: ALONE,
+                globalSetup: [SETUP, BUILD],
+              },
             },
           ]),
       {
@@ -157,7 +164,14 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'alone', ...ONE_AT_A_TIME, include: ALONE, globalSetup: [SETUP, BUILD] },
+        test: {
+          name: 'alone',
+          ...ONE_AT_A_TIME,
+          include: ALONE,
+          // The Node 20 pass runs the storage files; the console's backup test is the browser's.
+          exclude: STORAGE_ONLY ? [CONSOLE_FILES] : [],
+          globalSetup: [SETUP, BUILD],
+        },
       },
       ...(process.env.ROWI_TEST_PG_URL
         ? [
