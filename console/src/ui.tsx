@@ -3,8 +3,8 @@
  * problems explained, forms, confirmations, copying. Every value from rowi is rendered as text
  * (Preact escapes it); nothing here writes HTML, sets a style attribute or builds a URL from a record.
  */
-import type { ComponentChildren, JSX } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { cloneElement, isValidElement, type ComponentChildren, type JSX, type VNode } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError, call, type Page } from './api.js';
 import { dateTime } from './format.js';
 
@@ -217,11 +217,14 @@ export function PagedTable<T>({
         empty={paged.loading && paged.data === undefined ? 'Loading…' : table.empty}
       />
       <nav class="pager" aria-label={`Pages of ${table.caption.toLowerCase()}`}>
-        <button type="button" onClick={paged.previous} disabled={paged.previous === undefined}>
+        <button type="button" onClick={paged.previous} disabled={paged.previous === undefined || paged.loading}>
           Previous
         </button>
-        <span>Page {paged.pageNumber}</span>
-        <button type="button" onClick={paged.next} disabled={paged.next === undefined}>
+        <span>
+          Page {paged.pageNumber}
+          {paged.loading && paged.data !== undefined ? ' (loading…)' : ''}
+        </span>
+        <button type="button" onClick={paged.next} disabled={paged.next === undefined || paged.loading}>
           Next
         </button>
       </nav>
@@ -229,7 +232,11 @@ export function PagedTable<T>({
   );
 }
 
-/** A labelled form control; the control is the child. */
+/**
+ * A labelled form control; the control is the child. The label names the control by its id, not
+ * by wrapping it: a label wrapped around a select would give the control a name made of every
+ * option. The hint describes the control (aria-describedby).
+ */
 export function Field({
   label,
   hint,
@@ -239,12 +246,31 @@ export function Field({
   hint?: string;
   children: ComponentChildren;
 }): JSX.Element {
+  const id = useId();
+  const hintId = `${id}-hint`;
+  const child = isValidElement(children) ? (children as VNode<{ id?: string }>) : undefined;
+  const controlId = child?.props.id ?? id;
+  const control = child && cloneElement(child, { id: controlId, ...(hint ? { 'aria-describedby': hintId } : {}) });
+  if (control === undefined)
+    return (
+      <label class="field">
+        <span class="field-label">{label}</span>
+        {children}
+        {hint ? <span class="field-hint">{hint}</span> : null}
+      </label>
+    );
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      {children}
-      {hint ? <span class="field-hint">{hint}</span> : null}
-    </label>
+    <div class="field">
+      <label class="field-label" for={controlId}>
+        {label}
+      </label>
+      {control}
+      {hint ? (
+        <span class="field-hint" id={hintId}>
+          {hint}
+        </span>
+      ) : null}
+    </div>
   );
 }
 

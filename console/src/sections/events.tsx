@@ -9,9 +9,8 @@ import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, credentialHeaders, get, withQuery, type Problem } from '../api.js';
 import { count } from '../format.js';
-import { href, navigate } from '../router.js';
+import { href, navigate, type ViewProps } from '../router.js';
 import { Badge, Header, JsonView, Notice, PagedTable, ProblemView, Section, Time, usePaged } from '../ui.js';
-import type { ViewProps } from './index.js';
 import './audit.css';
 import './events.css';
 
