@@ -293,7 +293,11 @@ export function useAction<A extends unknown[], R>(action: (...args: A) => Promis
   return { run, busy, error, clear: () => setError(undefined) };
 }
 
-/** A button that asks once more before it acts: the first press shows "Yes, …" and "Keep". */
+/**
+ * A button that asks once more before it acts: the first press shows "Yes, …" and "Keep". Give it
+ * a key where the buttons beside it come and go (Enable becoming Disable), or a question being
+ * asked moves to another button when the view is read again.
+ */
 export function ConfirmButton({
   label,
   confirm,

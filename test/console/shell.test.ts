@@ -161,8 +161,8 @@ describe.skipIf(missing !== undefined)('the console in Chromium: signing in and 
     const channel = await createCallerThroughApi(rig!.test, 'console-channel', { role: 'channel' });
     const tab = await openConsole(rig!);
     await tab.page.getByLabel('A client id and secret').check();
-    await tab.page.getByLabel('Client id').fill(channel.name);
-    await tab.page.getByLabel('Client secret').fill(channel.key);
+    await tab.page.getByLabel('Client id', { exact: true }).fill(channel.name);
+    await tab.page.getByLabel('Client secret', { exact: true }).fill(channel.key);
     await tab.page.getByRole('button', { name: 'Sign in' }).click();
     await tab.page.getByRole('button', { name: /console-channel/ }).click();
     const details = tab.page.getByRole('region', { name: 'Signed in as' });
@@ -190,8 +190,15 @@ describe.skipIf(missing !== undefined)('the console in Chromium: signing in and 
     await page.keyboard.type(rig!.test.adminKey);
     await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to the content');
+    // The first view's heading has the focus.
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.tagName + ':' + document.activeElement?.textContent))
+      .toBe('H1:Health');
+    // Back up through the menu and the top bar: the first stop of the page is the skip link.
+    const focused = () => page.evaluate(() => document.activeElement?.textContent);
+    for (let presses = 0; presses < 40 && (await focused()) !== 'Skip to the content'; presses++)
+      await page.keyboard.press('Shift+Tab');
+    expect(await focused()).toBe('Skip to the content');
     await page.keyboard.press('Enter');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('content');
     // Tab forward to the menu's Users link and follow it.
@@ -235,7 +242,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: signing in and 
 });
 
 async function signInExpectingRefusal(tab: Awaited<ReturnType<typeof openConsole>>, key: string): Promise<void> {
-  await tab.page.getByLabel('API key').fill(key);
+  await tab.page.getByLabel('API key', { exact: true }).fill(key);
   await tab.page.getByRole('button', { name: 'Sign in' }).click();
   await tab.page.getByRole('alert').waitFor();
 }

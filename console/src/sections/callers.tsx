@@ -574,6 +574,7 @@ function CallerPage({ id, created }: { id: number; created: boolean }): JSX.Elem
       <Header title={caller.name}>
         {can('callers:delete') ? (
           <ConfirmButton
+            key="Delete caller"
             label="Delete caller"
             confirm="Delete this caller and all its keys?"
             disabled={removal.busy}
@@ -738,6 +739,7 @@ function KeysPanel({ caller }: { caller: Caller }): JSX.Element {
       render: (key) =>
         key.revoked_at === null ? (
           <ConfirmButton
+            key="Revoke"
             label="Revoke"
             confirm={`Revoke key ${key.prefix}?`}
             disabled={revoke.busy}

@@ -505,6 +505,7 @@ function OperationView({ id }: { id: number }): JSX.Element {
               </p>
               {unfinished(operation.status) && can('operations:update') ? (
                 <ConfirmButton
+                  key={operation.kind === 'import' ? 'Cancel the import' : 'Cancel the backup'}
                   label={operation.kind === 'import' ? 'Cancel the import' : 'Cancel the backup'}
                   confirm={
                     operation.kind === 'import'

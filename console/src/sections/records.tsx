@@ -621,6 +621,7 @@ function UserRecord({ id }: { id: string }): JSX.Element {
         ) : null}
         {record && can('users:delete') ? (
           <ConfirmButton
+            key="Delete"
             label="Delete"
             confirm="Delete this user? Their orders stay, without a user."
             disabled={remove.busy}
@@ -828,6 +829,7 @@ function ItemRecord({ id }: { id: string }): JSX.Element {
         ) : null}
         {record && can('items:delete') ? (
           <ConfirmButton
+            key="Delete"
             label="Delete"
             confirm="Delete this item and its stock?"
             disabled={remove.busy}
@@ -1332,6 +1334,7 @@ function OrderRecord({ id }: { id: string }): JSX.Element {
       <Header title={record?.name ?? `Order #${id}`}>
         {record && placed && can('orders:update') ? (
           <ConfirmButton
+            key="Mark fulfilled"
             label="Mark fulfilled"
             confirm="Mark this order fulfilled? Its reserved stock leaves the inventory."
             danger={false}
@@ -1344,6 +1347,7 @@ function OrderRecord({ id }: { id: string }): JSX.Element {
         ) : null}
         {record && placed && can('orders:cancel') ? (
           <ConfirmButton
+            key="Cancel order"
             label="Cancel order"
             confirm="Cancel this order? Its reserved stock returns."
             disabled={transition.busy}
@@ -1366,6 +1370,7 @@ function OrderRecord({ id }: { id: string }): JSX.Element {
         ) : null}
         {record && can('orders:delete') ? (
           <ConfirmButton
+            key="Delete"
             label="Delete"
             confirm="Delete this order?"
             disabled={remove.busy}

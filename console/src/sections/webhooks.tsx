@@ -734,13 +734,19 @@ function EndpointActions({
         {mayUpdate ? (
           endpoint.enabled ? (
             <ConfirmButton
+              key="disable"
               label="Disable"
               confirm="No events are sent to it while disabled, and those in between are not sent later."
               disabled={toggle.busy}
               onConfirm={() => (clearAll(), void toggle.run(false))}
             />
           ) : (
-            <button type="button" disabled={toggle.busy} onClick={() => (clearAll(), void toggle.run(true))}>
+            <button
+              key="enable"
+              type="button"
+              disabled={toggle.busy}
+              onClick={() => (clearAll(), void toggle.run(true))}
+            >
               Enable
             </button>
           )
@@ -756,6 +762,7 @@ function EndpointActions({
         ) : null}
         {mayUpdate ? (
           <ConfirmButton
+            key="rotate"
             label="Rotate the secret"
             confirm="A new secret; the current one keeps signing beside it for a while."
             danger={false}
@@ -770,6 +777,7 @@ function EndpointActions({
         ) : null}
         {mayDelete ? (
           <ConfirmButton
+            key="Delete"
             label="Delete"
             confirm="Delete this endpoint and all its deliveries?"
             disabled={remove.busy}
