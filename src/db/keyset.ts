@@ -27,7 +27,11 @@ export interface ListQuery {
 
 export type ListCondition =
   | { column: string; operator: '=' | '>' | '<'; value: string | number }
-  | { column: string; operator: 'in'; value: readonly (string | number)[] };
+  | { column: string; operator: 'in'; value: readonly (string | number)[] }
+  /** The path `value` and those below it: /v1/orders/12 and /v1/orders/12/cancel, not /v1/orders/123. */
+  | { column: string; operator: 'under'; value: string }
+  /** From the first to the second, both included. */
+  | { column: string; operator: 'between'; value: readonly [number, number] };
 
 export async function fetchPage<TB extends keyof Database, Row extends Record<string, unknown>>(
   query: SelectQueryBuilder<Database, TB, Row>,
@@ -62,17 +66,37 @@ function pageQuery<TB extends keyof Database, Row extends Record<string, unknown
   list: ListQuery,
 ): SelectQueryBuilder<Database, TB, Row> {
   let page = query;
-  for (const condition of list.conditions) {
-    page = page.where(
-      condition.operator === 'in'
-        ? sql<SqlBool>`${sql.ref(condition.column)} in (${sql.join(condition.value)})`
-        : sql<SqlBool>`${sql.ref(condition.column)} ${sql.raw(condition.operator)} ${condition.value}`,
-    );
-  }
+  for (const condition of list.conditions) page = page.where(whereOf(condition));
   if (list.after) page = page.where(after(list.order, list.after));
   for (const key of list.order) page = page.orderBy(sql.ref(key.column), key.direction);
   if (list.offset !== undefined) page = page.offset(list.offset);
   return page.limit(list.limit + 1);
+}
+
+function whereOf(condition: ListCondition): RawBuilder<SqlBool> {
+  const column = sql.ref(condition.column);
+  switch (condition.operator) {
+    case 'in':
+      return sql<SqlBool>`${column} in (${sql.join(condition.value)})`;
+    case 'between':
+      return sql<SqlBool>`${column} between ${condition.value[0]} and ${condition.value[1]}`;
+    case 'under':
+      return under(column, condition.value);
+    default:
+      return sql<SqlBool>`${column} ${sql.raw(condition.operator)} ${condition.value}`;
+  }
+}
+
+/**
+ * The path itself, or a path that goes on below it after a `/` (a path that ends in `/` is its own
+ * boundary). The prefix is matched with LIKE, its `%`, `_` and `\` escaped so that they stand for
+ * themselves; SQLite's LIKE ignores the case of ASCII letters (where PostgreSQL's does not), and
+ * paths are case-sensitive, so the prefix is compared exactly as well, on the rows LIKE keeps.
+ */
+function under(column: RawBuilder<unknown>, path: string): RawBuilder<SqlBool> {
+  const prefix = path.endsWith('/') ? path : `${path}/`;
+  const pattern = `${prefix.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+  return sql<SqlBool>`(${column} = ${path} or (${column} like ${pattern} escape '\\' and substr(${column}, 1, length(cast(${prefix} as text))) = ${prefix}))`;
 }
 
 /**

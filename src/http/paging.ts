@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type, { type TSchema, type TString } from 'typebox';
 import { toTimestamp } from '../db/clock.js';
-import type { ListQuery, SortKey } from '../db/keyset.js';
+import type { ListCondition, ListQuery, SortKey } from '../db/keyset.js';
 import { BadRequestError } from '../errors.js';
 import { answerSelected, fieldsParameter, type FieldSelection, type Selectable } from './fields.js';
 import { Timestamp } from './schemas.js';
@@ -17,12 +17,17 @@ export const MAX_LIMIT = 500;
 
 /**
  * One filter parameter: the column compared, and how. A filter whose parameter is a string may turn
- * it into the stored form first (lower-cased email, normalised timestamp…).
+ * it into the stored form first (lower-cased email, normalised timestamp…). `under` takes a path
+ * and selects it and the paths below it (db/keyset.ts); `between` turns its value into an
+ * inclusive range of integers (a status class, 4xx → 400–499).
  */
-export type FilterSpec = {
-  column: string;
-  operator: '=' | '>' | '<';
-} & ({ schema: TString; normalize?: (value: string) => string | number } | { schema: TSchema; normalize?: never });
+export type FilterSpec =
+  | ({
+      column: string;
+      operator: '=' | '>' | '<';
+    } & ({ schema: TString; normalize?: (value: string) => string | number } | { schema: TSchema; normalize?: never }))
+  | { column: string; operator: 'under'; schema: TString }
+  | { column: string; operator: 'between'; schema: TSchema; range: (value: string) => readonly [number, number] };
 
 export interface CollectionSpec {
   /** Fields callers may sort by, with their JSON type; each is a non-null column of that name. */
@@ -133,12 +138,7 @@ export function parseListQuery(spec: CollectionSpec, query: Record<string, unkno
   const order = parseSort(spec, typeof query.sort === 'string' ? query.sort : (spec.defaultSort ?? 'id'));
   const conditions: ListQuery['conditions'] = Object.entries(spec.filters)
     .filter(([name]) => query[name] !== undefined)
-    .map(([name, filter]) => ({
-      column: filter.column,
-      operator: filter.operator,
-      // The query string was validated against the filter's schema: a string where it normalises.
-      value: filter.normalize ? filter.normalize(query[name] as string) : (query[name] as string | number),
-    }));
+    .map(([name, filter]) => conditionOf(filter, query[name]));
   const ids = spec.ids && query.id !== undefined ? parseIds(spec.ids, query.id as string | string[]) : undefined;
   if (ids) conditions.push({ column: spec.ids!.column, operator: 'in', value: ids });
   return {
@@ -148,6 +148,24 @@ export function parseListQuery(spec: CollectionSpec, query: Record<string, unkno
     conditions,
     after: typeof query.cursor === 'string' ? parseCursor(spec, query.cursor, order) : undefined,
   };
+}
+
+/** A filter's condition on its value; the query string was validated against the filter's schema. */
+function conditionOf(filter: FilterSpec, value: unknown): ListCondition {
+  const { column } = filter;
+  switch (filter.operator) {
+    case 'under':
+      return { column, operator: 'under', value: value as string };
+    case 'between':
+      return { column, operator: 'between', value: filter.range(value as string) };
+    default:
+      // A string where the filter normalises.
+      return {
+        column,
+        operator: filter.operator,
+        value: filter.normalize ? filter.normalize(value as string) : (value as string | number),
+      };
+  }
 }
 
 /** The distinct ids of `id=` (comma-separated, repeated or both), at most MAX_IDS. */

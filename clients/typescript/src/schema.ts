@@ -10458,8 +10458,16 @@ export interface operations {
                 resource?: string;
                 /** @description only requests of this action */
                 action?: "read" | "create" | "update" | "delete";
+                /** @description only requests of this HTTP method */
+                method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+                /** @description only requests to this path and the paths below it, whole segments only: /v1/orders/12 finds /v1/orders/12 and /v1/orders/12/cancel, not /v1/orders/123; a path ending in / finds only those below it. Compared, case-sensitive, with the path as the request sent it (its percent-escapes not decoded) without the query string */
+                path?: string;
+                /** @description only requests that addressed the record of this id: record_id, compared as text */
+                record_id?: string;
                 /** @description only requests answered with this status */
                 status?: number;
+                /** @description only requests answered with a status of this class: 4xx is 400–499 */
+                status_class?: "2xx" | "3xx" | "4xx" | "5xx";
                 /** @description only requests that arrived strictly after this instant (RFC 3339) */
                 after?: string;
                 /** @description only requests that arrived strictly before this instant (RFC 3339) */
@@ -10522,8 +10530,16 @@ export interface operations {
                 resource?: string;
                 /** @description only requests of this action */
                 action?: "read" | "create" | "update" | "delete";
+                /** @description only requests of this HTTP method */
+                method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+                /** @description only requests to this path and the paths below it, whole segments only: /v1/orders/12 finds /v1/orders/12 and /v1/orders/12/cancel, not /v1/orders/123; a path ending in / finds only those below it. Compared, case-sensitive, with the path as the request sent it (its percent-escapes not decoded) without the query string */
+                path?: string;
+                /** @description only requests that addressed the record of this id: record_id, compared as text */
+                record_id?: string;
                 /** @description only requests answered with this status */
                 status?: number;
+                /** @description only requests answered with a status of this class: 4xx is 400–499 */
+                status_class?: "2xx" | "3xx" | "4xx" | "5xx";
                 /** @description only requests that arrived strictly after this instant (RFC 3339) */
                 after?: string;
                 /** @description only requests that arrived strictly before this instant (RFC 3339) */

@@ -1,13 +1,13 @@
 /**
  * The audit trail (GET /v1/audit-events): every request, allowed or refused, newest first, with
- * the API's filters (caller, user acted for, resource, action, status, time) and three the API
- * does not have (method, path, record id), which the console applies to the pages it reads. The
- * filters live in the route's query, so a filtered view is a link: `#/audit?resource=orders&record_id=12`.
+ * the API's filters (caller, user acted for, method, path and those below it, resource, record
+ * id, action, a status or a class of statuses, time). The filters live in the route's query, so a
+ * filtered view is a link: `#/audit?resource=orders&record_id=12`.
  */
 import type { ComponentChildren, JSX } from 'preact';
 import { useId, useState } from 'preact/hooks';
-import { ApiError, call, get, type Page } from '../api.js';
-import { count, duration } from '../format.js';
+import { ApiError, get, type Page } from '../api.js';
+import { duration } from '../format.js';
 import { useCan, useIdentity } from '../identity.js';
 import { href, navigate } from '../router.js';
 import {
@@ -19,8 +19,8 @@ import {
   Section,
   Time,
   useLoad,
+  usePaged,
   type Column,
-  type Paged,
 } from '../ui.js';
 import type { ViewProps } from './index.js';
 import './audit.css';
@@ -43,18 +43,26 @@ export interface AuditEvent {
   client_ip: string | null;
 }
 
-/** The query parameters of the view: the API's filters, then the console's own. */
-const API_FILTERS = ['caller_id', 'user_id', 'resource', 'action', 'status', 'after', 'before'] as const;
-const OWN_FILTERS = ['method', 'path', 'record_id', 'status_class'] as const;
-type FilterName = (typeof API_FILTERS)[number] | (typeof OWN_FILTERS)[number];
-type Filters = Partial<Record<FilterName, string>>;
+/**
+ * The filters of the view, each a query parameter of the API. The route keeps a status class in
+ * `status` ("4xx", one field of the form), the API takes it as `status_class`.
+ */
+const FILTERS = [
+  'caller_id',
+  'user_id',
+  'method',
+  'path',
+  'resource',
+  'record_id',
+  'action',
+  'status',
+  'status_class',
+  'after',
+  'before',
+] as const;
+type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
-/** Rows a page shows when the API filters alone select them. */
 const PAGE_SIZE = 50;
-/** With a filter of the console's own, the trail is read this many at a time… */
-const SCAN_PAGE = 500;
-/** …until a page has PAGE_SIZE matches, or this many requests were read for it. */
-const SCAN_MOST = 5000;
 
 /** The route's query in the order of the form, so one filtered view has one address. */
 const FORM_ORDER = [
@@ -80,85 +88,17 @@ export function auditOf(resource: string, recordId: string | number): string {
 
 function filtersOf(params: URLSearchParams): Filters {
   const filters: Filters = {};
-  for (const name of [...API_FILTERS, ...OWN_FILTERS]) {
+  for (const name of FILTERS) {
     const value = params.get(name);
     if (value !== null && value !== '') filters[name] = value;
   }
-  // "4xx" in the status field is a class of statuses: the console's own filter.
+  // "4xx" in the status field is a class of statuses; a method in the address may be in lower case.
   if (filters.status !== undefined && /^[1-5]xx$/i.test(filters.status)) {
-    filters.status_class = filters.status[0];
+    filters.status_class = filters.status.toLowerCase();
     delete filters.status;
   }
+  if (filters.method !== undefined) filters.method = filters.method.toUpperCase();
   return filters;
-}
-
-function hasOwnFilter(filters: Filters): boolean {
-  return OWN_FILTERS.some((name) => filters[name] !== undefined);
-}
-
-/** Whether an event passes the filters the API does not apply. */
-function matches(event: AuditEvent, filters: Filters): boolean {
-  if (filters.method !== undefined && event.method !== filters.method.toUpperCase()) return false;
-  if (filters.path !== undefined && !pathMatches(event.path, filters.path)) return false;
-  if (filters.record_id !== undefined && event.record_id !== filters.record_id) return false;
-  if (filters.status_class !== undefined && String(event.status)[0] !== filters.status_class) return false;
-  return true;
-}
-
-/** A path filter finds the path itself and those below it: /v1/orders/12 finds /v1/orders/12/cancel, not /v1/orders/123. */
-function pathMatches(path: string, filter: string): boolean {
-  const wanted = filter.length > 1 && filter.endsWith('/') ? filter.slice(0, -1) : filter;
-  return path === wanted || path.startsWith(`${wanted}/`);
-}
-
-interface AuditPage extends Page<AuditEvent> {
-  /** How many requests were read from the trail for this page. */
-  scanned: number;
-}
-
-/** A page of the trail from `cursor`: one read of the API, or a search through several. */
-async function readPage(filters: Filters, cursor: string | undefined, signal: AbortSignal): Promise<AuditPage> {
-  const query: Record<string, string | number | undefined> = { cursor };
-  for (const name of API_FILTERS) query[name] = filters[name];
-  if (!hasOwnFilter(filters)) {
-    const page = (await call<Page<AuditEvent>>('/v1/audit-events', { query: { ...query, limit: PAGE_SIZE }, signal }))
-      .body;
-    return { ...page, scanned: page.data.length };
-  }
-  const rows: AuditEvent[] = [];
-  let scanned = 0;
-  let next: string | null | undefined = cursor;
-  do {
-    const page: Page<AuditEvent> = (
-      await call<Page<AuditEvent>>('/v1/audit-events', {
-        query: { ...query, cursor: next ?? undefined, limit: SCAN_PAGE },
-        signal,
-      })
-    ).body;
-    scanned += page.data.length;
-    rows.push(...page.data.filter((event) => matches(event, filters)));
-    next = page.next_cursor;
-  } while (next !== null && rows.length < PAGE_SIZE && scanned < SCAN_MOST);
-  return { data: rows, next_cursor: next, scanned };
-}
-
-/** The trail page by page, as usePaged does, with the searching reads of readPage. */
-function useAuditPages(filters: Filters): Paged<AuditEvent> & { scanned: number | undefined } {
-  const key = JSON.stringify(filters);
-  const [state, setState] = useState<{ key: string; cursors: (string | undefined)[] }>({ key, cursors: [undefined] });
-  const cursors = state.key === key ? state.cursors : [undefined];
-  if (state.key !== key) setState({ key, cursors });
-  const cursor = cursors.at(-1);
-  const loaded = useLoad((signal) => readPage(filters, cursor, signal), [key, cursor]);
-  const nextCursor = loaded.data?.next_cursor ?? null;
-  return {
-    ...loaded,
-    rows: loaded.data?.data ?? [],
-    pageNumber: cursors.length,
-    scanned: loaded.data?.scanned,
-    next: nextCursor === null ? undefined : () => setState({ key, cursors: [...cursors, nextCursor] }),
-    previous: cursors.length > 1 ? () => setState({ key, cursors: cursors.slice(0, -1) }) : undefined,
-  };
 }
 
 function statusTone(status: number): 'good' | 'bad' | 'warn' | 'neutral' {
@@ -172,10 +112,10 @@ function StatusBadge({ status }: { status: number }): JSX.Element {
   return <Badge tone={statusTone(status)}>{status}</Badge>;
 }
 
-/** The query of the current filters, as the route keeps them (a status class as "4xx"). */
+/** The query of the current filters, as the route keeps them (a status class in status). */
 function routeQuery(filters: Filters): Record<string, string | undefined> {
   const { status_class, ...rest } = filters;
-  return { ...rest, status: status_class !== undefined ? `${status_class}xx` : rest.status };
+  return { ...rest, status: status_class ?? rest.status };
 }
 
 export function AuditView({ parts, params }: ViewProps): JSX.Element {
@@ -185,8 +125,7 @@ export function AuditView({ parts, params }: ViewProps): JSX.Element {
 }
 
 function AuditList({ filters }: { filters: Filters }): JSX.Element {
-  const paged = useAuditPages(filters);
-  const own = hasOwnFilter(filters);
+  const paged = usePaged<AuditEvent>('/v1/audit-events', { ...filters, limit: PAGE_SIZE });
   const back = routeQuery(filters);
   const columns: Column<AuditEvent>[] = [
     {
@@ -227,28 +166,12 @@ function AuditList({ filters }: { filters: Filters }): JSX.Element {
       </p>
       <AuditFilters key={JSON.stringify(filters)} filters={filters} />
       <Section title={described === '' ? 'Requests' : `Requests ${described}`}>
-        {own ? (
-          <p class="stat-note" role="status">
-            Method, path, record id and a status class are not filters of the API: the console reads the trail{' '}
-            {SCAN_PAGE} requests at a time (with the other filters) and keeps those that match, up to {count(SCAN_MOST)}{' '}
-            requests a page.
-            {paged.scanned !== undefined && !paged.loading
-              ? ` This page searched ${count(paged.scanned)} requests${paged.next ? '; Next searches older ones' : ''}.`
-              : ''}
-          </p>
-        ) : null}
         <PagedTable
           paged={paged}
           caption="Audit events"
           columns={columns}
           rowKey={(event) => event.id}
-          empty={
-            own && paged.next !== undefined
-              ? 'No match among the requests searched for this page; Next searches older ones.'
-              : Object.keys(filters).length > 0
-                ? 'No request matches these filters.'
-                : 'No request recorded yet.'
-          }
+          empty={Object.keys(filters).length > 0 ? 'No request matches these filters.' : 'No request recorded yet.'}
         />
       </Section>
     </>
@@ -267,7 +190,7 @@ function describe(filters: Filters, callerName?: string | null): string {
     words.push(`of ${callerName ? `${callerName} (caller ${filters.caller_id})` : `caller ${filters.caller_id}`}`);
   if (filters.user_id) words.push(`for user ${filters.user_id}`);
   if (filters.status) words.push(`answered ${filters.status}`);
-  if (filters.status_class) words.push(`answered ${filters.status_class}xx`);
+  if (filters.status_class) words.push(`answered ${filters.status_class}`);
   return words.join(' ');
 }
 
@@ -429,7 +352,7 @@ function AuditFilters({ filters }: { filters: Filters }): JSX.Element {
               <input
                 {...ids}
                 size={6}
-                pattern="[1-5][0-9][0-9]|[1-5]xx|[1-5]XX"
+                pattern="[1-5][0-9][0-9]|[2-5]xx|[2-5]XX"
                 title="A status (404) or a class of statuses (4xx)"
                 value={value('status')}
                 onInput={set('status')}
@@ -457,6 +380,8 @@ function AuditFilters({ filters }: { filters: Filters }): JSX.Element {
                 {...ids}
                 size={18}
                 maxLength={2048}
+                pattern="/[^?]*"
+                title="A path that starts with / (no query string)"
                 placeholder="/v1/orders/12"
                 value={value('path')}
                 onInput={set('path')}

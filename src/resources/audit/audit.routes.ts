@@ -18,6 +18,7 @@ import {
   RecordFields,
   RESPONSE_HEADERS,
   Timestamp,
+  oneOfLiterals,
   operation,
   representation,
   closedObject,
@@ -55,6 +56,12 @@ export const AuditEventSchema = Type.Object(
 
 const AuditEventPageSchema = pageSchema(AuditEventSchema, 'audit_events');
 
+/** The methods rowi's routes answer; the refused requests of any other method are found by the other filters. */
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
+/** The longest path a `path` filter takes: longer than any route of rowi's, as long as a URL usually goes. */
+const MAX_PATH_FILTER = 2048;
+
 export const AUDIT_COLLECTION: CollectionSpec = {
   ids: INTEGER_IDS,
   sortable: { id: 'integer' },
@@ -91,10 +98,47 @@ export const AUDIT_COLLECTION: CollectionSpec = {
       column: 'action',
       operator: '=',
     },
+    method: {
+      schema: oneOfLiterals(HTTP_METHODS, { description: 'only requests of this HTTP method' }),
+      column: 'method',
+      operator: '=',
+    },
+    path: {
+      schema: Type.String({
+        minLength: 1,
+        maxLength: MAX_PATH_FILTER,
+        pattern: '^/[^?]*$',
+        'x-error': `must be a path that starts with / (no query string), at most ${MAX_PATH_FILTER} characters`,
+        description:
+          'only requests to this path and the paths below it, whole segments only: /v1/orders/12 finds /v1/orders/12 and /v1/orders/12/cancel, not /v1/orders/123; a path ending in / finds only those below it. Compared, case-sensitive, with the path as the request sent it (its percent-escapes not decoded) without the query string',
+      }),
+      column: 'path',
+      operator: 'under',
+    },
+    record_id: {
+      schema: Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description: 'only requests that addressed the record of this id: record_id, compared as text',
+      }),
+      column: 'record_id',
+      operator: '=',
+    },
     status: {
       schema: Type.Integer({ minimum: 100, maximum: 599, description: 'only requests answered with this status' }),
       column: 'status',
       operator: '=',
+    },
+    status_class: {
+      schema: oneOfLiterals(STATUS_CLASSES, {
+        description: 'only requests answered with a status of this class: 4xx is 400–499',
+      }),
+      column: 'status',
+      operator: 'between',
+      range: (statusClass) => {
+        const hundreds = Number(statusClass[0]) * 100;
+        return [hundreds, hundreds + 99];
+      },
     },
     after: timeBound('at', 'after', 'requests that arrived'),
     before: timeBound('at', 'before', 'requests that arrived'),
