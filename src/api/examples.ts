@@ -346,6 +346,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
   RecordAccessChange: { orders: 'own' },
   CallerCreate: { name: 'sales-system', role: 'editor' },
   CallerPatch: { rate_limit: 600 },
+  Scope: 'orders:create',
   // A sales channel's token acting for its customer 12 (docs/access.md "Acting for a user").
   Identity: {
     caller_id: 3,
@@ -378,6 +379,7 @@ export const API_EXAMPLES: Record<string, unknown> = {
   },
   Event: event,
   WebhookEndpoint: endpoint,
+  SubscribedEventType: 'order.created',
   WebhookEndpointCreate: {
     url: 'https://hooks.example.com/rowi',
     events: ['order.created', 'order.status_changed'],

@@ -78,8 +78,8 @@ describe('GET /v1/openapi.json: named components', () => {
     expect(document.components.headers['X-Request-Id'].schema).toMatchObject({ type: 'string' });
   });
 
-  it('the document is small enough to read: under 600 KB (it was 800 KB with every schema inlined; 450 KB with batches, imports, operations and exports; 513 KB with fields, expand, backups and the orders import; 586 KB with the variant of each record as fields= answers it)', () => {
-    expect(size).toBeLessThan(600_000);
+  it('the document is small enough to read: under 610 KB (it was 800 KB with every schema inlined; 450 KB with batches, imports, operations and exports; 513 KB with fields, expand, backups and the orders import; 586 KB with the variant of each record as fields= answers it; 600 KB with who am I, webhook endpoint health and the event-type catalogue, the scopes and the subscribed event types each written once)', () => {
+    expect(size).toBeLessThan(610_000);
   });
 
   it('servers names ROWI_PUBLIC_URL; info has a license and a contact', () => {

@@ -1995,11 +1995,11 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
-            extra_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes: components["schemas"]["Scope"][];
             /** @description scopes of the role taken away */
-            removed_scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes: components["schemas"]["Scope"][];
             /** @description what the caller may do: role + extra − removed */
-            readonly scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            readonly scopes: components["schemas"]["Scope"][];
             record_access: components["schemas"]["RecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit: number | null;
@@ -2027,9 +2027,9 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes?: components["schemas"]["Scope"][];
             /** @description scopes of the role taken away */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes?: components["schemas"]["Scope"][];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit?: number | null;
@@ -2082,11 +2082,11 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's (caller management cannot be granted) */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes?: components["schemas"]["Scope"][];
             /** @description scopes of the role taken away */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes?: components["schemas"]["Scope"][];
             /** @description what the caller may do: role + extra − removed */
-            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            readonly scopes?: components["schemas"]["Scope"][];
             record_access?: components["schemas"]["PartialRecordAccess"];
             /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit?: number | null;
@@ -2159,14 +2159,14 @@ export interface components {
             /** @description reader: read everything; editor: read, create and update; admin: everything, including delete and caller management; channel: a sales channel: place and read its own orders for its own users (customers), read items and stock */
             role?: "reader" | "editor" | "admin" | "channel";
             /** @description scopes granted beyond the role's; replaces the list */
-            extra_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            extra_scopes?: components["schemas"]["Scope"][];
             /** @description scopes of the role taken away; replaces the list */
-            removed_scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            removed_scopes?: components["schemas"]["Scope"][];
             record_access?: components["schemas"]["RecordAccessChange"];
             /** @description requests per minute this caller may make; null: its role's default (docs/limits.md) */
             rate_limit?: number | null;
             /** @description read-only: may be echoed as read (in any order); 422 when it differs from what role and grants add up to */
-            readonly scopes?: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            readonly scopes?: components["schemas"]["Scope"][];
             /**
              * Format: int64
              * @description server-assigned identifier
@@ -2918,7 +2918,7 @@ export interface components {
             /** @description what signed the request: api_key (X-API-Key), oauth (a token from POST /oauth/token), external (a token of the configured external issuer) */
             credential: "api_key" | "oauth" | "external";
             /** @description the scopes this request holds, sorted: a key's are its caller's; a token's are those it was issued with that its caller still holds (fewer while it acts for a user) */
-            scopes: ("users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create")[];
+            scopes: components["schemas"]["Scope"][];
             record_access: components["schemas"]["RecordAccess"];
             /** @description the user the token acts for (docs/access.md "Acting for a user"); null: none */
             user_id: number | null;
@@ -5190,6 +5190,12 @@ export interface components {
             orders?: "all" | "own";
         };
         /**
+         * Scope
+         * @description a scope: <resource>:<action>
+         * @example orders:create
+         */
+        Scope: "users:read" | "users:create" | "users:update" | "users:delete" | "items:read" | "items:create" | "items:update" | "items:delete" | "stock:read" | "stock:create" | "stock:update" | "stock:delete" | "orders:read" | "orders:create" | "orders:update" | "orders:delete" | "weather:read" | "weather:create" | "weather:update" | "weather:delete" | "orders:cancel" | "users:act" | "callers:read" | "callers:create" | "callers:update" | "callers:delete" | "audit-events:read" | "events:read" | "webhook-endpoints:read" | "webhook-endpoints:create" | "webhook-endpoints:update" | "webhook-endpoints:delete" | "metrics:read" | "operations:read" | "operations:update" | "backups:read" | "backups:create";
+        /**
          * Stock
          * @example {
          *       "item_id": 1,
@@ -5466,6 +5472,12 @@ export interface components {
              */
             readonly updated_at?: string;
         };
+        /**
+         * SubscribedEventType
+         * @description an event type, or * for every type
+         * @example order.created
+         */
+        SubscribedEventType: "*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed";
         /**
          * Token
          * @example {
@@ -6234,7 +6246,7 @@ export interface components {
             /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
+            events: components["schemas"]["SubscribedEventType"][];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;
             disabled_reason: string | null;
@@ -6270,7 +6282,7 @@ export interface components {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
+            events?: components["schemas"]["SubscribedEventType"][];
             /** @default true */
             enabled: boolean;
             /** @description what the endpoint is for, up to 500 characters on one line */
@@ -6309,7 +6321,7 @@ export interface components {
             /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
+            events?: components["schemas"]["SubscribedEventType"][];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled?: boolean;
             disabled_reason?: string | null;
@@ -6465,7 +6477,7 @@ export interface components {
             /** @description where events are POSTed: https (http only for hosts in ROWI_WEBHOOK_ALLOW_HOSTS), never to a private, loopback or link-local address; stored as rowi calls it (the WHATWG URL serialisation: https://Hooks.Example.com becomes https://hooks.example.com/) */
             url?: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events?: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
+            events?: components["schemas"]["SubscribedEventType"][];
             enabled?: boolean;
             /** @description what the endpoint is for, up to 500 characters on one line */
             description?: string;
@@ -6518,7 +6530,7 @@ export interface components {
             /** @description what the endpoint is for, up to 500 characters on one line */
             description: string;
             /** @description the event types sent to the endpoint; ["*"] for all (of the resources its owner may read) */
-            events: ("*" | "user.created" | "user.updated" | "user.deleted" | "item.created" | "item.updated" | "item.deleted" | "stock.changed" | "order.created" | "order.replaced" | "order.updated" | "order.status_changed" | "order.deleted" | "weather.observed" | "weather.updated" | "weather.deleted" | "caller.created" | "caller.updated" | "caller.deleted" | "api_key.created" | "api_key.revoked" | "operation.progressed" | "operation.completed")[];
+            events: components["schemas"]["SubscribedEventType"][];
             /** @description false: nothing is sent (set by a caller, or by rowi after ROWI_WEBHOOK_DISABLE_AFTER failed attempts in a row) */
             enabled: boolean;
             disabled_reason: string | null;

@@ -169,6 +169,8 @@ export type ProblemType = components['schemas']['ProblemType'];
 export type RecordAccess = components['schemas']['RecordAccess'];
 /** the resources named change; the others keep theirs (on creation, or with a new role: the role's default, own users and orders for channel, all for the other roles) */
 export type RecordAccessChange = components['schemas']['RecordAccessChange'];
+/** a scope: <resource>:<action> */
+export type Scope = components['schemas']['Scope'];
 /** Stock */
 export type Stock = components['schemas']['Stock'];
 /** StockBatch */
@@ -189,6 +191,8 @@ export type StockPage = components['schemas']['StockPage'];
 export type StockPatch = components['schemas']['StockPatch'];
 /** StockReplace */
 export type StockReplace = components['schemas']['StockReplace'];
+/** an event type, or * for every type */
+export type SubscribedEventType = components['schemas']['SubscribedEventType'];
 /** Token */
 export type Token = components['schemas']['Token'];
 /** TokenRequest */

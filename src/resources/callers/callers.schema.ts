@@ -43,7 +43,7 @@ const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 
 export const callerSchemas = builtPerCatalogue(
   () => `${ALL_SCOPES.join(' ')} | ${OWNED_RESOURCES.join(' ')}`,
   () => {
-    const ScopeName = oneOfLiterals(ALL_SCOPES, { description: '<resource>:<action>' });
+    const ScopeName = oneOfLiterals(ALL_SCOPES, { title: 'Scope', description: 'a scope: <resource>:<action>' });
 
     const ScopeList = (description: string) =>
       Type.Array(ScopeName, { maxItems: ALL_SCOPES.length, uniqueItems: true, description, xml: { wrapped: true } });

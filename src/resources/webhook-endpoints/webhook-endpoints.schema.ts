@@ -90,6 +90,7 @@ export const webhookEndpointSchemas = builtPerCatalogue(
     const SUBSCRIBABLE = EVENT_TYPE_NAMES.filter((type) => type !== 'webhook.ping');
 
     const EventTypeOrAll = oneOfLiterals(['*' as const, ...SUBSCRIBABLE], {
+      title: 'SubscribedEventType',
       description: 'an event type, or * for every type',
     });
 
