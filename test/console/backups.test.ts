@@ -8,7 +8,6 @@ import {
   expectClean,
   goTo,
   NARROW,
-  screenshot,
   scrollsSideways,
   signedIn,
   startConsoleRig,
@@ -71,7 +70,6 @@ describe.skipIf(missing !== undefined || BACKEND !== 'sqlite')(
       await operations.getByRole('link', { name: /^Backup \d+$/ }).waitFor();
       expect(await operations.textContent()).toContain('succeeded');
       await expectAccessible(tab, 'the backups page with a backup');
-      await screenshot(tab, 'backups');
 
       // Its operation's page says what it wrote.
       await operations.getByRole('link', { name: /^Backup \d+$/ }).click();

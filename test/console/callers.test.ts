@@ -121,7 +121,6 @@ describe.skipIf(missing !== undefined)('the console: callers and keys', () => {
     const list = page.getByRole('region', { name: 'Callers' });
     await expect.poll(() => list.textContent()).toContain('reporting');
     expect(await list.getByRole('row', { name: /web-shop/ }).textContent()).toContain('its own users, orders');
-    await screenshot(tab, 'callers');
     await page.getByLabel(/^Role/).selectOption('channel');
     await expect.poll(() => list.textContent()).not.toContain('reporting');
     expect(await list.textContent()).toContain('web-shop');

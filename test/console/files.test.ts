@@ -274,7 +274,6 @@ describe.skipIf(missing !== undefined)('the console in Chromium: imports and exp
       await goTo(tab, 'Imports');
       await page.getByRole('region', { name: 'Recent operations' }).getByRole('link').first().waitFor();
       await expectAccessible(tab, `the imports page at ${viewport.width} px`);
-      if (viewport === WIDE) await screenshot(tab, 'imports');
       if (viewport === NARROW) expect(await scrollsSideways(tab)).toBe(false);
       await page.evaluate((operation) => (location.hash = `#/imports/${operation}`), id);
       await expect.poll(() => statusOf(page)).toBe('succeeded');
@@ -309,7 +308,6 @@ describe.skipIf(missing !== undefined)('the console in Chromium: imports and exp
     expect(csvText).toContain("'=SUM(A1:A2)");
     for (const user of listed) expect(csvText).toContain(user.email);
     await page.getByRole('status').filter({ hasText: 'Saved users-' }).waitFor();
-    await screenshot(tab, 'exports');
 
     await page.getByRole('radio', { name: /^NDJSON/ }).check();
     const [ndjson] = await Promise.all([

@@ -103,7 +103,6 @@ describe.skipIf(missing !== undefined)('the console in Chromium: signing in and 
   it('when a wrong key is given, then the console says it is not accepted and stays on the sign-in form', async () => {
     const tab = await openConsole(rig!);
     await expectAccessible(tab, 'the sign-in form');
-    await screenshot(tab, 'sign-in');
     await signInExpectingRefusal(tab, 'rowi_not-a-key');
     await expect.poll(() => tab.page.getByRole('alert').textContent()).toContain('Not signed in');
     expect(await tab.page.getByRole('heading', { name: 'Sign in' }).isVisible()).toBe(true);
@@ -122,7 +121,6 @@ describe.skipIf(missing !== undefined)('the console in Chromium: signing in and 
     expect(text).toContain('callers:create');
     expect(text).toContain('users: all records');
     await expectAccessible(tab, 'the health view with who is signed in');
-    await screenshot(tab, 'health');
 
     // Nothing of the key outlives the tab: no cookie, no storage.
     expect(await page.evaluate(() => [document.cookie, localStorage.length, sessionStorage.length])).toEqual([
@@ -236,6 +234,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: signing in and 
     expect(await page.getByRole('region', { name: 'Readiness checks' }).textContent()).toContain('database');
     await page.getByText('p99 response time').waitFor();
     await expect.poll(() => page.getByText(/over the last \d+ s/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+    await screenshot(tab, 'health');
     expectClean(tab);
     await page.context().close();
   });

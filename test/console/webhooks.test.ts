@@ -219,7 +219,18 @@ describe.skipIf(missing !== undefined)('the console in Chromium: webhooks and ev
     const list = page.getByRole('region', { name: 'Webhook endpoints' });
     await expect.poll(() => list.textContent()).toContain(`${(health.success_rate * 100).toFixed(1)} % succeeded`);
     expect(await list.textContent()).toContain('1 dead');
-    await screenshot(tab, 'webhooks');
+
+    // The Health view's backlog: the endpoint, nothing waiting, its success rate and last failure.
+    await goTo(tab, 'Health');
+    const backlog = page.getByRole('region', { name: 'Webhook backlog' });
+    const row = backlog.locator('tbody tr').filter({ hasText: receiver.url });
+    await expect.poll(() => row.textContent()).toContain(`${(health.success_rate * 100).toFixed(1)} %`);
+    expect(await row.locator('td[data-label="Waiting"]').textContent()).toBe('0');
+    expect(await row.locator('td[data-label="State"]').textContent()).toBe('enabled');
+    expect(await row.locator('td[data-label="Last failure"] time').getAttribute('datetime')).not.toBeNull();
+    expect(await backlog.getByRole('link', { name: receiver.url }).getAttribute('href')).toBe(
+      `#/webhooks/${endpointId}`,
+    );
     expectClean(tab);
     await page.context().close();
   }, 60_000);

@@ -9,7 +9,7 @@ import { useId, useState } from 'preact/hooks';
 import { ApiError, get, type Page } from '../api.js';
 import { duration } from '../format.js';
 import { useCan, useIdentity } from '../identity.js';
-import { href, navigate } from '../router.js';
+import { href, navigate, type ViewProps } from '../router.js';
 import {
   Badge,
   CopyButton,
@@ -22,7 +22,6 @@ import {
   usePaged,
   type Column,
 } from '../ui.js';
-import type { ViewProps } from './index.js';
 import './audit.css';
 
 export interface AuditEvent {

@@ -10,7 +10,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, credentialHeaders, get, withQuery, type Problem } from '../api.js';
 import { count } from '../format.js';
 import { href, navigate, type ViewProps } from '../router.js';
-import { Badge, Header, JsonView, Notice, PagedTable, ProblemView, Section, Time, usePaged } from '../ui.js';
+import { Badge, Header, JsonView, Notice, PagedTable, ProblemView, Section, Time, useLoad, usePaged } from '../ui.js';
 import './audit.css';
 import './events.css';
 
@@ -21,33 +21,6 @@ export interface RowiEvent {
   path: string;
   data: unknown;
 }
-
-/** The event types rowi declares (openapi/v1.json), used when GET /v1/event-types is not there. */
-const KNOWN_TYPES = [
-  'user.created',
-  'user.updated',
-  'user.deleted',
-  'item.created',
-  'item.updated',
-  'item.deleted',
-  'stock.changed',
-  'order.created',
-  'order.replaced',
-  'order.updated',
-  'order.status_changed',
-  'order.deleted',
-  'weather.observed',
-  'weather.updated',
-  'weather.deleted',
-  'caller.created',
-  'caller.updated',
-  'caller.deleted',
-  'api_key.created',
-  'api_key.revoked',
-  'operation.progressed',
-  'operation.completed',
-  'webhook.ping',
-];
 
 /** The most events the live list shows; older ones are in History. */
 export const SHOWN_MOST = 200;
@@ -350,31 +323,10 @@ function historyQuery(params: URLSearchParams): Record<string, string | undefine
   return { type: types.length === 1 ? types[0] : undefined };
 }
 
-/** The event types to choose from: GET /v1/event-types when rowi has it, else those rowi declares. */
+/** The event types to choose from: the catalogue (GET /v1/event-types, public); none while it loads. */
 function useEventTypes(): string[] {
-  const [types, setTypes] = useState<string[]>(KNOWN_TYPES);
-  useEffect(() => {
-    const controller = new AbortController();
-    get<unknown>('/v1/event-types', undefined, controller.signal).then(
-      (body) => {
-        const list = Array.isArray(body) ? body : (body as { data?: unknown } | null)?.data;
-        if (!Array.isArray(list)) return;
-        const names = list
-          .map((entry: unknown) =>
-            typeof entry === 'string'
-              ? entry
-              : typeof entry === 'object' && entry !== null
-                ? ((entry as { type?: unknown; name?: unknown }).type ?? (entry as { name?: unknown }).name)
-                : undefined,
-          )
-          .filter((name): name is string => typeof name === 'string' && name.includes('.'));
-        if (names.length > 0 && !controller.signal.aborted) setTypes(names);
-      },
-      () => undefined,
-    );
-    return () => controller.abort();
-  }, []);
-  return types;
+  const catalogue = useLoad((signal) => get<{ data: { type: string }[] }>('/v1/event-types', undefined, signal), []);
+  return catalogue.data?.data.map((entry) => entry.type) ?? [];
 }
 
 /** The record section a path like /v1/orders/12 points at, as a console link (built from its id). */

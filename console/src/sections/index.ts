@@ -8,8 +8,6 @@ import { UsersView, ItemsView, OrdersView } from './records.js';
 import { WebhooksView, EventTypesView } from './webhooks.js';
 import type { ViewProps } from '../router.js';
 
-export type { ViewProps };
-
 export interface SectionEntry {
   /** The first segment of its routes: `#/webhooks/…`. */
   path: string;
