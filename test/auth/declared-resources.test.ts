@@ -53,9 +53,12 @@ describe('a resource declared before the app is built', () => {
     expect(scopes).toEqual([...before.scopes, ...NOTE_SCOPES]);
     const schemas = document.components.schemas;
     expect(Object.keys(schemas.RecordAccess.properties)).toEqual(['users', 'items', 'orders', 'notes']);
+    expect(schemas.WebhookEndpointCreate.properties.events.items).toEqual({
+      $ref: '#/components/schemas/SubscribedEventType',
+    });
     for (const type of NOTE_EVENTS) {
       expect(JSON.stringify(schemas.Event.properties.type)).toContain(type);
-      expect(JSON.stringify(schemas.WebhookEndpointCreate.properties.events)).toContain(type);
+      expect(JSON.stringify(schemas.SubscribedEventType)).toContain(type);
     }
   });
 
