@@ -12,7 +12,8 @@
 // also compiles each module to dist/src/ with tsc, for the benchmarks that import modules.
 // The console's files (console/, served at /console) are built with it, into dist/console/.
 import { build } from 'esbuild';
-import { readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildConsole } from './build-console.mjs';
 import { join } from 'node:path';
 
@@ -51,8 +52,39 @@ const newest = (path) => {
   return Math.max(stat.mtimeMs, ...readdirSync(path).map((entry) => newest(join(path, entry))));
 };
 
+/**
+ * One build at a time in a checkout: two at once (two test runs, a test run beside `npm start`)
+ * would remove each other's files. The second waits for the first, then finds the build current.
+ * A lock older than five minutes was left by a build that was killed.
+ */
+const LOCK = join(ROOT, 'dist', '.build-lock');
+async function lock() {
+  mkdirSync(join(ROOT, 'dist'), { recursive: true });
+  for (let waited = 0; ; waited += 100) {
+    try {
+      mkdirSync(LOCK);
+      return;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      if (Date.now() - mtime(LOCK) > 5 * 60_000) rmSync(LOCK, { recursive: true, force: true });
+      else if (waited > 10 * 60_000) throw new Error(`another build has held ${LOCK} for ten minutes`);
+      else await sleep(100);
+    }
+  }
+}
+
 const force = process.argv.includes('--force');
-if (force || Math.max(...INPUTS.map((input) => newest(join(ROOT, input)))) >= mtime(STAMP)) {
+const stale = () => Math.max(...INPUTS.map((input) => newest(join(ROOT, input)))) >= mtime(STAMP);
+if (force || stale()) {
+  await lock();
+  try {
+    if (force || stale()) await rebuild();
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
+}
+
+async function rebuild() {
   const started = Date.now();
   rmSync(OUT, { recursive: true, force: true });
   await build({
