@@ -18,7 +18,7 @@ import { createUser } from '../helpers/records.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
- * The console's backups (console/src/sections/files.tsx, BackupsView): one small backup taken from
+ * The console's backups (console/src/sections/files/, BackupsView): one small backup taken from
  * the page, followed to its end and listed. A backup copies at the lowest CPU priority, so this file
  * runs alone (vitest.config.ts), with a generous patience. The page without a backup folder:
  * files.test.ts.

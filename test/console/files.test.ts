@@ -19,7 +19,7 @@ import { createItem, createUser, setStock } from '../helpers/records.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
- * The console's imports, exports and operations (console/src/sections/files.tsx): a file uploaded
+ * The console's imports, exports and operations (console/src/sections/files/): a file uploaded
  * by the file input, by drag and drop and by the keyboard, followed live to its end, its refused rows,
  * a cancel; exports downloaded as files. Backups: backups.test.ts (they run alone).
  */

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SOURCES, sourcesOf } from '../helpers/sources.js';
+import { CONSOLE_SOURCES, SOURCES, sourcesOf } from '../helpers/sources.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
@@ -40,6 +40,12 @@ describe('long source files', () => {
 
   it('no file in src is over 500 lines', () => {
     expect(longerThan(sourcesOf(SOURCES), MOST_LINES_EVER)).toEqual([]);
+  });
+
+  it('no file of the console (console/src) is over 500 lines either', () => {
+    const files = sourcesOf(CONSOLE_SOURCES);
+    expect(files.length).toBeGreaterThan(10);
+    expect(longerThan(files, MOST_LINES_EVER, CONSOLE_SOURCES)).toEqual([]);
   });
 
   it('the check names exactly the files over the bound, longest first, with their line counts', () => {

@@ -1,11 +1,11 @@
 import type { JSX } from 'preact';
-import { AuditView } from './audit.js';
-import { CallersView } from './callers.js';
-import { EventsView } from './events.js';
-import { ImportsView, ExportsView, BackupsView } from './files.js';
+import { AuditView } from './audit/index.js';
+import { CallersView } from './callers/index.js';
+import { EventsView } from './events/index.js';
+import { ImportsView, ExportsView, BackupsView } from './files/index.js';
 import { OverviewView } from './overview.js';
-import { UsersView, ItemsView, OrdersView } from './records.js';
-import { WebhooksView, EventTypesView } from './webhooks.js';
+import { UsersView, ItemsView, OrdersView } from './records/index.js';
+import { WebhooksView, EventTypesView } from './webhooks/index.js';
 import type { ViewProps } from '../router.js';
 
 export interface SectionEntry {
