@@ -31,7 +31,9 @@ export type ListCondition =
   /** The path `value` and those below it: /v1/orders/12 and /v1/orders/12/cancel, not /v1/orders/123. */
   | { column: string; operator: 'under'; value: string }
   /** From the first to the second, both included. */
-  | { column: string; operator: 'between'; value: readonly [number, number] };
+  | { column: string; operator: 'between'; value: readonly [number, number] }
+  /** `value` occurs in any of `columns`, ASCII letters in either case (see `contains`). */
+  | { columns: readonly string[]; operator: 'contains'; value: string };
 
 export async function fetchPage<TB extends keyof Database, Row extends Record<string, unknown>>(
   query: SelectQueryBuilder<Database, TB, Row>,
@@ -74,6 +76,7 @@ function pageQuery<TB extends keyof Database, Row extends Record<string, unknown
 }
 
 function whereOf(condition: ListCondition): RawBuilder<SqlBool> {
+  if (condition.operator === 'contains') return contains(condition.columns, condition.value);
   const column = sql.ref(condition.column);
   switch (condition.operator) {
     case 'in':
@@ -97,6 +100,19 @@ function under(column: RawBuilder<unknown>, path: string): RawBuilder<SqlBool> {
   const prefix = path.endsWith('/') ? path : `${path}/`;
   const pattern = `${prefix.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
   return sql<SqlBool>`(${column} = ${path} or (${column} like ${pattern} escape '\\' and substr(${column}, 1, length(cast(${prefix} as text))) = ${prefix}))`;
+}
+
+/**
+ * The text anywhere in any of the columns, both sides through lower(), which folds ASCII letters only
+ * on both databases: SQLite's lower() knows no other, and PostgreSQL's text columns are collate "C"
+ * (db/migrations/portable.ts), where lower() folds A–Z alone. So É matches É, never é, on either.
+ * `%`, `_` and `\` in the text are escaped to stand for themselves. No index serves it: it reads
+ * every row the other conditions leave.
+ */
+function contains(columns: readonly string[], text: string): RawBuilder<SqlBool> {
+  const pattern = `%${text.replace(/[\\%_]/g, (character) => `\\${character}`)}%`;
+  const matches = columns.map((column) => sql`lower(${sql.ref(column)}) like lower(${pattern}) escape '\\'`);
+  return sql<SqlBool>`(${sql.join(matches, sql` or `)})`;
 }
 
 /**

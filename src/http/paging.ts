@@ -19,7 +19,8 @@ export const MAX_LIMIT = 500;
  * One filter parameter: the column compared, and how. A filter whose parameter is a string may turn
  * it into the stored form first (lower-cased email, normalised timestamp…). `under` takes a path
  * and selects it and the paths below it (db/keyset.ts); `between` turns its value into an
- * inclusive range of integers (a status class, 4xx → 400–499).
+ * inclusive range of integers (a status class, 4xx → 400–499); `contains` selects the records holding
+ * its text in any of several columns (`q`, searchFilter).
  */
 export type FilterSpec =
   | ({
@@ -27,7 +28,8 @@ export type FilterSpec =
       operator: '=' | '>' | '<';
     } & ({ schema: TString; normalize?: (value: string) => string | number } | { schema: TSchema; normalize?: never }))
   | { column: string; operator: 'under'; schema: TString }
-  | { column: string; operator: 'between'; schema: TSchema; range: (value: string) => readonly [number, number] };
+  | { column: string; operator: 'between'; schema: TSchema; range: (value: string) => readonly [number, number] }
+  | { columns: readonly string[]; operator: 'contains'; schema: TString };
 
 export interface CollectionSpec {
   /** Fields callers may sort by, with their JSON type; each is a non-null column of that name. */
@@ -87,6 +89,25 @@ export function timeBound(
     column,
     operator: bound === 'after' ? '>' : '<',
     normalize: (value: string) => toTimestamp(value) ?? value,
+  };
+}
+
+/**
+ * `q`: the records whose `fields` (columns of those names) hold the text anywhere, ignoring the case
+ * of ASCII letters (db/keyset.ts says why no others). A filter like any other: it combines with the
+ * rest, the sort and the cursor.
+ */
+export function searchFilter(fields: readonly string[]): { q: FilterSpec } {
+  return {
+    q: {
+      schema: Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: `only records whose ${fields.join(' or ')} contains this text, ignoring the case of A–Z`,
+      }),
+      columns: fields,
+      operator: 'contains',
+    },
   };
 }
 
@@ -152,6 +173,7 @@ export function parseListQuery(spec: CollectionSpec, query: Record<string, unkno
 
 /** A filter's condition on its value; the query string was validated against the filter's schema. */
 function conditionOf(filter: FilterSpec, value: unknown): ListCondition {
+  if (filter.operator === 'contains') return { columns: filter.columns, operator: 'contains', value: value as string };
   const { column } = filter;
   switch (filter.operator) {
     case 'under':

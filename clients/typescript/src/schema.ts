@@ -7250,6 +7250,8 @@ export interface operations {
                 email?: string;
                 /** @description exact name */
                 name?: string;
+                /** @description only records whose name or email contains this text, ignoring the case of A–Z */
+                q?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
@@ -7357,6 +7359,8 @@ export interface operations {
                 email?: string;
                 /** @description exact name */
                 name?: string;
+                /** @description only records whose name or email contains this text, ignoring the case of A–Z */
+                q?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
@@ -7822,6 +7826,8 @@ export interface operations {
                 sku?: string;
                 /** @description exact name */
                 name?: string;
+                /** @description only records whose name or sku contains this text, ignoring the case of A–Z */
+                q?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
@@ -7929,6 +7935,8 @@ export interface operations {
                 sku?: string;
                 /** @description exact name */
                 name?: string;
+                /** @description only records whose name or sku contains this text, ignoring the case of A–Z */
+                q?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
@@ -8770,6 +8778,8 @@ export interface operations {
                 status?: "placed" | "fulfilled" | "cancelled";
                 /** @description only orders of this user */
                 user_id?: number;
+                /** @description only records whose name contains this text, ignoring the case of A–Z */
+                q?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */
@@ -8876,6 +8886,8 @@ export interface operations {
                 status?: "placed" | "fulfilled" | "cancelled";
                 /** @description only orders of this user */
                 user_id?: number;
+                /** @description only records whose name contains this text, ignoring the case of A–Z */
+                q?: string;
                 /** @description only records created strictly after this instant (RFC 3339) */
                 created_after?: string;
                 /** @description only records created strictly before this instant (RFC 3339) */

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { INTEGER_IDS, CREATED_RANGE_FILTERS, type CollectionSpec } from '../../http/paging.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, searchFilter, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName } from '../../http/schemas.js';
 import { CREATED_BY_FILTER } from '../../engine/ownership.js';
 import { ownedRecordSchemas } from '../../engine/record-schemas.js';
@@ -33,6 +33,7 @@ export const ITEM_COLLECTION: CollectionSpec = {
   filters: {
     sku: { schema: Type.String({ maxLength: 64, description: 'exact SKU' }), column: 'sku', operator: '=' },
     name: { schema: Type.String({ maxLength: 200, description: 'exact name' }), column: 'name', operator: '=' },
+    ...searchFilter(['name', 'sku']),
     ...CREATED_RANGE_FILTERS,
     ...CREATED_BY_FILTER,
   },

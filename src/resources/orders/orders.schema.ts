@@ -1,5 +1,11 @@
 import Type, { type Static } from 'typebox';
-import { INTEGER_IDS, CREATED_RANGE_FILTERS, pageSchema, type CollectionSpec } from '../../http/paging.js';
+import {
+  INTEGER_IDS,
+  CREATED_RANGE_FILTERS,
+  searchFilter,
+  pageSchema,
+  type CollectionSpec,
+} from '../../http/paging.js';
 import { DisplayName, EchoedReadOnly, Id, RecordFields, closedObject } from '../../http/schemas.js';
 import { Amount, Price } from '../items/money.js';
 import { CREATED_BY_FILTER, EchoedCreatedBy, OwnedFields } from '../../engine/ownership.js';
@@ -120,6 +126,7 @@ export const ORDER_COLLECTION: CollectionSpec = {
       column: 'user_id',
       operator: '=',
     },
+    ...searchFilter(['name']),
     ...CREATED_RANGE_FILTERS,
     ...CREATED_BY_FILTER,
   },

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { INTEGER_IDS, CREATED_RANGE_FILTERS, type CollectionSpec } from '../../http/paging.js';
+import { INTEGER_IDS, CREATED_RANGE_FILTERS, searchFilter, type CollectionSpec } from '../../http/paging.js';
 import { DisplayName } from '../../http/schemas.js';
 import { CREATED_BY_FILTER } from '../../engine/ownership.js';
 import { ownedRecordSchemas } from '../../engine/record-schemas.js';
@@ -32,6 +32,7 @@ export const USER_COLLECTION: CollectionSpec = {
       normalize: (value: string) => value.toLowerCase(),
     },
     name: { schema: Type.String({ maxLength: 200, description: 'exact name' }), column: 'name', operator: '=' },
+    ...searchFilter(['name', 'email']),
     ...CREATED_RANGE_FILTERS,
     ...CREATED_BY_FILTER,
   },
