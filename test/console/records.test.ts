@@ -80,7 +80,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
   });
   afterAll(() => rig?.close());
 
-  it('when there are more users than fit a page, then the list pages with Next and Previous, a filter by email finds one, and Enter on a row opens it', async () => {
+  it('when there are more users than fit a page, then the list pages with Next and Previous, a search finds those holding its text, a filter by email finds one, and Enter on a row opens it', async () => {
     const made = [];
     for (const name of PEOPLE) {
       const email = `${name.toLowerCase().replace(/[^a-z]+/g, '.')}@example.com`;
@@ -109,12 +109,20 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
     await expect.poll(() => pager.textContent()).toContain('Page 1');
     await expect.poll(() => rows.locator('td:nth-child(2)').allTextContents()).toEqual(firstPage);
 
+    // Search: any part of a name or email, any case, as GET /v1/users?q= answers; kept in the address.
+    const filters = page.getByRole('search', { name: 'Filter users' });
+    await filters.getByRole('searchbox', { name: 'Search' }).fill('OP');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect.poll(() => hashOf(page)).toContain('q=OP');
+    const found = (await rig!.test.call({ url: '/v1/users?q=OP&limit=100' })).json.data as { name: string }[];
+    expect(found.length).toBeGreaterThan(0);
+    await expect.poll(() => rows.locator('td:nth-child(2)').allTextContents()).toEqual(found.map((user) => user.name));
+    expect(found.map((user) => user.name)).toContain('Grace Hopper');
+    await filters.getByRole('searchbox', { name: 'Search' }).fill('');
+
     // A filter the API offers (exact email, any case); it is kept in the address.
     const wanted = made[16]!;
-    await page
-      .getByRole('search', { name: 'Filter users' })
-      .getByRole('textbox', { name: 'Email' })
-      .fill(wanted.email.toUpperCase());
+    await filters.getByRole('textbox', { name: 'Email' }).fill(wanted.email.toUpperCase());
     await page.getByRole('button', { name: 'Apply' }).click();
     await expect.poll(() => rows.count()).toBe(1);
     expect(await rows.first().textContent()).toContain(wanted.name);
@@ -219,7 +227,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
     await goTo(tab, 'Items and stock');
     await page
       .getByRole('search', { name: 'Filter items' })
-      .getByRole('searchbox', { name: 'Name' })
+      .getByRole('searchbox', { name: 'Search' })
       .fill('Counted Widget');
     await page.getByRole('button', { name: 'Apply' }).click();
     const rows = rowsOf(page, 'Items');
@@ -469,7 +477,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
     };
 
     await goTo(tab, 'Users');
-    await page.getByRole('search', { name: 'Filter users' }).getByRole('searchbox', { name: 'Name' }).fill(markup);
+    await page.getByRole('search', { name: 'Filter users' }).getByRole('searchbox', { name: 'Search' }).fill(markup);
     await page.getByRole('button', { name: 'Apply' }).click();
     const userLink = rowsOf(page, 'Users').getByRole('link', { name: markup, exact: true });
     await userLink.waitFor();
@@ -482,7 +490,7 @@ describe.skipIf(missing !== undefined)('the console in Chromium: records (users,
     await nothingRan();
 
     await goTo(tab, 'Items and stock');
-    await page.getByRole('search', { name: 'Filter items' }).getByRole('searchbox', { name: 'Name' }).fill(scheme);
+    await page.getByRole('search', { name: 'Filter items' }).getByRole('searchbox', { name: 'Search' }).fill(scheme);
     await page.getByRole('button', { name: 'Apply' }).click();
     const itemLink = rowsOf(page, 'Items').getByRole('link', { name: scheme, exact: true });
     await itemLink.waitFor();

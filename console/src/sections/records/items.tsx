@@ -34,7 +34,8 @@ import { Movements, StockPanel } from './stock.js';
 import type { Item, Stock } from './types.js';
 
 const ITEM_FILTERS: FilterSpec[] = [
-  { name: 'name', label: 'Exact name', kind: 'text' },
+  { name: 'q', label: 'Search', kind: 'text', hint: 'Any part of the name or SKU, in any case' },
+  { name: 'name', label: 'Exact name', kind: 'text', more: true },
   { name: 'sku', label: 'SKU', kind: 'text' },
   { name: 'created_by', label: 'Created by caller', kind: 'id', more: true },
   { name: 'created_after', label: 'Created after', kind: 'datetime', more: true },

@@ -34,6 +34,7 @@ import { StatusBadge, UserRef, orderColumns } from './order-columns.js';
 import type { Item, Order, User } from './types.js';
 
 const ORDER_FILTERS: FilterSpec[] = [
+  { name: 'q', label: 'Search', kind: 'text', hint: 'Any part of the reference, in any case' },
   {
     name: 'status',
     label: 'Status',

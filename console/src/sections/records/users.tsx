@@ -22,7 +22,8 @@ import { orderColumns } from './order-columns.js';
 import type { Order, User } from './types.js';
 
 const USER_FILTERS: FilterSpec[] = [
-  { name: 'name', label: 'Exact name', kind: 'text' },
+  { name: 'q', label: 'Search', kind: 'text', hint: 'Any part of the name or email, in any case' },
+  { name: 'name', label: 'Exact name', kind: 'text', more: true },
   { name: 'email', label: 'Email', kind: 'email' },
   { name: 'created_by', label: 'Created by caller', kind: 'id', more: true },
   { name: 'created_after', label: 'Created after', kind: 'datetime', more: true },
