@@ -100,7 +100,9 @@ describe.skipIf(missing !== undefined)('the console in Chromium: webhooks and ev
     const page = tab.page;
     await goTo(tab, 'Webhooks');
     await page.getByRole('heading', { name: 'Webhook endpoints', level: 1 }).waitFor();
-    expect(await page.getByRole('region', { name: 'Webhook endpoints' }).textContent()).toContain('No endpoints yet');
+    await expect
+      .poll(() => page.getByRole('region', { name: 'Webhook endpoints' }).textContent())
+      .toContain('No endpoints yet');
 
     // A loopback address the deployment does not allow is refused, and the console says why.
     await page.getByRole('button', { name: 'New endpoint' }).click();
