@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import Type from 'typebox';
 import { setting } from './serving.settings.js';
 
@@ -223,7 +224,7 @@ export const LIMIT_SETTINGS = {
       maxLength: 4096,
       default: '',
       description:
-        'directory where uploaded files wait for their import (deleted when it ends); empty: `rowi-imports` in the system temporary directory',
+        "directory where uploaded files wait for their import (deleted when it ends); empty: a folder of the database's own under `rowi-imports` in the system temporary directory",
     }),
     'ROWI_IMPORT_DIRECTORY',
   ),
@@ -277,7 +278,27 @@ export const LIMIT_SETTINGS = {
   ),
 };
 
-/** Where uploads wait for their import: ROWI_IMPORT_DIRECTORY, or `rowi-imports` in the system's temporary directory. */
-export function importDirectoryOf(config: { importDirectory: string }): string {
-  return config.importDirectory === '' ? join(tmpdir(), 'rowi-imports') : config.importDirectory;
+/**
+ * Where uploads wait for their import: ROWI_IMPORT_DIRECTORY, or a folder of the database's own
+ * under `rowi-imports` in the system's temporary directory. A file is named by its operation's id,
+ * which is unique only within one database: two rowi on one machine with different databases
+ * (each with an operation 1) must never read or remove each other's uploads, while the workers of
+ * one rowi, and its import thread, must find the same folder. So the folder is named by what the
+ * database is: the SQLite file's absolute path, the PostgreSQL URL without its password, or the
+ * process for a database in memory.
+ */
+export function importDirectoryOf(config: { importDirectory: string; data: string; databaseUrl: string }): string {
+  if (config.importDirectory !== '') return config.importDirectory;
+  return join(tmpdir(), 'rowi-imports', databaseKey(config));
+}
+
+function databaseKey(config: { data: string; databaseUrl: string }): string {
+  let identity: string;
+  if (config.databaseUrl !== '') {
+    const url = new URL(config.databaseUrl);
+    url.password = '';
+    identity = `postgresql:${url.href}`;
+  } else if (config.data === ':memory:' || config.data === '') identity = `memory:${process.pid}`;
+  else identity = `sqlite:${resolve(config.data)}`;
+  return createHash('sha256').update(identity).digest('hex').slice(0, 16);
 }

@@ -12,7 +12,9 @@ import { importDirectoryOf } from '../config/limits.settings.js';
  * written into it and removed, which is what rowi will do there (a permission check would not see
  * a read-only file system, and root passes every permission check).
  */
-export async function checkWritableFolders(config: Pick<Config, 'importDirectory' | 'backupDir'>): Promise<void> {
+export async function checkWritableFolders(
+  config: Pick<Config, 'importDirectory' | 'backupDir' | 'data' | 'databaseUrl'>,
+): Promise<void> {
   await checkWritableFolder(importDirectoryOf(config), 'ROWI_IMPORT_DIRECTORY');
   if (config.backupDir !== '') await checkWritableFolder(config.backupDir, 'ROWI_BACKUP_DIR');
 }
