@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, type Answer } from '../../api.js';
 import { useCan } from '../../identity.js';
 import { href, navigate } from '../../router.js';
-import { ProblemView, Time, useAction, useLoad } from '../../ui.js';
+import { ConfirmButton, ProblemView, Time, useAction, useLoad } from '../../ui.js';
 import type { Owned } from './types.js';
 import './records.css';
 
@@ -142,4 +142,52 @@ export function useDelete(path: string, etag: string | null, section: string, sa
     setFlash(said);
     navigate(href(section));
   });
+}
+
+/** A record page's Change and Delete, each shown when the key may (the delete asks first, with `confirm`). */
+export function ChangeAndDelete({
+  mayChange,
+  mayDelete,
+  onChange,
+  confirm,
+  remove,
+}: {
+  mayChange: boolean;
+  mayDelete: boolean;
+  onChange: () => void;
+  confirm: string;
+  remove: ReturnType<typeof useDelete>;
+}): JSX.Element {
+  return (
+    <>
+      {mayChange ? (
+        <button type="button" onClick={onChange}>
+          Change
+        </button>
+      ) : null}
+      {mayDelete ? (
+        <ConfirmButton
+          key="Delete"
+          label="Delete"
+          confirm={confirm}
+          disabled={remove.busy}
+          onConfirm={() => void remove.run()}
+        />
+      ) : null}
+    </>
+  );
+}
+
+/** Why a delete was refused (a 412 with Reload), under the record's heading. */
+export function DeleteProblem({ remove, reload }: { remove: ReturnType<typeof useDelete>; reload: () => void }) {
+  return (
+    <WriteProblem
+      error={remove.error}
+      context="Not deleted"
+      onReload={() => {
+        remove.clear();
+        reload();
+      }}
+    />
+  );
 }

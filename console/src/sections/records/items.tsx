@@ -5,23 +5,13 @@ import { call, type Page } from '../../api.js';
 import { count } from '../../format.js';
 import { useCan } from '../../identity.js';
 import { href, navigate, type ViewProps } from '../../router.js';
-import {
-  ConfirmButton,
-  Header,
-  Notice,
-  PagedTable,
-  ProblemView,
-  Section,
-  Time,
-  useLoad,
-  usePaged,
-  type Column,
-} from '../../ui.js';
+import { Header, Notice, PagedTable, ProblemView, Section, Time, useLoad, usePaged, type Column } from '../../ui.js';
 import {
   BackLink,
   NotLoaded,
   Provenance,
-  WriteProblem,
+  ChangeAndDelete,
+  DeleteProblem,
   recordPath,
   setFlash,
   takeFlash,
@@ -155,36 +145,19 @@ function ItemRecord({ id }: { id: string }): JSX.Element {
     <>
       <BackLink section="items" label="Items and stock" />
       <Header title={record?.name ?? `Item #${id}`}>
-        {record && can('items:update') && !editing ? (
-          <button
-            type="button"
-            onClick={() => {
-              setEditing(true);
-              setNotice(undefined);
-            }}
-          >
-            Change
-          </button>
-        ) : null}
-        {record && can('items:delete') ? (
-          <ConfirmButton
-            key="Delete"
-            label="Delete"
-            confirm="Delete this item and its stock?"
-            disabled={remove.busy}
-            onConfirm={() => void remove.run()}
-          />
-        ) : null}
+        <ChangeAndDelete
+          mayChange={record !== undefined && can('items:update') && !editing}
+          mayDelete={record !== undefined && can('items:delete')}
+          onChange={() => {
+            setEditing(true);
+            setNotice(undefined);
+          }}
+          confirm="Delete this item and its stock?"
+          remove={remove}
+        />
       </Header>
       <Notice>{notice}</Notice>
-      <WriteProblem
-        error={remove.error}
-        context="Not deleted"
-        onReload={() => {
-          remove.clear();
-          item.reload();
-        }}
-      />
+      <DeleteProblem remove={remove} reload={item.reload} />
       {record === undefined ? (
         <NotLoaded
           error={item.error}

@@ -22,6 +22,8 @@ import {
   NotLoaded,
   Provenance,
   WriteProblem,
+  ChangeAndDelete,
+  DeleteProblem,
   recordPath,
   takeFlash,
   useDelete,
@@ -176,26 +178,16 @@ function OrderRecord({ id }: { id: string }): JSX.Element {
             }}
           />
         ) : null}
-        {record && can('orders:update') && !editing ? (
-          <button
-            type="button"
-            onClick={() => {
-              setEditing(true);
-              setNotice(undefined);
-            }}
-          >
-            Change
-          </button>
-        ) : null}
-        {record && can('orders:delete') ? (
-          <ConfirmButton
-            key="Delete"
-            label="Delete"
-            confirm="Delete this order?"
-            disabled={remove.busy}
-            onConfirm={() => void remove.run()}
-          />
-        ) : null}
+        <ChangeAndDelete
+          mayChange={record !== undefined && can('orders:update') && !editing}
+          mayDelete={record !== undefined && can('orders:delete')}
+          onChange={() => {
+            setEditing(true);
+            setNotice(undefined);
+          }}
+          confirm="Delete this order?"
+          remove={remove}
+        />
       </Header>
       <Notice>{notice}</Notice>
       <WriteProblem
@@ -206,14 +198,7 @@ function OrderRecord({ id }: { id: string }): JSX.Element {
           order.reload();
         }}
       />
-      <WriteProblem
-        error={remove.error}
-        context="Not deleted"
-        onReload={() => {
-          remove.clear();
-          order.reload();
-        }}
-      />
+      <DeleteProblem remove={remove} reload={order.reload} />
       {record === undefined ? (
         <NotLoaded
           error={order.error}

@@ -4,12 +4,13 @@ import { useState } from 'preact/hooks';
 import { call } from '../../api.js';
 import { useCan } from '../../identity.js';
 import { href, navigate, type ViewProps } from '../../router.js';
-import { ConfirmButton, Header, Notice, PagedTable, Section, Time, usePaged, type Column } from '../../ui.js';
+import { Header, Notice, PagedTable, Section, Time, usePaged, type Column } from '../../ui.js';
 import {
   BackLink,
   NotLoaded,
   Provenance,
-  WriteProblem,
+  ChangeAndDelete,
+  DeleteProblem,
   recordPath,
   setFlash,
   takeFlash,
@@ -114,36 +115,19 @@ function UserRecord({ id }: { id: string }): JSX.Element {
     <>
       <BackLink section="users" label="Users" />
       <Header title={record?.name ?? `User #${id}`}>
-        {record && can('users:update') && !editing ? (
-          <button
-            type="button"
-            onClick={() => {
-              setEditing(true);
-              setNotice(undefined);
-            }}
-          >
-            Change
-          </button>
-        ) : null}
-        {record && can('users:delete') ? (
-          <ConfirmButton
-            key="Delete"
-            label="Delete"
-            confirm="Delete this user? Their orders stay, without a user."
-            disabled={remove.busy}
-            onConfirm={() => void remove.run()}
-          />
-        ) : null}
+        <ChangeAndDelete
+          mayChange={record !== undefined && can('users:update') && !editing}
+          mayDelete={record !== undefined && can('users:delete')}
+          onChange={() => {
+            setEditing(true);
+            setNotice(undefined);
+          }}
+          confirm="Delete this user? Their orders stay, without a user."
+          remove={remove}
+        />
       </Header>
       <Notice>{notice}</Notice>
-      <WriteProblem
-        error={remove.error}
-        context="Not deleted"
-        onReload={() => {
-          remove.clear();
-          user.reload();
-        }}
-      />
+      <DeleteProblem remove={remove} reload={user.reload} />
       {record === undefined ? (
         <NotLoaded error={user.error} loading={user.loading} what={`user #${id}`} section="users" listLabel="Users" />
       ) : (
