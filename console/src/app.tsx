@@ -142,7 +142,9 @@ function SignIn({ message, onSignedIn }: { message?: string; onSignedIn: (identi
 }
 
 function visible(section: SectionEntry, identity: Identity): boolean {
-  return section.anyOf.length === 0 || section.anyOf.some((scope) => identity.scopes.includes(scope));
+  return (
+    section.anyOf.length === 0 || section.anyOf.some((scope) => (identity.scopes as readonly string[]).includes(scope))
+  );
 }
 
 function Shell({ identity, onSignOut }: { identity: Identity; onSignOut: () => void }): JSX.Element {

@@ -1,16 +1,9 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 
-/** Who is signed in, as GET /v1/callers/me answers. */
-export interface Identity {
-  caller_id: number | null;
-  name: string;
-  role: string | null;
-  credential: 'api_key' | 'oauth' | 'external';
-  scopes: string[];
-  record_access: Record<string, 'all' | 'own'>;
-  user_id: number | null;
-}
+/** Who is signed in, as GET /v1/callers/me answers (the type generated from the OpenAPI document). */
+export type { Identity } from '../../clients/typescript/src/types.js';
+import type { Identity } from '../../clients/typescript/src/types.js';
 
 export const IdentityContext = createContext<Identity | undefined>(undefined);
 
@@ -24,5 +17,5 @@ export function useIdentity(): Identity {
 /** Whether the signed-in key holds every one of `scopes`. */
 export function useCan(): (...scopes: string[]) => boolean {
   const identity = useIdentity();
-  return (...scopes) => scopes.every((scope) => identity.scopes.includes(scope));
+  return (...scopes) => scopes.every((scope) => (identity.scopes as readonly string[]).includes(scope));
 }

@@ -3,23 +3,7 @@ import type { JSX } from 'preact';
 import { href } from '../../router.js';
 import { Badge } from '../../ui.js';
 
-export interface AuditEvent {
-  id: number;
-  at: string;
-  request_id: string;
-  caller_id: number | null;
-  caller_name: string | null;
-  credential: string | null;
-  user_id: number | null;
-  method: string;
-  path: string;
-  resource: string | null;
-  record_id: string | null;
-  action: string | null;
-  status: number;
-  duration_ms: number;
-  client_ip: string | null;
-}
+export type { AuditEvent } from '../../../../clients/typescript/src/types.js';
 
 /**
  * The filters of the view, each a query parameter of the API. The route keeps a status class in
