@@ -1,4 +1,4 @@
-// node bench/ab.mjs <other checkout> [--seconds 5 --rounds 3]
+// node bench/ab.mjs <other checkout> [--seconds 5 --rounds 3 --only users|orders]
 //
 // A same-run A/B of two builds: this checkout's rowi ("this") and another checkout's ("other",
 // e.g. a `git worktree add --detach ../before <commit>` built with `npx tsc -b tsconfig.build.json`),
@@ -19,7 +19,12 @@ import { seedItems, seedUsers } from './lib/setup.mjs';
 
 const { values: options, positionals } = parseArgs({
   allowPositionals: true,
-  options: { seconds: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } },
+  options: {
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    // Only the loads whose operation contains this text (`users`, `orders`).
+    only: { type: 'string', default: '' },
+  },
 });
 if (positionals.length !== 1) {
   console.error('usage: node bench/ab.mjs <other checkout, built> [--seconds 5 --rounds 3]');
@@ -68,7 +73,7 @@ try {
   for (const [operation, target, loaded] of [
     ['GET /v1/users/{id}', read, [bare, other, current]],
     ['POST /v1/orders', order, [other, current]],
-  ]) {
+  ].filter(([operation]) => operation.includes(options.only))) {
     for (const server of loaded) await load(bench, 'wrk', target(server), 1);
     for (let round = 0; round < rounds; round += 1) {
       for (const server of round % 2 === 0 ? loaded : [...loaded].reverse()) {

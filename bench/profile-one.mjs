@@ -62,7 +62,12 @@ try {
   if (profiling) {
     server.child.kill('SIGINT');
     await new Promise((resolve) => server.child.once('exit', resolve));
-    console.log('profiles:', readdirSync(options.out).map((file) => join(options.out, file)).join(' '));
+    console.log(
+      'profiles:',
+      readdirSync(options.out)
+        .map((file) => join(options.out, file))
+        .join(' '),
+    );
   }
 } finally {
   await stopServers(bench);

@@ -62,7 +62,7 @@ import type { Dispatching } from './outbox/webhook-standby.js';
 import { eventTables } from './outbox/retention.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { VERSION } from './version.js';
-import { registry, watchBackups } from './observability/metrics.js';
+import { registry, watchBackups, watchReadCache } from './observability/metrics.js';
 import { readBackupStatus } from './db/backup-schedule.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import metricsRoutes from './resources/metrics/metrics.routes.js';
@@ -160,6 +160,8 @@ async function assemble(
     ...transportOptions(config),
   });
 
+  const readCache = db.readCache;
+  if (readCache !== undefined) watchReadCache(() => readCache.stats());
   const routeTable = new RouteTable();
   app.addHook('onClose', async () => undeclare());
   app.decorate('config', config);

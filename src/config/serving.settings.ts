@@ -184,6 +184,16 @@ export const DURABILITY_SETTINGS = {
     }),
     'ROWI_SQLITE_SYNCHRONOUS',
   ),
+  readCache: setting(
+    Type.Integer({
+      minimum: 0,
+      maximum: 4096,
+      default: 8,
+      description:
+        'megabytes of records read by id that each process keeps in memory on SQLite, answered again without a read of the file until a write (of this or any other process) changes them; `0`: none. PostgreSQL keeps none',
+    }),
+    'ROWI_READ_CACHE',
+  ),
 };
 
 /**

@@ -10,6 +10,7 @@ import { isCorruption } from './driver-errors.js';
 import { DatabaseOutage } from './outage.js';
 import { execute, openSqliteConnection } from './sqlite-connection.js';
 import { RowiSqliteDialect } from './sqlite-driver.js';
+import { ReadCache, walIndexWatch } from './read-cache.js';
 
 export type { Storage } from './storage.js';
 
@@ -42,7 +43,8 @@ export interface OpenOptions {
   signals?: boolean;
 }
 
-type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'> & Partial<Pick<Config, 'databaseTimeout'>>;
+type SqliteSettings = Pick<Config, 'data' | 'sqliteSynchronous'> &
+  Partial<Pick<Config, 'databaseTimeout' | 'readCache'>>;
 
 /** How long a migration waits for another process's write lock (another instance migrating). */
 const MIGRATION_LOCK_WAIT_MS = 10 * 60 * 1000;
@@ -96,6 +98,12 @@ export async function openSqlite(
     : await openSqliteConnection(settings.data, { ...options, guard: corruption.readerGuard });
   if (reader !== writer) execute(reader.prepare(`pragma cache_size = -${READER_PAGE_CACHE_KIB}`));
   const outage = new DatabaseOutage(log);
+  // Records read by id, kept until anything is committed to the file (read-cache.ts); a database in
+  // memory reads on its writer, which sees what its open transaction wrote: none kept there.
+  const cache =
+    inMemory || !settings.readCache
+      ? undefined
+      : new ReadCache(settings.readCache * 1024 * 1024, walIndexWatch(settings.data));
   const db = databaseHandle(
     new RowiSqliteDialect({
       writer,
@@ -104,6 +112,8 @@ export async function openSqlite(
       ...diskFullReporter(settings.data, log),
     }),
     outage,
+    undefined,
+    cache,
   );
   outage.watch(db);
   const checkpoints =
@@ -134,6 +144,7 @@ export async function openSqlite(
       outage.stop();
       await signals.close();
       await db.destroy();
+      cache?.close();
       await checkpoints?.close();
     },
   };

@@ -1,6 +1,7 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
 import type { Commits } from './commits.js';
 import type { DatabaseOutage } from './outage.js';
+import type { ReadCache } from './read-cache.js';
 import type { EventTables } from './event-tables.js';
 import type { OperationTables } from './operation-tables.js';
 
@@ -64,7 +65,12 @@ export interface IdempotencyKeysTable {
 
 /** The database or an open transaction: services that write take either. */
 /** The database handle, with what follows its commits (commits.ts) and the state of its reachability (outage.ts). */
-export type Db = Kysely<Database> & { readonly commits: Commits; readonly outage: DatabaseOutage };
+export type Db = Kysely<Database> & {
+  readonly commits: Commits;
+  readonly outage: DatabaseOutage;
+  /** Records read by id kept in memory (SQLite; read-cache.ts). */
+  readonly readCache?: ReadCache;
+};
 /**
  * A unit of work's transaction (unit-of-work.ts). `wroteEvents` is set by the outbox when the
  * transaction writes events; once it has committed, the unit of work tells `db.commits`.

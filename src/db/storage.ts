@@ -4,6 +4,7 @@ import type { CorruptionWatch } from './corruption.js';
 import type { Database, Db } from './database.js';
 import { withOutage, type DatabaseOutage } from './outage.js';
 import type { Signals } from './signals.js';
+import type { ReadCache } from './read-cache.js';
 
 /** An open database, SQLite (connect.ts) or PostgreSQL (postgres.ts), with what rowi keeps beside it. */
 export interface Storage {
@@ -28,8 +29,9 @@ export interface Storage {
  * outage it reports to: new Commits for a database's own handle, or those of the handle it stands
  * beside.
  */
-export function databaseHandle(dialect: Dialect, outage: DatabaseOutage, commits?: Commits): Db {
-  return withOutage(withCommits(new Kysely<Database>({ dialect }), commits), outage);
+export function databaseHandle(dialect: Dialect, outage: DatabaseOutage, commits?: Commits, cache?: ReadCache): Db {
+  const db = withOutage(withCommits(new Kysely<Database>({ dialect }), commits), outage);
+  return cache === undefined ? db : Object.assign(db, { readCache: cache });
 }
 
 /**

@@ -106,6 +106,18 @@ function limitsOf(table: OwnedTable, sight: Sight): Limit[] {
   return limits;
 }
 
+/** Whether the sight shows a record of `table` read whole (the predicate of visibleIn, on a row in memory). */
+export function shows(table: OwnedTable, sight: Sight, row: Readonly<Record<string, unknown>>): boolean {
+  for (const limit of limitsOf(table, sight)) if (row[limit.column] !== limit.value) return false;
+  return true;
+}
+
+/** The columns a row must hold for `shows` to decide on it: its owner and its user, if any. */
+export function sightColumnsOf(table: OwnedTable): string[] {
+  const userColumn = ruleOf(table).userColumn;
+  return userColumn === undefined ? ['created_by'] : ['created_by', userColumn];
+}
+
 /**
  * The predicate on the records of `table` (as `alias`, when the query names it so) that the sight
  * shows; undefined when it shows every one.

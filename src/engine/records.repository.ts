@@ -1,8 +1,16 @@
 import { sql, type Kysely } from 'kysely';
 import { compiledQuery } from '../db/compiled.js';
-import type { Database, Executor } from '../db/database.js';
+import type { Database, Db, Executor } from '../db/database.js';
 import { fetchPage, type ListQuery } from '../db/keyset.js';
-import { compiledVisibleById, visibleIn, whereVisible, type OwnedTable, type Sight } from '../db/visibility.js';
+import {
+  compiledVisibleById,
+  shows,
+  sightColumnsOf,
+  visibleIn,
+  whereVisible,
+  type OwnedTable,
+  type Sight,
+} from '../db/visibility.js';
 
 /**
  * The statements of one table of versioned records (users, items, callers, a declared resource's own
@@ -55,10 +63,26 @@ export function recordQueries<Stored>({ table, columns, ownerless }: RecordTable
   const byId = ownerless ? (db: Executor, id: number) => any(db, id) : compiledVisibleById(owned, byIdOnly);
   const visible = <Query extends Parameters<typeof whereVisible>[0]>(query: Query, sight: Sight) =>
     ownerless ? query : whereVisible(query, owned, sight);
+  // A record kept in the read cache is read whole, whoever asks; the sight is then applied to it.
+  // Asked at the first read: a declared resource's table becomes an owned table when the app is built.
+  let cacheable: boolean | undefined;
+  const shown = (row: Record<string, unknown>, sight: Sight) => ownerless || shows(owned, sight, row);
   return {
     async findById(db, id, sight) {
-      const [row] = await byId(db, id, sight);
-      return row as Stored | undefined;
+      cacheable ??= ownerless || sightColumnsOf(owned).every((column) => columns.includes(column));
+      const cache = cacheable && !db.isTransaction ? (db as Db).readCache : undefined;
+      if (cache === undefined || !cache.enabled) {
+        const [row] = await byId(db, id, sight);
+        return row as Stored | undefined;
+      }
+      let row = cache.get<Record<string, unknown>>(table, id);
+      if (row === undefined) {
+        const generation = cache.generation();
+        [row] = (await any(db, id)) as Record<string, unknown>[];
+        if (row === undefined) return undefined;
+        cache.keep(table, id, row, generation);
+      }
+      return shown(row, sight) ? (row as Stored) : undefined;
     },
     async findPage(db, query, sight) {
       const page = await fetchPage(visible(select(db), sight), query);

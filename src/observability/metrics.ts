@@ -152,6 +152,27 @@ export const metrics = {
     help: 'Audit events dropped unwritten because 100,000 were waiting while the database refused the trail',
     registers: [registry],
   }),
+  readCacheLookups: new Counter({
+    name: 'rowi_read_cache_lookups_total',
+    help: 'Reads of a record by id on SQLite, by result: hit (answered from memory), miss (read from the file; kept for the next, unless anything was committed meanwhile); ROWI_READ_CACHE',
+    labelNames: ['result'] as const,
+    registers: [registry],
+    collect() {
+      const stats = readCacheOf?.();
+      if (stats === undefined) return;
+      this.reset();
+      this.inc({ result: 'hit' }, stats.hits);
+      this.inc({ result: 'miss' }, stats.misses);
+    },
+  }),
+  readCacheBytes: new Gauge({
+    name: 'rowi_read_cache_bytes',
+    help: 'What the records kept by the read cache take, an estimate (at most ROWI_READ_CACHE megabytes a process)',
+    registers: [registry],
+    collect() {
+      this.set(readCacheOf?.()?.bytes ?? 0);
+    },
+  }),
   upstreamCalls: new Counter({
     name: 'rowi_weather_upstream_calls_total',
     help: 'Calls to the weather provider, by outcome (ok, timeout, bad-answer, unreachable)',
@@ -221,6 +242,13 @@ let auditTrailOf: (() => { pending: number; failingSince: number | undefined }) 
 /** Where the audit trail's metrics read its state (the latest audit log's). */
 export function watchAuditTrail(read: () => { pending: number; failingSince: number | undefined }): void {
   auditTrailOf = read;
+}
+
+let readCacheOf: (() => { hits: number; misses: number; bytes: number }) | undefined;
+
+/** Where the read cache's metrics read its counts (the latest database handle's). */
+export function watchReadCache(read: () => { hits: number; misses: number; bytes: number }): void {
+  readCacheOf = read;
 }
 
 const BREAKER_STATES = ['closed', 'open', 'half-open'] as const;

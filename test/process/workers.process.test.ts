@@ -71,6 +71,51 @@ describe('rowi serve --workers 2', () => {
     expect(server.stderr().match(/rowi is serving .*2 worker processes/g)).toHaveLength(1);
   });
 
+  it('a caller reads what it has just written whichever worker answers: no worker serves a copy it read before (read cache)', async () => {
+    const server = await serve({ args: ['--workers', '2'] });
+    // A connection of its own for every request, so that the primary deals them to both workers.
+    const send = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const reply = await fetch(`${server.baseUrl}${path}`, {
+        method,
+        headers: {
+          'x-api-key': server.adminKey,
+          connection: 'close',
+          ...(body === undefined ? {} : { 'content-type': 'application/merge-patch+json' }),
+          ...headers,
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return { status: reply.status, etag: reply.headers.get('etag'), json: (await reply.json()) as { name: string } };
+    };
+    const created = await fetch(`${server.baseUrl}/v1/users`, {
+      method: 'POST',
+      headers: { 'x-api-key': server.adminKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Round 0', email: 'workers-cache@example.com' }),
+    });
+    const { id } = (await created.json()) as { id: number };
+    for (let round = 1; round <= 30; round++) {
+      // Both workers read it (and may keep it)…
+      for (let read = 0; read < 4; read++)
+        expect((await send('GET', `/v1/users/${id}`)).json.name).toBe(`Round ${round - 1}`);
+      const current = await send('GET', `/v1/users/${id}`);
+      // …then one changes it, and every read that follows, on either, is the new one.
+      const patched = await send('PATCH', `/v1/users/${id}`, { name: `Round ${round}` }, { 'if-match': current.etag! });
+      expect(patched.status).toBe(200);
+      for (let read = 0; read < 4; read++) {
+        const after = await send('GET', `/v1/users/${id}`);
+        expect(after.json.name).toBe(`Round ${round}`);
+        expect(after.etag).toBe(patched.etag);
+      }
+    }
+    // Both workers answered (the access log names them).
+    await pause(200);
+    const workers = new Set(
+      [...server.stdout().matchAll(/"worker":(\d+),[^\n]*"msg":"request completed"/g)].map((match) => match[1]),
+    );
+    expect(workers).toEqual(new Set(['1', '2']));
+  });
+
   it(
     'a worker killed with SIGKILL is replaced, and the port keeps answering meanwhile',
     { timeout: 60_000 },
