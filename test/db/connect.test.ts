@@ -37,17 +37,20 @@ describe('openSqlite', () => {
     expect(await pragma(storage, 'busy_timeout')).toBe(0);
   });
 
-  it('openSqlite: the writer runs no WAL checkpoint inside a COMMIT (a thread of its own checkpoints), and keeps the log to 64 MiB once checkpointed', async () => {
+  it("openSqlite: the writer runs no WAL checkpoint inside a COMMIT (a thread of its own checkpoints), keeps the log to 64 MiB once checkpointed, and its savepoints' journals in memory", async () => {
     const storage = await open('full');
     // Inside a transaction, queries run on the writer.
-    const [autocheckpoint, sizeLimit] = await storage.db
+    const [autocheckpoint, sizeLimit, tempStore] = await storage.db
       .transaction()
       .execute(async (trx) => [
         Object.values((await sql<Record<string, unknown>>`pragma wal_autocheckpoint`.execute(trx)).rows[0]!)[0],
         Object.values((await sql<Record<string, unknown>>`pragma journal_size_limit`.execute(trx)).rows[0]!)[0],
+        Object.values((await sql<Record<string, unknown>>`pragma temp_store`.execute(trx)).rows[0]!)[0],
       ]);
     expect(autocheckpoint).toBe(0);
     expect(sizeLimit).toBe(64 * 1024 * 1024);
+    // 2 = MEMORY: an order's savepoint journal outgrows SQLite's 64 KiB in memory, and a file costs a write and a read a unit.
+    expect(tempStore).toBe(2);
   });
 
   it('openSqlite: synchronous NORMAL (1) when ROWI_SQLITE_SYNCHRONOUS=normal', async () => {
