@@ -7,12 +7,13 @@ import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventSight } from '../db/visibility.js';
 import {
-  assignSequences,
   claimDeliveries,
+  findDeliveriesOfEvents,
   findDue,
   findPendingBefore,
   holdBack,
   insertDeliveries,
+  lastSequences,
   nextAttemptAt,
   releaseDeliveries,
   resourcesWaiting,
@@ -29,12 +30,15 @@ import {
   latestPosition,
   moveCursor,
   positionOf,
+  type Position,
+  type StoredEvent,
 } from './outbox.repository.js';
 import type { AddressPolicy } from './ssrf.js';
 import { endpointWants, newDelivery, signedDelivery } from './webhook-deliveries.js';
 import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner } from './webhook-endpoints.repository.js';
 import { Lanes, type Lane, type Queued } from './webhook-lanes.js';
 import { WEBHOOK_CURSOR, webhookLease } from './webhook-lease.js';
+import { DeliveriesInMemory } from './webhook-memory.js';
 import { OutcomeWriter } from './webhook-outcome-writer.js';
 import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -61,6 +65,8 @@ const RESCAN_MS = 3000;
 const FAN_OUT_BATCH = 500;
 /** Deliveries in flight, all endpoints together: an endpoint's share is this over the endpoints with work, at most its concurrency. */
 const MAX_SENDING = 1024;
+/** How much earlier than its event a delivery's row may say it was made: the clocks of other hosts. */
+const RECOVERY_CLOCK_MARGIN_MS = 60_000;
 /** Deliveries claimed ahead of an endpoint's sending, per slot of its share. */
 const AHEAD_PER_SLOT = 8;
 /** How long a claim lasts: the holder that takes the lease over gives the previous holder's claims back at once. */
@@ -107,6 +113,10 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #sending = new Set<Promise<void>>();
   #inFlight = 0;
   readonly #outcomes: OutcomeWriter;
+  /** The deliveries sent from memory whose rows are not written yet, and how far the fan-out has read. */
+  readonly #memory = new DeliveriesInMemory();
+  /** Events up to here are read again from the cursor as stored: some may have their deliveries already. */
+  #recoverUntil: Position | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryAt = Infinity;
   readonly #heartbeat: NodeJS.Timeout;
@@ -132,6 +142,7 @@ export class WebhookDispatcher extends OutboxWorker {
       rules: options,
       owner: this.#lease.owner,
       lanes: this.#lanes,
+      memory: this.#memory,
       closed: () => this.closed,
       wake: () => this.wake(),
     });
@@ -146,7 +157,8 @@ export class WebhookDispatcher extends OutboxWorker {
     await super.close();
     await Promise.allSettled([...this.#sending]);
     await this.#outcomes.write();
-    const unsent = [...this.#lanes.held];
+    // Those held in memory have no row: the cursor stays before them, and they are sent again.
+    const unsent = [...this.#lanes.held].filter((id) => !DeliveriesInMemory.isTemporary(id));
     this.#lanes.drop();
     if (unsent.length > 0)
       await unitOfWork(this.#db, (trx) => releaseDeliveries(trx, unsent, this.#lease.owner)).catch((error: unknown) =>
@@ -183,6 +195,7 @@ export class WebhookDispatcher extends OutboxWorker {
     if (!(await this.#lease.held())) {
       // Another process delivers (what this one held is its now); ask again in a while.
       this.#lanes.drop();
+      this.#memory.reset();
       this.later(this.#lease.retryMs);
       return false;
     }
@@ -206,6 +219,8 @@ export class WebhookDispatcher extends OutboxWorker {
     // A claim may have committed unseen (the connection lost as it committed): new deliveries are
     // not claimed as they are written until #claim has read what is due again.
     for (const lane of this.#lanes.values()) lane.behind = lane.recover = true;
+    // So may a fan-out: the next reads from the cursor as stored.
+    this.#memory.fannedTo = undefined;
     this.#db.outage.failed(this.#log, 'webhooks', error, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
     this.later(1000);
   }
@@ -228,78 +243,139 @@ export class WebhookDispatcher extends OutboxWorker {
 
   /**
    * Fans out one batch of events; answers how many events it read. The deliveries an endpoint has
-   * room for, of resources with nothing pending before them, are claimed as they are written and
-   * chained here with their events at once (no read, claim and event read of their own later);
-   * the others wait in the table for #claim.
+   * room for, of resources with nothing pending before them in the table, stay in memory and are
+   * chained here with their events at once: no row until their outcome (webhook-memory.ts). The
+   * others are written, to wait in the table for #claim.
    */
   async #fanOut(): Promise<number> {
-    const cursor = await cursorOf(this.#db, WEBHOOK_CURSOR);
-    const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
+    if (this.#memory.fannedTo === undefined) {
+      // From the cursor as stored: events after it may have deliveries written, or held here still.
+      this.#memory.startAt(positionOf(await cursorOf(this.#db, WEBHOOK_CURSOR)));
+      this.#recoverUntil = await latestPosition(this.#db);
+    }
+    const from = this.#memory.fannedTo!;
+    const peek = await findEventsAfter(this.#db, from, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
     const since = this.#lanes.failures;
-    const { read, endpoints, claimed, events } = await unitOfWork(this.#db, async (trx) => {
+    const { read, to, cursor, endpoints, kept, letGo, events } = await unitOfWork(this.#db, async (trx) => {
       const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
       for (const endpoint of await findEnabledEndpoints(trx)) {
         if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
         else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
       }
       // Nobody to send to: the cursor moves to the end at once, no event is read.
-      const events =
-        endpoints.length === 0
-          ? []
-          : await findEventsAfter(trx, await cursorOf(trx, WEBHOOK_CURSOR), { limit: FAN_OUT_BATCH });
+      const events = endpoints.length === 0 ? [] : await findEventsAfter(trx, from, { limit: FAN_OUT_BATCH });
       const to =
         endpoints.length === 0
           ? await latestPosition(trx)
           : events.length > 0
             ? positionOf(events[events.length - 1]!)
             : undefined;
-      if (to === undefined) return { read: 0, endpoints: new Set<number>(), claimed: [], events };
+      if (to === undefined)
+        return { read: 0, to, cursor: undefined, endpoints: new Set<number>(), kept: [], letGo: [], events };
       const now = nowTimestamp();
+      const known = await this.#recovered(trx, events);
       const deliveries = events.flatMap((event) =>
         endpoints
-          .filter(({ endpoint, readable }) => endpointWants(endpoint, readable, event))
+          .filter(
+            ({ endpoint, readable }) =>
+              endpointWants(endpoint, readable, event) && !known.has(`${endpoint.id} ${event.id}`),
+          )
           .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
       );
-      await assignSequences(trx, deliveries);
-      await this.#claimAsWritten(trx, deliveries);
-      const stored = await insertDeliveries(trx, deliveries);
-      if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, to)))
+      await this.#number(trx, deliveries);
+      const { kept, letGo } = await this.#keepInMemory(trx, deliveries);
+      const stored = await insertDeliveries(
+        trx,
+        deliveries.filter((delivery) => !kept.includes(delivery)),
+      );
+      const cursor = this.#memory.cursorWith(to, kept.length);
+      if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, cursor)))
         throw new Error('the webhook dispatcher lost its lease');
       // A ping's delivery is written with its event: its endpoint has work.
       for (const event of events)
         if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
       return {
         read: events.length,
-        endpoints: new Set(
-          stored.filter((delivery) => delivery.claimed_by === null).map((delivery) => delivery.endpoint_id),
-        ),
-        claimed: stored.filter((delivery) => delivery.claimed_by !== null),
+        to,
+        cursor,
+        endpoints: new Set(stored.map((delivery) => delivery.endpoint_id)),
+        kept,
+        letGo,
         events,
       };
     });
+    if (to === undefined) return read;
+    const inMemory = this.#memory.fannedOut(to, cursor!, kept);
     for (const id of endpoints) this.#lanes.lane(id).look = true;
-    this.#lanes.chain(claimed, new Map(events.map((event) => [event.id, event])), since);
+    const released = new Set(letGo);
+    this.#lanes.letGo(inMemory.filter((_delivery, index) => released.has(kept[index]!)));
+    this.#lanes.chain(
+      inMemory.filter((_delivery, index) => !released.has(kept[index]!)),
+      new Map(events.map((event) => [event.id, event])),
+      since,
+    );
     return read;
   }
 
   /**
-   * Of new deliveries (in outbox order), claims for this process those its endpoint's lane has room
-   * for, when nothing of the lane waits in the table to be claimed before them, and whose resource
-   * has nothing pending before them but what this process holds (chained, in flight, or its
-   * success not written yet): they may go as soon as they are written. The others are left to
-   * #claim, which reads them from the table in order.
+   * Of events read again from the cursor as stored (a process that took the dispatcher over, or
+   * this one after a failure), the deliveries already made: written, or held in memory here.
    */
-  async #claimAsWritten(trx: Executor, deliveries: NewDelivery[]): Promise<void> {
+  async #recovered(trx: Executor, events: StoredEvent[]): Promise<Set<string>> {
+    const until = this.#recoverUntil;
+    if (until === undefined || events.length === 0) return new Set();
+    const last = events[events.length - 1]!;
+    if (last.txid > until.txid || (last.txid === until.txid && last.seq >= until.seq)) this.#recoverUntil = undefined;
+    const known = this.#memory.keys();
+    // A delivery is made after its event: those made since the first event (and a margin for the clocks of other hosts).
+    const since = new Date(Date.parse(events[0]!.created_at) - RECOVERY_CLOCK_MARGIN_MS).toISOString();
+    for (const made of await findDeliveriesOfEvents(
+      trx,
+      events.map((event) => event.id),
+      since,
+    ))
+      known.add(`${made.endpoint_id} ${made.event_id}`);
+    return known;
+  }
+
+  /** Numbers new deliveries within their resource and endpoint, after the last number known or kept. */
+  async #number(trx: Executor, deliveries: NewDelivery[]): Promise<void> {
+    const byEndpoint = new Map<number, Set<string>>();
+    for (const delivery of deliveries) {
+      const resources = byEndpoint.get(delivery.endpoint_id) ?? new Set<string>();
+      byEndpoint.set(delivery.endpoint_id, resources.add(delivery.resource_key!));
+    }
+    for (const [endpointId, resources] of byEndpoint) {
+      const unknown = this.#memory.unknownSequences(endpointId, resources);
+      const last = await lastSequences(trx, endpointId, unknown);
+      for (const resource of unknown) this.#memory.learnSequence(endpointId, resource, last.get(resource) ?? 0);
+    }
+    this.#memory.number(deliveries);
+  }
+
+  /**
+   * Of new deliveries (in outbox order), those kept in memory and sent from there: those its
+   * endpoint's lane has room for, when nothing of the lane waits in the table to be claimed before
+   * them, and whose resource has nothing pending before them but what this process holds (chained,
+   * in flight, or its outcome not written yet). A resource with a delivery in memory keeps its later
+   * ones in memory too (the table's order is the order rows are written). The others are written,
+   * left to #claim, which reads them from the table in order.
+   */
+  async #keepInMemory(
+    trx: Executor,
+    deliveries: NewDelivery[],
+  ): Promise<{ kept: NewDelivery[]; letGo: NewDelivery[] }> {
     const room = this.#share() * (1 + AHEAD_PER_SLOT);
     const now = nowTimestamp();
-    const leaseUntil = new Date(Date.now() + CLAIM_MS).toISOString();
+    const kept: NewDelivery[] = [];
+    const letGo: NewDelivery[] = [];
     const byLane = new Map<number, NewDelivery[]>();
     for (const delivery of deliveries)
       byLane.set(delivery.endpoint_id, [...(byLane.get(delivery.endpoint_id) ?? []), delivery]);
     for (const [id, mine] of byLane) {
       const lane = this.#lanes.get(id);
-      if (lane === undefined || lane.gone || lane.behind || lane.held >= room) {
+      if (lane === undefined || lane.gone) {
         if (lane !== undefined) lane.behind = true;
         continue;
       }
@@ -310,18 +386,28 @@ export class WebhookDispatcher extends OutboxWorker {
       const blocked = this.#outcomes.failing(id);
       for (const key of await resourcesWaiting(trx, id, resources, now, this.#lease.owner)) blocked.add(key);
       for (const key of this.#outcomes.failing(id)) blocked.add(key);
+      const inMemory = new Set<string>();
       for (const delivery of mine) {
+        const resource = delivery.resource_key!;
+        if (inMemory.has(resource) || this.#memory.holds(id, resource)) {
+          // Behind one of its resource in memory: its row must follow that one's, so it is written
+          // after it, with the outcomes (at once when the resource waits for a retry).
+          kept.push(delivery);
+          if (blocked.has(resource)) letGo.push(delivery);
+          continue;
+        }
         // Once one of a resource waits in the table, the later ones of it wait there too (in order).
-        if (free <= 0 || blocked.has(delivery.resource_key!)) {
-          blocked.add(delivery.resource_key!);
+        if (blocked.has(resource) || free <= 0 || lane.behind) {
+          blocked.add(resource);
           lane.behind = true;
           continue;
         }
-        delivery.claimed_by = this.#lease.owner;
-        delivery.lease_until = leaseUntil;
+        kept.push(delivery);
+        inMemory.add(resource);
         free--;
       }
     }
+    return { kept, letGo };
   }
 
   /** An endpoint's share of the sending slots now. */
