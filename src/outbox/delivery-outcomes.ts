@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { nowTimestamp } from '../db/clock.js';
-import type { Trx } from '../db/database.js';
+import type { Executor, Trx } from '../db/database.js';
 import {
   deadLetterPending,
   insertDeliveries,
@@ -90,6 +90,36 @@ export interface UnwrittenDeliveries {
   behindOf(id: number): number[];
 }
 
+/** What a write of outcomes reads first, outside its transaction: the endpoints that still exist (and whether each is enabled), the deliveries that do. */
+export interface FoundBeforeWrite {
+  endpoints: Map<number, boolean>;
+  kept: Set<number>;
+}
+
+/** Reads what recordTurns needs to know of these turns and deliveries let go before it writes. */
+export async function findBeforeWrite(
+  db: Executor,
+  ended: readonly SettledTurn[],
+  release: readonly number[],
+  memory: UnwrittenDeliveries,
+): Promise<FoundBeforeWrite> {
+  const released = release.flatMap((id) => (id > 0 ? [] : (memory.get(id) ?? [])));
+  const endpoints = await findEndpointStates(db, [
+    ...new Set([
+      ...ended.map((turn) => turn.delivery.endpoint_id),
+      ...released.map((delivery) => delivery.endpoint_id),
+    ]),
+  ]);
+  // A delivery deleted meanwhile (with its endpoint) has nothing left to record.
+  const kept = new Set(
+    await existingDeliveries(
+      db,
+      ended.flatMap((turn) => (turn.delivery.id > 0 ? [turn.delivery.id] : [])),
+    ),
+  );
+  return { endpoints, kept };
+}
+
 /**
  * Records turns (of any endpoints, in the order they ended) in the unit of work given, with the
  * deliveries let go unsent (`release`). A delivery that was held in memory gets its row now, as its
@@ -106,6 +136,7 @@ export async function recordTurns(
   ended: readonly SettledTurn[],
   release: readonly number[],
   memory: UnwrittenDeliveries,
+  found: FoundBeforeWrite,
   rules: OutcomeRules,
   log: FastifyBaseLogger,
 ): Promise<{ disabled: number[]; fromMemory: number[] }> {
@@ -113,19 +144,7 @@ export async function recordTurns(
   const fromMemory: number[] = [];
   const isRow = (id: number) => id > 0;
   const released = release.flatMap((id) => (isRow(id) ? [] : (memory.get(id) ?? [])));
-  const endpoints = await findEndpointStates(trx, [
-    ...new Set([
-      ...ended.map((turn) => turn.delivery.endpoint_id),
-      ...released.map((delivery) => delivery.endpoint_id),
-    ]),
-  ]);
-  // A delivery deleted meanwhile (with its endpoint) has nothing left to record.
-  const kept = new Set(
-    await existingDeliveries(
-      trx,
-      ended.flatMap((turn) => (isRow(turn.delivery.id) ? [turn.delivery.id] : [])),
-    ),
-  );
+  const { endpoints, kept } = found;
   const rows: { temporary: number; row: NewDelivery }[] = [];
   const write = (delivery: StoredDelivery, changes: Partial<NewDelivery>) => {
     fromMemory.push(delivery.id);

@@ -257,57 +257,55 @@ export class WebhookDispatcher extends OutboxWorker {
     const peek = await findEventsAfter(this.#db, from, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
     const since = this.#lanes.failures;
-    const { read, to, cursor, endpoints, kept, letGo, events } = await unitOfWork(this.#db, async (trx) => {
-      const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
-      for (const endpoint of await findEnabledEndpoints(trx)) {
-        if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
-        else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
-      }
-      // Nobody to send to: the cursor moves to the end at once, no event is read.
-      const events = endpoints.length === 0 ? [] : await findEventsAfter(trx, from, { limit: FAN_OUT_BATCH });
-      const to =
-        endpoints.length === 0
-          ? await latestPosition(trx)
-          : events.length > 0
-            ? positionOf(events[events.length - 1]!)
-            : undefined;
-      if (to === undefined)
-        return { read: 0, to, cursor: undefined, endpoints: new Set<number>(), kept: [], letGo: [], events };
-      const now = nowTimestamp();
-      const known = await this.#recovered(trx, events);
-      const deliveries = events.flatMap((event) =>
-        endpoints
-          .filter(
-            ({ endpoint, readable }) =>
-              endpointWants(endpoint, readable, event) && !known.has(`${endpoint.id} ${event.id}`),
-          )
-          .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
-      );
-      await this.#number(trx, deliveries);
-      const { kept, letGo } = await this.#keepInMemory(trx, deliveries);
-      const stored = await insertDeliveries(
-        trx,
-        deliveries.filter((delivery) => !kept.includes(delivery)),
-      );
-      const cursor = this.#memory.cursorWith(to, kept.length);
-      if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, cursor)))
-        throw new Error('the webhook dispatcher lost its lease');
-      // A ping's delivery is written with its event: its endpoint has work.
-      for (const event of events)
-        if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
-      return {
-        read: events.length,
-        to,
-        cursor,
-        endpoints: new Set(stored.map((delivery) => delivery.endpoint_id)),
-        kept,
-        letGo,
-        events,
-      };
-    });
-    if (to === undefined) return read;
-    const inMemory = this.#memory.fannedOut(to, cursor!, kept);
-    for (const id of endpoints) this.#lanes.lane(id).look = true;
+    // Read outside a transaction: the write below, when there is one, holds SQLite's write lock
+    // (which the requests' commits wait for) only for its own statements.
+    const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
+    const ownerless: EndpointWithOwner[] = [];
+    for (const endpoint of await findEnabledEndpoints(this.#db)) {
+      if (endpoint.owner === null) ownerless.push(endpoint);
+      else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
+    }
+    // Nobody to send to: the cursor moves to the end at once, no event is read.
+    const events = endpoints.length === 0 ? [] : await findEventsAfter(this.#db, from, { limit: FAN_OUT_BATCH });
+    const to =
+      endpoints.length === 0
+        ? await latestPosition(this.#db)
+        : events.length > 0
+          ? positionOf(events[events.length - 1]!)
+          : undefined;
+    if (to === undefined) return 0;
+    const now = nowTimestamp();
+    const known = await this.#recovered(this.#db, events);
+    const deliveries = events.flatMap((event) =>
+      endpoints
+        .filter(
+          ({ endpoint, readable }) =>
+            endpointWants(endpoint, readable, event) && !known.has(`${endpoint.id} ${event.id}`),
+        )
+        .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
+    );
+    await this.#number(this.#db, deliveries);
+    const { kept, letGo } = await this.#keepInMemory(this.#db, deliveries);
+    const inMemoryNow = new Set(kept);
+    const rows = deliveries.filter((delivery) => !inMemoryNow.has(delivery));
+    const cursor = this.#memory.cursorWith(to, kept.length);
+    const stored =
+      rows.length > 0 || ownerless.length > 0 || !samePosition(cursor, this.#memory.cursor)
+        ? await unitOfWork(this.#db, async (trx) => {
+            for (const endpoint of ownerless)
+              await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
+            const stored = await insertDeliveries(trx, rows);
+            if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, cursor)))
+              throw new Error('the webhook dispatcher lost its lease');
+            return stored;
+          })
+        : [];
+    // A ping's delivery is written with its event: its endpoint has work.
+    for (const event of events)
+      if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
+    const read = events.length;
+    const inMemory = this.#memory.fannedOut(to, cursor, kept);
+    for (const { endpoint_id: id } of stored) this.#lanes.lane(id).look = true;
     const released = new Set(letGo);
     this.#lanes.letGo(inMemory.filter((_delivery, index) => released.has(kept[index]!)));
     this.#lanes.chain(
@@ -340,17 +338,36 @@ export class WebhookDispatcher extends OutboxWorker {
   }
 
   /** Numbers new deliveries within their resource and endpoint, after the last number known or kept. */
-  async #number(trx: Executor, deliveries: NewDelivery[]): Promise<void> {
+  async #number(db: Executor, deliveries: NewDelivery[]): Promise<void> {
     const byEndpoint = new Map<number, Set<string>>();
     for (const delivery of deliveries) {
       const resources = byEndpoint.get(delivery.endpoint_id) ?? new Set<string>();
       byEndpoint.set(delivery.endpoint_id, resources.add(delivery.resource_key!));
     }
-    for (const [endpointId, resources] of byEndpoint) {
-      const unknown = this.#memory.unknownSequences(endpointId, resources);
-      const last = await lastSequences(trx, endpointId, unknown);
-      for (const resource of unknown) this.#memory.learnSequence(endpointId, resource, last.get(resource) ?? 0);
+    const read = new Map<string, number>();
+    // Read for the resources with nothing in memory; again for any whose last delivery in memory was
+    // written meanwhile (its number is then in the rows).
+    for (;;) {
+      const unread = [...byEndpoint].map(
+        ([endpointId, resources]) =>
+          [
+            endpointId,
+            this.#memory
+              .unknownSequences(endpointId, resources)
+              .filter((resource) => !read.has(`${endpointId} ${resource}`)),
+          ] as const,
+      );
+      if (unread.every(([, resources]) => resources.length === 0)) break;
+      for (const [endpointId, resources] of unread) {
+        const last = await lastSequences(db, endpointId, resources);
+        for (const resource of resources) read.set(`${endpointId} ${resource}`, last.get(resource) ?? 0);
+      }
     }
+    for (const [endpointId, resources] of byEndpoint)
+      for (const resource of resources) {
+        const last = read.get(`${endpointId} ${resource}`);
+        if (last !== undefined) this.#memory.learnSequence(endpointId, resource, last);
+      }
     this.#memory.number(deliveries);
   }
 
@@ -577,4 +594,8 @@ export class WebhookDispatcher extends OutboxWorker {
     }
     return lane.endpoint;
   }
+}
+
+function samePosition(a: Position, b: Position | undefined): boolean {
+  return b !== undefined && a.txid === b.txid && a.seq === b.seq;
 }

@@ -15,11 +15,6 @@ interface FannedOut {
   unwritten: number;
 }
 
-/** A sequence given by this process, kept this long before the deliveries kept are read again (their pruning restarts a count). */
-const SEQUENCE_FRESH_MS = 10 * 60_000;
-/** Resources whose last sequence is kept, at most; past it those with nothing unwritten are forgotten. */
-const MAX_SEQUENCES = 100_000;
-
 export class DeliveriesInMemory {
   /** Temporary ids, below any row's: a delivery in memory is known by one until its row is written. */
   #nextId = -Number.MAX_SAFE_INTEGER;
@@ -29,8 +24,14 @@ export class DeliveriesInMemory {
   fannedTo: Position | undefined;
   /** The cursor as this process last wrote it, or read it. */
   #written: Position | undefined;
-  /** By endpoint and resource: the last sequence given, when it was read, and deliveries of it unwritten. */
-  readonly #sequences = new Map<string, { last: number; at: number; unwritten: number }>();
+  /**
+   * By endpoint and resource, of resources with deliveries in memory: the last sequence given, and
+   * how many of them are unwritten. Of the others, the rows kept say it (and their pruning restarts
+   * the count).
+   */
+  readonly #sequences = new Map<string, { last: number; unwritten: number }>();
+  /** Resources numbered by the fan-out under way: forgotten after it unless a delivery of theirs stays in memory. */
+  readonly #numbered = new Set<string>();
 
   static isTemporary(id: number): boolean {
     return id < 0;
@@ -45,35 +46,32 @@ export class DeliveriesInMemory {
     this.#sequences.clear();
   }
 
+  /** The cursor as this process last stored it (or read it). */
+  get cursor(): Position | undefined {
+    return this.#written;
+  }
+
   /** The fan-out starts from the stored cursor. */
   startAt(cursor: Position): void {
     this.fannedTo = cursor;
     this.#written = cursor;
   }
 
-  /** The resources of an endpoint whose last sequence this process does not know (to be read from the table). */
+  /** The resources of an endpoint whose last sequence is to be read from the rows kept: those with nothing in memory. */
   unknownSequences(endpointId: number, resources: Iterable<string>): string[] {
-    const now = Date.now();
-    return [...resources].filter((resource) => {
-      const known = this.#sequences.get(`${endpointId} ${resource}`);
-      return known === undefined || (known.unwritten === 0 && now - known.at > SEQUENCE_FRESH_MS);
-    });
+    return [...resources].filter((resource) => !this.holds(endpointId, resource));
   }
 
   learnSequence(endpointId: number, resource: string, last: number): void {
-    const key = `${endpointId} ${resource}`;
-    const known = this.#sequences.get(key);
-    if (known === undefined || known.unwritten === 0)
-      this.#sequences.set(key, { last, at: Date.now(), unwritten: known?.unwritten ?? 0 });
+    if (!this.holds(endpointId, resource)) this.#sequences.set(`${endpointId} ${resource}`, { last, unwritten: 0 });
   }
 
   /** Numbers the deliveries (in outbox order) after the last sequence known of their resources. */
   number(deliveries: NewDelivery[]): void {
-    if (this.#sequences.size > MAX_SEQUENCES)
-      for (const [key, known] of this.#sequences) if (known.unwritten === 0) this.#sequences.delete(key);
     for (const delivery of deliveries) {
       const key = `${delivery.endpoint_id} ${delivery.resource_key}`;
-      const known = this.#sequences.get(key) ?? { last: 0, at: Date.now(), unwritten: 0 };
+      const known = this.#sequences.get(key) ?? { last: 0, unwritten: 0 };
+      this.#numbered.add(key);
       known.last++;
       delivery.sequence = known.last;
       this.#sequences.set(key, known);
@@ -101,13 +99,16 @@ export class DeliveriesInMemory {
     if (kept.length > 0 || this.#batches.length > 0) this.#batches.push(batch);
     this.fannedTo = to;
     this.#written = cursor;
-    return kept.map((delivery) => {
+    const deliveries = kept.map((delivery) => {
       const stored = { ...delivery, id: this.#nextId++ };
       this.#unwritten.set(stored.id, { delivery: stored, batch });
       const known = this.#sequences.get(`${delivery.endpoint_id} ${delivery.resource_key}`);
       if (known) known.unwritten++;
       return stored;
     });
+    for (const key of this.#numbered) if (this.#sequences.get(key)?.unwritten === 0) this.#sequences.delete(key);
+    this.#numbered.clear();
+    return deliveries;
   }
 
   /** A delivery in memory (by its temporary id), or undefined when its row is written or it was dropped. */
@@ -151,8 +152,9 @@ export class DeliveriesInMemory {
       if (entry === undefined) continue;
       this.#unwritten.delete(id);
       entry.batch.unwritten--;
-      const known = this.#sequences.get(`${entry.delivery.endpoint_id} ${entry.delivery.resource_key}`);
-      if (known) known.unwritten--;
+      const key = `${entry.delivery.endpoint_id} ${entry.delivery.resource_key}`;
+      const known = this.#sequences.get(key);
+      if (known && --known.unwritten <= 0) this.#sequences.delete(key);
     }
   }
 }

@@ -7,7 +7,7 @@ import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { faultOf } from '../observability/logger.js';
 import { releaseDeliveries } from './deliveries.repository.js';
-import { goesOn, recordTurns, type OutcomeRules, type SettledTurn } from './delivery-outcomes.js';
+import { findBeforeWrite, goesOn, recordTurns, type OutcomeRules, type SettledTurn } from './delivery-outcomes.js';
 import { moveCursor } from './outbox.repository.js';
 import { ownResource, type Lanes } from './webhook-lanes.js';
 import { WEBHOOK_CURSOR } from './webhook-lease.js';
@@ -17,7 +17,7 @@ import type { DeliveriesInMemory } from './webhook-memory.js';
 class LeaseLostError extends Error {}
 
 /** Outcomes are written together, at most this long after their attempt ended, or once this many wait. */
-const OUTCOMES_MS = 50;
+const OUTCOMES_MS = 100;
 const OUTCOME_BATCH = 500;
 
 export interface OutcomeWriterOptions {
@@ -80,20 +80,16 @@ export class OutcomeWriter {
     this.#writingTurns = turns;
     this.#writing = (async () => {
       try {
+        const unwritten = { get: (id: number) => memory.get(id), behindOf: (id: number) => lanes.behindOf(id) };
+        // Read before the transaction: it holds SQLite's write lock for its writes only.
+        const found = await findBeforeWrite(db, turns, release, unwritten);
         const { disabled, fromMemory, cursor } = await unitOfWork(db, async (trx) => {
           await releaseDeliveries(
             trx,
             release.filter((id) => id > 0),
             owner,
           );
-          const recorded = await recordTurns(
-            trx,
-            turns,
-            release,
-            { get: (id) => memory.get(id), behindOf: (id) => lanes.behindOf(id) },
-            rules,
-            log,
-          );
+          const recorded = await recordTurns(trx, turns, release, unwritten, found, rules, log);
           // The cursor passes the events whose deliveries are all written now.
           const cursor = memory.cursorAfter(recorded.fromMemory);
           if (recorded.fromMemory.length > 0 && !(await moveCursor(trx, WEBHOOK_CURSOR, owner, cursor)))
