@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { findLoadTool, load, measure } from './lib/load.mjs';
 import { openLoop } from './lib/open-loop.mjs';
-import { ORDERED_ITEMS, STOCK_PER_ITEM, orderBodies } from './lib/order-mix.mjs';
+import { ORDERED_ITEMS, STOCK_PER_ITEM } from './lib/order-mix.mjs';
 import { ROOT, adminKeyOf, cliOf, startRowi, stopServers } from './lib/processes.mjs';
 import { sqliteEnv } from './lib/rowi-env.mjs';
 import { seedItems, seedUsers, send } from './lib/setup.mjs';
@@ -205,7 +205,7 @@ async function main() {
     for (const server of [plain, hooked]) {
       const from = answered.length;
       const started = Date.now();
-      const figures = await openLoop(server.target, orderBodies(server.target.orders), offered, duration);
+      const figures = await openLoop(server.target, offered, duration);
       openSamples.get(server.name).push(figures);
       console.log(
         `open loop  ${server.name.padEnd(20)} ${offered} orders/s offered: ${figures.rps.toFixed(0).padStart(6)} answered 2xx a second, p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1).padStart(6)} ms${figures.errors ? `, ${figures.errors} failed` : ''}`,

@@ -2,20 +2,45 @@
 // each timed from when it was meant to be sent, not from when a free connection let it go. A
 // server that stalls for a while then shows the whole wait of every request due meanwhile, which a
 // closed loop (a fixed count of connections, each waiting for its answer) hides by sending less.
+//
+// The sending runs on a thread of its own: the bench's webhook receiver shares the bench's event
+// loop, and its work would otherwise delay the sends and count as the server's.
 import { Agent, request } from 'node:http';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { orderBodies } from './order-mix.mjs';
 
 /** Connections at most: enough that a stall of the server, not the generator, decides when requests go. */
 const MAX_CONNECTIONS = 256;
 
 /**
  * Sends `rate` requests a second of `target` (method, path, headers, orders: a mix for
- * orderBodies) for `seconds`; answers { rps, p50, p99, requests, errors } (latencies in ms from the
- * intended send time).
+ * orderBodies) for `seconds`, from a thread of its own; answers { rps, p50, p99, requests, errors }
+ * (latencies in ms from the intended send time).
  */
-export async function openLoop(target, bodies, rate, seconds) {
-  const url = new URL(target.server.url);
+export async function openLoop(target, rate, seconds) {
+  const plan = {
+    url: target.server.url,
+    path: target.path,
+    method: target.method,
+    headers: { ...target.headers, ...(await target.credentials?.()) },
+    orders: target.orders,
+    rate,
+    seconds,
+  };
+  const worker = new Worker(new URL(import.meta.url), { workerData: plan });
+  return new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+}
+
+if (!isMainThread) parentPort.postMessage(await send(workerData));
+
+async function send({ url: base, path, method, headers, orders, rate, seconds }) {
+  const url = new URL(base);
+  const target = { path, method };
+  const bodies = orderBodies(orders);
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_CONNECTIONS });
-  const headers = { ...target.headers, ...(await target.credentials?.()) };
   const latencies = [];
   let errors = 0;
   const inFlight = new Set();
