@@ -17,7 +17,7 @@ import type { DeliveriesInMemory } from './webhook-memory.js';
 class LeaseLostError extends Error {}
 
 /** Outcomes are written together, at most this long after their attempt ended, or once this many wait. */
-const OUTCOMES_MS = 250;
+const OUTCOMES_MS = 50;
 const OUTCOME_BATCH = 500;
 
 export interface OutcomeWriterOptions {
