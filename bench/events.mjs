@@ -9,7 +9,8 @@
 //   tsconfig.build.json)`); left out when DIR holds no build;
 // - "outbox": this rowi, every order writing order.created and a stock.changed per line;
 // - "outbox + 1 webhook": the same with one webhook endpoint for every type, delivering to a
-//   receiver on loopback that answers 204 after 5 ms (the deliveries go out while the load runs).
+//   receiver on loopback that answers 204 after 5 ms (the deliveries go out while the load runs);
+// - "1 webhook, before": the same on the build of --webhooks-before (below), when there is one.
 //
 // Then, on the webhook's rowi, a last load with a receiver that answers 500 to the events of one
 // item (a poison resource): the lag of every other resource's events is measured again.
@@ -142,7 +143,8 @@ async function main() {
   const hooked = await prepare('outbox + 1 webhook', hookedEnv, profiled);
   const endpoint = await send(hooked, 'POST', '/v1/webhook-endpoints', { url: receiverUrl, events: ['*'] }, 201);
   servers.push(hooked);
-  // The build before webhooks were made cheap, for its writes per delivery only (not in the rounds).
+  // The build before webhooks were made cheap: a column of the rounds (its backlog sent before the
+  // next load), and its writes per delivery.
   const webhooksBeforeCli = cliOf(join(options['webhooks-before'], 'dist'));
   const hookedBefore = existsSync(webhooksBeforeCli)
     ? await prepare('1 webhook, before', hookedEnv, [webhooksBeforeCli, 'serve'])

@@ -413,8 +413,11 @@ export class WebhookDispatcher extends OutboxWorker {
           if (blocked.has(resource)) letGo.push(delivery);
           continue;
         }
-        // Once one of a resource waits in the table, the later ones of it wait there too (in order).
-        if (blocked.has(resource) || free <= 0 || lane.behind) {
+        // Once one of a resource waits in the table, the later ones of it wait there too (in order);
+        // the other resources' deliveries need not: only a lane without room (whose deliveries in
+        // the table would be passed again and again) sends every new one through the table.
+        if (blocked.has(resource)) continue;
+        if (free <= 0 || lane.behind) {
           blocked.add(resource);
           lane.behind = true;
           continue;
