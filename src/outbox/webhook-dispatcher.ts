@@ -1,23 +1,19 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
-import type { Db, Executor } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventSight } from '../db/visibility.js';
 import {
   claimDeliveries,
-  findDeliveriesOfEvents,
   findDue,
   findPendingBefore,
   holdBack,
   insertDeliveries,
-  lastSequences,
   nextAttemptAt,
   releaseDeliveries,
-  resourcesWaiting,
-  type NewDelivery,
   type StoredDelivery,
 } from './deliveries.repository.js';
 import { disableOwnerless, notSent, settleTurn, type OutcomeRules, type Turn } from './delivery-outcomes.js';
@@ -31,7 +27,6 @@ import {
   moveCursor,
   positionOf,
   type Position,
-  type StoredEvent,
 } from './outbox.repository.js';
 import type { AddressPolicy } from './ssrf.js';
 import { endpointWants, newDelivery, signedDelivery } from './webhook-deliveries.js';
@@ -39,6 +34,7 @@ import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner } f
 import { Lanes, type Lane, type Queued } from './webhook-lanes.js';
 import { WEBHOOK_CURSOR, webhookLease } from './webhook-lease.js';
 import { DeliveriesInMemory } from './webhook-memory.js';
+import { deliveriesMade, keptInMemory, numberDeliveries } from './webhook-fan-out.js';
 import { OutcomeWriter } from './webhook-outcome-writer.js';
 import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -65,8 +61,6 @@ const RESCAN_MS = 3000;
 const FAN_OUT_BATCH = 500;
 /** Deliveries in flight, all endpoints together: an endpoint's share is this over the endpoints with work, at most its concurrency. */
 const MAX_SENDING = 1024;
-/** How much earlier than its event a delivery's row may say it was made: the clocks of other hosts. */
-const RECOVERY_CLOCK_MARGIN_MS = 60_000;
 /** Deliveries claimed ahead of an endpoint's sending, per slot of its share. */
 const AHEAD_PER_SLOT = 8;
 /** How long a claim lasts: the holder that takes the lease over gives the previous holder's claims back at once. */
@@ -275,7 +269,8 @@ export class WebhookDispatcher extends OutboxWorker {
           : undefined;
     if (to === undefined) return 0;
     const now = nowTimestamp();
-    const known = await this.#recovered(this.#db, events);
+    const { known, recovered } = await deliveriesMade(this.#db, events, this.#memory, this.#recoverUntil);
+    if (recovered) this.#recoverUntil = undefined;
     const deliveries = events.flatMap((event) =>
       endpoints
         .filter(
@@ -284,8 +279,14 @@ export class WebhookDispatcher extends OutboxWorker {
         )
         .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
     );
-    await this.#number(this.#db, deliveries);
-    const { kept, letGo } = await this.#keepInMemory(this.#db, deliveries);
+    await numberDeliveries(this.#db, this.#memory, deliveries);
+    const { kept, letGo } = await keptInMemory(this.#db, deliveries, {
+      room: this.#share() * (1 + AHEAD_PER_SLOT),
+      lanes: this.#lanes,
+      memory: this.#memory,
+      outcomes: this.#outcomes,
+      owner: this.#lease.owner,
+    });
     const inMemoryNow = new Set(kept);
     const rows = deliveries.filter((delivery) => !inMemoryNow.has(delivery));
     const cursor = this.#memory.cursorWith(to, kept.length);
@@ -314,120 +315,6 @@ export class WebhookDispatcher extends OutboxWorker {
       since,
     );
     return read;
-  }
-
-  /**
-   * Of events read again from the cursor as stored (a process that took the dispatcher over, or
-   * this one after a failure), the deliveries already made: written, or held in memory here.
-   */
-  async #recovered(trx: Executor, events: StoredEvent[]): Promise<Set<string>> {
-    const until = this.#recoverUntil;
-    if (until === undefined || events.length === 0) return new Set();
-    const last = events[events.length - 1]!;
-    if (last.txid > until.txid || (last.txid === until.txid && last.seq >= until.seq)) this.#recoverUntil = undefined;
-    const known = this.#memory.keys();
-    // A delivery is made after its event: those made since the first event (and a margin for the clocks of other hosts).
-    const since = new Date(Date.parse(events[0]!.created_at) - RECOVERY_CLOCK_MARGIN_MS).toISOString();
-    for (const made of await findDeliveriesOfEvents(
-      trx,
-      events.map((event) => event.id),
-      since,
-    ))
-      known.add(`${made.endpoint_id} ${made.event_id}`);
-    return known;
-  }
-
-  /** Numbers new deliveries within their resource and endpoint, after the last number known or kept. */
-  async #number(db: Executor, deliveries: NewDelivery[]): Promise<void> {
-    const byEndpoint = new Map<number, Set<string>>();
-    for (const delivery of deliveries) {
-      const resources = byEndpoint.get(delivery.endpoint_id) ?? new Set<string>();
-      byEndpoint.set(delivery.endpoint_id, resources.add(delivery.resource_key!));
-    }
-    const read = new Map<string, number>();
-    // Read for the resources with nothing in memory; again for any whose last delivery in memory was
-    // written meanwhile (its number is then in the rows).
-    for (;;) {
-      const unread = [...byEndpoint].map(
-        ([endpointId, resources]) =>
-          [
-            endpointId,
-            this.#memory
-              .unknownSequences(endpointId, resources)
-              .filter((resource) => !read.has(`${endpointId} ${resource}`)),
-          ] as const,
-      );
-      if (unread.every(([, resources]) => resources.length === 0)) break;
-      for (const [endpointId, resources] of unread) {
-        const last = await lastSequences(db, endpointId, resources);
-        for (const resource of resources) read.set(`${endpointId} ${resource}`, last.get(resource) ?? 0);
-      }
-    }
-    for (const [endpointId, resources] of byEndpoint)
-      for (const resource of resources) {
-        const last = read.get(`${endpointId} ${resource}`);
-        if (last !== undefined) this.#memory.learnSequence(endpointId, resource, last);
-      }
-    this.#memory.number(deliveries);
-  }
-
-  /**
-   * Of new deliveries (in outbox order), those kept in memory and sent from there: those its
-   * endpoint's lane has room for, when nothing of the lane waits in the table to be claimed before
-   * them, and whose resource has nothing pending before them but what this process holds (chained,
-   * in flight, or its outcome not written yet). A resource with a delivery in memory keeps its later
-   * ones in memory too (the table's order is the order rows are written). The others are written,
-   * left to #claim, which reads them from the table in order.
-   */
-  async #keepInMemory(
-    trx: Executor,
-    deliveries: NewDelivery[],
-  ): Promise<{ kept: NewDelivery[]; letGo: NewDelivery[] }> {
-    const room = this.#share() * (1 + AHEAD_PER_SLOT);
-    const now = nowTimestamp();
-    const kept: NewDelivery[] = [];
-    const letGo: NewDelivery[] = [];
-    const byLane = new Map<number, NewDelivery[]>();
-    for (const delivery of deliveries)
-      byLane.set(delivery.endpoint_id, [...(byLane.get(delivery.endpoint_id) ?? []), delivery]);
-    for (const [id, mine] of byLane) {
-      const lane = this.#lanes.get(id);
-      if (lane === undefined || lane.gone) {
-        if (lane !== undefined) lane.behind = true;
-        continue;
-      }
-      let free = room - lane.held;
-      const resources = [...new Set(mine.map((delivery) => delivery.resource_key!))];
-      // Failed here, its outcome (which holds the later ones back) not written yet: looked at before
-      // the read and after it, since an outcome may be written while the read runs, unseen by it.
-      const blocked = this.#outcomes.failing(id);
-      for (const key of await resourcesWaiting(trx, id, resources, now, this.#lease.owner)) blocked.add(key);
-      for (const key of this.#outcomes.failing(id)) blocked.add(key);
-      const inMemory = new Set<string>();
-      for (const delivery of mine) {
-        const resource = delivery.resource_key!;
-        if (inMemory.has(resource) || this.#memory.holds(id, resource)) {
-          // Behind one of its resource in memory: its row must follow that one's, so it is written
-          // after it, with the outcomes (at once when the resource waits for a retry).
-          kept.push(delivery);
-          if (blocked.has(resource)) letGo.push(delivery);
-          continue;
-        }
-        // Once one of a resource waits in the table, the later ones of it wait there too (in order);
-        // the other resources' deliveries need not: only a lane without room (whose deliveries in
-        // the table would be passed again and again) sends every new one through the table.
-        if (blocked.has(resource)) continue;
-        if (free <= 0 || lane.behind) {
-          blocked.add(resource);
-          lane.behind = true;
-          continue;
-        }
-        kept.push(delivery);
-        inMemory.add(resource);
-        free--;
-      }
-    }
-    return { kept, letGo };
   }
 
   /** An endpoint's share of the sending slots now. */
