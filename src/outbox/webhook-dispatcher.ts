@@ -1,13 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
-import type { Db, Executor } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventSight } from '../db/visibility.js';
 import {
-  assignSequences,
   claimDeliveries,
   findDue,
   findPendingBefore,
@@ -15,8 +14,6 @@ import {
   insertDeliveries,
   nextAttemptAt,
   releaseDeliveries,
-  resourcesWaiting,
-  type NewDelivery,
   type StoredDelivery,
 } from './deliveries.repository.js';
 import { disableOwnerless, notSent, settleTurn, type OutcomeRules, type Turn } from './delivery-outcomes.js';
@@ -29,12 +26,15 @@ import {
   latestPosition,
   moveCursor,
   positionOf,
+  type Position,
 } from './outbox.repository.js';
 import type { AddressPolicy } from './ssrf.js';
 import { endpointWants, newDelivery, signedDelivery } from './webhook-deliveries.js';
 import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner } from './webhook-endpoints.repository.js';
 import { Lanes, type Lane, type Queued } from './webhook-lanes.js';
 import { WEBHOOK_CURSOR, webhookLease } from './webhook-lease.js';
+import { DeliveriesInMemory } from './webhook-memory.js';
+import { deliveriesMade, keptInMemory, numberDeliveries } from './webhook-fan-out.js';
 import { OutcomeWriter } from './webhook-outcome-writer.js';
 import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -107,6 +107,10 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #sending = new Set<Promise<void>>();
   #inFlight = 0;
   readonly #outcomes: OutcomeWriter;
+  /** The deliveries sent from memory whose rows are not written yet, and how far the fan-out has read. */
+  readonly #memory = new DeliveriesInMemory();
+  /** Events up to here are read again from the cursor as stored: some may have their deliveries already. */
+  #recoverUntil: Position | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryAt = Infinity;
   readonly #heartbeat: NodeJS.Timeout;
@@ -132,6 +136,7 @@ export class WebhookDispatcher extends OutboxWorker {
       rules: options,
       owner: this.#lease.owner,
       lanes: this.#lanes,
+      memory: this.#memory,
       closed: () => this.closed,
       wake: () => this.wake(),
     });
@@ -146,7 +151,8 @@ export class WebhookDispatcher extends OutboxWorker {
     await super.close();
     await Promise.allSettled([...this.#sending]);
     await this.#outcomes.write();
-    const unsent = [...this.#lanes.held];
+    // Those held in memory have no row: the cursor stays before them, and they are sent again.
+    const unsent = [...this.#lanes.held].filter((id) => !DeliveriesInMemory.isTemporary(id));
     this.#lanes.drop();
     if (unsent.length > 0)
       await unitOfWork(this.#db, (trx) => releaseDeliveries(trx, unsent, this.#lease.owner)).catch((error: unknown) =>
@@ -183,6 +189,7 @@ export class WebhookDispatcher extends OutboxWorker {
     if (!(await this.#lease.held())) {
       // Another process delivers (what this one held is its now); ask again in a while.
       this.#lanes.drop();
+      this.#memory.reset();
       this.later(this.#lease.retryMs);
       return false;
     }
@@ -206,6 +213,8 @@ export class WebhookDispatcher extends OutboxWorker {
     // A claim may have committed unseen (the connection lost as it committed): new deliveries are
     // not claimed as they are written until #claim has read what is due again.
     for (const lane of this.#lanes.values()) lane.behind = lane.recover = true;
+    // So may a fan-out: the next reads from the cursor as stored.
+    this.#memory.fannedTo = undefined;
     this.#db.outage.failed(this.#log, 'webhooks', error, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
     this.later(1000);
   }
@@ -228,100 +237,84 @@ export class WebhookDispatcher extends OutboxWorker {
 
   /**
    * Fans out one batch of events; answers how many events it read. The deliveries an endpoint has
-   * room for, of resources with nothing pending before them, are claimed as they are written and
-   * chained here with their events at once (no read, claim and event read of their own later);
-   * the others wait in the table for #claim.
+   * room for, of resources with nothing pending before them in the table, stay in memory and are
+   * chained here with their events at once: no row until their outcome (webhook-memory.ts). The
+   * others are written, to wait in the table for #claim.
    */
   async #fanOut(): Promise<number> {
-    const cursor = await cursorOf(this.#db, WEBHOOK_CURSOR);
-    const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
+    if (this.#memory.fannedTo === undefined) {
+      // From the cursor as stored: events after it may have deliveries written, or held here still.
+      this.#memory.startAt(positionOf(await cursorOf(this.#db, WEBHOOK_CURSOR)));
+      this.#recoverUntil = await latestPosition(this.#db);
+    }
+    const from = this.#memory.fannedTo!;
+    const peek = await findEventsAfter(this.#db, from, { limit: 1, withoutData: true });
     if (peek.length === 0) return 0;
     const since = this.#lanes.failures;
-    const { read, endpoints, claimed, events } = await unitOfWork(this.#db, async (trx) => {
-      const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
-      for (const endpoint of await findEnabledEndpoints(trx)) {
-        if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
-        else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
-      }
-      // Nobody to send to: the cursor moves to the end at once, no event is read.
-      const events =
-        endpoints.length === 0
-          ? []
-          : await findEventsAfter(trx, await cursorOf(trx, WEBHOOK_CURSOR), { limit: FAN_OUT_BATCH });
-      const to =
-        endpoints.length === 0
-          ? await latestPosition(trx)
-          : events.length > 0
-            ? positionOf(events[events.length - 1]!)
-            : undefined;
-      if (to === undefined) return { read: 0, endpoints: new Set<number>(), claimed: [], events };
-      const now = nowTimestamp();
-      const deliveries = events.flatMap((event) =>
-        endpoints
-          .filter(({ endpoint, readable }) => endpointWants(endpoint, readable, event))
-          .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
-      );
-      await assignSequences(trx, deliveries);
-      await this.#claimAsWritten(trx, deliveries);
-      const stored = await insertDeliveries(trx, deliveries);
-      if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, to)))
-        throw new Error('the webhook dispatcher lost its lease');
-      // A ping's delivery is written with its event: its endpoint has work.
-      for (const event of events)
-        if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
-      return {
-        read: events.length,
-        endpoints: new Set(
-          stored.filter((delivery) => delivery.claimed_by === null).map((delivery) => delivery.endpoint_id),
-        ),
-        claimed: stored.filter((delivery) => delivery.claimed_by !== null),
-        events,
-      };
-    });
-    for (const id of endpoints) this.#lanes.lane(id).look = true;
-    this.#lanes.chain(claimed, new Map(events.map((event) => [event.id, event])), since);
-    return read;
-  }
-
-  /**
-   * Of new deliveries (in outbox order), claims for this process those its endpoint's lane has room
-   * for, when nothing of the lane waits in the table to be claimed before them, and whose resource
-   * has nothing pending before them but what this process holds (chained, in flight, or its
-   * success not written yet): they may go as soon as they are written. The others are left to
-   * #claim, which reads them from the table in order.
-   */
-  async #claimAsWritten(trx: Executor, deliveries: NewDelivery[]): Promise<void> {
-    const room = this.#share() * (1 + AHEAD_PER_SLOT);
-    const now = nowTimestamp();
-    const leaseUntil = new Date(Date.now() + CLAIM_MS).toISOString();
-    const byLane = new Map<number, NewDelivery[]>();
-    for (const delivery of deliveries)
-      byLane.set(delivery.endpoint_id, [...(byLane.get(delivery.endpoint_id) ?? []), delivery]);
-    for (const [id, mine] of byLane) {
-      const lane = this.#lanes.get(id);
-      if (lane === undefined || lane.gone || lane.behind || lane.held >= room) {
-        if (lane !== undefined) lane.behind = true;
-        continue;
-      }
-      let free = room - lane.held;
-      const resources = [...new Set(mine.map((delivery) => delivery.resource_key!))];
-      // Failed here, its outcome (which holds the later ones back) not written yet: looked at before
-      // the read and after it, since an outcome may be written while the read runs, unseen by it.
-      const blocked = this.#outcomes.failing(id);
-      for (const key of await resourcesWaiting(trx, id, resources, now, this.#lease.owner)) blocked.add(key);
-      for (const key of this.#outcomes.failing(id)) blocked.add(key);
-      for (const delivery of mine) {
-        // Once one of a resource waits in the table, the later ones of it wait there too (in order).
-        if (free <= 0 || blocked.has(delivery.resource_key!)) {
-          blocked.add(delivery.resource_key!);
-          lane.behind = true;
-          continue;
-        }
-        delivery.claimed_by = this.#lease.owner;
-        delivery.lease_until = leaseUntil;
-        free--;
-      }
+    // Read outside a transaction: the write below, when there is one, holds SQLite's write lock
+    // (which the requests' commits wait for) only for its own statements.
+    const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
+    const ownerless: EndpointWithOwner[] = [];
+    for (const endpoint of await findEnabledEndpoints(this.#db)) {
+      if (endpoint.owner === null) ownerless.push(endpoint);
+      else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
     }
+    // Nobody to send to: the cursor moves to the end at once, no event is read.
+    const events = endpoints.length === 0 ? [] : await findEventsAfter(this.#db, from, { limit: FAN_OUT_BATCH });
+    const to =
+      endpoints.length === 0
+        ? await latestPosition(this.#db)
+        : events.length > 0
+          ? positionOf(events[events.length - 1]!)
+          : undefined;
+    if (to === undefined) return 0;
+    const now = nowTimestamp();
+    const { known, recovered } = await deliveriesMade(this.#db, events, this.#memory, this.#recoverUntil);
+    if (recovered) this.#recoverUntil = undefined;
+    const deliveries = events.flatMap((event) =>
+      endpoints
+        .filter(
+          ({ endpoint, readable }) =>
+            endpointWants(endpoint, readable, event) && !known.has(`${endpoint.id} ${event.id}`),
+        )
+        .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
+    );
+    await numberDeliveries(this.#db, this.#memory, deliveries);
+    const { kept, letGo } = await keptInMemory(this.#db, deliveries, {
+      room: this.#share() * (1 + AHEAD_PER_SLOT),
+      lanes: this.#lanes,
+      memory: this.#memory,
+      outcomes: this.#outcomes,
+      owner: this.#lease.owner,
+    });
+    const inMemoryNow = new Set(kept);
+    const rows = deliveries.filter((delivery) => !inMemoryNow.has(delivery));
+    const cursor = this.#memory.cursorWith(to, kept.length);
+    const stored =
+      rows.length > 0 || ownerless.length > 0 || !samePosition(cursor, this.#memory.cursor)
+        ? await unitOfWork(this.#db, async (trx) => {
+            for (const endpoint of ownerless)
+              await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
+            const stored = await insertDeliveries(trx, rows);
+            if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, cursor)))
+              throw new Error('the webhook dispatcher lost its lease');
+            return stored;
+          })
+        : [];
+    // A ping's delivery is written with its event: its endpoint has work.
+    for (const event of events)
+      if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
+    const read = events.length;
+    const inMemory = this.#memory.fannedOut(to, cursor, kept);
+    for (const { endpoint_id: id } of stored) this.#lanes.lane(id).look = true;
+    const released = new Set(letGo);
+    this.#lanes.letGo(inMemory.filter((_delivery, index) => released.has(kept[index]!)));
+    this.#lanes.chain(
+      inMemory.filter((_delivery, index) => !released.has(kept[index]!)),
+      new Map(events.map((event) => [event.id, event])),
+      since,
+    );
+    return read;
   }
 
   /** An endpoint's share of the sending slots now. */
@@ -491,4 +484,8 @@ export class WebhookDispatcher extends OutboxWorker {
     }
     return lane.endpoint;
   }
+}
+
+function samePosition(a: Position, b: Position | undefined): boolean {
+  return b !== undefined && a.txid === b.txid && a.seq === b.seq;
 }

@@ -138,3 +138,10 @@ export async function disableEndpoint(db: Executor, id: number, reason: string, 
     .where('enabled', '=', 1)
     .execute();
 }
+
+/** Of these endpoints, those that still exist, and whether each is enabled. */
+export async function findEndpointStates(db: Executor, ids: number[]): Promise<Map<number, boolean>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'enabled']).where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [Number(row.id), row.enabled === 1]));
+}
