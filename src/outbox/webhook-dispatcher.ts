@@ -23,14 +23,21 @@ import {
   cursorOf,
   findEventsByIds,
   findEventsAfter,
+  isAfter,
   latestPosition,
   moveCursor,
   positionOf,
+  samePosition,
   type Position,
 } from './outbox.repository.js';
 import type { AddressPolicy } from './ssrf.js';
 import { endpointWants, newDelivery, signedDelivery } from './webhook-deliveries.js';
-import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner } from './webhook-endpoints.repository.js';
+import {
+  findEnabledEndpointIds,
+  findEnabledEndpoints,
+  findEndpointWithOwner,
+  type EndpointWithOwner,
+} from './webhook-endpoints.repository.js';
 import { Lanes, type Lane, type Queued } from './webhook-lanes.js';
 import { WEBHOOK_CURSOR, webhookLease } from './webhook-lease.js';
 import { DeliveriesInMemory } from './webhook-memory.js';
@@ -79,9 +86,9 @@ const ROUND_EVERY_MS = 50;
  *
  * 1. Fan-out: the outbox's events after the webhooks' cursor become deliveries of the enabled
  *    endpoints that want them (their types, of resources their owner may read as it is stored
- *    now, made after the endpoint), each numbered within its resource and endpoint (`sequence`),
- *    in one unit of work that also moves the cursor: an event is fanned out once. An endpoint
- *    whose owner no longer exists is disabled instead.
+ *    once the event has committed, made after the endpoint), each numbered within its resource and
+ *    endpoint (`sequence`); the cursor passes an event once its deliveries are written: an event is
+ *    fanned out once. An endpoint whose owner no longer exists is disabled instead.
  * 2. Claiming: of each endpoint with room, its due deliveries are read (up to its share of the
  *    sending slots, and AHEAD_PER_SLOT times that ahead), those behind an earlier pending delivery
  *    of their resource held back, and the rest claimed in one statement for all endpoints (a lease
@@ -248,25 +255,25 @@ export class WebhookDispatcher extends OutboxWorker {
       this.#recoverUntil = await latestPosition(this.#db);
     }
     const from = this.#memory.fannedTo!;
-    const peek = await findEventsAfter(this.#db, from, { limit: 1, withoutData: true });
-    if (peek.length === 0) return 0;
+    // Events first, the endpoints after them: every event fanned out was committed before the read
+    // of the endpoints and their owners that decides it, so an owner deleted or narrowed before an
+    // event's commit is seen as such (its endpoint disabled, or the event not made a delivery of).
+    // The events are those up to the newest read before the endpoints, and so is any jump of the
+    // cursor when no endpoint is enabled. Read outside a transaction: the write below, when there is
+    // one, holds SQLite's write lock (which the requests' commits wait for) only for its own statements.
+    const latest = await latestPosition(this.#db);
+    if (!isAfter(latest, from)) return 0;
     const since = this.#lanes.failures;
-    // Read outside a transaction: the write below, when there is one, holds SQLite's write lock
-    // (which the requests' commits wait for) only for its own statements.
     const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
     const ownerless: EndpointWithOwner[] = [];
     for (const endpoint of await findEnabledEndpoints(this.#db)) {
       if (endpoint.owner === null) ownerless.push(endpoint);
       else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
     }
-    // Nobody to send to: the cursor moves to the end at once, no event is read.
-    const events = endpoints.length === 0 ? [] : await findEventsAfter(this.#db, from, { limit: FAN_OUT_BATCH });
-    const to =
-      endpoints.length === 0
-        ? await latestPosition(this.#db)
-        : events.length > 0
-          ? positionOf(events[events.length - 1]!)
-          : undefined;
+    // Nobody to send to: the cursor moves to the newest event at once, no event is read.
+    const events =
+      endpoints.length === 0 ? [] : await findEventsAfter(this.#db, from, { limit: FAN_OUT_BATCH, upTo: latest });
+    const to = endpoints.length === 0 ? latest : events.length > 0 ? positionOf(events[events.length - 1]!) : undefined;
     if (to === undefined) return 0;
     const now = nowTimestamp();
     const { known, recovered } = await deliveriesMade(this.#db, events, this.#memory, this.#recoverUntil);
@@ -389,7 +396,7 @@ export class WebhookDispatcher extends OutboxWorker {
 
   /** The enabled endpoints: a lane each; the lanes of the others are given up (their claims given back). */
   async #listEndpoints(): Promise<void> {
-    const enabled = new Set((await findEnabledEndpoints(this.#db)).map((endpoint) => endpoint.id));
+    const enabled = new Set(await findEnabledEndpointIds(this.#db));
     this.#listedAt = Date.now();
     this.#lanes.keepOnly(enabled);
   }
@@ -484,8 +491,4 @@ export class WebhookDispatcher extends OutboxWorker {
     }
     return lane.endpoint;
   }
-}
-
-function samePosition(a: Position, b: Position | undefined): boolean {
-  return b !== undefined && a.txid === b.txid && a.seq === b.seq;
 }

@@ -76,6 +76,12 @@ export async function findEnabledEndpoints(db: Executor): Promise<EndpointWithOw
   return rows.map(withOwner);
 }
 
+/** The ids of the enabled endpoints (the dispatcher's lanes). */
+export async function findEnabledEndpointIds(db: Executor): Promise<number[]> {
+  const rows = await db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', 1).execute();
+  return rows.map((row) => Number(row.id));
+}
+
 /** Whether any endpoint is enabled: a read of one row at most (the endpoints are few; this is asked every second). */
 export async function anyEnabledEndpoint(db: Executor): Promise<boolean> {
   const row = await db
