@@ -44,6 +44,7 @@ export class DeliveriesInMemory {
     this.fannedTo = undefined;
     this.#written = undefined;
     this.#sequences.clear();
+    this.#numbered.clear();
   }
 
   /** The cursor as this process last stored it (or read it). */
@@ -154,7 +155,9 @@ export class DeliveriesInMemory {
       entry.batch.unwritten--;
       const key = `${entry.delivery.endpoint_id} ${entry.delivery.resource_key}`;
       const known = this.#sequences.get(key);
-      if (known && --known.unwritten <= 0) this.#sequences.delete(key);
+      // A resource the fan-out under way has numbered keeps its count until that fan-out says what
+      // it kept (fannedOut): its outcomes are written meanwhile, and a delivery it keeps must count.
+      if (known && --known.unwritten <= 0 && !this.#numbered.has(key)) this.#sequences.delete(key);
     }
   }
 }
