@@ -76,10 +76,6 @@ export interface WebhookDeliveriesTable {
   resource_key: string | null;
   /** Its place among the deliveries of its resource to its endpoint, from 1; null when made before migration 0015. */
   sequence: number | string | null;
-  /** Its successful attempt, kept in the row (migration 0020): when, the status answered, how long it took; null before. */
-  succeeded_at: string | null;
-  success_status_code: number | null;
-  success_duration_ms: number | null;
   created_at: string;
   updated_at: string;
 }

@@ -16,7 +16,6 @@ import * as m0016 from './migrations/0016-acting-for-users.js';
 import * as m0017 from './migrations/0017-one-backup-at-a-time.js';
 import * as m0018 from './migrations/0018-operation-access.js';
 import * as m0019 from './migrations/0019-delivery-health.js';
-import * as m0020 from './migrations/0020-delivery-success.js';
 import { isSqlite } from './dialect.js';
 
 /**
@@ -40,7 +39,6 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0017-one-backup-at-a-time': m0017,
   '0018-operation-access': m0018,
   '0019-delivery-health': m0019,
-  '0020-delivery-success': m0020,
 };
 
 /** The migrations this rowi knows, in order: a database with another is from a newer rowi. */

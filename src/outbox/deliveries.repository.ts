@@ -49,9 +49,6 @@ const NEW_DELIVERY_FIELDS = [
   'next_attempt_at',
   'lease_until',
   'claimed_by',
-  'succeeded_at',
-  'success_status_code',
-  'success_duration_ms',
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof NewDelivery)[];
@@ -63,23 +60,7 @@ const insertDeliveryRows = compiledRowInserts(
   {
     table: 'webhook_deliveries',
     columns: NEW_DELIVERY_FIELDS,
-    types: [
-      'bigint',
-      'text',
-      'text',
-      'text',
-      'bigint',
-      'text',
-      'integer',
-      'text',
-      'text',
-      'text',
-      'text',
-      'integer',
-      'integer',
-      'text',
-      'text',
-    ],
+    types: ['bigint', 'text', 'text', 'text', 'bigint', 'text', 'integer', 'text', 'text', 'text', 'text', 'text'],
   },
   (insert) => insert.returning(['id', 'endpoint_id', 'event_id']),
 );
@@ -94,12 +75,16 @@ export async function insertDeliveries(db: Executor, deliveries: NewDelivery[]):
 }
 
 /**
- * Gives one new delivery (a ping, made by any process at any time) its sequence, counted in
- * webhook_sequences in one statement, so that two at once get two numbers. The fan-out numbers its
- * deliveries itself, under the dispatcher's lease (lastSequences).
+ * Gives each new delivery its sequence: its place among the deliveries of its resource to its
+ * endpoint (1, 2, 3…), counted in webhook_sequences. In the unit of work that inserts them, in
+ * the order they are given (the outbox's); only the fan-out and a ping give sequences, the one
+ * under the dispatcher's lease, the other to a resource of its own (the endpoint).
  */
 export async function assignSequences(db: Executor, deliveries: NewDelivery[]): Promise<void> {
-  for (const delivery of deliveries) {
+  if (deliveries.length === 0) return;
+  if (deliveries.length === 1) {
+    // One (a ping, made by any process at any time): counted in one statement, so that two at once get two numbers.
+    const delivery = deliveries[0]!;
     const row = await db
       .insertInto('webhook_sequences')
       .values({ endpoint_id: delivery.endpoint_id, resource_key: delivery.resource_key!, last: 1 })
@@ -111,38 +96,30 @@ export async function assignSequences(db: Executor, deliveries: NewDelivery[]): 
       .returning('last')
       .executeTakeFirstOrThrow();
     delivery.sequence = Number(row.last);
+    return;
   }
-}
-
-/**
- * The last sequence given to a delivery of each of these resources of an endpoint: the highest of
- * its deliveries kept, or of webhook_sequences (pings, and the count of rowi before migration
- * 0020); a resource with neither is left out (its count starts at 1).
- */
-export async function lastSequences(
-  db: Executor,
-  endpointId: number,
-  resources: string[],
-): Promise<Map<string, number>> {
   const last = new Map<string, number>();
-  if (resources.length === 0) return last;
-  const rows = [
-    ...(await selectDeliveredSequences(db, resources, endpointId)),
-    ...(await selectSequences(db, resources, endpointId)),
-  ];
-  for (const row of rows)
-    if (row.last !== null) last.set(row.resource_key!, Math.max(last.get(row.resource_key!) ?? 0, Number(row.last)));
-  return last;
+  const keyOf = (endpointId: number, resource: string) => `${endpointId} ${resource}`;
+  const byEndpoint = new Map<number, Set<string>>();
+  for (const delivery of deliveries) {
+    const resources = byEndpoint.get(delivery.endpoint_id) ?? new Set<string>();
+    byEndpoint.set(delivery.endpoint_id, resources.add(delivery.resource_key!));
+  }
+  for (const [endpointId, resources] of byEndpoint)
+    for (const row of await selectSequences(db, [...resources], endpointId))
+      last.set(keyOf(endpointId, row.resource_key), Number(row.last));
+  const touched = new Map<string, { endpoint_id: number; resource_key: string; last: number }>();
+  for (const delivery of deliveries) {
+    const key = keyOf(delivery.endpoint_id, delivery.resource_key!);
+    const next = (last.get(key) ?? 0) + 1;
+    last.set(key, next);
+    delivery.sequence = next;
+    touched.set(key, { endpoint_id: delivery.endpoint_id, resource_key: delivery.resource_key!, last: next });
+  }
+  const values: unknown[] = [];
+  for (const row of touched.values()) values.push(row.endpoint_id, row.resource_key, row.last);
+  await upsertSequenceRows(db, values);
 }
-
-const selectDeliveredSequences = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, resources, endpointId: unknown) =>
-  db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => ['resource_key', eb.fn.max('sequence').as('last')])
-    .where('endpoint_id', '=', endpointId as number)
-    .where('resource_key', 'in', resources as string[])
-    .groupBy('resource_key'),
-);
 
 const selectSequences = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, resources, endpointId: unknown) =>
   db
@@ -152,25 +129,15 @@ const selectSequences = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, resources, e
     .where('resource_key', 'in', resources as string[]),
 );
 
-const selectDeliveriesOfEvents = compiledKeyLists(BULK_ROWS_PER_INSERT, (db, eventIds, since: unknown) =>
-  db
-    .selectFrom('webhook_deliveries')
-    .select(['endpoint_id', 'event_id'])
-    .where('created_at', '>=', since as string)
-    .where('event_id', 'in', eventIds as string[]),
+const SEQUENCE_FIELDS = ['endpoint_id', 'resource_key', 'last'] as const;
+const upsertSequenceRows = compiledRowInserts(
+  BULK_ROWS_PER_INSERT,
+  { table: 'webhook_sequences', columns: SEQUENCE_FIELDS, types: ['bigint', 'text', 'bigint'] },
+  (insert) =>
+    insert.onConflict((conflict) =>
+      conflict.columns(['endpoint_id', 'resource_key']).doUpdateSet((eb) => ({ last: eb.ref('excluded.last') })),
+    ),
 );
-
-/** The deliveries of these events made since `since` (read through the index by when they were made). */
-export async function findDeliveriesOfEvents(
-  db: Executor,
-  eventIds: string[],
-  since: string,
-): Promise<{ endpoint_id: number; event_id: string }[]> {
-  return (await selectDeliveriesOfEvents(db, eventIds, since)).map((row) => ({
-    endpoint_id: Number(row.endpoint_id),
-    event_id: row.event_id,
-  }));
-}
 
 /** The earliest next attempt of any pending delivery of an enabled endpoint (undefined when none). */
 export async function nextAttemptAt(db: Executor): Promise<string | undefined> {
@@ -398,8 +365,7 @@ export async function insertAttempts(db: Executor, attempts: Omit<StoredAttempt,
 export async function updateDelivery(
   db: Executor,
   id: number,
-  changes: Pick<StoredDelivery, 'status' | 'attempts' | 'next_attempt_at'> &
-    Partial<Pick<StoredDelivery, 'succeeded_at' | 'success_status_code' | 'success_duration_ms'>>,
+  changes: Pick<StoredDelivery, 'status' | 'attempts' | 'next_attempt_at'>,
   now: string,
   onlyIf?: StoredDelivery['status'],
 ): Promise<StoredDelivery | undefined> {

@@ -51,11 +51,7 @@ function attemptsSince(db: Executor, endpointId: number, since: string) {
     .where('a.attempted_at', '>=', since);
 }
 
-/**
- * The attempts made since `since`, and those of them that succeeded (no error: the endpoint
- * answered 2xx): rows of webhook_attempts, and the successful attempts kept in their deliveries'
- * rows (migration 0020).
- */
+/** The attempts made since `since`, and those of them that succeeded (no error: the endpoint answered 2xx). */
 export async function countAttemptsSince(
   db: Executor,
   endpointId: number,
@@ -67,16 +63,7 @@ export async function countAttemptsSince(
       sql<number | string | null>`sum(case when a.error is null then 1 else 0 end)`.as('succeeded'),
     ])
     .executeTakeFirst();
-  const kept = await db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.countAll<number | string>().as('succeeded'))
-    .where('endpoint_id', '=', endpointId)
-    .where('status', 'in', EVERY_STATUS)
-    .where('updated_at', '>=', since)
-    .where('succeeded_at', '>=', since)
-    .executeTakeFirst();
-  const inRows = Number(kept?.succeeded ?? 0);
-  return { total: Number(row?.total ?? 0) + inRows, succeeded: Number(row?.succeeded ?? 0) + inRows };
+  return { total: Number(row?.total ?? 0), succeeded: Number(row?.succeeded ?? 0) };
 }
 
 /** The latest failed attempt since `since` (an error recorded), or undefined. */
@@ -92,25 +79,22 @@ export function findLastFailureSince(db: Executor, endpointId: number, since: st
 
 /**
  * When the successful attempt of the delivery that succeeded last was made (of the deliveries kept
- * and succeeded now: one sent again by hand is pending until it succeeds again), or undefined: kept
- * in its row, or, for one that succeeded before migration 0020, among its attempts.
+ * and succeeded now: one sent again by hand is pending until it succeeds again), or undefined.
  */
 export async function findLastSuccessAt(db: Executor, endpointId: number): Promise<string | undefined> {
-  const last = await db
-    .selectFrom('webhook_deliveries')
-    .select(['id', 'succeeded_at'])
-    .where('endpoint_id', '=', endpointId)
-    .where('status', '=', 'succeeded')
-    .orderBy('updated_at', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  if (last === undefined) return undefined;
-  if (last.succeeded_at !== null) return last.succeeded_at;
   const row = await db
     .selectFrom('webhook_attempts')
     .select((eb) => eb.fn.max('attempted_at').as('at'))
     .where('error', 'is', null)
-    .where('delivery_id', '=', last.id)
+    .where('delivery_id', '=', (eb) =>
+      eb
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('endpoint_id', '=', endpointId)
+        .where('status', '=', 'succeeded')
+        .orderBy('updated_at', 'desc')
+        .limit(1),
+    )
     .executeTakeFirst();
   return row?.at ?? undefined;
 }

@@ -97,15 +97,6 @@ export function positionOf(event: Pick<StoredEvent, 'txid' | 'seq'>): Position {
   return { txid: event.txid, seq: event.seq };
 }
 
-export function samePosition(a: Position, b: Position | undefined): boolean {
-  return b !== undefined && a.txid === b.txid && a.seq === b.seq;
-}
-
-/** Whether `a` comes after `b` in readers' order (txid is always 0 on SQLite). */
-export function isAfter(a: Position, b: Position): boolean {
-  return a.txid > b.txid || (a.txid === b.txid && a.seq > b.seq);
-}
-
 /**
  * Settled events after `position`, in outbox order, at most `limit`, up to `upTo` when given;
  * only of the given resources and types when those are given. (Readers that follow several

@@ -40,9 +40,6 @@ export function newDelivery(
     next_attempt_at: now,
     lease_until: null,
     claimed_by: null,
-    succeeded_at: null,
-    success_status_code: null,
-    success_duration_ms: null,
     created_at: now,
     updated_at: now,
   };

@@ -1,12 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { faultOf } from '../observability/logger.js';
 import { nowTimestamp } from '../db/clock.js';
-import type { Db } from '../db/database.js';
+import type { Db, Executor } from '../db/database.js';
 import { isSqlite } from '../db/dialect.js';
 import { isCorruption } from '../db/driver-errors.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import type { EventSight } from '../db/visibility.js';
 import {
+  assignSequences,
   claimDeliveries,
   findDue,
   findPendingBefore,
@@ -14,6 +15,8 @@ import {
   insertDeliveries,
   nextAttemptAt,
   releaseDeliveries,
+  resourcesWaiting,
+  type NewDelivery,
   type StoredDelivery,
 } from './deliveries.repository.js';
 import { disableOwnerless, notSent, settleTurn, type OutcomeRules, type Turn } from './delivery-outcomes.js';
@@ -23,25 +26,15 @@ import {
   cursorOf,
   findEventsByIds,
   findEventsAfter,
-  isAfter,
   latestPosition,
   moveCursor,
   positionOf,
-  samePosition,
-  type Position,
 } from './outbox.repository.js';
 import type { AddressPolicy } from './ssrf.js';
 import { endpointWants, newDelivery, signedDelivery } from './webhook-deliveries.js';
-import {
-  findEnabledEndpointIds,
-  findEnabledEndpoints,
-  findEndpointWithOwner,
-  type EndpointWithOwner,
-} from './webhook-endpoints.repository.js';
+import { findEnabledEndpoints, findEndpointWithOwner, type EndpointWithOwner } from './webhook-endpoints.repository.js';
 import { Lanes, type Lane, type Queued } from './webhook-lanes.js';
 import { WEBHOOK_CURSOR, webhookLease } from './webhook-lease.js';
-import { DeliveriesInMemory } from './webhook-memory.js';
-import { deliveriesMade, keptInMemory, numberDeliveries } from './webhook-fan-out.js';
 import { OutcomeWriter } from './webhook-outcome-writer.js';
 import { OWNER_FRESH_MS, ownerRefusal, type ReadableBy } from './webhook-owners.js';
 import { WebhookSender } from './webhook-sender.js';
@@ -86,9 +79,9 @@ const ROUND_EVERY_MS = 50;
  *
  * 1. Fan-out: the outbox's events after the webhooks' cursor become deliveries of the enabled
  *    endpoints that want them (their types, of resources their owner may read as it is stored
- *    once the event has committed, made after the endpoint), each numbered within its resource and
- *    endpoint (`sequence`); the cursor passes an event once its deliveries are written: an event is
- *    fanned out once. An endpoint whose owner no longer exists is disabled instead.
+ *    now, made after the endpoint), each numbered within its resource and endpoint (`sequence`),
+ *    in one unit of work that also moves the cursor: an event is fanned out once. An endpoint
+ *    whose owner no longer exists is disabled instead.
  * 2. Claiming: of each endpoint with room, its due deliveries are read (up to its share of the
  *    sending slots, and AHEAD_PER_SLOT times that ahead), those behind an earlier pending delivery
  *    of their resource held back, and the rest claimed in one statement for all endpoints (a lease
@@ -114,10 +107,6 @@ export class WebhookDispatcher extends OutboxWorker {
   readonly #sending = new Set<Promise<void>>();
   #inFlight = 0;
   readonly #outcomes: OutcomeWriter;
-  /** The deliveries sent from memory whose rows are not written yet, and how far the fan-out has read. */
-  readonly #memory = new DeliveriesInMemory();
-  /** Events up to here are read again from the cursor as stored: some may have their deliveries already. */
-  #recoverUntil: Position | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryAt = Infinity;
   readonly #heartbeat: NodeJS.Timeout;
@@ -143,7 +132,6 @@ export class WebhookDispatcher extends OutboxWorker {
       rules: options,
       owner: this.#lease.owner,
       lanes: this.#lanes,
-      memory: this.#memory,
       closed: () => this.closed,
       wake: () => this.wake(),
     });
@@ -158,8 +146,7 @@ export class WebhookDispatcher extends OutboxWorker {
     await super.close();
     await Promise.allSettled([...this.#sending]);
     await this.#outcomes.write();
-    // Those held in memory have no row: the cursor stays before them, and they are sent again.
-    const unsent = [...this.#lanes.held].filter((id) => !DeliveriesInMemory.isTemporary(id));
+    const unsent = [...this.#lanes.held];
     this.#lanes.drop();
     if (unsent.length > 0)
       await unitOfWork(this.#db, (trx) => releaseDeliveries(trx, unsent, this.#lease.owner)).catch((error: unknown) =>
@@ -196,7 +183,6 @@ export class WebhookDispatcher extends OutboxWorker {
     if (!(await this.#lease.held())) {
       // Another process delivers (what this one held is its now); ask again in a while.
       this.#lanes.drop();
-      this.#memory.reset();
       this.later(this.#lease.retryMs);
       return false;
     }
@@ -220,8 +206,6 @@ export class WebhookDispatcher extends OutboxWorker {
     // A claim may have committed unseen (the connection lost as it committed): new deliveries are
     // not claimed as they are written until #claim has read what is due again.
     for (const lane of this.#lanes.values()) lane.behind = lane.recover = true;
-    // So may a fan-out: the next reads from the cursor as stored.
-    this.#memory.fannedTo = undefined;
     this.#db.outage.failed(this.#log, 'webhooks', error, `webhook dispatcher failed: ${faultOf(error)}; trying again`);
     this.later(1000);
   }
@@ -244,84 +228,100 @@ export class WebhookDispatcher extends OutboxWorker {
 
   /**
    * Fans out one batch of events; answers how many events it read. The deliveries an endpoint has
-   * room for, of resources with nothing pending before them in the table, stay in memory and are
-   * chained here with their events at once: no row until their outcome (webhook-memory.ts). The
-   * others are written, to wait in the table for #claim.
+   * room for, of resources with nothing pending before them, are claimed as they are written and
+   * chained here with their events at once (no read, claim and event read of their own later);
+   * the others wait in the table for #claim.
    */
   async #fanOut(): Promise<number> {
-    if (this.#memory.fannedTo === undefined) {
-      // From the cursor as stored: events after it may have deliveries written, or held here still.
-      this.#memory.startAt(positionOf(await cursorOf(this.#db, WEBHOOK_CURSOR)));
-      this.#recoverUntil = await latestPosition(this.#db);
-    }
-    const from = this.#memory.fannedTo!;
-    // Events first, the endpoints after them: every event fanned out was committed before the read
-    // of the endpoints and their owners that decides it, so an owner deleted or narrowed before an
-    // event's commit is seen as such (its endpoint disabled, or the event not made a delivery of).
-    // The events are those up to the newest read before the endpoints, and so is any jump of the
-    // cursor when no endpoint is enabled. Read outside a transaction: the write below, when there is
-    // one, holds SQLite's write lock (which the requests' commits wait for) only for its own statements.
-    const latest = await latestPosition(this.#db);
-    if (!isAfter(latest, from)) return 0;
+    const cursor = await cursorOf(this.#db, WEBHOOK_CURSOR);
+    const peek = await findEventsAfter(this.#db, cursor, { limit: 1, withoutData: true });
+    if (peek.length === 0) return 0;
     const since = this.#lanes.failures;
-    const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
-    const ownerless: EndpointWithOwner[] = [];
-    for (const endpoint of await findEnabledEndpoints(this.#db)) {
-      if (endpoint.owner === null) ownerless.push(endpoint);
-      else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
-    }
-    // Nobody to send to: the cursor moves to the newest event at once, no event is read.
-    const events =
-      endpoints.length === 0 ? [] : await findEventsAfter(this.#db, from, { limit: FAN_OUT_BATCH, upTo: latest });
-    const to = endpoints.length === 0 ? latest : events.length > 0 ? positionOf(events[events.length - 1]!) : undefined;
-    if (to === undefined) return 0;
-    const now = nowTimestamp();
-    const { known, recovered } = await deliveriesMade(this.#db, events, this.#memory, this.#recoverUntil);
-    if (recovered) this.#recoverUntil = undefined;
-    const deliveries = events.flatMap((event) =>
-      endpoints
-        .filter(
-          ({ endpoint, readable }) =>
-            endpointWants(endpoint, readable, event) && !known.has(`${endpoint.id} ${event.id}`),
-        )
-        .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
-    );
-    await numberDeliveries(this.#db, this.#memory, deliveries);
-    const { kept, letGo } = await keptInMemory(this.#db, deliveries, {
-      room: this.#share() * (1 + AHEAD_PER_SLOT),
-      lanes: this.#lanes,
-      memory: this.#memory,
-      outcomes: this.#outcomes,
-      owner: this.#lease.owner,
+    const { read, endpoints, claimed, events } = await unitOfWork(this.#db, async (trx) => {
+      const endpoints: { endpoint: EndpointWithOwner; readable: EventSight }[] = [];
+      for (const endpoint of await findEnabledEndpoints(trx)) {
+        if (endpoint.owner === null) await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
+        else endpoints.push({ endpoint, readable: this.#options.readableBy(endpoint.owner_caller_id, endpoint.owner) });
+      }
+      // Nobody to send to: the cursor moves to the end at once, no event is read.
+      const events =
+        endpoints.length === 0
+          ? []
+          : await findEventsAfter(trx, await cursorOf(trx, WEBHOOK_CURSOR), { limit: FAN_OUT_BATCH });
+      const to =
+        endpoints.length === 0
+          ? await latestPosition(trx)
+          : events.length > 0
+            ? positionOf(events[events.length - 1]!)
+            : undefined;
+      if (to === undefined) return { read: 0, endpoints: new Set<number>(), claimed: [], events };
+      const now = nowTimestamp();
+      const deliveries = events.flatMap((event) =>
+        endpoints
+          .filter(({ endpoint, readable }) => endpointWants(endpoint, readable, event))
+          .map(({ endpoint }) => newDelivery(endpoint.id, event, now)),
+      );
+      await assignSequences(trx, deliveries);
+      await this.#claimAsWritten(trx, deliveries);
+      const stored = await insertDeliveries(trx, deliveries);
+      if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, to)))
+        throw new Error('the webhook dispatcher lost its lease');
+      // A ping's delivery is written with its event: its endpoint has work.
+      for (const event of events)
+        if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
+      return {
+        read: events.length,
+        endpoints: new Set(
+          stored.filter((delivery) => delivery.claimed_by === null).map((delivery) => delivery.endpoint_id),
+        ),
+        claimed: stored.filter((delivery) => delivery.claimed_by !== null),
+        events,
+      };
     });
-    const inMemoryNow = new Set(kept);
-    const rows = deliveries.filter((delivery) => !inMemoryNow.has(delivery));
-    const cursor = this.#memory.cursorWith(to, kept.length);
-    const stored =
-      rows.length > 0 || ownerless.length > 0 || !samePosition(cursor, this.#memory.cursor)
-        ? await unitOfWork(this.#db, async (trx) => {
-            for (const endpoint of ownerless)
-              await disableOwnerless(trx, endpoint.id, endpoint.owner_caller_id, this.#log);
-            const stored = await insertDeliveries(trx, rows);
-            if (!(await moveCursor(trx, WEBHOOK_CURSOR, this.#lease.owner, cursor)))
-              throw new Error('the webhook dispatcher lost its lease');
-            return stored;
-          })
-        : [];
-    // A ping's delivery is written with its event: its endpoint has work.
-    for (const event of events)
-      if (event.type === 'webhook.ping') this.#lanes.lane(Number(/\d+$/.exec(event.path)?.[0])).look = true;
-    const read = events.length;
-    const inMemory = this.#memory.fannedOut(to, cursor, kept);
-    for (const { endpoint_id: id } of stored) this.#lanes.lane(id).look = true;
-    const released = new Set(letGo);
-    this.#lanes.letGo(inMemory.filter((_delivery, index) => released.has(kept[index]!)));
-    this.#lanes.chain(
-      inMemory.filter((_delivery, index) => !released.has(kept[index]!)),
-      new Map(events.map((event) => [event.id, event])),
-      since,
-    );
+    for (const id of endpoints) this.#lanes.lane(id).look = true;
+    this.#lanes.chain(claimed, new Map(events.map((event) => [event.id, event])), since);
     return read;
+  }
+
+  /**
+   * Of new deliveries (in outbox order), claims for this process those its endpoint's lane has room
+   * for, when nothing of the lane waits in the table to be claimed before them, and whose resource
+   * has nothing pending before them but what this process holds (chained, in flight, or its
+   * success not written yet): they may go as soon as they are written. The others are left to
+   * #claim, which reads them from the table in order.
+   */
+  async #claimAsWritten(trx: Executor, deliveries: NewDelivery[]): Promise<void> {
+    const room = this.#share() * (1 + AHEAD_PER_SLOT);
+    const now = nowTimestamp();
+    const leaseUntil = new Date(Date.now() + CLAIM_MS).toISOString();
+    const byLane = new Map<number, NewDelivery[]>();
+    for (const delivery of deliveries)
+      byLane.set(delivery.endpoint_id, [...(byLane.get(delivery.endpoint_id) ?? []), delivery]);
+    for (const [id, mine] of byLane) {
+      const lane = this.#lanes.get(id);
+      if (lane === undefined || lane.gone || lane.behind || lane.held >= room) {
+        if (lane !== undefined) lane.behind = true;
+        continue;
+      }
+      let free = room - lane.held;
+      const resources = [...new Set(mine.map((delivery) => delivery.resource_key!))];
+      // Failed here, its outcome (which holds the later ones back) not written yet: looked at before
+      // the read and after it, since an outcome may be written while the read runs, unseen by it.
+      const blocked = this.#outcomes.failing(id);
+      for (const key of await resourcesWaiting(trx, id, resources, now, this.#lease.owner)) blocked.add(key);
+      for (const key of this.#outcomes.failing(id)) blocked.add(key);
+      for (const delivery of mine) {
+        // Once one of a resource waits in the table, the later ones of it wait there too (in order).
+        if (free <= 0 || blocked.has(delivery.resource_key!)) {
+          blocked.add(delivery.resource_key!);
+          lane.behind = true;
+          continue;
+        }
+        delivery.claimed_by = this.#lease.owner;
+        delivery.lease_until = leaseUntil;
+        free--;
+      }
+    }
   }
 
   /** An endpoint's share of the sending slots now. */
@@ -396,7 +396,7 @@ export class WebhookDispatcher extends OutboxWorker {
 
   /** The enabled endpoints: a lane each; the lanes of the others are given up (their claims given back). */
   async #listEndpoints(): Promise<void> {
-    const enabled = new Set(await findEnabledEndpointIds(this.#db));
+    const enabled = new Set((await findEnabledEndpoints(this.#db)).map((endpoint) => endpoint.id));
     this.#listedAt = Date.now();
     this.#lanes.keepOnly(enabled);
   }

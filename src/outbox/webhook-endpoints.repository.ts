@@ -76,12 +76,6 @@ export async function findEnabledEndpoints(db: Executor): Promise<EndpointWithOw
   return rows.map(withOwner);
 }
 
-/** The ids of the enabled endpoints (the dispatcher's lanes). */
-export async function findEnabledEndpointIds(db: Executor): Promise<number[]> {
-  const rows = await db.selectFrom('webhook_endpoints').select('id').where('enabled', '=', 1).execute();
-  return rows.map((row) => Number(row.id));
-}
-
 /** Whether any endpoint is enabled: a read of one row at most (the endpoints are few; this is asked every second). */
 export async function anyEnabledEndpoint(db: Executor): Promise<boolean> {
   const row = await db
@@ -143,11 +137,4 @@ export async function disableEndpoint(db: Executor, id: number, reason: string, 
     .where('id', '=', id)
     .where('enabled', '=', 1)
     .execute();
-}
-
-/** Of these endpoints, those that still exist, and whether each is enabled. */
-export async function findEndpointStates(db: Executor, ids: number[]): Promise<Map<number, boolean>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('webhook_endpoints').select(['id', 'enabled']).where('id', 'in', ids).execute();
-  return new Map(rows.map((row) => [Number(row.id), row.enabled === 1]));
 }

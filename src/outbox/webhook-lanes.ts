@@ -217,20 +217,6 @@ export class Lanes {
     }
   }
 
-  /** Deliveries let go unsent as they are made (their resource waits for a retry): written with the next outcomes. */
-  letGo(deliveries: readonly StoredDelivery[]): void {
-    for (const { id } of deliveries) {
-      this.unwritten.add(id);
-      this.#release.push(id);
-    }
-    if (deliveries.length > 0) this.#writeSoon();
-  }
-
-  /** The deliveries let go behind a failed delivery (by its id), until its outcome is written. */
-  behindOf(id: number): number[] {
-    return this.#behind.get(id) ?? [];
-  }
-
   /** The deliveries let go since the last write, to be given back with it. */
   takeRelease(): number[] {
     return this.#release.splice(0);

@@ -7,14 +7,8 @@ import type { Db } from '../db/database.js';
 import { unitOfWork } from '../db/unit-of-work.js';
 import { faultOf } from '../observability/logger.js';
 import { releaseDeliveries } from './deliveries.repository.js';
-import { findBeforeWrite, goesOn, recordTurns, type OutcomeRules, type SettledTurn } from './delivery-outcomes.js';
-import { moveCursor } from './outbox.repository.js';
+import { goesOn, recordTurns, type OutcomeRules, type SettledTurn } from './delivery-outcomes.js';
 import { ownResource, type Lanes } from './webhook-lanes.js';
-import { WEBHOOK_CURSOR } from './webhook-lease.js';
-import type { DeliveriesInMemory } from './webhook-memory.js';
-
-/** The dispatcher's lease was taken over: what this process holds is the new holder's to send. */
-class LeaseLostError extends Error {}
 
 /** Outcomes are written together, at most this long after their attempt ended, or once this many wait. */
 const OUTCOMES_MS = 50;
@@ -27,8 +21,6 @@ export interface OutcomeWriterOptions {
   /** The dispatcher's name as the holder of the lease, whose claims are given back. */
   owner: string;
   lanes: Lanes;
-  /** The deliveries held in memory, whose rows are written with their outcomes. */
-  memory: DeliveriesInMemory;
   /** Whether the dispatcher closes: an outcome it cannot write then is logged, not tried again. */
   closed(): boolean;
   /** Wakes the dispatcher once outcomes are written: the deliveries they held back may go. */
@@ -69,7 +61,7 @@ export class OutcomeWriter {
 
   /** Writes the outcomes waiting (and gives back the deliveries let go), in one unit of work; one write at a time. */
   async write(): Promise<void> {
-    const { db, log, rules, owner, lanes, memory } = this.#options;
+    const { db, log, rules, owner, lanes } = this.#options;
     clearTimeout(this.#writeTimer);
     this.#writeTimer = undefined;
     while (this.#writing) await this.#writing;
@@ -80,28 +72,15 @@ export class OutcomeWriter {
     this.#writingTurns = turns;
     this.#writing = (async () => {
       try {
-        const unwritten = { get: (id: number) => memory.get(id), behindOf: (id: number) => lanes.behindOf(id) };
-        // Read before the transaction: it holds SQLite's write lock for its writes only.
-        const found = await findBeforeWrite(db, turns, release, unwritten);
-        const { disabled, fromMemory, cursor } = await unitOfWork(db, async (trx) => {
-          await releaseDeliveries(
-            trx,
-            release.filter((id) => id > 0),
-            owner,
-          );
-          const recorded = await recordTurns(trx, turns, release, unwritten, found, rules, log);
-          // The cursor passes the events whose deliveries are all written now.
-          const cursor = memory.cursorAfter(recorded.fromMemory);
-          if (recorded.fromMemory.length > 0 && !(await moveCursor(trx, WEBHOOK_CURSOR, owner, cursor)))
-            throw new LeaseLostError('the webhook dispatcher lost its lease');
-          return { ...recorded, cursor };
+        const disabled = await unitOfWork(db, async (trx) => {
+          await releaseDeliveries(trx, release, owner);
+          return recordTurns(trx, turns, rules, log);
         });
-        if (fromMemory.length > 0) memory.written(fromMemory, cursor);
         lanes.written(release, turns);
         for (const id of disabled) lanes.disable(id);
         this.#options.wake();
       } catch (error) {
-        if (this.#options.closed() || error instanceof LeaseLostError) {
+        if (this.#options.closed()) {
           log.warn({ err: error }, `webhook outcomes could not be written: ${faultOf(error)}`);
           return;
         }

@@ -6,7 +6,6 @@ import {
   findDeliveries,
   findDeliveryById,
   assignSequences,
-  insertAttempts,
   insertDeliveries,
   updateDelivery,
   type StoredAttempt,
@@ -30,25 +29,12 @@ function presentDelivery(delivery: StoredDelivery, attempts: StoredAttempt[]) {
     sequence: delivery.sequence === null ? null : Number(delivery.sequence),
     status: delivery.status,
     next_attempt_at: delivery.status === 'pending' ? delivery.next_attempt_at : null,
-    attempts: [
-      ...attempts.map((attempt) => ({
-        attempted_at: attempt.attempted_at,
-        status_code: attempt.status_code,
-        duration_ms: attempt.duration_ms,
-        error: attempt.error,
-      })),
-      // Its successful attempt, kept in its row: the last.
-      ...(delivery.succeeded_at === null
-        ? []
-        : [
-            {
-              attempted_at: delivery.succeeded_at,
-              status_code: delivery.success_status_code,
-              duration_ms: delivery.success_duration_ms ?? 0,
-              error: null,
-            },
-          ]),
-    ],
+    attempts: attempts.map((attempt) => ({
+      attempted_at: attempt.attempted_at,
+      status_code: attempt.status_code,
+      duration_ms: attempt.duration_ms,
+      error: attempt.error,
+    })),
     created_at: delivery.created_at,
     updated_at: delivery.updated_at,
   };
@@ -92,30 +78,7 @@ export async function retryDelivery(trx: Trx, endpointId: number, id: number, co
   if (delivery.status === 'pending')
     throw new ConflictError('delivery-pending', `Delivery ${id} is still pending: it is sent without being asked.`);
   const now = nowTimestamp();
-  // The successful attempt kept in its row joins its other attempts: the row keeps the next success.
-  if (delivery.succeeded_at !== null)
-    await insertAttempts(trx, [
-      {
-        delivery_id: id,
-        attempted_at: delivery.succeeded_at,
-        status_code: delivery.success_status_code,
-        duration_ms: delivery.success_duration_ms ?? 0,
-        error: null,
-      },
-    ]);
-  const updated = await updateDelivery(
-    trx,
-    id,
-    {
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      succeeded_at: null,
-      success_status_code: null,
-      success_duration_ms: null,
-    },
-    now,
-  );
+  const updated = await updateDelivery(trx, id, { status: 'pending', attempts: 0, next_attempt_at: now }, now);
   return (await withAttempts(trx, [updated!]))[0]!;
 }
 
