@@ -118,6 +118,7 @@ export async function openSqlite(
       writer,
       reader,
       lockTimeoutMs: settings.databaseTimeout ?? 5000,
+      synchronous: settings.sqliteSynchronous,
       ...diskFullReporter(settings.data, log),
     }),
     outage,

@@ -16,6 +16,12 @@ import { othersWaitForWriteLock, whenUnlocked, writeLockReleased } from './sqlit
  *   off the event loop (sqlite-lock.ts), and past `lockTimeoutMs` every unit waiting gets 503.
  * - ROLLBACK is sent only while a transaction is open: SQLite ends one by itself on some errors
  *   (a full disk at COMMIT), and a failing ROLLBACK would hide the real error.
+ * - A unit that need not be on disk when it resolves (unit-of-work.ts, `flush: 'later'`: the audit
+ *   trail's batches) says so as it enters. A group it opens is committed without the fsync
+ *   (synchronous=NORMAL, which SQLite lets change only between transactions, so set as a group
+ *   opens) and takes only such units: one that waits for the disk commits it first, and opens
+ *   the next group under FULL again; its fsync (or a checkpoint's) writes the earlier frames
+ *   through with its own. Such a unit joins any open group.
  */
 export interface WriterOptions {
   writer: SqliteConnectionHandle;
@@ -28,6 +34,8 @@ export interface WriterOptions {
   /** So that the log names a full disk once, and says when writes succeed again. */
   onDiskFull?: (error: unknown) => void;
   onWritten?: () => void;
+  /** The writer's synchronous mode: under FULL, a group of units that may flush later commits under NORMAL. */
+  synchronous?: 'full' | 'normal';
 }
 
 /** What the writer needs of a unit's session: where its turn is kept, and its own statements (savepoints). */
@@ -53,6 +61,7 @@ const SLICE_MS = 4;
 /** A unit waiting for the writer, and what to tell it. */
 interface Waiting {
   session: UnitSession;
+  flushLater: boolean;
   start: () => void;
   fail: (error: unknown) => void;
 }
@@ -61,6 +70,8 @@ interface Waiting {
 interface Group {
   startedAt: number;
   units: number;
+  /** Committed without the fsync: opened by a unit that may flush later, it takes only such units. */
+  later: boolean;
   members: { resolve: () => void; reject: (error: unknown) => void }[];
 }
 
@@ -79,6 +90,8 @@ export class GroupCommitWriter {
   /** Whether a unit has asked to enter since the writer last looked (a turn of the event loop that brought work). */
   #arrived = false;
   #idle: (() => void)[] = [];
+  /** The writer connection's synchronous mode now (under FULL, NORMAL after a group without the fsync). */
+  #mode: 'normal' | 'full' = 'full';
 
   readonly #windowMs: number;
 
@@ -88,9 +101,9 @@ export class GroupCommitWriter {
   }
 
   /** Resolves when it is the session's turn: a group is open and, unless the unit is its first, a savepoint taken for it. */
-  enter(session: UnitSession): Promise<void> {
+  enter(session: UnitSession, flushLater = false): Promise<void> {
     return new Promise((start, fail) => {
-      this.#waiting.push({ session, start, fail });
+      this.#waiting.push({ session, flushLater, start, fail });
       this.#arrived = true;
       this.#advance();
     });
@@ -156,7 +169,10 @@ export class GroupCommitWriter {
     const now = performance.now();
     if (
       group !== undefined &&
-      (group.units >= GROUP_UNITS || now - group.startedAt >= this.#windowMs || othersWaitForWriteLock())
+      (group.units >= GROUP_UNITS ||
+        now - group.startedAt >= this.#windowMs ||
+        othersWaitForWriteLock() ||
+        (group.later && this.#waiting.length > 0 && !this.#waiting[0]!.flushLater))
     ) {
       void this.#commitGroup();
       return;
@@ -205,7 +221,10 @@ export class GroupCommitWriter {
 
   async #openGroup(first: Waiting): Promise<void> {
     this.#busy = true;
+    const later = first.flushLater && this.#options.synchronous === 'full';
     try {
+      // SQLite lets it change only between transactions: set for each group as it opens.
+      if (this.#options.synchronous === 'full') this.#synchronous(later ? 'normal' : 'full');
       await whenUnlocked(() => execute(this.#options.writer.prepare('begin immediate')), this.#options.lockTimeoutMs);
     } catch (error) {
       // Nobody gets the lock in time: every unit waiting now is told (503), not only the first.
@@ -215,7 +234,7 @@ export class GroupCommitWriter {
       return;
     }
     this.#busy = false;
-    this.#group = { startedAt: performance.now(), units: 0, members: [] };
+    this.#group = { startedAt: performance.now(), units: 0, later, members: [] };
     this.#sliceStartedAt = this.#group.startedAt;
     this.#startUnit(first);
   }
@@ -265,6 +284,13 @@ export class GroupCommitWriter {
       this.#busy = false;
       this.#advance();
     });
+  }
+
+  /** The writer's synchronous mode, changed when the group opening needs the other. */
+  #synchronous(mode: 'normal' | 'full'): void {
+    if (mode === this.#mode) return;
+    execute(this.#options.writer.prepare(`pragma synchronous = ${mode}`));
+    this.#mode = mode;
   }
 
   #settleIdle(): void {

@@ -10,6 +10,7 @@ import {
   type QueryResult,
 } from 'kysely';
 import { isDiskFull } from './driver-errors.js';
+import { FLUSH_LATER } from './unit-of-work.js';
 import { GroupCommitWriter, type UnitSession, type WriterOptions } from './group-commit.js';
 import { execute, type SqliteConnectionHandle } from './sqlite-connection.js';
 import { whenUnlocked } from './sqlite-lock.js';
@@ -70,20 +71,28 @@ class RowiSqliteDriver implements Driver {
     return new Session(this.#options, this.#writer);
   }
 
+  /** The unit takes its turn at its first statement (Session.executeQuery), which may say it can flush later. */
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await this.#writer.enter(connection as Session);
+    (connection as Session).entering = { flushLater: false };
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await this.#writer.commit(connection as Session);
+    const session = connection as Session;
+    // A transaction that ran no statement wrote nothing: no turn to take.
+    if (session.entering !== undefined) session.entering = undefined;
+    else await this.#writer.commit(session);
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    this.#writer.rollback(connection as Session);
+    const session = connection as Session;
+    if (session.entering !== undefined) session.entering = undefined;
+    else this.#writer.rollback(session);
   }
 
   async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
-    (connection as Session).own(`savepoint "${name}"`);
+    const session = connection as Session;
+    await session.enter();
+    session.own(`savepoint "${name}"`);
   }
 
   async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
@@ -107,6 +116,8 @@ class RowiSqliteDriver implements Driver {
 class Session implements DatabaseConnection, UnitSession {
   /** Set while the writer runs this session's unit. */
   unit: { savepoint: string | undefined; done: boolean } | undefined;
+  /** Set from BEGIN until the unit's first statement, when it takes its turn of the writer. */
+  entering: { flushLater: boolean } | undefined;
   readonly #options: SqliteDriverOptions;
   readonly #writer: GroupCommitWriter;
 
@@ -116,10 +127,25 @@ class Session implements DatabaseConnection, UnitSession {
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    // PostgreSQL's words for a unit that need not wait for the disk (unit-of-work.ts): said first,
+    // it decides the group the unit enters; said later, it changes nothing.
+    if (compiled.sql === FLUSH_LATER && (this.entering !== undefined || this.unit !== undefined)) {
+      if (this.entering !== undefined) this.entering.flushLater = true;
+      return { rows: [] };
+    }
+    if (this.entering !== undefined) await this.enter();
     if (this.unit !== undefined) return runOn(this.#options.writer, compiled, this.#options);
     if (isRead(compiled))
       return whenUnlocked(() => runOn(this.#options.reader, compiled, this.#options), this.#options.lockTimeoutMs);
     return this.#alone(compiled);
+  }
+
+  /** Takes the unit's turn of the writer, if its transaction has begun and not taken it yet. */
+  async enter(): Promise<void> {
+    const entering = this.entering;
+    if (entering === undefined) return;
+    this.entering = undefined;
+    await this.#writer.enter(this, entering.flushLater);
   }
 
   /** A write outside a transaction: a unit of its own. */

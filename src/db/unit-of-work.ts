@@ -1,5 +1,19 @@
+import { sql } from 'kysely';
 import { metrics, secondsSince } from '../observability/metrics.js';
 import type { Db, Trx } from './database.js';
+
+/**
+ * What a unit of work that need not be on disk when it resolves runs first: PostgreSQL commits it
+ * without waiting for its WAL flush; the SQLite writer takes it as said (sqlite-driver.ts) and
+ * commits a group made only of such units without the fsync (group-commit.ts). A crash of the
+ * process loses none of it; a power cut may lose what no later flushed commit has written through.
+ */
+export const FLUSH_LATER = 'set local synchronous_commit = off';
+
+/** `flush: 'later'`: the unit may resolve before it is on disk (the audit trail's batches). */
+export interface UnitOptions {
+  flush?: 'now' | 'later';
+}
 
 /**
  * The one way rowi writes: `work` runs in a transaction, and whatever it wrote is committed
@@ -12,13 +26,14 @@ import type { Db, Trx } from './database.js';
  * survives a crash. On PostgreSQL it is a transaction of its own on a pooled connection, and
  * PostgreSQL groups the flushes of concurrent commits itself.
  */
-export async function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<T> {
+export async function unitOfWork<T>(db: Db, work: (trx: Trx) => Promise<T>, options?: UnitOptions): Promise<T> {
   let unit: Trx | undefined;
   const start = process.hrtime.bigint();
   let result: T;
   try {
-    result = await db.transaction().execute((trx: Trx) => {
+    result = await db.transaction().execute(async (trx: Trx) => {
       unit = trx;
+      if (options?.flush === 'later') await sql.raw(FLUSH_LATER).execute(trx);
       return work(trx);
     });
   } catch (error) {

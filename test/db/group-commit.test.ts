@@ -3,6 +3,7 @@ import { Kysely, sql, type Generated } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openSqliteConnection, type SqliteConnectionHandle } from '../../src/db/sqlite-connection.js';
 import { RowiSqliteDialect } from '../../src/db/sqlite-driver.js';
+import { FLUSH_LATER } from '../../src/db/unit-of-work.js';
 import { tempFolder } from '../helpers/temp.js';
 
 /**
@@ -71,12 +72,19 @@ function openDb(windowMs?: number): Kysely<{ t: Table }> {
       writer,
       reader,
       lockTimeoutMs: 1000,
+      synchronous: 'full',
       ...(windowMs === undefined ? {} : { windowMs }),
     }),
   });
 }
 
 const insert = (v: string) => db.transaction().execute((trx) => trx.insertInto('t').values({ v }).execute());
+/** A unit of work that need not be on disk when it resolves (unit-of-work.ts, `flush: 'later'`). */
+const insertFlushedLater = (v: string) =>
+  db.transaction().execute(async (trx) => {
+    await sql.raw(FLUSH_LATER).execute(trx);
+    await trx.insertInto('t').values({ v }).execute();
+  });
 const stored = async () => (await db.selectFrom('t').select('v').orderBy('id').execute()).map((row) => row.v);
 
 describe('group commit (SQLite)', () => {
@@ -204,5 +212,72 @@ describe('group commit (SQLite)', () => {
     await db.insertInto('t').values({ v: 'alone' }).execute();
     expect(log).toEqual(['begin immediate', 'insert into "t" ("v") values (?)', 'commit']);
     expect(await stored()).toEqual(['alone']);
+  });
+
+  it('a group opened by units that may flush later commits without the fsync (synchronous NORMAL), the next that flushes under FULL again', async () => {
+    await Promise.all([insertFlushedLater('a'), insertFlushedLater('b')]);
+    expect(log.filter((text) => !text.startsWith('insert') && !text.includes('savepoint'))).toEqual([
+      'pragma synchronous = normal',
+      'begin immediate',
+      'commit',
+    ]);
+    expect(await stored()).toEqual(['a', 'b']);
+    // The next write is on disk when it resolves, and the ones before it with it.
+    log.length = 0;
+    await insert('c');
+    expect(log).toEqual(['pragma synchronous = full', 'begin immediate', 'insert into "t" ("v") values (?)', 'commit']);
+    expect((await sql<{ synchronous: number }>`pragma synchronous`.execute(db)).rows).toEqual([{ synchronous: 2 }]);
+  });
+
+  it('a unit that waits for the disk never shares a group without the fsync: it commits that one first and opens its own, which the others may join', async () => {
+    // The first unit holds its group open until the others wait behind it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = db.transaction().execute(async (trx) => {
+      await sql.raw(FLUSH_LATER).execute(trx);
+      await trx.insertInto('t').values({ v: 'later' }).execute();
+      await held;
+    });
+    for (let turn = 0; turn < 1000 && !log.includes('begin immediate'); turn++)
+      await new Promise((resolve) => setImmediate(resolve));
+    const others = [insert('now'), insertFlushedLater('later too')];
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await Promise.all([first, ...others]);
+    expect(log.filter((text) => !text.startsWith('insert'))).toEqual([
+      'pragma synchronous = normal',
+      'begin immediate',
+      'commit',
+      'pragma synchronous = full',
+      'begin immediate',
+      'savepoint "unit"',
+      'release savepoint "unit"',
+      'commit',
+    ]);
+    expect((await stored()).sort()).toEqual(['later', 'later too', 'now']);
+  });
+
+  it('a unit that may flush later and fails first in its group: nothing stored, and the next group flushes again', async () => {
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await sql.raw(FLUSH_LATER).execute(trx);
+        await trx.insertInto('t').values({ v: 'doomed' }).execute();
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect(log.filter((text) => !text.startsWith('insert'))).toEqual([
+      'pragma synchronous = normal',
+      'begin immediate',
+      'rollback',
+    ]);
+    expect(await stored()).toEqual([]);
+    log.length = 0;
+    await insert('after');
+    expect(log[0]).toBe('pragma synchronous = full');
+  });
+
+  it('a transaction that runs no statement takes no turn of the writer', async () => {
+    await db.transaction().execute(async () => 'nothing');
+    expect(log).toEqual([]);
   });
 });
