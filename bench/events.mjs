@@ -22,7 +22,7 @@
 // Writes per delivery: rows written to the webhooks' tables (deliveries, attempts, sequences,
 // endpoints, and the webhooks' cursor) per event delivered, counted by triggers the bench adds to
 // the database for a short load of its own (after the timed ones, which run without them), on
-// this rowi and on a build of rowi before its webhooks were made cheap (in DIR of --webhooks-before:
+// this rowi and on the build the target is set against (in DIR of --webhooks-before:
 // `git worktree add --detach DIR 5078a92 && ln -s $PWD/node_modules DIR/ && (cd DIR && npm run
 // build)`; left out when DIR holds no build).
 //
