@@ -7,7 +7,7 @@ import { announce, CLOSING_MARGIN_MS, createFirstAdmin, listen, migrate, openChe
 import { createLogger } from '../observability/logger.js';
 import { checkBackupSettings, scheduleBackups } from '../db/backup-schedule.js';
 import { isPreparerMessage, PREPARER_ENV, type PreparerMessage } from './preparer.js';
-import { boundHeapGrowth } from './heap.js';
+import { tuneHeap } from './heap.js';
 import { checkWritableFolders } from './folders.js';
 
 /**
@@ -23,7 +23,7 @@ import { checkWritableFolders } from './folders.js';
  * The primary starts lean (process/cli.ts); this is the way when that did not apply.
  */
 export async function serve(config: Config): Promise<void> {
-  boundHeapGrowth(config);
+  tuneHeap(config);
   if (cluster.isWorker) return serveAsWorker(config);
   checkBackupSettings(config);
   // With --workers, in the preparer, whose exit code the primary takes as its own.
