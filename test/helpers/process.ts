@@ -135,7 +135,11 @@ function inherited(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !SETTINGS.has(name)));
 }
 
-/** Runs the CLI to completion (for commands that exit) and collects its output. */
+/**
+ * Runs the CLI to completion (for commands that exit) and collects its output. It runs in a folder
+ * of its own, so that a command given no ROWI_DATA opens the default ./data/rowi.db there, never
+ * the checkout's.
+ */
 export function runCli(
   args: string[],
   env: Record<string, string> = {},
@@ -143,6 +147,7 @@ export function runCli(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: tempFolder('cli'),
       env: { ...inherited(), ROWI_LOG_LEVEL: 'silent', ...env },
     });
     let stdout = '';
