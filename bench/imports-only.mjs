@@ -3,7 +3,7 @@
 // counts given (--rows 100000,1000000; default 100,000 only; each import bounded in time).
 // --postgres: the same imports on a rowi on PostgreSQL too (ROWI_BENCH_PG_URL, else
 // ROWI_TEST_PG_URL, else postgres://postgres@127.0.0.1:5432/test), in a schema the run creates and
-// drops. --baseline <folder>: another build (built with tsc --outDir, beside dist/) on a SQLite
+// drops. --baseline <folder>: another build's dist/ (absolute, or from this checkout) on a SQLite
 // file of its own, its imports alternated with this build's for --rounds rounds (ABBA order), and
 // the medians of the two compared: CPU time a row (rowi's, from /proc) is the figure that another
 // load on the machine moves least.
@@ -11,7 +11,7 @@
 // npm run bench:imports [-- --rows 100000 --postgres --baseline .bench/dist-main --rounds 3]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { importGoalLines, measureImports } from './lib/imports.mjs';
 import { createBenchSchema, dropBenchSchema } from './lib/postgres.mjs';
@@ -39,7 +39,7 @@ const load = () =>
     .join(' ');
 
 async function startBuild(label, dist, env) {
-  const serve = [cliOf(join(ROOT, dist)), 'serve'];
+  const serve = [cliOf(resolve(ROOT, dist)), 'serve'];
   const args = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, ...serve] : serve;
   const rowi = await startRowi(bench, label.replace(/\W+/g, '-'), env, args);
   const adminKey = await adminKeyOf(rowi);
