@@ -16,7 +16,7 @@ import type { Config } from '../config/config.js';
  *   generation, for every later request that runs that code too: after a few seconds of writes,
  *   reads cost 1.4–1.6 times the CPU, their young collections four times as long and their full
  *   ones four times as many, until the process restarts. Without it an order costs 0.94 times the
- *   CPU, an imported row about 1.08 times (the import thread's chunks are the objects that do live).
+ *   CPU, an imported row 1.01–1.08 times (the import thread's chunks are the objects that do live).
  */
 export function tuneHeap(config: Pick<Config, 'heapGrowingPercent'>): void {
   if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
