@@ -78,8 +78,13 @@ const P99_GOAL = 1.5;
 /** At a fixed offered rate (this share of the saturated rate), their p99 at most this many times. */
 const OPEN_LOOP_SHARE = 0.5;
 const OPEN_LOOP_P99_GOAL = 1.2;
-/** Fewer rows written per delivery, at least, than the build before. */
+/**
+ * Fewer rows written per delivery, at least, than the build before; without that build, than
+ * ROWS_BEFORE, what each delivery wrote when it was written, claimed, attempted and updated
+ * (docs/performance.md's target).
+ */
 const WRITES_GOAL = 5;
+const ROWS_BEFORE = 4.7;
 /** The short load whose writes are counted. */
 const COUNT_SECONDS = 3;
 const DRAIN_LIMIT_MS = 15_000;
@@ -333,7 +338,7 @@ async function main() {
   console.log(
     writesBefore
       ? `  ${mark(writesBefore.perDelivery / writesNow.perDelivery >= WRITES_GOAL)} rows written per delivery: ${writesNow.perDelivery.toFixed(2)} against ${writesBefore.perDelivery.toFixed(2)} before, × ${(writesBefore.perDelivery / writesNow.perDelivery).toFixed(1)} fewer (goal ≥ × ${WRITES_GOAL})`
-      : `  ? rows written per delivery: ${writesNow.perDelivery.toFixed(2)} (no build before to compare with)`,
+      : `  ${mark(ROWS_BEFORE / writesNow.perDelivery >= WRITES_GOAL)} rows written per delivery: ${writesNow.perDelivery.toFixed(2)} (goal ≤ ${(ROWS_BEFORE / WRITES_GOAL).toFixed(2)}, a fifth of ${ROWS_BEFORE}; no build before in the run to compare with)`,
   );
   console.log(
     `  ${mark(others.length > 0 && poisonP99 <= Math.max(cleanP99 * 1.25, cleanP99 + 250))} a poison resource (500 to ${poisoned}): the others' lag p99 ${poisonP99} ms against ${cleanP99} ms without it (goal: within 25 % or 250 ms; ${others.length} of the others' events delivered)`,
